@@ -1,0 +1,1 @@
+"""Lamina backends (see DESIGN §1)."""

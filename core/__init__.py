@@ -1,0 +1,1 @@
+"""Compiler infrastructure shared by dialects, passes and tools: context, diagnostics, pass contracts."""

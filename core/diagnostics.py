@@ -1,0 +1,200 @@
+"""MLIR-style diagnostics: `file:line:col: error: message`, attached to ops.
+
+xDSL's verifier raises at the first failing op and reports no source position.
+Lamina's tools need more (DESIGN §5): every diagnostic names a location, a
+checker can report *all* violations, and `--verify-diagnostics` matches them
+against `// expected-error` annotations by line. This module provides:
+
+* `LocatedParser`, a parser that stamps each op with `loc("file":line:col)`
+  taken from the text it was parsed from (unless the text gave a `loc(...)`);
+* `Diagnostic` / `DiagnosticError`, a located message and an exception holding
+  one or more of them, raised by verifiers and passes;
+* `verify_module`, which verifies every op and collects one diagnostic per
+  failing op instead of stopping at the first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import Enum
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+
+
+class Severity(Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    REMARK = "remark"
+    NOTE = "note"
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    file: str
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+def location_of(op: Operation | None) -> SourceLocation | None:
+    """The source location of `op`, or of its closest located ancestor."""
+    while op is not None:
+        loc = op.location
+        if isinstance(loc, FileLineColLoc):
+            return SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
+        op = op.parent_op()
+    return None
+
+
+@dataclass
+class Diagnostic:
+    """One message, located at an op (or at an explicit source position)."""
+
+    message: str
+    op: Operation | None = None
+    severity: Severity = Severity.ERROR
+    location: SourceLocation | None = None
+    notes: list[str] = field(default_factory=list)
+    context: list[str] = field(default_factory=list)
+    """Source lines (with a caret line) shown under the message, as MLIR does."""
+
+    def resolved_location(self) -> SourceLocation | None:
+        return self.location or location_of(self.op)
+
+    def format(self) -> str:
+        loc = self.resolved_location()
+        prefix = f"{loc}: " if loc else "<unknown>: "
+        lines = [f"{prefix}{self.severity.value}: {self.message}", *self.context]
+        if loc is None and self.op is not None:
+            lines.append(f"note: see operation: {_op_summary(self.op)}")
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def _op_summary(op: Operation) -> str:
+    text = str(op).strip().splitlines()
+    first = text[0] if text else op.name
+    return first if len(first) < 160 else first[:157] + "..."
+
+
+class DiagnosticError(DiagnosticException):
+    """A user-facing failure carrying one or more located diagnostics.
+
+    Raised by op verifiers (via `verify_module`), the phase checker, the pass
+    manager and passes. Tools print `format()` and exit with status 1.
+    """
+
+    def __init__(self, diagnostics: Iterable[Diagnostic] | Diagnostic | str, op: Operation | None = None):
+        if isinstance(diagnostics, str):
+            diagnostics = [Diagnostic(diagnostics, op)]
+        elif isinstance(diagnostics, Diagnostic):
+            diagnostics = [diagnostics]
+        self.diagnostics = list(diagnostics)
+        super().__init__("\n".join(d.message for d in self.diagnostics))
+
+    def format(self) -> str:
+        return "\n".join(d.format() for d in self.diagnostics)
+
+
+def op_error(op: Operation, message: str) -> DiagnosticError:
+    """`'graph.matmul' op <message>` located at `op` — the MLIR convention."""
+    return DiagnosticError([Diagnostic(f"'{op.name}' op {message}", op)])
+
+
+# ---------------------------------------------------------------------------
+# Parsing with locations
+# ---------------------------------------------------------------------------
+
+
+class LocatedParser(Parser):
+    """An xDSL parser that records each op's `file:line:col` as its location.
+
+    Ops keep an explicit `loc(...)` from the text. `line_offset` shifts lines
+    for `--split-input-file` chunks so locations refer to the original file.
+    """
+
+    def __init__(self, ctx: Context, input: str | bytes, name: str = "<stdin>", line_offset: int = 0):
+        super().__init__(ctx, input, name)
+        self._line_offset = line_offset
+        self._filename_attr = StringAttr(name)
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span
+        op = super().parse_operation()
+        if isinstance(op.location, UnknownLoc):
+            loc = start.get_location()
+            op.location = FileLineColLoc(
+                self._filename_attr, IntAttr(loc.line + self._line_offset), IntAttr(loc.col)
+            )
+        return op
+
+
+def parse_error_diagnostic(err: ParseError, line_offset: int = 0) -> Diagnostic:
+    """Turn xDSL's ParseError (file:line:col, source line, carets) into a Diagnostic."""
+    loc = err.span.get_location()
+    return Diagnostic(
+        err.msg,
+        location=SourceLocation(loc.file, loc.line + line_offset, loc.col),
+        context=err.span.print_with_context().splitlines()[1:3],
+    )
+
+
+def parse_module(
+    ctx: Context, text: str | bytes, name: str = "<stdin>", line_offset: int = 0
+) -> ModuleOp:
+    """Parse `text` into a module with located ops; syntax errors raise DiagnosticError."""
+    try:
+        return LocatedParser(ctx, text, name, line_offset).parse_module()
+    except ParseError as err:
+        raise DiagnosticError([parse_error_diagnostic(err, line_offset)]) from None
+    except VerifyException as err:
+        # Attribute verifiers run at construction time, i.e. while parsing.
+        raise DiagnosticError([Diagnostic(str(err), location=SourceLocation(name, 0, 0))]) from None
+
+
+# ---------------------------------------------------------------------------
+# Verification that reports every failing op
+# ---------------------------------------------------------------------------
+
+
+def _clean_verify_message(op: Operation, err: Exception) -> str:
+    msg = str(err)
+    msg = msg.removeprefix("Operation does not verify: ")
+    if msg.startswith(f"'{op.name}' op"):
+        return msg
+    return f"'{op.name}' op {msg}"
+
+
+def collect_verify_diagnostics(root: Operation) -> list[Diagnostic]:
+    """Verify every op under `root` (inclusive) and return one diagnostic per failure.
+
+    Each op is verified without its nested ops, so a failure is attributed to
+    the op that actually broke a rule, and sibling failures are all reported.
+    """
+    diagnostics: list[Diagnostic] = []
+    for op in root.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except DiagnosticError as err:
+            diagnostics.extend(err.diagnostics)
+        except (VerifyException, DiagnosticException) as err:
+            diagnostics.append(Diagnostic(_clean_verify_message(op, err), op))
+        except Exception as err:  # a verifier bug must still point at the op
+            diagnostics.append(
+                Diagnostic(f"'{op.name}' op verifier crashed: {type(err).__name__}: {err}", op)
+            )
+    return diagnostics
+
+
+def verify_module(root: Operation) -> None:
+    """Verify `root`, raising a DiagnosticError listing every failing op."""
+    diagnostics = collect_verify_diagnostics(root)
+    if diagnostics:
+        raise DiagnosticError(diagnostics)

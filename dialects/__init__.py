@@ -1,0 +1,1 @@
+"""Lamina dialects (see DESIGN §1)."""

@@ -1,0 +1,1 @@
+"""Lamina passes (see DESIGN §1)."""

@@ -1,0 +1,1 @@
+"""Lamina tools (see DESIGN §1)."""
