@@ -1,7 +1,31 @@
 """Lamina: a TVM-style deep-learning compiler on xDSL.
 
 graph (Relax-like) -> te (tensor expressions) -> loop (TIR-like) -> llvm -> native.
-See DESIGN.md in the shared folder, docs/ and README.md.
+
+    import lamina, numpy as np
+    exe = lamina.compile(open("examples/mlp.mlir").read())
+    y = exe.run("main", x, w1, b1, ...)
+
+Top-level names are imported lazily so that tools and `import lamina.dialects.*`
+start fast.
 """
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "compile": "lamina.backends.executable",
+    "Executable": "lamina.backends.executable",
+    "LaminaRuntimeError": "lamina.backends.executable",
+    "DiagnosticError": "lamina.core.diagnostics",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'lamina' has no attribute {name!r}")
+
+
+__all__ = ["compile", "Executable", "LaminaRuntimeError", "DiagnosticError", "__version__"]

@@ -1,0 +1,202 @@
+"""`lamina.compile` and `Executable`: the Python API of DESIGN §7.
+
+`compile()` parses (if given text), runs the default pipeline down to the
+`build` phase, JIT-compiles the llvm-dialect module and returns an
+`Executable`. `Executable.run("main", *arrays)` checks the arrays against the
+entry function's signature (count, shape, dtype) and calls native code on
+them without copying: inputs are passed by pointer, outputs are allocated as
+NumPy arrays and filled in place (destination-passing style).
+
+The native ABI of an entry function `@f(T0 a0, ..., Tn an) -> (R0, ..., Rm)`
+is `void f(const T0* a0, ..., const Tn* an, R0* out0, ..., Rm* outm)` with
+every buffer row-major and contiguous (see docs/abi.md).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Attribute
+
+from lamina.core.context import make_context
+from lamina.core.diagnostics import DiagnosticError, parse_module
+
+_DTYPES: dict[str, np.dtype] = {
+    "f16": np.dtype(np.float16),
+    "f32": np.dtype(np.float32),
+    "f64": np.dtype(np.float64),
+    "i1": np.dtype(np.bool_),
+    "i8": np.dtype(np.int8),
+    "i16": np.dtype(np.int16),
+    "i32": np.dtype(np.int32),
+    "i64": np.dtype(np.int64),
+}
+
+
+class LaminaRuntimeError(ValueError):
+    """A bad call of compiled code (wrong count, shape or dtype of arguments)."""
+
+
+def numpy_dtype(element_type: Attribute) -> np.dtype:
+    """The NumPy dtype of a tensor element type."""
+    key = str(element_type)
+    if key not in _DTYPES:
+        raise LaminaRuntimeError(f"element type {key} has no NumPy equivalent")
+    return _DTYPES[key]
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """Shape and dtype of one parameter or result of an entry function."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    @staticmethod
+    def from_type(ty: Attribute) -> TensorSpec:
+        if not isinstance(ty, TensorType):
+            raise LaminaRuntimeError(f"entry functions take and return tensors, got {ty}")
+        return TensorSpec(tuple(ty.get_shape()), numpy_dtype(ty.element_type))
+
+    def __str__(self) -> str:
+        return f"{self.dtype}[{', '.join(map(str, self.shape))}]"
+
+
+@dataclass(frozen=True)
+class Signature:
+    name: str
+    params: tuple[TensorSpec, ...]
+    results: tuple[TensorSpec, ...]
+
+
+def entry_signatures(module: ModuleOp) -> dict[str, Signature]:
+    """Signatures of the public top-level graph functions (recorded before lowering)."""
+    from lamina.dialects.graph import FuncOp
+
+    sigs: dict[str, Signature] = {}
+    for op in module.ops:
+        if not isinstance(op, FuncOp):
+            continue
+        ftype = op.function_type
+        try:
+            params = tuple(TensorSpec.from_type(t) for t in ftype.inputs)
+            results = tuple(TensorSpec.from_type(t) for t in ftype.outputs)
+        except LaminaRuntimeError:
+            continue  # functions over closures etc. are internal, not entry points
+        sigs[op.sym_name.data] = Signature(op.sym_name.data, params, results)
+    return sigs
+
+
+@dataclass
+class Executable:
+    """Native code for a module's graph functions, callable on NumPy arrays."""
+
+    signatures: dict[str, Signature]
+    compiled: object  # backends.codegen compiled module (keeps the JIT engine alive)
+    llvm_module: ModuleOp
+    timings: dict[str, float] = field(default_factory=dict)
+    _cfuncs: dict[str, object] = field(default_factory=dict, repr=False)
+
+    @property
+    def functions(self) -> list[str]:
+        return sorted(self.signatures)
+
+    def run(self, name: str, *arrays: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:
+        """Call entry function `name`; one result → an array, several → a tuple."""
+        sig = self._signature(name)
+        inputs = self._check_inputs(sig, arrays)
+        outputs = [np.empty(r.shape, r.dtype) for r in sig.results]
+        cfunc = self._cfunc(name, len(inputs) + len(outputs))
+        cfunc(*(a.ctypes.data_as(ctypes.c_void_p) for a in (*inputs, *outputs)))
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _signature(self, name: str) -> Signature:
+        if name not in self.signatures:
+            known = ", ".join(self.functions) or "none"
+            raise LaminaRuntimeError(f"no entry function '{name}' (known: {known})")
+        return self.signatures[name]
+
+    @staticmethod
+    def _check_inputs(sig: Signature, arrays: Sequence[object]) -> list[np.ndarray]:
+        if len(arrays) != len(sig.params):
+            raise LaminaRuntimeError(
+                f"@{sig.name} expects {len(sig.params)} argument(s), got {len(arrays)}"
+            )
+        checked = []
+        for i, (arr, spec) in enumerate(zip(arrays, sig.params, strict=True)):
+            if not isinstance(arr, np.ndarray | np.generic):
+                raise LaminaRuntimeError(
+                    f"@{sig.name} argument {i}: expected a numpy array {spec}, got {type(arr).__name__}"
+                )
+            arr = np.asarray(arr)
+            if arr.dtype != spec.dtype:
+                raise LaminaRuntimeError(
+                    f"@{sig.name} argument {i}: expected dtype {spec.dtype}, got {arr.dtype} "
+                    f"(convert with .astype(np.{spec.dtype}))"
+                )
+            if tuple(arr.shape) != spec.shape:
+                raise LaminaRuntimeError(
+                    f"@{sig.name} argument {i}: expected shape {spec.shape}, got {tuple(arr.shape)}"
+                )
+            # Only non-contiguous views are copied; contiguous arrays are passed by pointer.
+            checked.append(np.ascontiguousarray(arr))
+        return checked
+
+    def _cfunc(self, name: str, nargs: int):
+        if name not in self._cfuncs:
+            address = self.compiled.get_function_address(name)
+            proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * nargs))
+            self._cfuncs[name] = proto(address)
+        return self._cfuncs[name]
+
+
+def _as_module(module_or_text: ModuleOp | str, filename: str) -> ModuleOp:
+    if isinstance(module_or_text, ModuleOp):
+        return module_or_text.clone()
+    return parse_module(make_context(), module_or_text, filename)
+
+
+def lower_to_build(
+    module: ModuleOp, targets: Sequence[str] | None = None, pipeline: str = "default"
+) -> tuple[ModuleOp, dict[str, float]]:
+    """Run `pipeline` on `module` (in place) down to the build phase; return it and pass times."""
+    from lamina.core.pass_manager import PassManager
+    from lamina.core.pipeline import pipeline_passes
+
+    passes = pipeline_passes(pipeline, targets=targets)
+    manager = PassManager(passes, timing=True)
+    manager.run(make_context(), module)
+    return module, dict(getattr(manager, "pass_times", {}) or {})
+
+
+def compile(  # noqa: A001 - the API name is DESIGN §7's
+    module_or_text: ModuleOp | str,
+    targets: Sequence[str] | None = None,
+    *,
+    pipeline: str = "default",
+    filename: str = "<input>",
+) -> Executable:
+    """Compile a graph program (module or text) to native code.
+
+    Raises `DiagnosticError` (with located diagnostics) for bad IR or a failed
+    pass; `Executable.run` raises `LaminaRuntimeError` for bad arguments.
+    """
+    from lamina.backends.codegen import compile_module
+
+    module = _as_module(module_or_text, filename)
+    signatures = entry_signatures(module)
+    start = time.perf_counter()
+    lowered, _ = lower_to_build(module, targets, pipeline)
+    lowering_time = time.perf_counter() - start
+    start = time.perf_counter()
+    compiled = compile_module(lowered)
+    timings = {"lowering": lowering_time, "codegen": time.perf_counter() - start}
+    return Executable(signatures, compiled, lowered, timings)
+
+
+__all__ = ["compile", "Executable", "LaminaRuntimeError", "DiagnosticError", "TensorSpec"]
