@@ -91,7 +91,9 @@ class DiagnosticError(DiagnosticException):
     manager and passes. Tools print `format()` and exit with status 1.
     """
 
-    def __init__(self, diagnostics: Iterable[Diagnostic] | Diagnostic | str, op: Operation | None = None):
+    def __init__(
+        self, diagnostics: Iterable[Diagnostic] | Diagnostic | str, op: Operation | None = None
+    ):
         if isinstance(diagnostics, str):
             diagnostics = [Diagnostic(diagnostics, op)]
         elif isinstance(diagnostics, Diagnostic):
@@ -120,7 +122,9 @@ class LocatedParser(Parser):
     for `--split-input-file` chunks so locations refer to the original file.
     """
 
-    def __init__(self, ctx: Context, input: str | bytes, name: str = "<stdin>", line_offset: int = 0):
+    def __init__(
+        self, ctx: Context, input: str | bytes, name: str = "<stdin>", line_offset: int = 0
+    ):
         super().__init__(ctx, input, name)
         self._line_offset = line_offset
         self._filename_attr = StringAttr(name)

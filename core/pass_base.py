@@ -53,7 +53,9 @@ class LaminaPass(ModulePass):
         """Fail, at each offending op, if an op listed in `illegal_ops` survived."""
         if not cls.illegal_ops:
             return
-        leftovers = [op for op in module.walk() if op is not module and _matches(op, cls.illegal_ops)]
+        leftovers = [
+            op for op in module.walk() if op is not module and _matches(op, cls.illegal_ops)
+        ]
         if leftovers:
             raise DiagnosticError(
                 Diagnostic(

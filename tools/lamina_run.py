@@ -58,7 +58,9 @@ def load_inputs(path: str, signature) -> list[np.ndarray]:
         names = [f"arg{i}" for i in range(len(signature.params))]
         missing = [n for n in names if n not in data]
         if missing:
-            raise UsageError(f"{path}: missing {', '.join(missing)} (have: {', '.join(data.files)})")
+            raise UsageError(
+                f"{path}: missing {', '.join(missing)} (have: {', '.join(data.files)})"
+            )
         return [data[n] for n in names]
 
 
