@@ -1,0 +1,351 @@
+"""Code generation: xDSL's llvm dialect → llvmlite → optimized native code.
+
+This is the `build` phase's back end (DESIGN §4). Input: a module in phase
+`build` (only `builtin.module` and `llvm.*` ops, as `lower-to-llvm` leaves
+it). Steps, each timed in `CompileTimings`:
+
+1. translate: xDSL's `xdsl.backend.llvm.convert.convert_module` (llvm dialect
+   → llvmlite `ir.Module`), then a few fix-ups the translator does not do
+   (function attributes such as `nounwind`);
+2. parse + verify: `llvmlite.binding.parse_assembly` and `ModuleRef.verify`;
+3. optimize: LLVM's new pass manager at O3 with loop and SLP vectorization,
+   for the *host* CPU (`get_host_cpu_name`/`get_host_cpu_features`, so AVX2,
+   AVX-512 and FMA are used where the machine has them);
+4. JIT: an MCJIT engine, with a TargetMachine of its own. llvmlite crashes
+   (SIGSEGV) when one TargetMachine is shared by two engines (XDSL_NOTES §4),
+   so `_host_target_machine()` makes a new one every time.
+
+Compiled modules are cached by a content hash of the printed llvm-dialect
+module: compiling the same program twice in one process returns the same
+`CompiledModule` (and keeps its engine alive for the life of the process).
+
+Ahead-of-time: `emit_llvm_ir`, `emit_object` and `build_shared_library`.
+The C ABI of every generated function is the one `lower-to-llvm` produces::
+
+    void NAME(const T0* arg0, ..., T* out0, ..., <scalars by value>);
+
+Every buffer is a bare pointer to its first element, row-major and
+contiguous (the memref's static shape *is* the physical layout); output
+buffers are passed by the caller (destination-passing style), index values
+are `int64_t`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import llvmlite.binding as llvm
+import llvmlite.ir as llvm_ir
+from xdsl.backend.llvm.convert import convert_module
+from xdsl.dialects import llvm as llvm_dialect
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import LLVMTranslationException
+
+from lamina.core.diagnostics import Diagnostic, DiagnosticError
+
+OPT_LEVEL = 3
+"""LLVM optimization level used for JIT and ahead-of-time code."""
+
+FUNCTION_ATTRIBUTES = ("nounwind",)
+"""Attributes added to every defined function (generated code never unwinds)."""
+
+
+class CodegenError(DiagnosticError):
+    """Code generation failed: an op the translator cannot handle, invalid LLVM IR, a linker error."""
+
+
+@dataclass
+class CompileTimings:
+    """Seconds spent in each step of `compile_module` (0 for steps that did not run)."""
+
+    translate: float = 0.0
+    parse_verify: float = 0.0
+    optimize: float = 0.0
+    jit: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.translate + self.parse_verify + self.optimize + self.jit
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "translate": self.translate,
+            "parse_verify": self.parse_verify,
+            "optimize": self.optimize,
+            "jit": self.jit,
+            "total": self.total,
+        }
+
+
+# ---------------------------------------------------------------------------
+# LLVM set-up
+# ---------------------------------------------------------------------------
+
+_init_lock = threading.Lock()
+_initialized = False
+
+
+def _ensure_llvm() -> None:
+    """Initialize the native target once, and make libm/libc visible to MCJIT."""
+    global _initialized
+    with _init_lock:
+        if _initialized:
+            return
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        llvm.initialize_native_asmparser()
+        for lib in ("m", "c"):
+            path = ctypes.util.find_library(lib)
+            if path:
+                llvm.load_library_permanently(path)
+        _initialized = True
+
+
+def _host_target_machine(*, jit: bool) -> llvm.TargetMachine:
+    """A fresh TargetMachine for the host CPU. Never share one across MCJIT engines."""
+    _ensure_llvm()
+    target = llvm.Target.from_triple(llvm.get_process_triple())
+    return target.create_target_machine(
+        cpu=llvm.get_host_cpu_name(),
+        features=llvm.get_host_cpu_features().flatten(),
+        opt=OPT_LEVEL,
+        reloc="default" if jit else "pic",
+        codemodel="jitdefault" if jit else "default",
+        jit=jit,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Steps
+# ---------------------------------------------------------------------------
+
+
+def _check_build_phase_ops(module: ModuleOp) -> None:
+    """Only llvm.func / llvm.mlir.global may sit at the top level (what the translator accepts)."""
+    bad = [
+        op for op in module.ops if not isinstance(op, llvm_dialect.FuncOp | llvm_dialect.GlobalOp)
+    ]
+    if bad:
+        raise CodegenError(
+            Diagnostic(
+                f"codegen: top-level '{op.name}' cannot be translated to LLVM IR "
+                "(expected only llvm.func and llvm.mlir.global; run lower-to-llvm first)",
+                op,
+            )
+            for op in bad
+        )
+
+
+def translate(module: ModuleOp, tm: llvm.TargetMachine | None = None) -> llvm_ir.Module:
+    """llvm dialect → llvmlite IR module, with host triple and data layout."""
+    _check_build_phase_ops(module)
+    tm = tm or _host_target_machine(jit=False)
+    try:
+        ir_module = convert_module(
+            module, fallback_target_triple=tm.triple, data_layout=str(tm.target_data)
+        )
+    except (NotImplementedError, LLVMTranslationException, KeyError) as err:
+        raise CodegenError(_translation_diagnostic(module, err)) from None
+    for fn in ir_module.functions:
+        if not fn.is_declaration:
+            for attr in FUNCTION_ATTRIBUTES:
+                fn.attributes.add(attr)
+    return ir_module
+
+
+def _translation_diagnostic(module: ModuleOp, err: Exception) -> Diagnostic:
+    """Point a translator failure ('Conversion not implemented for op: X') at the first such op."""
+    message = str(err)
+    for op in module.walk():
+        if message.endswith(f": {op.name}"):
+            return Diagnostic(f"codegen: cannot translate '{op.name}' to LLVM IR", op)
+    return Diagnostic(f"codegen: {message}", module)
+
+
+def parse_and_verify(ir_module: llvm_ir.Module) -> llvm.ModuleRef:
+    """Parse the textual IR into LLVM and run LLVM's verifier."""
+    try:
+        ref = llvm.parse_assembly(str(ir_module))
+        ref.verify()
+    except RuntimeError as err:
+        raise CodegenError(f"codegen: LLVM rejected the generated IR: {err}") from None
+    return ref
+
+
+def optimize(ref: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
+    """Run LLVM's O3 pipeline (with loop and SLP vectorization) for `tm`'s CPU, in place."""
+    ref.triple = tm.triple
+    ref.data_layout = str(tm.target_data)
+    options = llvm.PipelineTuningOptions(speed_level=OPT_LEVEL)
+    options.loop_vectorization = True
+    options.slp_vectorization = True
+    options.loop_interleaving = True
+    options.loop_unrolling = True
+    with (
+        llvm.create_pass_builder(tm, options) as builder,
+        builder.getModulePassManager() as mpm,
+    ):
+        mpm.run(ref, builder)
+
+
+def _optimized_ref(module: ModuleOp, tm: llvm.TargetMachine, timings: CompileTimings):
+    start = time.perf_counter()
+    ir_module = translate(module, tm)
+    timings.translate = time.perf_counter() - start
+    start = time.perf_counter()
+    ref = parse_and_verify(ir_module)
+    timings.parse_verify = time.perf_counter() - start
+    start = time.perf_counter()
+    optimize(ref, tm)
+    timings.optimize = time.perf_counter() - start
+    return ref
+
+
+# ---------------------------------------------------------------------------
+# JIT
+# ---------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class CompiledModule:
+    """A module JIT-compiled into this process. Keep it alive while its functions are called."""
+
+    key: str
+    engine: llvm.ExecutionEngine
+    target_machine: llvm.TargetMachine
+    llvm_module: llvm.ModuleRef
+    signatures: dict[str, llvm_dialect.LLVMFunctionType]
+    """Type of every function *defined* in the module, by name."""
+    timings: CompileTimings = field(default_factory=CompileTimings)
+
+    def get_function_address(self, name: str) -> int:
+        """Address of the jitted function `name`; KeyError if the module defines no such function."""
+        if name not in self.signatures:
+            known = ", ".join(sorted(self.signatures)) or "none"
+            raise KeyError(f"no function '{name}' in the compiled module (defined: {known})")
+        address = self.engine.get_function_address(name)
+        if not address:
+            raise KeyError(f"function '{name}' has no address after JIT compilation")
+        return address
+
+    @property
+    def optimized_ir(self) -> str:
+        """The LLVM IR after O3, for inspection."""
+        return str(self.llvm_module)
+
+
+_cache: dict[str, CompiledModule] = {}
+_cache_lock = threading.Lock()
+_stats = {"hits": 0, "misses": 0}
+
+
+def module_key(module: ModuleOp) -> str:
+    """Content hash of the printed llvm-dialect module (plus the host CPU it is compiled for)."""
+    text = f"{llvm.get_host_cpu_name()}\n{OPT_LEVEL}\n{module}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def compile_module(module: ModuleOp, *, use_cache: bool = True) -> CompiledModule:
+    """JIT-compile a build-phase module for the host CPU (cached by content)."""
+    key = module_key(module)
+    with _cache_lock:
+        if use_cache and key in _cache:
+            _stats["hits"] += 1
+            return _cache[key]
+        _stats["misses"] += 1
+        compiled = _jit(module, key)
+        if use_cache:
+            _cache[key] = compiled
+        return compiled
+
+
+def _jit(module: ModuleOp, key: str) -> CompiledModule:
+    timings = CompileTimings()
+    tm = _host_target_machine(jit=True)
+    ref = _optimized_ref(module, tm, timings)
+    start = time.perf_counter()
+    engine = llvm.create_mcjit_compiler(ref, tm)
+    engine.finalize_object()
+    engine.run_static_constructors()
+    timings.jit = time.perf_counter() - start
+    signatures = {
+        op.sym_name.data: op.function_type
+        for op in module.ops
+        if isinstance(op, llvm_dialect.FuncOp) and op.body.blocks
+    }
+    return CompiledModule(key, engine, tm, ref, signatures, timings)
+
+
+def cache_stats() -> dict[str, int]:
+    """Cache hits/misses of `compile_module` in this process, and the number of cached modules."""
+    with _cache_lock:
+        return {**_stats, "size": len(_cache)}
+
+
+def clear_cache() -> None:
+    """Forget cached modules (functions obtained from them must no longer be called)."""
+    with _cache_lock:
+        _cache.clear()
+        _stats.update(hits=0, misses=0)
+
+
+# ---------------------------------------------------------------------------
+# Ahead-of-time
+# ---------------------------------------------------------------------------
+
+
+def emit_llvm_ir(module: ModuleOp, *, optimized: bool = True) -> str:
+    """Textual LLVM IR for the host; after O3 unless `optimized=False`."""
+    tm = _host_target_machine(jit=False)
+    if not optimized:
+        return str(translate(module, tm))
+    return str(_optimized_ref(module, tm, CompileTimings()))
+
+
+def emit_object(module: ModuleOp) -> bytes:
+    """A relocatable (PIC) object file for the host, as bytes."""
+    tm = _host_target_machine(jit=False)
+    return tm.emit_object(_optimized_ref(module, tm, CompileTimings()))
+
+
+def emit_assembly(module: ModuleOp) -> str:
+    """Host assembly text of the optimized module."""
+    tm = _host_target_machine(jit=False)
+    return tm.emit_assembly(_optimized_ref(module, tm, CompileTimings()))
+
+
+def system_compiler() -> str:
+    """The C compiler used to link shared libraries: $CC, else cc/gcc/clang on PATH."""
+    for candidate in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if candidate and shutil.which(candidate.split()[0]):
+            return candidate
+    raise CodegenError("codegen: no C compiler found to link a shared library (set $CC)")
+
+
+def build_shared_library(module: ModuleOp, path: str | os.PathLike[str]) -> Path:
+    """Compile `module` to a shared library at `path` (object file → `cc -shared`, libm linked).
+
+    The library exports every function defined in the module with the C ABI
+    described in this module's docstring.
+    """
+    path = Path(path)
+    with tempfile.TemporaryDirectory(prefix="lamina-") as tmp:
+        obj = Path(tmp) / "module.o"
+        obj.write_bytes(emit_object(module))
+        cmd = [*system_compiler().split(), "-shared", "-fPIC", "-o", str(path), str(obj), "-lm"]
+        result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise CodegenError(
+            f"codegen: linking {path} failed ({' '.join(cmd)}): {result.stderr.strip()}"
+        )
+    return path

@@ -1,0 +1,205 @@
+"""In-process runtime: call JIT-compiled functions with NumPy arrays, without copies.
+
+The low level of the execution API (the `Executable` of DESIGN §7 is built on
+top of it). A function produced by `lower-to-llvm` takes every buffer as a
+bare pointer to its first element (row-major, contiguous) and scalars by
+value; index values are `int64_t`. `JitFunction` turns its llvm-dialect
+signature into a ctypes prototype and passes each NumPy array's data pointer
+directly, so arrays must already be C-contiguous with the right dtype (a
+mismatch raises `RuntimeCallError` rather than silently copying, since the
+callee writes its outputs in place).
+
+`lower-to-llvm` records the memref type of each buffer parameter in the
+argument attribute `lamina.buffer`; when present, `JitFunction` checks the
+array's shape and dtype against it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import (
+    DictionaryAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+)
+from xdsl.ir import Attribute
+
+from lamina.backends.codegen import CompiledModule, compile_module
+
+BUFFER_ATTR = "lamina.buffer"
+"""Argument attribute of an `llvm.func` parameter: the memref type the pointer stands for."""
+
+
+class RuntimeCallError(TypeError):
+    """A call's arguments do not match the compiled function's signature."""
+
+
+def numpy_dtype(element_type: Attribute) -> np.dtype:
+    """The NumPy dtype of a builtin scalar type (f16/f32/f64, i1 as bool, iN as intN)."""
+    match element_type:
+        case Float16Type():
+            return np.dtype(np.float16)
+        case Float32Type():
+            return np.dtype(np.float32)
+        case Float64Type():
+            return np.dtype(np.float64)
+        case IntegerType(width=width) if width.data == 1:
+            return np.dtype(np.bool_)
+        case IntegerType(width=width) if width.data in (8, 16, 32, 64):
+            return np.dtype(f"int{width.data}")
+    raise RuntimeCallError(f"no NumPy dtype for element type {element_type}")
+
+
+_CTYPES_INT = {1: ctypes.c_bool, 8: ctypes.c_int8, 16: ctypes.c_int16, 32: ctypes.c_int32}
+
+
+def ctypes_type(ty: Attribute) -> type | None:
+    """The ctypes type of an llvm-dialect parameter/result type (None for void)."""
+    match ty:
+        case llvm.LLVMVoidType():
+            return None
+        case llvm.LLVMPointerType():
+            return ctypes.c_void_p
+        case Float32Type():
+            return ctypes.c_float
+        case Float64Type():
+            return ctypes.c_double
+        case IntegerType(width=width):
+            return _CTYPES_INT.get(width.data, ctypes.c_int64)
+    raise RuntimeCallError(f"cannot pass a value of type {ty} through the C ABI")
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One parameter of a jitted function: its llvm type and, for buffers, its memref type."""
+
+    index: int
+    type: Attribute
+    buffer: MemRefType | None
+
+    @property
+    def is_pointer(self) -> bool:
+        return isinstance(self.type, llvm.LLVMPointerType)
+
+
+class JitFunction:
+    """A callable handle on one function of a `CompiledModule`.
+
+    `fn(*args)` takes NumPy arrays for pointer parameters (no copies) and
+    Python/NumPy scalars for the others, and returns the function's scalar
+    result (or None). The `CompiledModule` is kept alive by this object.
+    """
+
+    def __init__(self, compiled: CompiledModule, name: str, func_op: llvm.FuncOp | None = None):
+        self.compiled = compiled
+        self.name = name
+        self.address = compiled.get_function_address(name)
+        fn_type = compiled.signatures[name]
+        self.parameters = _parameters(fn_type, func_op)
+        self.restype = ctypes_type(fn_type.output)
+        argtypes = [ctypes_type(p.type) for p in self.parameters]
+        self._cfunc = ctypes.CFUNCTYPE(self.restype, *argtypes)(self.address)
+
+    def __repr__(self) -> str:
+        return f"<JitFunction {self.name} at {self.address:#x}>"
+
+    def __call__(self, *args: object) -> object:
+        if len(args) != len(self.parameters):
+            raise RuntimeCallError(
+                f"{self.name}: expected {len(self.parameters)} argument(s), got {len(args)}"
+            )
+        converted = [self._convert(p, a) for p, a in zip(self.parameters, args, strict=True)]
+        return self._cfunc(*converted)
+
+    def _convert(self, param: Parameter, value: object) -> object:
+        if not param.is_pointer:
+            if isinstance(value, np.ndarray):
+                raise RuntimeCallError(
+                    f"{self.name}: argument #{param.index} is a scalar of type {param.type}, "
+                    f"got an array of shape {value.shape}"
+                )
+            return value
+        if not isinstance(value, np.ndarray):
+            raise RuntimeCallError(
+                f"{self.name}: argument #{param.index} is a buffer, expected a NumPy array, "
+                f"got {type(value).__name__}"
+            )
+        if not value.flags.c_contiguous:
+            raise RuntimeCallError(
+                f"{self.name}: argument #{param.index} must be C-contiguous "
+                "(use np.ascontiguousarray)"
+            )
+        if param.buffer is not None:
+            _check_buffer(self.name, param, value)
+        return value.ctypes.data
+
+
+def _check_buffer(name: str, param: Parameter, array: np.ndarray) -> None:
+    """`array` must have the memref's dtype and element count (any shape of that size)."""
+    assert param.buffer is not None
+    expected_dtype = numpy_dtype(param.buffer.element_type)
+    expected_shape = tuple(param.buffer.get_shape())
+    if array.dtype != expected_dtype:
+        raise RuntimeCallError(
+            f"{name}: argument #{param.index} expected dtype {expected_dtype}, got {array.dtype}"
+        )
+    if array.size != int(np.prod(expected_shape)):
+        raise RuntimeCallError(
+            f"{name}: argument #{param.index} expected shape {expected_shape}, got {array.shape}"
+        )
+
+
+def _parameters(fn_type: llvm.LLVMFunctionType, func_op: llvm.FuncOp | None) -> list[Parameter]:
+    arg_attrs: Sequence[DictionaryAttr] = ()
+    if func_op is not None and func_op.arg_attrs is not None:
+        arg_attrs = func_op.arg_attrs.data
+    params = []
+    for i, ty in enumerate(fn_type.inputs.data):
+        buffer = arg_attrs[i].data.get(BUFFER_ATTR) if i < len(arg_attrs) else None
+        params.append(Parameter(i, ty, buffer if isinstance(buffer, MemRefType) else None))
+    return params
+
+
+class Kernel:
+    """A compiled build-phase module: look up functions by name and call them with arrays."""
+
+    def __init__(self, module: ModuleOp, *, use_cache: bool = True):
+        self.module = module
+        self.compiled = compile_module(module, use_cache=use_cache)
+        self._funcs = {
+            op.sym_name.data: op
+            for op in module.ops
+            if isinstance(op, llvm.FuncOp) and op.body.blocks
+        }
+        self._handles: dict[str, JitFunction] = {}
+
+    @property
+    def function_names(self) -> list[str]:
+        return sorted(self._funcs)
+
+    def get_function_address(self, name: str) -> int:
+        return self.compiled.get_function_address(name)
+
+    def function(self, name: str) -> JitFunction:
+        """The callable handle of `name` (created once)."""
+        if name not in self._handles:
+            self._handles[name] = JitFunction(self.compiled, name, self._funcs.get(name))
+        return self._handles[name]
+
+    def call(self, name: str, *args: object) -> object:
+        """Call `name` with arrays (buffers, written in place) and scalars."""
+        return self.function(name)(*args)
+
+
+def call(module: ModuleOp, name: str, *args: object) -> object:
+    """Compile (cached) and call `name` of a build-phase module in one step."""
+    return Kernel(module).call(name, *args)
