@@ -1,0 +1,223 @@
+"""Shared pieces of Lamina's function ops (`te.func`, `loop.func`).
+
+Both are `func.func` look-alikes: a symbol with `sym_name`, `function_type`,
+`arg_attrs`, `res_attrs` and an optional `sym_visibility`, a body region whose
+entry block arguments are the parameters (or no body at all: an external
+declaration), and a `*.return` terminator. xDSL cannot subclass a concrete
+`@irdl_op_definition` op, so the fields and the custom syntax live in the
+undecorated bases below; each dialect decorates its own subclass and states
+which argument and result types it accepts (`allowed_types`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar, Self
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    FunctionType,
+    StringAttr,
+    SymbolNameConstraint,
+)
+from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.irdl import IRDLOperation, opt_prop_def, prop_def, region_def, var_operand_def
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import CallableOpInterface
+from xdsl.utils.exceptions import VerifyException
+
+
+def type_list(types: Sequence[Attribute]) -> str:
+    """`(memref<4xf32>, f32)`: a type list as it is written in the IR."""
+    return "(" + ", ".join(str(t) for t in types) + ")"
+
+
+class FuncLikeCallableInterface(CallableOpInterface):
+    """CallableOpInterface for any `FuncLikeOp` (used by inliners and call verifiers)."""
+
+    @classmethod
+    def get_callable_region(cls, op: Operation) -> Region:
+        assert isinstance(op, FuncLikeOp)
+        return op.body
+
+    @classmethod
+    def get_argument_types(cls, op: Operation) -> tuple[Attribute, ...]:
+        assert isinstance(op, FuncLikeOp)
+        return op.function_type.inputs.data
+
+    @classmethod
+    def get_result_types(cls, op: Operation) -> tuple[Attribute, ...]:
+        assert isinstance(op, FuncLikeOp)
+        return op.function_type.outputs.data
+
+
+class FuncLikeOp(IRDLOperation):
+    """Fields, builder, syntax and verifier shared by `te.func` and `loop.func`."""
+
+    body = region_def()
+    sym_name = prop_def(SymbolNameConstraint())
+    function_type = prop_def(FunctionType)
+    sym_visibility = opt_prop_def(StringAttr)
+    arg_attrs = opt_prop_def(ArrayAttr[DictionaryAttr])
+    res_attrs = opt_prop_def(ArrayAttr[DictionaryAttr])
+
+    TYPE_DESCRIPTION: ClassVar[str] = "any type"
+    """Human-readable description of `allowed_type`, used in verifier messages."""
+
+    def __init__(
+        self,
+        name: str,
+        function_type: FunctionType | tuple[Sequence[Attribute], Sequence[Attribute]],
+        region: Region | type[Region.DEFAULT] | None = Region.DEFAULT,
+        visibility: StringAttr | str | None = None,
+        *,
+        arg_attrs: ArrayAttr[DictionaryAttr] | None = None,
+        res_attrs: ArrayAttr[DictionaryAttr] | None = None,
+    ):
+        """Build a function; `region=None` builds a body-less (external) declaration.
+
+        With the default region, the body is one empty block whose arguments
+        are the parameters, ready for a builder to fill.
+        """
+        if isinstance(visibility, str):
+            visibility = StringAttr(visibility)
+        if isinstance(function_type, tuple):
+            function_type = FunctionType.from_lists(*function_type)
+        if region is None:
+            region = Region()
+        elif not isinstance(region, Region):
+            region = Region(Block(arg_types=function_type.inputs))
+        properties: dict[str, Attribute | None] = {
+            "sym_name": StringAttr(name),
+            "function_type": function_type,
+            "sym_visibility": visibility,
+            "arg_attrs": arg_attrs,
+            "res_attrs": res_attrs,
+        }
+        super().__init__(properties=properties, regions=[region])
+
+    # -- queries ---------------------------------------------------------------
+
+    @property
+    def is_declaration(self) -> bool:
+        """True for an external function (no body)."""
+        return not self.body.blocks
+
+    @property
+    def args(self) -> tuple[SSAValue, ...]:
+        """The parameters (entry block arguments); empty for a declaration."""
+        block = self.body.blocks.first
+        return tuple(block.args) if block is not None else ()
+
+    def arg_attr(self, index: int, name: str) -> Attribute | None:
+        """The `name` entry of the `index`-th parameter's attribute dictionary, if any."""
+        if self.arg_attrs is None or index >= len(self.arg_attrs.data):
+            return None
+        return self.arg_attrs.data[index].data.get(name)
+
+    def res_attr(self, index: int, name: str) -> Attribute | None:
+        """The `name` entry of the `index`-th result's attribute dictionary, if any."""
+        if self.res_attrs is None or index >= len(self.res_attrs.data):
+            return None
+        return self.res_attrs.data[index].data.get(name)
+
+    # -- verification ------------------------------------------------------------
+
+    @classmethod
+    def allowed_type(cls, type: Attribute) -> bool:
+        """Whether a parameter or result may have `type`; dialects narrow this."""
+        return True
+
+    def verify_(self) -> None:
+        ftype = self.function_type
+        for what, types in (("argument", ftype.inputs.data), ("result", ftype.outputs.data)):
+            for i, t in enumerate(types):
+                if not self.allowed_type(t):
+                    raise VerifyException(f"{what} #{i} must be {self.TYPE_DESCRIPTION}, got {t}")
+        self._verify_attr_arrays()
+        if self.is_declaration:
+            return
+        block_types = tuple(self.body.block.arg_types) if len(self.body.blocks) == 1 else None
+        if block_types is None:
+            raise VerifyException(
+                f"expected a body with a single block, got {len(self.body.blocks)} blocks"
+            )
+        if block_types != ftype.inputs.data:
+            raise VerifyException(
+                "entry block argument types must match the function's input types: "
+                f"expected {type_list(ftype.inputs.data)}, got {type_list(block_types)}"
+            )
+
+    def _verify_attr_arrays(self) -> None:
+        """`arg_attrs`/`res_attrs` have one dictionary per argument/result."""
+        ftype = self.function_type
+        for what, attrs, types in (
+            ("arg_attrs", self.arg_attrs, ftype.inputs.data),
+            ("res_attrs", self.res_attrs, ftype.outputs.data),
+        ):
+            if attrs is not None and len(attrs.data) != len(types):
+                raise VerifyException(
+                    f"{what} must have one dictionary per "
+                    f"{'argument' if what == 'arg_attrs' else 'result'}: "
+                    f"expected {len(types)}, got {len(attrs.data)}"
+                )
+
+    # -- syntax ------------------------------------------------------------------
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        visibility = parser.parse_optional_visibility_keyword()
+        name, inputs, outputs, region, extra_attrs, arg_attrs, res_attrs = parse_func_op_like(
+            parser, reserved_attr_names=("sym_name", "function_type", "sym_visibility")
+        )
+        func = cls(
+            name,
+            (inputs, outputs),
+            region,
+            visibility,
+            arg_attrs=arg_attrs,
+            res_attrs=res_attrs,
+        )
+        if extra_attrs is not None:
+            func.attributes |= extra_attrs.data
+        return func
+
+    def print(self, printer: Printer) -> None:
+        if self.sym_visibility:
+            printer.print_string(f" {self.sym_visibility.data}")
+        print_func_op_like(
+            printer,
+            self.sym_name,
+            self.function_type,
+            self.body,
+            self.attributes,
+            arg_attrs=self.arg_attrs,
+            res_attrs=self.res_attrs,
+            reserved_attr_names=("sym_name", "function_type", "sym_visibility", "arg_attrs"),
+        )
+
+
+class ReturnLikeOp(IRDLOperation):
+    """`*.return`: terminator of a `FuncLikeOp` returning values of its result types."""
+
+    arguments = var_operand_def()
+
+    assembly_format = "attr-dict ($arguments^ `:` type($arguments))?"
+
+    def __init__(self, *values: SSAValue | Operation):
+        super().__init__(operands=[values])
+
+    def verify_(self) -> None:
+        func = self.parent_op()
+        if not isinstance(func, FuncLikeOp):
+            return  # HasParent reports the misplaced terminator
+        expected = func.function_type.outputs.data
+        got = self.arguments.types
+        if expected != got:
+            raise VerifyException(
+                "returned types must match the function's result types: "
+                f"expected {type_list(expected)}, got {type_list(got)}"
+            )
