@@ -49,14 +49,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from lamina.core.diagnostics import Diagnostic, DiagnosticError
-from lamina.core.pass_base import ALL_PHASES, LaminaPass
-from lamina.dialects.lamina import Phase, codegen_target, get_phase
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.ir import Attribute, Operation
 from xdsl.traits import SymbolTable, is_side_effect_free
 from xdsl.utils.exceptions import VerifyException
+
+from lamina.core.diagnostics import Diagnostic, DiagnosticError
+from lamina.core.pass_base import ALL_PHASES, LaminaPass
+from lamina.dialects.lamina import Phase, codegen_target, get_phase
 
 
 @dataclass(frozen=True)
@@ -173,18 +174,9 @@ def is_pure_in_dataflow(op: Operation, module: ModuleOp) -> bool:
 
 def is_graph_compute(op: Operation) -> bool:
     """Whether `op` carries the `GraphCompute` trait (an arithmetic/tensor graph op)."""
-    try:
-        from lamina.dialects.graph import GraphCompute
-    except ImportError:  # TODO: remove once dialects/graph.py lands
-        return op.name.removeprefix("graph.") in _COMPUTE_NAMES and op.name.startswith("graph.")
+    from lamina.dialects.graph import GraphCompute
+
     return op.has_trait(GraphCompute)
-
-
-_COMPUTE_NAMES = frozenset(
-    "add sub mul div maximum minimum neg exp log sqrt rsqrt tanh sigmoid erf relu gelu matmul "
-    "conv2d max_pool2d avg_pool2d global_avg_pool2d softmax layer_norm reduce_sum reduce_mean "
-    "reduce_max reshape transpose concat broadcast_to cast layout_transform".split()
-)
 
 
 def in_codegen(op: Operation) -> bool:
