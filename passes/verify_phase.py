@@ -237,9 +237,8 @@ def check_dialects(module: ModuleOp) -> Iterator[Violation]:
         if op.dialect_name() not in OPTIMIZATION_DIALECTS:
             yield (
                 op,
-                f"'{op.name}' is not allowed from phase optimization on "
-                f"(expected an op of: {allowed})",
-                "express it with graph, te or loop ops",
+                f"'{op.name}' is not allowed from phase optimization on",
+                f"only {allowed} ops are; express it with graph, te or loop ops",
             )
 
 
