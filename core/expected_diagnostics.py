@@ -1,0 +1,128 @@
+"""MLIR's `-verify-diagnostics`: match produced diagnostics against source annotations.
+
+An annotation is a comment such as::
+
+    // expected-error {{message}}            on this line
+    // expected-error@+1 {{message}}         N lines below (also `@-N`)
+    // expected-warning @above {{message}}   the closest line above without an annotation
+    // expected-note @below {{message}}      the closest line below without an annotation
+
+Severities: `error`, `warning`, `note`, `remark`. A produced diagnostic matches
+an unmatched annotation of its severity on its line whose text is a substring
+of its message. Every error, warning and remark must be expected, and every
+annotation must be matched (MLIR's rules). Notes attached to a diagnostic
+(`Diagnostic.notes`) are checked only against `expected-note` annotations on
+the diagnostic's line: an unexpected note is not an error, so tests need not
+spell out hints such as "run 'legalize' first".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from lamina.core.diagnostics import Diagnostic, Severity
+
+_ANNOTATION = re.compile(
+    r"expected-(?P<severity>error|warning|note|remark)"
+    r"[ \t]*(?:@(?P<designator>[+-]\d+|above|below))?"
+    r"[ \t]*\{\{(?P<text>.*?)\}\}"
+)
+
+
+@dataclass
+class Expectation:
+    severity: Severity
+    text: str
+    line: int
+    """The line the diagnostic must be reported at (1-based, in the whole file)."""
+    annotation_line: int
+    matched: bool = False
+
+
+@dataclass
+class AnnotationError:
+    line: int
+    message: str
+
+
+def parse_expectations(
+    text: str, line_offset: int = 0
+) -> tuple[list[Expectation], list[AnnotationError]]:
+    """Annotations in `text` (a split-input chunk starting after `line_offset` lines)."""
+    lines = text.splitlines()
+    expectations: list[Expectation] = []
+    errors: list[AnnotationError] = []
+    pending_below: list[Expectation] = []
+    last_plain_line: int | None = None
+    for index, line in enumerate(lines):
+        number = index + 1 + line_offset
+        found = list(_ANNOTATION.finditer(line))
+        if not found:
+            for expectation in pending_below:
+                expectation.line = number
+            pending_below.clear()
+            last_plain_line = number
+            continue
+        for match in found:
+            expectation = Expectation(
+                Severity(match["severity"]), match["text"].strip(), number, number
+            )
+            designator = match["designator"]
+            if designator == "below":
+                pending_below.append(expectation)
+            elif designator == "above":
+                if last_plain_line is None:
+                    errors.append(AnnotationError(number, "expected-*@above has no line above it"))
+                    continue
+                expectation.line = last_plain_line
+            elif designator is not None:
+                expectation.line = number + int(designator)
+            expectations.append(expectation)
+    for expectation in pending_below:
+        errors.append(
+            AnnotationError(expectation.annotation_line, "expected-*@below has no line below it")
+        )
+    return expectations, errors
+
+
+@dataclass
+class VerifyResult:
+    matched: list[Diagnostic]
+    unexpected: list[Diagnostic]
+    unmatched: list[Expectation]
+
+
+def _take(
+    expectations: list[Expectation], severity: Severity, line: int | None, message: str
+) -> bool:
+    for expectation in expectations:
+        if (
+            not expectation.matched
+            and expectation.severity == severity
+            and expectation.line == line
+            and expectation.text in message
+        ):
+            expectation.matched = True
+            return True
+    return False
+
+
+def match_diagnostics(
+    diagnostics: Iterable[Diagnostic], expectations: list[Expectation]
+) -> VerifyResult:
+    """Pair each diagnostic (and its notes) with an annotation on its line."""
+    matched: list[Diagnostic] = []
+    unexpected: list[Diagnostic] = []
+    for diagnostic in diagnostics:
+        loc = diagnostic.resolved_location()
+        line = loc.line if loc else None
+        if _take(expectations, diagnostic.severity, line, diagnostic.message):
+            matched.append(diagnostic)
+        else:
+            unexpected.append(diagnostic)
+        for note in diagnostic.notes:
+            _take(expectations, Severity.NOTE, line, note)
+    unmatched = [e for e in expectations if not e.matched]
+    return VerifyResult(matched, unexpected, unmatched)

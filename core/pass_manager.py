@@ -1,0 +1,370 @@
+"""The phase-aware pass manager (DESIGN §2, §4; STYLE conventions 6–9).
+
+xDSL's `PassPipeline` applies passes one after another and, in `xdsl-opt`,
+verifies between them. Lamina's manager adds the phase contract:
+
+* before a pass, it refuses a `LaminaPass` whose `phases` do not include the
+  module's phase, naming the transition pass(es) to run first;
+* after a transition pass (`produces` set) it records the new `lamina.phase`,
+  checks the pass's `illegal_ops` and runs the phase checker
+  (`lamina.passes.verify_phase.check_phase`); phases never move backwards;
+* after every pass (unless `verify_each=False`) it verifies every op
+  (`verify_module`) and runs the phase checker;
+* instrumentation as in MLIR: IR dumps after each pass, a timing report, the
+  module as it enters each phase, and a reproducer (the IR before the failing
+  pass plus the exact pipeline) when a pass fails.
+
+Pipelines are parsed from `-p` specs (`a,b{opt=1}`) with xDSL's
+`parse_pipeline`; unknown names and bad options become diagnostics.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.printer import Printer
+from xdsl.utils.arg_spec import parse_pipeline
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
+
+from lamina.core.diagnostics import (
+    Diagnostic,
+    DiagnosticError,
+    SourceLocation,
+    verify_module,
+)
+from lamina.core.pass_base import LaminaPass, phase_list
+from lamina.dialects.lamina import Phase, get_phase, set_phase
+
+PassFactories = dict[str, Callable[[], type[ModulePass]]]
+
+
+class PipelineSpecError(ValueError):
+    """A `-p` spec that names an unknown pass, has bad options, or does not parse."""
+
+
+# ---------------------------------------------------------------------------
+# Building passes from a `-p` spec
+# ---------------------------------------------------------------------------
+
+
+def parse_pass_pipeline(spec: str, factories: PassFactories | None = None) -> list[ModulePass]:
+    """Instantiate the passes of `spec` (`a,b{opt=1}`); errors raise PipelineSpecError."""
+    if factories is None:
+        from lamina.core.registry import pass_factories
+
+        factories = pass_factories()
+    try:
+        specs = list(parse_pipeline(spec))
+    except ArgSpecParseError as err:
+        raise PipelineSpecError(f"malformed pass pipeline '{spec}':\n{err}") from None
+    passes: list[ModulePass] = []
+    for arg_spec in specs:
+        if arg_spec.name not in factories:
+            raise PipelineSpecError(unknown_pass_message(arg_spec.name, factories))
+        cls = factories[arg_spec.name]()
+        try:
+            passes.append(cls.from_spec(arg_spec))
+        except (ValueError, TypeError) as err:
+            raise PipelineSpecError(f"invalid options for pass '{arg_spec.name}': {err}") from None
+    return passes
+
+
+def unknown_pass_message(name: str, known: Sequence[str] | PassFactories) -> str:
+    """`unknown pass 'x'` plus a did-you-mean and the list of known passes."""
+    names = sorted(known)
+    message = f"unknown pass '{name}'"
+    close = difflib.get_close_matches(name, names, n=1)
+    if close:
+        message += f" (did you mean '{close[0]}'?)"
+    listing = ", ".join(names) if names else "none registered yet"
+    return f"{message}; known passes: {listing}"
+
+
+def pass_spec_string(pass_: ModulePass) -> str:
+    """The exact `-p` text for `pass_`, options included (for reproducers)."""
+    return str(pass_.spec(include_default=True))
+
+
+def pipeline_spec_string(passes: Sequence[ModulePass]) -> str:
+    return ",".join(pass_spec_string(p) for p in passes)
+
+
+# ---------------------------------------------------------------------------
+# Phase checks
+# ---------------------------------------------------------------------------
+
+
+def module_location(module: ModuleOp) -> SourceLocation | None:
+    """Where to report a module-level diagnostic: the module, else its first located op."""
+    for op in (module, *module.ops):
+        if isinstance(op.location, FileLineColLoc):
+            loc = op.location
+            return SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
+    return None
+
+
+def module_diagnostic(module: ModuleOp, message: str, notes: Sequence[str] = ()) -> Diagnostic:
+    return Diagnostic(message, op=module, location=module_location(module), notes=list(notes))
+
+
+def transitions_to(phase: Phase) -> list[str]:
+    """Flags of registered passes whose `produces` is `phase`."""
+    from lamina.core.registry import get_pass_class, pass_names
+
+    found = []
+    for name in pass_names():
+        try:
+            cls = get_pass_class(name)
+        except Exception:  # a broken pass file must not hide the refusal message
+            continue
+        if cls.produces == phase:
+            found.append(name)
+    return found
+
+
+def _transition_hint(current: Phase, accepted: frozenset[Phase]) -> str:
+    """What to run first so that a pass accepting `accepted` can run after `current`."""
+    later = sorted(p for p in accepted if p > current)
+    if not later:
+        return (
+            "phases only move forward, so this pass must run before the module "
+            f"leaves phase '{max(accepted).label}'"
+        )
+    steps = []
+    for step in range(current + 1, later[0] + 1):
+        flags = transitions_to(Phase(step))
+        steps.append(
+            " or ".join(f"'{f}'" for f in flags)
+            if flags
+            else f"<a transition pass producing '{Phase(step).label}' (none registered)>"
+        )
+    return f"run {', then '.join(steps)} first"
+
+
+def check_pass_phase(pass_: ModulePass, module: ModuleOp) -> None:
+    """Refuse `pass_` if the module's phase is not one of its `phases`."""
+    if not isinstance(pass_, LaminaPass):
+        return
+    current = get_phase(module)
+    if current in pass_.phases:
+        return
+    raise DiagnosticError(
+        module_diagnostic(
+            module,
+            f"pass '{pass_.name}' cannot run in phase '{current.label}' "
+            f"(it runs in: {phase_list(pass_.phases)}); "
+            f"{_transition_hint(current, pass_.phases)}",
+        )
+    )
+
+
+def run_phase_checker(module: ModuleOp) -> None:
+    """Run `lamina.passes.verify_phase.check_phase` if that module exists yet."""
+    try:
+        from lamina.passes.verify_phase import check_phase
+    except ModuleNotFoundError as err:
+        if err.name in ("lamina.passes.verify_phase",):
+            return
+        raise
+    diagnostics = check_phase(module)
+    if diagnostics:
+        raise DiagnosticError(diagnostics)
+
+
+# ---------------------------------------------------------------------------
+# The manager
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class PassTiming:
+    name: str
+    seconds: float
+
+
+class PassManager:
+    """Runs `passes` over a module, enforcing phases and verifying between passes.
+
+    `timing_stream` is where the timing report goes (default stderr);
+    `dump_suffix` is appended to phase-dump file names (one per split chunk).
+    A `reproducer_path` that is a directory gets a fresh file inside it.
+    """
+
+    def __init__(
+        self,
+        passes: Sequence[ModulePass],
+        *,
+        verify_each: bool = True,
+        print_ir_after_all: TextIO | None = None,
+        timing: bool = False,
+        dump_phases_to: Path | str | None = None,
+        reproducer_path: Path | str | None = None,
+        timing_stream: TextIO | None = None,
+        dump_suffix: str = "",
+    ):
+        self.passes = list(passes)
+        self.verify_each = verify_each
+        self.print_ir_after_all = print_ir_after_all
+        self.timing = timing
+        self.dump_phases_to = Path(dump_phases_to) if dump_phases_to is not None else None
+        self.reproducer_path = Path(reproducer_path) if reproducer_path is not None else None
+        self.timing_stream = timing_stream
+        self.dump_suffix = dump_suffix
+        self.timings: list[PassTiming] = []
+
+    @property
+    def pipeline_spec(self) -> str:
+        return pipeline_spec_string(self.passes)
+
+    def run(self, ctx: Context, module: ModuleOp) -> None:
+        """Apply every pass in order; a failure raises DiagnosticError (with a reproducer note)."""
+        self.timings = []
+        start = time.perf_counter()
+        try:
+            self._dump_phase(module)
+            for index, pass_ in enumerate(self.passes):
+                self._run_one(ctx, module, index, pass_)
+        finally:
+            if self.timing:
+                self._print_timing(time.perf_counter() - start)
+
+    def _run_one(self, ctx: Context, module: ModuleOp, index: int, pass_: ModulePass) -> None:
+        check_pass_phase(pass_, module)
+        before_phase = get_phase(module)
+        snapshot = module.clone() if self.reproducer_path is not None else None
+        try:
+            started = time.perf_counter()
+            try:
+                pass_.apply(ctx, module)
+            finally:
+                self.timings.append(PassTiming(pass_.name, time.perf_counter() - started))
+            self._after_pass(module, pass_, before_phase)
+        except DiagnosticException as err:
+            diagnostics = as_diagnostics(err, module)
+            diagnostics[0].notes.append(f"while running pass '{pass_.name}'")
+            if snapshot is not None:
+                path = self._write_reproducer(snapshot, index)
+                diagnostics[0].notes.append(f"reproducer written to {path}")
+            raise DiagnosticError(diagnostics) from None
+        if self.print_ir_after_all is not None:
+            self.print_ir_after_all.write(f"// -----// IR Dump After {pass_.name} //----- //\n")
+            Printer(stream=self.print_ir_after_all).print_op(module)
+            self.print_ir_after_all.write("\n\n")
+
+    def _after_pass(self, module: ModuleOp, pass_: ModulePass, before: Phase) -> None:
+        """Record a transition, then check legality, the IR and the phase invariants."""
+        produces = getattr(pass_, "produces", None)
+        after = get_phase(module)
+        if produces is None and after != before:
+            raise DiagnosticError(
+                module_diagnostic(
+                    module,
+                    f"pass '{pass_.name}' changed the module phase from '{before.label}' to "
+                    f"'{after.label}', but only a transition pass may change it",
+                )
+            )
+        if produces is not None:
+            if produces < before:
+                raise DiagnosticError(
+                    module_diagnostic(
+                        module,
+                        f"pass '{pass_.name}' would move the module back from phase "
+                        f"'{before.label}' to '{produces.label}'; phases only move forward",
+                    )
+                )
+            set_phase(module, produces)
+            type(pass_).check_legality(module)
+        if self.verify_each:
+            verify_module(module)
+        if produces is not None or self.verify_each:
+            run_phase_checker(module)
+        if produces is not None and produces != before:
+            self._dump_phase(module)
+
+    def _dump_phase(self, module: ModuleOp) -> None:
+        if self.dump_phases_to is None:
+            return
+        phase = get_phase(module)
+        self.dump_phases_to.mkdir(parents=True, exist_ok=True)
+        path = self.dump_phases_to / f"{int(phase)}_{phase.label}{self.dump_suffix}.mlir"
+        with path.open("w") as out:
+            Printer(stream=out).print_op(module)
+            out.write("\n")
+
+    def _write_reproducer(self, snapshot: ModuleOp, index: int) -> Path:
+        """IR before the failing pass, headed by the pipeline that reproduces the failure."""
+        assert self.reproducer_path is not None
+        remaining = pipeline_spec_string(self.passes[index:])
+        path = self.reproducer_path
+        if path.is_dir():
+            fd, name = tempfile.mkstemp(prefix="lamina-reproducer-", suffix=".mlir", dir=path)
+            os.close(fd)
+            path = Path(name)
+        with path.open("w") as out:
+            out.write(f"// configuration: -p '{remaining}'\n")
+            out.write(f"// note: reproduce with: lamina-opt {path} -p '{remaining}'\n")
+            Printer(stream=out, print_debuginfo=True).print_op(snapshot)
+            out.write("\n")
+        return path
+
+    def _print_timing(self, total: float) -> None:
+        import sys
+
+        stream = self.timing_stream or sys.stderr
+        stream.write(format_timing_report(self.timings, total))
+
+
+def format_timing_report(timings: Sequence[PassTiming], total: float) -> str:
+    """An MLIR-style `Execution time report` (wall time per pass)."""
+    rule = "===" + "-" * 73 + "==="
+    lines = [
+        rule,
+        "Execution time report".center(len(rule)).rstrip(),
+        rule,
+        f"  Total Execution Time: {total:.4f} seconds",
+        "",
+        "  ----Wall Time----  ----Name----",
+    ]
+    denominator = total if total > 0 else 1.0
+    for timing in timings:
+        share = 100.0 * timing.seconds / denominator
+        lines.append(f"  {timing.seconds:8.4f} ({share:5.1f}%)  {timing.name}")
+    lines.append(f"  {total:8.4f} (100.0%)  Total")
+    return "\n".join(lines) + "\n\n"
+
+
+def as_diagnostics(err: DiagnosticException, module: ModuleOp) -> list[Diagnostic]:
+    """Diagnostics for any xDSL diagnostic exception; unlocated ones point at the module."""
+    if isinstance(err, DiagnosticError):
+        diagnostics = err.diagnostics
+    else:
+        diagnostics = [Diagnostic(str(err), op=None)]
+    located = []
+    for diagnostic in diagnostics:
+        if diagnostic.resolved_location() is None:
+            diagnostic.location = module_location(module)
+        located.append(diagnostic)
+    return located or [module_diagnostic(module, "pass failed")]
+
+
+__all__ = [
+    "PassManager",
+    "PipelineSpecError",
+    "as_diagnostics",
+    "check_pass_phase",
+    "module_location",
+    "parse_pass_pipeline",
+    "pipeline_spec_string",
+    "run_phase_checker",
+    "transitions_to",
+]

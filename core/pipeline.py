@@ -1,0 +1,250 @@
+"""Named pass pipelines (DESIGN §4), shared by `lamina-opt` and `lamina.compile`.
+
+The default pipeline is a list of stages, one per phase. Each stage lists the
+passes that run in its phase, the target hook points (DESIGN §6) where the
+compile targets' passes are inserted, and the transition pass that leaves
+the phase::
+
+    ingestion     normalize                                   -> lift-lambdas
+    optimization  canonicalize, cse, fold-constants, plan-devices,
+                  plan-layouts, fuse-ops, [hooks: optimization] -> legalize
+    lowering      [hooks: lowering], lower-te, schedule, simplify,
+                  plan-memory, lower-graph, [hooks: build]    -> lower-to-llvm
+    build         (codegen is done by the backend, not by a pass)
+
+Nothing is skipped silently: `format_pipeline` shows the expanded pipeline
+and marks passes that are not registered (yet); building the pass list for a
+pipeline that names a missing pass raises `PipelineError` naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from lamina.dialects.lamina import Phase, get_phase
+
+
+class PipelineError(ValueError):
+    """An unknown pipeline or target, or a pipeline naming an unregistered pass."""
+
+
+@dataclass(frozen=True)
+class HookPoint:
+    """A place where compile targets insert their own passes (DESIGN §6)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Stage:
+    phase: Phase
+    """The phase every step of this stage runs in."""
+    steps: tuple[str | HookPoint, ...]
+    exit: str | None
+    """The transition pass that moves the module to the next phase."""
+
+
+DEFAULT_STAGES: tuple[Stage, ...] = (
+    Stage(Phase.INGESTION, ("normalize",), "lift-lambdas"),
+    Stage(
+        Phase.OPTIMIZATION,
+        (
+            "canonicalize",
+            "cse",
+            "fold-constants",
+            "plan-devices",
+            "plan-layouts",
+            "fuse-ops",
+            HookPoint("optimization"),
+        ),
+        "legalize",
+    ),
+    Stage(
+        Phase.LOWERING,
+        (
+            HookPoint("lowering"),
+            "lower-te",
+            "schedule",
+            "simplify",
+            "plan-memory",
+            "lower-graph",
+            HookPoint("build"),
+        ),
+        "lower-to-llvm",
+    ),
+    Stage(Phase.BUILD, (), None),
+)
+
+PIPELINES: dict[str, tuple[Stage, ...]] = {"default": DEFAULT_STAGES}
+"""Registered named pipelines; `register_pipeline` adds more."""
+
+DEFAULT_TARGETS = ("cpu",)
+
+
+def register_pipeline(name: str, stages: Sequence[Stage]) -> None:
+    PIPELINES[name] = tuple(stages)
+
+
+@dataclass(frozen=True)
+class PipelineEntry:
+    """One pass of an expanded pipeline."""
+
+    spec: str
+    """The `-p` text of the pass (name plus options)."""
+    stage: Phase
+    origin: str
+    """`pipeline`, `transition`, or `hook <point> (target <t>)`."""
+
+    @property
+    def name(self) -> str:
+        return self.spec.split("{", 1)[0]
+
+    @property
+    def available(self) -> bool:
+        from lamina.core.registry import pass_names
+
+        return self.name in pass_names()
+
+
+# ---------------------------------------------------------------------------
+# Targets and their hooks
+# ---------------------------------------------------------------------------
+
+
+def known_target_names() -> tuple[str, ...]:
+    """Targets `--target` accepts: lamina.backends' registry if present, else cpu/host."""
+    registry = _target_registry()
+    if registry is not None:
+        names = registry.get("names")
+        if names is not None:
+            return tuple(names())
+    return ("cpu", "host")
+
+
+def _target_registry() -> dict[str, Callable] | None:
+    """The functions of `lamina.backends.targets`, if the backend provides that module."""
+    import importlib
+
+    try:
+        module = importlib.import_module("lamina.backends.targets")
+    except ModuleNotFoundError as err:
+        if err.name in ("lamina.backends.targets",):
+            return None
+        raise
+    found = {}
+    for key, candidates in (
+        ("names", ("target_names", "available_targets", "list_targets")),
+        ("get", ("get_target",)),
+    ):
+        for candidate in candidates:
+            if callable(getattr(module, candidate, None)):
+                found[key] = getattr(module, candidate)
+                break
+    return found
+
+
+def hook_passes(targets: Iterable[str], point: str) -> list[tuple[str, str]]:
+    """(pass spec, target) pairs the `targets` register at hook `point`."""
+    registry = _target_registry()
+    if not registry or "get" not in registry:
+        return []
+    found = []
+    for target_name in targets:
+        target = registry["get"](target_name)
+        hooks = getattr(target, "hooks", None) or {}
+        for spec in hooks.get(point, ()):
+            found.append((spec if isinstance(spec, str) else str(spec), target_name))
+    return found
+
+
+# ---------------------------------------------------------------------------
+# Expansion
+# ---------------------------------------------------------------------------
+
+
+def pipeline_entries(
+    name: str,
+    targets: Sequence[str] | None = None,
+    *,
+    start: Phase | None = None,
+    stop: Phase | None = None,
+) -> list[PipelineEntry]:
+    """The expanded pipeline `name`: from phase `start` to the end of phase `stop`."""
+    if name not in PIPELINES:
+        raise PipelineError(f"unknown pipeline '{name}' (known pipelines: {', '.join(PIPELINES)})")
+    targets = list(targets) if targets else list(DEFAULT_TARGETS)
+    entries: list[PipelineEntry] = []
+    for stage in PIPELINES[name]:
+        if start is not None and stage.phase < start:
+            continue
+        if stop is not None and stage.phase > stop:
+            break
+        for step in stage.steps:
+            if isinstance(step, HookPoint):
+                entries += [
+                    PipelineEntry(spec, stage.phase, f"hook {step.name} (target {target})")
+                    for spec, target in hook_passes(targets, step.name)
+                ]
+            else:
+                entries.append(PipelineEntry(step, stage.phase, "pipeline"))
+        if stage.exit is not None and (stop is None or stage.phase < stop):
+            entries.append(PipelineEntry(stage.exit, stage.phase, "transition"))
+    return entries
+
+
+def pipeline_passes(
+    name: str,
+    targets: Sequence[str] | None = None,
+    *,
+    start: Phase | None = None,
+    stop: Phase | None = None,
+) -> list[ModulePass]:
+    """Instantiated passes of pipeline `name`; a missing pass raises PipelineError."""
+    from lamina.core.pass_manager import PipelineSpecError, parse_pass_pipeline
+
+    entries = pipeline_entries(name, targets, start=start, stop=stop)
+    missing = [e.name for e in entries if not e.available]
+    if missing:
+        raise PipelineError(
+            f"pipeline '{name}' needs pass(es) that are not registered: {', '.join(missing)} "
+            "(see `lamina-opt --print-pipeline`)"
+        )
+    if not entries:
+        return []
+    try:
+        return parse_pass_pipeline(",".join(e.spec for e in entries))
+    except PipelineSpecError as err:
+        raise PipelineError(str(err)) from None
+
+
+def passes_for_module(
+    name: str, module: ModuleOp, targets: Sequence[str] | None = None, stop: Phase | None = None
+) -> list[ModulePass]:
+    """The pipeline's passes from the module's current phase on (earlier stages are done)."""
+    return pipeline_passes(name, targets, start=get_phase(module), stop=stop)
+
+
+def format_pipeline(name: str, targets: Sequence[str] | None = None) -> str:
+    """The expanded pipeline, one pass per line, grouped by phase; missing passes marked."""
+    entries = pipeline_entries(name, targets)
+    lines = [f"// pipeline '{name}' (targets: {', '.join(targets or DEFAULT_TARGETS)})"]
+    current: Phase | None = None
+    for entry in entries:
+        if entry.stage != current:
+            current = entry.stage
+            lines.append(f"{current.label}:")
+        mark = "" if entry.available else "   [not registered]"
+        origin = f"   ({entry.origin})" if entry.origin != "pipeline" else ""
+        lines.append(f"  {entry.spec}{origin}{mark}")
+    lines.append("build:")
+    lines.append("  (codegen by the backend)")
+    available = [e.spec for e in entries if e.available]
+    lines.append("")
+    lines.append(f"-p '{','.join(e.spec for e in entries)}'")
+    if len(available) != len(entries):
+        lines.append(f"// {len(entries) - len(available)} pass(es) not registered yet")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,443 @@
+"""`lamina-opt`: Lamina's modular optimizer driver (DESIGN §7).
+
+Built on xDSL's `xDSLOptMain`: its flags (`-p`, `--split-input-file`,
+`--print-op-generic`, `-o`, `--disable-verify`, `--allow-unregistered-dialect`,
+`--print-debuginfo`, ...), with Lamina's dialects and passes registered, every
+op parsed with its `file:line:col` location, verification reporting every
+failing op, and Lamina's phase-aware pass manager. Lamina adds
+`--list-passes`, `--pipeline`, `--print-pipeline`, `--print-ir-after-all`,
+`--pass-timing`, `--compile-to`, `--dump-phases-to`, `--reproducer` and
+`--target` (a compile target; xdsl-opt's output-format `-t/--target` is gone:
+the output is always MLIR text).
+
+Every user error is an MLIR-style diagnostic on stderr and exit status 1;
+`--verify-diagnostics` follows MLIR (`// expected-error@+1 {{...}}`).
+A Python traceback (exit status 2, `internal error:`) is a bug.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from io import StringIO
+from pathlib import Path
+from typing import IO, NoReturn
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.ir import Attribute
+from xdsl.targets.mlir import MLIRTarget
+from xdsl.utils.exceptions import DiagnosticException
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from lamina.core.cli import UsageError
+from lamina.core.diagnostics import Diagnostic, DiagnosticError, parse_module
+from lamina.core.expected_diagnostics import match_diagnostics, parse_expectations
+from lamina.dialects.lamina import PHASE_NAMES, Phase
+
+PROG = "lamina-opt"
+SPLIT_MARKER = "// -----"
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse that raises UsageError (exit 1, no usage dump) instead of exiting 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+@dataclass
+class Chunk:
+    text: str
+    line_offset: int
+
+
+def split_input(text: str, split: bool) -> list[Chunk]:
+    """The chunks of `text` separated by `// -----`, each with its line offset."""
+    if not split:
+        return [Chunk(text, 0)]
+    chunks = []
+    offset = 0
+    for piece in text.split(SPLIT_MARKER):
+        chunks.append(Chunk(piece, offset))
+        offset += piece.count("\n")
+    return chunks
+
+
+def _print_error(message: str) -> None:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+
+
+class LaminaOptMain(xDSLOptMain):
+    """xdsl-opt with Lamina's dialects, passes, located diagnostics and pass manager."""
+
+    def __init__(self, args: Sequence[str] | None = None):
+        # xDSLOptMain.__init__ validates xdsl-opt's output `--target`, which
+        # Lamina replaces by a compile target; the rest is the same sequence.
+        self.available_frontends = {}
+        self.available_passes = {}
+        self.available_targets = {}
+        self.input_name = "<stdin>"
+        self.ctx = Context()
+        self.register_all_dialects()
+        self.register_all_frontends()
+        self.register_all_passes()
+        self.register_all_targets()
+        arg_parser = _ArgumentParser(
+            prog=PROG,
+            description="Lamina modular optimizer driver",
+            allow_abbrev=False,
+            conflict_handler="resolve",  # Lamina's flags replace some of xdsl-opt's
+        )
+        self.register_all_arguments(arg_parser)
+        self.args = arg_parser.parse_args(args=args)
+        self.ctx.allow_unregistered = self.args.allow_unregistered_dialect
+        if self.args.disable_verify:
+            Attribute.__post_init__ = lambda self: None
+        self._validate_targets()
+        self.setup_pipeline()
+
+    # -- registration -------------------------------------------------------
+
+    def register_all_dialects(self) -> None:
+        from lamina.core.context import all_dialect_factories
+
+        for name, factory in all_dialect_factories().items():
+            if name in ("graph", "te", "loop") and not _module_exists(f"lamina.dialects.{name}"):
+                continue  # not written yet; parsing its ops reports "unregistered"
+            self.ctx.register_dialect(name, factory)
+
+    def register_all_passes(self) -> None:
+        from lamina.core.registry import pass_factories
+
+        for name, factory in pass_factories().items():
+            self.register_pass(name, factory)
+
+    def register_all_targets(self) -> None:
+        from xdsl.universe import Universe
+
+        self.available_targets["mlir"] = Universe.get_multiverse().all_targets["mlir"]
+
+    def register_all_frontends(self) -> None:
+        def parse_mlir(io: IO[bytes]) -> ModuleOp:
+            return self._parse_text(io.read().decode(), 0)
+
+        self.available_frontends["mlir"] = parse_mlir
+
+    def parse_chunk(
+        self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
+    ) -> ModuleOp | None:
+        return self._parse_text(chunk.read().decode(), start_offset)
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        # Replace xdsl-opt's output-format `-t/--target`, `--time-passes` and
+        # `--print-between-passes` by Lamina's own flags (aliases kept).
+        arg_parser.add_argument(
+            "-t",
+            "--target",
+            dest="targets",
+            action="append",
+            default=[],
+            metavar="T",
+            help="compile target (repeatable), e.g. cpu; see DESIGN §6",
+        )
+        arg_parser.add_argument(
+            "--pass-timing",
+            "--time-passes",
+            dest="pass_timing",
+            action="store_true",
+            help="print an execution time report of the passes to stderr",
+        )
+        arg_parser.add_argument(
+            "--print-ir-after-all",
+            "--print-between-passes",
+            dest="print_ir_after_all",
+            action="store_true",
+            help="print the IR after every pass to stderr",
+        )
+        arg_parser.add_argument(
+            "--list-passes",
+            action="store_true",
+            help="list the registered passes with their phases and exit",
+        )
+        arg_parser.add_argument(
+            "--pipeline", metavar="NAME", help="run a named pipeline (e.g. default)"
+        )
+        arg_parser.add_argument(
+            "--print-pipeline",
+            action="store_true",
+            help="print the expanded pipeline (with target hooks) and exit",
+        )
+        arg_parser.add_argument(
+            "--compile-to",
+            metavar="PHASE",
+            choices=PHASE_NAMES,
+            help=f"run the default pipeline up to the end of PHASE ({', '.join(PHASE_NAMES)})",
+        )
+        arg_parser.add_argument(
+            "--dump-phases-to",
+            metavar="DIR",
+            help="write the module as it enters each phase to DIR/<n>_<phase>.mlir",
+        )
+        arg_parser.add_argument(
+            "--reproducer",
+            metavar="FILE",
+            help="where to write the reproducer when a pass fails "
+            "(default: a fresh file in the temporary directory)",
+        )
+
+    # -- set-up ---------------------------------------------------------------
+
+    def _validate_targets(self) -> None:
+        from lamina.core.pipeline import known_target_names
+
+        known = known_target_names()
+        for target in self.args.targets:
+            if target not in known:
+                raise UsageError(f"unknown target '{target}' (known targets: {', '.join(known)})")
+
+    def setup_pipeline(self) -> None:
+        """Build the pass list from `-p`, `--pipeline` or `--compile-to` (one of them)."""
+        from lamina.core.pass_manager import PipelineSpecError, parse_pass_pipeline
+        from lamina.core.pipeline import PipelineError, pipeline_passes
+
+        chosen = [
+            flag
+            for flag, value in (
+                ("-p", self.args.passes),
+                ("--pipeline", self.args.pipeline),
+                ("--compile-to", self.args.compile_to),
+            )
+            if value
+        ]
+        if len(chosen) > 1 and chosen != ["--pipeline", "--compile-to"]:
+            raise UsageError(f"{' and '.join(chosen)} cannot be combined")
+        self.stop_phase: Phase | None = (
+            Phase.from_label(self.args.compile_to) if self.args.compile_to else None
+        )
+        self.pipeline_name: str | None = self.args.pipeline or (
+            "default" if self.stop_phase is not None else None
+        )
+        self.passes = []
+        try:
+            if self.args.passes:
+                self.passes = parse_pass_pipeline(self.args.passes, self.available_passes)
+            elif self.pipeline_name and not self.args.print_pipeline:
+                self.passes = pipeline_passes(
+                    self.pipeline_name, targets=self.args.targets, stop=self.stop_phase
+                )
+        except (PipelineSpecError, PipelineError) as err:
+            raise UsageError(str(err)) from None
+
+    # -- running ----------------------------------------------------------------
+
+    def run(self) -> int:
+        """Process the input; returns the exit status."""
+        if self.args.list_passes:
+            from lamina.core.docs_gen import pass_table
+
+            print(pass_table(), end="")
+            return 0
+        if self.args.print_pipeline:
+            from lamina.core.pipeline import format_pipeline
+
+            print(format_pipeline(self.pipeline_name or "default", self.args.targets), end="")
+            return 0
+        name, text = self._read_input()
+        self.input_name = name
+        output = self._open_output()
+        status = 0
+        try:
+            chunks = split_input(text, self.args.split_input_file)
+            for index, chunk in enumerate(chunks):
+                if index > 0:
+                    output.write(SPLIT_MARKER + "\n")
+                if not self._process_chunk(chunk, index, len(chunks), output):
+                    status = 1
+                output.flush()
+        finally:
+            if output is not sys.stdout:
+                output.close()
+        return status
+
+    def _read_input(self) -> tuple[str, str]:
+        path = self.args.input_file
+        if path is None or path == "-":
+            return "<stdin>", sys.stdin.read()
+        try:
+            return path, Path(path).read_text()
+        except (OSError, UnicodeDecodeError) as err:
+            reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+            raise UsageError(f"could not open input file '{path}': {reason}") from None
+
+    def _open_output(self) -> IO[str]:
+        if self.args.output_file is None or self.args.output_file == "-":
+            return sys.stdout
+        try:
+            return open(self.args.output_file, "w")
+        except OSError as err:
+            raise UsageError(
+                f"could not open output file '{self.args.output_file}': {err.strerror}"
+            ) from None
+
+    def _process_chunk(self, chunk: Chunk, index: int, count: int, output: IO[str]) -> bool:
+        """Parse, verify, transform and print one chunk; False if it failed."""
+        diagnostics: list[Diagnostic] = []
+        module: ModuleOp | None = None
+        try:
+            module = self._parse_text(chunk.text, chunk.line_offset)
+            if not self.args.disable_verify:
+                from lamina.core.diagnostics import verify_module
+
+                verify_module(module)
+            self._apply_passes(module, index if count > 1 else None)
+        except DiagnosticError as err:
+            diagnostics = err.diagnostics
+        except DiagnosticException as err:
+            from lamina.core.pass_manager import as_diagnostics
+
+            diagnostics = as_diagnostics(err, module) if module else [Diagnostic(str(err))]
+
+        if self.args.verify_diagnostics:
+            return self._check_expectations(chunk, diagnostics, module, output)
+        if diagnostics:
+            if self.args.parsing_diagnostics and module is None:
+                for diagnostic in diagnostics:
+                    print(diagnostic.format())
+                return True
+            for diagnostic in diagnostics:
+                print(diagnostic.format(), file=sys.stderr)
+            return False
+        assert module is not None
+        output.write(self.output_resulting_program(module))
+        return True
+
+    def _parse_text(self, text: str, line_offset: int) -> ModuleOp:
+        if _is_blank(text):  # MLIR reads an empty file (or chunk) as an empty module
+            module = ModuleOp([])
+        else:
+            module = parse_module(self.ctx, text, self.input_name, line_offset)
+        if isinstance(module.location, UnknownLoc):
+            # An implicit module: report module-level errors at its first op.
+            first = next(iter(module.ops), None)
+            if first is not None and isinstance(first.location, FileLineColLoc):
+                module.location = first.location
+            else:
+                module.location = FileLineColLoc(
+                    StringAttr(self.input_name), IntAttr(line_offset + 1), IntAttr(1)
+                )
+        return module
+
+    def _apply_passes(self, module: ModuleOp, chunk_index: int | None) -> None:
+        from lamina.core.pass_manager import PassManager
+        from lamina.core.pipeline import passes_for_module
+
+        passes = self.passes
+        if self.pipeline_name and not self.args.passes:
+            passes = passes_for_module(
+                self.pipeline_name, module, self.args.targets, self.stop_phase
+            )
+        if not passes and not self.args.dump_phases_to:
+            return
+        reproducer = self.args.reproducer
+        if reproducer is None and not self.args.verify_diagnostics:
+            import tempfile
+
+            reproducer = tempfile.gettempdir()
+        manager = PassManager(
+            passes,
+            verify_each=not self.args.disable_verify,
+            print_ir_after_all=sys.stderr if self.args.print_ir_after_all else None,
+            timing=self.args.pass_timing,
+            dump_phases_to=self.args.dump_phases_to,
+            reproducer_path=reproducer,
+            dump_suffix=f".{chunk_index}" if chunk_index is not None else "",
+        )
+        manager.run(self.ctx, module)
+
+    def _check_expectations(
+        self,
+        chunk: Chunk,
+        diagnostics: list[Diagnostic],
+        module: ModuleOp | None,
+        output: IO[str],
+    ) -> bool:
+        """MLIR's -verify-diagnostics for one chunk; prints matches, reports mismatches."""
+        expectations, annotation_errors = parse_expectations(chunk.text, chunk.line_offset)
+        result = match_diagnostics(diagnostics, expectations)
+        for diagnostic in result.matched:
+            output.write(diagnostic.format().splitlines()[0] + "\n")
+        if not diagnostics and module is not None:
+            output.write(self.output_resulting_program(module))
+        name = self.input_name
+        for error in annotation_errors:
+            print(f"{name}:{error.line}: error: {error.message}", file=sys.stderr)
+        for expectation in result.unmatched:
+            print(
+                f"{name}:{expectation.line}: error: expected {expectation.severity.value} "
+                f'"{expectation.text}" was not produced',
+                file=sys.stderr,
+            )
+        for diagnostic in result.unexpected:
+            loc = diagnostic.resolved_location()
+            prefix = f"{loc}: " if loc else f"{name}: "
+            print(
+                f"{prefix}error: unexpected {diagnostic.severity.value}: {diagnostic.message}",
+                file=sys.stderr,
+            )
+        return not (annotation_errors or result.unmatched or result.unexpected)
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        out = StringIO()
+        MLIRTarget(
+            print_generic_format=self.args.print_op_generic,
+            print_properties_as_attributes=self.args.print_no_properties,
+            print_debuginfo=self.args.print_debuginfo,
+            syntax_highlight=self.args.syntax_highlight,
+        ).emit(self.ctx, prog, out)
+        return out.getvalue()
+
+
+def _is_blank(text: str) -> bool:
+    """True if `text` holds nothing but whitespace and `//` comments."""
+    return all(not line.strip() or line.strip().startswith("//") for line in text.splitlines())
+
+
+def _module_exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of `lamina-opt`; returns (and exits with) the status."""
+    try:
+        status = LaminaOptMain(argv).run()
+    except UsageError as err:
+        _print_error(str(err))
+        status = 1
+    except DiagnosticError as err:
+        print(err.format(), file=sys.stderr)
+        status = 1
+    except SystemExit as exit_:  # --help / --version
+        status = exit_.code if isinstance(exit_.code, int) else 0
+    except KeyboardInterrupt:
+        status = 130
+    except BrokenPipeError:
+        status = 1
+    except Exception:
+        import traceback
+
+        print(f"{PROG}: internal error: this is a bug in Lamina, please report it", file=sys.stderr)
+        traceback.print_exc()
+        status = 2
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
