@@ -131,7 +131,11 @@ class LocatedParser(Parser):
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span
-        op = super().parse_operation()
+        try:
+            op = super().parse_operation()
+        except VerifyException as err:
+            # Attribute verifiers run while parsing: report at the op being parsed.
+            raise ParseError(start, str(err)) from None
         if isinstance(op.location, UnknownLoc):
             loc = start.get_location()
             op.location = FileLineColLoc(
@@ -160,7 +164,9 @@ def parse_module(
         raise DiagnosticError([parse_error_diagnostic(err, line_offset)]) from None
     except VerifyException as err:
         # Attribute verifiers run at construction time, i.e. while parsing.
-        raise DiagnosticError([Diagnostic(str(err), location=SourceLocation(name, 0, 0))]) from None
+        raise DiagnosticError(
+            [Diagnostic(str(err), location=SourceLocation(name, line_offset + 1, 1))]
+        ) from None
 
 
 # ---------------------------------------------------------------------------
