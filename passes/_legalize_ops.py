@@ -1,0 +1,757 @@
+"""Per-op tensor-expression builders for `legalize` (graph compute op → te.func body).
+
+Each builder receives the graph op and a `KernelBuilder` whose `args` are the
+te.func parameters (one per op operand, same types) and returns the te values
+to return. A builder adds one or more `te.compute` ops; a te.func is a DAG of
+them (softmax and layer_norm use several), so fused kernels later only need to
+call several builders on one `KernelBuilder`.
+
+Index conventions (DESIGN §3.2 semantics):
+
+* NumPy broadcasting: operand dim j of rank r sits under output dim
+  `j + R - r`; a size-1 operand dim is read at index 0.
+* Out-of-bounds reads never happen. Where an index may leave the operand
+  (padded windows, concat, layout padding) the index is *clamped* into
+  bounds and the value is chosen with `arith.select` on an in-bounds
+  condition: branch-free, vectorizable, and every `te.read` is safe to
+  execute unconditionally. Guards are emitted only on the sides that can
+  actually go out of bounds (no padding, no guard).
+* Reductions use `reduce_extents` + `combiner`; `max` reductions carry
+  `init = -inf` (the smallest integer for integer tensors); `sum` ones rely
+  on the default init 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from math import prod
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    TensorType,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineDimExpr
+
+from lamina.core.diagnostics import DiagnosticError, op_error
+from lamina.dialects import graph, te
+from lamina.dialects.lamina import ConstraintAttr, UndefAttr
+from lamina.passes._te_emit import INDEX, ScalarEmitter, is_bool, is_float, lowest
+
+Indices = list[SSAValue]
+Body = Callable[["TeEmitter", Indices, Indices], SSAValue]
+
+
+class TeEmitter(ScalarEmitter):
+    """A ScalarEmitter that can also read tensors (`te.read`) and make `te.undef`."""
+
+    def read(self, tensor: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
+        return self.emit(te.ReadOp(tensor, list(indices)))
+
+    def undef(self, t: Attribute) -> SSAValue:
+        return self.emit(te.UndefOp(t))
+
+
+class KernelBuilder:
+    """Builds one `te.func`: parameters, a DAG of `te.compute`, `te.return`."""
+
+    def __init__(self, input_types: Sequence[Attribute]):
+        self.block = Block(arg_types=input_types)
+        self.args: list[SSAValue] = list(self.block.args)
+        for n, arg in enumerate(self.args):
+            arg.name_hint = f"in{n}"
+
+    def compute(
+        self,
+        shape: Sequence[int],
+        element: Attribute,
+        body: Body,
+        reduce_extents: Sequence[int] = (),
+        combiner: str = "sum",
+        constraint: ConstraintAttr | None = None,
+    ) -> SSAValue:
+        """Append a `te.compute` of `tensor<shape x element>` whose element is `body(...)`.
+
+        Reductions start from the combiner's identity (te's default `init`):
+        0 for sum, −∞ (or the smallest integer) for max.
+        """
+        region_block = Block(arg_types=[INDEX] * (len(shape) + len(reduce_extents)))
+        em = TeEmitter(region_block)
+        spatial = list(region_block.args[: len(shape)])
+        reduction = list(region_block.args[len(shape) :])
+        for n, arg in enumerate(spatial):
+            arg.name_hint = f"i{n}"
+        for n, arg in enumerate(reduction):
+            arg.name_hint = f"k{n}"
+        value = body(em, spatial, reduction)
+        region_block.add_op(te.YieldOp(value))
+        op = te.ComputeOp(
+            TensorType(element, list(shape)),
+            reduce_extents=list(reduce_extents),
+            combiner=combiner if reduce_extents else None,
+            constraint=constraint,
+            body=region_block,
+        )
+        self.block.add_op(op)
+        return op.results[0]
+
+    def finish(self, name: str, results: Sequence[SSAValue]) -> te.FuncOp:
+        """Terminate the body with `te.return results` and wrap it in `te.func @name`."""
+        self.block.add_op(te.ReturnOp(*results))
+        inputs = [a.type for a in self.block.args]
+        return te.FuncOp(name, (inputs, [r.type for r in results]), Region(self.block))
+
+
+# ---------------------------------------------------------------------------
+# Shared index helpers
+# ---------------------------------------------------------------------------
+
+
+def shape_of(v: SSAValue | Attribute) -> tuple[int, ...]:
+    return graph.tensor_shape(v)
+
+
+def elt(v: SSAValue | Attribute) -> Attribute:
+    return graph.element_type(v)
+
+
+def broadcast_indices(em: TeEmitter, out: Indices, in_shape: Sequence[int]) -> Indices:
+    """Indices into an operand of `in_shape` broadcast (NumPy) to the output `out`."""
+    lead = len(out) - len(in_shape)
+    return [em.index(0) if d == 1 else out[lead + j] for j, d in enumerate(in_shape)]
+
+
+def insert_at(indices: Sequence[SSAValue], axis: int, value: SSAValue) -> Indices:
+    return [*indices[:axis], value, *indices[axis:]]
+
+
+def drop_at(indices: Sequence[SSAValue], axis: int) -> Indices:
+    return [*indices[:axis], *indices[axis + 1 :]]
+
+
+def window_index(
+    em: TeEmitter,
+    out: SSAValue,
+    k: SSAValue,
+    *,
+    stride: int,
+    dilation: int,
+    pad: int,
+    size: int,
+    out_size: int,
+    kernel: int,
+) -> tuple[SSAValue, list[SSAValue]]:
+    """Input index `out*stride + k*dilation - pad` of a sliding window, clamped into
+    `[0, size)`, plus the in-bounds conditions (only for sides that can overflow)."""
+    raw = em.affine([(out, stride), (k, dilation)], -pad)
+    need_lo = pad > 0
+    need_hi = (out_size - 1) * stride + (kernel - 1) * dilation - pad > size - 1
+    conds: list[SSAValue] = []
+    if need_lo:
+        conds.append(em.cmpi("sge", raw, 0))
+    if need_hi:
+        conds.append(em.cmpi("slt", raw, size))
+    return em.clamp(raw, size - 1, lower=need_lo, upper=need_hi), conds
+
+
+def guarded(em: TeEmitter, conds: Sequence[SSAValue], value: SSAValue, other: SSAValue) -> SSAValue:
+    """`value` where every condition holds, else `other`."""
+    ok = em.and_(conds)
+    return value if ok is None else em.select(ok, value, other)
+
+
+# ---------------------------------------------------------------------------
+# Elementwise
+# ---------------------------------------------------------------------------
+
+BINARY: dict[str, Callable[[TeEmitter, SSAValue, SSAValue], SSAValue]] = {
+    "graph.add": TeEmitter.add,
+    "graph.sub": TeEmitter.sub,
+    "graph.mul": TeEmitter.mul,
+    "graph.div": TeEmitter.div,
+    "graph.maximum": TeEmitter.max,
+    "graph.minimum": TeEmitter.min,
+}
+
+
+def build_binary(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+    """`out[i] = f(a[bcast(i)], b[bcast(i)])`."""
+    a, b = kb.args
+    fn = BINARY[op.name]
+    out = op.results[0].type
+
+    def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        x = em.read(a, broadcast_indices(em, sp, shape_of(a)))
+        y = em.read(b, broadcast_indices(em, sp, shape_of(b)))
+        return fn(em, x, y)
+
+    return [kb.compute(shape_of(out), elt(out), body)]
+
+
+def _relu(em: TeEmitter, x: SSAValue) -> SSAValue:
+    return em.max(x, em.const(0, x.type))
+
+
+UNARY: dict[str, Callable[[TeEmitter, SSAValue], SSAValue]] = {
+    "graph.neg": TeEmitter.neg,
+    "graph.exp": TeEmitter.exp,
+    "graph.log": TeEmitter.log,
+    "graph.sqrt": TeEmitter.sqrt,
+    "graph.rsqrt": TeEmitter.rsqrt,
+    "graph.tanh": TeEmitter.tanh,
+    "graph.sigmoid": TeEmitter.sigmoid,
+    "graph.erf": TeEmitter.erf,
+    "graph.relu": _relu,
+}
+
+
+def build_unary(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+    """`out[i] = f(x[i])`; gelu picks its erf or tanh form from `approximate`."""
+    (x,) = kb.args
+    if isinstance(op, graph.GeluOp):
+        approx = op.approximation
+
+        def fn(em: TeEmitter, v: SSAValue) -> SSAValue:
+            return em.gelu(v, approx)
+    else:
+        fn = UNARY[op.name]
+
+    def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        return fn(em, em.read(x, sp))
+
+    return [kb.compute(shape_of(x), elt(op.results[0]), body)]
+
+
+# ---------------------------------------------------------------------------
+# Contractions and windows
+# ---------------------------------------------------------------------------
+
+
+def build_matmul(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+    """`out[b.., m, n] = sum_k a[bcast(b..), m, k] * b[bcast(b..), k, n]` (NumPy matmul:
+    a 1-D lhs drops `m`, a 1-D rhs drops `n`, batch dims broadcast)."""
+    a, b = kb.args
+    sa, sb = shape_of(a), shape_of(b)
+    out = shape_of(op.results[0])
+    a_vec, b_vec = len(sa) == 1, len(sb) == 1
+    n_batch = len(out) - (0 if a_vec else 1) - (0 if b_vec else 1)
+
+    def body(em: TeEmitter, sp: Indices, red: Indices) -> SSAValue:
+        (k,) = red
+        batch = sp[:n_batch]
+        if a_vec:
+            a_idx = [k]
+        else:
+            a_idx = [*broadcast_indices(em, batch, sa[:-2]), sp[n_batch], k]
+        if b_vec:
+            b_idx = [k]
+        else:
+            b_idx = [*broadcast_indices(em, batch, sb[:-2]), k, sp[-1]]
+        return em.mul(em.read(a, a_idx), em.read(b, b_idx))
+
+    return [kb.compute(out, elt(a), body, reduce_extents=[sa[-1]], combiner="sum")]
+
+
+def build_conv2d(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+    """Direct convolution, any permutation of NCHW / OIHW:
+
+    `out[n, o, oh, ow] = sum_{ci, kh, kw} data[n, g*Cg + ci, ih, iw] * w[o, ci, kh, kw]`
+    with `g = o / (O/groups)`, `ih = oh*sh + kh*dh - top` (0 outside the input).
+    """
+    assert isinstance(op, graph.Conv2dOp)
+    data, weight = kb.args
+    dl = {c: op.data_layout_value.index(c) for c in "NCHW"}
+    kl = {c: op.kernel_layout_value.index(c) for c in "OIHW"}
+    ds, ws, os_ = shape_of(data), shape_of(weight), shape_of(op.results[0])
+    (sh, sw), (dh, dw) = op.strides_value, op.dilation_value
+    top, left, _, _ = op.padding_value
+    groups = op.groups_value
+    cg, kh_size, kw_size = ws[kl["I"]], ws[kl["H"]], ws[kl["W"]]
+    o_per_group = ws[kl["O"]] // groups
+    zero_like = elt(data)
+
+    def body(em: TeEmitter, sp: Indices, red: Indices) -> SSAValue:
+        n, o, oh, ow = (sp[dl[c]] for c in "NCHW")
+        ci, kh, kw = red
+        c = ci if groups == 1 else em.affine([(em.idiv(o, o_per_group), cg), (ci, 1)])
+        ih, h_ok = window_index(
+            em, oh, kh, stride=sh, dilation=dh, pad=top, size=ds[dl["H"]],
+            out_size=os_[dl["H"]], kernel=kh_size,
+        )  # fmt: skip
+        iw, w_ok = window_index(
+            em, ow, kw, stride=sw, dilation=dw, pad=left, size=ds[dl["W"]],
+            out_size=os_[dl["W"]], kernel=kw_size,
+        )  # fmt: skip
+        d_idx = _place(dl, {"N": n, "C": c, "H": ih, "W": iw})
+        w_idx = _place(kl, {"O": o, "I": ci, "H": kh, "W": kw})
+        x = guarded(em, h_ok + w_ok, em.read(data, d_idx), em.const(0, zero_like))
+        return em.mul(x, em.read(weight, w_idx))
+
+    extents = [cg, kh_size, kw_size]
+    return [kb.compute(os_, elt(data), body, reduce_extents=extents, combiner="sum")]
+
+
+def _place(layout: dict[str, int], values: dict[str, SSAValue]) -> Indices:
+    """Order `values` (keyed by dimension letter) by the positions in `layout`."""
+    return [values[letter] for letter in sorted(layout, key=layout.__getitem__)]
+
+
+def _pool_windows(op: graph._Pool2dOp, kb: KernelBuilder, pad_value: float | int) -> Body:
+    """Body reading `x[n, c, ih, iw]` over the window (`pad_value` in the padding)."""
+    (x,) = kb.args
+    xs, os_ = shape_of(x), shape_of(op.results[0])
+    kh_size, kw_size = op.kernel_value
+    sh, sw = op.strides_value
+    top, left, _, _ = op.padding_value
+
+    def body(em: TeEmitter, sp: Indices, red: Indices) -> SSAValue:
+        n, c, oh, ow = sp
+        kh, kw = red
+        ih, h_ok = window_index(
+            em, oh, kh, stride=sh, dilation=1, pad=top, size=xs[2], out_size=os_[2],
+            kernel=kh_size,
+        )  # fmt: skip
+        iw, w_ok = window_index(
+            em, ow, kw, stride=sw, dilation=1, pad=left, size=xs[3], out_size=os_[3],
+            kernel=kw_size,
+        )  # fmt: skip
+        return guarded(em, h_ok + w_ok, em.read(x, [n, c, ih, iw]), em.const(pad_value, elt(x)))
+
+    return body
+
+
+def build_max_pool2d(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+    """`out = max over the window`, padding counts as −∞ (the max identity)."""
+    assert isinstance(op, graph.MaxPool2dOp)
+    t = elt(kb.args[0])
+    body = _pool_windows(op, kb, lowest(t))
+    shape = shape_of(op.results[0])
+    return [kb.compute(shape, t, body, op.kernel_value, combiner="max")]
+
+
+def build_avg_pool2d(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+    """Window sum (padding 0), then divide by the number of non-padding elements:
+    `count = (min(s+K, H) - max(s, 0))` per spatial dim with `s = o*stride - pad`."""
+    assert isinstance(op, graph.AvgPool2dOp)
+    (x,) = kb.args
+    t, xs = elt(x), shape_of(x)
+    shape = shape_of(op.results[0])
+    total = kb.compute(shape, t, _pool_windows(op, kb, 0), op.kernel_value, combiner="sum")
+    kernel, strides = op.kernel_value, op.strides_value
+    pads = op.padding_value
+
+    def count(em: TeEmitter, o: SSAValue, dim: int) -> SSAValue:
+        k, s, lo, hi = kernel[dim], strides[dim], pads[dim], pads[dim + 2]
+        if lo == 0 and hi == 0:
+            return em.index(k)
+        start = em.affine([(o, s)], -lo)
+        first = em.clamp(start, xs[2 + dim], upper=False) if lo else start
+        end = em.iadd(start, k)
+        last = em.clamp(end, xs[2 + dim], lower=False) if hi else end
+        return em.emit(arith.SubiOp(last, first))
+
+    def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        ch, cw = count(em, sp[2], 0), count(em, sp[3], 1)
+        cnt_h, cnt_w = em.const_value(ch), em.const_value(cw)
+        if cnt_h is not None and cnt_w is not None:
+            n = em.const(cnt_h * cnt_w, t)
+        else:
+            n = em.index_to(em.emit(arith.MuliOp(ch, cw)), t)
+        return em.div(em.read(total, sp), n)
+
+    return [kb.compute(shape, t, body)]
+
+
+def build_global_avg_pool2d(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+    """`s[n, c] = sum_{h, w} x[n, c, h, w]`, then `out[n, c, 0, 0] = s[n, c] / (H*W)`."""
+    (x,) = kb.args
+    n, c, h, w = shape_of(x)
+    t = elt(x)
+    total = kb.compute(
+        (n, c), t, lambda em, sp, red: em.read(x, [*sp, *red]), [h, w], combiner="sum"
+    )
+
+    def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        return em.div(em.read(total, sp[:2]), em.const(h * w, t))
+
+    return [kb.compute(shape_of(op.results[0]), t, body)]
+
+
+# ---------------------------------------------------------------------------
+# Normalizations and reductions
+# ---------------------------------------------------------------------------
+
+
+def build_softmax(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+    """Stable softmax along `axis`: m = max, e = exp(x - m), s = sum(e), out = e / s."""
+    assert isinstance(op, graph.SoftmaxOp)
+    (x,) = kb.args
+    shape, t, axis = shape_of(x), elt(x), op.axis_value
+    rest = shape[:axis] + shape[axis + 1 :]
+    n = shape[axis]
+
+    def along(src: SSAValue) -> Body:
+        return lambda em, sp, red: em.read(src, insert_at(sp, axis, red[0]))
+
+    m = kb.compute(rest, t, along(x), [n], combiner="max")
+
+    def exp_body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        return em.exp(em.sub(em.read(x, sp), em.read(m, drop_at(sp, axis))))
+
+    e = kb.compute(shape, t, exp_body)
+    s = kb.compute(rest, t, along(e), [n], combiner="sum")
+
+    def div_body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        return em.div(em.read(e, sp), em.read(s, drop_at(sp, axis)))
+
+    return [kb.compute(shape, t, div_body)]
+
+
+def build_layer_norm(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+    """Normalize over dims `[axis, rank)` (two-pass variance):
+    mean = sum(x)/n; rstd = 1/sqrt(sum((x-mean)^2)/n + eps);
+    out = (x - mean) * rstd * gamma + beta."""
+    assert isinstance(op, graph.LayerNormOp)
+    x, gamma, beta = kb.args
+    shape, t, axis = shape_of(x), elt(x), op.axis_value
+    outer, inner = shape[:axis], shape[axis:]
+    n = prod(inner)
+
+    total = kb.compute(outer, t, lambda em, sp, red: em.read(x, [*sp, *red]), inner, combiner="sum")
+    mean = kb.compute(outer, t, lambda em, sp, _: em.div(em.read(total, sp), em.const(n, t)))
+
+    def sq_body(em: TeEmitter, sp: Indices, red: Indices) -> SSAValue:
+        d = em.sub(em.read(x, [*sp, *red]), em.read(mean, sp))
+        return em.mul(d, d)
+
+    sq = kb.compute(outer, t, sq_body, inner, combiner="sum")
+
+    def rstd_body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        var = em.div(em.read(sq, sp), em.const(n, t))
+        return em.rsqrt(em.add(var, em.const(op.epsilon_value, t)))
+
+    rstd = kb.compute(outer, t, rstd_body)
+
+    def out_body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        o, i = sp[:axis], sp[axis:]
+        centered = em.sub(em.read(x, sp), em.read(mean, o))
+        scaled = em.mul(em.mul(centered, em.read(rstd, o)), em.read(gamma, i))
+        return em.add(scaled, em.read(beta, i))
+
+    return [kb.compute(shape, t, out_body)]
+
+
+def build_reduce(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+    """`out[kept] = combine_{reduced} x[...]`; reduce_mean divides the sum by the count.
+
+    Input dim d reads the next reduction index if d is reduced, else the next
+    spatial index (with keepdims the reduced output dims are 1 and skipped).
+    """
+    assert isinstance(op, graph._ReduceOp)
+    (x,) = kb.args
+    shape, t = shape_of(x), elt(x)
+    axes = sorted(op.axes_value)
+    keepdims = op.keepdims is not None
+    out = shape_of(op.results[0])
+    extents = [shape[a] for a in axes]
+
+    def body(em: TeEmitter, sp: Indices, red: Indices) -> SSAValue:
+        idx: Indices = []
+        spatial, reduction = iter(sp), iter(red)
+        for d in range(len(shape)):
+            if d in axes:
+                idx.append(next(reduction))
+                if keepdims:
+                    next(spatial)
+            else:
+                idx.append(next(spatial))
+        return em.read(x, idx)
+
+    if op.name == "graph.reduce_max":
+        return [kb.compute(out, t, body, extents, combiner="max")]
+    total = kb.compute(out, t, body, extents, combiner="sum")
+    if op.name == "graph.reduce_sum":
+        return [total]
+    count = prod(extents)
+    return [kb.compute(out, t, lambda em, sp, _: em.div(em.read(total, sp), em.const(count, t)))]
+
+
+# ---------------------------------------------------------------------------
+# Data movement
+# ---------------------------------------------------------------------------
+
+
+def build_reshape(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+    """Row-major: `lin = sum out[i]*stride_out[i]`, `in[j] = (lin / stride_in[j]) % S[j]`."""
+    (x,) = kb.args
+    src, dst = shape_of(x), shape_of(op.results[0])
+    src_strides = _strides(src)
+    dst_strides = _strides(dst)
+
+    def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        lin = em.affine([(i, s) for i, s, d in zip(sp, dst_strides, dst, strict=True) if d != 1])
+        idx: Indices = []
+        for j, (size, stride) in enumerate(zip(src, src_strides, strict=True)):
+            if size == 1:
+                idx.append(em.index(0))
+                continue
+            v = em.idiv(lin, stride)
+            idx.append(v if j == 0 else em.irem(v, size))
+        return em.read(x, idx)
+
+    return [kb.compute(dst, elt(x), body)]
+
+
+def _strides(shape: Sequence[int]) -> list[int]:
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= d
+    return strides[::-1]
+
+
+def build_transpose(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+    """`out[i0..] = x[j..]` with `j[perm[k]] = i[k]`."""
+    assert isinstance(op, graph.TransposeOp)
+    (x,) = kb.args
+    perm = op.perm_value
+
+    def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        idx = list(sp)
+        for k, p in enumerate(perm):
+            idx[p] = sp[k]
+        return em.read(x, idx)
+
+    return [kb.compute(shape_of(op.results[0]), elt(x), body)]
+
+
+def build_concat(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+    """`out[.., i, ..]` reads input k where `off_k <= i < off_k + n_k`: a select chain
+    from the last input back to the first, each read at a clamped axis index."""
+    assert isinstance(op, graph.ConcatOp)
+    axis = op.axis_value
+    sizes = [shape_of(a)[axis] for a in kb.args]
+    offsets = [sum(sizes[:k]) for k in range(len(sizes))]
+
+    def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        i = sp[axis]
+        value: SSAValue | None = None
+        for k in reversed(range(len(kb.args))):
+            if sizes[k] == 0:
+                continue
+            local = em.iadd(i, -offsets[k])
+            local = em.clamp(local, sizes[k] - 1, lower=k > 0, upper=value is not None)
+            read = em.read(kb.args[k], [*sp[:axis], local, *sp[axis + 1 :]])
+            if value is None:
+                value = read
+            else:
+                value = em.select(em.cmpi("slt", i, offsets[k] + sizes[k]), read, value)
+        assert value is not None
+        return value
+
+    return [kb.compute(shape_of(op.results[0]), elt(op.results[0]), body)]
+
+
+def build_broadcast_to(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+    """`out[i] = x[bcast(i)]`."""
+    (x,) = kb.args
+
+    def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        return em.read(x, broadcast_indices(em, sp, shape_of(x)))
+
+    return [kb.compute(shape_of(op.results[0]), elt(x), body)]
+
+
+def build_cast(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+    """Element conversion with NumPy `astype` semantics (see `convert_scalar`)."""
+    (x,) = kb.args
+    dst = elt(op.results[0])
+
+    def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        return convert_scalar(em, em.read(x, sp), dst)
+
+    return [kb.compute(shape_of(x), dst, body)]
+
+
+def convert_scalar(em: ScalarEmitter, v: SSAValue, dst: Attribute) -> SSAValue:
+    """NumPy `astype` for one scalar: float→int truncates toward zero (`fptosi`),
+    anything→bool is `!= 0`, bool→number is 0/1 (never sign-extended)."""
+    src = v.type
+    if src == dst:
+        return v
+    if is_bool(dst):
+        zero = em.const(0, src)
+        if is_float(src):
+            return em.cmpf("une", v, zero)
+        return em.emit(arith.CmpiOp(v, zero, "ne"))
+    if is_bool(src):
+        return em.select(v, em.const(1, dst), em.const(0, dst))
+    if is_float(src) and is_float(dst):
+        wider = _bitwidth(dst) > _bitwidth(src)
+        return em.emit(arith.ExtFOp(v, dst) if wider else arith.TruncFOp(v, dst))
+    if is_float(src):
+        return em.emit(arith.FPToSIOp(v, dst))
+    if is_float(dst):
+        return em.emit(arith.SIToFPOp(v, dst))
+    wider = _bitwidth(dst) > _bitwidth(src)
+    return em.emit(arith.ExtSIOp(v, dst) if wider else arith.TruncIOp(v, dst))
+
+
+def _bitwidth(t: Attribute) -> int:
+    if isinstance(t, IntegerType):
+        return t.width.data
+    assert isinstance(t, AnyFloat)
+    return t.bitwidth
+
+
+# ---------------------------------------------------------------------------
+# Layout transform
+# ---------------------------------------------------------------------------
+
+
+def build_layout_transform(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+    """Physical tensor of a `#lamina.constraint`: `out[p] = x[MAP⁻¹(p)]` where `p` is the
+    image of a valid logical index, PAD elsewhere (`te.undef` for `#lamina.undef`).
+
+    Supported maps: each result is `d_i`, `d_i floordiv c` or `d_i mod c`, and each
+    logical dim appears as exactly `d_i`, or as one `floordiv c` plus one `mod c`
+    with the same `c` (tiling). Anything else is reported at the op.
+    """
+    assert isinstance(op, graph.LayoutTransformOp)
+    (x,) = kb.args
+    constraint = op.constraint
+    logical, physical = shape_of(x), shape_of(op.results[0])
+    inverse = invert_tiling_map(op, constraint, len(logical))
+    t = elt(x)
+
+    def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        conds: list[SSAValue] = []
+        idx: Indices = []
+        for d, recipe in enumerate(inverse):
+            li, dim_conds = _logical_index(em, sp, recipe, physical, logical[d])
+            conds += dim_conds
+            idx.append(em.clamp(li, logical[d] - 1, lower=False, upper=bool(dim_conds)))
+        value = em.read(x, idx)
+        if not conds:
+            return value
+        if isinstance(constraint.pad, UndefAttr):
+            pad = em.undef(t)
+        else:
+            pad = em.emit(_constant_op(constraint.pad))
+        return guarded(em, conds, value, pad)
+
+    return [kb.compute(physical, t, body)]
+
+
+def _logical_index(
+    em: TeEmitter,
+    sp: Indices,
+    recipe: tuple[str, int] | tuple[str, int, int, int],
+    physical: Sequence[int],
+    extent: int,
+) -> tuple[SSAValue, list[SSAValue]]:
+    """One logical index from the physical indices, with the conditions under which
+    the physical position really is the image of a logical element."""
+    if recipe[0] == "dim":
+        p = recipe[1]
+        return sp[p], ([em.cmpi("slt", sp[p], extent)] if physical[p] > extent else [])
+    _, p_outer, p_inner, c = recipe
+    conds: list[SSAValue] = []
+    inner_extent = physical[p_inner]
+    if inner_extent > c:
+        conds.append(em.cmpi("slt", sp[p_inner], c))
+    li = em.affine([(sp[p_outer], c), (sp[p_inner], 1)])
+    if (physical[p_outer] - 1) * c + min(inner_extent, c) > extent:
+        conds.append(em.cmpi("slt", li, extent))
+    return li, conds
+
+
+def _constant_op(attr: Attribute) -> Operation:
+    assert isinstance(attr, FloatAttr | IntegerAttr)
+    return arith.ConstantOp(attr)
+
+
+def invert_tiling_map(
+    op: Operation, constraint: ConstraintAttr, rank: int
+) -> list[tuple[str, int] | tuple[str, int, int, int]]:
+    """Per logical dim: `("dim", p)` or `("tile", p_outer, p_inner, c)`; raises at `op`
+    for maps that are not a permutation of identity dims and floordiv/mod tiles."""
+    amap = constraint.index_map.data
+    uses: dict[int, dict[str, tuple[int, int]]] = {d: {} for d in range(rank)}
+    for p, expr in enumerate(amap.results):
+        kind, dim, c = _classify(expr)
+        if kind is None or kind in uses[dim]:
+            raise _unsupported_map(op, constraint, f"result #{p} ({expr}) is not invertible")
+        uses[dim][kind] = (p, c)
+    inverse: list[tuple[str, int] | tuple[str, int, int, int]] = []
+    for d in range(rank):
+        u = uses[d]
+        if set(u) == {"dim"}:
+            inverse.append(("dim", u["dim"][0]))
+        elif set(u) == {"floordiv", "mod"} and u["floordiv"][1] == u["mod"][1]:
+            inverse.append(("tile", u["floordiv"][0], u["mod"][0], u["mod"][1]))
+        else:
+            raise _unsupported_map(
+                op, constraint, f"logical dimension d{d} is not recoverable from the results"
+            )
+    return inverse
+
+
+def _classify(expr: object) -> tuple[str | None, int, int]:
+    """(`dim` | `floordiv` | `mod` | None, dim position, constant) of one map result."""
+    from xdsl.ir.affine import AffineConstantExpr
+
+    if isinstance(expr, AffineDimExpr):
+        return "dim", expr.position, 1
+    if (
+        isinstance(expr, AffineBinaryOpExpr)
+        and isinstance(expr.lhs, AffineDimExpr)
+        and isinstance(expr.rhs, AffineConstantExpr)
+        and expr.rhs.value > 0
+    ):
+        if expr.kind == AffineBinaryOpKind.FloorDiv:
+            return "floordiv", expr.lhs.position, expr.rhs.value
+        if expr.kind == AffineBinaryOpKind.Mod:
+            return "mod", expr.lhs.position, expr.rhs.value
+    return None, 0, 0
+
+
+def _unsupported_map(op: Operation, constraint: ConstraintAttr, why: str) -> DiagnosticError:
+    return op_error(
+        op,
+        f"cannot legalize layout map {constraint.index_map}: {why} (supported: each "
+        "logical dim as `d` or as a `d floordiv c` / `d mod c` pair)",
+    )
+
+
+# ---------------------------------------------------------------------------
+# Dispatch
+# ---------------------------------------------------------------------------
+
+Builder = Callable[[Operation, KernelBuilder], list[SSAValue]]
+
+BUILDERS: dict[str, Builder] = {
+    **{name: build_binary for name in BINARY},
+    **{name: build_unary for name in (*UNARY, "graph.gelu")},
+    "graph.matmul": build_matmul,
+    "graph.conv2d": build_conv2d,
+    "graph.max_pool2d": build_max_pool2d,
+    "graph.avg_pool2d": build_avg_pool2d,
+    "graph.global_avg_pool2d": build_global_avg_pool2d,
+    "graph.softmax": build_softmax,
+    "graph.layer_norm": build_layer_norm,
+    "graph.reduce_sum": build_reduce,
+    "graph.reduce_mean": build_reduce,
+    "graph.reduce_max": build_reduce,
+    "graph.reshape": build_reshape,
+    "graph.transpose": build_transpose,
+    "graph.concat": build_concat,
+    "graph.broadcast_to": build_broadcast_to,
+    "graph.cast": build_cast,
+    "graph.layout_transform": build_layout_transform,
+}
+"""Graph compute op name → te builder."""

@@ -1,0 +1,217 @@
+"""`legalize`: graph compute ops → `te.func` + `graph.call_te` (optimization → lowering).
+
+Relax's LegalizeOps, the 1→2 transition of DESIGN §2. Every op with the
+`GraphCompute` trait becomes a call of a tensor-expression kernel whose body
+is built by `_legalize_ops.BUILDERS` (one builder per op kind). The pass also
+flattens `graph.dataflow` blocks and removes purity tracking, so that the
+module satisfies the lowering-phase invariants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType, UnitAttr
+from xdsl.ir import Attribute, Operation
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
+from xdsl.utils.exceptions import VerifyException
+
+from lamina.core.diagnostics import Diagnostic, DiagnosticError, op_error
+from lamina.core.pass_base import LaminaPass
+from lamina.dialects import graph, te
+from lamina.dialects.lamina import Phase, set_phase
+from lamina.passes._legalize_ops import BUILDERS, KernelBuilder
+from lamina.passes.verify_phase import in_codegen
+
+COMPUTE_OP_NAMES: tuple[str, ...] = tuple(cls.name for cls in graph.COMPUTE_OPS)
+
+
+# ---------------------------------------------------------------------------
+# Kernel naming and deduplication
+# ---------------------------------------------------------------------------
+
+
+def type_suffix(t: Attribute) -> str:
+    """`2x3xf32` for `tensor<2x3xf32>`, `f32` for a 0-d tensor."""
+    assert isinstance(t, TensorType)
+    return "x".join([*(str(d) for d in t.get_shape()), str(t.get_element_type())])
+
+
+def kernel_key(op: Operation) -> tuple[object, ...]:
+    """What makes two compute ops share a kernel: kind, properties (but not the
+    device they run on), attributes, operand and result types."""
+    props = tuple(sorted((k, v) for k, v in op.properties.items() if k != "device"))
+    attrs = tuple(sorted(op.attributes.items()))
+    return (op.name, props, attrs, tuple(op.operand_types), tuple(op.result_types))
+
+
+class KernelTable:
+    """The te.funcs made so far: one per distinct `kernel_key`, with unique names
+    `te_<op>_<result type>` (`_1`, `_2`, ... when that name is taken)."""
+
+    def __init__(self, module: ModuleOp):
+        self.module = module
+        self.taken = {
+            sym.data
+            for op in module.ops
+            if isinstance(
+                sym := op.properties.get("sym_name") or op.attributes.get("sym_name"), StringAttr
+            )
+        }
+        self.by_key: dict[tuple[object, ...], str] = {}
+        self.new_funcs: list[te.FuncOp] = []
+
+    def kernel_for(self, op: Operation) -> str:
+        """The name of the te.func computing `op`, building it on first use."""
+        key = kernel_key(op)
+        if key in self.by_key:
+            return self.by_key[key]
+        name = self._fresh(f"te_{op.name.removeprefix('graph.')}_{type_suffix(op.results[0].type)}")
+        kb = KernelBuilder(op.operand_types)
+        results = BUILDERS[op.name](op, kb)
+        self.new_funcs.append(kb.finish(name, results))
+        self.by_key[key] = name
+        return name
+
+    def _fresh(self, base: str) -> str:
+        name, n = base, 0
+        while name in self.taken:
+            n += 1
+            name = f"{base}_{n}"
+        self.taken.add(name)
+        return name
+
+
+# ---------------------------------------------------------------------------
+# Patterns
+# ---------------------------------------------------------------------------
+
+
+class ComputeOpLowering(RewritePattern):
+    """`%r = graph.<op> %a, ... : (...) -> T` ⇒ `%r = graph.call_te @te_<op>_<T>(%a, ...)`.
+
+    One pattern for every `GraphCompute` op: what differs per op kind is the
+    kernel body, which `_legalize_ops.BUILDERS` builds. The call keeps the op's
+    `device`. Ops claimed by a target (`lamina.codegen`) are left alone.
+    """
+
+    def __init__(self, table: KernelTable):
+        self.table = table
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not op.has_trait(graph.GraphCompute) or in_codegen(op):
+            return
+        if op.name not in BUILDERS:
+            raise op_error(op, "legalize has no tensor-expression lowering for this op")
+        try:
+            callee = self.table.kernel_for(op)
+        except (DiagnosticError, VerifyException):
+            raise
+        except Exception as err:  # a builder bug must still point at the op
+            raise op_error(op, f"cannot legalize: {type(err).__name__}: {err}") from err
+        device = op.properties.get("device")
+        call = graph.CallTeOp(callee, list(op.operands), list(op.result_types), device=device)  # type: ignore[arg-type]
+        for old, new in zip(op.results, call.results, strict=True):
+            new.name_hint = old.name_hint
+        rewriter.replace(op, call)
+
+
+def flatten_dataflow(module: ModuleOp) -> None:
+    """Move the ops of every `graph.dataflow` before it; its results become the
+    values its `graph.output` returned."""
+    for dataflow in [op for op in module.walk() if isinstance(op, graph.DataflowOp)]:
+        if in_codegen(dataflow):
+            continue
+        block = dataflow.body.block
+        output = block.last_op
+        assert isinstance(output, graph.OutputOp)
+        for inner in list(block.ops):
+            if inner is output:
+                continue
+            inner.detach()
+            dataflow.parent_block().insert_op_before(inner, dataflow)  # type: ignore[union-attr]
+        for result, value in zip(dataflow.results, output.outputs, strict=True):
+            result.replace_all_uses_with(value)
+        output.detach()
+        output.erase(safe_erase=False)
+        dataflow.detach()
+        dataflow.erase()
+
+
+def remove_purity_tracking(module: ModuleOp) -> None:
+    """Pure `graph.func`s become `force_pure`; `pure` goes from `call_extern`/`invoke`."""
+    for op in module.walk():
+        if isinstance(op, graph.FuncOp):
+            if op.impure is None and op.force_pure is None:
+                op.force_pure = UnitAttr()
+        elif isinstance(op, graph.CallExternOp | graph.InvokeOp):
+            op.properties.pop("pure", None)
+            op.attributes.pop("pure", None)
+
+
+def leftover_compute_ops(module: ModuleOp) -> Iterable[Operation]:
+    return (op for op in module.walk() if op.has_trait(graph.GraphCompute) and not in_codegen(op))
+
+
+# ---------------------------------------------------------------------------
+# Pass
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LegalizePass(LaminaPass):
+    """Lower graph compute ops to tensor expressions (optimization → lowering).
+
+    Input invariant: a verified module in phase optimization (no `graph.lambda`).
+    Output IR: every op with the `GraphCompute` trait (outside code claimed by a
+    target with `lamina.codegen`) is replaced by `graph.call_te @te_<op>_<type>`
+    of a new top-level `te.func` (appended to the module in order of first use),
+    keeping the op's `device`. Ops of the same kind with the same properties,
+    attributes and types share one te.func. Each te.func is a DAG of
+    `te.compute` (one for elementwise ops and single reductions, several for
+    softmax, layer_norm, avg/global pooling and reduce_mean). Reads that may
+    leave an operand (padded windows, concat, layout padding) use clamped
+    indices and `arith.select` on an in-bounds condition, so no `te.read` is
+    ever out of bounds. `graph.dataflow` blocks are flattened into their
+    parent block. Purity tracking is removed: a `graph.func` with neither
+    `impure` nor `force_pure` gets `force_pure`; `pure` is dropped from
+    `graph.call_extern` and `graph.invoke`. The module enters phase lowering.
+    An op that cannot be legalized (e.g. a layout map that is not a
+    floordiv/mod tiling) is a diagnostic at the op; the module is then left
+    partially rewritten, as with any failing pass.
+    Invariants: `graph.constant`, calls, copies and control ops are unchanged;
+    function signatures are unchanged; results keep their types.
+    """
+
+    name = "legalize"
+    phases = frozenset({Phase.OPTIMIZATION})
+    produces = Phase.LOWERING
+    requires = ("lift-lambdas",)
+    illegal_ops = ("graph.dataflow", "graph.output", *COMPUTE_OP_NAMES)
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        flatten_dataflow(op)
+        table = KernelTable(op)
+        PatternRewriteWalker(ComputeOpLowering(table), apply_recursively=False).rewrite_module(op)
+        for func in table.new_funcs:
+            op.body.block.add_op(func)
+        remove_purity_tracking(op)
+        set_phase(op, Phase.LOWERING)
+
+    @classmethod
+    def check_legality(cls, module: ModuleOp) -> None:
+        """Compute ops and dataflow blocks inside target-claimed code legitimately survive."""
+        leftovers = [
+            op for op in module.walk() if op.name in cls.illegal_ops and not in_codegen(op)
+        ]
+        if leftovers:
+            raise DiagnosticError(
+                Diagnostic(f"{cls.name}: failed to legalize operation '{op.name}'", op)
+                for op in leftovers
+            )
