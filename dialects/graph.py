@@ -48,6 +48,7 @@ from xdsl.dialects.builtin import (
     FunctionType,
     IntegerAttr,
     ModuleOp,
+    ShapedType,
     StringAttr,
     SymbolNameConstraint,
     SymbolRefAttr,
@@ -2030,6 +2031,19 @@ class DeviceCopyOp(_SameTypeOp):
 # ---------------------------------------------------------------------------
 
 
+def _same_data_types(got: Sequence[Attribute], expected: Sequence[Attribute]) -> bool:
+    """Tensors/memrefs correspond when shapes and element types agree (other types: equal)."""
+    if len(got) != len(expected):
+        return False
+    for a, b in zip(got, expected, strict=True):
+        if isinstance(a, ShapedType) and isinstance(b, ShapedType):
+            if a.get_shape() != b.get_shape() or a.get_element_type() != b.get_element_type():
+                return False
+        elif a != b:
+            return False
+    return True
+
+
 class _KernelCallOp(_DeviceOp):
     """DPS call of a lower-level function: tensor args -> freshly allocated tensors."""
 
@@ -2066,6 +2080,27 @@ class _KernelCallOp(_DeviceOp):
         if callee.name != self.CALLEE_OP_NAME:
             raise VerifyException(
                 f"callee {self.callee} is a '{callee.name}', expected a {self.CALLEE_OP_NAME}"
+            )
+        ftype = callee.properties.get("function_type")
+        if isinstance(ftype, FunctionType):
+            self._check_kernel_signature(ftype.inputs.data, ftype.outputs.data)
+
+    def _check_kernel_signature(
+        self, params: Sequence[Attribute], results: Sequence[Attribute]
+    ) -> None:
+        """The callee either takes the arguments and returns the results, or
+        (destination-passing style) takes the arguments followed by one output
+        per result and returns nothing. Buffers match tensors by shape and
+        element type."""
+        args, outs = list(self.arguments.types), list(self.res.types)
+        direct = _same_data_types(params, args) and _same_data_types(results, outs)
+        dps = not results and _same_data_types(params, args + outs)
+        if not (direct or dps):
+            raise VerifyException(
+                f"call types {types_str(args)} -> {types_str(outs)} do not match callee "
+                f"{self.callee} of type {types_str(params)} -> {types_str(results)} (expected "
+                f"the same arguments and results, or destination-passing style: arguments "
+                f"then outputs, no results)"
             )
 
 
