@@ -1,0 +1,180 @@
+"""Property tests: lift-lambdas (and normalize) on random graph programs.
+
+Hypothesis builds graph functions whose bodies mix compute ops, constants,
+nested lambdas (capturing values of every enclosing scope, and other
+lambdas), invocations and nested dataflow blocks. After lift-lambdas the
+module must verify, satisfy the optimization-phase invariants, contain no
+lambda, and keep its structure: the same compute ops, one new function per
+lambda, and every closure's callee a top-level function of the matching type.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType, f32
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.traits import SymbolTable
+
+from lamina.core.context import make_context
+from lamina.core.diagnostics import verify_module
+from lamina.dialects.graph import (
+    AddOp,
+    ClosureOp,
+    ConstantOp,
+    DataflowOp,
+    ExpOp,
+    FnType,
+    FuncOp,
+    GraphCompute,
+    InvokeOp,
+    LambdaOp,
+    MulOp,
+    NegOp,
+    OutputOp,
+    ReluOp,
+    ReturnOp,
+)
+from lamina.dialects.lamina import Phase, get_phase
+from lamina.passes.lift_lambdas import LiftLambdasPass
+from lamina.passes.normalize import NormalizePass
+from lamina.passes.verify_phase import check_phase
+
+T = TensorType(f32, [4])
+FN = FnType([T], [T])
+SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@dataclass
+class Scope:
+    """Values visible where ops are being added (the enclosing scopes' too)."""
+
+    tensors: list[SSAValue]
+    fns: list[SSAValue] = field(default_factory=list)
+
+    def child(self, *tensors: SSAValue) -> Scope:
+        return Scope([*self.tensors, *tensors], list(self.fns))
+
+
+def add_ops(draw, block: Block, scope: Scope, depth: int, in_dataflow: bool) -> SSAValue:
+    """Fill `block` with 1-5 random ops; return a tensor value to yield from it."""
+    for _ in range(draw(st.integers(1, 5))):
+        kinds = ["unary", "binary", "constant"]
+        if depth < 3:
+            kinds += ["lambda", "dataflow"]
+        if scope.fns:
+            kinds += ["invoke", "invoke"]
+        kind = draw(st.sampled_from(kinds))
+        pick = st.sampled_from(scope.tensors)
+        if kind == "unary":
+            op = draw(st.sampled_from([ExpOp, NegOp, ReluOp]))(draw(pick))
+        elif kind == "binary":
+            op = draw(st.sampled_from([AddOp, MulOp]))(draw(pick), draw(pick))
+        elif kind == "constant":
+            op = ConstantOp(DenseIntOrFPElementsAttr.from_list(T, [1.0, 2.0, 3.0, 4.0]))
+        elif kind == "invoke":
+            op = InvokeOp(draw(st.sampled_from(scope.fns)), [draw(pick)], pure=True)
+        elif kind == "lambda":
+            op = LambdaOp([T], [T])
+            inner = op.body.block
+            result = add_ops(draw, inner, scope.child(inner.args[0]), depth + 1, False)
+            inner.add_op(ReturnOp(result))
+        else:
+            op = DataflowOp([T])
+            inner = op.body.block
+            inner.add_op(OutputOp(add_ops(draw, inner, scope.child(), depth + 1, True)))
+        block.add_op(op)
+        if op.results[0].type == FN:
+            scope.fns.append(op.results[0])
+        else:
+            scope.tensors.append(op.results[0])
+    return scope.tensors[-1]
+
+
+@st.composite
+def graph_programs(draw) -> ModuleOp:
+    """A module of 1-2 pure graph functions `(T, T) -> T` with random bodies."""
+    funcs: list[Operation] = []
+    for index in range(draw(st.integers(1, 2))):
+        func = FuncOp(f"f{index}", ([T, T], [T]))
+        block = func.body.block
+        result = add_ops(draw, block, Scope(list(block.args)), 0, False)
+        block.add_op(ReturnOp(result))
+        funcs.append(func)
+    if draw(st.booleans()):  # a name lift-lambdas must not reuse
+        taken = FuncOp("f0_lambda0", ([], []))
+        taken.body.block.add_op(ReturnOp())
+        funcs.append(taken)
+    module = ModuleOp(funcs)
+    verify_module(module)
+    return module
+
+
+def op_counts(module: ModuleOp) -> Counter[str]:
+    return Counter(op.name for op in module.walk() if op.has_trait(GraphCompute))
+
+
+def check_closures(module: ModuleOp) -> None:
+    """Every closure names a top-level graph.func whose type matches the closure's."""
+    for closure in (op for op in module.walk() if isinstance(op, ClosureOp)):
+        callee = SymbolTable.lookup_symbol(module, closure.callee)
+        assert isinstance(callee, FuncOp) and callee.parent_op() is module
+        inputs, outputs = callee.signature
+        captured = tuple(closure.captures.types)
+        assert inputs[: len(captured)] == captured
+        assert closure.result.type == FnType(inputs[len(captured) :], outputs)
+
+
+@SETTINGS
+@given(graph_programs())
+def test_lift_lambdas_preserves_structure(module: ModuleOp):
+    lambdas = sum(isinstance(op, LambdaOp) for op in module.walk())
+    funcs = len(module.body.block.ops)
+    computes = op_counts(module)
+
+    LiftLambdasPass().apply(make_context(), module)
+
+    verify_module(module)
+    assert check_phase(module, Phase.OPTIMIZATION) == []
+    assert get_phase(module) is Phase.OPTIMIZATION
+    assert not any(isinstance(op, LambdaOp) for op in module.walk())
+    assert len(module.body.block.ops) == funcs + lambdas
+    assert all(isinstance(op, FuncOp) for op in module.body.block.ops)
+    assert sum(isinstance(op, ClosureOp) for op in module.walk()) == lambdas
+    assert op_counts(module) == computes
+    check_closures(module)
+
+
+@SETTINGS
+@given(graph_programs())
+def test_lift_lambdas_is_deterministic(module: ModuleOp):
+    clone = module.clone()
+    LiftLambdasPass().apply(make_context(), module)
+    LiftLambdasPass().apply(make_context(), clone)
+    assert str(module) == str(clone)
+    names = [op.sym_name.data for op in module.body.block.ops]
+    assert len(names) == len(set(names))
+
+
+@SETTINGS
+@given(graph_programs())
+def test_normalize_is_idempotent_and_keeps_the_module_valid(module: ModuleOp):
+    NormalizePass().apply(make_context(), module)
+    verify_module(module)
+    assert check_phase(module) == []
+    once = str(module)
+    NormalizePass().apply(make_context(), module)
+    assert str(module) == once
+    nested = [
+        op
+        for op in module.walk()
+        if isinstance(op, DataflowOp) and isinstance(op.parent_op(), DataflowOp)
+    ]
+    assert nested == []
+
+    LiftLambdasPass().apply(make_context(), module)
+    verify_module(module)
+    assert check_phase(module) == []
