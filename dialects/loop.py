@@ -348,11 +348,11 @@ class ForOp(IRDLOperation):
     def parse(cls, parser: Parser) -> Self:
         indvar = parser.parse_argument(expect_type=False)
         parser.parse_punctuation("=")
-        lb = parser.parse_operand()
+        lb = parser.parse_operand(IndexType())
         parser.parse_keyword("to")
-        ub = parser.parse_operand()
+        ub = parser.parse_operand(IndexType())
         parser.parse_keyword("step")
-        step = parser.parse_operand()
+        step = parser.parse_operand(IndexType())
         kind = _parse_optional_kind(parser)
 
         pos = parser.pos
@@ -503,7 +503,7 @@ class IfOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
-        cond = parser.parse_operand()
+        cond = parser.parse_operand(i1)
         result_types: list[Attribute] = []
         if parser.parse_optional_punctuation("->"):
             result_types = parser.parse_comma_separated_list(
