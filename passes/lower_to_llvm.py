@@ -172,6 +172,8 @@ def _replace(op: Operation, rewriter: PatternRewriter, new: Operation | SSAValue
         rewriter.erase(op)
         return
     value = new.results[0] if isinstance(new, Operation) else new
+    if value.name_hint is None:
+        value.name_hint = op.results[0].name_hint
     rewriter.replace(op, [], [_from_llvm(value, op.results[0].type, rewriter)])
 
 
@@ -1286,6 +1288,8 @@ class ForLowering(RewritePattern):
         body_first = op.body.blocks[0]
         header = Block(arg_types=[i64, *(convert_type(t) for t in result_types)])
         iv, *carried = header.args
+        for new, old in zip(header.args, body_first.args, strict=True):
+            new.name_hint = old.name_hint
         # Body block arguments become casts of the header's arguments.
         for old, new in zip(body_first.args, header.args, strict=True):
             rewriter.replace_all_uses_with(

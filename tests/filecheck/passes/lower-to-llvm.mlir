@@ -1,0 +1,322 @@
+// RUN: lamina-opt %s --split-input-file -p lower-to-llvm | filecheck %s
+// RUN: lamina-opt %s --split-input-file -p lower-to-llvm | lamina-opt --split-input-file -p verify-phase | filecheck %s --check-prefix=PHASE
+
+// Every chunk ends in phase build with nothing but llvm ops.
+// PHASE-COUNT-9: builtin.module attributes {lamina.phase = #lamina.phase<build>}
+
+// A loop nest with 2-D accesses: buffers become noalias pointers, loops become
+// header/body blocks with the induction variable as a block argument, and
+// each access is one GEP by the row-major linearized index.
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @add_bcast(%a: memref<4x8xf32>, %b: memref<8xf32>, %c: memref<4x8xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    loop.for %i = %c0 to %c4 step %c1 kind(parallel) {
+      loop.for %j = %c0 to %c8 step %c1 {
+        %x = loop.load %a[%i, %j] : memref<4x8xf32>
+        %y = loop.load %b[%j] : memref<8xf32>
+        %s = arith.addf %x, %y : f32
+        loop.store %s, %c[%i, %j] : memref<4x8xf32>
+      }
+    }
+    loop.return
+  }
+}
+// CHECK-LABEL: llvm.func @add_bcast(
+// CHECK-SAME:      %[[A:[^:]*]]: !llvm.ptr {llvm.noalias, lamina.buffer = memref<4x8xf32>}, %[[B:[^:]*]]: !llvm.ptr {llvm.noalias, lamina.buffer = memref<8xf32>}, %[[C:[^:]*]]: !llvm.ptr {llvm.noalias, lamina.buffer = memref<4x8xf32>})
+// CHECK:         %[[C0:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    %[[C1:.*]] = llvm.mlir.constant(1) : i64
+// CHECK-NEXT:    %[[C4:.*]] = llvm.mlir.constant(4) : i64
+// CHECK-NEXT:    %[[C8:.*]] = llvm.mlir.constant(8) : i64
+// CHECK-NEXT:    llvm.br ^[[OUTER:.*]](%[[C0]] : i64)
+// CHECK-NEXT:  ^[[OUTER]](%[[I:.*]]: i64):
+// CHECK-NEXT:    %[[IC:.*]] = llvm.icmp "slt" %[[I]], %[[C4]] : i64
+// CHECK-NEXT:    llvm.cond_br %[[IC]], ^[[OUTER_BODY:.*]], ^[[EXIT:.*]]
+// CHECK-NEXT:  ^[[OUTER_BODY]]:
+// CHECK-NEXT:    llvm.br ^[[INNER:.*]](%[[C0]] : i64)
+// CHECK-NEXT:  ^[[INNER]](%[[J:.*]]: i64):
+// CHECK-NEXT:    %[[JC:.*]] = llvm.icmp "slt" %[[J]], %[[C8]] : i64
+// CHECK-NEXT:    llvm.cond_br %[[JC]], ^[[INNER_BODY:.*]], ^[[LATCH:.*]]
+// CHECK-NEXT:  ^[[INNER_BODY]]:
+// CHECK-NEXT:    %[[S0:.*]] = llvm.mlir.constant(8) : i64
+// CHECK-NEXT:    %[[R0:.*]] = llvm.mul %[[I]], %[[S0]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[L0:.*]] = llvm.add %[[R0]], %[[J]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[PA:.*]] = llvm.getelementptr inbounds %[[A]][%[[L0]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[X:.*]] = llvm.load %[[PA]] {alignment = 4 : i64} : !llvm.ptr -> f32
+// CHECK-NEXT:    %[[PB:.*]] = llvm.getelementptr inbounds %[[B]][%[[J]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[Y:.*]] = llvm.load %[[PB]] {alignment = 4 : i64} : !llvm.ptr -> f32
+// CHECK-NEXT:    %[[S:.*]] = llvm.fadd %[[X]], %[[Y]] {fastmathFlags = #llvm.fastmath<contract>} : f32
+// CHECK:         %[[PC:.*]] = llvm.getelementptr inbounds %[[C]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    llvm.store %[[S]], %[[PC]] {alignment = 4 : i64} : f32, !llvm.ptr
+// CHECK-NEXT:    %[[JN:.*]] = llvm.add %[[J]], %[[C1]] overflow<nsw> : i64
+// CHECK-NEXT:    llvm.br ^[[INNER]](%[[JN]] : i64)
+// CHECK-NEXT:  ^[[LATCH]]:
+// CHECK-NEXT:    %[[IN:.*]] = llvm.add %[[I]], %[[C1]] overflow<nsw> : i64
+// CHECK-NEXT:    llvm.br ^[[OUTER]](%[[IN]] : i64)
+// CHECK-NEXT:  ^[[EXIT]]:
+// CHECK-NEXT:    llvm.return
+
+// -----
+
+// A reduction through iter_args: the accumulator is a header block argument,
+// and the loop's result is that argument in the exit block.
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @dot(%a: memref<16xf64>, %b: memref<16xf64>) -> f64 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %zero = arith.constant 0.0 : f64
+    %r = loop.for %i = %c0 to %c16 step %c1 iter_args(%acc = %zero) -> (f64) {
+      %x = loop.load %a[%i] : memref<16xf64>
+      %y = loop.load %b[%i] : memref<16xf64>
+      %m = arith.mulf %x, %y : f64
+      %s = arith.addf %acc, %m : f64
+      loop.yield %s : f64
+    }
+    loop.return %r : f64
+  }
+}
+// CHECK-LABEL: llvm.func @dot(
+// CHECK-SAME:      -> f64
+// CHECK:         %[[ZERO:.*]] = llvm.mlir.constant(0.000000e+00 : f64) : f64
+// CHECK-NEXT:    llvm.br ^[[HEAD:.*]](%{{.*}}, %[[ZERO]] : i64, f64)
+// CHECK-NEXT:  ^[[HEAD]](%[[I:.*]]: i64, %[[ACC:.*]]: f64):
+// CHECK-NEXT:    %[[C:.*]] = llvm.icmp "slt" %[[I]], %{{.*}} : i64
+// CHECK-NEXT:    llvm.cond_br %[[C]], ^[[BODY:.*]], ^[[EXIT:.*]]
+// CHECK-NEXT:  ^[[BODY]]:
+// CHECK:         %[[M:.*]] = llvm.fmul %{{.*}}, %{{.*}} {fastmathFlags = #llvm.fastmath<contract>} : f64
+// CHECK-NEXT:    %[[S:.*]] = llvm.fadd %[[ACC]], %[[M]] {fastmathFlags = #llvm.fastmath<contract>} : f64
+// CHECK-NEXT:    %[[NEXT:.*]] = llvm.add %[[I]], %{{.*}} overflow<nsw> : i64
+// CHECK-NEXT:    llvm.br ^[[HEAD]](%[[NEXT]], %[[S]] : i64, f64)
+// CHECK-NEXT:  ^[[EXIT]]:
+// CHECK-NEXT:    llvm.return %[[ACC]] : f64
+
+// -----
+
+// loop.if with a result: then/else blocks branch to a merge block whose
+// argument is the result.
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @select_abs(%a: memref<8xf32>, %i: index) -> f32 {
+    %zero = arith.constant 0.0 : f32
+    %x = loop.load %a[%i] : memref<8xf32>
+    %pos = arith.cmpf ogt, %x, %zero : f32
+    %v = loop.if %pos -> (f32) {
+      loop.yield %x : f32
+    } else {
+      %n = arith.negf %x : f32
+      loop.yield %n : f32
+    }
+    loop.return %v : f32
+  }
+}
+// CHECK-LABEL: llvm.func @select_abs(
+// CHECK:         %[[POS:.*]] = llvm.fcmp "ogt" %[[X:.*]], %{{.*}} : f32
+// CHECK-NEXT:    llvm.cond_br %[[POS]], ^[[THEN:.*]], ^[[ELSE:.*]]
+// CHECK-NEXT:  ^[[THEN]]:
+// CHECK-NEXT:    llvm.br ^[[MERGE:.*]](%[[X]] : f32)
+// CHECK-NEXT:  ^[[ELSE]]:
+// CHECK-NEXT:    %[[N:.*]] = llvm.fneg %[[X]] : f32
+// CHECK-NEXT:    llvm.br ^[[MERGE]](%[[N]] : f32)
+// CHECK-NEXT:  ^[[MERGE]](%[[V:.*]]: f32):
+// CHECK-NEXT:    llvm.return %[[V]] : f32
+
+// -----
+
+// loop.if without else: the false edge goes straight to the continuation.
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @guarded_store(%a: memref<8xf32>, %i: index, %v: f32) {
+    %c4 = arith.constant 4 : index
+    %in = arith.cmpi slt, %i, %c4 : index
+    loop.if %in {
+      loop.store %v, %a[%i] : memref<8xf32>
+    }
+    loop.return
+  }
+}
+// CHECK-LABEL: llvm.func @guarded_store(
+// CHECK:         %[[IN:.*]] = llvm.icmp "slt" %{{.*}}, %{{.*}} : i64
+// CHECK-NEXT:    llvm.cond_br %[[IN]], ^[[THEN:.*]], ^[[CONT:.*]]
+// CHECK-NEXT:  ^[[THEN]]:
+// CHECK-NEXT:    %[[P:.*]] = llvm.getelementptr inbounds
+// CHECK-NEXT:    llvm.store %{{.*}}, %[[P]] {alignment = 4 : i64} : f32, !llvm.ptr
+// CHECK-NEXT:    llvm.br ^[[CONT]]
+// CHECK-NEXT:  ^[[CONT]]:
+// CHECK-NEXT:    llvm.return
+
+// -----
+
+// Heap buffers come from aligned_alloc(64, size rounded up to 64) and go back
+// to free; a small local buffer is an entry-block alloca, freed by nothing.
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @temps(%a: memref<10xf32>) {
+    %c0 = arith.constant 0 : index
+    %g = loop.alloc : memref<10xf32>
+    %l = loop.alloc {scope = "local"} : memref<4xf64>
+    loop.copy %a, %g : memref<10xf32> to memref<10xf32>
+    loop.free %l : memref<4xf64>
+    loop.free %g : memref<10xf32>
+    loop.return
+  }
+}
+// CHECK-DAG:   llvm.func @free(!llvm.ptr)
+// CHECK-DAG:   llvm.func @aligned_alloc(i64, i64) -> !llvm.ptr
+// CHECK-LABEL: llvm.func @temps(
+// CHECK-SAME:      %[[A:[^:]*]]: !llvm.ptr
+// CHECK-NEXT:    %[[N:.*]] = llvm.mlir.constant(4) : i64
+// CHECK-NEXT:    %{{.*}} = llvm.alloca %[[N]] x f64 {alignment = 64 : i64} : (i64) -> !llvm.ptr
+// CHECK-NEXT:    %[[ALIGN:.*]] = llvm.mlir.constant(64) : i64
+// CHECK-NEXT:    %[[SIZE:.*]] = llvm.mlir.constant(64) : i64
+// CHECK-NEXT:    %[[G:.*]] = llvm.call @aligned_alloc(%[[ALIGN]], %[[SIZE]]) : (i64, i64) -> !llvm.ptr
+// CHECK-NEXT:    %[[BYTES:.*]] = llvm.mlir.constant(40) : i64
+// CHECK-NEXT:    %[[VOL:.*]] = llvm.mlir.constant(false) : i1
+// CHECK-NEXT:    llvm.call_intrinsic "llvm.memcpy.p0.p0.i64"(%[[G]], %[[A]], %[[BYTES]], %[[VOL]]) : (!llvm.ptr, !llvm.ptr, i64, i1) -> ()
+// CHECK-NEXT:    llvm.call @free(%[[G]]) : (!llvm.ptr) -> ()
+// CHECK-NEXT:    llvm.return
+
+// -----
+
+// Scalar integer arithmetic and conversions; fptosi truncates toward zero
+// through the saturating intrinsic (xDSL's llvm dialect has no fptosi op).
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @ints(%a: i32, %b: i32, %f: f32, %n: index) -> i32 {
+    %s = arith.addi %a, %b : i32
+    %d = arith.divsi %s, %b : i32
+    %r = arith.remsi %d, %a : i32
+    %fl = arith.floordivsi %r, %b : i32
+    %lt = arith.cmpi slt, %fl, %a : i32
+    %m = arith.select %lt, %fl, %a : i32
+    %t = arith.fptosi %f : f32 to i32
+    %ni = arith.index_cast %n : index to i32
+    %x = arith.muli %m, %t : i32
+    %y = arith.subi %x, %ni : i32
+    %mx = arith.maxsi %y, %a : i32
+    loop.return %mx : i32
+  }
+}
+// CHECK-LABEL: llvm.func @ints(
+// CHECK-SAME:      %[[A:[^:]*]]: i32, %[[B:[^:]*]]: i32, %[[F:[^:]*]]: f32, %[[N:[^:]*]]: i64) -> i32
+// CHECK-NEXT:    %[[S:.*]] = llvm.add %[[A]], %[[B]] : i32
+// CHECK-NEXT:    %[[D:.*]] = llvm.sdiv %[[S]], %[[B]] : i32
+// CHECK-NEXT:    %[[R:.*]] = llvm.srem %[[D]], %[[A]] : i32
+// CHECK-NEXT:    %[[Q:.*]] = llvm.sdiv %[[R]], %[[B]] : i32
+// CHECK-NEXT:    %[[M:.*]] = llvm.srem %[[R]], %[[B]] : i32
+// CHECK:         %[[ADJ:.*]] = llvm.zext %{{.*}} : i1 to i32
+// CHECK-NEXT:    %[[FL:.*]] = llvm.sub %[[Q]], %[[ADJ]] : i32
+// CHECK-NEXT:    %[[LT:.*]] = llvm.icmp "slt" %[[FL]], %[[A]] : i32
+// CHECK-NEXT:    %[[SEL:.*]] = llvm.select %[[LT]], %[[FL]], %[[A]] : i1, i32
+// CHECK-NEXT:    %[[T:.*]] = llvm.call_intrinsic "llvm.fptosi.sat.i32.f32"(%[[F]]) : (f32) -> i32
+// CHECK-NEXT:    %[[NI:.*]] = llvm.trunc %[[N]] : i64 to i32
+// CHECK-NEXT:    %[[X:.*]] = llvm.mul %[[SEL]], %[[T]] : i32
+// CHECK-NEXT:    %[[Y:.*]] = llvm.sub %[[X]], %[[NI]] : i32
+// CHECK-NEXT:    %[[MX:.*]] = llvm.call_intrinsic "llvm.smax.i32"(%[[Y]], %[[A]]) : (i32, i32) -> i32
+// CHECK-NEXT:    llvm.return %[[MX]] : i32
+
+// -----
+
+// Float conversions and NaN-propagating max (NumPy's maximum).
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @floats(%a: f32, %b: f32, %k: i64) -> f64 {
+    %mx = arith.maximumf %a, %b : f32
+    %q = arith.divf %mx, %b : f32
+    %e = arith.extf %q : f32 to f64
+    %kf = arith.sitofp %k : i64 to f64
+    %s = arith.subf %e, %kf : f64
+    loop.return %s : f64
+  }
+}
+// CHECK-LABEL: llvm.func @floats(
+// CHECK-SAME:      %[[A:[^:]*]]: f32, %[[B:[^:]*]]: f32, %[[K:[^:]*]]: i64) -> f64
+// CHECK-NEXT:    %[[MX:.*]] = llvm.call_intrinsic "llvm.maximum.f32"(%[[A]], %[[B]]) : (f32, f32) -> f32
+// CHECK-NEXT:    %[[Q:.*]] = llvm.fdiv %[[MX]], %[[B]] : f32
+// CHECK-NEXT:    %[[E:.*]] = llvm.fpext %[[Q]] : f32 to f64
+// CHECK-NEXT:    %[[KF:.*]] = llvm.sitofp %[[K]] : i64 to f64
+// CHECK-NEXT:    %[[S:.*]] = llvm.fsub %[[E]], %[[KF]] {fastmathFlags = #llvm.fastmath<contract>} : f64
+// CHECK-NEXT:    llvm.return %[[S]] : f64
+
+// -----
+
+// math ops: LLVM intrinsics where xDSL's translator has them, libm calls
+// (declared once) for the others, rsqrt as 1/sqrt.
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @math(%x: f32, %y: f32) -> f32 {
+    %e = math.exp %x : f32
+    %l = math.log %e : f32
+    %q = math.sqrt %l : f32
+    %t = math.tanh %q : f32
+    %t2 = math.tanh %t : f32
+    %er = math.erf %t2 : f32
+    %rs = math.rsqrt %er : f32
+    %ab = math.absf %rs : f32
+    %p = math.powf %ab, %y : f32
+    %f = math.fma %p, %x, %y : f32
+    loop.return %f : f32
+  }
+  loop.func @math64(%z: f64) -> f64 {
+    %e = math.erf %z : f64
+    %t = math.tanh %e : f64
+    loop.return %t : f64
+  }
+}
+// CHECK-DAG:   llvm.func @tanhf(f32) -> f32
+// CHECK-DAG:   llvm.func @erff(f32) -> f32
+// CHECK-DAG:   llvm.func @tanh(f64) -> f64
+// CHECK-DAG:   llvm.func @erf(f64) -> f64
+// CHECK-LABEL: llvm.func @math(
+// CHECK-SAME:      %[[X:[^:]*]]: f32, %[[Y:[^:]*]]: f32) -> f32
+// CHECK-NEXT:    %[[E:.*]] = llvm.intr.exp(%[[X]]) : (f32) -> f32
+// CHECK-NEXT:    %[[L:.*]] = llvm.intr.log(%[[E]]) : (f32) -> f32
+// CHECK-NEXT:    %[[Q:.*]] = llvm.intr.sqrt(%[[L]]) : (f32) -> f32
+// CHECK-NEXT:    %[[T:.*]] = llvm.call @tanhf(%[[Q]]) : (f32) -> f32
+// CHECK-NEXT:    %[[T2:.*]] = llvm.call @tanhf(%[[T]]) : (f32) -> f32
+// CHECK-NEXT:    %[[ER:.*]] = llvm.call @erff(%[[T2]]) : (f32) -> f32
+// CHECK-NEXT:    %[[SQ:.*]] = llvm.intr.sqrt(%[[ER]]) : (f32) -> f32
+// CHECK-NEXT:    %[[ONE:.*]] = llvm.mlir.constant(1.000000e+00 : f32) : f32
+// CHECK-NEXT:    %[[RS:.*]] = llvm.fdiv %[[ONE]], %[[SQ]] : f32
+// CHECK-NEXT:    %[[AB:.*]] = llvm.intr.fabs(%[[RS]]) : (f32) -> f32
+// CHECK-NEXT:    %[[P:.*]] = llvm.intr.pow(%[[AB]], %[[Y]]) : (f32, f32) -> f32
+// CHECK-NEXT:    %[[F:.*]] = llvm.intr.fma(%[[P]], %[[X]], %[[Y]]) : (f32, f32, f32) -> f32
+// CHECK-NEXT:    llvm.return %[[F]] : f32
+// CHECK-LABEL: llvm.func @math64(
+// CHECK-SAME:      %[[Z:[^:]*]]: f64) -> f64
+// CHECK-NEXT:    %[[E64:.*]] = llvm.call @erf(%[[Z]]) : (f64) -> f64
+// CHECK-NEXT:    %[[T64:.*]] = llvm.call @tanh(%[[E64]]) : (f64) -> f64
+// CHECK-NEXT:    llvm.return %[[T64]] : f64
+
+// -----
+
+// Calls: a loop.func of the module keeps its name; an external symbol is
+// declared. undef and assume have direct llvm counterparts.
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func private @ext_kernel(memref<4xf32>, i64)
+  loop.func @kernel(%a: memref<4xf32>) {
+    %c0 = arith.constant 0 : index
+    %u = loop.undef : f32
+    loop.store %u, %a[%c0] : memref<4xf32>
+    loop.return
+  }
+  loop.func @host(%a: memref<4xf32>, %n: i64) {
+    %c = arith.constant 0 : i64
+    %ok = arith.cmpi sge, %n, %c : i64
+    loop.assume %ok
+    loop.call @kernel(%a) : (memref<4xf32>) -> ()
+    loop.call @ext_kernel(%a, %n) : (memref<4xf32>, i64) -> ()
+    loop.call @undeclared(%a) : (memref<4xf32>) -> ()
+    loop.return
+  }
+}
+// CHECK-DAG:   llvm.func @undeclared(!llvm.ptr)
+// CHECK-DAG:   llvm.func @ext_kernel(!llvm.ptr, i64)
+// CHECK-LABEL: llvm.func @kernel(
+// CHECK:         %[[U:.*]] = llvm.mlir.undef : f32
+// CHECK:         llvm.store %[[U]]
+// CHECK-LABEL: llvm.func @host(
+// CHECK-SAME:      %[[A:[^:]*]]: !llvm.ptr {llvm.noalias, lamina.buffer = memref<4xf32>}, %[[N:[^:]*]]: i64)
+// CHECK:         %[[OK:.*]] = llvm.icmp "sge" %[[N]], %{{.*}} : i64
+// CHECK-NEXT:    llvm.call_intrinsic "llvm.assume"(%[[OK]]) : (i1) -> ()
+// CHECK-NEXT:    llvm.call @kernel(%[[A]]) : (!llvm.ptr) -> ()
+// CHECK-NEXT:    llvm.call @ext_kernel(%[[A]], %[[N]]) : (!llvm.ptr, i64) -> ()
+// CHECK-NEXT:    llvm.call @undeclared(%[[A]]) : (!llvm.ptr) -> ()
+// CHECK-NEXT:    llvm.return
+// CHECK-NOT:     builtin.unrealized_conversion_cast
