@@ -173,6 +173,10 @@ class FuncLikeOp(IRDLOperation):
         name, inputs, outputs, region, extra_attrs, arg_attrs, res_attrs = parse_func_op_like(
             parser, reserved_attr_names=("sym_name", "function_type", "sym_visibility")
         )
+        extra = dict(extra_attrs.data) if extra_attrs is not None else {}
+        # A declaration spells its arg/res attrs in `attributes {...}` (see `print`).
+        arg_attrs = arg_attrs or _pop_attr_array(extra, "arg_attrs")
+        res_attrs = res_attrs or _pop_attr_array(extra, "res_attrs")
         func = cls(
             name,
             (inputs, outputs),
@@ -181,23 +185,38 @@ class FuncLikeOp(IRDLOperation):
             arg_attrs=arg_attrs,
             res_attrs=res_attrs,
         )
-        if extra_attrs is not None:
-            func.attributes |= extra_attrs.data
+        func.attributes |= extra
         return func
 
     def print(self, printer: Printer) -> None:
         if self.sym_visibility:
             printer.print_string(f" {self.sym_visibility.data}")
+        attributes = dict(self.attributes)
+        if self.is_declaration:
+            # xDSL's declaration syntax `@f(T1, T2) -> R` has no room for per-argument
+            # attributes, so a declaration keeps them in its `attributes {...}`.
+            for name, attrs in (("arg_attrs", self.arg_attrs), ("res_attrs", self.res_attrs)):
+                if attrs is not None:
+                    attributes[name] = attrs
         print_func_op_like(
             printer,
             self.sym_name,
             self.function_type,
             self.body,
-            self.attributes,
+            attributes,
             arg_attrs=self.arg_attrs,
             res_attrs=self.res_attrs,
-            reserved_attr_names=("sym_name", "function_type", "sym_visibility", "arg_attrs"),
+            reserved_attr_names=("sym_name", "function_type", "sym_visibility"),
         )
+
+
+def _pop_attr_array(attrs: dict[str, Attribute], name: str) -> ArrayAttr[DictionaryAttr] | None:
+    """Remove and return `attrs[name]` if it is an array of dictionaries."""
+    value = attrs.get(name)
+    if isinstance(value, ArrayAttr) and all(isinstance(d, DictionaryAttr) for d in value.data):
+        del attrs[name]
+        return value  # pyright: ignore[reportUnknownVariableType]
+    return None
 
 
 class ReturnLikeOp(IRDLOperation):

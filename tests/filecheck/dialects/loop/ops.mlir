@@ -186,4 +186,8 @@ builtin.module {
   // CHECK-NEXT:    loop.return
   // CHECK:       loop.func @kernel(%{{.*}}: memref<2x8xf32>, %{{.*}}: memref<4xf32>) {
   // CHECK:       loop.func private @ext(memref<10xf32>) -> ()
+
+  // A declaration keeps its argument attributes in `attributes {...}`.
+  loop.func private @ext_placed(memref<4xf32>) attributes {arg_attrs = [{device = #lamina.device<"gpu", 1>}]}
+  // CHECK-LABEL: loop.func private @ext_placed(memref<4xf32>) -> () attributes {arg_attrs = [{device = #lamina.device<"gpu", 1>}]}
 }
