@@ -148,14 +148,15 @@ def window_index(
     """Input index `out*stride + k*dilation - pad` of a sliding window, clamped into
     `[0, size)`, plus the in-bounds conditions (only for sides that can overflow)."""
     raw = em.affine([(out, stride), (k, dilation)], -pad)
-    need_lo = pad > 0
-    need_hi = (out_size - 1) * stride + (kernel - 1) * dilation - pad > size - 1
     conds: list[SSAValue] = []
-    if need_lo:
+    index = raw
+    if pad > 0:
         conds.append(em.cmpi("sge", raw, 0))
-    if need_hi:
+        index = em.select(conds[-1], index, em.index(0))
+    if (out_size - 1) * stride + (kernel - 1) * dilation - pad > size - 1:
         conds.append(em.cmpi("slt", raw, size))
-    return em.clamp(raw, size - 1, lower=need_lo, upper=need_hi), conds
+        index = em.select(conds[-1], index, em.index(size - 1))
+    return index, conds
 
 
 def guarded(em: TeEmitter, conds: Sequence[SSAValue], value: SSAValue, other: SSAValue) -> SSAValue:

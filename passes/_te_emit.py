@@ -83,6 +83,8 @@ class ScalarEmitter:
     # -- index arithmetic (folds constants) ---------------------------------
 
     def iadd(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
+        if b == 0:
+            return a
         b = self.index(b) if isinstance(b, int) else b
         ca, cb = self.const_value(a), self.const_value(b)
         if ca is not None and cb is not None:

@@ -1,0 +1,148 @@
+// RUN: lamina-opt %s -p legalize | filecheck %s
+// RUN: lamina-opt %s -p legalize | lamina-opt -p verify-phase | filecheck %s --check-prefix=PHASE
+
+// legalize: every graph compute op becomes `graph.call_te` of a `te.func`
+// built from `te.compute`; dataflow blocks are flattened; purity tracking is
+// removed; the module enters phase lowering.
+
+// PHASE: lamina.phase = #lamina.phase<lowering>
+// CHECK: builtin.module attributes {lamina.phase = #lamina.phase<lowering>}
+
+builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
+
+  // Dataflow flattening, kernel deduplication, `device` kept, purity removed.
+  // CHECK-LABEL: graph.func @flatten(
+  // CHECK-SAME:    attributes {force_pure}
+  // CHECK-NOT:     graph.dataflow
+  // CHECK-NEXT:    %[[S:.*]] = graph.call_te @te_add_2x3xf32(%a, %b) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  // CHECK-NEXT:    %[[T:.*]] = graph.call_te @te_add_2x3xf32(%[[S]], %b) {device = #lamina.device<"cpu", 1>}
+  // CHECK-NEXT:    %[[E:.*]] = graph.call_extern "ext"(%[[T]]) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  // CHECK-NEXT:    graph.return %[[E]]
+  graph.func @flatten(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+    %r = graph.dataflow -> tensor<2x3xf32> {
+      %s = graph.add %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+      graph.output %s : tensor<2x3xf32>
+    }
+    %t = graph.add %r, %b {device = #lamina.device<"cpu", 1>} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+    %e = graph.call_extern "ext"(%t) {pure} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+    graph.return %e : tensor<2x3xf32>
+  }
+
+  // An impure function stays impure (and does not become force_pure).
+  // CHECK-LABEL: graph.func @effects(
+  // CHECK-SAME:    attributes {impure}
+  // CHECK-NEXT:    graph.return
+  graph.func @effects(%a: tensor<2xf32>) -> tensor<2xf32> attributes {impure} {
+    graph.return %a : tensor<2xf32>
+  }
+
+  // CHECK-LABEL: graph.func @mm(
+  // CHECK:         graph.call_te @te_matmul_2x4xf32(%a, %b) : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  graph.func @mm(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<2x4xf32> {
+    %y = graph.matmul %a, %b : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+    graph.return %y : tensor<2x4xf32>
+  }
+
+  // CHECK-LABEL: graph.func @conv(
+  // CHECK:         graph.call_te @te_conv2d_1x3x5x5xf32(%x, %w)
+  graph.func @conv(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x5x5xf32> {
+    %y = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x5x5xf32>
+    graph.return %y : tensor<1x3x5x5xf32>
+  }
+
+  // CHECK-LABEL: graph.func @softmax(
+  // CHECK:         graph.call_te @te_softmax_2x8xf32(%x)
+  graph.func @softmax(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+    %y = graph.softmax %x {axis = -1 : i64} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+    graph.return %y : tensor<2x8xf32>
+  }
+
+  // CHECK-LABEL: graph.func @reduce(
+  // CHECK:         graph.call_te @te_reduce_sum_2x1x4xf32(%x)
+  graph.func @reduce(%x: tensor<2x3x4xf32>) -> tensor<2x1x4xf32> {
+    %y = graph.reduce_sum %x {axes = array<i64: -2>, keepdims} : (tensor<2x3x4xf32>) -> tensor<2x1x4xf32>
+    graph.return %y : tensor<2x1x4xf32>
+  }
+
+  // CHECK-LABEL: graph.func @reshape(
+  // CHECK:         graph.call_te @te_reshape_3x4xf32(%x)
+  graph.func @reshape(%x: tensor<2x6xf32>) -> tensor<3x4xf32> {
+    %y = graph.reshape %x : (tensor<2x6xf32>) -> tensor<3x4xf32>
+    graph.return %y : tensor<3x4xf32>
+  }
+
+  // graph.constant is not a compute op: it stays.
+  // CHECK-LABEL: graph.func @constant(
+  // CHECK-NEXT:    %[[C:.*]] = graph.constant dense<1.000000e+00> : tensor<3xf32>
+  // CHECK-NEXT:    graph.call_te @te_add_3xf32(%[[C]], %x)
+  graph.func @constant(%x: tensor<3xf32>) -> tensor<3xf32> {
+    %c = graph.constant dense<1.0> : tensor<3xf32>
+    %y = graph.add %c, %x : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+    graph.return %y : tensor<3xf32>
+  }
+}
+
+// Kernels, in order of first use. Broadcasting: the rank-1 operand is read
+// with the last output index only.
+// CHECK-LABEL: te.func @te_add_2x3xf32(%in0: tensor<2x3xf32>, %in1: tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %[[R:.*]] = te.compute [2, 3] (%[[I:.*]], %[[J:.*]]) {
+// CHECK-NEXT:      %[[X:.*]] = te.read %in0[%[[I]], %[[J]]] : tensor<2x3xf32>
+// CHECK-NEXT:      %[[Y:.*]] = te.read %in1[%[[J]]] : tensor<3xf32>
+// CHECK-NEXT:      %[[Z:.*]] = arith.addf %[[X]], %[[Y]] : f32
+// CHECK-NEXT:      te.yield %[[Z]] : f32
+// CHECK-NEXT:    } : tensor<2x3xf32>
+// CHECK-NEXT:    te.return %[[R]] : tensor<2x3xf32>
+// CHECK-NEXT:  }
+// CHECK-NOT:   te.func @te_add_2x3xf32
+
+// CHECK-LABEL: te.func @te_matmul_2x4xf32(
+// CHECK-NEXT:    te.compute [2, 4] reduce [3] combiner(sum) (%[[I:.*]], %[[J:.*]], %[[K:.*]]) {
+// CHECK-NEXT:      %[[A:.*]] = te.read %in0[%[[I]], %[[K]]] : tensor<2x3xf32>
+// CHECK-NEXT:      %[[B:.*]] = te.read %in1[%[[K]], %[[J]]] : tensor<3x4xf32>
+// CHECK-NEXT:      %[[P:.*]] = arith.mulf %[[A]], %[[B]] : f32
+// CHECK-NEXT:      te.yield %[[P]] : f32
+
+// Padding: the input index is clamped into bounds and the value selected
+// between the read and 0 on the in-bounds condition.
+// CHECK-LABEL: te.func @te_conv2d_1x3x5x5xf32(
+// CHECK-NEXT:    te.compute [1, 3, 5, 5] reduce [2, 3, 3] combiner(sum) (%[[N:.*]], %[[O:.*]], %[[OH:.*]], %[[OW:.*]], %[[CI:.*]], %[[KH:.*]], %[[KW:.*]]) {
+// CHECK:           %[[H0:.*]] = arith.addi %[[OH]], %[[KH]] : index
+// CHECK:           %[[H:.*]] = arith.addi %[[H0]], %{{.*}} : index
+// CHECK:           %[[HLO:.*]] = arith.cmpi sge, %[[H]], %{{.*}} : index
+// CHECK:           %[[HHI:.*]] = arith.cmpi slt, %[[H]], %{{.*}} : index
+// CHECK:           %[[HC:.*]] = arith.select %[[HHI]], %{{.*}}, %{{.*}} : index
+// CHECK:           %[[V:.*]] = te.read %in0[%[[N]], %[[CI]], %[[HC]], %{{.*}}] : tensor<1x2x5x5xf32>
+// CHECK:           %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK:           %[[G:.*]] = arith.select %{{.*}}, %[[V]], %[[ZERO]] : f32
+// CHECK:           %[[W:.*]] = te.read %in1[%[[O]], %[[CI]], %[[KH]], %[[KW]]] : tensor<3x2x3x3xf32>
+// CHECK:           arith.mulf %[[G]], %[[W]] : f32
+
+// Softmax is a DAG of four te.compute: max, exp(x - max), sum, divide.
+// CHECK-LABEL: te.func @te_softmax_2x8xf32(
+// CHECK-NEXT:    %[[M:.*]] = te.compute [2] reduce [8] combiner(max)
+// CHECK:         %[[E:.*]] = te.compute [2, 8]
+// CHECK:           te.read %[[M]]
+// CHECK:           arith.subf
+// CHECK:           math.exp
+// CHECK:         %[[S:.*]] = te.compute [2] reduce [8] combiner(sum)
+// CHECK:           te.read %[[E]]
+// CHECK:         %[[D:.*]] = te.compute [2, 8]
+// CHECK:           te.read %[[S]]
+// CHECK:           arith.divf
+// CHECK:         te.return %[[D]] : tensor<2x8xf32>
+
+// keepdims: the reduced output dim (size 1) is skipped; the input reads the reduction index.
+// CHECK-LABEL: te.func @te_reduce_sum_2x1x4xf32(
+// CHECK-NEXT:    te.compute [2, 1, 4] reduce [3] combiner(sum) (%[[I:.*]], %{{.*}}, %[[L:.*]], %[[K:.*]]) {
+// CHECK-NEXT:      te.read %in0[%[[I]], %[[K]], %[[L]]] : tensor<2x3x4xf32>
+
+// Reshape linearizes the output index and delinearizes it into the input index.
+// CHECK-LABEL: te.func @te_reshape_3x4xf32(
+// CHECK-NEXT:    te.compute [3, 4] (%[[I:.*]], %[[J:.*]]) {
+// CHECK:           %[[R:.*]] = arith.muli %[[I]], %{{.*}} : index
+// CHECK:           %[[LIN:.*]] = arith.addi %[[R]], %[[J]] : index
+// CHECK:           %[[Q:.*]] = arith.divui %[[LIN]], %{{.*}} : index
+// CHECK:           %[[M:.*]] = arith.remui %[[LIN]], %{{.*}} : index
+// CHECK:           te.read %in0[%[[Q]], %[[M]]] : tensor<2x6xf32>
+
+// CHECK-LABEL: te.func @te_add_3xf32(
