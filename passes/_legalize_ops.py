@@ -1,10 +1,11 @@
 """Per-op tensor-expression builders for `legalize` (graph compute op → te.func body).
 
-Each builder receives the graph op and a `KernelBuilder` whose `args` are the
-te.func parameters (one per op operand, same types) and returns the te values
-to return. A builder adds one or more `te.compute` ops; a te.func is a DAG of
-them (softmax and layer_norm use several), so fused kernels later only need to
-call several builders on one `KernelBuilder`.
+Each builder receives the graph op, a `KernelBuilder` and the te values that
+stand for the op's operands (the te.func parameters, or, in a fused kernel,
+results of earlier builders), adds one or more `te.compute` ops to the
+kernel and returns the te values of the op's results. A te.func is a DAG of
+`te.compute` (softmax and layer_norm already use several), so a fused kernel
+is several builder calls on one `KernelBuilder`.
 
 Index conventions (DESIGN §3.2 semantics):
 
@@ -179,9 +180,9 @@ BINARY: dict[str, Callable[[TeEmitter, SSAValue, SSAValue], SSAValue]] = {
 }
 
 
-def build_binary(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+def build_binary(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
     """`out[i] = f(a[bcast(i)], b[bcast(i)])`."""
-    a, b = kb.args
+    a, b = inputs
     fn = BINARY[op.name]
     out = op.results[0].type
 
@@ -210,9 +211,9 @@ UNARY: dict[str, Callable[[TeEmitter, SSAValue], SSAValue]] = {
 }
 
 
-def build_unary(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+def build_unary(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
     """`out[i] = f(x[i])`; gelu picks its erf or tanh form from `approximate`."""
-    (x,) = kb.args
+    (x,) = inputs
     if isinstance(op, graph.GeluOp):
         approx = op.approximation
 
@@ -232,10 +233,10 @@ def build_unary(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
 # ---------------------------------------------------------------------------
 
 
-def build_matmul(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+def build_matmul(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
     """`out[b.., m, n] = sum_k a[bcast(b..), m, k] * b[bcast(b..), k, n]` (NumPy matmul:
     a 1-D lhs drops `m`, a 1-D rhs drops `n`, batch dims broadcast)."""
-    a, b = kb.args
+    a, b = inputs
     sa, sb = shape_of(a), shape_of(b)
     out = shape_of(op.results[0])
     a_vec, b_vec = len(sa) == 1, len(sb) == 1
@@ -257,14 +258,14 @@ def build_matmul(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
     return [kb.compute(out, elt(a), body, reduce_extents=[sa[-1]], combiner="sum")]
 
 
-def build_conv2d(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+def build_conv2d(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
     """Direct convolution, any permutation of NCHW / OIHW:
 
     `out[n, o, oh, ow] = sum_{ci, kh, kw} data[n, g*Cg + ci, ih, iw] * w[o, ci, kh, kw]`
     with `g = o / (O/groups)`, `ih = oh*sh + kh*dh - top` (0 outside the input).
     """
     assert isinstance(op, graph.Conv2dOp)
-    data, weight = kb.args
+    data, weight = inputs
     dl = {c: op.data_layout_value.index(c) for c in "NCHW"}
     kl = {c: op.kernel_layout_value.index(c) for c in "OIHW"}
     ds, ws, os_ = shape_of(data), shape_of(weight), shape_of(op.results[0])
@@ -301,9 +302,8 @@ def _place(layout: dict[str, int], values: dict[str, SSAValue]) -> Indices:
     return [values[letter] for letter in sorted(layout, key=layout.__getitem__)]
 
 
-def _pool_windows(op: graph._Pool2dOp, kb: KernelBuilder, pad_value: float | int) -> Body:
+def _pool_windows(op: graph._Pool2dOp, x: SSAValue, pad_value: float | int) -> Body:
     """Body reading `x[n, c, ih, iw]` over the window (`pad_value` in the padding)."""
-    (x,) = kb.args
     xs, os_ = shape_of(x), shape_of(op.results[0])
     kh_size, kw_size = op.kernel_value
     sh, sw = op.strides_value
@@ -325,23 +325,23 @@ def _pool_windows(op: graph._Pool2dOp, kb: KernelBuilder, pad_value: float | int
     return body
 
 
-def build_max_pool2d(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+def build_max_pool2d(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
     """`out = max over the window`, padding counts as −∞ (the max identity)."""
     assert isinstance(op, graph.MaxPool2dOp)
-    t = elt(kb.args[0])
-    body = _pool_windows(op, kb, lowest(t))
+    t = elt(inputs[0])
+    body = _pool_windows(op, inputs[0], lowest(t))
     shape = shape_of(op.results[0])
     return [kb.compute(shape, t, body, op.kernel_value, combiner="max")]
 
 
-def build_avg_pool2d(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+def build_avg_pool2d(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
     """Window sum (padding 0), then divide by the number of non-padding elements:
     `count = (min(s+K, H) - max(s, 0))` per spatial dim with `s = o*stride - pad`."""
     assert isinstance(op, graph.AvgPool2dOp)
-    (x,) = kb.args
+    (x,) = inputs
     t, xs = elt(x), shape_of(x)
     shape = shape_of(op.results[0])
-    total = kb.compute(shape, t, _pool_windows(op, kb, 0), op.kernel_value, combiner="sum")
+    total = kb.compute(shape, t, _pool_windows(op, inputs[0], 0), op.kernel_value, combiner="sum")
     kernel, strides = op.kernel_value, op.strides_value
     pads = op.padding_value
 
@@ -367,9 +367,9 @@ def build_avg_pool2d(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
     return [kb.compute(shape, t, body)]
 
 
-def build_global_avg_pool2d(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+def build_global_avg_pool2d(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
     """`s[n, c] = sum_{h, w} x[n, c, h, w]`, then `out[n, c, 0, 0] = s[n, c] / (H*W)`."""
-    (x,) = kb.args
+    (x,) = inputs
     n, c, h, w = shape_of(x)
     t = elt(x)
     total = kb.compute(
@@ -387,10 +387,10 @@ def build_global_avg_pool2d(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
 # ---------------------------------------------------------------------------
 
 
-def build_softmax(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+def build_softmax(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
     """Stable softmax along `axis`: m = max, e = exp(x - m), s = sum(e), out = e / s."""
     assert isinstance(op, graph.SoftmaxOp)
-    (x,) = kb.args
+    (x,) = inputs
     shape, t, axis = shape_of(x), elt(x), op.axis_value
     rest = shape[:axis] + shape[axis + 1 :]
     n = shape[axis]
@@ -412,12 +412,12 @@ def build_softmax(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
     return [kb.compute(shape, t, div_body)]
 
 
-def build_layer_norm(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+def build_layer_norm(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
     """Normalize over dims `[axis, rank)` (two-pass variance):
     mean = sum(x)/n; rstd = 1/sqrt(sum((x-mean)^2)/n + eps);
     out = (x - mean) * rstd * gamma + beta."""
     assert isinstance(op, graph.LayerNormOp)
-    x, gamma, beta = kb.args
+    x, gamma, beta = inputs
     shape, t, axis = shape_of(x), elt(x), op.axis_value
     outer, inner = shape[:axis], shape[axis:]
     n = prod(inner)
@@ -446,14 +446,14 @@ def build_layer_norm(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
     return [kb.compute(shape, t, out_body)]
 
 
-def build_reduce(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+def build_reduce(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
     """`out[kept] = combine_{reduced} x[...]`; reduce_mean divides the sum by the count.
 
     Input dim d reads the next reduction index if d is reduced, else the next
     spatial index (with keepdims the reduced output dims are 1 and skipped).
     """
     assert isinstance(op, graph._ReduceOp)
-    (x,) = kb.args
+    (x,) = inputs
     shape, t = shape_of(x), elt(x)
     axes = sorted(op.axes_value)
     keepdims = op.keepdims is not None
@@ -486,9 +486,9 @@ def build_reduce(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
 # ---------------------------------------------------------------------------
 
 
-def build_reshape(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+def build_reshape(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
     """Row-major: `lin = sum out[i]*stride_out[i]`, `in[j] = (lin / stride_in[j]) % S[j]`."""
-    (x,) = kb.args
+    (x,) = inputs
     src, dst = shape_of(x), shape_of(op.results[0])
     src_strides = _strides(src)
     dst_strides = _strides(dst)
@@ -515,10 +515,10 @@ def _strides(shape: Sequence[int]) -> list[int]:
     return strides[::-1]
 
 
-def build_transpose(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+def build_transpose(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
     """`out[i0..] = x[j..]` with `j[perm[k]] = i[k]`."""
     assert isinstance(op, graph.TransposeOp)
-    (x,) = kb.args
+    (x,) = inputs
     perm = op.perm_value
 
     def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
@@ -530,23 +530,23 @@ def build_transpose(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
     return [kb.compute(shape_of(op.results[0]), elt(x), body)]
 
 
-def build_concat(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+def build_concat(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
     """`out[.., i, ..]` reads input k where `off_k <= i < off_k + n_k`: a select chain
     from the last input back to the first, each read at a clamped axis index."""
     assert isinstance(op, graph.ConcatOp)
     axis = op.axis_value
-    sizes = [shape_of(a)[axis] for a in kb.args]
+    sizes = [shape_of(a)[axis] for a in inputs]
     offsets = [sum(sizes[:k]) for k in range(len(sizes))]
 
     def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
         i = sp[axis]
         value: SSAValue | None = None
-        for k in reversed(range(len(kb.args))):
+        for k in reversed(range(len(inputs))):
             if sizes[k] == 0:
                 continue
             local = em.iadd(i, -offsets[k])
             local = em.clamp(local, sizes[k] - 1, lower=k > 0, upper=value is not None)
-            read = em.read(kb.args[k], [*sp[:axis], local, *sp[axis + 1 :]])
+            read = em.read(inputs[k], [*sp[:axis], local, *sp[axis + 1 :]])
             if value is None:
                 value = read
             else:
@@ -557,9 +557,9 @@ def build_concat(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
     return [kb.compute(shape_of(op.results[0]), elt(op.results[0]), body)]
 
 
-def build_broadcast_to(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+def build_broadcast_to(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
     """`out[i] = x[bcast(i)]`."""
-    (x,) = kb.args
+    (x,) = inputs
 
     def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
         return em.read(x, broadcast_indices(em, sp, shape_of(x)))
@@ -567,9 +567,9 @@ def build_broadcast_to(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
     return [kb.compute(shape_of(op.results[0]), elt(x), body)]
 
 
-def build_cast(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+def build_cast(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
     """Element conversion with NumPy `astype` semantics (see `convert_scalar`)."""
-    (x,) = kb.args
+    (x,) = inputs
     dst = elt(op.results[0])
 
     def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
@@ -614,7 +614,7 @@ def _bitwidth(t: Attribute) -> int:
 # ---------------------------------------------------------------------------
 
 
-def build_layout_transform(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
+def build_layout_transform(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
     """Physical tensor of a `#lamina.constraint`: `out[p] = x[MAP⁻¹(p)]` where `p` is the
     image of a valid logical index, PAD elsewhere (`te.undef` for `#lamina.undef`).
 
@@ -623,7 +623,7 @@ def build_layout_transform(op: Operation, kb: KernelBuilder) -> list[SSAValue]:
     with the same `c` (tiling). Anything else is reported at the op.
     """
     assert isinstance(op, graph.LayoutTransformOp)
-    (x,) = kb.args
+    (x,) = inputs
     constraint = op.constraint
     logical, physical = shape_of(x), shape_of(op.results[0])
     inverse = invert_tiling_map(op, constraint, len(logical))
@@ -733,7 +733,7 @@ def _unsupported_map(op: Operation, constraint: ConstraintAttr, why: str) -> Dia
 # Dispatch
 # ---------------------------------------------------------------------------
 
-Builder = Callable[[Operation, KernelBuilder], list[SSAValue]]
+Builder = Callable[[Operation, KernelBuilder, Indices], list[SSAValue]]
 
 BUILDERS: dict[str, Builder] = {
     **{name: build_binary for name in BINARY},

@@ -74,7 +74,7 @@ class KernelTable:
             return self.by_key[key]
         name = self._fresh(f"te_{op.name.removeprefix('graph.')}_{type_suffix(op.results[0].type)}")
         kb = KernelBuilder(op.operand_types)
-        results = BUILDERS[op.name](op, kb)
+        results = BUILDERS[op.name](op, kb, kb.args)
         self.new_funcs.append(kb.finish(name, results))
         self.by_key[key] = name
         return name

@@ -762,3 +762,26 @@ def test_claimed_ops_are_left_to_their_target() -> None:
     ).dialects.builtin.StringAttr("cblas")
     legalize(module)
     assert op.parent is not None and not te_funcs(module)
+
+
+def test_builders_compose_into_one_kernel() -> None:
+    """The fusion interface: builders chained on one KernelBuilder form one te.func DAG."""
+    from lamina.passes._legalize_ops import BUILDERS, KernelBuilder
+
+    types = [tensor((2, 3)), tensor((3, 4)), tensor((4,))]
+    block = Block(arg_types=types)
+    mm = graph.MatmulOp(block.args[0], block.args[1])
+    add = graph.AddOp(mm.results[0], block.args[2])
+    relu = graph.ReluOp(add.results[0])
+    block.add_ops([mm, add, relu])
+    kb = KernelBuilder(types)
+    (y,) = BUILDERS[mm.name](mm, kb, kb.args[:2])
+    (z,) = BUILDERS[add.name](add, kb, [y, kb.args[2]])
+    (r,) = BUILDERS[relu.name](relu, kb, [z])
+    func = kb.finish("fused", [r])
+    func.verify()
+    assert sum(isinstance(op, te.ComputeOp) for op in func.body.block.ops) == 3
+    rng = np.random.default_rng(5)
+    a, b, c = (random_input(t, rng) for t in types)
+    (got,) = evaluate_te_func(func, a, b, c)
+    np.testing.assert_allclose(got, np.maximum(a @ b + c, 0), rtol=1e-5, atol=1e-6)
