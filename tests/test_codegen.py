@@ -1,0 +1,419 @@
+"""lower-to-llvm + codegen + runtime: hand-written loop kernels, JIT-compiled, against NumPy.
+
+Each kernel is loop-dialect text in phase `lowering`; `lower_and_jit` runs
+`lower-to-llvm` through the pass manager (which checks the phase transition
+and the build-phase invariants), then JIT-compiles the module and returns a
+`Kernel` whose functions are called on NumPy arrays in place.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from string import Template
+
+import numpy as np
+import pytest
+
+from lamina.backends import codegen
+from lamina.backends.runtime import Kernel, RuntimeCallError
+from lamina.core.context import make_context
+from lamina.core.diagnostics import DiagnosticError, parse_module
+from lamina.core.pass_manager import PassManager
+from lamina.dialects.lamina import Phase, get_phase
+from lamina.passes.lower_to_llvm import LowerToLLVMPass
+
+HEADER = "builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {\n"
+
+
+def lower(body: str, **subst: object):
+    """Parse a module made of `body` (with $-substitutions) and lower it to phase build."""
+    ctx = make_context()
+    text = HEADER + Template(body).substitute(**subst) + "\n}\n"
+    module = parse_module(ctx, text, "kernel.mlir")
+    PassManager([LowerToLLVMPass()]).run(ctx, module)
+    return module
+
+
+def lower_and_jit(body: str, **subst: object) -> Kernel:
+    return Kernel(lower(body, **subst))
+
+
+RNG = np.random.default_rng(0)
+
+# ---------------------------------------------------------------------------
+# Kernels
+# ---------------------------------------------------------------------------
+
+# c[k] = a[k / 8, k % 8] + b[k % 8] over the flattened 4x8 output: broadcasting
+# by index arithmetic (floordivsi/remsi on index values).
+BROADCAST_ADD = """
+  loop.func @bcast_add(%a: memref<4x8x$T>, %b: memref<8x$T>, %c: memref<4x8x$T>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c32 = arith.constant 32 : index
+    loop.for %k = %c0 to %c32 step %c1 kind(parallel) {
+      %i = arith.floordivsi %k, %c8 : index
+      %j = arith.remsi %k, %c8 : index
+      %x = loop.load %a[%i, %j] : memref<4x8x$T>
+      %y = loop.load %b[%j] : memref<8x$T>
+      %s = arith.addf %x, %y : $T
+      loop.store %s, %c[%i, %j] : memref<4x8x$T>
+    }
+    loop.return
+  }
+"""
+
+MATMUL = """
+  loop.func @matmul(%a: memref<${M}x${K}x$T>, %b: memref<${K}x${N}x$T>, %c: memref<${M}x${N}x$T>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %m = arith.constant $M : index
+    %n = arith.constant $N : index
+    %kk = arith.constant $K : index
+    %zero = arith.constant 0.0 : $T
+    loop.for %i = %c0 to %m step %c1 {
+      loop.for %j = %c0 to %n step %c1 kind(vectorized) {
+        %sum = loop.for %k = %c0 to %kk step %c1 iter_args(%acc = %zero) -> ($T) {
+          %x = loop.load %a[%i, %k] : memref<${M}x${K}x$T>
+          %y = loop.load %b[%k, %j] : memref<${K}x${N}x$T>
+          %p = arith.mulf %x, %y : $T
+          %s = arith.addf %acc, %p : $T
+          loop.yield %s : $T
+        }
+        loop.store %sum, %c[%i, %j] : memref<${M}x${N}x$T>
+      }
+    }
+    loop.return
+  }
+"""
+
+UNARY = """
+  loop.func @unary(%a: memref<64x$T>, %e: memref<64x$T>, %t: memref<64x$T>, %r: memref<64x$T>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    loop.for %i = %c0 to %c64 step %c1 {
+      %x = loop.load %a[%i] : memref<64x$T>
+      %ex = math.exp %x : $T
+      %th = math.tanh %x : $T
+      %er = math.erf %x : $T
+      loop.store %ex, %e[%i] : memref<64x$T>
+      loop.store %th, %t[%i] : memref<64x$T>
+      loop.store %er, %r[%i] : memref<64x$T>
+    }
+    loop.return
+  }
+"""
+
+INT32 = """
+  loop.func @ints(%a: memref<32xi32>, %b: memref<32xi32>, %q: memref<32xi32>, %r: memref<32xi32>, %f: memref<32xi32>, %m: memref<32xi32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    %seven = arith.constant 7 : i32
+    loop.for %i = %c0 to %c32 step %c1 {
+      %x = loop.load %a[%i] : memref<32xi32>
+      %y = loop.load %b[%i] : memref<32xi32>
+      %p = arith.muli %x, %y : i32
+      %s = arith.addi %p, %seven : i32
+      %dq = arith.divsi %s, %y : i32
+      %dr = arith.remsi %s, %y : i32
+      %fd = arith.floordivsi %s, %y : i32
+      %mx = arith.maxsi %x, %y : i32
+      loop.store %dq, %q[%i] : memref<32xi32>
+      loop.store %dr, %r[%i] : memref<32xi32>
+      loop.store %fd, %f[%i] : memref<32xi32>
+      loop.store %mx, %m[%i] : memref<32xi32>
+    }
+    loop.return
+  }
+"""
+
+FPTOSI = """
+  loop.func @to_int(%a: memref<16x$F>, %o: memref<16x$I>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    loop.for %i = %c0 to %c16 step %c1 {
+      %x = loop.load %a[%i] : memref<16x$F>
+      %k = arith.fptosi %x : $F to $I
+      loop.store %k, %o[%i] : memref<16x$I>
+    }
+    loop.return
+  }
+"""
+
+# out = 2 * exp(a) through a temporary buffer of the given scope.
+TEMP_BUFFER = """
+  loop.func @twice_exp(%a: memref<3x5xf32>, %o: memref<3x5xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c3 = arith.constant 3 : index
+    %c5 = arith.constant 5 : index
+    %two = arith.constant 2.0 : f32
+    %t = loop.alloc {scope = "$SCOPE"} : memref<3x5xf32>
+    loop.for %i = %c0 to %c3 step %c1 {
+      loop.for %j = %c0 to %c5 step %c1 {
+        %x = loop.load %a[%i, %j] : memref<3x5xf32>
+        %e = math.exp %x : f32
+        loop.store %e, %t[%i, %j] : memref<3x5xf32>
+      }
+    }
+    loop.for %i = %c0 to %c3 step %c1 {
+      loop.for %j = %c0 to %c5 step %c1 {
+        %x = loop.load %t[%i, %j] : memref<3x5xf32>
+        %y = arith.mulf %x, %two : f32
+        loop.store %y, %o[%i, %j] : memref<3x5xf32>
+      }
+    }
+    loop.free %t : memref<3x5xf32>
+    loop.return
+  }
+"""
+
+# A loop.if with results (|x|, by branches) and one without else (clamp
+# negative outputs to zero in place), plus a scalar-returning loop.
+CONTROL = """
+  loop.func @abs_then_clip(%a: memref<20xf64>, %o: memref<20xf64>, %lim: f64) -> i64 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c20 = arith.constant 20 : index
+    %zero = arith.constant 0.0 : f64
+    %n0 = arith.constant 0 : i64
+    %one = arith.constant 1 : i64
+    %count = loop.for %i = %c0 to %c20 step %c1 iter_args(%n = %n0) -> (i64) {
+      %x = loop.load %a[%i] : memref<20xf64>
+      %neg = arith.cmpf olt, %x, %zero : f64
+      %v = loop.if %neg -> (f64) {
+        %y = arith.negf %x : f64
+        loop.yield %y : f64
+      } else {
+        loop.yield %x : f64
+      }
+      loop.store %v, %o[%i] : memref<20xf64>
+      %big = arith.cmpf ogt, %v, %lim : f64
+      loop.if %big {
+        loop.store %lim, %o[%i] : memref<20xf64>
+      }
+      %inc = arith.extui %big : i1 to i64
+      %n2 = arith.addi %n, %inc : i64
+      loop.yield %n2 : i64
+    }
+    loop.return %count : i64
+  }
+"""
+
+COPY_AND_CALL = """
+  loop.func @fill(%o: memref<6xf32>, %v: f32) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c6 = arith.constant 6 : index
+    loop.for %i = %c0 to %c6 step %c1 {
+      loop.store %v, %o[%i] : memref<6xf32>
+    }
+    loop.return
+  }
+  loop.func @fill_then_copy(%a: memref<6xf32>, %o: memref<6xf32>, %v: f32) {
+    loop.call @fill(%a, %v) : (memref<6xf32>, f32) -> ()
+    loop.copy %a, %o : memref<6xf32> to memref<6xf32>
+    loop.return
+  }
+"""
+
+
+# ---------------------------------------------------------------------------
+# Numerics
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_broadcast_add_by_index_arithmetic(dtype):
+    np_dtype = np.float32 if dtype == "f32" else np.float64
+    kernel = lower_and_jit(BROADCAST_ADD, T=dtype)
+    a = RNG.standard_normal((4, 8)).astype(np_dtype)
+    b = RNG.standard_normal(8).astype(np_dtype)
+    c = np.zeros((4, 8), np_dtype)
+    kernel.call("bcast_add", a, b, c)
+    np.testing.assert_array_equal(c, a + b)
+
+
+@pytest.mark.parametrize(("dtype", "rtol"), [("f32", 1e-5), ("f64", 1e-12)])
+def test_matmul_with_iter_args_reduction(dtype, rtol):
+    np_dtype = np.float32 if dtype == "f32" else np.float64
+    m, k, n = 7, 33, 12
+    kernel = lower_and_jit(MATMUL, T=dtype, M=m, K=k, N=n)
+    a = RNG.standard_normal((m, k)).astype(np_dtype)
+    b = RNG.standard_normal((k, n)).astype(np_dtype)
+    c = np.full((m, n), np.nan, np_dtype)
+    kernel.call("matmul", a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize(("dtype", "tol"), [("f32", 1e-6), ("f64", 1e-14)])
+def test_exp_tanh_erf(dtype, tol):
+    np_dtype = np.float32 if dtype == "f32" else np.float64
+    kernel = lower_and_jit(UNARY, T=dtype)
+    a = np.linspace(-4, 4, 64).astype(np_dtype)
+    e, t, r = (np.zeros(64, np_dtype) for _ in range(3))
+    kernel.call("unary", a, e, t, r)
+    erf = np.array([math.erf(float(x)) for x in a])
+    np.testing.assert_allclose(e, np.exp(a), rtol=tol * 4)
+    np.testing.assert_allclose(t, np.tanh(a), rtol=tol * 4, atol=tol)
+    np.testing.assert_allclose(r, erf, rtol=tol * 4, atol=tol)
+
+
+def test_int32_arithmetic_follows_c_division():
+    kernel = lower_and_jit(INT32)
+    a = RNG.integers(-50, 50, 32, dtype=np.int32)
+    b = RNG.integers(1, 9, 32, dtype=np.int32) * RNG.choice([-1, 1], 32).astype(np.int32)
+    q, r, f, m = (np.zeros(32, np.int32) for _ in range(4))
+    kernel.call("ints", a, b, q, r, f, m)
+    s = a * b + 7
+    np.testing.assert_array_equal(q, np.trunc(s / b).astype(np.int32))  # toward zero
+    np.testing.assert_array_equal(r, np.fmod(s, b))  # sign of the dividend
+    np.testing.assert_array_equal(f, s // b)  # toward -inf
+    np.testing.assert_array_equal(m, np.maximum(a, b))
+
+
+@pytest.mark.parametrize(("fty", "ity"), [("f32", "i32"), ("f64", "i64"), ("f32", "i8")])
+def test_fptosi_truncates_toward_zero_like_astype(fty, ity):
+    np_f = np.float32 if fty == "f32" else np.float64
+    np_i = {"i32": np.int32, "i64": np.int64, "i8": np.int8}[ity]
+    kernel = lower_and_jit(FPTOSI, F=fty, I=ity)
+    a = np.array(
+        [-3.7, -2.5, -1.0, -0.9, -0.0, 0.0, 0.4, 0.5, 0.99, 1.0, 2.5, 3.7, 100.9, -100.9, 7, -7],
+        np_f,
+    )
+    o = np.zeros(16, np_i)
+    kernel.call("to_int", a, o)
+    np.testing.assert_array_equal(o, a.astype(np_i))
+
+
+@pytest.mark.parametrize("scope", ["global", "local"])
+def test_temporary_buffer_alloc_free(scope):
+    module = lower(TEMP_BUFFER, SCOPE=scope)
+    text = str(module)
+    if scope == "global":
+        assert "llvm.call @aligned_alloc" in text and "llvm.call @free" in text
+    else:
+        assert "llvm.alloca" in text and "@free" not in text
+    kernel = Kernel(module)
+    a = RNG.standard_normal((3, 5)).astype(np.float32)
+    o = np.zeros((3, 5), np.float32)
+    for _ in range(3):  # repeated calls: no leak or double free crashes
+        kernel.call("twice_exp", a, o)
+    np.testing.assert_allclose(o, 2 * np.exp(a), rtol=1e-6)
+
+
+def test_loop_if_with_and_without_results():
+    kernel = lower_and_jit(CONTROL)
+    a = RNG.standard_normal(20) * 3
+    o = np.zeros(20)
+    count = kernel.call("abs_then_clip", a, o, 2.0)
+    np.testing.assert_array_equal(o, np.minimum(np.abs(a), 2.0))
+    assert count == int(np.sum(np.abs(a) > 2.0))
+
+
+def test_call_and_copy():
+    kernel = lower_and_jit(COPY_AND_CALL)
+    a, o = np.zeros(6, np.float32), np.zeros(6, np.float32)
+    kernel.call("fill_then_copy", a, o, 1.5)
+    np.testing.assert_array_equal(o, np.full(6, 1.5, np.float32))
+
+
+def test_lowered_module_is_in_phase_build_with_only_llvm_ops():
+    module = lower(MATMUL, T="f32", M=2, K=3, N=4)
+    assert get_phase(module) == Phase.BUILD
+    names = {op.name for op in module.walk() if op is not module}
+    assert names and all(name.startswith("llvm.") for name in names), names
+
+
+# ---------------------------------------------------------------------------
+# Ahead-of-time output
+# ---------------------------------------------------------------------------
+
+
+def test_emit_llvm_ir_and_object():
+    module = lower(BROADCAST_ADD, T="f32")
+    raw = codegen.emit_llvm_ir(module, optimized=False)
+    assert 'define void @"bcast_add"(ptr noalias' in raw
+    optimized = codegen.emit_llvm_ir(module)
+    assert "define void @" in optimized and "nounwind" in optimized
+    obj = codegen.emit_object(module)
+    assert obj[:4] == b"\x7fELF"
+    assert b"bcast_add" in obj
+
+
+def test_shared_library_loads_through_ctypes(tmp_path):
+    module = lower(MATMUL, T="f32", M=5, K=6, N=7)
+    path = codegen.build_shared_library(module, tmp_path / "libmatmul.so")
+    lib = ctypes.CDLL(str(path))
+    lib.matmul.restype = None
+    lib.matmul.argtypes = [ctypes.c_void_p] * 3
+    a = RNG.standard_normal((5, 6)).astype(np.float32)
+    b = RNG.standard_normal((6, 7)).astype(np.float32)
+    c = np.zeros((5, 7), np.float32)
+    lib.matmul(a.ctypes.data, b.ctypes.data, c.ctypes.data)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_shared_library_resolves_libm(tmp_path):
+    module = lower(UNARY, T="f64")
+    lib = ctypes.CDLL(str(codegen.build_shared_library(module, tmp_path / "libunary.so")))
+    a = np.linspace(-1, 1, 64)
+    e, t, r = (np.zeros(64) for _ in range(3))
+    lib.unary(*(ctypes.c_void_p(x.ctypes.data) for x in (a, e, t, r)))
+    np.testing.assert_allclose(t, np.tanh(a), rtol=1e-14)
+
+
+# ---------------------------------------------------------------------------
+# Compile cache, timings, runtime checks
+# ---------------------------------------------------------------------------
+
+
+def test_second_compile_of_same_module_is_a_cache_hit():
+    first = lower(MATMUL, T="f64", M=3, K=4, N=5)
+    second = lower(MATMUL, T="f64", M=3, K=4, N=5)  # same program, separately built
+    before = codegen.cache_stats()
+    compiled = codegen.compile_module(first)
+    again = codegen.compile_module(second)
+    after = codegen.cache_stats()
+    assert again is compiled
+    assert after["hits"] >= before["hits"] + 1
+    other = codegen.compile_module(lower(MATMUL, T="f64", M=3, K=4, N=6))
+    assert other is not compiled
+
+
+def test_compile_timings_are_recorded():
+    compiled = codegen.compile_module(lower(UNARY, T="f32"), use_cache=False)
+    timings = compiled.timings.as_dict()
+    assert set(timings) == {"translate", "parse_verify", "optimize", "jit", "total"}
+    assert all(v > 0 for v in timings.values())
+    assert "vector" in compiled.optimized_ir or "call" in compiled.optimized_ir
+
+
+def test_runtime_rejects_wrong_dtype_size_and_layout():
+    kernel = lower_and_jit(BROADCAST_ADD, T="f32")
+    a, b, c = np.zeros((4, 8), np.float32), np.zeros(8, np.float32), np.zeros((4, 8), np.float32)
+    with pytest.raises(RuntimeCallError, match="expected dtype float32, got float64"):
+        kernel.call("bcast_add", a.astype(np.float64), b, c)
+    with pytest.raises(RuntimeCallError, match="expected shape"):
+        kernel.call("bcast_add", a, np.zeros(4, np.float32), c)
+    with pytest.raises(RuntimeCallError, match="C-contiguous"):
+        kernel.call("bcast_add", np.zeros((8, 4), np.float32).T, b, c)
+    with pytest.raises(RuntimeCallError, match="expected 3 argument"):
+        kernel.call("bcast_add", a, b)
+    with pytest.raises(KeyError, match="no function 'nope'"):
+        kernel.get_function_address("nope")
+
+
+def test_codegen_rejects_non_llvm_module_with_a_located_diagnostic():
+    ctx = make_context()
+    text = HEADER + "  loop.func @f() {\n    loop.return\n  }\n}\n"
+    module = parse_module(ctx, text, "k.mlir")
+    with pytest.raises(DiagnosticError) as info:
+        codegen.compile_module(module)
+    assert "run lower-to-llvm first" in info.value.format()
+    assert "k.mlir:2:3" in info.value.format()
