@@ -844,8 +844,11 @@ class CallOp(IRDLOperation):
 class UndefOp(IRDLOperation):
     """`%u = loop.undef : f32`: any value (TVM's T.undef).
 
-    Only legal as the value stored by `loop.store` (e.g. into padding);
-    `simplify` deletes such stores.
+    Only legal as a value that is stored: each use must be the value operand
+    of a `loop.store`, or a value operand of an `arith.select` whose result
+    (recursively) is only stored -- the guarded padding store
+    `loop.store (select %in_bounds, %x, %undef)` that `lower-te` produces from
+    `te.undef`. `simplify` deletes undef stores and folds such selects.
     """
 
     name = "loop.undef"
@@ -864,12 +867,25 @@ class UndefOp(IRDLOperation):
             raise VerifyException(
                 f"result must be a scalar (integer, index, float), got {self.result.type}"
             )
-        for use in self.result.uses:
-            if not (isinstance(use.operation, StoreOp) and use.index == 0):
-                raise VerifyException(
-                    f"result may only be used as the value of a loop.store, "
-                    f"but is used by {use.operation.name}"
-                )
+        if (user := _first_non_store_use(self.result)) is not None:
+            raise VerifyException(
+                "result may only be stored (the value of a loop.store, directly or "
+                f"through arith.select), but is used by {user.name}"
+            )
+
+
+def _first_non_store_use(value: SSAValue) -> Operation | None:
+    """The first user of `value` that is neither a store of it nor a select that is
+    itself only stored; None when every use is (transitively) a stored value."""
+    for use in value.uses:
+        user = use.operation
+        if isinstance(user, StoreOp) and use.index == 0:
+            continue
+        if user.name == "arith.select" and use.index in (1, 2):
+            if _first_non_store_use(user.results[0]) is None:
+                continue
+        return user
+    return None
 
 
 @irdl_op_definition

@@ -223,8 +223,8 @@ def test_undef_only_as_stored_value():
         arith.AddfOp(misused, misused)
         loop.ReturnOp()
     assert messages(ModuleOp([func])) == [
-        "'loop.undef' op result may only be used as the value of a loop.store, "
-        "but is used by arith.addf"
+        "'loop.undef' op result may only be stored (the value of a loop.store, directly "
+        "or through arith.select), but is used by arith.addf"
     ]
 
 

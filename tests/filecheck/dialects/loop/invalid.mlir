@@ -366,22 +366,34 @@ builtin.module {
 // -----
 
 loop.func @undef_use(%x: f32) {
-  // expected-error @+1 {{result may only be used as the value of a loop.store, but is used by arith.addf}}
+  // expected-error @+1 {{result may only be stored (the value of a loop.store, directly or through arith.select), but is used by arith.addf}}
   %u = loop.undef : f32
   %s = arith.addf %u, %x : f32
   loop.return
 }
-// CHECK: result may only be used as the value of a loop.store, but is used by arith.addf
+// CHECK: result may only be stored (the value of a loop.store, directly or through arith.select), but is used by arith.addf
 
 // -----
 
 loop.func @undef_as_index(%x: memref<4xf32>, %v: f32) {
-  // expected-error @+1 {{result may only be used as the value of a loop.store, but is used by loop.store}}
+  // expected-error @+1 {{result may only be stored (the value of a loop.store, directly or through arith.select), but is used by loop.store}}
   %u = loop.undef : index
   loop.store %v, %x[%u] : memref<4xf32>
   loop.return
 }
-// CHECK: result may only be used as the value of a loop.store, but is used by loop.store
+// CHECK: result may only be stored (the value of a loop.store, directly or through arith.select), but is used by loop.store
+
+// -----
+
+loop.func @undef_select_computed_on(%x: memref<4xf32>, %i: index, %c: i1, %v: f32) {
+  // expected-error @+1 {{result may only be stored (the value of a loop.store, directly or through arith.select), but is used by arith.select}}
+  %u = loop.undef : f32
+  %s = arith.select %c, %v, %u : f32
+  %n = arith.negf %s : f32
+  loop.store %n, %x[%i] : memref<4xf32>
+  loop.return
+}
+// CHECK: result may only be stored (the value of a loop.store, directly or through arith.select), but is used by arith.select
 
 // -----
 

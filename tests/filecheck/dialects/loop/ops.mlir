@@ -127,6 +127,9 @@ builtin.module {
       %u = loop.undef : f32
       loop.store %u, %y[%c0, %c0] : memref<2x8xf32>
     }
+    %pad = loop.undef : f32
+    %guarded = arith.select %ok, %zero, %pad : f32
+    loop.store %guarded, %y[%c0, %c0] : memref<2x8xf32>
     loop.return
   }
 
@@ -149,6 +152,9 @@ builtin.module {
   // CHECK-NEXT:      %[[U:.*]] = loop.undef : f32
   // CHECK-NEXT:      loop.store %[[U]], %{{.*}}[%{{.*}}, %{{.*}}] : memref<2x8xf32>
   // CHECK-NEXT:    }
+  // CHECK-NEXT:    %[[PAD:.*]] = loop.undef : f32
+  // CHECK-NEXT:    %[[G:.*]] = arith.select %[[OK]], %{{.*}}, %[[PAD]] : f32
+  // CHECK-NEXT:    loop.store %[[G]], %{{.*}}[%{{.*}}, %{{.*}}] : memref<2x8xf32>
   // CHECK-NEXT:    loop.return
 
   // Buffers: a padded layout allocation with a constraint, local scratch, a
