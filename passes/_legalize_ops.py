@@ -78,8 +78,13 @@ class KernelBuilder:
         """Append a `te.compute` of `tensor<shape x element>` whose element is `body(...)`.
 
         Reductions start from the combiner's identity (te's default `init`):
-        0 for sum, −∞ (or the smallest integer) for max.
+        0 for sum, −∞ (or the smallest integer) for max. A reduction over an
+        empty domain (an extent of 0, which te.compute does not allow) is the
+        identity everywhere.
         """
+        if 0 in reduce_extents:
+            identity = te.combiner_identity(combiner, element).value.data
+            return self.compute(shape, element, lambda em, _sp, _red: em.const(identity, element))
         region_block = Block(arg_types=[INDEX] * (len(shape) + len(reduce_extents)))
         em = TeEmitter(region_block)
         spatial = list(region_block.args[: len(shape)])
@@ -551,8 +556,8 @@ def build_concat(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAV
                 value = read
             else:
                 value = em.select(em.cmpi("slt", i, offsets[k] + sizes[k]), read, value)
-        assert value is not None
-        return value
+        # Every input is empty along the axis: so is the result, the body never runs.
+        return value if value is not None else em.const(0, elt(op.results[0]))
 
     return [kb.compute(shape_of(op.results[0]), elt(op.results[0]), body)]
 
