@@ -166,12 +166,12 @@ def lower_to_build(
 ) -> tuple[ModuleOp, dict[str, float]]:
     """Run `pipeline` on `module` (in place) down to the build phase; return it and pass times."""
     from lamina.core.pass_manager import PassManager
-    from lamina.core.pipeline import pipeline_passes
+    from lamina.core.pipeline import passes_for_module
 
-    passes = pipeline_passes(pipeline, targets=targets)
-    manager = PassManager(passes, timing=True)
+    passes = passes_for_module(pipeline, module, targets)  # from the module's phase on
+    manager = PassManager(passes)  # records pass times; timing=True would print a report
     manager.run(make_context(), module)
-    return module, dict(getattr(manager, "pass_times", {}) or {})
+    return module, manager.pass_times
 
 
 def compile(  # noqa: A001 - the API name is DESIGN §7's

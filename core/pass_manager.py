@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -195,9 +196,11 @@ class PassTiming:
 class PassManager:
     """Runs `passes` over a module, enforcing phases and verifying between passes.
 
-    `timing_stream` is where the timing report goes (default stderr);
-    `dump_suffix` is appended to phase-dump file names (one per split chunk).
-    A `reproducer_path` that is a directory gets a fresh file inside it.
+    Pass times are always recorded (`timings`, `pass_times`); with `timing`
+    the MLIR-style report (`timing_report()`) is also written to
+    `timing_stream` (default stderr) at the end of `run`. `dump_suffix` is
+    appended to phase-dump file names (one per split chunk). A
+    `reproducer_path` that is a directory gets a fresh file inside it.
     """
 
     def __init__(
@@ -221,10 +224,22 @@ class PassManager:
         self.timing_stream = timing_stream
         self.dump_suffix = dump_suffix
         self.timings: list[PassTiming] = []
+        self.total_seconds = 0.0
 
     @property
     def pipeline_spec(self) -> str:
         return pipeline_spec_string(self.passes)
+
+    @property
+    def pass_times(self) -> dict[str, float]:
+        """Seconds spent in each pass (summed if a pass runs more than once)."""
+        times: dict[str, float] = {}
+        for timing in self.timings:
+            times[timing.name] = times.get(timing.name, 0.0) + timing.seconds
+        return times
+
+    def timing_report(self) -> str:
+        return format_timing_report(self.timings, self.total_seconds)
 
     def run(self, ctx: Context, module: ModuleOp) -> None:
         """Apply every pass in order; a failure raises DiagnosticError (with a reproducer note)."""
@@ -235,8 +250,9 @@ class PassManager:
             for index, pass_ in enumerate(self.passes):
                 self._run_one(ctx, module, index, pass_)
         finally:
+            self.total_seconds = time.perf_counter() - start
             if self.timing:
-                self._print_timing(time.perf_counter() - start)
+                (self.timing_stream or sys.stderr).write(self.timing_report())
 
     def _run_one(self, ctx: Context, module: ModuleOp, index: int, pass_: ModulePass) -> None:
         check_pass_phase(pass_, module)
@@ -316,12 +332,6 @@ class PassManager:
             Printer(stream=out, print_debuginfo=True).print_op(snapshot)
             out.write("\n")
         return path
-
-    def _print_timing(self, total: float) -> None:
-        import sys
-
-        stream = self.timing_stream or sys.stderr
-        stream.write(format_timing_report(self.timings, total))
 
 
 def format_timing_report(timings: Sequence[PassTiming], total: float) -> str:
