@@ -412,3 +412,20 @@ loop.func @assume_type(%c: i32) {
   loop.return
 }
 // CHECK: operand 'cond' at position 0 does not verify
+
+// -----
+
+// expected-error @+1 {{expected a body with a single block, got 2 blocks}}
+"loop.func"() <{sym_name = "two_blocks", function_type = () -> ()}> ({
+  "loop.return"() : () -> ()
+^bb1:
+  "loop.return"() : () -> ()
+}) : () -> ()
+// CHECK: expected a body with a single block, got 2 blocks
+
+// -----
+
+// expected-error @+1 {{res_attrs must have one dictionary per result: expected 1, got 0}}
+"loop.func"() <{sym_name = "f", function_type = () -> f32, res_attrs = [], sym_visibility = "private"}> ({
+}) : () -> ()
+// CHECK: res_attrs must have one dictionary per result: expected 1, got 0

@@ -308,3 +308,15 @@ te.func @undef_type() -> tensor<4xf32> {
   te.return %r : tensor<4xf32>
 }
 // CHECK: result must be a scalar (integer, index, float), got tensor<4xf32>
+
+// -----
+
+te.func @empty_reduce(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{reduce_extents must not be empty (omit it instead)}}
+  %r = te.compute [4] reduce [] combiner(sum) (%i) {
+    %v = te.read %x[%i] : tensor<4xf32>
+    te.yield %v : f32
+  } : tensor<4xf32>
+  te.return %r : tensor<4xf32>
+}
+// CHECK: reduce_extents must not be empty (omit it instead)
