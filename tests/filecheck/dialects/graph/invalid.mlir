@@ -327,3 +327,25 @@ graph.func @f(%a: tensor<4xf32>) {
   graph.return
 }
 // CHECK: callee name must not be empty
+
+// -----
+
+loop.func @k(%a: memref<4xf32>) {
+  loop.return
+}
+graph.func @f(%a: tensor<4xf32>) {
+  // expected-error @+1 {{callee @k is a 'loop.func', expected a te.func}}
+  %0 = graph.call_te @k(%a) : (tensor<4xf32>) -> tensor<4xf32>
+  graph.return
+}
+// CHECK: callee @k is a 'loop.func', expected a te.func
+
+// -----
+
+te.func private @k(tensor<4xf32>) -> tensor<4xf32>
+graph.func @f(%a: tensor<4xf32>) {
+  // expected-error @+1 {{call types (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>) do not match callee @k of type (tensor<4xf32>) -> (tensor<4xf32>)}}
+  %0 = graph.call_te @k(%a, %a) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  graph.return
+}
+// CHECK: call types (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>) do not match callee @k of type (tensor<4xf32>) -> (tensor<4xf32>)
