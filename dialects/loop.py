@@ -142,11 +142,9 @@ class FuncOp(FuncLikeOp):
 
     def verify_(self) -> None:
         super().verify_()
-        for attrs in (self.arg_attrs, self.res_attrs):
-            if attrs is None:
-                continue
-            for i, entry in enumerate(attrs.data):
-                _verify_buffer_attrs(entry.data, i, self.function_type)
+        for what, attrs in (("parameter", self.arg_attrs), ("result", self.res_attrs)):
+            for i, entry in enumerate(attrs.data if attrs is not None else ()):
+                _verify_buffer_attrs(entry.data, f"{what} #{i}")
 
     def get_return_op(self) -> ReturnOp | None:
         """The body's `loop.return`, if the function has a body."""
@@ -156,18 +154,17 @@ class FuncOp(FuncLikeOp):
         return last if isinstance(last, ReturnOp) else None
 
 
-def _verify_buffer_attrs(entries: dict[str, Attribute], index: int, ftype: object) -> None:
+def _verify_buffer_attrs(entries: dict[str, Attribute], owner: str) -> None:
     """`lamina.constraint` / `device` entries of arg/res attrs have the right kinds."""
     constraint = entries.get(CONSTRAINT_ARG_ATTR)
     if constraint is not None and not isinstance(constraint, ConstraintAttr):
         raise VerifyException(
-            f"'{CONSTRAINT_ARG_ATTR}' of parameter #{index} must be a #lamina.constraint, "
-            f"got {constraint}"
+            f"'{CONSTRAINT_ARG_ATTR}' of {owner} must be a #lamina.constraint, got {constraint}"
         )
     device = entries.get(DEVICE_ARG_ATTR)
     if device is not None and not isinstance(device, DeviceAttr):
         raise VerifyException(
-            f"'{DEVICE_ARG_ATTR}' of parameter #{index} must be a #lamina.device, got {device}"
+            f"'{DEVICE_ARG_ATTR}' of {owner} must be a #lamina.device, got {device}"
         )
 
 
@@ -569,7 +566,10 @@ def _resolve_access(
     return resolved, idx, attrs, mtype
 
 
-def _print_access(printer: Printer, op: Operation, buffer: SSAValue, indices) -> None:
+def _print_access(
+    printer: Printer, op: Operation, buffer: SSAValue, indices: Sequence[SSAValue]
+) -> None:
+    """`%buf[%i, %j] {attrs} : memref<...>` (the tail of load and store)."""
     printer.print_ssa_value(buffer)
     printer.print_string("[")
     printer.print_list(indices, printer.print_ssa_value)
