@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from xdsl.dialects import arith
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
@@ -801,3 +803,47 @@ def test_builders_compose_into_one_kernel() -> None:
 def test_zero_size_tensors(types: list, make: Callable, ref: Callable) -> None:
     got, xs = run_legalized([tensor(s) for s in types], make)
     np.testing.assert_array_equal(got, ref(*xs))
+
+
+# ---------------------------------------------------------------------------
+# Property tests: random shapes
+# ---------------------------------------------------------------------------
+
+small_shapes = st.lists(st.integers(1, 3), min_size=0, max_size=3).map(tuple)
+
+
+@st.composite
+def broadcastable_pairs(draw: st.DrawFn) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Two shapes NumPy can broadcast: the second drops leading dims and ones out."""
+    a = draw(small_shapes)
+    keep = draw(st.integers(0, len(a)))
+    b = tuple(d if draw(st.booleans()) else 1 for d in a[len(a) - keep :])
+    return (a, b) if draw(st.booleans()) else (b, a)
+
+
+@settings(max_examples=25, deadline=None)
+@given(broadcastable_pairs())
+def test_random_broadcasting_matches_numpy(shapes: tuple) -> None:
+    got, (a, b) = run_legalized([tensor(s) for s in shapes], lambda args: graph.SubOp(*args))
+    np.testing.assert_allclose(got, a - b, rtol=1e-6)
+
+
+@st.composite
+def reshapes(draw: st.DrawFn) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """A shape and a random refactoring of its element count."""
+    src = draw(st.lists(st.integers(1, 4), min_size=0, max_size=3).map(tuple))
+    n, dst = int(np.prod(src)), []
+    while n > 1:
+        d = draw(st.sampled_from([f for f in range(2, n + 1) if n % f == 0]))
+        dst.append(d)
+        n //= d
+    dst += [1] * draw(st.integers(0, 1))
+    return src, tuple(draw(st.permutations(dst)))
+
+
+@settings(max_examples=25, deadline=None)
+@given(reshapes())
+def test_random_reshape_matches_numpy(shapes: tuple) -> None:
+    src, dst = shapes
+    got, (x,) = run_legalized([tensor(src)], lambda a: graph.ReshapeOp(a[0], tensor(dst)))
+    np.testing.assert_array_equal(got, x.reshape(dst))
