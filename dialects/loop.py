@@ -377,7 +377,10 @@ class ForOp(IRDLOperation):
         args += [v.resolve(t) for v, t in zip(iter_vars, iter_types, strict=True)]
         body = parser.parse_region(args)
         attrs = parser.parse_optional_attr_dict()
+        kind_attr = attrs.pop("kind", None)  # `{kind = "parallel"}` also sets the property
         op = cls(lb, ub, step, inits, kind, body)
+        if kind_attr is not None:
+            op.properties["kind"] = kind_attr
         op.attributes |= attrs
         if not iter_vars:
             ensure_terminator(op, SingleBlockImplicitTerminator(YieldOp))

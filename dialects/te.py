@@ -422,8 +422,12 @@ class ComputeOp(IRDLOperation):
             "reduce_extents": _array(reduce) if reduce is not None else None,
             "combiner": StringAttr(combiner) if combiner is not None else None,
             "init": init,
-            "constraint": attrs.pop("constraint", None),
         }
+        # Properties may also be spelled in the attribute dictionary (as in the
+        # generic form); `constraint` is printed there.
+        for name in ("shape", "reduce_extents", "combiner", "init", "constraint"):
+            if name in attrs:
+                props[name] = attrs.pop(name)
         op = cls.create(
             result_types=[rtype],
             regions=[body],

@@ -66,6 +66,8 @@ builtin.module {
     ^bb0(%j: index):
       "loop.yield"() : () -> ()
     }) {kind = "unrolled"} : (index, index, index) -> ()
+    loop.for %i = %c0 to %c16 step %c1 {
+    } {kind = "vectorized"}
     loop.return
   }
 
@@ -78,6 +80,8 @@ builtin.module {
   // CHECK-NEXT:    loop.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} kind(parallel) {
   // CHECK-NEXT:    }
   // CHECK-NEXT:    loop.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} kind(unrolled) {
+  // CHECK-NEXT:    }
+  // CHECK-NEXT:    loop.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} kind(vectorized) {
   // CHECK-NEXT:    }
   // CHECK-NEXT:    loop.return
 
