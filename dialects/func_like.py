@@ -1,12 +1,14 @@
 """Shared pieces of Lamina's function ops (`te.func`, `loop.func`).
 
 Both are `func.func` look-alikes: a symbol with `sym_name`, `function_type`,
-`arg_attrs`, `res_attrs` and an optional `sym_visibility`, a body region whose
+`arg_attrs`, `res_attrs` and an optional `sym_visibility`; a body region whose
 entry block arguments are the parameters (or no body at all: an external
-declaration), and a `*.return` terminator. xDSL cannot subclass a concrete
-`@irdl_op_definition` op, so the fields and the custom syntax live in the
-undecorated bases below; each dialect decorates its own subclass and states
-which argument and result types it accepts (`allowed_types`).
+declaration); and a `*.return` terminator. The `lamina.constraint` and
+`device` entries of `arg_attrs`/`res_attrs` must be a `#lamina.constraint` and
+a `#lamina.device`. xDSL cannot subclass a concrete `@irdl_op_definition` op,
+so the fields and the custom syntax live in the undecorated bases below; each
+dialect decorates its own subclass and states which argument and result types
+it accepts (`allowed_type`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,13 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import CallableOpInterface
 from xdsl.utils.exceptions import VerifyException
+
+from lamina.dialects.lamina import (
+    CONSTRAINT_ATTR_NAME,
+    DEVICE_ATTR_NAME,
+    ConstraintAttr,
+    DeviceAttr,
+)
 
 
 def type_list(types: Sequence[Attribute]) -> str:
@@ -138,6 +147,7 @@ class FuncLikeOp(IRDLOperation):
                 if not self.allowed_type(t):
                     raise VerifyException(f"{what} #{i} must be {self.TYPE_DESCRIPTION}, got {t}")
         self._verify_attr_arrays()
+        self._verify_placement_attrs()
         if self.is_declaration:
             return
         block_types = tuple(self.body.block.arg_types) if len(self.body.blocks) == 1 else None
@@ -164,6 +174,23 @@ class FuncLikeOp(IRDLOperation):
                     f"{'argument' if what == 'arg_attrs' else 'result'}: "
                     f"expected {len(types)}, got {len(attrs.data)}"
                 )
+
+    def _verify_placement_attrs(self) -> None:
+        """`lamina.constraint` / `device` entries of arg/res attrs have the right kinds."""
+        for what, attrs in (("parameter", self.arg_attrs), ("result", self.res_attrs)):
+            for i, entry in enumerate(attrs.data if attrs is not None else ()):
+                constraint = entry.data.get(CONSTRAINT_ATTR_NAME)
+                if constraint is not None and not isinstance(constraint, ConstraintAttr):
+                    raise VerifyException(
+                        f"'{CONSTRAINT_ATTR_NAME}' of {what} #{i} must be a "
+                        f"#lamina.constraint, got {constraint}"
+                    )
+                device = entry.data.get(DEVICE_ATTR_NAME)
+                if device is not None and not isinstance(device, DeviceAttr):
+                    raise VerifyException(
+                        f"'{DEVICE_ATTR_NAME}' of {what} #{i} must be a #lamina.device, "
+                        f"got {device}"
+                    )
 
     # -- syntax ------------------------------------------------------------------
 

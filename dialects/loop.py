@@ -91,9 +91,6 @@ LOOP_KINDS = ("serial", "parallel", "vectorized", "unrolled")
 MEMORY_SCOPES = ("global", "local")
 """Values of `loop.alloc`'s `scope`."""
 
-CONSTRAINT_ARG_ATTR = "lamina.constraint"
-DEVICE_ARG_ATTR = "device"
-
 
 def is_scalar_type(type: Attribute) -> bool:
     """Integers (incl. i1), index and floats: what loads, stores and undef produce."""
@@ -140,32 +137,12 @@ class FuncOp(FuncLikeOp):
     def allowed_type(cls, type: Attribute) -> bool:
         return isinstance(type, MemRefType) or is_scalar_type(type)
 
-    def verify_(self) -> None:
-        super().verify_()
-        for what, attrs in (("parameter", self.arg_attrs), ("result", self.res_attrs)):
-            for i, entry in enumerate(attrs.data if attrs is not None else ()):
-                _verify_buffer_attrs(entry.data, f"{what} #{i}")
-
     def get_return_op(self) -> ReturnOp | None:
         """The body's `loop.return`, if the function has a body."""
         if self.is_declaration:
             return None
         last = self.body.block.last_op
         return last if isinstance(last, ReturnOp) else None
-
-
-def _verify_buffer_attrs(entries: dict[str, Attribute], owner: str) -> None:
-    """`lamina.constraint` / `device` entries of arg/res attrs have the right kinds."""
-    constraint = entries.get(CONSTRAINT_ARG_ATTR)
-    if constraint is not None and not isinstance(constraint, ConstraintAttr):
-        raise VerifyException(
-            f"'{CONSTRAINT_ARG_ATTR}' of {owner} must be a #lamina.constraint, got {constraint}"
-        )
-    device = entries.get(DEVICE_ARG_ATTR)
-    if device is not None and not isinstance(device, DeviceAttr):
-        raise VerifyException(
-            f"'{DEVICE_ARG_ATTR}' of {owner} must be a #lamina.device, got {device}"
-        )
 
 
 @irdl_op_definition

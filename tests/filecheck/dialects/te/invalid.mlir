@@ -320,3 +320,9 @@ te.func @empty_reduce(%x: tensor<4xf32>) -> tensor<4xf32> {
   te.return %r : tensor<4xf32>
 }
 // CHECK: reduce_extents must not be empty (omit it instead)
+
+// -----
+
+// expected-error @+1 {{'device' of result #0 must be a #lamina.device, got 0 : i64}}
+te.func private @bad_device(tensor<4xf32>) -> tensor<4xf32> attributes {res_attrs = [{device = 0}]}
+// CHECK: 'device' of result #0 must be a #lamina.device, got 0 : i64
