@@ -15,6 +15,13 @@ the phase::
 Nothing is skipped silently: `format_pipeline` shows the expanded pipeline
 and marks passes that are not registered (yet); building the pass list for a
 pipeline that names a missing pass raises `PipelineError` naming it.
+
+Targets contribute hook passes through the optional module
+`lamina.backends.targets`, which provides `target_names() -> Sequence[str]`
+and `get_target(name)` returning an object whose `hooks` maps a hook point
+(`optimization`, `lowering`, `build`) to a sequence of `-p` specs (`str`) or
+pass instances (`ModulePass`, which need not be in the registry). Without
+that module the known targets are `cpu` and `host`, with no hooks.
 """
 
 from __future__ import annotations
@@ -98,6 +105,8 @@ class PipelineEntry:
     stage: Phase
     origin: str
     """`pipeline`, `transition`, or `hook <point> (target <t>)`."""
+    instance: ModulePass | None = None
+    """The pass itself, when a target hook supplied an instance rather than a spec."""
 
     @property
     def name(self) -> str:
@@ -107,7 +116,7 @@ class PipelineEntry:
     def available(self) -> bool:
         from lamina.core.registry import pass_names
 
-        return self.name in pass_names()
+        return self.instance is not None or self.name in pass_names()
 
 
 # ---------------------------------------------------------------------------
@@ -147,18 +156,23 @@ def _target_registry() -> dict[str, Callable] | None:
     return found
 
 
-def hook_passes(targets: Iterable[str], point: str) -> list[tuple[str, str]]:
-    """(pass spec, target) pairs the `targets` register at hook `point`."""
+def hook_entries(targets: Iterable[str], point: str, stage: Phase) -> list[PipelineEntry]:
+    """The passes `targets` register at hook `point`, in target order."""
+    from lamina.core.pass_manager import pass_spec_string
+
     registry = _target_registry()
     if not registry or "get" not in registry:
         return []
-    found = []
+    entries = []
     for target_name in targets:
-        target = registry["get"](target_name)
-        hooks = getattr(target, "hooks", None) or {}
-        for spec in hooks.get(point, ()):
-            found.append((spec if isinstance(spec, str) else str(spec), target_name))
-    return found
+        hooks = getattr(registry["get"](target_name), "hooks", None) or {}
+        for item in hooks.get(point, ()):
+            origin = f"hook {point} (target {target_name})"
+            if isinstance(item, ModulePass):
+                entries.append(PipelineEntry(pass_spec_string(item), stage, origin, item))
+            else:
+                entries.append(PipelineEntry(str(item), stage, origin))
+    return entries
 
 
 # ---------------------------------------------------------------------------
@@ -185,10 +199,7 @@ def pipeline_entries(
             break
         for step in stage.steps:
             if isinstance(step, HookPoint):
-                entries += [
-                    PipelineEntry(spec, stage.phase, f"hook {step.name} (target {target})")
-                    for spec, target in hook_passes(targets, step.name)
-                ]
+                entries += hook_entries(targets, step.name, stage.phase)
             else:
                 entries.append(PipelineEntry(step, stage.phase, "pipeline"))
         if stage.exit is not None and (stop is None or stage.phase < stop):
@@ -213,12 +224,13 @@ def pipeline_passes(
             f"pipeline '{name}' needs pass(es) that are not registered: {', '.join(missing)} "
             "(see `lamina-opt --print-pipeline`)"
         )
-    if not entries:
-        return []
+    passes: list[ModulePass] = []
     try:
-        return parse_pass_pipeline(",".join(e.spec for e in entries))
+        for entry in entries:
+            passes += [entry.instance] if entry.instance else parse_pass_pipeline(entry.spec)
     except PipelineSpecError as err:
-        raise PipelineError(str(err)) from None
+        raise PipelineError(f"pipeline '{name}': {err}") from None
+    return passes
 
 
 def passes_for_module(
@@ -229,22 +241,34 @@ def passes_for_module(
 
 
 def format_pipeline(name: str, targets: Sequence[str] | None = None) -> str:
-    """The expanded pipeline, one pass per line, grouped by phase; missing passes marked."""
+    """The expanded pipeline by phase, hook points in place, unregistered passes marked."""
     entries = pipeline_entries(name, targets)
-    lines = [f"// pipeline '{name}' (targets: {', '.join(targets or DEFAULT_TARGETS)})"]
-    current: Phase | None = None
-    for entry in entries:
-        if entry.stage != current:
-            current = entry.stage
-            lines.append(f"{current.label}:")
-        mark = "" if entry.available else "   [not registered]"
-        origin = f"   ({entry.origin})" if entry.origin != "pipeline" else ""
-        lines.append(f"  {entry.spec}{origin}{mark}")
-    lines.append("build:")
-    lines.append("  (codegen by the backend)")
-    available = [e.spec for e in entries if e.available]
-    lines.append("")
-    lines.append(f"-p '{','.join(e.spec for e in entries)}'")
-    if len(available) != len(entries):
-        lines.append(f"// {len(entries) - len(available)} pass(es) not registered yet")
+    targets = list(targets) if targets else list(DEFAULT_TARGETS)
+    lines = [f"// pipeline '{name}' (targets: {', '.join(targets)})"]
+    for stage in PIPELINES[name]:
+        lines.append(f"{stage.phase.label}:")
+        for step in stage.steps:
+            if isinstance(step, HookPoint):
+                hooked = hook_entries(targets, step.name, stage.phase)
+                lines.append(f"  [hooks: {step.name}]{'' if hooked else '   (none)'}")
+                lines += [_format_entry(e, indent=4) for e in hooked]
+            else:
+                lines.append(_format_entry(PipelineEntry(step, stage.phase, "pipeline")))
+        if stage.exit is not None:
+            lines.append(_format_entry(PipelineEntry(stage.exit, stage.phase, "transition")))
+        if not stage.steps and stage.exit is None:
+            lines.append("  (codegen by the backend)")
+    missing = sum(not e.available for e in entries)
+    lines += ["", f"-p '{','.join(e.spec for e in entries)}'"]
+    if missing:
+        lines.append(f"// {missing} pass(es) not registered yet")
     return "\n".join(lines) + "\n"
+
+
+def _format_entry(entry: PipelineEntry, indent: int = 2) -> str:
+    text = " " * indent + entry.spec
+    if entry.origin == "transition":
+        text += f"   (transition to {Phase(entry.stage + 1).label})"
+    elif entry.origin != "pipeline":
+        text += f"   ({entry.origin})"
+    return text + ("" if entry.available else "   [not registered]")

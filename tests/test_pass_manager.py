@@ -231,11 +231,39 @@ def test_compile_to_stops_before_the_next_transition():
 def test_missing_passes_are_shown_and_never_skipped():
     entries = pipeline_entries("default")
     missing = [e.name for e in entries if not e.available]
-    text = format_pipeline("default")
+    lines = format_pipeline("default").splitlines()
     for name in missing:
-        assert f"{name}   [not registered]" in text or f"{name}   (transition)   [not" in text
+        assert any(
+            line.startswith(f"  {name}  ") and line.endswith("[not registered]") for line in lines
+        ), name
     if missing:
         with pytest.raises(PipelineError, match=missing[0]):
             pipeline_passes("default")
     with pytest.raises(PipelineError, match="unknown pipeline"):
         pipeline_entries("nope")
+
+
+def test_target_hooks_are_expanded_in_place(monkeypatch):
+    import sys
+    import types
+
+    class Target:
+        hooks = {"optimization": ["cse"], "build": [Noop()]}
+
+    fake = types.ModuleType("lamina.backends.targets")
+    fake.target_names = lambda: ("cpu", "fancy")
+    fake.get_target = lambda name: Target() if name == "fancy" else types.SimpleNamespace()
+    monkeypatch.setitem(sys.modules, "lamina.backends.targets", fake)
+
+    entries = pipeline_entries("default", ["cpu", "fancy"])
+    hooked = [(e.spec, e.origin) for e in entries if e.origin.startswith("hook")]
+    assert hooked == [
+        ("cse", "hook optimization (target fancy)"),
+        ("test-noop", "hook build (target fancy)"),
+    ]
+    names = [e.name for e in entries]
+    assert names.index("fuse-ops") < names.index("cse", 4) < names.index("legalize")
+    assert names.index("lower-graph") < names.index("test-noop") < names.index("lower-to-llvm")
+    text = format_pipeline("default", ["cpu", "fancy"])
+    assert "  [hooks: optimization]\n    cse   (hook optimization (target fancy))" in text
+    assert "  [hooks: lowering]   (none)" in text
