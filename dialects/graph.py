@@ -36,6 +36,7 @@ from collections.abc import Iterable, Sequence
 from math import prod
 from typing import ClassVar
 
+import numpy as np
 from xdsl.dialects.builtin import (
     I64,
     AnyFloat,
@@ -424,6 +425,48 @@ def _expr_bounds(expr: AffineExpr, dims: Sequence[int]) -> tuple[int, int]:
     return 0, c - 1
 
 
+EXACT_BOUNDS_LIMIT = 1 << 22
+"""Largest sub-domain (product of the extents of the dims an expression uses)
+that `layout_transform_shape` evaluates exhaustively."""
+
+
+def _eval_grid(expr: AffineExpr, grids: dict[int, np.ndarray]) -> np.ndarray | int:
+    """Evaluate `expr` on broadcastable index grids (affine floordiv/mod semantics)."""
+    if isinstance(expr, AffineDimExpr):
+        return grids[expr.position]
+    if isinstance(expr, AffineConstantExpr):
+        return expr.value
+    assert isinstance(expr, AffineBinaryOpExpr)
+    lhs, rhs = _eval_grid(expr.lhs, grids), _eval_grid(expr.rhs, grids)
+    match expr.kind:
+        case AffineBinaryOpKind.Add:
+            return lhs + rhs
+        case AffineBinaryOpKind.Mul:
+            return lhs * rhs
+        case AffineBinaryOpKind.FloorDiv:
+            return np.floor_divide(lhs, rhs)
+        case AffineBinaryOpKind.CeilDiv:
+            return -np.floor_divide(-lhs, rhs)
+        case AffineBinaryOpKind.Mod:
+            return np.mod(lhs, rhs)
+    raise ShapeError(f"unsupported expression {expr} in a layout map")
+
+
+def _exact_bounds(expr: AffineExpr, dims: Sequence[int]) -> tuple[int, int]:
+    """[min, max] of `expr` over the box: interval arithmetic validates the
+    expression and bounds it; exhaustive evaluation over the dims it uses makes
+    the bounds exact (e.g. `(d0 + 2 * d1) mod 2` never reaches 1 when d0 < 1)."""
+    lo, hi = _expr_bounds(expr, dims)
+    used = sorted(expr.used_dims())
+    if prod(dims[d] for d in used) > EXACT_BOUNDS_LIMIT:
+        return lo, hi
+    axes = np.meshgrid(
+        *(np.arange(dims[d], dtype=np.int64) for d in used), indexing="ij", sparse=True
+    )
+    values = np.asarray(_eval_grid(expr, dict(zip(used, axes, strict=True))))
+    return int(values.min()), int(values.max())
+
+
 def layout_transform_shape(shape: Sequence[int], index_map: AffineMap) -> tuple[int, ...]:
     """The physical shape of a layout constraint: per map result, max over the
     logical domain + 1 (e.g. `(d0) -> (d0 floordiv 8, d0 mod 8)` on 20 gives 3x8)."""
@@ -438,7 +481,7 @@ def layout_transform_shape(shape: Sequence[int], index_map: AffineMap) -> tuple[
         return tuple(0 for _ in index_map.results)
     result: list[int] = []
     for i, expr in enumerate(index_map.results):
-        lo, hi = _expr_bounds(expr, shape)
+        lo, hi = _exact_bounds(expr, shape)
         if lo < 0:
             raise ShapeError(f"constraint map result #{i} ({expr}) can be negative (minimum {lo})")
         result.append(hi + 1)
