@@ -71,16 +71,20 @@ class OpCase:
     exact: bool = False
     tags: frozenset[str] = field(default_factory=frozenset)
 
-    def module(self) -> ModuleOp:
-        """The case as a verified one-function module in phase optimization."""
+    @property
+    def op_name(self) -> str:
+        return self.id.split("-", 1)[0]
+
+    def func(self, name: str = "main") -> graph.FuncOp:
+        """`graph.func @name(args) { %r = make(args); graph.return %r }`."""
         block = Block(arg_types=self.arg_types)
         op = self.make(list(block.args))
         block.add_ops([op, graph.ReturnOp(op.results[0])])
-        func = graph.FuncOp("main", (self.arg_types, [op.results[0].type]), Region(block))
-        module = ModuleOp([func])
-        set_phase(module, Phase.OPTIMIZATION)
-        verify_module(module)
-        return module
+        return graph.FuncOp(name, (self.arg_types, [op.results[0].type]), Region(block))
+
+    def module(self) -> ModuleOp:
+        """The case as a verified one-function module in phase optimization."""
+        return module_of([self.func()])
 
     def sample(self, seed: int = 0) -> list[np.ndarray]:
         rng = np.random.default_rng(seed)
@@ -95,6 +99,14 @@ class OpCase:
             np.testing.assert_array_equal(got, want, err_msg=self.id)
         else:
             np.testing.assert_allclose(got, want, rtol=self.rtol, atol=self.atol, err_msg=self.id)
+
+
+def module_of(funcs: Sequence[Operation]) -> ModuleOp:
+    """A verified module of `funcs` in phase optimization."""
+    module = ModuleOp(list(funcs))
+    set_phase(module, Phase.OPTIMIZATION)
+    verify_module(module)
+    return module
 
 
 def _tol(element: Attribute) -> dict[str, float]:
