@@ -108,7 +108,54 @@ def _ensure_llvm() -> None:
             path = ctypes.util.find_library(lib)
             if path:
                 llvm.load_library_permanently(path)
+        _load_openmp()
         _initialized = True
+
+
+NUM_THREADS_ENV = "LAMINA_NUM_THREADS"
+"""Environment variable: how many threads parallel loops use (default: all cores)."""
+
+_gomp: ctypes.CDLL | None = None
+
+
+def _load_openmp() -> None:
+    """Load libgomp for parallel loops (`GOMP_parallel`), honouring LAMINA_NUM_THREADS.
+
+    libgomp reads OMP_NUM_THREADS once, when it is loaded, so the value is
+    exported first; if libgomp was already loaded by someone else, the
+    calling thread's setting is changed with `omp_set_num_threads`.
+    """
+    global _gomp
+    path = ctypes.util.find_library("gomp")
+    if path is None:
+        return  # parallel loops then fail to link with a clear LLVM error
+    threads = os.environ.get(NUM_THREADS_ENV)
+    if threads:
+        os.environ["OMP_NUM_THREADS"] = threads
+    _gomp = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    llvm.load_library_permanently(path)
+    if threads:
+        set_num_threads(int(threads))
+
+
+def set_num_threads(count: int) -> None:
+    """Threads used by parallel loops started from the calling thread."""
+    _ensure_llvm()
+    if _gomp is not None:
+        _gomp.omp_set_num_threads(ctypes.c_int(count))
+
+
+def get_max_threads() -> int:
+    """Threads a parallel loop started from the calling thread would use."""
+    _ensure_llvm()
+    return int(_gomp.omp_get_max_threads()) if _gomp is not None else 1
+
+
+def _uses_openmp(module: ModuleOp) -> bool:
+    return any(
+        isinstance(op, llvm_dialect.FuncOp) and op.sym_name.data.startswith("GOMP_")
+        for op in module.ops
+    )
 
 
 def _host_target_machine(*, jit: bool) -> llvm.TargetMachine:
@@ -343,6 +390,8 @@ def build_shared_library(module: ModuleOp, path: str | os.PathLike[str]) -> Path
         obj = Path(tmp) / "module.o"
         obj.write_bytes(emit_object(module))
         cmd = [*system_compiler().split(), "-shared", "-fPIC", "-o", str(path), str(obj), "-lm"]
+        if _uses_openmp(module):
+            cmd.append("-fopenmp")  # links libgomp for GOMP_parallel
         result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode != 0:
         raise CodegenError(

@@ -1489,7 +1489,11 @@ class LowerToLLVMPass(LaminaPass):
     )  # fmt: skip
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        patterns = [p() for p in (*LOOP_PATTERNS, *ARITH_PATTERNS, *MATH_PATTERNS)]
+        from lamina.backends.llvm_parallel import ParallelForLowering
+
+        # ParallelForLowering must see a parallel loop before ForLowering does.
+        patterns = [ParallelForLowering()]
+        patterns += [p() for p in (*LOOP_PATTERNS, *ARITH_PATTERNS, *MATH_PATTERNS)]
         PatternRewriteWalker(
             GreedyRewritePatternApplier(patterns), apply_recursively=True
         ).rewrite_module(op)

@@ -417,3 +417,101 @@ def test_codegen_rejects_non_llvm_module_with_a_located_diagnostic():
         codegen.compile_module(module)
     assert "run lower-to-llvm first" in info.value.format()
     assert "k.mlir:2:3" in info.value.format()
+
+
+# ---------------------------------------------------------------------------
+# Parallel loops (libgomp)
+# ---------------------------------------------------------------------------
+
+# Each iteration records the OpenMP thread that ran it; lb, ub and step are
+# arguments so uneven chunks and strides are exercised.
+PARALLEL_IDS = """
+  loop.func private @omp_get_thread_num() -> i32
+  loop.func @who(%ids: memref<64xi32>, %lb: index, %ub: index, %step: index) {
+    loop.for %i = %lb to %ub step %step kind(parallel) {
+      %t = loop.call @omp_get_thread_num() : () -> i32
+      loop.store %t, %ids[%i] : memref<64xi32>
+    }
+    loop.return
+  }
+"""
+
+
+@pytest.mark.parametrize(("lb", "ub", "step"), [(0, 64, 1), (3, 61, 1), (1, 64, 5), (10, 10, 1)])
+def test_parallel_loop_covers_every_iteration_once(lb, ub, step):
+    kernel = lower_and_jit(PARALLEL_IDS)
+    codegen.set_num_threads(2)
+    ids = np.full(64, -1, np.int32)
+    kernel.call("who", ids, lb, ub, step)
+    touched = np.zeros(64, bool)
+    touched[lb:ub:step] = True
+    assert np.all(ids[~touched] == -1)
+    assert np.all((ids[touched] == 0) | (ids[touched] == 1))
+
+
+def test_parallel_loop_runs_on_several_threads():
+    kernel = lower_and_jit(PARALLEL_IDS)
+    codegen.set_num_threads(2)
+    assert codegen.get_max_threads() == 2
+    ids = np.full(64, -1, np.int32)
+    kernel.call("who", ids, 0, 64, 1)
+    # Static schedule: thread 0 takes the first half, thread 1 the second.
+    np.testing.assert_array_equal(ids, np.repeat(np.array([0, 1], np.int32), 32))
+
+
+def test_parallel_loop_with_captured_scalars_and_nested_parallel_loop():
+    kernel = lower_and_jit(
+        """
+  loop.func @scale(%a: memref<37x16xf64>, %o: memref<37x16xf64>, %s: f64, %k: i32) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %c37 = arith.constant 37 : index
+    %kf = arith.sitofp %k : i32 to f64
+    loop.for %i = %c0 to %c37 step %c1 kind(parallel) {
+      loop.for %j = %c0 to %c16 step %c1 kind(parallel) {
+        %x = loop.load %a[%i, %j] : memref<37x16xf64>
+        %y = arith.mulf %x, %s : f64
+        %z = arith.addf %y, %kf : f64
+        loop.store %z, %o[%i, %j] : memref<37x16xf64>
+      }
+    }
+    loop.return
+  }
+"""
+    )
+    a = RNG.standard_normal((37, 16))
+    o = np.zeros_like(a)
+    kernel.call("scale", a, o, 1.5, -3)
+    np.testing.assert_allclose(o, a * 1.5 - 3)
+
+
+def test_parallel_reduction_falls_back_to_a_serial_loop():
+    module = lower(
+        """
+  loop.func @total(%a: memref<100xf32>) -> f32 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c100 = arith.constant 100 : index
+    %zero = arith.constant 0.0 : f32
+    %r = loop.for %i = %c0 to %c100 step %c1 kind(parallel) iter_args(%acc = %zero) -> (f32) {
+      %x = loop.load %a[%i] : memref<100xf32>
+      %s = arith.addf %acc, %x : f32
+      loop.yield %s : f32
+    }
+    loop.return %r : f32
+  }
+"""
+    )
+    assert "GOMP_parallel" not in str(module)
+    a = np.arange(100, dtype=np.float32)
+    assert Kernel(module).call("total", a) == pytest.approx(float(a.sum()))
+
+
+def test_shared_library_with_parallel_loop_links_openmp(tmp_path):
+    module = lower(PARALLEL_IDS)
+    lib = ctypes.CDLL(str(codegen.build_shared_library(module, tmp_path / "libwho.so")))
+    lib.who.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
+    ids = np.full(64, -1, np.int32)
+    lib.who(ids.ctypes.data, 0, 64, 1)
+    assert np.all(ids >= 0)

@@ -2,7 +2,7 @@
 // RUN: lamina-opt %s --split-input-file -p lower-to-llvm | lamina-opt --split-input-file -p verify-phase | filecheck %s --check-prefix=PHASE
 
 // Every chunk ends in phase build with nothing but llvm ops.
-// PHASE-COUNT-9: builtin.module attributes {lamina.phase = #lamina.phase<build>}
+// PHASE-COUNT-10: builtin.module attributes {lamina.phase = #lamina.phase<build>}
 
 // A loop nest with 2-D accesses: buffers become noalias pointers, loops become
 // header/body blocks with the induction variable as a block argument, and
@@ -13,7 +13,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     %c1 = arith.constant 1 : index
     %c4 = arith.constant 4 : index
     %c8 = arith.constant 8 : index
-    loop.for %i = %c0 to %c4 step %c1 kind(parallel) {
+    loop.for %i = %c0 to %c4 step %c1 {
       loop.for %j = %c0 to %c8 step %c1 {
         %x = loop.load %a[%i, %j] : memref<4x8xf32>
         %y = loop.load %b[%j] : memref<8xf32>
@@ -320,3 +320,50 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NEXT:    llvm.call @undeclared(%[[A]]) : (!llvm.ptr) -> ()
 // CHECK-NEXT:    llvm.return
 // CHECK-NOT:     builtin.unrealized_conversion_cast
+
+// -----
+
+// A parallel loop is outlined: the caller packs its bounds and captured values
+// into i64 slots and calls GOMP_parallel with a trampoline, which runs its
+// thread's static chunk [lo, hi) of the outlined serial loop. The nested
+// parallel loop runs serially inside the outlined body.
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @scale(%a: memref<64x16xf32>, %o: memref<64x16xf32>, %s: f32) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %c64 = arith.constant 64 : index
+    loop.for %i = %c0 to %c64 step %c1 kind(parallel) {
+      loop.for %j = %c0 to %c16 step %c1 kind(parallel) {
+        %x = loop.load %a[%i, %j] : memref<64x16xf32>
+        %y = arith.mulf %x, %s : f32
+        loop.store %y, %o[%i, %j] : memref<64x16xf32>
+      }
+    }
+    loop.return
+  }
+}
+// CHECK-DAG:   llvm.func @GOMP_parallel(!llvm.ptr, !llvm.ptr, i32, i32)
+// CHECK-DAG:   llvm.func @omp_get_thread_num() -> i32
+// CHECK-DAG:   llvm.func @omp_get_num_threads() -> i32
+// CHECK-LABEL: llvm.func @scale(
+// CHECK-SAME:      %[[A:[^:]*]]: !llvm.ptr {{.*}}, %[[O:[^:]*]]: !llvm.ptr {{.*}}, %[[S:[^:]*]]: f32)
+// CHECK-NEXT:    %[[N:.*]] = llvm.mlir.constant(6) : i64
+// CHECK-NEXT:    %[[CTX:.*]] = llvm.alloca %[[N]] x i64 {alignment = 8 : i64} : (i64) -> !llvm.ptr
+// CHECK:         %[[AI:.*]] = llvm.ptrtoint %[[A]] : !llvm.ptr to i64
+// CHECK:         %[[SB:.*]] = llvm.bitcast %[[S]] : f32 to i32
+// CHECK:         %[[FN:.*]] = llvm.mlir.addressof @scale_par0_omp : !llvm.ptr
+// CHECK-NEXT:    %[[ZERO:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK-NEXT:    llvm.call @GOMP_parallel(%[[FN]], %[[CTX]], %[[ZERO]], %[[ZERO]]) : (!llvm.ptr, !llvm.ptr, i32, i32) -> ()
+// CHECK-NEXT:    llvm.return
+// CHECK-LABEL: llvm.func @scale_par0(
+// CHECK-SAME:      %{{[^:]*}}: !llvm.ptr {llvm.noalias, lamina.buffer = memref<64x16xf32>}, %{{[^:]*}}: f32, %{{[^:]*}}: !llvm.ptr {llvm.noalias, lamina.buffer = memref<64x16xf32>}, %[[LO:[^:]*]]: i64, %[[HI:[^:]*]]: i64, %{{[^:]*}}: i64)
+// CHECK:         llvm.br ^[[HEAD:.*]](%[[LO]] : i64)
+// CHECK-NEXT:  ^[[HEAD]](%[[I:.*]]: i64):
+// CHECK-NEXT:    %{{.*}} = llvm.icmp "slt" %[[I]], %[[HI]] : i64
+// CHECK-NOT:     GOMP_parallel
+// CHECK-LABEL: llvm.func @scale_par0_omp(
+// CHECK:         llvm.call @omp_get_num_threads() : () -> i32
+// CHECK:         llvm.call @omp_get_thread_num() : () -> i32
+// CHECK:         llvm.call @scale_par0(
+// CHECK-NEXT:    llvm.return
