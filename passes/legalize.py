@@ -98,28 +98,41 @@ class ComputeOpLowering(RewritePattern):
 
     One pattern for every `GraphCompute` op: what differs per op kind is the
     kernel body, which `_legalize_ops.BUILDERS` builds. The call keeps the op's
-    `device`. Ops claimed by a target (`lamina.codegen`) are left alone.
+    `device`. Ops claimed by a target (`lamina.codegen`) are left alone. An op
+    that cannot be legalized is left in place and its diagnostic recorded in
+    `failures`, so that one run reports every such op.
     """
 
     def __init__(self, table: KernelTable):
         self.table = table
+        self.failures: list[Diagnostic] = []
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not op.has_trait(graph.GraphCompute) or in_codegen(op):
             return
-        if op.name not in BUILDERS:
-            raise op_error(op, "legalize has no tensor-expression lowering for this op")
         try:
-            callee = self.table.kernel_for(op)
-        except (DiagnosticError, VerifyException):
-            raise
-        except Exception as err:  # a builder bug must still point at the op
-            raise op_error(op, f"cannot legalize: {type(err).__name__}: {err}") from err
+            callee = self._kernel(op)
+        except DiagnosticError as err:
+            self.failures.extend(err.diagnostics)
+            return
         device = op.properties.get("device")
         call = graph.CallTeOp(callee, list(op.operands), list(op.result_types), device=device)  # type: ignore[arg-type]
         for old, new in zip(op.results, call.results, strict=True):
             new.name_hint = old.name_hint
         rewriter.replace(op, call)
+
+    def _kernel(self, op: Operation) -> str:
+        """The te.func for `op`; any failure becomes a DiagnosticError at `op`."""
+        if op.name not in BUILDERS:
+            raise op_error(op, "legalize has no tensor-expression lowering for this op")
+        try:
+            return self.table.kernel_for(op)
+        except DiagnosticError:
+            raise
+        except VerifyException as err:
+            raise op_error(op, f"cannot legalize: {err}") from err
+        except Exception as err:  # a builder bug must still point at the op
+            raise op_error(op, f"cannot legalize: {type(err).__name__}: {err}") from err
 
 
 def flatten_dataflow(module: ModuleOp) -> None:
@@ -182,9 +195,9 @@ class LegalizePass(LaminaPass):
     parent block. Purity tracking is removed: a `graph.func` with neither
     `impure` nor `force_pure` gets `force_pure`; `pure` is dropped from
     `graph.call_extern` and `graph.invoke`. The module enters phase lowering.
-    An op that cannot be legalized (e.g. a layout map that is not a
-    floordiv/mod tiling) is a diagnostic at the op; the module is then left
-    partially rewritten, as with any failing pass.
+    Every op that cannot be legalized (e.g. a layout map that is not a
+    floordiv/mod tiling) is reported at the op, all in one run; the pass then
+    fails with the module partially rewritten (each call has its te.func).
     Invariants: `graph.constant`, calls, copies and control ops are unchanged;
     function signatures are unchanged; results keep their types.
     """
@@ -198,9 +211,12 @@ class LegalizePass(LaminaPass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         flatten_dataflow(op)
         table = KernelTable(op)
-        PatternRewriteWalker(ComputeOpLowering(table), apply_recursively=False).rewrite_module(op)
+        lowering = ComputeOpLowering(table)
+        PatternRewriteWalker(lowering, apply_recursively=False).rewrite_module(op)
         for func in table.new_funcs:
             op.body.block.add_op(func)
+        if lowering.failures:
+            raise DiagnosticError(lowering.failures)
         remove_purity_tracking(op)
         set_phase(op, Phase.LOWERING)
 

@@ -41,3 +41,19 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 builtin.module {
 }
 // CHECK: pass 'legalize' cannot run in phase 'ingestion'
+
+// -----
+
+// Every op that cannot be legalized is reported, not only the first.
+builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
+  graph.func @two(%x: tensor<2x3xf32>) -> tensor<4x3xf32> {
+    %e = graph.exp %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+    // expected-error @+1 {{result #0 ((d0 + d1)) is not invertible}}
+    %y = graph.layout_transform %e {constraint = #lamina.constraint<affine_map<(d0, d1) -> (d0 + d1, d1)>, 0.0 : f32>} : (tensor<2x3xf32>) -> tensor<4x3xf32>
+    // expected-error @+1 {{result #1 ((d1 * 2)) is not invertible}}
+    %z = graph.layout_transform %x {constraint = #lamina.constraint<affine_map<(d0, d1) -> (d0, d1 * 2)>, 0.0 : f32>} : (tensor<2x3xf32>) -> tensor<2x5xf32>
+    graph.return %y : tensor<4x3xf32>
+  }
+}
+// CHECK: result #0 ((d0 + d1)) is not invertible
+// CHECK: result #1 ((d1 * 2)) is not invertible
