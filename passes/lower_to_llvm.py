@@ -339,8 +339,8 @@ def _fastmath(op: Operation, extra: Sequence[FastMathFlag] = ()) -> llvm.FastMat
     """The op's own fastmath flags plus `extra`."""
     flags = set(extra)
     own = op.properties.get("fastmath")
-    if own is not None and hasattr(own, "flags"):
-        flags |= set(own.flags)
+    if isinstance(own, arith.FastMathFlagsAttr):
+        flags |= set(own.data)
     return llvm.FastMathAttr(tuple(sorted(flags)) if flags else None)
 
 
@@ -815,6 +815,33 @@ class CtPopLowering(_UnaryCallIntrinsicLowering):
     """`math.ctpop` → `llvm.ctpop.*`."""
 
     source, intrinsic = mathd.CtPopOp, "llvm.ctpop"
+
+
+class _CountBitsLowering(RewritePattern):
+    """Base: `math.ctlz` / `math.cttz` → `llvm.ctlz.*` / `llvm.cttz.*(x, false)` (defined for 0)."""
+
+    source: ClassVar[type[Operation]]
+    intrinsic: ClassVar[str]
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if type(op) is not self.source:
+            return
+        arg = _to_llvm(op.operands[0], rewriter)
+        zero_is_poison = _constant(0, i1, rewriter)
+        name = f"{self.intrinsic}.{intrinsic_suffix(arg.type)}"
+        _replace(op, rewriter, _intrinsic(rewriter, name, [arg, zero_is_poison], arg.type))
+
+
+class CountLeadingZerosLowering(_CountBitsLowering):
+    """`math.ctlz` → `llvm.ctlz.*`."""
+
+    source, intrinsic = mathd.CountLeadingZerosOp, "llvm.ctlz"
+
+
+class CountTrailingZerosLowering(_CountBitsLowering):
+    """`math.cttz` → `llvm.cttz.*`."""
+
+    source, intrinsic = mathd.CountTrailingZerosOp, "llvm.cttz"
 
 
 class AbsILowering(RewritePattern):
@@ -1446,6 +1473,7 @@ MATH_PATTERNS: tuple[type[RewritePattern], ...] = (
     SqrtLowering, RsqrtLowering, AbsFLowering, AbsILowering, FloorLowering,
     CeilLowering, TruncLowering, RoundLowering, RoundEvenLowering, SinLowering,
     CosLowering, PowFLowering, CopySignLowering, FmaLowering, CtPopLowering,
+    CountLeadingZerosLowering, CountTrailingZerosLowering,
     TanhLowering, ErfLowering, ExpM1Lowering, Log1pLowering, TanLowering,
     SinhLowering, CoshLowering, AsinLowering, AcosLowering, AtanLowering,
     Atan2Lowering, AsinhLowering, AcoshLowering, AtanhLowering, CbrtLowering,

@@ -515,3 +515,35 @@ def test_shared_library_with_parallel_loop_links_openmp(tmp_path):
     ids = np.full(64, -1, np.int32)
     lib.who(ids.ctypes.data, 0, 64, 1)
     assert np.all(ids >= 0)
+
+
+def test_f16_i1_buffers_select_and_bit_counting():
+    kernel = lower_and_jit(
+        """
+  loop.func @mixed(%a: memref<8xf16>, %m: memref<8xi1>, %o: memref<8xf16>, %c: memref<8xi32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %z = arith.constant 0.0 : f16
+    loop.for %i = %c0 to %c8 step %c1 {
+      %x = loop.load %a[%i] : memref<8xf16>
+      %b = loop.load %m[%i] : memref<8xi1>
+      %e = math.tanh %x : f16
+      %f = arith.addf %e, %x : f16
+      %v = arith.select %b, %f, %z : f16
+      loop.store %v, %o[%i] : memref<8xf16>
+      %k = arith.index_cast %i : index to i32
+      %lz = math.ctlz %k : i32
+      loop.store %lz, %c[%i] : memref<8xi32>
+    }
+    loop.return
+  }
+"""
+    )
+    a = np.linspace(-2, 2, 8).astype(np.float16)
+    mask = np.array([1, 0, 1, 1, 0, 0, 1, 1], bool)
+    o, c = np.zeros(8, np.float16), np.zeros(8, np.int32)
+    kernel.call("mixed", a, mask, o, c)
+    expected = np.where(mask, np.tanh(a.astype(np.float32)) + a, 0).astype(np.float16)
+    np.testing.assert_allclose(o.astype(np.float32), expected.astype(np.float32), rtol=2e-3)
+    np.testing.assert_array_equal(c, [32, 31, 30, 30, 29, 29, 29, 29])
