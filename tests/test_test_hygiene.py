@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -33,11 +34,29 @@ def test_there_are_lit_tests():
     assert lit_tests(), f"no lit tests found under {FILECHECK_DIR}"
 
 
+_PREFIX_OPTION = re.compile(r"--check-prefix(?:es)?[= ]([\w,-]+)")
+
+
+def check_prefixes(text: str) -> set[str]:
+    """FileCheck prefixes the RUN lines use (`CHECK` unless --check-prefix(es) says otherwise)."""
+    prefixes: set[str] = set()
+    for line in text.splitlines():
+        if "RUN:" not in line or "filecheck" not in line.lower():
+            continue
+        groups = _PREFIX_OPTION.findall(line) or ["CHECK"]
+        prefixes.update(p for group in groups for p in group.split(","))
+    return prefixes or {"CHECK"}
+
+
 @pytest.mark.parametrize("path", lit_tests(), ids=lambda p: str(p.relative_to(FILECHECK_DIR)))
 def test_lit_test_has_run_and_check_lines(path: Path):
     text = path.read_text()
-    missing = [word for word in ("RUN:", "CHECK") if word not in text]
-    assert not missing, f"{path.relative_to(FILECHECK_DIR)} has no {' and no '.join(missing)} line"
+    name = path.relative_to(FILECHECK_DIR)
+    assert "RUN:" in text, f"{name} has no RUN: line"
+    directive = re.compile(
+        rf"\b({'|'.join(map(re.escape, check_prefixes(text)))})(-[A-Z]+)?:", re.MULTILINE
+    )
+    assert directive.search(text), f"{name} has no CHECK line (prefixes: {check_prefixes(text)})"
 
 
 def test_every_pass_has_a_filecheck_test_named_after_its_flag():
