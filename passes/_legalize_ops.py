@@ -25,6 +25,7 @@ Index conventions (DESIGN §3.2 semantics):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from math import prod
 
 from xdsl.dialects import arith
@@ -36,7 +37,13 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineDimExpr
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+)
 
 from lamina.core.diagnostics import DiagnosticError, op_error
 from lamina.dialects import graph, te
@@ -623,9 +630,10 @@ def build_layout_transform(op: Operation, kb: KernelBuilder, inputs: Indices) ->
     """Physical tensor of a `#lamina.constraint`: `out[p] = x[MAP⁻¹(p)]` where `p` is the
     image of a valid logical index, PAD elsewhere (`te.undef` for `#lamina.undef`).
 
-    Supported maps: each result is `d_i`, `d_i floordiv c` or `d_i mod c`, and each
-    logical dim appears as exactly `d_i`, or as one `floordiv c` plus one `mod c`
-    with the same `c` (tiling). Anything else is reported at the op.
+    Supported maps (`invert_tiling_map`): each logical dim `d` appears as `d + k`,
+    or as one `(d + k) floordiv c` plus one `(d + k) mod c` (tiling), with
+    constant offsets `k >= 0` (front padding); results in any order. Anything
+    else is reported at the op.
     """
     assert isinstance(op, graph.LayoutTransformOp)
     (x,) = inputs
@@ -637,10 +645,10 @@ def build_layout_transform(op: Operation, kb: KernelBuilder, inputs: Indices) ->
     def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
         conds: list[SSAValue] = []
         idx: Indices = []
-        for d, recipe in enumerate(inverse):
-            li, dim_conds = _logical_index(em, sp, recipe, physical, logical[d])
+        for dim, extent in zip(inverse, logical, strict=True):
+            index, dim_conds = dim.logical_index(em, sp, physical, extent)
             conds += dim_conds
-            idx.append(em.clamp(li, logical[d] - 1, lower=False, upper=bool(dim_conds)))
+            idx.append(index)
         value = em.read(x, idx)
         if not conds:
             return value
@@ -653,27 +661,37 @@ def build_layout_transform(op: Operation, kb: KernelBuilder, inputs: Indices) ->
     return [kb.compute(physical, t, body)]
 
 
-def _logical_index(
-    em: TeEmitter,
-    sp: Indices,
-    recipe: tuple[str, int] | tuple[str, int, int, int],
-    physical: Sequence[int],
-    extent: int,
-) -> tuple[SSAValue, list[SSAValue]]:
-    """One logical index from the physical indices, with the conditions under which
-    the physical position really is the image of a logical element."""
-    if recipe[0] == "dim":
-        p = recipe[1]
-        return sp[p], ([em.cmpi("slt", sp[p], extent)] if physical[p] > extent else [])
-    _, p_outer, p_inner, c = recipe
-    conds: list[SSAValue] = []
-    inner_extent = physical[p_inner]
-    if inner_extent > c:
-        conds.append(em.cmpi("slt", sp[p_inner], c))
-    li = em.affine([(sp[p_outer], c), (sp[p_inner], 1)])
-    if (physical[p_outer] - 1) * c + min(inner_extent, c) > extent:
-        conds.append(em.cmpi("slt", li, extent))
-    return li, conds
+@dataclass(frozen=True)
+class DimInverse:
+    """How one logical index is recovered: `p[outer] * tile + p[inner] - offset`
+    (`inner` is None for an untiled dim, whose `tile` is 1)."""
+
+    outer: int
+    inner: int | None
+    tile: int
+    offset: int
+
+    def logical_index(
+        self, em: TeEmitter, sp: Indices, physical: Sequence[int], extent: int
+    ) -> tuple[SSAValue, list[SSAValue]]:
+        """The logical index (clamped into `[0, extent)`) and the conditions under
+        which the physical position really is the image of a logical element."""
+        conds: list[SSAValue] = []
+        terms = [(sp[self.outer], self.tile)]
+        inner_max = 0
+        if self.inner is not None:
+            inner_extent = physical[self.inner]
+            if inner_extent > self.tile:
+                conds.append(em.cmpi("slt", sp[self.inner], self.tile))
+            terms.append((sp[self.inner], 1))
+            inner_max = min(inner_extent, self.tile) - 1
+        value = em.affine(terms, -self.offset)
+        if self.offset > 0:
+            conds.append(em.cmpi("sge", value, 0))
+        too_big = (physical[self.outer] - 1) * self.tile + inner_max - self.offset >= extent
+        if too_big:
+            conds.append(em.cmpi("slt", value, extent))
+        return em.clamp(value, extent - 1, lower=self.offset > 0, upper=too_big), conds
 
 
 def _constant_op(attr: Attribute) -> Operation:
@@ -681,25 +699,26 @@ def _constant_op(attr: Attribute) -> Operation:
     return arith.ConstantOp(attr)
 
 
-def invert_tiling_map(
-    op: Operation, constraint: ConstraintAttr, rank: int
-) -> list[tuple[str, int] | tuple[str, int, int, int]]:
-    """Per logical dim: `("dim", p)` or `("tile", p_outer, p_inner, c)`; raises at `op`
-    for maps that are not a permutation of identity dims and floordiv/mod tiles."""
+def invert_tiling_map(op: Operation, constraint: ConstraintAttr, rank: int) -> list[DimInverse]:
+    """The inverse of a layout map, per logical dim; raises at `op` for maps that are
+    not made of (offset) identity dims and matching floordiv/mod tiles."""
     amap = constraint.index_map.data
-    uses: dict[int, dict[str, tuple[int, int]]] = {d: {} for d in range(rank)}
+    uses: dict[int, dict[str, tuple[int, int, int]]] = {d: {} for d in range(rank)}
     for p, expr in enumerate(amap.results):
-        kind, dim, c = _classify(expr)
-        if kind is None or kind in uses[dim]:
+        classified = _classify(expr)
+        if classified is None or classified[0] in uses[classified[1]]:
             raise _unsupported_map(op, constraint, f"result #{p} ({expr}) is not invertible")
-        uses[dim][kind] = (p, c)
-    inverse: list[tuple[str, int] | tuple[str, int, int, int]] = []
+        kind, dim, c, offset = classified
+        uses[dim][kind] = (p, c, offset)
+    inverse: list[DimInverse] = []
     for d in range(rank):
         u = uses[d]
         if set(u) == {"dim"}:
-            inverse.append(("dim", u["dim"][0]))
-        elif set(u) == {"floordiv", "mod"} and u["floordiv"][1] == u["mod"][1]:
-            inverse.append(("tile", u["floordiv"][0], u["mod"][0], u["mod"][1]))
+            p, _, offset = u["dim"]
+            inverse.append(DimInverse(p, None, 1, offset))
+        elif set(u) == {"floordiv", "mod"} and u["floordiv"][1:] == u["mod"][1:]:
+            (outer, c, offset), (inner, _, _) = u["floordiv"], u["mod"]
+            inverse.append(DimInverse(outer, inner, c, offset))
         else:
             raise _unsupported_map(
                 op, constraint, f"logical dimension d{d} is not recoverable from the results"
@@ -707,30 +726,43 @@ def invert_tiling_map(
     return inverse
 
 
-def _classify(expr: object) -> tuple[str | None, int, int]:
-    """(`dim` | `floordiv` | `mod` | None, dim position, constant) of one map result."""
-    from xdsl.ir.affine import AffineConstantExpr
-
-    if isinstance(expr, AffineDimExpr):
-        return "dim", expr.position, 1
+def _classify(expr: AffineExpr) -> tuple[str, int, int, int] | None:
+    """(`dim` | `floordiv` | `mod`, dim position, divisor, offset) of one map result
+    of the form `d + k`, `(d + k) floordiv c` or `(d + k) mod c`; None otherwise."""
     if (
         isinstance(expr, AffineBinaryOpExpr)
-        and isinstance(expr.lhs, AffineDimExpr)
+        and expr.kind in (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.Mod)
         and isinstance(expr.rhs, AffineConstantExpr)
         and expr.rhs.value > 0
+        and (inner := _offset_dim(expr.lhs)) is not None
     ):
-        if expr.kind == AffineBinaryOpKind.FloorDiv:
-            return "floordiv", expr.lhs.position, expr.rhs.value
-        if expr.kind == AffineBinaryOpKind.Mod:
-            return "mod", expr.lhs.position, expr.rhs.value
-    return None, 0, 0
+        kind = "floordiv" if expr.kind == AffineBinaryOpKind.FloorDiv else "mod"
+        return kind, inner[0], expr.rhs.value, inner[1]
+    if (plain := _offset_dim(expr)) is not None:
+        return "dim", plain[0], 1, plain[1]
+    return None
+
+
+def _offset_dim(expr: AffineExpr) -> tuple[int, int] | None:
+    """(dim position, k) for `d`, `d + k` or `k + d` with a constant `k >= 0`."""
+    if isinstance(expr, AffineDimExpr):
+        return expr.position, 0
+    if isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Add:
+        for dim, k in ((expr.lhs, expr.rhs), (expr.rhs, expr.lhs)):
+            if (
+                isinstance(dim, AffineDimExpr)
+                and isinstance(k, AffineConstantExpr)
+                and k.value >= 0
+            ):
+                return dim.position, k.value
+    return None
 
 
 def _unsupported_map(op: Operation, constraint: ConstraintAttr, why: str) -> DiagnosticError:
     return op_error(
         op,
         f"cannot legalize layout map {constraint.index_map}: {why} (supported: each "
-        "logical dim as `d` or as a `d floordiv c` / `d mod c` pair)",
+        "logical dim `d` as `d + k`, or as a `(d + k) floordiv c` / `(d + k) mod c` pair)",
     )
 
 

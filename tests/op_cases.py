@@ -418,6 +418,9 @@ LAYOUTS = [
     ("affine_map<(d0, d1) -> (d1, d0)>", (2, 3)),
     ("affine_map<(d0, d1, d2, d3) -> (d0, d1 floordiv 4, d2, d3, d1 mod 4)>", (1, 6, 2, 2)),
     ("affine_map<(d0) -> (d0 floordiv 8, d0 mod 8)>", (5,)),
+    ("affine_map<(d0) -> (d0 + 2)>", (5,)),
+    ("affine_map<(d0, d1) -> ((d0 + 3) floordiv 4, d1, (d0 + 3) mod 4)>", (6, 2)),
+    ("affine_map<(d0, d1) -> (d1 mod 2, 1 + d0, d1 floordiv 2)>", (3, 5)),
 ]
 
 

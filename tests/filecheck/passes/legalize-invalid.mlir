@@ -3,7 +3,7 @@
 // A layout map that is not a floordiv/mod tiling cannot be inverted.
 builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
   graph.func @skew(%x: tensor<2x3xf32>) -> tensor<4x3xf32> {
-    // expected-error @+1 {{'graph.layout_transform' op cannot legalize layout map affine_map<(d0, d1) -> ((d0 + d1), d1)>: result #0 ((d0 + d1)) is not invertible (supported: each logical dim as `d` or as a `d floordiv c` / `d mod c` pair)}}
+    // expected-error @+1 {{'graph.layout_transform' op cannot legalize layout map affine_map<(d0, d1) -> ((d0 + d1), d1)>: result #0 ((d0 + d1)) is not invertible (supported: each logical dim `d` as `d + k`, or as a `(d + k) floordiv c` / `(d + k) mod c` pair)}}
     %y = graph.layout_transform %x {constraint = #lamina.constraint<affine_map<(d0, d1) -> (d0 + d1, d1)>, 0.0 : f32>} : (tensor<2x3xf32>) -> tensor<4x3xf32>
     graph.return %y : tensor<4x3xf32>
   }
@@ -15,7 +15,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 // Dropping a logical dimension (only `floordiv`, no matching `mod`) loses data.
 builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
   graph.func @lossy(%x: tensor<16xf32>) -> tensor<2xf32> {
-    // expected-error @+1 {{'graph.layout_transform' op cannot legalize layout map affine_map<(d0) -> ((d0 floordiv 8))>: logical dimension d0 is not recoverable from the results (supported: each logical dim as `d` or as a `d floordiv c` / `d mod c` pair)}}
+    // expected-error @+1 {{'graph.layout_transform' op cannot legalize layout map affine_map<(d0) -> ((d0 floordiv 8))>: logical dimension d0 is not recoverable from the results (supported: each logical dim `d` as `d + k`, or as a `(d + k) floordiv c` / `(d + k) mod c` pair)}}
     %y = graph.layout_transform %x {constraint = #lamina.constraint<affine_map<(d0) -> (d0 floordiv 8)>, 0.0 : f32>} : (tensor<16xf32>) -> tensor<2xf32>
     graph.return %y : tensor<2xf32>
   }
