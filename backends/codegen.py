@@ -138,6 +138,27 @@ def _load_openmp() -> None:
         set_num_threads(int(threads))
 
 
+_libraries: list[str] = []
+
+
+def register_library(path: str | os.PathLike[str]) -> None:
+    """Make an external library's symbols callable from generated code.
+
+    For targets whose kernels call a library (e.g. a CBLAS): the JIT resolves
+    the library's symbols from then on, and `build_shared_library` links it.
+    """
+    _ensure_llvm()
+    path = os.fspath(path)
+    if path in _libraries:
+        return
+    try:
+        ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        llvm.load_library_permanently(path)
+    except (OSError, RuntimeError) as err:
+        raise CodegenError(f"codegen: cannot load library '{path}': {err}") from None
+    _libraries.append(path)
+
+
 def set_num_threads(count: int) -> None:
     """Threads used by parallel loops started from the calling thread."""
     _ensure_llvm()
@@ -392,6 +413,8 @@ def build_shared_library(module: ModuleOp, path: str | os.PathLike[str]) -> Path
         cmd = [*system_compiler().split(), "-shared", "-fPIC", "-o", str(path), str(obj), "-lm"]
         if _uses_openmp(module):
             cmd.append("-fopenmp")  # links libgomp for GOMP_parallel
+        for library in _libraries:
+            cmd += [library, f"-Wl,-rpath,{Path(library).parent}"]
         result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode != 0:
         raise CodegenError(

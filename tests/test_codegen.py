@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import subprocess
 from string import Template
 
 import numpy as np
@@ -547,3 +548,39 @@ def test_f16_i1_buffers_select_and_bit_counting():
     expected = np.where(mask, np.tanh(a.astype(np.float32)) + a, 0).astype(np.float16)
     np.testing.assert_allclose(o.astype(np.float32), expected.astype(np.float32), rtol=2e-3)
     np.testing.assert_array_equal(c, [32, 31, 30, 30, 29, 29, 29, 29])
+
+
+def test_registered_external_library_is_callable_from_jit_and_so(tmp_path):
+    source = tmp_path / "ext.c"
+    source.write_text(
+        "void lamina_test_axpy(float a, const float *x, float *y, long n) {\n"
+        "  for (long i = 0; i < n; ++i) y[i] += a * x[i];\n}\n"
+    )
+    library = tmp_path / "libext.so"
+    subprocess.run(
+        [codegen.system_compiler(), "-shared", "-fPIC", "-o", str(library), str(source)], check=True
+    )
+    codegen.register_library(library)
+    module = lower(
+        """
+  loop.func @axpy_twice(%x: memref<5xf32>, %y: memref<5xf32>) {
+    %a = arith.constant 2.0 : f32
+    %n = arith.constant 5 : i64
+    loop.call @lamina_test_axpy(%a, %x, %y, %n) : (f32, memref<5xf32>, memref<5xf32>, i64) -> ()
+    loop.call @lamina_test_axpy(%a, %x, %y, %n) : (f32, memref<5xf32>, memref<5xf32>, i64) -> ()
+    loop.return
+  }
+"""
+    )
+    x, y = np.arange(5, dtype=np.float32), np.ones(5, np.float32)
+    Kernel(module).call("axpy_twice", x, y)
+    np.testing.assert_array_equal(y, 1 + 4 * x)
+    lib = ctypes.CDLL(str(codegen.build_shared_library(module, tmp_path / "libuser.so")))
+    y2 = np.ones(5, np.float32)
+    lib.axpy_twice(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(y2.ctypes.data))
+    np.testing.assert_array_equal(y2, 1 + 4 * x)
+
+
+def test_register_library_reports_a_missing_file(tmp_path):
+    with pytest.raises(DiagnosticError, match="cannot load library"):
+        codegen.register_library(tmp_path / "missing.so")
