@@ -14,6 +14,10 @@ annotation must be matched (MLIR's rules). Notes attached to a diagnostic
 (`Diagnostic.notes`) are checked only against `expected-note` annotations on
 the diagnostic's line: an unexpected note is not an error, so tests need not
 spell out hints such as "run 'legalize' first".
+
+`lamina-opt` applies these rules to a file with at least one annotation. A
+file without any follows xdsl-opt's `--verify-diagnostics` instead: the
+diagnostics are printed to stdout for FileCheck and the exit status is 0.
 """
 
 from __future__ import annotations
@@ -29,6 +33,11 @@ _ANNOTATION = re.compile(
     r"[ \t]*(?:@(?P<designator>[+-]\d+|above|below))?"
     r"[ \t]*\{\{(?P<text>.*?)\}\}"
 )
+
+
+def has_annotations(text: str) -> bool:
+    """True if `text` holds at least one `expected-*` annotation."""
+    return _ANNOTATION.search(text) is not None
 
 
 @dataclass

@@ -35,7 +35,11 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from lamina.core.cli import UsageError
 from lamina.core.diagnostics import Diagnostic, DiagnosticError, parse_module
-from lamina.core.expected_diagnostics import match_diagnostics, parse_expectations
+from lamina.core.expected_diagnostics import (
+    has_annotations,
+    match_diagnostics,
+    parse_expectations,
+)
 from lamina.dialects.lamina import PHASE_NAMES, Phase
 
 PROG = "lamina-opt"
@@ -81,6 +85,7 @@ class LaminaOptMain(xDSLOptMain):
         self.available_passes = {}
         self.available_targets = {}
         self.input_name = "<stdin>"
+        self.annotated = False
         self.ctx = Context()
         self.register_all_dialects()
         self.register_all_frontends()
@@ -249,6 +254,7 @@ class LaminaOptMain(xDSLOptMain):
             return 0
         name, text = self._read_input()
         self.input_name = name
+        self.annotated = has_annotations(text)
         output = self._open_output()
         status = 0
         try:
@@ -366,7 +372,17 @@ class LaminaOptMain(xDSLOptMain):
         module: ModuleOp | None,
         output: IO[str],
     ) -> bool:
-        """MLIR's -verify-diagnostics for one chunk; prints matches, reports mismatches."""
+        """MLIR's -verify-diagnostics for one chunk; prints matches, reports mismatches.
+
+        In a file without any `expected-*` annotation every diagnostic is
+        printed to the output and counts as expected (xdsl-opt's behaviour).
+        """
+        if not self.annotated:
+            for diagnostic in diagnostics:
+                output.write(diagnostic.format().splitlines()[0] + "\n")
+            if not diagnostics and module is not None:
+                output.write(self.output_resulting_program(module))
+            return True
         expectations, annotation_errors = parse_expectations(chunk.text, chunk.line_offset)
         result = match_diagnostics(diagnostics, expectations)
         for diagnostic in result.matched:
