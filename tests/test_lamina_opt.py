@@ -228,3 +228,8 @@ def test_dump_phases(tmp_path):
     assert sorted(p.name for p in dump.iterdir()) == ["0_ingestion.mlir", "1_optimization.mlir"]
     assert "#lamina.phase<optimization>" in (dump / "1_optimization.mlir").read_text()
     assert "lamina.phase" not in (dump / "0_ingestion.mlir").read_text()
+
+
+def test_malformed_phase_attribute(tmp_path):
+    path = write(tmp_path, "module attributes {lamina.phase = 1 : i32} {\n}\n")
+    assert_user_error(lamina_opt(str(path)), "must be a #lamina.phase", located=f"{path}:1:1")

@@ -40,7 +40,7 @@ from lamina.core.expected_diagnostics import (
     match_diagnostics,
     parse_expectations,
 )
-from lamina.dialects.lamina import PHASE_NAMES, Phase
+from lamina.dialects.lamina import PHASE_NAMES, Phase, get_phase
 
 PROG = "lamina-opt"
 SPLIT_MARKER = "// -----"
@@ -300,6 +300,7 @@ class LaminaOptMain(xDSLOptMain):
                 from lamina.core.diagnostics import verify_module
 
                 verify_module(module)
+                get_phase(module)  # a malformed `lamina.phase` is a verification error
             self._apply_passes(module, index if count > 1 else None)
         except DiagnosticError as err:
             diagnostics = err.diagnostics
