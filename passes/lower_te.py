@@ -61,7 +61,7 @@ from xdsl.traits import ConstantLike
 from lamina.core.diagnostics import op_error
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, loop, te
-from lamina.dialects.lamina import Phase
+from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, Phase
 
 LOOP_SUFFIX = "_loop"
 """`te.func @f` becomes `loop.func @f_loop`."""
@@ -163,13 +163,10 @@ class ComputeLowering:
 
     def emit(self) -> None:
         shape = self.compute.shape_values
-        self.scope.add(self._spatial_nest(shape, 0, []) if shape else self._no_loop_root())
-
-    def _no_loop_root(self) -> Operation:
-        """A 0-d result: the body runs once; wrap it in a one-trip loop to keep one root op."""
-        one_trip = loop.ForOp(self.scope.index(0), self.scope.index(1), self.scope.index(1))
-        self._element(one_trip.body.block, [])
-        return one_trip
+        if shape:
+            self.scope.add(self._spatial_nest(shape, 0, []))
+        else:  # a 0-d result: one element, no spatial loop
+            self._element(InsertPoint.at_end(self.scope.block), [])
 
     def _spatial_nest(self, shape: Sequence[int], dim: int, ivs: list[SSAValue]) -> loop.ForOp:
         """The loop over spatial dimension `dim` (and, inside, the deeper ones)."""
@@ -183,7 +180,7 @@ class ComputeLowering:
         if dim + 1 < len(shape):
             body.insert_op_before(self._spatial_nest(shape, dim + 1, [*ivs, iv]), body.last_op)
         else:
-            self._element(body, [*ivs, iv])
+            self._element(InsertPoint.before(body.last_op), [*ivs, iv])  # type: ignore[arg-type]
         return for_op
 
     def _spatial_kind(self, rank: int, dim: int) -> str:
@@ -195,9 +192,8 @@ class ComputeLowering:
             return "vectorized"
         return "serial"
 
-    def _element(self, body: Block, ivs: list[SSAValue]) -> None:
-        """Compute and store one element at `ivs`, before `body`'s terminator."""
-        at = InsertPoint.before(body.last_op) if body.last_op else InsertPoint.at_end(body)
+    def _element(self, at: InsertPoint, ivs: list[SSAValue]) -> None:
+        """Compute and store one element at `ivs`, inserting the code at `at`."""
         if self.compute.is_reduction:
             value = self._reduction(ivs, at)
         else:
@@ -253,7 +249,9 @@ class ComputeLowering:
                 return mapper.get(op.value, op.value)
             new = self._lower_scalar_op(op, mapper)
             Rewriter.insert_op(new, at)
-            mapper.update(zip(op.results, new.results, strict=True))
+            for old, result in zip(op.results, new.results, strict=True):
+                mapper[old] = result
+                result.name_hint = old.name_hint
         raise op_error(self.compute, "region must end with te.yield")
 
     def _lower_scalar_op(self, op: Operation, mapper: dict[SSAValue, SSAValue]) -> Operation:
@@ -331,6 +329,7 @@ class FuncBodyLowering:
         if ret is None:
             raise op_error(self.source, "body must end with te.return")
         dests = self._destinations(ret, outs)
+        self._record_output_constraints(ret, n_in)
         temporaries: list[SSAValue] = []
         for op in self.source.body.block.ops:
             if isinstance(op, te.ComputeOp):
@@ -340,6 +339,12 @@ class FuncBodyLowering:
             elif op.has_trait(ConstantLike) and not _has_tensor_result(op):
                 clone = scope.add(op.clone())
                 self.outer.update(zip(op.results, clone.results, strict=True))
+            elif op.has_trait(ConstantLike):
+                raise op_error(
+                    op,
+                    "lower-te cannot lower a tensor constant inside a te.func "
+                    "(pass it as a parameter, e.g. from a graph.constant)",
+                )
             elif not isinstance(op, te.ReturnOp):
                 raise op_error(op, "lower-te can only lower te.compute and scalar constants")
         self._copy_unwritten_results(ret, outs, dests, scope)
@@ -355,6 +360,22 @@ class FuncBodyLowering:
             if isinstance(value.owner, te.ComputeOp) and value not in dests:
                 dests[value] = out
         return dests
+
+    def _record_output_constraints(self, ret: te.ReturnOp, n_in: int) -> None:
+        """An output computed by a te.compute with a `constraint` says so in its
+        `lamina.constraint` argument attribute (unless the te.func already did)."""
+        attrs = list(self.target.arg_attrs.data) if self.target.arg_attrs else None
+        for j, value in enumerate(ret.arguments):
+            owner = value.owner
+            if not isinstance(owner, te.ComputeOp) or owner.constraint is None:
+                continue
+            if attrs is None:
+                attrs = [DictionaryAttr({})] * len(self.target.args)
+            entry = dict(attrs[n_in + j].data)
+            entry.setdefault(CONSTRAINT_ATTR_NAME, owner.constraint)
+            attrs[n_in + j] = DictionaryAttr(entry)
+        if attrs is not None:
+            self.target.arg_attrs = ArrayAttr(attrs)
 
     def _alloc(
         self, compute: te.ComputeOp, scope: FunctionScope, temporaries: list[SSAValue]

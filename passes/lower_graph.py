@@ -1,0 +1,433 @@
+"""`lower-graph`: graph functions → host `loop.func`s that allocate, call and copy buffers.
+
+The last step of bufferization (Relax's VMBuiltinLower / call_tir lowering).
+A graph function over tensors becomes a destination-passing loop function
+over memrefs, whose body is straight-line host code::
+
+    graph.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %t = graph.call_loop @k1(%x) : (tensor<4xf32>) -> tensor<4xf32>
+      %y = graph.call_loop @k2(%t) : (tensor<4xf32>) -> tensor<4xf32>
+      graph.return %y : tensor<4xf32>
+    }
+        ⇓
+    loop.func @main(%x: memref<4xf32>, %out0: memref<4xf32>) {
+      %t = loop.alloc : memref<4xf32>          // an intermediate
+      loop.call @k1(%x, %t) : (memref<4xf32>, memref<4xf32>) -> ()
+      loop.call @k2(%t, %out0) : ...           // a result: straight into the
+      loop.free %t : memref<4xf32>             //   caller's output buffer
+      loop.return
+    }
+
+Which buffer a value lives in: a parameter's is the parameter; a value
+returned by the function is written straight into the caller's output
+buffer (its first return position); any other value produced by a call or
+copy gets a `loop.alloc` (on the op's `device`), freed right after its last
+use. If `plan-memory` ran before, values it assigned to one storage slot
+share one allocation (see `plan_memory.STORAGE_ATTR`). Constants become
+`memref.global`s read with `memref.get_global`. An output that cannot be
+computed in place (a returned parameter or constant, a value returned
+twice) is filled with `loop.copy`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects import memref
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    ModuleOp,
+    StringAttr,
+    SymbolRefAttr,
+    TensorType,
+    UnitAttr,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.traits import SymbolTable
+
+from lamina.core.diagnostics import op_error
+from lamina.core.pass_base import LaminaPass
+from lamina.dialects import graph, loop
+from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, DeviceAttr, Phase
+from lamina.passes.lower_te import buffer_type, symbol_names, to_buffer_types
+
+STORAGE_ATTR = "lamina.storage"
+"""Op attribute written by `plan-memory` at graph level: `array<i64: s0, ...>`, one
+storage slot per result (-1: not planned). Results with one slot share a buffer."""
+
+CONSTANT_PREFIX = "__lamina_constant"
+"""Name prefix of the `memref.global`s holding `graph.constant` values."""
+
+
+# ---------------------------------------------------------------------------
+# Module-level state: constant globals
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class ConstantPool:
+    """One private constant `memref.global` per distinct `graph.constant` value."""
+
+    module: ModuleOp
+    taken: set[str]
+    by_value: dict[DenseIntOrFPElementsAttr, str] = field(default_factory=dict)
+
+    def global_for(self, value: DenseIntOrFPElementsAttr) -> str:
+        if value in self.by_value:
+            return self.by_value[value]
+        name, n = CONSTANT_PREFIX, 0
+        while name in self.taken:
+            n += 1
+            name = f"{CONSTANT_PREFIX}_{n}"
+        self.taken.add(name)
+        glob = memref.GlobalOp.get(
+            StringAttr(name),
+            buffer_type(value.get_type()),
+            value,
+            sym_visibility=StringAttr("private"),
+            constant=UnitAttr(),
+        )
+        self.module.body.block.add_op(glob)
+        self.by_value[value] = name
+        return name
+
+
+# ---------------------------------------------------------------------------
+# One graph.func body → host code
+# ---------------------------------------------------------------------------
+
+WRITING_OPS = (
+    graph.CallLoopOp,
+    graph.CallExternOp,
+    graph.CallOp,
+    graph.InvokeOp,
+    graph.DeviceCopyOp,
+)
+"""Ops whose results are written into destination buffers the caller provides."""
+
+
+@dataclass
+class Closure:
+    """A statically known function value: `graph.closure @callee(captured...)`."""
+
+    callee: SymbolRefAttr
+    captured: list[SSAValue]
+
+
+@dataclass
+class BodyLowering:
+    """Emits the host code of `source` (a graph.func) into `target` (a fresh loop.func)."""
+
+    source: graph.FuncOp
+    target: loop.FuncOp
+    constants: ConstantPool
+    buffers: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    """Tensors → their buffers (and scalars → their clones)."""
+    closures: dict[SSAValue, Closure] = field(default_factory=dict)
+    in_place: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    """Returned values → the output buffer they are computed in."""
+    slots: dict[int, SSAValue] = field(default_factory=dict)
+    """plan-memory storage slot → its buffer."""
+    allocated: list[SSAValue] = field(default_factory=list)
+
+    @property
+    def block(self) -> Block:
+        return self.target.body.block
+
+    def run(self) -> None:
+        n_in = len(self.source.args)
+        outs = list(self.block.args[n_in:])
+        for old, new in zip(self.source.args, self.block.args[:n_in], strict=True):
+            self.buffers[old] = new
+            new.name_hint = old.name_hint
+        for n, out in enumerate(outs):
+            out.name_hint = f"out{n}"
+        ret = self.source.body.block.last_op
+        if not isinstance(ret, graph.ReturnOp):
+            raise op_error(self.source, "body must end with graph.return")
+        self._assign_outputs(ret, outs)
+        for op in self.source.body.block.ops:
+            if op is not ret:
+                self._lower(op)
+        for value, out in zip(ret.arguments, outs, strict=True):
+            if self.in_place.get(value) is not out:
+                self.block.add_op(loop.CopyOp(self._buffer(value, ret), out))
+        self._insert_frees()
+        self.block.add_op(loop.ReturnOp())
+
+    def _assign_outputs(self, ret: graph.ReturnOp, outs: Sequence[SSAValue]) -> None:
+        """A returned call/copy result is produced straight into its first output buffer."""
+        for value, out in zip(ret.arguments, outs, strict=True):
+            if isinstance(value.owner, WRITING_OPS) and value not in self.in_place:
+                self.in_place[value] = out
+
+    # -- buffers -----------------------------------------------------------------
+
+    def _buffer(self, value: SSAValue, user: Operation) -> SSAValue:
+        if value in self.buffers:
+            return self.buffers[value]
+        if isinstance(value.type, graph.FnType):
+            raise op_error(
+                user, "cannot lower a use of a function value other than a direct graph.invoke"
+            )
+        raise op_error(user, "operand has no buffer (it is not produced by a lowered op)")
+
+    def _destination(
+        self, value: SSAValue, op: Operation, device: DeviceAttr | None, constraint=None
+    ) -> SSAValue:
+        """Where `value` (a result of `op`) is written: an output, a planned slot or a new alloc."""
+        if value in self.in_place:
+            dest = self.in_place[value]
+        else:
+            slot = _storage_slot(op, value)
+            if slot is not None and slot in self.slots:
+                dest = self.slots[slot]
+            else:
+                alloc = loop.AllocOp(buffer_type(value.type), device, constraint)
+                alloc.result.name_hint = value.name_hint
+                self.block.add_op(alloc)
+                self.allocated.append(alloc.result)
+                dest = alloc.result
+                if slot is not None:
+                    self.slots[slot] = dest
+        self.buffers[value] = dest
+        return dest
+
+    def _insert_frees(self) -> None:
+        """`loop.free` each allocation right after the last op using it."""
+        for buffer in self.allocated:
+            last = _last_top_level_user(buffer, self.block)
+            free = loop.FreeOp(buffer)
+            if last is None:
+                self.block.add_op(free)
+            else:
+                self.block.insert_op_after(free, last)
+
+    # -- ops -----------------------------------------------------------------------
+
+    def _lower(self, op: Operation) -> None:
+        match op:
+            case graph.CallLoopOp():
+                self._call_loop(op)
+            case graph.CallExternOp():
+                self._call(op, SymbolRefAttr(op.callee.data), [], op.arguments)
+            case graph.CallOp():
+                self._call(op, op.callee, [], op.arguments)
+            case graph.ClosureOp():
+                captured = [self._buffer(v, op) for v in op.captures]
+                self.closures[op.result] = Closure(op.callee, captured)
+            case graph.InvokeOp():
+                closure = self._resolve(op)
+                self._call(op, closure.callee, closure.captured, op.arguments)
+            case graph.ConstantOp():
+                name = self.constants.global_for(op.value)
+                get = memref.GetGlobalOp(name, buffer_type(op.result.type))
+                get.memref.name_hint = op.result.name_hint
+                self.block.add_op(get)
+                self.buffers[op.result] = get.memref
+            case graph.DeviceCopyOp():
+                dest = self._destination(op.result, op, op.dst)
+                self.block.add_op(loop.CopyOp(self._buffer(op.input, op), dest, op.src, op.dst))
+            case graph.OnDeviceOp():
+                self.buffers[op.result] = self._buffer(op.input, op)
+            case _:
+                self._generic(op)
+
+    def _call(
+        self,
+        op: Operation,
+        callee: SymbolRefAttr,
+        captured: Sequence[SSAValue],
+        arguments: Sequence[SSAValue],
+    ) -> None:
+        """`loop.call @callee(captured..., inputs..., destinations...)`."""
+        device = op.properties.get("device")
+        device = device if isinstance(device, DeviceAttr) else None
+        inputs = [*captured, *(self._buffer(v, op) for v in arguments)]
+        dests = [self._destination(r, op, device) for r in op.results]
+        call = loop.CallOp(callee, [*inputs, *dests])
+        call.attributes |= _kept_attributes(op)
+        self.block.add_op(call)
+
+    def _call_loop(self, op: graph.CallLoopOp) -> None:
+        """DPS callee: inputs then outputs. A callee that returns its buffers is called
+        directly and its results are the values' buffers."""
+        callee = SymbolTable.lookup_symbol(op, op.callee)
+        if isinstance(callee, loop.FuncOp) and callee.function_type.outputs.data:
+            inputs = [self._buffer(v, op) for v in op.arguments]
+            call = loop.CallOp(op.callee, inputs, callee.function_type.outputs.data)
+            self.block.add_op(call)
+            self.buffers.update(zip(op.results, call.res, strict=True))
+            return
+        device = op.device
+        n_in = len(op.arguments)
+        inputs = [self._buffer(v, op) for v in op.arguments]
+        dests = []
+        for i, result in enumerate(op.results):
+            constraint = None
+            if isinstance(callee, loop.FuncOp):
+                attr = callee.arg_attr(n_in + i, CONSTRAINT_ATTR_NAME)
+                constraint = attr if isinstance(attr, ConstraintAttr) else None
+            dests.append(self._destination(result, op, device, constraint))
+        call = loop.CallOp(op.callee, [*inputs, *dests])
+        call.attributes |= _kept_attributes(op)
+        self.block.add_op(call)
+
+    def _resolve(self, op: graph.InvokeOp) -> Closure:
+        """The closure `op` invokes, which must be a `graph.closure` of this function."""
+        closure = self.closures.get(op.fn)
+        if closure is not None:
+            return closure
+        owner = op.fn.owner
+        origin = (
+            "a function parameter"
+            if not isinstance(owner, Operation)
+            else f"the result of '{owner.name}'"
+        )
+        raise op_error(
+            op,
+            f"cannot resolve the callee statically: the function value is {origin}, "
+            "not a graph.closure of this function (lower-graph only lowers direct calls)",
+        )
+
+    def _generic(self, op: Operation) -> None:
+        """Scalar code is kept as is; any other op over tensors cannot be lowered here."""
+        if any(
+            isinstance(t, TensorType | graph.FnType) for t in (*op.operand_types, *op.result_types)
+        ):
+            hint = ""
+            if op.has_trait(graph.GraphCompute):
+                hint = " (run legalize and lower-te first)"
+            elif isinstance(op, graph.CallTeOp):
+                hint = " (run lower-te first)"
+            raise op_error(op, f"lower-graph cannot lower this op{hint}")
+        clone = op.clone(value_mapper=dict(self.buffers))
+        self.block.add_op(clone)
+        self.buffers.update(zip(op.results, clone.results, strict=True))
+
+
+def _storage_slot(op: Operation, value: SSAValue) -> int | None:
+    """The plan-memory slot of result `value` of `op`, if planned."""
+    attr = op.attributes.get(STORAGE_ATTR)
+    if not isinstance(attr, DenseArrayBase):
+        return None
+    slots = attr.get_values()
+    index = list(op.results).index(value)
+    if index >= len(slots) or slots[index] < 0:
+        return None
+    return int(slots[index])
+
+
+def _kept_attributes(op: Operation) -> dict[str, Attribute]:
+    """Discardable attributes that survive lowering (not plan-memory's bookkeeping)."""
+    return {k: v for k, v in op.attributes.items() if k != STORAGE_ATTR}
+
+
+def _last_top_level_user(value: SSAValue, block: Block) -> Operation | None:
+    """The last op of `block` that uses `value`, directly or in a nested region."""
+    last: Operation | None = None
+    last_index = -1
+    for use in value.uses:
+        op = block.find_ancestor_op_in_block(use.operation)
+        if op is None:
+            continue
+        index = block.get_operation_index(op)
+        if index > last_index:
+            last, last_index = op, index
+    return last
+
+
+# ---------------------------------------------------------------------------
+# Signatures, patterns and the pass
+# ---------------------------------------------------------------------------
+
+
+def host_signature(
+    func: graph.FuncOp,
+) -> tuple[list[Attribute], ArrayAttr[DictionaryAttr] | None]:
+    """Input buffers then one output buffer per result; arg/res attrs concatenated."""
+    inputs, outputs = func.signature
+    for what, types in (("parameter", inputs), ("result", outputs)):
+        for i, t in enumerate(types):
+            if isinstance(t, graph.FnType):
+                raise op_error(func, f"cannot lower function-typed {what} #{i} ({t}) to host code")
+    params = to_buffer_types([*inputs, *outputs])
+    if func.arg_attrs is None and func.res_attrs is None:
+        return params, None
+    empty = DictionaryAttr({})
+    arg_attrs = list(func.arg_attrs.data) if func.arg_attrs else [empty] * len(inputs)
+    res_attrs = list(func.res_attrs.data) if func.res_attrs else [empty] * len(outputs)
+    return params, ArrayAttr([*arg_attrs, *res_attrs])
+
+
+@dataclass
+class GraphFuncLowering(RewritePattern):
+    """`graph.func @f(tensors) -> tensors` ⇒ `loop.func @f(buffers..., outputs...)`."""
+
+    constants: ConstantPool
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.FuncOp, rewriter: PatternRewriter, /):
+        params, arg_attrs = host_signature(op)
+        name = op.sym_name.data
+        if op.is_declaration:
+            new = loop.FuncOp(name, (params, []), None, "private", arg_attrs=arg_attrs)
+        else:
+            new = loop.FuncOp(name, (params, []), arg_attrs=arg_attrs)
+            BodyLowering(op, new, self.constants).run()
+        for key, value in op.attributes.items():
+            new.attributes.setdefault(key, value)
+        rewriter.replace(op, new, [])
+
+
+@dataclass(frozen=True)
+class LowerGraphPass(LaminaPass):
+    """Lower graph functions to host `loop.func`s that allocate buffers and call kernels.
+
+    Input invariant: phase `lowering`, after `lower-te` (every kernel call is
+    `graph.call_loop` or `graph.call_extern`); graph functions hold only
+    calls (`graph.call_loop`, `graph.call_extern`, `graph.call`, and
+    `graph.invoke` of a `graph.closure` built in the same function),
+    `graph.constant`, `graph.device_copy` and `graph.return`.
+
+    Output IR: each `graph.func @f(T...) -> (R...)` is replaced by
+    `loop.func @f(T_buf..., R_buf...)`, returning nothing: the caller passes
+    one output buffer per result (the entry ABI `void f(const T*...,
+    R*...)`). Every call becomes `loop.call` with its input buffers then its
+    destination buffers: the output buffer for a returned value, else a
+    `loop.alloc {device}` (shared per `plan-memory` storage slot, if
+    planned) that is `loop.free`d after its last use. `graph.constant` →
+    private constant `memref.global` + `memref.get_global`;
+    `graph.device_copy` → `loop.copy {src, dst}`; outputs not computed in
+    place → `loop.copy`. An invoke whose callee cannot be resolved
+    statically is an error at the op.
+
+    Invariants: no `graph` op and no tensor type remain; the phase stays
+    `lowering`; symbol names of functions are unchanged.
+    """
+
+    name = "lower-graph"
+
+    phases: ClassVar[frozenset[Phase]] = frozenset({Phase.LOWERING})
+    requires: ClassVar[tuple[str, ...]] = ("lower-te",)
+    illegal_ops: ClassVar[tuple[str, ...]] = ("graph.*", "te.*")
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        pool = ConstantPool(op, symbol_names(op))
+        PatternRewriteWalker(GraphFuncLowering(pool), apply_recursively=False).rewrite_module(op)
+        self.check_legality(op)
+
+
+__all__ = ["LowerGraphPass", "STORAGE_ATTR", "host_signature"]
