@@ -18,7 +18,6 @@ A Python traceback (exit status 2, `internal error:`) is a bug.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -111,8 +110,6 @@ class LaminaOptMain(xDSLOptMain):
         from lamina.core.context import all_dialect_factories
 
         for name, factory in all_dialect_factories().items():
-            if name in ("graph", "te", "loop") and not _module_exists(f"lamina.dialects.{name}"):
-                continue  # not written yet; parsing its ops reports "unregistered"
             self.ctx.register_dialect(name, factory)
 
     def register_all_passes(self) -> None:
@@ -422,13 +419,6 @@ class LaminaOptMain(xDSLOptMain):
 def _is_blank(text: str) -> bool:
     """True if `text` holds nothing but whitespace and `//` comments."""
     return all(not line.strip() or line.strip().startswith("//") for line in text.splitlines())
-
-
-def _module_exists(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ModuleNotFoundError:
-        return False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
