@@ -6,6 +6,7 @@ An annotation is a comment such as::
     // expected-error@+1 {{message}}         N lines below (also `@-N`)
     // expected-warning @above {{message}}   the closest line above without an annotation
     // expected-note @below {{message}}      the closest line below without an annotation
+    // expected-error-re {{value {{[0-9]+}} is}}   `{{...}}` inside is a regex
 
 Severities: `error`, `warning`, `note`, `remark`. A produced diagnostic matches
 an unmatched annotation of its severity on its line whose text is a substring
@@ -29,10 +30,17 @@ from dataclasses import dataclass
 from lamina.core.diagnostics import Diagnostic, Severity
 
 _ANNOTATION = re.compile(
-    r"expected-(?P<severity>error|warning|note|remark)"
+    r"expected-(?P<severity>error|warning|note|remark)(?P<regex>-re)?"
     r"[ \t]*(?:@(?P<designator>[+-]\d+|above|below))?"
-    r"[ \t]*\{\{(?P<text>.*?)\}\}"
+    r"[ \t]*\{\{(?P<text>.*)\}\}[ \t]*$",
+    re.MULTILINE,
 )
+
+
+def _re_pattern(text: str) -> re.Pattern[str]:
+    """`expected-*-re` text: literal outside `{{...}}`, a regular expression inside."""
+    parts = re.split(r"\{\{(.*?)\}\}", text)
+    return re.compile("".join(p if i % 2 else re.escape(p) for i, p in enumerate(parts)))
 
 
 def has_annotations(text: str) -> bool:
@@ -48,6 +56,13 @@ class Expectation:
     """The line the diagnostic must be reported at (1-based, in the whole file)."""
     annotation_line: int
     matched: bool = False
+    pattern: re.Pattern[str] | None = None
+    """For `expected-*-re`: the message must contain a match of this."""
+
+    def accepts(self, message: str) -> bool:
+        if self.pattern is not None:
+            return self.pattern.search(message) is not None
+        return self.text in message
 
 
 @dataclass
@@ -75,9 +90,14 @@ def parse_expectations(
             last_plain_line = number
             continue
         for match in found:
-            expectation = Expectation(
-                Severity(match["severity"]), match["text"].strip(), number, number
-            )
+            text = match["text"].strip()
+            expectation = Expectation(Severity(match["severity"]), text, number, number)
+            if match["regex"]:
+                try:
+                    expectation.pattern = _re_pattern(text)
+                except re.error as err:
+                    errors.append(AnnotationError(number, f"invalid regex in annotation: {err}"))
+                    continue
             designator = match["designator"]
             if designator == "below":
                 pending_below.append(expectation)
@@ -111,7 +131,7 @@ def _take(
             not expectation.matched
             and expectation.severity == severity
             and expectation.line == line
-            and expectation.text in message
+            and expectation.accepts(message)
         ):
             expectation.matched = True
             return True

@@ -62,3 +62,12 @@ func.func @fine() {
   func.return
 }
 // CHECK: func.func @fine()
+
+// -----
+
+// `expected-error-re`: `{{...}}` inside the text is a regular expression.
+func.func @regex(%a: i32) -> i32 {
+  // expected-error-re @+1 {{expected [i32], got [{{(i32(, )?)+}}]}}
+  func.return %a, %a, %a : i32, i32, i32
+}
+// CHECK: verify-diagnostics.mlir:[[# @LINE - 2]]:3: error: 'func.return' op Expected arguments
