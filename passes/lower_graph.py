@@ -24,7 +24,7 @@ buffer (its first return position); any other value produced by a call or
 copy gets a `loop.alloc` (on the op's `device`), freed right after its last
 use. If `plan-memory` ran before, values it assigned to one storage slot
 share one allocation (see `plan_memory.STORAGE_ATTR`). Constants become
-`memref.global`s read with `memref.get_global`. An output that cannot be
+internal constant `llvm.mlir.global`s (see `ConstantPool`). An output that cannot be
 computed in place (a returned parameter or constant, a value returned
 twice) is filled with `loop.copy`.
 """
@@ -33,20 +33,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from math import prod
 from typing import ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects import memref
+from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
     ModuleOp,
-    StringAttr,
     SymbolRefAttr,
     TensorType,
-    UnitAttr,
+    UnrealizedConversionCastOp,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.pattern_rewriter import (
@@ -68,7 +68,7 @@ STORAGE_ATTR = "lamina.storage"
 storage slot per result (-1: not planned). Results with one slot share a buffer."""
 
 CONSTANT_PREFIX = "__lamina_constant"
-"""Name prefix of the `memref.global`s holding `graph.constant` values."""
+"""Name prefix of the `llvm.mlir.global`s holding `graph.constant` values."""
 
 
 # ---------------------------------------------------------------------------
@@ -78,7 +78,14 @@ CONSTANT_PREFIX = "__lamina_constant"
 
 @dataclass
 class ConstantPool:
-    """One private constant `memref.global` per distinct `graph.constant` value."""
+    """One internal constant `llvm.mlir.global` per distinct `graph.constant` value.
+
+    A constant buffer is `llvm.mlir.addressof @g` seen as a memref through
+    `builtin.unrealized_conversion_cast` (the row-major element array the
+    `lower-to-llvm` ABI expects behind a memref): the data stays one dense
+    attribute, never one store per element, and `lower-to-llvm` looks through
+    the cast like through its own.
+    """
 
     module: ModuleOp
     taken: set[str]
@@ -92,16 +99,26 @@ class ConstantPool:
             n += 1
             name = f"{CONSTANT_PREFIX}_{n}"
         self.taken.add(name)
-        glob = memref.GlobalOp.get(
-            StringAttr(name),
-            buffer_type(value.get_type()),
-            value,
-            sym_visibility=StringAttr("private"),
-            constant=UnitAttr(),
+        ttype = value.get_type()
+        count = prod(ttype.get_shape())
+        glob = llvm.GlobalOp(
+            llvm.LLVMArrayType(count, ttype.get_element_type()),
+            name,
+            "internal",
+            constant=True,
+            value=value,
         )
         self.module.body.block.add_op(glob)
         self.by_value[value] = name
         return name
+
+    def buffer(self, value: DenseIntOrFPElementsAttr, block: Block, name_hint: str | None):
+        """Emit the constant's buffer at the end of `block` and return it."""
+        address = llvm.AddressOfOp(self.global_for(value), llvm.LLVMPointerType())
+        cast = UnrealizedConversionCastOp.get([address.result], [buffer_type(value.get_type())])
+        cast.results[0].name_hint = name_hint
+        block.add_ops([address, cast])
+        return cast.results[0]
 
 
 # ---------------------------------------------------------------------------
@@ -232,11 +249,8 @@ class BodyLowering:
                 closure = self._resolve(op)
                 self._call(op, closure.callee, closure.captured, op.arguments)
             case graph.ConstantOp():
-                name = self.constants.global_for(op.value)
-                get = memref.GetGlobalOp(name, buffer_type(op.result.type))
-                get.memref.name_hint = op.result.name_hint
-                self.block.add_op(get)
-                self.buffers[op.result] = get.memref
+                buffer = self.constants.buffer(op.value, self.block, op.result.name_hint)
+                self.buffers[op.result] = buffer
             case graph.DeviceCopyOp():
                 dest = self._destination(op.result, op, op.dst)
                 self.block.add_op(loop.CopyOp(self._buffer(op.input, op), dest, op.src, op.dst))
@@ -409,7 +423,8 @@ class LowerGraphPass(LaminaPass):
     destination buffers: the output buffer for a returned value, else a
     `loop.alloc {device}` (shared per `plan-memory` storage slot, if
     planned) that is `loop.free`d after its last use. `graph.constant` →
-    private constant `memref.global` + `memref.get_global`;
+    internal constant `llvm.mlir.global` (row-major element array) +
+    `llvm.mlir.addressof` cast to the memref;
     `graph.device_copy` → `loop.copy {src, dst}`; outputs not computed in
     place → `loop.copy`. An invoke whose callee cannot be resolved
     statically is an error at the op.
