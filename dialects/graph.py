@@ -32,11 +32,11 @@ Syntax::
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable, Sequence
 from math import prod
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-import numpy as np
 from xdsl.dialects.builtin import (
     I64,
     AnyFloat,
@@ -108,6 +108,9 @@ from xdsl.utils.exceptions import VerifyException
 
 from lamina.dialects.lamina import ConstraintAttr, DeviceAttr, UndefAttr
 
+if TYPE_CHECKING:
+    import numpy as np
+
 # ---------------------------------------------------------------------------
 # Formatting helpers for diagnostics
 # ---------------------------------------------------------------------------
@@ -125,6 +128,13 @@ def shape_str(shape: Sequence[int]) -> str:
 def types_str(types: Iterable[Attribute]) -> str:
     """`(tensor<4xf32>, f32)`: a type list as MLIR prints it in messages."""
     return "(" + ", ".join(str(t) for t in types) + ")"
+
+
+def attr_syntax(attr: Attribute) -> str:
+    """An attribute as written in the IR (`#lamina.device<"cpu", 0>`), for messages."""
+    stream = io.StringIO()
+    Printer(stream=stream).print_attribute(attr)
+    return stream.getvalue()
 
 
 def tensor_shape(value: SSAValue | Attribute) -> tuple[int, ...]:
@@ -444,11 +454,11 @@ def _eval_grid(expr: AffineExpr, grids: dict[int, np.ndarray]) -> np.ndarray | i
         case AffineBinaryOpKind.Mul:
             return lhs * rhs
         case AffineBinaryOpKind.FloorDiv:
-            return np.floor_divide(lhs, rhs)
+            return lhs // rhs
         case AffineBinaryOpKind.CeilDiv:
-            return -np.floor_divide(-lhs, rhs)
+            return -(-lhs // rhs)
         case AffineBinaryOpKind.Mod:
-            return np.mod(lhs, rhs)
+            return lhs % rhs
     raise ShapeError(f"unsupported expression {expr} in a layout map")
 
 
@@ -460,6 +470,8 @@ def _exact_bounds(expr: AffineExpr, dims: Sequence[int]) -> tuple[int, int]:
     used = sorted(expr.used_dims())
     if prod(dims[d] for d in used) > EXACT_BOUNDS_LIMIT:
         return lo, hi
+    import numpy as np  # only layout maps need it; keeps tool start-up light
+
     axes = np.meshgrid(
         *(np.arange(dims[d], dtype=np.int64) for d in used), indexing="ij", sparse=True
     )
@@ -1231,6 +1243,12 @@ class _ComputeOp(_DeviceOp):
         raise NotImplementedError
 
     def verify_(self) -> None:
+        for kind, values in (("operand", self.operands), ("result", self.results)):
+            for index, val in enumerate(values):
+                if isinstance(val.type, TensorType) and not val.type.has_static_shape():
+                    raise VerifyException(
+                        f"{kind} #{index} must be a statically shaped tensor, got {val.type}"
+                    )
         try:
             inferred = self.infer_result_type()
         except ShapeError as err:
@@ -2060,6 +2078,8 @@ class DeviceCopyOp(_SameTypeOp):
 
     src = prop_def(DeviceAttr)
     dst = prop_def(DeviceAttr)
+    device = opt_prop_def(DeviceAttr)
+    """Where the copy's result lives; when present it must equal `dst`."""
 
     def __init__(self, input: SSAValue | Operation, src: DeviceAttr, dst: DeviceAttr):
         super().__init__(
@@ -2067,6 +2087,14 @@ class DeviceCopyOp(_SameTypeOp):
             result_types=[SSAValue.get(input).type],
             properties={"src": src, "dst": dst},
         )
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.device is not None and self.device != self.dst:
+            raise VerifyException(
+                f"device {attr_syntax(self.device)} of the copy's result does not match its "
+                f"dst {attr_syntax(self.dst)}"
+            )
 
 
 # ---------------------------------------------------------------------------

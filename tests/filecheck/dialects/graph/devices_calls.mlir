@@ -7,13 +7,13 @@
 // CHECK-LABEL: graph.func @devices(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT:  %0 = graph.on_device %x {device = #lamina.device<"gpu", 0>} : (tensor<4xf32>) -> tensor<4xf32>
 // CHECK-NEXT:  %1 = graph.exp %0 {device = #lamina.device<"gpu", 0>} : (tensor<4xf32>) -> tensor<4xf32>
-// CHECK-NEXT:  %2 = graph.device_copy %1 {src = #lamina.device<"gpu", 0>, dst = #lamina.device<"cpu", 0>} : (tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT:  %2 = graph.device_copy %1 {src = #lamina.device<"gpu", 0>, dst = #lamina.device<"cpu", 0>, device = #lamina.device<"cpu", 0>} : (tensor<4xf32>) -> tensor<4xf32>
 // CHECK-NEXT:  %3 = graph.on_device %2 {device = #lamina.device<"cpu", 0, "local">} : (tensor<4xf32>) -> tensor<4xf32>
 // CHECK-NEXT:  graph.return %3 : tensor<4xf32>
 graph.func @devices(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = graph.on_device %x {device = #lamina.device<"gpu", 0>} : (tensor<4xf32>) -> tensor<4xf32>
   %1 = graph.exp %0 {device = #lamina.device<"gpu", 0>} : (tensor<4xf32>) -> tensor<4xf32>
-  %2 = graph.device_copy %1 {src = #lamina.device<"gpu", 0>, dst = #lamina.device<"cpu", 0>} : (tensor<4xf32>) -> tensor<4xf32>
+  %2 = graph.device_copy %1 {src = #lamina.device<"gpu", 0>, dst = #lamina.device<"cpu", 0>, device = #lamina.device<"cpu", 0>} : (tensor<4xf32>) -> tensor<4xf32>
   %3 = graph.on_device %2 {device = #lamina.device<"cpu", 0, "local">} : (tensor<4xf32>) -> tensor<4xf32>
   graph.return %3 : tensor<4xf32>
 }

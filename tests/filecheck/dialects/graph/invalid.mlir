@@ -349,3 +349,20 @@ graph.func @f(%a: tensor<4xf32>) {
   graph.return
 }
 // CHECK: call types (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>) do not match callee @k of type (tensor<4xf32>) -> (tensor<4xf32>)
+
+// -----
+
+graph.func @f(%a: tensor<4xf32>) {
+  // expected-error @+1 {{Operation graph.exp terminates block in single-block region but is not a terminator}}
+  %0 = graph.exp %a : (tensor<4xf32>) -> tensor<4xf32>
+}
+// CHECK: Operation graph.exp terminates block in single-block region but is not a terminator
+
+// -----
+
+graph.func @f(%a: tensor<4xf32>) {
+  // expected-error @+1 {{device #lamina.device<"gpu", 0> of the copy's result does not match its dst #lamina.device<"cpu", 0>}}
+  %0 = graph.device_copy %a {src = #lamina.device<"gpu", 0>, dst = #lamina.device<"cpu", 0>, device = #lamina.device<"gpu", 0>} : (tensor<4xf32>) -> tensor<4xf32>
+  graph.return
+}
+// CHECK: device #lamina.device<"gpu", 0> of the copy's result does not match its dst #lamina.device<"cpu", 0>

@@ -589,3 +589,12 @@ graph.func @f(%a: tensor<20xf32>) {
   graph.return
 }
 // CHECK: constraint map result #0 ((d0 + -1)) can be negative (minimum -1)
+
+// -----
+
+graph.func @f(%a: tensor<?x3xf32>) {
+  // expected-error @+1 {{operand #0 must be a statically shaped tensor, got tensor<?x3xf32>}}
+  %0 = graph.relu %a : (tensor<?x3xf32>) -> tensor<?x3xf32>
+  graph.return
+}
+// CHECK: operand #0 must be a statically shaped tensor, got tensor<?x3xf32>
