@@ -164,9 +164,10 @@ class BodyLowering:
         return self.target.body.block
 
     def run(self) -> None:
-        n_in = len(self.source.args)
+        buffered = [a for a in self.source.args if not isinstance(a.type, graph.FnType)]
+        n_in = len(buffered)
         outs = list(self.block.args[n_in:])
-        for old, new in zip(self.source.args, self.block.args[:n_in], strict=True):
+        for old, new in zip(buffered, self.block.args[:n_in], strict=True):
             self.buffers[old] = new
             new.name_hint = old.name_hint
         for n, out in enumerate(outs):
@@ -267,6 +268,8 @@ class BodyLowering:
         arguments: Sequence[SSAValue],
     ) -> None:
         """`loop.call @callee(captured..., inputs..., destinations...)`."""
+        if any(isinstance(t, graph.FnType) for t in op.result_types):
+            raise op_error(op, "cannot lower a call returning a function value to host code")
         device = op.properties.get("device")
         device = device if isinstance(device, DeviceAttr) else None
         inputs = [*captured, *(self._buffer(v, op) for v in arguments)]
@@ -371,19 +374,26 @@ def _last_top_level_user(value: SSAValue, block: Block) -> Operation | None:
 def host_signature(
     func: graph.FuncOp,
 ) -> tuple[list[Attribute], ArrayAttr[DictionaryAttr] | None]:
-    """Input buffers then one output buffer per result; arg/res attrs concatenated."""
+    """Input buffers then one output buffer per result; arg/res attrs concatenated.
+
+    Function-typed parameters have no buffer and are left out: lower-graph
+    only lowers direct calls, so an invoke of such a parameter is reported
+    at the invoke (and passing a function value at the call).
+    """
     inputs, outputs = func.signature
-    for what, types in (("parameter", inputs), ("result", outputs)):
-        for i, t in enumerate(types):
-            if isinstance(t, graph.FnType):
-                raise op_error(func, f"cannot lower function-typed {what} #{i} ({t}) to host code")
-    params = to_buffer_types([*inputs, *outputs])
+    for i, t in enumerate(outputs):
+        if isinstance(t, graph.FnType):
+            raise op_error(
+                func, f"cannot lower function-typed result #{i} ({t}): host code has no closures"
+            )
+    kept = [i for i, t in enumerate(inputs) if not isinstance(t, graph.FnType)]
+    params = to_buffer_types([*(inputs[i] for i in kept), *outputs])
     if func.arg_attrs is None and func.res_attrs is None:
         return params, None
     empty = DictionaryAttr({})
     arg_attrs = list(func.arg_attrs.data) if func.arg_attrs else [empty] * len(inputs)
     res_attrs = list(func.res_attrs.data) if func.res_attrs else [empty] * len(outputs)
-    return params, ArrayAttr([*arg_attrs, *res_attrs])
+    return params, ArrayAttr([*(arg_attrs[i] for i in kept), *res_attrs])
 
 
 @dataclass
