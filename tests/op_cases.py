@@ -505,12 +505,31 @@ def _movement_cases() -> list[OpCase]:
     return cases
 
 
+def _zero_size_cases() -> list[OpCase]:
+    """Tensors with a 0 extent: empty results, and reductions over an empty domain."""
+    table = [
+        ("graph.reduce_sum", [(0, 3)], lambda a: graph.ReduceSumOp(a[0], (0,)),
+         lambda x: x.sum(axis=0)),
+        ("graph.reduce_max", [(2, 0, 3)], lambda a: graph.ReduceMaxOp(a[0], (0,)),
+         lambda x: x.max(axis=0)),
+        ("graph.matmul", [(2, 0), (0, 3)], lambda a: graph.MatmulOp(*a), np.matmul),
+        ("graph.concat", [(0, 2), (0, 2)], lambda a: graph.ConcatOp(a, 0),
+         lambda *xs: np.concatenate(xs)),
+        ("graph.add", [(0, 3), (3,)], lambda a: graph.AddOp(*a), np.add),
+    ]  # fmt: skip
+    return [
+        OpCase(f"{name}-zero-size-{shapes}", tuple(tensor(s) for s in shapes), make, ref)
+        for name, shapes, make, ref in table
+    ]
+
+
 CASES: list[OpCase] = [
     *_binary_cases(),
     *_unary_cases(),
     *_window_cases(),
     *_normalization_cases(),
     *_movement_cases(),
+    *_zero_size_cases(),
 ]
 """Every graph compute op over several shapes and element types."""
 

@@ -447,22 +447,6 @@ def test_builders_compose_into_one_kernel() -> None:
     np.testing.assert_allclose(got, np.maximum(a @ b + c, 0), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize(
-    ("types", "make", "ref"),
-    [
-        ([(0, 3)], lambda a: graph.ReduceSumOp(a[0], (0,)), lambda x: x.sum(axis=0)),
-        ([(2, 0), (0, 3)], lambda a: graph.MatmulOp(*a), np.matmul),
-        ([(0, 2), (0, 2)], lambda a: graph.ConcatOp(a, 0), lambda *xs: np.concatenate(xs)),
-        ([(0, 3), (3,)], lambda a: graph.AddOp(*a), np.add),
-        ([(2, 0, 3)], lambda a: graph.ReduceMaxOp(a[0], (0,)), lambda x: x.max(axis=0)),
-    ],
-    ids=["reduce_sum", "matmul", "concat", "add", "reduce_max"],
-)
-def test_zero_size_tensors(types: list, make: Callable, ref: Callable) -> None:
-    got, xs = run_legalized([tensor(s) for s in types], make)
-    np.testing.assert_array_equal(got, ref(*xs))
-
-
 # ---------------------------------------------------------------------------
 # Property tests: random shapes
 # ---------------------------------------------------------------------------
