@@ -43,12 +43,13 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
+    MemRefType,
     ModuleOp,
     SymbolRefAttr,
     TensorType,
     UnrealizedConversionCastOp,
 )
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 from xdsl.pattern_rewriter import (
     PatternRewriter,
     PatternRewriteWalker,
@@ -135,6 +136,41 @@ WRITING_OPS = (
 """Ops whose results are written into destination buffers the caller provides."""
 
 
+@dataclass(frozen=True)
+class BufferSpec:
+    """What a `loop.alloc` for one graph value looks like: type, device, layout."""
+
+    type: MemRefType
+    device: DeviceAttr | None
+    constraint: ConstraintAttr | None
+
+
+def result_buffer_spec(op: Operation, index: int) -> BufferSpec | None:
+    """The buffer of result `index` of `op` when the caller allocates it (DPS), else None.
+
+    None for results that need no buffer of their own: function values,
+    results of ops that are not calls or copies (constants, `on_device`
+    aliases), and results of a `graph.call_loop` whose callee returns its
+    buffers. Shared with `plan-memory`, which plans exactly these buffers.
+    """
+    if not isinstance(op, WRITING_OPS) or not isinstance(op.results[index].type, TensorType):
+        return None
+    device = op.properties.get("dst" if isinstance(op, graph.DeviceCopyOp) else "device")
+    constraint = None
+    if isinstance(op, graph.CallLoopOp):
+        callee = SymbolTable.lookup_symbol(op, op.callee)
+        if isinstance(callee, loop.FuncOp):
+            if callee.function_type.outputs.data:
+                return None
+            attr = callee.arg_attr(len(op.arguments) + index, CONSTRAINT_ATTR_NAME)
+            constraint = attr if isinstance(attr, ConstraintAttr) else None
+    return BufferSpec(
+        buffer_type(op.results[index].type),
+        device if isinstance(device, DeviceAttr) else None,
+        constraint,
+    )
+
+
 @dataclass
 class Closure:
     """A statically known function value: `graph.closure @callee(captured...)`."""
@@ -188,7 +224,7 @@ class BodyLowering:
     def _assign_outputs(self, ret: graph.ReturnOp, outs: Sequence[SSAValue]) -> None:
         """A returned call/copy result is produced straight into its first output buffer."""
         for value, out in zip(ret.arguments, outs, strict=True):
-            if isinstance(value.owner, WRITING_OPS) and value not in self.in_place:
+            if value not in self.in_place and _has_destination(value):
                 self.in_place[value] = out
 
     # -- buffers -----------------------------------------------------------------
@@ -202,18 +238,19 @@ class BodyLowering:
             )
         raise op_error(user, "operand has no buffer (it is not produced by a lowered op)")
 
-    def _destination(
-        self, value: SSAValue, op: Operation, device: DeviceAttr | None, constraint=None
-    ) -> SSAValue:
-        """Where `value` (a result of `op`) is written: an output, a planned slot or a new alloc."""
+    def _destination(self, op: Operation, index: int) -> SSAValue:
+        """Where result `index` of `op` is written: an output, a planned slot or a new alloc."""
+        value = op.results[index]
         if value in self.in_place:
             dest = self.in_place[value]
         else:
-            slot = _storage_slot(op, value)
+            spec = result_buffer_spec(op, index)
+            assert spec is not None, f"{op.name} result #{index} has no destination"
+            slot = _storage_slot(op, index)
             if slot is not None and slot in self.slots:
                 dest = self.slots[slot]
             else:
-                alloc = loop.AllocOp(buffer_type(value.type), device, constraint)
+                alloc = loop.AllocOp(spec.type, spec.device, spec.constraint)
                 alloc.result.name_hint = value.name_hint
                 self.block.add_op(alloc)
                 self.allocated.append(alloc.result)
@@ -253,7 +290,7 @@ class BodyLowering:
                 buffer = self.constants.buffer(op.value, self.block, op.result.name_hint)
                 self.buffers[op.result] = buffer
             case graph.DeviceCopyOp():
-                dest = self._destination(op.result, op, op.dst)
+                dest = self._destination(op, 0)
                 self.block.add_op(loop.CopyOp(self._buffer(op.input, op), dest, op.src, op.dst))
             case graph.OnDeviceOp():
                 self.buffers[op.result] = self._buffer(op.input, op)
@@ -270,10 +307,8 @@ class BodyLowering:
         """`loop.call @callee(captured..., inputs..., destinations...)`."""
         if any(isinstance(t, graph.FnType) for t in op.result_types):
             raise op_error(op, "cannot lower a call returning a function value to host code")
-        device = op.properties.get("device")
-        device = device if isinstance(device, DeviceAttr) else None
         inputs = [*captured, *(self._buffer(v, op) for v in arguments)]
-        dests = [self._destination(r, op, device) for r in op.results]
+        dests = [self._destination(op, i) for i in range(len(op.results))]
         call = loop.CallOp(callee, [*inputs, *dests])
         call.attributes |= _kept_attributes(op)
         self.block.add_op(call)
@@ -288,16 +323,8 @@ class BodyLowering:
             self.block.add_op(call)
             self.buffers.update(zip(op.results, call.res, strict=True))
             return
-        device = op.device
-        n_in = len(op.arguments)
         inputs = [self._buffer(v, op) for v in op.arguments]
-        dests = []
-        for i, result in enumerate(op.results):
-            constraint = None
-            if isinstance(callee, loop.FuncOp):
-                attr = callee.arg_attr(n_in + i, CONSTRAINT_ATTR_NAME)
-                constraint = attr if isinstance(attr, ConstraintAttr) else None
-            dests.append(self._destination(result, op, device, constraint))
+        dests = [self._destination(op, i) for i in range(len(op.results))]
         call = loop.CallOp(op.callee, [*inputs, *dests])
         call.attributes |= _kept_attributes(op)
         self.block.add_op(call)
@@ -335,13 +362,17 @@ class BodyLowering:
         self.buffers.update(zip(op.results, clone.results, strict=True))
 
 
-def _storage_slot(op: Operation, value: SSAValue) -> int | None:
-    """The plan-memory slot of result `value` of `op`, if planned."""
+def _has_destination(value: SSAValue) -> bool:
+    """Is `value` the result of an op writing it into a caller-provided buffer?"""
+    return isinstance(value, OpResult) and result_buffer_spec(value.op, value.index) is not None
+
+
+def _storage_slot(op: Operation, index: int) -> int | None:
+    """The plan-memory storage slot of result `index` of `op`, if planned."""
     attr = op.attributes.get(STORAGE_ATTR)
     if not isinstance(attr, DenseArrayBase):
         return None
     slots = attr.get_values()
-    index = list(op.results).index(value)
     if index >= len(slots) or slots[index] < 0:
         return None
     return int(slots[index])
