@@ -32,6 +32,7 @@ from xdsl.targets.mlir import MLIRTarget
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from lamina import __version__
 from lamina.core.cli import UsageError
 from lamina.core.diagnostics import Diagnostic, DiagnosticError, parse_module
 from lamina.core.expected_diagnostics import (
@@ -76,6 +77,8 @@ def _print_error(message: str) -> None:
 
 class LaminaOptMain(xDSLOptMain):
     """xdsl-opt with Lamina's dialects, passes, located diagnostics and pass manager."""
+
+    version_format = f"lamina-opt {__version__} (xDSL {{xdsl_version}})"
 
     def __init__(self, args: Sequence[str] | None = None):
         # xDSLOptMain.__init__ validates xdsl-opt's output `--target`, which
