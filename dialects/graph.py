@@ -106,7 +106,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from lamina.dialects.lamina import ConstraintAttr, DeviceAttr, UndefAttr
+from lamina.dialects.lamina import ConstraintAttr, DeviceAttr
 
 if TYPE_CHECKING:
     import numpy as np
@@ -547,9 +547,14 @@ class GraphCompute(OpTrait):
     `graph.call_te`/`call_loop`/`call_extern` before the lowering phase."""
 
 
+def _int_values(attr: DenseArrayBase) -> tuple[int, ...]:
+    """The values of an `array<i64: ...>` property."""
+    return tuple(int(v) for v in attr.get_values())
+
+
 def _ints(attr: DenseArrayBase | None, default: Sequence[int]) -> tuple[int, ...]:
     """The values of an optional `array<i64: ...>` property, or `default`."""
-    return tuple(attr.get_values()) if attr is not None else tuple(default)  # type: ignore[arg-type]
+    return _int_values(attr) if attr is not None else tuple(default)
 
 
 def _i64_array(values: Sequence[int] | None) -> DenseArrayBase | None:
@@ -586,9 +591,6 @@ def _check_same_element_type(values: Sequence[SSAValue], names: Sequence[str]) -
 
 def _is_float(typ: Attribute) -> bool:
     return isinstance(typ, AnyFloat)
-
-
-DEVICE_DOC = "optional `device` (#lamina.device) where the value is produced"
 
 
 class _DeviceOp(IRDLOperation):
@@ -1616,7 +1618,7 @@ class _Pool2dOp(_ComputeOp):
 
     @property
     def kernel_value(self) -> tuple[int, ...]:
-        return tuple(self.kernel.get_values())  # type: ignore[arg-type]
+        return _int_values(self.kernel)
 
     @property
     def strides_value(self) -> tuple[int, ...]:
@@ -1812,11 +1814,11 @@ class _ReduceOp(_ComputeOp):
         rank = len(tensor_shape(self.input))
         if self.axes is None:
             return tuple(range(rank))
-        return normalize_axes(tuple(self.axes.get_values()), rank)  # type: ignore[arg-type]
+        return normalize_axes(_int_values(self.axes), rank)
 
     def infer_result_type(self) -> Attribute:
-        axes = None if self.axes is None else tuple(self.axes.get_values())
-        shape = reduce_result_shape(tensor_shape(self.input), axes, self.keepdims is not None)  # type: ignore[arg-type]
+        axes = None if self.axes is None else _int_values(self.axes)
+        shape = reduce_result_shape(tensor_shape(self.input), axes, self.keepdims is not None)
         return _tensor(element_type(self.input), shape)
 
 
@@ -1898,7 +1900,7 @@ class TransposeOp(_ComputeOp):
 
     @property
     def perm_value(self) -> tuple[int, ...]:
-        return tuple(self.perm.get_values())  # type: ignore[arg-type]
+        return _int_values(self.perm)
 
     def infer_result_type(self) -> Attribute:
         shape = transpose_result_shape(tensor_shape(self.input), self.perm_value)
@@ -2026,10 +2028,8 @@ class LayoutTransformOp(_ComputeOp):
     def infer_result_type(self) -> Attribute:
         elem = element_type(self.input)
         pad = self.constraint.pad
-        if not isinstance(pad, UndefAttr) and pad.type != elem:  # type: ignore[union-attr]
-            raise ShapeError(
-                f"pad value type {pad.type} does not match the element type {elem}"  # type: ignore[union-attr]
-            )
+        if isinstance(pad, FloatAttr | IntegerAttr) and pad.type != elem:
+            raise ShapeError(f"pad value type {pad.type} does not match the element type {elem}")
         shape = layout_transform_shape(tensor_shape(self.input), self.constraint.index_map.data)
         return _tensor(elem, shape)
 
