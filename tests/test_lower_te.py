@@ -1,0 +1,310 @@
+"""Tests of `lower-te`, `lower-graph` and `plan-memory`: graph/te → loop.
+
+Structure: what each pass leaves behind (no te/graph ops, destination-passing
+signatures, loop nest order, temporaries freed once after their last use,
+storage shared only between identical buffers of one device).
+
+Semantics: graph programs are compiled through legalize → lower-te →
+[plan-memory] → lower-graph → lower-to-llvm, JIT-compiled, run on NumPy
+arrays (outputs passed in, destination-passing style) and compared with NumPy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+from op_cases import CASES, OpCase, np_dtype
+from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
+from xdsl.ir import Operation
+
+from lamina.backends.runtime import Kernel
+from lamina.core.context import make_context
+from lamina.core.diagnostics import DiagnosticError, parse_module
+from lamina.core.pass_manager import PassManager, parse_pass_pipeline
+from lamina.dialects import graph, loop
+
+HEADER = "builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {\n"
+FULL = "legalize,lower-te,plan-memory,lower-graph,lower-to-llvm"
+RNG = np.random.default_rng(0)
+
+
+def parse(body: str) -> ModuleOp:
+    return parse_module(make_context(), HEADER + body + "\n}\n", "test.mlir")
+
+
+def run_passes(module: ModuleOp, spec: str) -> ModuleOp:
+    PassManager(parse_pass_pipeline(spec)).run(make_context(), module)
+    return module
+
+
+def compile_graph(body: str, spec: str = FULL) -> Kernel:
+    return Kernel(run_passes(parse(body), spec))
+
+
+def call(kernel: Kernel, inputs: Sequence[np.ndarray], outputs: Sequence[tuple]) -> list:
+    """Call `main` with `inputs` and freshly allocated outputs of (shape, dtype)."""
+    outs = [np.full(shape, 7, dtype=dtype) for shape, dtype in outputs]
+    kernel.call("main", *inputs, *outs)
+    return outs
+
+
+def ops_named(module: ModuleOp, prefix: str) -> list[Operation]:
+    return [op for op in module.walk() if op.name.startswith(prefix)]
+
+
+def loop_funcs(module: ModuleOp) -> dict[str, loop.FuncOp]:
+    return {op.sym_name.data: op for op in module.ops if isinstance(op, loop.FuncOp)}
+
+
+MATMUL_SOFTMAX = """
+  graph.func @main(%a: tensor<3x5xf32>, %b: tensor<5x4xf32>) -> tensor<3x4xf32> {
+    %y = graph.matmul %a, %b : (tensor<3x5xf32>, tensor<5x4xf32>) -> tensor<3x4xf32>
+    %s = graph.softmax %y {axis = -1 : i64} : (tensor<3x4xf32>) -> tensor<3x4xf32>
+    graph.return %s : tensor<3x4xf32>
+  }
+"""
+
+
+def np_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+# ---------------------------------------------------------------------------
+# lower-te: structure
+# ---------------------------------------------------------------------------
+
+
+def test_lower_te_leaves_dps_loop_funcs_and_call_loops() -> None:
+    module = run_passes(parse(MATMUL_SOFTMAX), "legalize,lower-te")
+    assert not ops_named(module, "te.") and not ops_named(module, "graph.call_te")
+    funcs = loop_funcs(module)
+    calls = ops_named(module, "graph.call_loop")
+    assert len(calls) == 2
+    for c in calls:
+        assert isinstance(c, graph.CallLoopOp)
+        callee = funcs[c.callee.root_reference.data]
+        assert callee.sym_name.data.endswith("_loop")
+        params = callee.function_type.inputs.data
+        expected = [*c.arguments.types, *c.res.types]
+        assert [(p.get_shape(), p.element_type) for p in params] == [
+            (t.get_shape(), t.element_type) for t in expected
+        ]
+        assert all(isinstance(p, MemRefType) for p in params)
+        assert not callee.function_type.outputs.data
+
+
+def test_innermost_loop_walks_the_last_dimension() -> None:
+    """Stores index the buffer with the induction variables in nest order (row-major)."""
+    module = run_passes(parse(MATMUL_SOFTMAX), "legalize,lower-te")
+    stores = [op for op in module.walk() if isinstance(op, loop.StoreOp)]
+    assert stores
+    for store in stores:
+        nest = []
+        parent = store.parent_op()
+        while isinstance(parent, loop.ForOp):
+            if not parent.iter_args:
+                nest.append(parent.induction_var)
+            parent = parent.parent_op()
+        assert list(store.indices) == list(reversed(nest))
+
+
+def test_softmax_temporaries_are_local_and_freed_once_after_their_last_use() -> None:
+    module = run_passes(parse(MATMUL_SOFTMAX), "legalize,lower-te")
+    (softmax,) = [f for name, f in loop_funcs(module).items() if "softmax" in name]
+    allocs = [op for op in softmax.body.block.ops if isinstance(op, loop.AllocOp)]
+    assert len(allocs) == 3  # max, exp, sum; the division writes the output
+    block = softmax.body.block
+    for alloc in allocs:
+        assert alloc.scope.data == "local"
+        frees = [u.operation for u in alloc.result.uses if isinstance(u.operation, loop.FreeOp)]
+        assert len(frees) == 1
+        free_at = block.get_operation_index(frees[0])
+        for use in alloc.result.uses:
+            top = block.find_ancestor_op_in_block(use.operation)
+            assert top is not None and block.get_operation_index(top) <= free_at
+
+
+def test_parallel_outermost_loop_only() -> None:
+    module = run_passes(parse(MATMUL_SOFTMAX), "legalize,lower-te")
+    for op in module.walk():
+        if isinstance(op, loop.ForOp) and op.kind_name == "parallel":
+            assert not isinstance(op.parent_op(), loop.ForOp)
+            assert not op.iter_args
+
+
+# ---------------------------------------------------------------------------
+# lower-graph and plan-memory: structure
+# ---------------------------------------------------------------------------
+
+
+def test_lower_graph_removes_graph_ops_and_tensors() -> None:
+    module = run_passes(parse(MATMUL_SOFTMAX), "legalize,lower-te,lower-graph")
+    assert not ops_named(module, "graph.") and not ops_named(module, "te.")
+    for op in module.walk():
+        for value in (*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)):
+            assert not isinstance(value.type, TensorType), op
+    main = loop_funcs(module)["main"]
+    assert [str(t) for t in main.function_type.inputs.data] == [
+        "memref<3x5xf32>",
+        "memref<5x4xf32>",
+        "memref<3x4xf32>",
+    ]
+
+
+CHAIN = """
+  graph.func @main(%x: tensor<16xf32>) -> tensor<16xf32> {
+    %a = graph.exp %x : (tensor<16xf32>) -> tensor<16xf32>
+    %b = graph.neg %a : (tensor<16xf32>) -> tensor<16xf32>
+    %c = graph.exp %b {device = #lamina.device<"cpu", 1>} : (tensor<16xf32>) -> tensor<16xf32>
+    %d = graph.add %c, %b : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+    %e = graph.tanh %d : (tensor<16xf32>) -> tensor<16xf32>
+    %f = graph.sigmoid %e : (tensor<16xf32>) -> tensor<16xf32>
+    graph.return %f : tensor<16xf32>
+  }
+"""
+
+
+def host_allocs(module: ModuleOp) -> list[loop.AllocOp]:
+    main = loop_funcs(module)["main"]
+    return [op for op in main.body.block.ops if isinstance(op, loop.AllocOp)]
+
+
+def test_plan_memory_shares_only_dead_buffers_of_one_device() -> None:
+    unplanned = host_allocs(run_passes(parse(CHAIN), "legalize,lower-te,lower-graph"))
+    planned = host_allocs(run_passes(parse(CHAIN), "legalize,lower-te,plan-memory,lower-graph"))
+    assert len(unplanned) == 5  # a..e; f is the output
+    assert len(planned) < len(unplanned)
+    devices = {str(a.device) for a in planned}
+    assert devices == {"None", str(unplanned[2].device)}  # cpu:1 keeps its own buffer
+
+
+def test_plan_memory_in_both_positions_gives_the_same_host_code() -> None:
+    before = run_passes(parse(CHAIN), "legalize,lower-te,plan-memory,lower-graph")
+    after = run_passes(parse(CHAIN), "legalize,lower-te,lower-graph,plan-memory")
+    assert str(loop_funcs(before)["main"]) == str(loop_funcs(after)["main"])
+
+
+def test_plan_memory_is_idempotent() -> None:
+    once = run_passes(parse(CHAIN), "legalize,lower-te,plan-memory")
+    twice = run_passes(parse(CHAIN), "legalize,lower-te,plan-memory,plan-memory")
+    assert str(once) == str(twice)
+
+
+def test_unresolvable_invoke_is_a_diagnostic_at_the_op() -> None:
+    module = parse_module(
+        make_context(),
+        """builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  graph.func @apply(%f: !graph.fn<(tensor<4xf32>) -> tensor<4xf32>>, %x: tensor<4xf32>) -> tensor<4xf32> attributes {force_pure} {
+    %y = graph.invoke %f(%x) : (!graph.fn<(tensor<4xf32>) -> tensor<4xf32>>, tensor<4xf32>) -> tensor<4xf32>
+    graph.return %y : tensor<4xf32>
+  }
+}""",
+        "invoke.mlir",
+    )
+    with pytest.raises(DiagnosticError) as info:
+        run_passes(module, "lower-graph")
+    text = info.value.format()
+    assert "invoke.mlir:3:5: error: 'graph.invoke' op cannot resolve the callee statically" in text
+
+
+# ---------------------------------------------------------------------------
+# Numerics through lower-to-llvm and the JIT
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spec", [FULL, FULL.replace("plan-memory,", "")])
+def test_matmul_softmax_dag_matches_numpy(spec: str) -> None:
+    kernel = compile_graph(MATMUL_SOFTMAX, spec)
+    a = RNG.standard_normal((3, 5)).astype(np.float32)
+    b = RNG.standard_normal((5, 4)).astype(np.float32)
+    (got,) = call(kernel, [a, b], [((3, 4), np.float32)])
+    np.testing.assert_allclose(got, np_softmax(a @ b), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (7, 3, 5), (16, 32, 8)])
+def test_matmul_matches_numpy(m: int, k: int, n: int) -> None:
+    kernel = compile_graph(f"""
+  graph.func @main(%a: tensor<{m}x{k}xf64>, %b: tensor<{k}x{n}xf64>) -> tensor<{m}x{n}xf64> {{
+    %y = graph.matmul %a, %b : (tensor<{m}x{k}xf64>, tensor<{k}x{n}xf64>) -> tensor<{m}x{n}xf64>
+    graph.return %y : tensor<{m}x{n}xf64>
+  }}""")
+    a, b = RNG.standard_normal((m, k)), RNG.standard_normal((k, n))
+    (got,) = call(kernel, [a, b], [((m, n), np.float64)])
+    np.testing.assert_allclose(got, a @ b, rtol=1e-12)
+
+
+def test_two_call_graph_function_with_constant_matches_numpy() -> None:
+    """Two kernel calls through an intermediate, a constant operand, and outputs that
+    are a parameter and a value returned twice (copies)."""
+    kernel = compile_graph("""
+  graph.func @main(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) {
+    %c = graph.constant dense<[[1.0, -2.0, 3.0], [0.5, 0.0, -1.5]]> : tensor<2x3xf32>
+    %t = graph.mul %x, %c : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+    %y = graph.relu %t : (tensor<2x3xf32>) -> tensor<2x3xf32>
+    graph.return %y, %x, %y : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>
+  }""")
+    x = RNG.standard_normal((2, 3)).astype(np.float32)
+    c = np.array([[1.0, -2.0, 3.0], [0.5, 0.0, -1.5]], np.float32)
+    y, x_out, y2 = call(kernel, [x], [((2, 3), np.float32)] * 3)
+    np.testing.assert_allclose(y, np.maximum(x * c, 0), rtol=1e-6)
+    np.testing.assert_array_equal(x_out, x)
+    np.testing.assert_array_equal(y2, y)
+
+
+def test_graph_call_and_closure_invoke_match_numpy() -> None:
+    kernel = compile_graph("""
+  graph.func @scale(%w: tensor<8xf32>, %x: tensor<8xf32>) -> tensor<8xf32> {
+    %y = graph.mul %w, %x : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+    graph.return %y : tensor<8xf32>
+  }
+  graph.func @main(%w: tensor<8xf32>, %x: tensor<8xf32>) -> tensor<8xf32> {
+    %a = graph.call @scale(%w, %x) : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+    %f = graph.closure @scale(%w) : (tensor<8xf32>) -> !graph.fn<(tensor<8xf32>) -> tensor<8xf32>>
+    %b = graph.invoke %f(%a) {pure} : (!graph.fn<(tensor<8xf32>) -> tensor<8xf32>>, tensor<8xf32>) -> tensor<8xf32>
+    graph.return %b : tensor<8xf32>
+  }""")
+    w, x = RNG.standard_normal(8).astype(np.float32), RNG.standard_normal(8).astype(np.float32)
+    (got,) = call(kernel, [w, x], [((8,), np.float32)])
+    np.testing.assert_allclose(got, w * w * x, rtol=1e-6)
+
+
+def test_chain_with_buffer_reuse_matches_numpy() -> None:
+    kernel = compile_graph(CHAIN)
+    x = RNG.uniform(0.1, 2.0, 16).astype(np.float32)
+    (got,) = call(kernel, [x], [((16,), np.float32)])
+    b = -np.exp(x)
+    np.testing.assert_allclose(got, 1 / (1 + np.exp(-np.tanh(np.exp(b) + b))), rtol=1e-5)
+
+
+def test_integer_and_zero_d_reductions_match_numpy() -> None:
+    kernel = compile_graph("""
+  graph.func @main(%x: tensor<4x6xi32>) -> (tensor<4xi32>, tensor<i32>) {
+    %m = graph.reduce_max %x {axes = array<i64: 1>} : (tensor<4x6xi32>) -> tensor<4xi32>
+    %s = graph.reduce_sum %x : (tensor<4x6xi32>) -> tensor<i32>
+    graph.return %m, %s : tensor<4xi32>, tensor<i32>
+  }""")
+    x = RNG.integers(-50, 50, (4, 6)).astype(np.int32)
+    m, s = call(kernel, [x], [((4,), np.int32), ((), np.int32)])
+    np.testing.assert_array_equal(m, x.max(axis=1))
+    assert int(s) == int(x.sum())
+
+
+def _first_case_per_op() -> list[OpCase]:
+    seen: dict[str, OpCase] = {}
+    for case in CASES:
+        seen.setdefault(case.op_name, case)
+    return list(seen.values())
+
+
+@pytest.mark.parametrize("case", _first_case_per_op(), ids=lambda c: c.id)
+def test_every_op_kind_compiles_and_matches_numpy(case: OpCase) -> None:
+    module = run_passes(case.module(), FULL)
+    arrays = case.sample()
+    (rtype,) = case.func().function_type.outputs.data
+    assert isinstance(rtype, TensorType)
+    out = np.zeros(tuple(rtype.get_shape()), dtype=np_dtype(rtype.element_type))
+    Kernel(module).call("main", *[np.ascontiguousarray(a) for a in arrays], out)
+    case.check(out, arrays)
