@@ -9,8 +9,7 @@ To keep compile time down, the cases of one op kind and one float width are
 compiled together, one `graph.func @caseN` each, by `lamina.compile`. The
 pipeline is the default one when all its passes exist; until then it is the
 chain of transitions that lowering cannot do without (`lift-lambdas`,
-`legalize`, `lower-te`, `lower-graph`, `lower-to-llvm`), registered here as
-`numerics-essential`.
+`legalize`, `lower-te`, `lower-graph`, `lower-to-llvm`), registered only while compiling.
 """
 
 from __future__ import annotations
@@ -21,32 +20,39 @@ from functools import cache
 import numpy as np
 import pytest
 from op_cases import CASE_IDS, CASES, OpCase, module_of, tensor
-from xdsl.dialects.builtin import f32, f64
+from xdsl.dialects.builtin import ModuleOp, f32, f64
 
 import lamina
-from lamina.core.pipeline import PipelineError, Stage, pipeline_passes, register_pipeline
+from lamina.core.pipeline import PIPELINES, PipelineError, Stage, pipeline_passes
 from lamina.dialects import graph
 from lamina.dialects.lamina import Phase
 
-register_pipeline(
-    "numerics-essential",
-    (
-        Stage(Phase.INGESTION, (), "lift-lambdas"),
-        Stage(Phase.OPTIMIZATION, (), "legalize"),
-        Stage(Phase.LOWERING, ("lower-te", "lower-graph"), "lower-to-llvm"),
-        Stage(Phase.BUILD, (), None),
-    ),
+ESSENTIAL = (
+    Stage(Phase.INGESTION, (), "lift-lambdas"),
+    Stage(Phase.OPTIMIZATION, (), "legalize"),
+    Stage(Phase.LOWERING, ("lower-te", "lower-graph"), "lower-to-llvm"),
+    Stage(Phase.BUILD, (), None),
 )
 
 
 @cache
-def pipeline_name() -> str:
-    """`default` once every pass it names is registered, else `numerics-essential`."""
+def default_pipeline_is_complete() -> bool:
     try:
         pipeline_passes("default")
     except PipelineError:
-        return "numerics-essential"
-    return "default"
+        return False
+    return True
+
+
+def compile_module(module: ModuleOp) -> lamina.Executable:
+    """`lamina.compile` with the default pipeline, or the essential chain until it is complete."""
+    if default_pipeline_is_complete():
+        return lamina.compile(module)
+    PIPELINES["numerics-essential"] = ESSENTIAL
+    try:
+        return lamina.compile(module, pipeline="numerics-essential")
+    finally:
+        del PIPELINES["numerics-essential"]
 
 
 def _group(case: OpCase) -> tuple[str, bool]:
@@ -65,7 +71,7 @@ def _entry(case: OpCase) -> str:
 @cache
 def _executable(group: tuple[str, bool]) -> lamina.Executable:
     module = module_of([case.func(_entry(case)) for case in GROUPS[group]])
-    return lamina.compile(module, pipeline=pipeline_name())
+    return compile_module(module)
 
 
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
@@ -92,7 +98,7 @@ def test_f32_and_f64_math_in_one_module() -> None:
             np.exp,
         )
         funcs.append(case.func(f"exp{n}"))
-    exe = lamina.compile(module_of(funcs), pipeline=pipeline_name())
+    exe = compile_module(module_of(funcs))
     for n, dtype in enumerate((np.float32, np.float64)):
         x = np.array([0.0, 1.0, -2.0], dtype=dtype)
         np.testing.assert_allclose(exe.run(f"exp{n}", x), np.exp(x), rtol=1e-6)
