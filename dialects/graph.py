@@ -777,6 +777,8 @@ class ReturnOp(IRDLOperation):
     name = "graph.return"
 
     arguments = var_operand_def()
+    device = opt_prop_def(DeviceAttr)
+    irdl_options = (ParsePropInAttrDict(),)
 
     traits = lazy_traits_def(lambda: (HasParent(FuncOp, LambdaOp), IsTerminator(), ReturnLike()))
     assembly_format = "attr-dict ($arguments^ `:` type($arguments))?"
@@ -1176,6 +1178,8 @@ class OutputOp(IRDLOperation):
     name = "graph.output"
 
     outputs = var_operand_def()
+    device = opt_prop_def(DeviceAttr)
+    irdl_options = (ParsePropInAttrDict(),)
 
     traits = traits_def(HasParent(DataflowOp), IsTerminator(), ReturnLike())
     assembly_format = "attr-dict ($outputs^ `:` type($outputs))?"

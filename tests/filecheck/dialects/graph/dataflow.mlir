@@ -37,16 +37,16 @@ graph.func @single_result(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT:  %a, %b = graph.dataflow -> (tensor<2x3xf32>, tensor<3x2xf32>) attributes {device = #lamina.device<"cpu", 0>} {
 // CHECK-NEXT:  %n = graph.neg %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
 // CHECK-NEXT:  %t = graph.transpose %n {perm = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
-// CHECK-NEXT:  graph.output %n, %t : tensor<2x3xf32>, tensor<3x2xf32>
+// CHECK-NEXT:  graph.output {device = #lamina.device<"cpu", 0>} %n, %t : tensor<2x3xf32>, tensor<3x2xf32>
 // CHECK-NEXT:  }
-// CHECK-NEXT:  graph.return %a, %b : tensor<2x3xf32>, tensor<3x2xf32>
+// CHECK-NEXT:  graph.return {device = #lamina.device<"cpu", 0>} %a, %b : tensor<2x3xf32>, tensor<3x2xf32>
 graph.func @multiple_results(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<3x2xf32>) {
   %a, %b = graph.dataflow -> (tensor<2x3xf32>, tensor<3x2xf32>) attributes {device = #lamina.device<"cpu", 0>} {
     %n = graph.neg %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
     %t = graph.transpose %n {perm = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
-    graph.output %n, %t : tensor<2x3xf32>, tensor<3x2xf32>
+    graph.output {device = #lamina.device<"cpu", 0>} %n, %t : tensor<2x3xf32>, tensor<3x2xf32>
   }
-  graph.return %a, %b : tensor<2x3xf32>, tensor<3x2xf32>
+  graph.return {device = #lamina.device<"cpu", 0>} %a, %b : tensor<2x3xf32>, tensor<3x2xf32>
 }
 
 // CHECK-LABEL: graph.func @no_results(%x: tensor<4xf32>) {
