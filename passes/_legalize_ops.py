@@ -17,9 +17,14 @@ Index conventions (DESIGN §3.2 semantics):
   condition: branch-free, vectorizable, and every `te.read` is safe to
   execute unconditionally. Guards are emitted only on the sides that can
   actually go out of bounds (no padding, no guard).
-* Reductions use `reduce_extents` + `combiner`; `max` reductions carry
-  `init = -inf` (the smallest integer for integer tensors); `sum` ones rely
-  on the default init 0.
+* Reductions use `reduce_extents` + `combiner` and start from te's default
+  `init`, the combiner's identity (0 for sum, −∞ or the smallest integer
+  for max). A reduction over an empty domain is the identity everywhere.
+* Scalar semantics (`_te_emit.ScalarEmitter`): NumPy's, except that integer
+  division truncates toward zero (C, TVM `truncdiv`) and never traps
+  (`x / 0` is 0, `MIN / -1` wraps); i1 `+`/`*`/max/min are or/and/or/and;
+  `cast` is NumPy `astype` (float → int truncates toward zero, → i1 is
+  `!= 0`, i1 → number is 0/1); sigmoid and softmax are overflow-free.
 """
 
 from __future__ import annotations

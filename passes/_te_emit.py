@@ -168,9 +168,10 @@ class ScalarEmitter:
     # -- element arithmetic (float or integer by operand type) ---------------
 
     def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        """`a + b`; on i1 NumPy's logical or."""
         if is_float(a.type):
             return self.emit(arith.AddfOp(a, b))
-        return self.emit(arith.XOrIOp(a, b) if is_bool(a.type) else arith.AddiOp(a, b))
+        return self.emit(arith.OrIOp(a, b) if is_bool(a.type) else arith.AddiOp(a, b))
 
     def sub(self, a: SSAValue, b: SSAValue) -> SSAValue:
         if is_float(a.type):
@@ -183,10 +184,23 @@ class ScalarEmitter:
         return self.emit(arith.AndIOp(a, b) if is_bool(a.type) else arith.MuliOp(a, b))
 
     def div(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        """Float division, or integer division truncating toward zero (C, TVM `truncdiv`)."""
+        """Float division, or integer division truncating toward zero (C, TVM `truncdiv`).
+
+        Integer division never traps: `x / 0` is 0 (NumPy's result) and
+        `MIN / -1` wraps to MIN, both chosen by selects around a division by a
+        divisor that is never 0 or -1.
+        """
         if is_float(a.type):
             return self.emit(arith.DivfOp(a, b))
-        return self.emit(arith.DivSIOp(a, b))
+        if is_bool(a.type):
+            return a
+        t = a.type
+        by_zero = self.emit(arith.CmpiOp(b, self.const(0, t), "eq"))
+        by_minus_one = self.emit(arith.CmpiOp(b, self.const(-1, t), "eq"))
+        unsafe = self.emit(arith.OrIOp(by_zero, by_minus_one))
+        quotient = self.emit(arith.DivSIOp(a, self.select(unsafe, self.const(1, t), b)))
+        quotient = self.select(by_minus_one, self.neg(a), quotient)
+        return self.select(by_zero, self.const(0, t), quotient)
 
     def max(self, a: SSAValue, b: SSAValue) -> SSAValue:
         """NaN-propagating maximum (numpy `maximum`)."""

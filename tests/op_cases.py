@@ -209,6 +209,33 @@ BROADCAST_SHAPES = [((2, 3), (3,)), ((4, 1, 3), (2, 1)), ((), (2, 2)), ((1,), (5
                     ((3, 1), (1, 4)), ((7,), (7,)), ((2, 1, 1), ())]  # fmt: skip
 
 
+def _trunc_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer division toward zero; `x / 0` is 0 and `MIN / -1` wraps (no trap)."""
+    a64, b64 = np.broadcast_arrays(a.astype(np.int64), b.astype(np.int64))
+    safe = np.where(b64 == 0, 1, b64)
+    q = np.where(b64 == 0, 0, np.abs(a64) // np.abs(safe) * np.sign(a64) * np.sign(safe))
+    return q.astype(a.dtype)
+
+
+def _bool_cases() -> list[OpCase]:
+    """NumPy's bool arithmetic: + is or, * is and; max/min are or/and."""
+    a = np.array([True, True, False, False])
+    b = np.array([True, False, True, False])
+    table = {graph.AddOp: np.add, graph.MulOp: np.multiply, graph.MaximumOp: np.maximum,
+             graph.MinimumOp: np.minimum}  # fmt: skip
+    return [
+        OpCase(
+            f"{cls.name}-i1",
+            (tensor((4,), i1), tensor((4,), i1)),
+            lambda args, c=cls: c(*args),
+            ref,
+            inputs=lambda _rng: [a, b],
+            exact=True,
+        )
+        for cls, ref in table.items()
+    ]
+
+
 def _binary_cases() -> list[OpCase]:
     cases = []
     for (cls, ref), shapes, e in itertools.product(BINARY.items(), BROADCAST_SHAPES, FLOATS):
@@ -221,13 +248,16 @@ def _binary_cases() -> list[OpCase]:
                 **_tol(e),
             )
         )
-    ints = [np.array([[7, -7, 5], [-9, 8, 0]], dtype=np.int32), np.array([2, 2, -3], np.int32)]
-    int_refs = {**BINARY, graph.DivOp: lambda a, b: np.trunc(a / b).astype(a.dtype)}
+    ints = [
+        np.array([[7, -7, 5, -(2**31)], [-9, 8, 0, 6]], dtype=np.int32),
+        np.array([2, 0, -3, -1], np.int32),
+    ]
+    int_refs = {**BINARY, graph.DivOp: _trunc_divide}
     for cls, ref in int_refs.items():
         cases.append(
             OpCase(
                 f"{cls.name}-i32",
-                (tensor((2, 3), i32), tensor((3,), i32)),
+                (tensor((2, 4), i32), tensor((4,), i32)),
                 lambda a, c=cls: c(*a),
                 ref,
                 inputs=lambda _rng: ints,
@@ -525,6 +555,7 @@ def _zero_size_cases() -> list[OpCase]:
 
 CASES: list[OpCase] = [
     *_binary_cases(),
+    *_bool_cases(),
     *_unary_cases(),
     *_window_cases(),
     *_normalization_cases(),
