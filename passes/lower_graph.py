@@ -23,10 +23,10 @@ returned by the function is written straight into the caller's output
 buffer (its first return position); any other value produced by a call or
 copy gets a `loop.alloc` (on the op's `device`), freed right after its last
 use. If `plan-memory` ran before, values it assigned to one storage slot
-share one allocation (see `plan_memory.STORAGE_ATTR`). Constants become
-internal constant `llvm.mlir.global`s (see `ConstantPool`). An output that cannot be
-computed in place (a returned parameter or constant, a value returned
-twice) is filled with `loop.copy`.
+share one allocation (`STORAGE_ATTR`). Constants become internal constant
+`llvm.mlir.global`s (see `ConstantPool`). An output that cannot be computed
+in place (a returned parameter or constant, a value returned twice) is
+filled with `loop.copy`.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ linear scan over a function's straight-line top-level block:
            same key (the most recently released one) or a fresh one.
 
 The key is (memref type = shape + element type, device, layout constraint,
-memory scope): only identical buffers are shared, never across devices.
+memory scope): only identical buffers are shared, never across devices (a
+buffer without `device` is on the module's `lamina.default_device`).
 Because a buffer is released only *after* its last use, an op never writes
 a result over one of its own inputs, and two buffers that share storage are
 never live at the same time. A use inside a nested region counts as a use
@@ -41,7 +42,7 @@ from xdsl.rewriter import Rewriter
 
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, loop
-from lamina.dialects.lamina import Phase
+from lamina.dialects.lamina import CPU0, DeviceAttr, Phase, get_default_device
 from lamina.passes.lower_graph import STORAGE_ATTR, result_buffer_spec
 
 T = TypeVar("T")
@@ -95,8 +96,11 @@ def _aliases(block: Block) -> dict[SSAValue, list[SSAValue]]:
     return groups
 
 
-def plan_graph_function(func: graph.FuncOp) -> int:
-    """Write `lamina.storage` slots on the intermediates of `func`; return the slot count."""
+def plan_graph_function(func: graph.FuncOp, default_device: DeviceAttr = CPU0) -> int:
+    """Write `lamina.storage` slots on the intermediates of `func`; return the slot count.
+
+    A buffer without `device` lives on `default_device` (the module's).
+    """
     if func.is_declaration:
         return 0
     block = func.body.block
@@ -119,7 +123,7 @@ def plan_graph_function(func: graph.FuncOp) -> int:
             if spec is None or any(v in returned for v in groups.get(result, [result])):
                 slots.append(-1)
                 continue
-            key = (spec.type, spec.device, spec.constraint)
+            key = (spec.type, spec.device or default_device, spec.constraint)
             slot = pool.take(key)
             if slot is None:
                 slot, n_slots = n_slots, n_slots + 1
@@ -137,12 +141,16 @@ def plan_graph_function(func: graph.FuncOp) -> int:
 # ---------------------------------------------------------------------------
 
 
-def _alloc_key(alloc: loop.AllocOp) -> Hashable:
-    return (alloc.result.type, alloc.device, alloc.constraint, alloc.scope.data)
+def _alloc_key(alloc: loop.AllocOp, default_device: DeviceAttr) -> Hashable:
+    device = alloc.device or default_device
+    return (alloc.result.type, device, alloc.constraint, alloc.scope.data)
 
 
-def plan_loop_function(func: loop.FuncOp) -> int:
-    """Reuse freed top-level allocations of `func` in later allocations; return how many."""
+def plan_loop_function(func: loop.FuncOp, default_device: DeviceAttr = CPU0) -> int:
+    """Reuse freed top-level allocations of `func` in later allocations; return how many.
+
+    An alloc without `device` is on `default_device` (the module's).
+    """
     if func.is_declaration:
         return 0
     block = func.body.block
@@ -152,9 +160,9 @@ def plan_loop_function(func: loop.FuncOp) -> int:
         if isinstance(op, loop.FreeOp):
             owner = op.buffer.owner
             if isinstance(owner, loop.AllocOp) and owner.parent_block() is block:
-                pool.release(_alloc_key(owner), (op.buffer, op))
+                pool.release(_alloc_key(owner, default_device), (op.buffer, op))
         elif isinstance(op, loop.AllocOp):
-            found = pool.take(_alloc_key(op))
+            found = pool.take(_alloc_key(op, default_device))
             if found is None:
                 continue
             buffer, free = found
@@ -196,11 +204,12 @@ class PlanMemoryPass(LaminaPass):
     requires: ClassVar[tuple[str, ...]] = ("lower-te",)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        device = get_default_device(op)
         for func in op.ops:
             if isinstance(func, graph.FuncOp):
-                plan_graph_function(func)
+                plan_graph_function(func, device)
             elif isinstance(func, loop.FuncOp):
-                plan_loop_function(func)
+                plan_loop_function(func, device)
 
 
 __all__ = ["PlanMemoryPass", "plan_graph_function", "plan_loop_function"]

@@ -76,6 +76,19 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     loop.return
   }
 
+  // A buffer without `device` is on the module's default device (cpu 0).
+  // CHECK-LABEL: graph.func @default_device(
+  // CHECK-NEXT:    graph.call_loop @k(%x) {lamina.storage = array<i64: 0>, device = #lamina.device<"cpu", 0>}
+  // CHECK-NEXT:    graph.call_loop @k(%a) {lamina.storage = array<i64: 1>}
+  // CHECK-NEXT:    graph.call_loop @k(%b) {lamina.storage = array<i64: 0>}
+  graph.func @default_device(%x: tensor<4xf32>) -> tensor<4xf32> attributes {force_pure} {
+    %a = graph.call_loop @k(%x) {device = #lamina.device<"cpu", 0>} : (tensor<4xf32>) -> tensor<4xf32>
+    %b = graph.call_loop @k(%a) : (tensor<4xf32>) -> tensor<4xf32>
+    %c = graph.call_loop @k(%b) : (tensor<4xf32>) -> tensor<4xf32>
+    %r = graph.call_loop @k(%c) : (tensor<4xf32>) -> tensor<4xf32>
+    graph.return %r : tensor<4xf32>
+  }
+
   // Loop level: kernel temporaries of one scope reuse each other; a local and
   // a global buffer never share.
   // CHECK-LABEL: loop.func @temps(
