@@ -1051,7 +1051,12 @@ class ClosureOp(_DeviceOp):
 class InvokeOp(_DeviceOp):
     """Call a function value (`!graph.fn<...>`); `pure` marks the call effect-free.
 
-    Example: `%r = graph.invoke %f(%x) : (!graph.fn<(tensor<4xf32>) -> tensor<4xf32>>, tensor<4xf32>) -> tensor<4xf32>`
+    The pretty form gives the call's signature, from which the function
+    value's type follows; the long form spells the function type as the
+    first input (and is what is printed when the types disagree)::
+
+        %r = graph.invoke %f(%x) : (tensor<4xf32>) -> tensor<4xf32>
+        %r = graph.invoke %f(%x) : (!graph.fn<(tensor<4xf32>) -> tensor<4xf32>>, tensor<4xf32>) -> tensor<4xf32>
     """
 
     name = "graph.invoke"
@@ -1062,7 +1067,6 @@ class InvokeOp(_DeviceOp):
     pure = opt_prop_def(UnitAttr)
 
     traits = traits_def(_PureFlagEffects())
-    assembly_format = "$fn `(` $arguments `)` attr-dict `:` functional-type(operands, results)"
 
     def __init__(
         self,
@@ -1084,6 +1088,50 @@ class InvokeOp(_DeviceOp):
         assert isinstance(fn_type, FnType)
         _check_signature("the invocation", self.arguments.types, fn_type.inputs.data, "operand")
         _check_signature("the invocation", self.res.types, fn_type.outputs.data, "result")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> InvokeOp:
+        fn = parser.parse_unresolved_operand()
+        args = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, parser.parse_unresolved_operand
+        )
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        signature = parser.parse_function_type()
+        inputs, outputs = signature.inputs.data, signature.outputs.data
+        if len(inputs) == len(args) + 1 and isinstance(inputs[0], FnType):
+            fn_type, arg_types = inputs[0], inputs[1:]
+        elif len(inputs) == len(args):
+            fn_type, arg_types = FnType(inputs, outputs), inputs
+        else:
+            parser.raise_error(
+                f"expected {len(args)} argument types (or the function type and "
+                f"{len(args)} argument types), got {len(inputs)}",
+                pos,
+            )
+        op = InvokeOp.create(
+            operands=[
+                parser.resolve_operand(fn, fn_type),
+                *(parser.resolve_operand(a, t) for a, t in zip(args, arg_types, strict=True)),
+            ],
+            result_types=outputs,
+        )
+        _split_props(op, attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.fn)
+        printer.print_string("(")
+        printer.print_list(self.arguments, printer.print_operand)
+        printer.print_string(")")
+        printer.print_op_attributes(self.attributes | self.properties)
+        inputs = list(self.arguments.types)
+        if self.fn.type != FnType(inputs, self.res.types):
+            inputs.insert(0, self.fn.type)
+        printer.print_string(" : ")
+        printer.print_attribute(FunctionType.from_lists(inputs, self.res.types))
 
 
 # ---------------------------------------------------------------------------

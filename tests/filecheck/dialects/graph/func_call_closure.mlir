@@ -2,7 +2,8 @@
 // RUN: lamina-opt %s --print-op-generic | lamina-opt | filecheck %s
 
 // graph.func (with arg/res attrs, impure, force_pure, declarations),
-// graph.return, graph.call, graph.lambda, graph.closure, graph.invoke.
+// graph.return, graph.call, graph.lambda, graph.closure, graph.invoke (long
+// and short form; the short form is printed).
 
 // CHECK-LABEL: graph.func @add(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT:  %s = graph.add %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
@@ -59,11 +60,12 @@ graph.func @calls(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT:  graph.return
 // CHECK-NEXT:  }
 // CHECK-NEXT:  %c = graph.closure @add(%w) : (tensor<4xf32>) -> !graph.fn<(tensor<4xf32>) -> tensor<4xf32>>
-// CHECK-NEXT:  %r = graph.invoke %f(%x) : (!graph.fn<(tensor<4xf32>) -> tensor<4xf32>>, tensor<4xf32>) -> tensor<4xf32>
-// CHECK-NEXT:  %s, %s_1 = graph.invoke %g(%r, %x) {pure} : (!graph.fn<(tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
-// CHECK-NEXT:  graph.invoke %h() : (!graph.fn<() -> ()>) -> ()
-// CHECK-NEXT:  %t = graph.invoke %c(%s) : (!graph.fn<(tensor<4xf32>) -> tensor<4xf32>>, tensor<4xf32>) -> tensor<4xf32>
-// CHECK-NEXT:  graph.return %t : tensor<4xf32>
+// CHECK-NEXT:  %r = graph.invoke %f(%x) : (tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT:  %s, %s_1 = graph.invoke %g(%r, %x) {pure} : (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+// CHECK-NEXT:  graph.invoke %h() : () -> ()
+// CHECK-NEXT:  %t = graph.invoke %c(%s) : (tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT:  %u = graph.invoke %c(%t) {pure} : (tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT:  graph.return %u : tensor<4xf32>
 graph.func @function_values(%x: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32> {
   %f = graph.lambda (%y: tensor<4xf32>) -> tensor<4xf32> {
     %z = graph.mul %y, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
@@ -80,11 +82,13 @@ graph.func @function_values(%x: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf3
   %s:2 = graph.invoke %g(%r, %x) {pure} : (!graph.fn<(tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   graph.invoke %h() : (!graph.fn<() -> ()>) -> ()
   %t = graph.invoke %c(%s#0) : (!graph.fn<(tensor<4xf32>) -> tensor<4xf32>>, tensor<4xf32>) -> tensor<4xf32>
-  graph.return %t : tensor<4xf32>
+  // The short form: the function value's type follows from the signature.
+  %u = graph.invoke %c(%t) {pure} : (tensor<4xf32>) -> tensor<4xf32>
+  graph.return %u : tensor<4xf32>
 }
 
 // CHECK-LABEL: graph.func @higher_order(%f: !graph.fn<(tensor<4xf32>) -> tensor<4xf32>>, %x: tensor<4xf32>) -> !graph.fn<(tensor<4xf32>) -> tensor<4xf32>> {
-// CHECK-NEXT:  %y = graph.invoke %f(%x) : (!graph.fn<(tensor<4xf32>) -> tensor<4xf32>>, tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT:  %y = graph.invoke %f(%x) : (tensor<4xf32>) -> tensor<4xf32>
 // CHECK-NEXT:  graph.return %f : !graph.fn<(tensor<4xf32>) -> tensor<4xf32>>
 graph.func @higher_order(%f: !graph.fn<(tensor<4xf32>) -> tensor<4xf32>>, %x: tensor<4xf32>) -> !graph.fn<(tensor<4xf32>) -> tensor<4xf32>> {
   %y = graph.invoke %f(%x) : (!graph.fn<(tensor<4xf32>) -> tensor<4xf32>>, tensor<4xf32>) -> tensor<4xf32>

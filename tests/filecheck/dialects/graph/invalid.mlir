@@ -366,3 +366,12 @@ graph.func @f(%a: tensor<4xf32>) {
   graph.return
 }
 // CHECK: device #lamina.device<"gpu", 0> of the copy's result does not match its dst #lamina.device<"cpu", 0>
+
+// -----
+
+graph.func @f(%fn: !graph.fn<(tensor<4xf32>) -> tensor<4xf32>>, %x: tensor<4xf32>) {
+  // expected-error @+1 {{expected 1 argument types (or the function type and 1 argument types), got 3}}
+  %r = graph.invoke %fn(%x) : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  graph.return
+}
+// CHECK: expected 1 argument types (or the function type and 1 argument types), got 3
