@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     ModuleOp,
     TensorType,
+    f16,
     f32,
     f64,
     i1,
@@ -535,6 +536,27 @@ def _movement_cases() -> list[OpCase]:
     return cases
 
 
+def _f16_cases() -> list[OpCase]:
+    """Half precision, where the target supports it (tolerances of f16's 11-bit mantissa)."""
+    h = {"rtol": 2e-3, "atol": 2e-3}
+    return [
+        OpCase("graph.add-(2, 3)-(3,)-f16", (tensor((2, 3), f16), tensor((3,), f16)),
+               lambda a: graph.AddOp(*a), np.add, **h),
+        OpCase("graph.exp-(5,)-f16", (tensor((5,), f16),), lambda a: graph.ExpOp(a[0]),
+               np.exp, **h),
+        OpCase("graph.softmax-(2, 4)-f16", (tensor((2, 4), f16),),
+               lambda a: graph.SoftmaxOp(a[0]), lambda x: np_softmax(x, -1), **h),
+        OpCase("graph.matmul-(2, 3)-(3, 2)-f16", (tensor((2, 3), f16), tensor((3, 2), f16)),
+               lambda a: graph.MatmulOp(*a), np.matmul, rtol=1e-2, atol=1e-2),
+        OpCase("graph.cast-f16-f32", (tensor((5,), f16),),
+               lambda a: graph.CastOp(a[0], tensor((5,), f32)), lambda x: x.astype(np.float32),
+               exact=True),
+        OpCase("graph.cast-f32-f16", (tensor((5,), f32),),
+               lambda a: graph.CastOp(a[0], tensor((5,), f16)), lambda x: x.astype(np.float16),
+               exact=True),
+    ]  # fmt: skip
+
+
 def _zero_size_cases() -> list[OpCase]:
     """Tensors with a 0 extent: empty results, and reductions over an empty domain."""
     table = [
@@ -561,6 +583,7 @@ CASES: list[OpCase] = [
     *_normalization_cases(),
     *_movement_cases(),
     *_zero_size_cases(),
+    *_f16_cases(),
 ]
 """Every graph compute op over several shapes and element types."""
 

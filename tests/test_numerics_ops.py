@@ -1,15 +1,16 @@
 """Numerics of every graph compute op, compiled to native code, against NumPy.
 
 The cases (tests/op_cases.py) cover every op over several shapes — broadcast
-edge cases, size-1, 0-d and zero-size tensors, odd sizes — and f32/f64 (plus
-integer and bool cases for the ops that take them), with 1e-5 (f32) / 1e-10
-(f64) tolerances.
+edge cases, size-1, 0-d and zero-size tensors, odd sizes — and f32/f64, some
+f16 (plus integer and bool cases for the ops that take them), with 1e-5 (f32)
+/ 1e-10 (f64) tolerances.
 
-To keep compile time down, the cases of one op kind and one float width are
+To keep compile time down, the cases of one op kind and one element type are
 compiled together, one `graph.func @caseN` each, by `lamina.compile`. The
 pipeline is the default one when all its passes exist; until then it is the
 chain of transitions that lowering cannot do without (`lift-lambdas`,
-`legalize`, `lower-te`, `lower-graph`, `lower-to-llvm`), registered only while compiling.
+`legalize`, `lower-te`, `lower-graph`, `lower-to-llvm`), registered only
+while compiling.
 """
 
 from __future__ import annotations
@@ -55,11 +56,12 @@ def compile_module(module: ModuleOp) -> lamina.Executable:
         del PIPELINES["numerics-essential"]
 
 
-def _group(case: OpCase) -> tuple[str, bool]:
-    return case.op_name, case.id.endswith("f64")
+def _group(case: OpCase) -> tuple[str, str]:
+    """(op kind, first operand's element type): one compiled module per group."""
+    return case.op_name, str(case.arg_types[0].get_element_type())
 
 
-GROUPS: dict[tuple[str, bool], list[OpCase]] = defaultdict(list)
+GROUPS: dict[tuple[str, str], list[OpCase]] = defaultdict(list)
 for _case in CASES:
     GROUPS[_group(_case)].append(_case)
 
@@ -69,7 +71,7 @@ def _entry(case: OpCase) -> str:
 
 
 @cache
-def _executable(group: tuple[str, bool]) -> lamina.Executable:
+def _executable(group: tuple[str, str]) -> lamina.Executable:
     module = module_of([case.func(_entry(case)) for case in GROUPS[group]])
     return compile_module(module)
 
