@@ -691,12 +691,14 @@ class DimInverse:
             terms.append((sp[self.inner], 1))
             inner_max = min(inner_extent, self.tile) - 1
         value = em.affine(terms, -self.offset)
+        index = value
         if self.offset > 0:
             conds.append(em.cmpi("sge", value, 0))
-        too_big = (physical[self.outer] - 1) * self.tile + inner_max - self.offset >= extent
-        if too_big:
+            index = em.select(conds[-1], index, em.index(0))
+        if (physical[self.outer] - 1) * self.tile + inner_max - self.offset >= extent:
             conds.append(em.cmpi("slt", value, extent))
-        return em.clamp(value, extent - 1, lower=self.offset > 0, upper=too_big), conds
+            index = em.select(conds[-1], index, em.index(extent - 1))
+        return index, conds
 
 
 def _constant_op(attr: Attribute) -> Operation:

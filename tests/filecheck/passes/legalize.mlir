@@ -71,6 +71,15 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
     graph.return %y : tensor<3x4xf32>
   }
 
+  // CHECK-LABEL: graph.func @layout(
+  // CHECK-NEXT:    graph.call_te @te_layout_transform_3x8xf32(%x)
+  // CHECK-NEXT:    graph.call_te @te_layout_transform_3x8xf32_1(%x)
+  graph.func @layout(%x: tensor<20xf32>) -> (tensor<3x8xf32>, tensor<3x8xf32>) {
+    %p = graph.layout_transform %x {constraint = #lamina.constraint<affine_map<(d0) -> (d0 floordiv 8, d0 mod 8)>, 0.0 : f32>} : (tensor<20xf32>) -> tensor<3x8xf32>
+    %u = graph.layout_transform %x {constraint = #lamina.constraint<affine_map<(d0) -> (d0 floordiv 8, d0 mod 8)>, #lamina.undef>} : (tensor<20xf32>) -> tensor<3x8xf32>
+    graph.return %p, %u : tensor<3x8xf32>, tensor<3x8xf32>
+  }
+
   // graph.constant is not a compute op: it stays.
   // CHECK-LABEL: graph.func @constant(
   // CHECK-NEXT:    %[[C:.*]] = graph.constant dense<1.000000e+00> : tensor<3xf32>
@@ -144,5 +153,23 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 // CHECK:           %[[Q:.*]] = arith.divui %[[LIN]], %{{.*}} : index
 // CHECK:           %[[M:.*]] = arith.remui %[[LIN]], %{{.*}} : index
 // CHECK:           te.read %in0[%[[Q]], %[[M]]] : tensor<2x6xf32>
+
+// Layout transform: the physical index (i0, i1) is the image of logical
+// 8*i0 + i1 when that is < 20; the read index is clamped, padding is PAD...
+// CHECK-LABEL: te.func @te_layout_transform_3x8xf32(%in0: tensor<20xf32>) -> tensor<3x8xf32>
+// CHECK-NEXT:    te.compute [3, 8] (%[[I:.*]], %[[J:.*]]) {
+// CHECK:           %[[L:.*]] = arith.addi %{{.*}}, %[[J]] : index
+// CHECK:           %[[OK:.*]] = arith.cmpi slt, %[[L]], %{{.*}} : index
+// CHECK:           %[[LC:.*]] = arith.select %[[OK]], %[[L]], %{{.*}} : index
+// CHECK:           %[[V:.*]] = te.read %in0[%[[LC]]] : tensor<20xf32>
+// CHECK:           %[[PAD:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK:           %[[R:.*]] = arith.select %[[OK]], %[[V]], %[[PAD]] : f32
+// CHECK:           te.yield %[[R]] : f32
+
+// ... or te.undef for #lamina.undef.
+// CHECK-LABEL: te.func @te_layout_transform_3x8xf32_1(
+// CHECK:           %[[U:.*]] = te.undef : f32
+// CHECK:           %[[R:.*]] = arith.select %{{.*}}, %{{.*}}, %[[U]] : f32
+// CHECK:           te.yield %[[R]] : f32
 
 // CHECK-LABEL: te.func @te_add_3xf32(
