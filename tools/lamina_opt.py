@@ -18,6 +18,7 @@ A Python traceback (exit status 2, `internal error:`) is a bug.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -438,7 +439,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = exit_.code if isinstance(exit_.code, int) else 0
     except KeyboardInterrupt:
         status = 130
-    except BrokenPipeError:
+    except BrokenPipeError:  # e.g. `lamina-opt big.mlir | head`: not an error of ours
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
         status = 1
     except Exception:
         import traceback
