@@ -713,6 +713,27 @@ class FuncOp(IRDLOperation):
     def args(self) -> tuple[SSAValue, ...]:
         return self.body.block.args
 
+    @property
+    def is_pure(self) -> bool:
+        """Pure unless `impure`; `force_pure` declares purity whatever the body calls."""
+        return self.impure is None or self.force_pure is not None
+
+    def get_return_op(self) -> ReturnOp | None:
+        """The body's `graph.return`, if the function has a body ending in one."""
+        if self.is_declaration:
+            return None
+        last = self.body.blocks.last.last_op  # type: ignore[union-attr]
+        return last if isinstance(last, ReturnOp) else None
+
+    def update_function_type(self) -> None:
+        """Recompute `function_type` from the entry block arguments and the
+        `graph.return` operands (after a pass retyped them)."""
+        ret = self.get_return_op()
+        outputs = ret.arguments.types if ret is not None else self.function_type.outputs.data
+        self.properties["function_type"] = FunctionType.from_lists(
+            self.body.block.arg_types, outputs
+        )
+
     def verify_(self) -> None:
         inputs, outputs = self.signature
         if self.impure is not None and self.force_pure is not None:

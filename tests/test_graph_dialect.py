@@ -432,8 +432,20 @@ def _func_returning(name, arg_types, build_body, **kwargs):
     ops = build_body(func.args)
     results = ops[-1].results if ops else ()
     func.body.block.add_ops([*ops, graph.ReturnOp(*results)])
-    func.properties["function_type"] = FunctionType.from_lists(arg_types, [r.type for r in results])
+    func.update_function_type()
     return func
+
+
+def test_func_helpers():
+    func = _func_returning("f", [tensor(2, 3), tensor(3)], lambda a: [graph.AddOp(a[0], a[1])])
+    assert func.function_type == FunctionType.from_lists([tensor(2, 3), tensor(3)], [tensor(2, 3)])
+    assert isinstance(func.get_return_op(), graph.ReturnOp)
+    assert func.is_pure
+    assert not graph.FuncOp("g", ([], []), impure=True).is_pure
+    assert graph.FuncOp("h", ([], []), force_pure=True).is_pure
+    declaration = graph.FuncOp("ext", ([tensor(4)], [tensor(4)]), Region())
+    assert declaration.is_declaration and declaration.get_return_op() is None
+    func.verify()
 
 
 def test_fn_type_prints_exactly():

@@ -94,3 +94,9 @@ graph.func @higher_order(%f: !graph.fn<(tensor<4xf32>) -> tensor<4xf32>>, %x: te
   %y = graph.invoke %f(%x) : (!graph.fn<(tensor<4xf32>) -> tensor<4xf32>>, tensor<4xf32>) -> tensor<4xf32>
   graph.return %f : !graph.fn<(tensor<4xf32>) -> tensor<4xf32>>
 }
+
+// CHECK-LABEL: graph.func @nested_fn_types(%f: !graph.fn<(!graph.fn<(tensor<2xf32>) -> tensor<2xf32>>) -> !graph.fn<() -> ()>>) -> !graph.fn<(!graph.fn<(tensor<2xf32>) -> tensor<2xf32>>) -> !graph.fn<() -> ()>> {
+// CHECK-NEXT:  graph.return %f : !graph.fn<(!graph.fn<(tensor<2xf32>) -> tensor<2xf32>>) -> !graph.fn<() -> ()>>
+graph.func @nested_fn_types(%f: !graph.fn<(!graph.fn<(tensor<2xf32>) -> tensor<2xf32>>) -> !graph.fn<() -> ()>>) -> !graph.fn<(!graph.fn<(tensor<2xf32>) -> tensor<2xf32>>) -> !graph.fn<() -> ()>> {
+  graph.return %f : !graph.fn<(!graph.fn<(tensor<2xf32>) -> tensor<2xf32>>) -> !graph.fn<() -> ()>>
+}
