@@ -225,6 +225,8 @@ class PassManager:
         self.dump_suffix = dump_suffix
         self.timings: list[PassTiming] = []
         self.total_seconds = 0.0
+        self.verify_seconds = 0.0
+        """Time spent verifying and phase-checking between passes."""
 
     @property
     def pipeline_spec(self) -> str:
@@ -239,11 +241,13 @@ class PassManager:
         return times
 
     def timing_report(self) -> str:
-        return format_timing_report(self.timings, self.total_seconds)
+        verifier = [PassTiming("(verifier)", self.verify_seconds)] if self.verify_seconds else []
+        return format_timing_report([*self.timings, *verifier], self.total_seconds)
 
     def run(self, ctx: Context, module: ModuleOp) -> None:
         """Apply every pass in order; a failure raises DiagnosticError (with a reproducer note)."""
         self.timings = []
+        self.verify_seconds = 0.0
         start = time.perf_counter()
         try:
             self._dump_phase(module)
@@ -300,10 +304,14 @@ class PassManager:
                 )
             set_phase(module, produces)
             type(pass_).check_legality(module)
-        if self.verify_each:
-            verify_module(module)
-        if produces is not None or self.verify_each:
-            run_phase_checker(module)
+        started = time.perf_counter()
+        try:
+            if self.verify_each:
+                verify_module(module)
+            if produces is not None or self.verify_each:
+                run_phase_checker(module)
+        finally:
+            self.verify_seconds += time.perf_counter() - started
         if produces is not None and produces != before:
             self._dump_phase(module)
 

@@ -19,6 +19,7 @@ graph.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
 // TIME:      ----Wall Time----  ----Name----
 // TIME-NEXT: ({{ *[0-9.]+}}%)  canonicalize
 // TIME-NEXT: ({{ *[0-9.]+}}%)  cse
+// TIME-NEXT: ({{ *[0-9.]+}}%)  (verifier)
 // TIME-NEXT: (100.0%)  Total
 
 // OPT: builtin.module attributes {lamina.phase = #lamina.phase<optimization>}
