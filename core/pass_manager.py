@@ -170,13 +170,9 @@ def check_pass_phase(pass_: ModulePass, module: ModuleOp) -> None:
 
 
 def run_phase_checker(module: ModuleOp) -> None:
-    """Run `lamina.passes.verify_phase.check_phase` if that module exists yet."""
-    try:
-        from lamina.passes.verify_phase import check_phase
-    except ModuleNotFoundError as err:
-        if err.name in ("lamina.passes.verify_phase",):
-            return
-        raise
+    """The well-formed checker for the module's phase (DESIGN §5); every violation reported."""
+    from lamina.passes.verify_phase import check_phase
+
     diagnostics = check_phase(module)
     if diagnostics:
         raise DiagnosticError(diagnostics)
