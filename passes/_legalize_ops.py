@@ -800,3 +800,28 @@ BUILDERS: dict[str, Builder] = {
     "graph.layout_transform": build_layout_transform,
 }
 """Graph compute op name → te builder."""
+
+
+def build_kernel(
+    name: str,
+    ops: Sequence[Operation],
+    inputs: Sequence[SSAValue],
+    outputs: Sequence[SSAValue],
+) -> te.FuncOp:
+    """One `te.func @name(inputs) -> outputs` computing the graph compute `ops`
+    (in order; each op's operands are `inputs` or results of earlier `ops`).
+
+    `legalize` calls it with a single op; a fusion pass can pass a whole
+    group, which becomes one DAG of `te.compute`.
+    """
+    kb = KernelBuilder([v.type for v in inputs])
+    values: dict[SSAValue, SSAValue] = dict(zip(inputs, kb.args, strict=True))
+    for op in ops:
+        missing = [v for v in op.operands if v not in values]
+        if missing:
+            raise op_error(
+                op, f"operand {missing[0]} is neither a kernel input nor computed before"
+            )
+        results = BUILDERS[op.name](op, kb, [values[v] for v in op.operands])
+        values.update(zip(op.results, results, strict=True))
+    return kb.finish(name, [values[v] for v in outputs])

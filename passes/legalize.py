@@ -26,7 +26,7 @@ from lamina.core.diagnostics import Diagnostic, DiagnosticError, op_error
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, te
 from lamina.dialects.lamina import Phase, set_phase
-from lamina.passes._legalize_ops import BUILDERS, KernelBuilder
+from lamina.passes._legalize_ops import BUILDERS, build_kernel
 from lamina.passes.verify_phase import in_codegen
 
 COMPUTE_OP_NAMES: tuple[str, ...] = tuple(cls.name for cls in graph.COMPUTE_OPS)
@@ -73,9 +73,7 @@ class KernelTable:
         if key in self.by_key:
             return self.by_key[key]
         name = self._fresh(f"te_{op.name.removeprefix('graph.')}_{type_suffix(op.results[0].type)}")
-        kb = KernelBuilder(op.operand_types)
-        results = BUILDERS[op.name](op, kb, kb.args)
-        self.new_funcs.append(kb.finish(name, results))
+        self.new_funcs.append(build_kernel(name, [op], list(op.operands), list(op.results)))
         self.by_key[key] = name
         return name
 

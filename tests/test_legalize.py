@@ -56,6 +56,7 @@ from lamina.dialects.lamina import (
     get_phase,
     set_phase,
 )
+from lamina.passes._legalize_ops import build_kernel
 from lamina.passes.legalize import LegalizePass
 from lamina.passes.verify_phase import check_phase
 
@@ -425,26 +426,29 @@ def test_claimed_ops_are_left_to_their_target() -> None:
 
 
 def test_builders_compose_into_one_kernel() -> None:
-    """The fusion interface: builders chained on one KernelBuilder form one te.func DAG."""
-    from lamina.passes._legalize_ops import BUILDERS, KernelBuilder
-
+    """The fusion interface: `build_kernel` over several ops gives one te.func DAG."""
     types = [tensor((2, 3)), tensor((3, 4)), tensor((4,))]
     block = Block(arg_types=types)
     mm = graph.MatmulOp(block.args[0], block.args[1])
     add = graph.AddOp(mm.results[0], block.args[2])
     relu = graph.ReluOp(add.results[0])
     block.add_ops([mm, add, relu])
-    kb = KernelBuilder(types)
-    (y,) = BUILDERS[mm.name](mm, kb, kb.args[:2])
-    (z,) = BUILDERS[add.name](add, kb, [y, kb.args[2]])
-    (r,) = BUILDERS[relu.name](relu, kb, [z])
-    func = kb.finish("fused", [r])
+    func = build_kernel("fused", [mm, add, relu], list(block.args), [relu.results[0]])
     func.verify()
     assert sum(isinstance(op, te.ComputeOp) for op in func.body.block.ops) == 3
     rng = np.random.default_rng(5)
     a, b, c = (random_input(t, rng) for t in types)
     (got,) = evaluate_te_func(func, a, b, c)
     np.testing.assert_allclose(got, np.maximum(a @ b + c, 0), rtol=1e-5, atol=1e-6)
+
+
+def test_build_kernel_rejects_an_operand_from_outside_the_group() -> None:
+    block = Block(arg_types=[tensor((2,)), tensor((2,))])
+    first = graph.ExpOp(block.args[0])
+    second = graph.AddOp(first.results[0], block.args[1])
+    block.add_ops([first, second])
+    with pytest.raises(DiagnosticError, match="neither a kernel input nor computed before"):
+        build_kernel("k", [second], [block.args[1]], [second.results[0]])
 
 
 # ---------------------------------------------------------------------------
