@@ -817,10 +817,10 @@ def build_kernel(
     kb = KernelBuilder([v.type for v in inputs])
     values: dict[SSAValue, SSAValue] = dict(zip(inputs, kb.args, strict=True))
     for op in ops:
-        missing = [v for v in op.operands if v not in values]
+        missing = [i for i, v in enumerate(op.operands) if v not in values]
         if missing:
             raise op_error(
-                op, f"operand {missing[0]} is neither a kernel input nor computed before"
+                op, f"operand #{missing[0]} is neither a kernel input nor computed before"
             )
         results = BUILDERS[op.name](op, kb, [values[v] for v in op.operands])
         values.update(zip(op.results, results, strict=True))
