@@ -186,9 +186,15 @@ def describe_constraint(constr: object) -> str:
         ) == "symbol_ref" and type(params[-1]).__name__.startswith("EmptyArray"):
             return "flat symbol_ref"
         case ParamAttrConstraint(base_attr=base, param_constrs=params):
-            if all(isinstance(p, AnyAttr) for p in params):
+            shown = list(params)
+            while shown and isinstance(shown[-1], AnyAttr):
+                shown.pop()
+            if not shown:
                 return _attr_name(base)
-            return f"{_attr_name(base)}<{', '.join(describe_constraint(p) for p in params)}>"
+            if _attr_name(base) == "integer" and len(shown) == 2:  # IntegerAttr<value, type>
+                return f"{describe_constraint(shown[1]).strip('`')} integer"
+            inner = ", ".join(describe_constraint(p).strip("`") for p in shown)
+            return f"{_attr_name(base)}<{inner}>"
         case MessageConstraint(constr=inner):
             return describe_constraint(inner)
         case RangeLengthConstraint(constraint=inner):
