@@ -28,6 +28,17 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
     graph.return %e : tensor<2x3xf32>
   }
 
+  // `pure` is dropped from graph.invoke too.
+  // CHECK-LABEL: graph.func @invoke(
+  // CHECK-SAME:    attributes {force_pure}
+  // CHECK-NEXT:    %[[F:.*]] = graph.closure @effects() : () -> !graph.fn<(tensor<2xf32>) -> tensor<2xf32>>
+  // CHECK-NEXT:    graph.invoke %[[F]](%a) : (tensor<2xf32>) -> tensor<2xf32>
+  graph.func @invoke(%a: tensor<2xf32>) -> tensor<2xf32> {
+    %f = graph.closure @effects() : () -> !graph.fn<(tensor<2xf32>) -> tensor<2xf32>>
+    %r = graph.invoke %f(%a) {pure} : (tensor<2xf32>) -> tensor<2xf32>
+    graph.return %r : tensor<2xf32>
+  }
+
   // An impure function stays impure (and does not become force_pure).
   // CHECK-LABEL: graph.func @effects(
   // CHECK-SAME:    attributes {impure}
