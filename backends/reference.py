@@ -301,7 +301,9 @@ def _constant(op: Operation) -> Array:
     values = op.value.get_values()
     shape = _result_shape(op)
     arr = np.asarray(values, dtype=_result_dtype(op))
-    return np.broadcast_to(arr, shape).copy() if arr.size == 1 else arr.reshape(shape)
+    if arr.size == math.prod(shape):
+        return arr.reshape(shape)
+    return np.broadcast_to(arr.reshape(()), shape).copy()  # a splat
 
 
 def evaluate(module: ModuleOp, name: str, *args: Array) -> tuple[Array, ...]:

@@ -70,7 +70,7 @@ class Diagnostic:
 
     def format(self) -> str:
         loc = self.resolved_location()
-        prefix = f"{loc}: " if loc else "<unknown>: "
+        prefix = f"{loc}: " if loc else ("<unknown>: " if self.op is not None else "")
         lines = [f"{prefix}{self.severity.value}: {self.message}", *self.context]
         if loc is None and self.op is not None:
             lines.append(f"note: see operation: {_op_summary(self.op)}")

@@ -19,11 +19,16 @@ from lamina.core.pass_manager import (
     pipeline_spec_string,
 )
 from lamina.core.pipeline import (
+    PIPELINES,
+    HookPoint,
     PipelineError,
+    Planned,
+    Stage,
     format_pipeline,
     pipeline_entries,
     pipeline_passes,
 )
+from lamina.core.registry import pass_names
 from lamina.dialects.lamina import Phase, get_phase, set_phase
 
 MATMUL = """\
@@ -200,47 +205,73 @@ def test_parse_pass_pipeline_options_and_errors():
         parse_pass_pipeline("test-noop{", factories)
 
 
+DESIGN_ORDER = [
+    "normalize",
+    "lift-lambdas",
+    "canonicalize",
+    "cse",
+    "fold-constants",
+    "plan-devices",
+    "plan-layouts",
+    "fuse-ops",
+    "legalize",
+    "lower-te",
+    "schedule",
+    "simplify",
+    "plan-memory",
+    "lower-graph",
+    "lower-to-llvm",
+]
+
+
+def _stage_names(stages):
+    names = []
+    for stage in stages:
+        names += [getattr(s, "name", s) for s in stage.steps if not isinstance(s, HookPoint)]
+        names += [stage.exit] if stage.exit else []
+    return names
+
+
 def test_default_pipeline_follows_the_design_order():
-    names = [e.name for e in pipeline_entries("default")]
-    assert names == [
-        "normalize",
-        "lift-lambdas",
-        "canonicalize",
-        "cse",
-        "fold-constants",
-        "plan-devices",
-        "plan-layouts",
-        "fuse-ops",
-        "legalize",
-        "lower-te",
-        "schedule",
-        "simplify",
-        "plan-memory",
-        "lower-graph",
-        "lower-to-llvm",
-    ]
+    assert _stage_names(PIPELINES["default"]) == DESIGN_ORDER
+    registered = set(pass_names())
+    expected = [n for n in DESIGN_ORDER if n in registered]
+    assert [e.name for e in pipeline_entries("default")] == expected
 
 
 def test_compile_to_stops_before_the_next_transition():
     names = [e.name for e in pipeline_entries("default", stop=Phase.OPTIMIZATION)]
-    assert names[-1] == "fuse-ops" and "legalize" not in names
+    assert "legalize" not in names and names[-1] in DESIGN_ORDER[2:8]
     names = [e.name for e in pipeline_entries("default", start=Phase.LOWERING)]
     assert names[0] == "lower-te" and names[-1] == "lower-to-llvm"
 
 
-def test_missing_passes_are_shown_and_never_skipped():
-    entries = pipeline_entries("default")
-    missing = [e.name for e in entries if not e.available]
+def test_planned_passes_are_shown_and_only_they_may_be_absent():
     lines = format_pipeline("default").splitlines()
-    for name in missing:
+    planned = [
+        s.name
+        for stage in PIPELINES["default"]
+        for s in stage.steps
+        if isinstance(s, Planned) and not s.registered
+    ]
+    for name in planned:
         assert any(
-            line.startswith(f"  {name}  ") and line.endswith("[not registered]") for line in lines
+            line.startswith(f"  {name}  ") and "[planned: not implemented yet, skipped]" in line
+            for line in lines
         ), name
-    if missing:
-        with pytest.raises(PipelineError, match=missing[0]):
-            pipeline_passes("default")
+    # Every non-planned step of the default pipeline exists, so the pipeline runs.
+    assert all(e.available for e in pipeline_entries("default"))
+    assert [p.name for p in pipeline_passes("default")] == [
+        e.name for e in pipeline_entries("default")
+    ]
     with pytest.raises(PipelineError, match="unknown pipeline"):
         pipeline_entries("nope")
+
+
+def test_a_pipeline_naming_a_missing_pass_fails_naming_it(monkeypatch):
+    monkeypatch.setitem(PIPELINES, "broken", (Stage(Phase.INGESTION, ("no-such-pass",), None),))
+    with pytest.raises(PipelineError, match="no-such-pass"):
+        pipeline_passes("broken")
 
 
 def test_target_hooks_are_expanded_in_place(monkeypatch):
@@ -262,7 +293,7 @@ def test_target_hooks_are_expanded_in_place(monkeypatch):
         ("test-noop", "hook build (target fancy)"),
     ]
     names = [e.name for e in entries]
-    assert names.index("fuse-ops") < names.index("cse", 4) < names.index("legalize")
+    assert names.index("cse") < names.index("cse", 4) < names.index("legalize")
     assert names.index("lower-graph") < names.index("test-noop") < names.index("lower-to-llvm")
     text = format_pipeline("default", ["cpu", "fancy"])
     assert "  [hooks: optimization]\n    cse   (hook optimization (target fancy))" in text
