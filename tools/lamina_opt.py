@@ -35,7 +35,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from lamina import __version__
 from lamina.core.cli import UsageError
-from lamina.core.diagnostics import Diagnostic, DiagnosticError, parse_module
+from lamina.core.diagnostics import Diagnostic, DiagnosticError, SourceLocation, parse_module
 from lamina.core.expected_diagnostics import (
     has_annotations,
     match_diagnostics,
@@ -195,6 +195,13 @@ class LaminaOptMain(xDSLOptMain):
             help="where to write the reproducer when a pass fails "
             "(default: a fresh file in the temporary directory)",
         )
+        arg_parser.add_argument(
+            "--verify-diagnostics",
+            action="store_true",
+            help="check diagnostics against `// expected-error {{...}}` annotations "
+            "(MLIR rules; matched diagnostics are printed); without annotations, "
+            "print the diagnostics and exit 0 (xdsl-opt)",
+        )
 
     # -- set-up ---------------------------------------------------------------
 
@@ -330,6 +337,13 @@ class LaminaOptMain(xDSLOptMain):
         else:
             module = parse_module(self.ctx, text, self.input_name, line_offset)
         if isinstance(module.location, UnknownLoc):
+            if self.args.no_implicit_module:
+                raise DiagnosticError(
+                    Diagnostic(
+                        "expected a single top-level 'builtin.module' (--no-implicit-module)",
+                        location=SourceLocation(self.input_name, line_offset + 1, 1),
+                    )
+                )
             # An implicit module: report module-level errors at its first op.
             first = next(iter(module.ops), None)
             if first is not None and isinstance(first.location, FileLineColLoc):
