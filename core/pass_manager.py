@@ -205,6 +205,7 @@ class PassManager:
         *,
         verify_each: bool = True,
         print_ir_after_all: TextIO | None = None,
+        print_ir_after_failure: TextIO | None = None,
         timing: bool = False,
         dump_phases_to: Path | str | None = None,
         reproducer_path: Path | str | None = None,
@@ -214,6 +215,7 @@ class PassManager:
         self.passes = list(passes)
         self.verify_each = verify_each
         self.print_ir_after_all = print_ir_after_all
+        self.print_ir_after_failure = print_ir_after_failure
         self.timing = timing
         self.dump_phases_to = Path(dump_phases_to) if dump_phases_to is not None else None
         self.reproducer_path = Path(reproducer_path) if reproducer_path is not None else None
@@ -271,11 +273,9 @@ class PassManager:
             if snapshot is not None:
                 path = self._write_reproducer(snapshot, index)
                 diagnostics[0].notes.append(f"reproducer written to {path}")
+            _dump_ir(self.print_ir_after_failure, f"{pass_.name} Failed", module)
             raise DiagnosticError(diagnostics) from None
-        if self.print_ir_after_all is not None:
-            self.print_ir_after_all.write(f"// -----// IR Dump After {pass_.name} //----- //\n")
-            Printer(stream=self.print_ir_after_all).print_op(module)
-            self.print_ir_after_all.write("\n\n")
+        _dump_ir(self.print_ir_after_all, pass_.name, module)
 
     def _after_pass(self, module: ModuleOp, pass_: ModulePass, before: Phase) -> None:
         """Record a transition, then check legality, the IR and the phase invariants."""
@@ -336,6 +336,15 @@ class PassManager:
             Printer(stream=out, print_debuginfo=True).print_op(snapshot)
             out.write("\n")
         return path
+
+
+def _dump_ir(stream: TextIO | None, label: str, module: ModuleOp) -> None:
+    """MLIR's `// -----// IR Dump After <label> //----- //` followed by the module."""
+    if stream is None:
+        return
+    stream.write(f"// -----// IR Dump After {label} //----- //\n")
+    Printer(stream=stream).print_op(module)
+    stream.write("\n\n")
 
 
 def format_timing_report(timings: Sequence[PassTiming], total: float) -> str:

@@ -166,6 +166,11 @@ class LaminaOptMain(xDSLOptMain):
             help="print the IR after every pass to stderr",
         )
         arg_parser.add_argument(
+            "--print-ir-after-failure",
+            action="store_true",
+            help="print the IR to stderr after a pass fails",
+        )
+        arg_parser.add_argument(
             "--list-passes",
             action="store_true",
             help="list the registered passes with their phases and exit",
@@ -374,6 +379,7 @@ class LaminaOptMain(xDSLOptMain):
             passes,
             verify_each=not self.args.disable_verify,
             print_ir_after_all=sys.stderr if self.args.print_ir_after_all else None,
+            print_ir_after_failure=sys.stderr if self.args.print_ir_after_failure else None,
             timing=self.args.pass_timing,
             dump_phases_to=self.args.dump_phases_to,
             reproducer_path=reproducer,

@@ -1,6 +1,7 @@
 // RUN: not lamina-opt %s -p canonicalize,lift-lambdas --reproducer %t.mlir 2>&1 | filecheck %s
 // RUN: filecheck %s --check-prefix=REPRO < %t.mlir
 // RUN: not lamina-opt %t.mlir -p lift-lambdas 2>&1 | filecheck %s --check-prefix=AGAIN
+// RUN: not lamina-opt %s -p lift-lambdas --print-ir-after-failure 2>&1 | filecheck %s --check-prefix=FAILED
 
 // When a pass fails (here: `func.func` is not allowed once lift-lambdas has
 // moved the module to phase optimization), lamina-opt writes the IR before the
@@ -21,3 +22,8 @@ func.func @f(%a: i32) -> i32 {
 
 // Locations in the reproducer point at the original file.
 // AGAIN: reproducer.mlir:[[# @LINE - 14]]:1: error: phase 'optimization' invariant
+
+// --print-ir-after-failure shows the IR the failing pass left behind.
+// FAILED:      // -----// IR Dump After lift-lambdas Failed //----- //
+// FAILED-NEXT: builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
+// FAILED-NEXT:   func.func @f
