@@ -52,6 +52,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     ModuleOp,
+    StringAttr,
     UnitAttr,
     UnrealizedConversionCastOp,
     VectorType,
@@ -74,6 +75,12 @@ from lamina.core.diagnostics import op_error
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import loop
 from lamina.dialects.lamina import Phase, set_phase
+
+LOOP_KIND_ATTR = "lamina.loop_kind"
+"""Attribute of a loop's back-edge `llvm.br`: the `loop.for` kind, turned into
+`!llvm.loop` metadata by codegen (xDSL's llvm dialect has no loop metadata)."""
+
+LOOP_HINT_KINDS = ("vectorized", "unrolled")
 
 BUFFER_ATTR = "lamina.buffer"
 """Argument attribute recording the memref type behind an `!llvm.ptr` parameter."""
@@ -1278,8 +1285,12 @@ def _lower_yields(
 class ForLowering(RewritePattern):
     """`loop.for` → a header block with the induction variable and iter_args as block arguments.
 
-    Every kind (`serial`, `parallel`, `vectorized`, `unrolled`) lowers to
-    the same loop; LLVM's loop and SLP vectorizers and unroller act on it::
+    Every kind lowers to this loop (`parallel` ones reach here only as
+    reductions, see `ParallelForLowering`). For `vectorized` and `unrolled`
+    the back edge carries `lamina.loop_kind`, which codegen turns into
+    `llvm.loop.vectorize.enable` (forced vectorization, which also lets LLVM
+    reorder a floating-point reduction across lanes) or
+    `llvm.loop.unroll.full` metadata::
 
         ^pre:     ...ops before the loop...
                   llvm.br ^header(%lb, %init...)
@@ -1306,6 +1317,7 @@ class ForLowering(RewritePattern):
         pre = op.parent_block()
         if pre is None:
             return
+        kind = op.kind.data
         before = InsertPoint.before(op)
         lb, ub, step = (_to_llvm(v, rewriter, before) for v in (op.lb, op.ub, op.step))
         inits = [_to_llvm(v, rewriter, before) for v in op.iter_args]
@@ -1329,7 +1341,10 @@ class ForLowering(RewritePattern):
         def latch(values: list[SSAValue], at: InsertPoint) -> Operation:
             nsw = llvm.OverflowAttr((llvm.OverflowFlag.NO_SIGNED_WRAP,))
             nxt = rewriter.insert(llvm.AddOp(iv, step, overflow=nsw), at).res
-            return llvm.BrOp(header, nxt, *values)
+            back_edge = llvm.BrOp(header, nxt, *values)
+            if kind in LOOP_HINT_KINDS:
+                back_edge.attributes[LOOP_KIND_ATTR] = StringAttr(kind)
+            return back_edge
 
         _lower_yields(body_blocks, rewriter, latch)
         rewriter.inline_region(op.body, BlockInsertPoint.before(exit_block))

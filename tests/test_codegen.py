@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import ctypes
 import math
+import os
 import subprocess
+import sys
 from string import Template
 
 import numpy as np
@@ -584,3 +586,68 @@ def test_registered_external_library_is_callable_from_jit_and_so(tmp_path):
 def test_register_library_reports_a_missing_file(tmp_path):
     with pytest.raises(DiagnosticError, match="cannot load library"):
         codegen.register_library(tmp_path / "missing.so")
+
+
+# ---------------------------------------------------------------------------
+# Loop hints and threads
+# ---------------------------------------------------------------------------
+
+HINTED_DOT = """
+  loop.func @dot(%a: memref<4096xf32>, %b: memref<4096xf32>) -> f32 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %n = arith.constant 4096 : index
+    %zero = arith.constant 0.0 : f32
+    %r = loop.for %i = %c0 to %n step %c1 kind($KIND) iter_args(%acc = %zero) -> (f32) {
+      %x = loop.load %a[%i] : memref<4096xf32>
+      %y = loop.load %b[%i] : memref<4096xf32>
+      %p = arith.mulf %x, %y : f32
+      %s = arith.addf %acc, %p : f32
+      loop.yield %s : f32
+    }
+    loop.return %r : f32
+  }
+"""
+
+
+def test_vectorized_reduction_gets_loop_metadata_and_vectorizes():
+    module = lower(HINTED_DOT, KIND="vectorized")
+    raw = codegen.emit_llvm_ir(module, optimized=False)
+    assert "!llvm.loop !" in raw and '!"llvm.loop.vectorize.enable", i1 1' in raw
+    kernel = Kernel(module)
+    assert " x float>" in kernel.compiled.optimized_ir  # the reduction runs in vector lanes
+    a = RNG.random(4096, dtype=np.float32)
+    b = RNG.random(4096, dtype=np.float32)
+    result = kernel.call("dot", a, b)
+    assert result == pytest.approx(float(a.astype(np.float64) @ b), rel=1e-5)
+
+
+def test_serial_reduction_keeps_sequential_order():
+    module = lower(HINTED_DOT, KIND="serial")
+    assert "!llvm.loop" not in codegen.emit_llvm_ir(module, optimized=False)
+    a = RNG.random(4096, dtype=np.float32)
+    b = RNG.random(4096, dtype=np.float32)
+    expected = np.float32(0)
+    for x, y in zip(a, b, strict=True):
+        expected = np.float32(expected + np.float32(x * y))
+    # contract may fuse x*y+acc into one FMA (one rounding fewer); order is kept.
+    assert Kernel(module).call("dot", a, b) == pytest.approx(float(expected), rel=1e-6)
+
+
+def test_unrolled_loop_gets_full_unroll_metadata():
+    module = lower(HINTED_DOT, KIND="unrolled")
+    assert '!"llvm.loop.unroll.full"' in codegen.emit_llvm_ir(module, optimized=False)
+
+
+def test_lamina_num_threads_is_honoured():
+    script = "from lamina.backends import codegen\nprint(codegen.get_max_threads())\n"
+    env = {**os.environ, "LAMINA_NUM_THREADS": "3"}
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert out.stdout.strip() == "3"

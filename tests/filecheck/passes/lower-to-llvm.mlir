@@ -2,7 +2,7 @@
 // RUN: lamina-opt %s --split-input-file -p lower-to-llvm | lamina-opt --split-input-file -p verify-phase | filecheck %s --check-prefix=PHASE
 
 // Every chunk ends in phase build with nothing but llvm ops.
-// PHASE-COUNT-10: builtin.module attributes {lamina.phase = #lamina.phase<build>}
+// PHASE-COUNT-11: builtin.module attributes {lamina.phase = #lamina.phase<build>}
 
 // A loop nest with 2-D accesses: buffers become noalias pointers, loops become
 // header/body blocks with the induction variable as a block argument, and
@@ -367,3 +367,29 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK:         llvm.call @omp_get_thread_num() : () -> i32
 // CHECK:         llvm.call @scale_par0(
 // CHECK-NEXT:    llvm.return
+
+// -----
+
+// vectorized / unrolled loops mark their back edge; codegen turns the mark
+// into !llvm.loop metadata (the llvm dialect has no loop metadata).
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @hinted(%a: memref<64xf32>) -> f32 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c64 = arith.constant 64 : index
+    %zero = arith.constant 0.0 : f32
+    %r = loop.for %i = %c0 to %c64 step %c1 kind(vectorized) iter_args(%acc = %zero) -> (f32) {
+      %x = loop.load %a[%i] : memref<64xf32>
+      %s = arith.addf %acc, %x : f32
+      loop.yield %s : f32
+    }
+    loop.for %j = %c0 to %c4 step %c1 kind(unrolled) {
+      loop.store %r, %a[%j] : memref<64xf32>
+    }
+    loop.return %r : f32
+  }
+}
+// CHECK-LABEL: llvm.func @hinted(
+// CHECK:         llvm.br ^{{.*}}(%{{.*}}, %{{.*}} : i64, f32) {lamina.loop_kind = "vectorized"}
+// CHECK:         llvm.br ^{{.*}}(%{{.*}} : i64) {lamina.loop_kind = "unrolled"}
