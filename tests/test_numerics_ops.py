@@ -24,36 +24,12 @@ from op_cases import CASE_IDS, CASES, OpCase, module_of, tensor
 from xdsl.dialects.builtin import ModuleOp, f32, f64
 
 import lamina
-from lamina.core.pipeline import PIPELINES, PipelineError, Stage, pipeline_passes
 from lamina.dialects import graph
-from lamina.dialects.lamina import Phase
-
-ESSENTIAL = (
-    Stage(Phase.INGESTION, (), "lift-lambdas"),
-    Stage(Phase.OPTIMIZATION, (), "legalize"),
-    Stage(Phase.LOWERING, ("lower-te", "lower-graph"), "lower-to-llvm"),
-    Stage(Phase.BUILD, (), None),
-)
-
-
-@cache
-def default_pipeline_is_complete() -> bool:
-    try:
-        pipeline_passes("default")
-    except PipelineError:
-        return False
-    return True
 
 
 def compile_module(module: ModuleOp) -> lamina.Executable:
-    """`lamina.compile` with the default pipeline, or the essential chain until it is complete."""
-    if default_pipeline_is_complete():
-        return lamina.compile(module)
-    PIPELINES["numerics-essential"] = ESSENTIAL
-    try:
-        return lamina.compile(module, pipeline="numerics-essential")
-    finally:
-        del PIPELINES["numerics-essential"]
+    """`lamina.compile` with the default pipeline, the one users get."""
+    return lamina.compile(module)
 
 
 def _group(case: OpCase) -> tuple[str, str]:
