@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import sys
 import tempfile
 import time
@@ -49,8 +50,40 @@ from lamina.dialects.lamina import Phase, get_phase, set_phase
 PassFactories = dict[str, Callable[[], type[ModulePass]]]
 
 
-class PipelineSpecError(ValueError):
-    """A `-p` spec that names an unknown pass, has bad options, or does not parse."""
+PIPELINE_SOURCE = "<pass-pipeline>"
+
+
+class PipelineSpecError(DiagnosticError):
+    """A `-p` spec that names an unknown pass, has bad options, or does not parse.
+
+    Located in the spec text (`<pass-pipeline>:1:COL`) with a caret, as MLIR's
+    pass pipeline parser reports.
+    """
+
+
+def _spec_error(spec: str, column: int, message: str) -> PipelineSpecError:
+    return PipelineSpecError(
+        Diagnostic(
+            message,
+            location=SourceLocation(PIPELINE_SOURCE, 1, column),
+            context=[spec, " " * (column - 1) + "^"],
+        )
+    )
+
+
+def _pass_columns(spec: str) -> list[int]:
+    """1-based column where each comma-separated pass of `spec` starts."""
+    columns, depth, start = [], 0, 0
+    for index, char in enumerate(spec + ","):
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            stripped = len(spec[start:index]) - len(spec[start:index].lstrip())
+            columns.append(start + stripped + 1)
+            start = index + 1
+    return columns
 
 
 # ---------------------------------------------------------------------------
@@ -67,16 +100,23 @@ def parse_pass_pipeline(spec: str, factories: PassFactories | None = None) -> li
     try:
         specs = list(parse_pipeline(spec))
     except ArgSpecParseError as err:
-        raise PipelineSpecError(f"malformed pass pipeline '{spec}':\n{err}") from None
+        text = str(err)
+        where = re.search(r"pass-pipeline:\d+:(\d+)", text)
+        reason = text.strip().splitlines()[-1].strip()
+        column = int(where[1]) if where else 1
+        raise _spec_error(spec, column, f"malformed pass pipeline: {reason}") from None
+    columns = _pass_columns(spec)
     passes: list[ModulePass] = []
-    for arg_spec in specs:
+    for index, arg_spec in enumerate(specs):
+        column = columns[index] if index < len(columns) else 1
         if arg_spec.name not in factories:
-            raise PipelineSpecError(unknown_pass_message(arg_spec.name, factories))
+            raise _spec_error(spec, column, unknown_pass_message(arg_spec.name, factories))
         cls = factories[arg_spec.name]()
         try:
             passes.append(cls.from_spec(arg_spec))
         except (ValueError, TypeError) as err:
-            raise PipelineSpecError(f"invalid options for pass '{arg_spec.name}': {err}") from None
+            message = f"invalid options for pass '{arg_spec.name}': {err}"
+            raise _spec_error(spec, column, message) from None
     return passes
 
 

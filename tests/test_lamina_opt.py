@@ -136,7 +136,9 @@ def test_missing_file(tmp_path):
 
 
 def test_bad_pass_name(tmp_path):
-    stderr = assert_user_error(lamina_opt(str(write(tmp_path, MATMUL)), "-p", "canonicalise"))
+    result = lamina_opt(str(write(tmp_path, MATMUL)), "-p", "cse,canonicalise")
+    stderr = assert_user_error(result, located="<pass-pipeline>:1:5")
+    assert "cse,canonicalise\n    ^" in stderr
     assert "unknown pass 'canonicalise'" in stderr
     assert "did you mean 'canonicalize'" in stderr
 

@@ -248,7 +248,9 @@ class LaminaOptMain(xDSLOptMain):
                 self.passes = pipeline_passes(
                     self.pipeline_name, targets=self.args.targets, stop=self.stop_phase
                 )
-        except (PipelineSpecError, PipelineError) as err:
+        except PipelineSpecError:
+            raise  # located in the -p text, printed as a diagnostic
+        except PipelineError as err:
             raise UsageError(str(err)) from None
 
     # -- running ----------------------------------------------------------------
