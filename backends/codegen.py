@@ -247,17 +247,42 @@ def _attach_loop_metadata(module: ModuleOp, ir_module: llvm_ir.Module) -> None:
     """Put `!llvm.loop` metadata on back edges that carry `lamina.loop_kind`.
 
     The translator creates one llvmlite block per xDSL block, in order, so a
-    block's terminator is found by position.
+    block's terminator is found by position. Only innermost loops without
+    calls get the hint: LLVM can act on nothing else, and a forced hint it
+    cannot honour prints a warning on stderr.
     """
     for func in module.ops:
         if not isinstance(func, llvm_dialect.FuncOp) or not func.body.blocks:
             continue
         ll_func = ir_module.get_global(func.sym_name.data)
-        for block, ll_block in zip(func.body.blocks, ll_func.blocks, strict=True):
+        blocks = list(func.body.blocks)
+        for position, block in enumerate(blocks):
             kind = block.last_op.attributes.get("lamina.loop_kind") if block.last_op else None
             if kind is None or kind.data not in LOOP_METADATA:
                 continue
+            if not _is_simple_innermost_loop(blocks, position):
+                continue
+            ll_block = ll_func.blocks[position]
             ll_block.instructions[-1].set_metadata("llvm.loop", _loop_id(ir_module, kind.data))
+
+
+def _is_simple_innermost_loop(blocks: list, latch: int) -> bool:
+    """Does the loop closed by `blocks[latch]` contain no other loop and no call?
+
+    Lowered loops are laid out contiguously (header, body..., latch), so the
+    loop is `blocks[header..latch]`; a nested loop shows up as another back
+    edge (a branch to an earlier block) inside that range.
+    """
+    index = {block: i for i, block in enumerate(blocks)}
+    header = index[blocks[latch].last_op.successors[0]]
+    for i in range(header, latch + 1):
+        block = blocks[i]
+        if any(isinstance(op, llvm_dialect.CallOp) for op in block.ops):
+            return False
+        if i != latch and block.last_op is not None:
+            if any(index.get(succ, i + 1) <= i for succ in block.last_op.successors):
+                return False
+    return True
 
 
 def _loop_id(ir_module: llvm_ir.Module, kind: str) -> llvm_ir.MDValue:
