@@ -651,3 +651,30 @@ def test_lamina_num_threads_is_honoured():
         check=True,
     )
     assert out.stdout.strip() == "3"
+
+
+def test_loop_hints_skip_outer_loops_and_loops_with_calls():
+    module = lower(
+        """
+  loop.func @outer(%a: memref<8x8xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    loop.for %i = %c0 to %c8 step %c1 kind(vectorized) {
+      loop.for %j = %c0 to %c8 step %c1 {
+        %x = loop.load %a[%i, %j] : memref<8x8xf32>
+        %y = arith.addf %x, %x : f32
+        loop.store %y, %a[%i, %j] : memref<8x8xf32>
+      }
+    }
+    loop.for %k = %c0 to %c8 step %c1 kind(vectorized) {
+      %x = loop.load %a[%k, %k] : memref<8x8xf32>
+      %t = math.tanh %x : f32
+      loop.store %t, %a[%k, %k] : memref<8x8xf32>
+    }
+    loop.return
+  }
+"""
+    )
+    assert "lamina.loop_kind" in str(module)  # the pass marks both back edges
+    assert "!llvm.loop" not in codegen.emit_llvm_ir(module, optimized=False)
