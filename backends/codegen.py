@@ -232,8 +232,31 @@ def translate(module: ModuleOp, tm: llvm.TargetMachine | None = None) -> llvm_ir
         if not fn.is_declaration:
             for attr in FUNCTION_ATTRIBUTES:
                 fn.attributes.add(attr)
+    for func in _internal_functions(module):
+        ir_module.get_global(func.sym_name.data).linkage = "internal"
     _attach_loop_metadata(module, ir_module)
     return ir_module
+
+
+def _internal_functions(module: ModuleOp) -> list[llvm_dialect.FuncOp]:
+    """Defined functions with internal/private linkage (the translator ignores linkage)."""
+    return [
+        op
+        for op in module.ops
+        if isinstance(op, llvm_dialect.FuncOp)
+        and op.body.blocks
+        and op.linkage.linkage.data in ("internal", "private")
+    ]
+
+
+def exported_functions(module: ModuleOp) -> dict[str, llvm_dialect.FuncOp]:
+    """The functions a compiled module exports (defined, not internal), by name."""
+    internal = set(_internal_functions(module))
+    return {
+        op.sym_name.data: op
+        for op in module.ops
+        if isinstance(op, llvm_dialect.FuncOp) and op.body.blocks and op not in internal
+    }
 
 
 LOOP_METADATA = {
@@ -364,7 +387,7 @@ class CompiledModule:
     target_machine: llvm.TargetMachine
     llvm_module: llvm.ModuleRef
     signatures: dict[str, llvm_dialect.LLVMFunctionType]
-    """Type of every function *defined* in the module, by name."""
+    """Type of every function the module exports (defined, not internal), by name."""
     timings: CompileTimings = field(default_factory=CompileTimings)
 
     def get_function_address(self, name: str) -> int:
@@ -417,11 +440,7 @@ def _jit(module: ModuleOp, key: str) -> CompiledModule:
     engine.finalize_object()
     engine.run_static_constructors()
     timings.jit = time.perf_counter() - start
-    signatures = {
-        op.sym_name.data: op.function_type
-        for op in module.ops
-        if isinstance(op, llvm_dialect.FuncOp) and op.body.blocks
-    }
+    signatures = {name: op.function_type for name, op in exported_functions(module).items()}
     return CompiledModule(key, engine, tm, ref, signatures, timings)
 
 

@@ -34,6 +34,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     StringAttr,
+    UnitAttr,
     UnrealizedConversionCastOp,
     i32,
     i64,
@@ -45,6 +46,7 @@ from xdsl.traits import SymbolTable
 
 from lamina.dialects import loop
 from lamina.passes.lower_to_llvm import (
+    INTERNAL_ATTR,
     _declare,
     _entry_block,
     _module_of,
@@ -143,6 +145,7 @@ def _outline(op: loop.ForOp, name: str, captures: list[SSAValue]) -> loop.FuncOp
     """
     types = [v.type for v in captures] + [IndexType()] * 3
     func = loop.FuncOp(name, FunctionType.from_lists(types, []))
+    func.attributes[INTERNAL_ATTR] = UnitAttr()
     block = func.body.blocks[0]
     *params, lo, hi, step = block.args
     lo.name_hint, hi.name_hint, step.name_hint = "lo", "hi", "step"
@@ -294,7 +297,7 @@ def _trampoline(base: str, header: list[SSAValue], captures: list[SSAValue]) -> 
     return llvm.FuncOp(
         f"{base}_omp",
         llvm.LLVMFunctionType([PTR], llvm.LLVMVoidType()),
-        linkage=llvm.LinkageAttr("external"),
+        linkage=llvm.LinkageAttr("internal"),
         body=Region(block),
     )
 

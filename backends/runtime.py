@@ -33,7 +33,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
-from lamina.backends.codegen import CompiledModule, compile_module
+from lamina.backends.codegen import CompiledModule, compile_module, exported_functions
 
 BUFFER_ATTR = "lamina.buffer"
 """Argument attribute of an `llvm.func` parameter: the memref type the pointer stands for."""
@@ -175,11 +175,7 @@ class Kernel:
     def __init__(self, module: ModuleOp, *, use_cache: bool = True):
         self.module = module
         self.compiled = compile_module(module, use_cache=use_cache)
-        self._funcs = {
-            op.sym_name.data: op
-            for op in module.ops
-            if isinstance(op, llvm.FuncOp) and op.body.blocks
-        }
+        self._funcs = exported_functions(module)
         self._handles: dict[str, JitFunction] = {}
 
     @property

@@ -82,6 +82,9 @@ LOOP_KIND_ATTR = "lamina.loop_kind"
 
 LOOP_HINT_KINDS = ("vectorized", "unrolled")
 
+INTERNAL_ATTR = "lamina.internal"
+"""Unit attribute of a `loop.func` the compiler made (not callable from outside)."""
+
 BUFFER_ATTR = "lamina.buffer"
 """Argument attribute recording the memref type behind an `!llvm.ptr` parameter."""
 
@@ -1202,7 +1205,9 @@ class FuncLowering(RewritePattern):
     """`loop.func` → `llvm.func` with the converted signature (see the module docstring's ABI).
 
     The body moves over unchanged; each entry-block argument gets its llvm
-    type and is cast back for the (not yet lowered) ops that use it.
+    type and is cast back for the (not yet lowered) ops that use it. A
+    function the compiler created itself (`lamina.internal`, e.g. an
+    outlined parallel loop body) gets internal linkage.
     """
 
     @op_type_rewrite_pattern
@@ -1210,10 +1215,11 @@ class FuncLowering(RewritePattern):
         inputs, outputs = op.function_type.inputs.data, op.function_type.outputs.data
         fn_type = _function_type(op, inputs, outputs)
         body = rewriter.move_region_contents_to_new_regions(op.body)
+        internal = INTERNAL_ATTR in op.attributes and bool(body.blocks)
         new = llvm.FuncOp(
             op.sym_name.data,
             fn_type,
-            linkage=llvm.LinkageAttr("external"),
+            linkage=llvm.LinkageAttr("internal" if internal else "external"),
             body=body,
             other_props={"arg_attrs": _arg_attrs(inputs)} if inputs else None,
         )

@@ -356,13 +356,13 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NEXT:    %[[ZERO:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK-NEXT:    llvm.call @GOMP_parallel(%[[FN]], %[[CTX]], %[[ZERO]], %[[ZERO]]) : (!llvm.ptr, !llvm.ptr, i32, i32) -> ()
 // CHECK-NEXT:    llvm.return
-// CHECK-LABEL: llvm.func @scale_par0(
+// CHECK-LABEL: llvm.func internal @scale_par0(
 // CHECK-SAME:      %{{[^:]*}}: !llvm.ptr {llvm.noalias, lamina.buffer = memref<64x16xf32>}, %{{[^:]*}}: f32, %{{[^:]*}}: !llvm.ptr {llvm.noalias, lamina.buffer = memref<64x16xf32>}, %[[LO:[^:]*]]: i64, %[[HI:[^:]*]]: i64, %{{[^:]*}}: i64)
 // CHECK:         llvm.br ^[[HEAD:.*]](%[[LO]] : i64)
 // CHECK-NEXT:  ^[[HEAD]](%[[I:.*]]: i64):
 // CHECK-NEXT:    %{{.*}} = llvm.icmp "slt" %[[I]], %[[HI]] : i64
 // CHECK-NOT:     GOMP_parallel
-// CHECK-LABEL: llvm.func @scale_par0_omp(
+// CHECK-LABEL: llvm.func internal @scale_par0_omp(
 // CHECK:         llvm.call @omp_get_num_threads() : () -> i32
 // CHECK:         llvm.call @omp_get_thread_num() : () -> i32
 // CHECK:         llvm.call @scale_par0(
