@@ -678,3 +678,13 @@ def test_loop_hints_skip_outer_loops_and_loops_with_calls():
     )
     assert "lamina.loop_kind" in str(module)  # the pass marks both back edges
     assert "!llvm.loop" not in codegen.emit_llvm_ir(module, optimized=False)
+
+
+def test_outlined_parallel_functions_are_internal():
+    kernel = lower_and_jit(PARALLEL_IDS)
+    assert kernel.function_names == ["who"]
+    with pytest.raises(KeyError, match=r"no function 'who_par0'.*defined: who"):
+        kernel.get_function_address("who_par0")
+    assert 'define internal void @"who_par0"' in codegen.emit_llvm_ir(
+        kernel.module, optimized=False
+    )
