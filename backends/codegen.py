@@ -327,6 +327,12 @@ def _fresh_token(ir_module: llvm_ir.Module) -> llvm_ir.MetaDataString:
 
 def _translation_diagnostic(module: ModuleOp, err: Exception) -> Diagnostic:
     """Point a translator failure ('Conversion not implemented for op: X') at the first such op."""
+    if isinstance(err, KeyError):
+        return Diagnostic(
+            "codegen: a value is used in a block placed before its definition "
+            "(xDSL's translator needs blocks in dominance order)",
+            module,
+        )
     message = str(err)
     for op in module.walk():
         if message.endswith(f": {op.name}"):
