@@ -816,12 +816,17 @@ def build_kernel(
     """
     kb = KernelBuilder([v.type for v in inputs])
     values: dict[SSAValue, SSAValue] = dict(zip(inputs, kb.args, strict=True))
-    for op in ops:
+    for index, op in enumerate(ops):
         missing = [i for i, v in enumerate(op.operands) if v not in values]
         if missing:
             raise op_error(
                 op, f"operand #{missing[0]} is neither a kernel input nor computed before"
             )
-        results = BUILDERS[op.name](op, kb, [values[v] for v in op.operands])
+        operands = [values[v] for v in op.operands]
+        if index == 0 and list(op.operands) == list(inputs):
+            # By position: `graph.add %x, %x` must still read two parameters, since
+            # the kernel is shared with calls passing two different tensors.
+            operands = list(kb.args)
+        results = BUILDERS[op.name](op, kb, operands)
         values.update(zip(op.results, results, strict=True))
     return kb.finish(name, [values[v] for v in outputs])

@@ -284,6 +284,20 @@ def test_chain_with_buffer_reuse_matches_numpy() -> None:
     np.testing.assert_allclose(got, 1 / (1 + np.exp(-np.tanh(np.exp(b) + b))), rtol=1e-5)
 
 
+def test_kernel_shared_by_a_call_with_a_repeated_operand_matches_numpy() -> None:
+    """`x + x` and `x + y` share one kernel, which must read both of its parameters
+    (regression: the kernel built for `x + x` read its second parameter twice)."""
+    kernel = compile_graph("""
+  graph.func @main(%x: tensor<8xf32>) -> tensor<8xf32> {
+    %d = graph.add %x, %x : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+    %t = graph.add %x, %d : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+    graph.return %t : tensor<8xf32>
+  }""")
+    x = RNG.standard_normal(8).astype(np.float32)
+    (got,) = call(kernel, [x], [((8,), np.float32)])
+    np.testing.assert_allclose(got, 3 * x, rtol=1e-6)
+
+
 def test_integer_and_zero_d_reductions_match_numpy() -> None:
     kernel = compile_graph("""
   graph.func @main(%x: tensor<4x6xi32>) -> (tensor<4xi32>, tensor<i32>) {
