@@ -1521,7 +1521,9 @@ class LowerToLLVMPass(LaminaPass):
     element of a row-major contiguous array, index is i64, loops are
     header/body/latch CFGs with block arguments, heap buffers come from
     `aligned_alloc(64, n)` / `free`, transcendental functions without an
-    LLVM intrinsic call libm.
+    LLVM intrinsic call libm. A `parallel` loop (without iter_args) is
+    outlined into an internal function run by OpenMP's `GOMP_parallel`;
+    `vectorized` / `unrolled` loops mark their back edge for codegen.
 
     Invariants: blocks of every function are in reverse post-order; no
     `builtin.unrealized_conversion_cast` survives; an op that cannot be
