@@ -99,5 +99,24 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     graph.return %h : tensor<4xf32>
   }
 
+  // A loop function returning its buffer (not DPS) is called directly; its
+  // result is copied into the output.
+  // CHECK-LABEL: loop.func @direct(
+  // CHECK-SAME:    %[[X:.*]]: memref<4xf32>, %[[OUT:.*]]: memref<4xf32>) {
+  // CHECK-NEXT:    %[[Y:.*]] = loop.call @make(%[[X]]) : (memref<4xf32>) -> memref<4xf32>
+  // CHECK-NEXT:    loop.copy %[[Y]], %[[OUT]] : memref<4xf32> to memref<4xf32>
+  // CHECK-NEXT:    loop.return
+  loop.func @make(%x: memref<4xf32>) -> memref<4xf32> {
+    loop.return %x : memref<4xf32>
+  }
+  graph.func @direct(%x: tensor<4xf32>) -> tensor<4xf32> attributes {force_pure} {
+    %y = graph.call_loop @make(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    graph.return %y : tensor<4xf32>
+  }
+
+  // A declaration stays a (private) declaration with the DPS signature.
+  // CHECK-LABEL: loop.func private @external(memref<2x2xf64>, memref<2xf64>)
+  graph.func @external(tensor<2x2xf64>) -> tensor<2xf64> attributes {impure}
+
   // CHECK: llvm.mlir.global internal constant @__lamina_constant(dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>) {addr_space = 0 : i32} : !llvm.array<4 x f32>
 }
