@@ -32,7 +32,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from types import UnionType
+from typing import ClassVar, Union, get_args, get_origin
 
 from xdsl.context import Context
 from xdsl.dialects import arith, llvm
@@ -1442,6 +1443,48 @@ class UnrealizedCastFolding(RewritePattern):
             rewriter.replace(op, [], [producer.inputs[0]])
 
 
+def _op_types(pattern: RewritePattern) -> tuple[type[Operation], ...]:
+    """The op classes `pattern` matches: its `source`, or its `op_type_rewrite_pattern` type.
+
+    () means unknown, and the pattern is tried on every op.
+    """
+    source = getattr(pattern, "source", None)
+    if source is not None:
+        return (source,)
+    for cell in type(pattern).match_and_rewrite.__closure__ or ():
+        value = cell.cell_contents
+        if isinstance(value, type) and issubclass(value, Operation):
+            return (value,)
+        if get_origin(value) in (Union, UnionType):
+            return get_args(value)
+    return ()
+
+
+class TypeDispatch(RewritePattern):
+    """Try only the patterns written for the op's class (in list order).
+
+    With ~100 patterns, asking each one about every op took most of the
+    pass's time; the candidates per op class are computed once.
+    """
+
+    def __init__(self, patterns: Sequence[RewritePattern]):
+        self.patterns = [(p, _op_types(p)) for p in patterns]
+        self.by_type: dict[type[Operation], list[RewritePattern]] = {}
+
+    def candidates(self, op_type: type[Operation]) -> list[RewritePattern]:
+        if op_type not in self.by_type:
+            self.by_type[op_type] = [
+                p for p, types in self.patterns if not types or issubclass(op_type, types)
+            ]
+        return self.by_type[op_type]
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        for pattern in self.candidates(type(op)):
+            pattern.match_and_rewrite(op, rewriter)
+            if rewriter.has_done_action:
+                return
+
+
 def order_blocks(func: llvm.FuncOp) -> None:
     """Sort `func`'s blocks in reverse post-order (xDSL's translator needs defs before uses)."""
     region: Region = func.body
@@ -1546,7 +1589,7 @@ class LowerToLLVMPass(LaminaPass):
         patterns = [ParallelForLowering()]
         patterns += [p() for p in (*LOOP_PATTERNS, *ARITH_PATTERNS, *MATH_PATTERNS)]
         PatternRewriteWalker(
-            GreedyRewritePatternApplier(patterns), apply_recursively=True
+            GreedyRewritePatternApplier([TypeDispatch(patterns)]), apply_recursively=True
         ).rewrite_module(op)
         self.check_legality(op)
         for func in op.ops:
