@@ -298,6 +298,38 @@ def test_kernel_shared_by_a_call_with_a_repeated_operand_matches_numpy() -> None
     np.testing.assert_allclose(got, 3 * x, rtol=1e-6)
 
 
+def dense(array: np.ndarray) -> str:
+    """`dense<[[...], ...]> : tensor<AxBxf32>` for a float32 array."""
+    values = np.array2string(array, separator=", ", threshold=1 << 30, floatmode="unique")
+    shape = "x".join(str(d) for d in array.shape)
+    return f"dense<{values}> : tensor<{shape}xf32>"
+
+
+def test_mlp_with_constant_weights_matches_numpy() -> None:
+    """Two dense layers whose weights and biases are graph constants (globals)."""
+    w1, b1 = RNG.standard_normal((16, 8)).astype(np.float32), RNG.standard_normal(8)
+    w2, b2 = RNG.standard_normal((8, 4)).astype(np.float32), RNG.standard_normal(4)
+    b1, b2 = b1.astype(np.float32), b2.astype(np.float32)
+    kernel = compile_graph(f"""
+  graph.func @main(%x: tensor<5x16xf32>) -> tensor<5x4xf32> {{
+    %w1 = graph.constant {dense(w1)}
+    %b1 = graph.constant {dense(b1)}
+    %w2 = graph.constant {dense(w2)}
+    %b2 = graph.constant {dense(b2)}
+    %h = graph.matmul %x, %w1 : (tensor<5x16xf32>, tensor<16x8xf32>) -> tensor<5x8xf32>
+    %hb = graph.add %h, %b1 : (tensor<5x8xf32>, tensor<8xf32>) -> tensor<5x8xf32>
+    %r = graph.relu %hb : (tensor<5x8xf32>) -> tensor<5x8xf32>
+    %o = graph.matmul %r, %w2 : (tensor<5x8xf32>, tensor<8x4xf32>) -> tensor<5x4xf32>
+    %ob = graph.add %o, %b2 : (tensor<5x4xf32>, tensor<4xf32>) -> tensor<5x4xf32>
+    %s = graph.softmax %ob {{axis = -1 : i64}} : (tensor<5x4xf32>) -> tensor<5x4xf32>
+    graph.return %s : tensor<5x4xf32>
+  }}""")
+    x = RNG.standard_normal((5, 16)).astype(np.float32)
+    (got,) = call(kernel, [x], [((5, 4), np.float32)])
+    want = np_softmax(np.maximum(x @ w1 + b1, 0) @ w2 + b2)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_integer_and_zero_d_reductions_match_numpy() -> None:
     kernel = compile_graph("""
   graph.func @main(%x: tensor<4x6xi32>) -> (tensor<4xi32>, tensor<i32>) {
