@@ -641,15 +641,44 @@ class IndexCastLowering(RewritePattern):
 
 
 class UIToFPLowering(RewritePattern):
-    """`arith.uitofp` → zero-extend to i64, then `llvm.sitofp` (exact for sources up to i32)."""
+    """`arith.uitofp` → `llvm.sitofp` of a non-negative value (xDSL has no `uitofp` op).
+
+    Up to i32 the source is zero-extended to i64 first. An i64 with the top
+    bit set is halved keeping the lowest bit (so rounding is unchanged),
+    converted, and doubled, as compilers do::
+
+        big  = x <s 0
+        half = (x >>u 1) | (x & 1)
+        r    = big ? 2 * sitofp(half) : sitofp(x)
+    """
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: arith.UIToFPOp, rewriter: PatternRewriter, /):
         arg = _to_llvm(op.input, rewriter)
-        if _int_width(arg.type) >= 64:
-            raise op_error(op, "cannot lower a 64-bit unsigned to float conversion to LLVM")
-        wide = _zext(rewriter, arg, i64)
-        _replace(op, rewriter, rewriter.insert(llvm.SIToFPOp(wide, op.result.type)))
+        target = op.result.type
+        if _int_width(arg.type) < 64:
+            wide = _zext(rewriter, arg, i64)
+            _replace(op, rewriter, rewriter.insert(llvm.SIToFPOp(wide, target)))
+            return
+        one = _constant(1, arg.type, rewriter)
+        big = _icmp(rewriter, "slt", arg, _constant(0, arg.type, rewriter))
+        low_bit = rewriter.insert(llvm.AndOp(arg, one)).res
+        shifted = rewriter.insert(llvm.LShrOp(arg, one)).res
+        half = rewriter.insert(llvm.OrOp(shifted, low_bit)).res
+        half_f = rewriter.insert(llvm.SIToFPOp(half, target)).result
+        doubled = rewriter.insert(llvm.FAddOp(half_f, half_f)).res
+        direct = rewriter.insert(llvm.SIToFPOp(arg, target)).result
+        _replace(op, rewriter, rewriter.insert(llvm.SelectOp(big, doubled, direct)))
+
+
+class FPowILowering(RewritePattern):
+    """`math.fpowi` → `llvm.powi.<float>.<int>` (repeated multiplication)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: mathd.FPowIOp, rewriter: PatternRewriter, /):
+        base, exponent = (_to_llvm(v, rewriter) for v in op.operands)
+        name = f"llvm.powi.{intrinsic_suffix(base.type)}.{intrinsic_suffix(exponent.type)}"
+        _replace(op, rewriter, _intrinsic(rewriter, name, [base, exponent], base.type))
 
 
 class _FloatToIntLowering(RewritePattern):
@@ -1537,7 +1566,7 @@ MATH_PATTERNS: tuple[type[RewritePattern], ...] = (
     SqrtLowering, RsqrtLowering, AbsFLowering, AbsILowering, FloorLowering,
     CeilLowering, TruncLowering, RoundLowering, RoundEvenLowering, SinLowering,
     CosLowering, PowFLowering, CopySignLowering, FmaLowering, CtPopLowering,
-    CountLeadingZerosLowering, CountTrailingZerosLowering,
+    CountLeadingZerosLowering, CountTrailingZerosLowering, FPowILowering,
     TanhLowering, ErfLowering, ExpM1Lowering, Log1pLowering, TanLowering,
     SinhLowering, CoshLowering, AsinLowering, AcosLowering, AtanLowering,
     Atan2Lowering, AsinhLowering, AcoshLowering, AtanhLowering, CbrtLowering,

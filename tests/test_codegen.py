@@ -717,3 +717,36 @@ def test_block_order_is_fixed_before_translation():
         codegen.compile_module(module, use_cache=False)
     order_blocks(next(iter(module.ops)))
     assert Kernel(module).call("count", 7) == 14
+
+
+def test_unsigned_conversions_and_fpowi():
+    kernel = lower_and_jit(
+        """
+  loop.func @conv(%u: memref<6xi64>, %f: memref<6xf64>, %g: memref<6xf32>, %p: memref<6xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c6 = arith.constant 6 : index
+    %three = arith.constant 3 : i32
+    loop.for %i = %c0 to %c6 step %c1 {
+      %x = loop.load %u[%i] : memref<6xi64>
+      %d = arith.uitofp %x : i64 to f64
+      %s = arith.uitofp %x : i64 to f32
+      loop.store %d, %f[%i] : memref<6xf64>
+      loop.store %s, %g[%i] : memref<6xf32>
+      %b = loop.load %p[%i] : memref<6xf32>
+      %c = math.fpowi %b, %three : f32, i32
+      loop.store %c, %p[%i] : memref<6xf32>
+    }
+    loop.return
+  }
+"""
+    )
+    unsigned = np.array([0, 1, 2**53 + 1, 2**63, 2**64 - 1, 12345678901234567], np.uint64)
+    u = unsigned.view(np.int64).copy()
+    f, g = np.zeros(6), np.zeros(6, np.float32)
+    p = np.array([-2, -1, 0, 0.5, 1.5, 3], np.float32)
+    expected_p = p**3
+    kernel.call("conv", u, f, g, p)
+    np.testing.assert_array_equal(f, unsigned.astype(np.float64))
+    np.testing.assert_array_equal(g, unsigned.astype(np.float32))
+    np.testing.assert_allclose(p, expected_p, rtol=1e-6)

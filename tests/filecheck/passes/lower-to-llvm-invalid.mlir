@@ -12,15 +12,18 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 
 // -----
 
-// A conversion LLVM cannot do exactly is refused, not approximated.
+// Ops of the allowed dialects without a lowering are reported one by one.
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
-  loop.func @u64(%x: i64) -> f32 {
-    // expected-error @+1 {{'arith.uitofp' op cannot lower a 64-bit unsigned to float conversion to LLVM}}
-    %y = arith.uitofp %x : i64 to f32
-    loop.return %y : f32
+  loop.func @wide(%x: i32, %y: i32) -> i32 {
+    // expected-error @+1 {{lower-to-llvm: failed to legalize operation 'arith.mulsi_extended' (it must not survive lower-to-llvm)}}
+    %lo, %hi = arith.mulsi_extended %x, %y : i32
+    // expected-error @+1 {{lower-to-llvm: failed to legalize operation 'math.ipowi' (it must not survive lower-to-llvm)}}
+    %p = math.ipowi %lo, %hi : i32
+    loop.return %p : i32
   }
 }
-// CHECK: error: 'arith.uitofp' op cannot lower a 64-bit unsigned to float conversion to LLVM
+// CHECK: error: lower-to-llvm: failed to legalize operation 'arith.mulsi_extended'
+// CHECK: error: lower-to-llvm: failed to legalize operation 'math.ipowi'
 
 // -----
 
