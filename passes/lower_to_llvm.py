@@ -395,18 +395,6 @@ class DivfLowering(_FloatBinaryLowering):
     contract = False
 
 
-class MaxnumfLowering(_BinaryLowering):
-    """`arith.maxnumf` → `llvm.intr.maxnum` (the non-NaN operand wins)."""
-
-    source, target = arith.MaxnumfOp, llvm.VectorFMaxOp
-
-
-class MinnumfLowering(_BinaryLowering):
-    """`arith.minnumf` → `llvm.intr.minnum`."""
-
-    source, target = arith.MinnumfOp, llvm.VectorFMinOp
-
-
 class _IntrinsicBinaryLowering(RewritePattern):
     """Base: a binary op → `llvm.call_intrinsic "<intrinsic>.<type>"`."""
 
@@ -419,6 +407,18 @@ class _IntrinsicBinaryLowering(RewritePattern):
         lhs, rhs = (_to_llvm(v, rewriter) for v in op.operands)
         name = f"{self.intrinsic}.{intrinsic_suffix(lhs.type)}"
         _replace(op, rewriter, _intrinsic(rewriter, name, [lhs, rhs], lhs.type))
+
+
+class MaxnumfLowering(_IntrinsicBinaryLowering):
+    """`arith.maxnumf` → `llvm.maxnum.*` (the non-NaN operand wins)."""
+
+    source, intrinsic = arith.MaxnumfOp, "llvm.maxnum"
+
+
+class MinnumfLowering(_IntrinsicBinaryLowering):
+    """`arith.minnumf` → `llvm.minnum.*`."""
+
+    source, intrinsic = arith.MinnumfOp, "llvm.minnum"
 
 
 class MaximumfLowering(_IntrinsicBinaryLowering):
@@ -717,104 +717,12 @@ class FPToUILowering(_FloatToIntLowering):
 # ---------------------------------------------------------------------------
 
 
-class _UnaryIntrinsicOpLowering(RewritePattern):
-    """Base: a unary math op → the llvm-dialect intrinsic op the translator knows."""
-
-    source: ClassVar[type[Operation]]
-    target: ClassVar[type[Operation]]
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        if type(op) is not self.source:
-            return
-        arg = _to_llvm(op.operands[0], rewriter)
-        # llvm.intr.fabs alone also takes the result type.
-        new = self.target(arg, arg.type) if self.target is llvm.FAbsOp else self.target(arg)
-        _replace(op, rewriter, rewriter.insert(new))
-
-
-class ExpLowering(_UnaryIntrinsicOpLowering):
-    """`math.exp` → `llvm.intr.exp`."""
-
-    source, target = mathd.ExpOp, llvm.FExpOp
-
-
-class Exp2Lowering(_UnaryIntrinsicOpLowering):
-    """`math.exp2` → `llvm.intr.exp2`."""
-
-    source, target = mathd.Exp2Op, llvm.FExp2Op
-
-
-class LogLowering(_UnaryIntrinsicOpLowering):
-    """`math.log` → `llvm.intr.log`."""
-
-    source, target = mathd.LogOp, llvm.FLogOp
-
-
-class Log2Lowering(_UnaryIntrinsicOpLowering):
-    """`math.log2` → `llvm.intr.log2`."""
-
-    source, target = mathd.Log2Op, llvm.FLog2Op
-
-
-class SqrtLowering(_UnaryIntrinsicOpLowering):
-    """`math.sqrt` → `llvm.intr.sqrt`."""
-
-    source, target = mathd.SqrtOp, llvm.FSqrtOp
-
-
-class AbsFLowering(_UnaryIntrinsicOpLowering):
-    """`math.absf` → `llvm.intr.fabs`."""
-
-    source, target = mathd.AbsFOp, llvm.FAbsOp
-
-
-class FloorLowering(_UnaryIntrinsicOpLowering):
-    """`math.floor` → `llvm.intr.floor`."""
-
-    source, target = mathd.FloorOp, llvm.FFloorOp
-
-
-class CeilLowering(_UnaryIntrinsicOpLowering):
-    """`math.ceil` → `llvm.intr.ceil`."""
-
-    source, target = mathd.CeilOp, llvm.FCeilOp
-
-
-class SinLowering(_UnaryIntrinsicOpLowering):
-    """`math.sin` → `llvm.intr.sin`."""
-
-    source, target = mathd.SinOp, llvm.FSinOp
-
-
-class CosLowering(_UnaryIntrinsicOpLowering):
-    """`math.cos` → `llvm.intr.cos`."""
-
-    source, target = mathd.CosOp, llvm.FCosOp
-
-
-class PowFLowering(_BinaryLowering):
-    """`math.powf` → `llvm.intr.pow`."""
-
-    source, target = mathd.PowFOp, llvm.FPowOp
-
-
-class CopySignLowering(_BinaryLowering):
-    """`math.copysign` → `llvm.intr.copysign`."""
-
-    source, target = mathd.CopySignOp, llvm.FCopySignOp
-
-
-class FmaLowering(RewritePattern):
-    """`math.fma` → `llvm.intr.fma`."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: mathd.FmaOp, rewriter: PatternRewriter, /):
-        a, b, c = (_to_llvm(v, rewriter) for v in op.operands)
-        _replace(op, rewriter, rewriter.insert(llvm.FMAOp(a, b, c)))
-
-
 class _UnaryCallIntrinsicLowering(RewritePattern):
-    """Base: a unary math op → `llvm.call_intrinsic "<intrinsic>.<type>"`."""
+    """Base: a unary math op → `llvm.call_intrinsic "<intrinsic>.<type>"`.
+
+    Not xDSL's `llvm.intr.exp`-style ops: the translator declares those
+    without a type suffix, so an f32 and an f64 use in one module collide.
+    """
 
     source: ClassVar[type[Operation]]
     intrinsic: ClassVar[str]
@@ -825,6 +733,87 @@ class _UnaryCallIntrinsicLowering(RewritePattern):
         arg = _to_llvm(op.operands[0], rewriter)
         name = f"{self.intrinsic}.{intrinsic_suffix(arg.type)}"
         _replace(op, rewriter, _intrinsic(rewriter, name, [arg], arg.type))
+
+
+class ExpLowering(_UnaryCallIntrinsicLowering):
+    """`math.exp` → `llvm.exp.*`."""
+
+    source, intrinsic = mathd.ExpOp, "llvm.exp"
+
+
+class Exp2Lowering(_UnaryCallIntrinsicLowering):
+    """`math.exp2` → `llvm.exp2.*`."""
+
+    source, intrinsic = mathd.Exp2Op, "llvm.exp2"
+
+
+class LogLowering(_UnaryCallIntrinsicLowering):
+    """`math.log` → `llvm.log.*`."""
+
+    source, intrinsic = mathd.LogOp, "llvm.log"
+
+
+class Log2Lowering(_UnaryCallIntrinsicLowering):
+    """`math.log2` → `llvm.log2.*`."""
+
+    source, intrinsic = mathd.Log2Op, "llvm.log2"
+
+
+class SqrtLowering(_UnaryCallIntrinsicLowering):
+    """`math.sqrt` → `llvm.sqrt.*`."""
+
+    source, intrinsic = mathd.SqrtOp, "llvm.sqrt"
+
+
+class AbsFLowering(_UnaryCallIntrinsicLowering):
+    """`math.absf` → `llvm.fabs.*`."""
+
+    source, intrinsic = mathd.AbsFOp, "llvm.fabs"
+
+
+class FloorLowering(_UnaryCallIntrinsicLowering):
+    """`math.floor` → `llvm.floor.*`."""
+
+    source, intrinsic = mathd.FloorOp, "llvm.floor"
+
+
+class CeilLowering(_UnaryCallIntrinsicLowering):
+    """`math.ceil` → `llvm.ceil.*`."""
+
+    source, intrinsic = mathd.CeilOp, "llvm.ceil"
+
+
+class SinLowering(_UnaryCallIntrinsicLowering):
+    """`math.sin` → `llvm.sin.*`."""
+
+    source, intrinsic = mathd.SinOp, "llvm.sin"
+
+
+class CosLowering(_UnaryCallIntrinsicLowering):
+    """`math.cos` → `llvm.cos.*`."""
+
+    source, intrinsic = mathd.CosOp, "llvm.cos"
+
+
+class PowFLowering(_IntrinsicBinaryLowering):
+    """`math.powf` → `llvm.pow.*`."""
+
+    source, intrinsic = mathd.PowFOp, "llvm.pow"
+
+
+class CopySignLowering(_IntrinsicBinaryLowering):
+    """`math.copysign` → `llvm.copysign.*`."""
+
+    source, intrinsic = mathd.CopySignOp, "llvm.copysign"
+
+
+class FmaLowering(RewritePattern):
+    """`math.fma` → `llvm.intr.fma`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: mathd.FmaOp, rewriter: PatternRewriter, /):
+        a, b, c = (_to_llvm(v, rewriter) for v in op.operands)
+        _replace(op, rewriter, rewriter.insert(llvm.FMAOp(a, b, c)))
 
 
 class TruncLowering(_UnaryCallIntrinsicLowering):
@@ -896,12 +885,13 @@ class AbsILowering(RewritePattern):
 
 
 class RsqrtLowering(RewritePattern):
-    """`math.rsqrt` → `1.0 / llvm.intr.sqrt(x)` (no approximate reciprocal)."""
+    """`math.rsqrt` → `1.0 / llvm.sqrt(x)` (no approximate reciprocal)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: mathd.RsqrtOp, rewriter: PatternRewriter, /):
         arg = _to_llvm(op.operand, rewriter)
-        root = rewriter.insert(llvm.FSqrtOp(arg)).results[0]
+        name = f"llvm.sqrt.{intrinsic_suffix(arg.type)}"
+        root = _intrinsic(rewriter, name, [arg], arg.type).results[0]
         one = _constant(1.0, arg.type, rewriter)
         _replace(op, rewriter, rewriter.insert(llvm.FDivOp(one, root)))
 

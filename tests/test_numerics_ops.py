@@ -60,12 +60,6 @@ def test_compiled_op_matches_numpy(case: OpCase) -> None:
     case.check(np.asarray(got), arrays)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="lower-to-llvm emits llvm.intr.exp/log/sqrt, which xDSL's llvmlite translator "
-    "declares without a type suffix: f32 and f64 uses in one module collide",
-)
 def test_f32_and_f64_math_in_one_module() -> None:
     funcs = []
     for n, element in enumerate((f32, f64)):

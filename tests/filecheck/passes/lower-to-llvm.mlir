@@ -237,8 +237,9 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 
 // -----
 
-// math ops: LLVM intrinsics where xDSL's translator has them, libm calls
-// (declared once) for the others, rsqrt as 1/sqrt.
+// math ops: LLVM intrinsics by their type-suffixed names (so f32 and f64
+// uses can share a module), libm calls (declared once) where LLVM has no
+// intrinsic, rsqrt as 1/sqrt.
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @math(%x: f32, %y: f32) -> f32 {
     %e = math.exp %x : f32
@@ -265,17 +266,17 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-DAG:   llvm.func @erf(f64) -> f64
 // CHECK-LABEL: llvm.func @math(
 // CHECK-SAME:      %[[X:[^:]*]]: f32, %[[Y:[^:]*]]: f32) -> f32
-// CHECK-NEXT:    %[[E:.*]] = llvm.intr.exp(%[[X]]) : (f32) -> f32
-// CHECK-NEXT:    %[[L:.*]] = llvm.intr.log(%[[E]]) : (f32) -> f32
-// CHECK-NEXT:    %[[Q:.*]] = llvm.intr.sqrt(%[[L]]) : (f32) -> f32
+// CHECK-NEXT:    %[[E:.*]] = llvm.call_intrinsic "llvm.exp.f32"(%[[X]]) : (f32) -> f32
+// CHECK-NEXT:    %[[L:.*]] = llvm.call_intrinsic "llvm.log.f32"(%[[E]]) : (f32) -> f32
+// CHECK-NEXT:    %[[Q:.*]] = llvm.call_intrinsic "llvm.sqrt.f32"(%[[L]]) : (f32) -> f32
 // CHECK-NEXT:    %[[T:.*]] = llvm.call @tanhf(%[[Q]]) : (f32) -> f32
 // CHECK-NEXT:    %[[T2:.*]] = llvm.call @tanhf(%[[T]]) : (f32) -> f32
 // CHECK-NEXT:    %[[ER:.*]] = llvm.call @erff(%[[T2]]) : (f32) -> f32
-// CHECK-NEXT:    %[[SQ:.*]] = llvm.intr.sqrt(%[[ER]]) : (f32) -> f32
+// CHECK-NEXT:    %[[SQ:.*]] = llvm.call_intrinsic "llvm.sqrt.f32"(%[[ER]]) : (f32) -> f32
 // CHECK-NEXT:    %[[ONE:.*]] = llvm.mlir.constant(1.000000e+00 : f32) : f32
 // CHECK-NEXT:    %[[RS:.*]] = llvm.fdiv %[[ONE]], %[[SQ]] : f32
-// CHECK-NEXT:    %[[AB:.*]] = llvm.intr.fabs(%[[RS]]) : (f32) -> f32
-// CHECK-NEXT:    %[[P:.*]] = llvm.intr.pow(%[[AB]], %[[Y]]) : (f32, f32) -> f32
+// CHECK-NEXT:    %[[AB:.*]] = llvm.call_intrinsic "llvm.fabs.f32"(%[[RS]]) : (f32) -> f32
+// CHECK-NEXT:    %[[P:.*]] = llvm.call_intrinsic "llvm.pow.f32"(%[[AB]], %[[Y]]) : (f32, f32) -> f32
 // CHECK-NEXT:    %[[F:.*]] = llvm.intr.fma(%[[P]], %[[X]], %[[Y]]) : (f32, f32, f32) -> f32
 // CHECK-NEXT:    llvm.return %[[F]] : f32
 // CHECK-LABEL: llvm.func @math64(
