@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from math import prod
 from typing import ClassVar
 
 from xdsl.context import Context
@@ -65,6 +66,10 @@ from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, Phase
 
 LOOP_SUFFIX = "_loop"
 """`te.func @f` becomes `loop.func @f_loop`."""
+
+PARALLEL_MIN_WORK = 1 << 14
+"""Region evaluations below which a nest stays serial: forking a thread team
+(`GOMP_parallel`) costs several microseconds, more than such a nest computes."""
 
 SCRATCH_SCOPE = "local"
 """Memory scope of the temporaries holding intermediate `te.compute` results."""
@@ -184,13 +189,18 @@ class ComputeLowering:
         return for_op
 
     def _spatial_kind(self, rank: int, dim: int) -> str:
-        """Outermost: parallel (iterations write disjoint elements and only read other
-        buffers); innermost of a non-reduction nest of rank ≥ 2: vectorized (a hint)."""
-        if dim == 0 and self.compute.shape_values[0] > 1:
+        """Outermost: parallel when worth a thread team (iterations write disjoint
+        elements and only read other buffers, so it is always safe); innermost of a
+        non-reduction nest of rank ≥ 2: vectorized (a hint)."""
+        if dim == 0 and self.compute.shape_values[0] > 1 and self._work() >= PARALLEL_MIN_WORK:
             return "parallel"
         if dim == rank - 1 and dim > 0 and not self.compute.is_reduction:
             return "vectorized"
         return "serial"
+
+    def _work(self) -> int:
+        """How many times the region runs: every spatial and reduction point."""
+        return prod(self.compute.shape_values) * prod(self.compute.reduce_values)
 
     def _element(self, at: InsertPoint, ivs: list[SSAValue]) -> None:
         """Compute and store one element at `ivs`, inserting the code at `at`."""
@@ -498,7 +508,8 @@ class LowerTePass(LaminaPass):
     `loop.func @f_loop(A_buf..., R_buf...)`: one row-major memref per
     parameter, then one output memref per result, no results. Each
     `te.compute` becomes a loop nest over its shape (innermost loop = last
-    dimension; outermost `kind(parallel)`, innermost spatial loop of an
+    dimension; outermost `kind(parallel)` when the nest evaluates its region
+    at least `PARALLEL_MIN_WORK` times, innermost spatial loop of an
     elementwise nest `kind(vectorized)`), a reduction an inner nest
     accumulating in `iter_args` from `init` (default: the combiner's
     identity), then a `loop.store`. Returned computes are stored straight

@@ -63,13 +63,19 @@ def loop_funcs(module: ModuleOp) -> dict[str, loop.FuncOp]:
     return {op.sym_name.data: op for op in module.ops if isinstance(op, loop.FuncOp)}
 
 
-MATMUL_SOFTMAX = """
-  graph.func @main(%a: tensor<3x5xf32>, %b: tensor<5x4xf32>) -> tensor<3x4xf32> {
-    %y = graph.matmul %a, %b : (tensor<3x5xf32>, tensor<5x4xf32>) -> tensor<3x4xf32>
-    %s = graph.softmax %y {axis = -1 : i64} : (tensor<3x4xf32>) -> tensor<3x4xf32>
-    graph.return %s : tensor<3x4xf32>
-  }
+def matmul_softmax(m: int, k: int, n: int) -> str:
+    """`main(a: m×k, b: k×n) = softmax(a @ b, axis=-1)`."""
+    a, b, y = f"tensor<{m}x{k}xf32>", f"tensor<{k}x{n}xf32>", f"tensor<{m}x{n}xf32>"
+    return f"""
+  graph.func @main(%a: {a}, %b: {b}) -> {y} {{
+    %y = graph.matmul %a, %b : ({a}, {b}) -> {y}
+    %s = graph.softmax %y {{axis = -1 : i64}} : ({y}) -> {y}
+    graph.return %s : {y}
+  }}
 """
+
+
+MATMUL_SOFTMAX = matmul_softmax(3, 5, 4)
 
 
 def np_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -132,12 +138,15 @@ def test_softmax_temporaries_are_local_and_freed_once_after_their_last_use() -> 
             assert top is not None and block.get_operation_index(top) <= free_at
 
 
-def test_parallel_outermost_loop_only() -> None:
-    module = run_passes(parse(MATMUL_SOFTMAX), "legalize,lower-te")
-    for op in module.walk():
-        if isinstance(op, loop.ForOp) and op.kind_name == "parallel":
-            assert not isinstance(op.parent_op(), loop.ForOp)
-            assert not op.iter_args
+def test_only_big_nests_get_a_parallel_outermost_loop() -> None:
+    small = run_passes(parse(MATMUL_SOFTMAX), "legalize,lower-te")
+    assert not [op for op in small.walk() if getattr(op, "kind_name", "") == "parallel"]
+    big = run_passes(parse(matmul_softmax(128, 64, 256)), "legalize,lower-te")
+    parallel = [op for op in big.walk() if getattr(op, "kind_name", "") == "parallel"]
+    assert len(parallel) == 5  # matmul, and softmax's max, exp, sum, div
+    for op in parallel:
+        assert not isinstance(op.parent_op(), loop.ForOp)
+        assert not op.iter_args
 
 
 # ---------------------------------------------------------------------------
@@ -227,6 +236,14 @@ def test_matmul_softmax_dag_matches_numpy(spec: str) -> None:
     b = RNG.standard_normal((5, 4)).astype(np.float32)
     (got,) = call(kernel, [a, b], [((3, 4), np.float32)])
     np.testing.assert_allclose(got, np_softmax(a @ b), rtol=1e-5, atol=1e-6)
+
+
+def test_big_matmul_softmax_on_a_thread_team_matches_numpy() -> None:
+    kernel = compile_graph(matmul_softmax(128, 64, 256))
+    a = RNG.standard_normal((128, 64)).astype(np.float32)
+    b = RNG.standard_normal((64, 256)).astype(np.float32) / 8
+    (got,) = call(kernel, [a, b], [((128, 256), np.float32)])
+    np.testing.assert_allclose(got, np_softmax(a @ b), rtol=1e-4, atol=1e-6)
 
 
 @pytest.mark.parametrize("m,k,n", [(1, 1, 1), (7, 3, 5), (16, 32, 8)])

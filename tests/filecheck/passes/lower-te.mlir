@@ -21,15 +21,15 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     graph.return %r : tensor<2x3xf32>
   }
 
-  // Elementwise: a row-major nest, outermost parallel, innermost vectorized,
-  // stored straight into the output buffer.
+  // Elementwise: a row-major nest, innermost vectorized, stored straight into
+  // the output buffer. Too small to be worth a thread team: serial.
   // CHECK-LABEL: loop.func @add_loop(
   // CHECK-SAME:    %[[A:.*]]: memref<2x3xf32>, %[[B:.*]]: memref<2x3xf32>, %[[OUT:.*]]: memref<2x3xf32>) {
   // CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
   // CHECK-DAG:     %[[C1:.*]] = arith.constant 1 : index
   // CHECK-DAG:     %[[C2:.*]] = arith.constant 2 : index
   // CHECK-DAG:     %[[C3:.*]] = arith.constant 3 : index
-  // CHECK:         loop.for %[[I:.*]] = %[[C0]] to %[[C2]] step %[[C1]] kind(parallel) {
+  // CHECK:         loop.for %[[I:.*]] = %[[C0]] to %[[C2]] step %[[C1]] {
   // CHECK-NEXT:      loop.for %[[J:.*]] = %[[C0]] to %[[C3]] step %[[C1]] kind(vectorized) {
   // CHECK-NEXT:        %[[X:.*]] = loop.load %[[A]][%[[I]], %[[J]]] : memref<2x3xf32>
   // CHECK-NEXT:        %[[Y:.*]] = loop.load %[[B]][%[[I]], %[[J]]] : memref<2x3xf32>
@@ -54,7 +54,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   // CHECK-SAME:    %[[A:.*]]: memref<4x8xi32>, %[[OUT:.*]]: memref<4xi32>) {
   // CHECK-DAG:     %[[INIT:.*]] = arith.constant -2147483648 : i32
   // CHECK-DAG:     %[[C8:.*]] = arith.constant 8 : index
-  // CHECK:         loop.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} kind(parallel) {
+  // CHECK:         loop.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
   // CHECK-NEXT:      %[[M:.*]] = loop.for %[[K:.*]] = %{{.*}} to %[[C8]] step %{{.*}} iter_args(%[[ACC:.*]] = %[[INIT]]) -> (i32) {
   // CHECK-NEXT:        %[[X:.*]] = loop.load %[[A]][%[[I]], %[[K]]] : memref<4x8xi32>
   // CHECK-NEXT:        %[[N:.*]] = arith.maxsi %[[ACC]], %[[X]] : i32
@@ -99,12 +99,12 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   // CHECK-SAME:    %[[A:.*]]: memref<8xf32>, %[[O0:.*]]: memref<8xf32>, %[[O1:.*]]: memref<8xf32>, %[[O2:.*]]: memref<8xf32>) {
   // CHECK-NEXT:    %[[TWO:.*]] = arith.constant 2.000000e+00 : f32
   // CHECK-NEXT:    %[[TMP:.*]] = loop.alloc {scope = "local"} : memref<8xf32>
-  // CHECK:         loop.for %[[I:.*]] = {{.*}} kind(parallel) {
+  // CHECK:         loop.for %[[I:.*]] = {{.*}} {
   // CHECK-NEXT:      %[[X:.*]] = loop.load %[[A]][%[[I]]] : memref<8xf32>
   // CHECK-NEXT:      %[[Y:.*]] = arith.mulf %[[X]], %[[TWO]] : f32
   // CHECK-NEXT:      loop.store %[[Y]], %[[TMP]][%[[I]]] : memref<8xf32>
   // CHECK-NEXT:    }
-  // CHECK-NEXT:    loop.for %[[I2:.*]] = {{.*}} kind(parallel) {
+  // CHECK-NEXT:    loop.for %[[I2:.*]] = {{.*}} {
   // CHECK-NEXT:      %[[X2:.*]] = loop.load %[[TMP]][%[[I2]]] : memref<8xf32>
   // CHECK-NEXT:      %[[Y2:.*]] = arith.mulf %[[X2]], %[[TWO]] : f32
   // CHECK-NEXT:      loop.store %[[Y2]], %[[O0]][%[[I2]]] : memref<8xf32>
@@ -170,5 +170,25 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
       te.yield %x : f64
     } : tensor<2xf64>
     te.return %m, %p : tensor<2xf64>, tensor<2xf64>
+  }
+
+  // Nests with at least 2^14 region evaluations run their outermost loop on
+  // a thread team (kind(parallel)): elementwise and reductions alike.
+  // CHECK-LABEL: loop.func @big_loop(
+  // CHECK:         loop.for %{{.*}} kind(parallel) {
+  // CHECK-NEXT:      loop.for %{{.*}} kind(vectorized) {
+  // CHECK:         loop.for %{{.*}} kind(parallel) {
+  // CHECK-NEXT:      %{{.*}} = loop.for %{{.*}} iter_args(
+  te.func @big(%a: tensor<128x256xf32>) -> (tensor<128x256xf32>, tensor<128xf32>) {
+    %e = te.compute [128, 256] (%i, %j) {
+      %x = te.read %a[%i, %j] : tensor<128x256xf32>
+      %y = math.exp %x : f32
+      te.yield %y : f32
+    } : tensor<128x256xf32>
+    %s = te.compute [128] reduce [256] combiner(sum) (%i, %k) {
+      %x = te.read %a[%i, %k] : tensor<128x256xf32>
+      te.yield %x : f32
+    } : tensor<128xf32>
+    te.return %e, %s : tensor<128x256xf32>, tensor<128xf32>
   }
 }
