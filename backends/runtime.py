@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     ModuleOp,
+    NoneAttr,
 )
 from xdsl.ir import Attribute
 
@@ -144,18 +145,43 @@ class JitFunction:
 
 
 def _check_buffer(name: str, param: Parameter, array: np.ndarray) -> None:
-    """`array` must have the memref's dtype and element count (any shape of that size)."""
+    """`array` must have the memref's dtype and hold the elements the function may touch.
+
+    With the default (row-major) layout that is exactly the shape's element
+    count, in any shape; a strided layout needs at least its extent.
+    """
     assert param.buffer is not None
-    expected_dtype = numpy_dtype(param.buffer.element_type)
-    expected_shape = tuple(param.buffer.get_shape())
+    mtype = param.buffer
+    expected_dtype = numpy_dtype(mtype.element_type)
+    expected_shape = tuple(mtype.get_shape())
     if array.dtype != expected_dtype:
         raise RuntimeCallError(
             f"{name}: argument #{param.index} expected dtype {expected_dtype}, got {array.dtype}"
         )
-    if array.size != int(np.prod(expected_shape)):
+    if isinstance(mtype.layout, NoneAttr):
+        if array.size != int(np.prod(expected_shape)):
+            raise RuntimeCallError(
+                f"{name}: argument #{param.index} expected shape {expected_shape}, "
+                f"got {array.shape}"
+            )
+        return
+    extent = storage_extent(mtype)
+    if extent is not None and array.size < extent:
         raise RuntimeCallError(
-            f"{name}: argument #{param.index} expected shape {expected_shape}, got {array.shape}"
+            f"{name}: argument #{param.index} ({mtype}) needs at least {extent} elements, "
+            f"got {array.size}"
         )
+
+
+def storage_extent(mtype: MemRefType) -> int | None:
+    """Elements from the buffer's base pointer to one past its last element (None if dynamic)."""
+    strides, offset = mtype.get_strides(), mtype.get_offset()
+    if strides is None or offset is None or None in strides:
+        return None
+    shape = mtype.get_shape()
+    if 0 in shape:
+        return 0
+    return offset + sum((dim - 1) * stride for dim, stride in zip(shape, strides, strict=True)) + 1
 
 
 def _parameters(fn_type: llvm.LLVMFunctionType, func_op: llvm.FuncOp | None) -> list[Parameter]:

@@ -750,3 +750,28 @@ def test_unsigned_conversions_and_fpowi():
     np.testing.assert_array_equal(f, unsigned.astype(np.float64))
     np.testing.assert_array_equal(g, unsigned.astype(np.float32))
     np.testing.assert_allclose(p, expected_p, rtol=1e-6)
+
+
+def test_zero_dim_buffers_and_strided_layouts():
+    kernel = lower_and_jit(
+        """
+  loop.func @sum_col(%a: memref<4x3xf32>, %col: memref<4xf32, strided<[3], offset: 1>>, %out: memref<f32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %zero = arith.constant 0.0 : f32
+    %s = loop.for %i = %c0 to %c4 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %x = loop.load %col[%i] : memref<4xf32, strided<[3], offset: 1>>
+      %t = arith.addf %acc, %x : f32
+      loop.yield %t : f32
+    }
+    loop.store %s, %out[] : memref<f32>
+    loop.return
+  }
+"""
+    )
+    a = np.arange(12, dtype=np.float32).reshape(4, 3)
+    out = np.zeros((), np.float32)
+    # The strided parameter views the same storage as `a`: column 1.
+    kernel.call("sum_col", a, a, out)
+    assert out == a[:, 1].sum()
