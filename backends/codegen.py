@@ -183,13 +183,16 @@ def _uses_openmp(module: ModuleOp) -> bool:
     )
 
 
-def _host_target_machine(*, jit: bool) -> llvm.TargetMachine:
-    """A fresh TargetMachine for the host CPU. Never share one across MCJIT engines."""
+def _host_target_machine(*, jit: bool, cpu: str | None = None) -> llvm.TargetMachine:
+    """A fresh TargetMachine for the host CPU (or `cpu`, e.g. `x86-64-v3`, for portable AOT code).
+
+    Never share one across MCJIT engines.
+    """
     _ensure_llvm()
     target = llvm.Target.from_triple(llvm.get_process_triple())
     return target.create_target_machine(
-        cpu=llvm.get_host_cpu_name(),
-        features=llvm.get_host_cpu_features().flatten(),
+        cpu=cpu or llvm.get_host_cpu_name(),
+        features="" if cpu else llvm.get_host_cpu_features().flatten(),
         opt=OPT_LEVEL,
         reloc="default" if jit else "pic",
         codemodel="jitdefault" if jit else "default",
@@ -468,23 +471,28 @@ def clear_cache() -> None:
 # ---------------------------------------------------------------------------
 
 
-def emit_llvm_ir(module: ModuleOp, *, optimized: bool = True) -> str:
-    """Textual LLVM IR for the host; after O3 unless `optimized=False`."""
-    tm = _host_target_machine(jit=False)
+def emit_llvm_ir(module: ModuleOp, *, optimized: bool = True, cpu: str | None = None) -> str:
+    """Textual LLVM IR for the host (or `cpu`); after O3 unless `optimized=False`."""
+    tm = _host_target_machine(jit=False, cpu=cpu)
     if not optimized:
         return str(translate(module, tm))
     return str(_optimized_ref(module, tm, CompileTimings()))
 
 
-def emit_object(module: ModuleOp) -> bytes:
-    """A relocatable (PIC) object file for the host, as bytes."""
-    tm = _host_target_machine(jit=False)
+def emit_object(module: ModuleOp, *, cpu: str | None = None) -> bytes:
+    """A relocatable (PIC) object file, as bytes.
+
+    By default the code uses every feature of *this* machine's CPU (AVX2,
+    AVX-512, FMA...); pass `cpu` (an LLVM CPU name such as `x86-64-v2`) for
+    an object that also runs on older machines.
+    """
+    tm = _host_target_machine(jit=False, cpu=cpu)
     return tm.emit_object(_optimized_ref(module, tm, CompileTimings()))
 
 
-def emit_assembly(module: ModuleOp) -> str:
-    """Host assembly text of the optimized module."""
-    tm = _host_target_machine(jit=False)
+def emit_assembly(module: ModuleOp, *, cpu: str | None = None) -> str:
+    """Assembly text of the optimized module for the host (or `cpu`)."""
+    tm = _host_target_machine(jit=False, cpu=cpu)
     return tm.emit_assembly(_optimized_ref(module, tm, CompileTimings()))
 
 
@@ -496,16 +504,18 @@ def system_compiler() -> str:
     raise CodegenError("codegen: no C compiler found to link a shared library (set $CC)")
 
 
-def build_shared_library(module: ModuleOp, path: str | os.PathLike[str]) -> Path:
+def build_shared_library(
+    module: ModuleOp, path: str | os.PathLike[str], *, cpu: str | None = None
+) -> Path:
     """Compile `module` to a shared library at `path` (object file → `cc -shared`, libm linked).
 
     The library exports every function defined in the module with the C ABI
-    described in this module's docstring.
+    described in this module's docstring; `cpu` as for `emit_object`.
     """
     path = Path(path)
     with tempfile.TemporaryDirectory(prefix="lamina-") as tmp:
         obj = Path(tmp) / "module.o"
-        obj.write_bytes(emit_object(module))
+        obj.write_bytes(emit_object(module, cpu=cpu))
         cmd = [*system_compiler().split(), "-shared", "-fPIC", "-o", str(path), str(obj), "-lm"]
         if _uses_openmp(module):
             cmd.append("-fopenmp")  # links libgomp for GOMP_parallel

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import platform
 import subprocess
 import sys
 from string import Template
@@ -775,3 +776,11 @@ def test_zero_dim_buffers_and_strided_layouts():
     # The strided parameter views the same storage as `a`: column 1.
     kernel.call("sum_col", a, a, out)
     assert out == a[:, 1].sum()
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="x86-64 CPU names")
+def test_portable_object_avoids_host_only_instructions():
+    module = lower(BROADCAST_ADD, T="f32")
+    portable = codegen.emit_assembly(module, cpu="x86-64")
+    assert "ymm" not in portable and "zmm" not in portable  # SSE2 baseline only
+    assert codegen.emit_object(module, cpu="x86-64")[:4] == b"\x7fELF"
