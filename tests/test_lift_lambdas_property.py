@@ -4,8 +4,9 @@ Hypothesis builds graph functions whose bodies mix compute ops, constants,
 nested lambdas (capturing values of every enclosing scope, and other
 lambdas), invocations and nested dataflow blocks. After lift-lambdas the
 module must verify, satisfy the optimization-phase invariants, contain no
-lambda, and keep its structure: the same compute ops, one new function per
-lambda, and every closure's callee a top-level function of the matching type.
+lambda, and keep its structure (the same compute ops, one new function per
+lambda, every closure's callee a top-level function of the matching type)
+and its meaning (the NumPy reference evaluator gives the same results).
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType, f32
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import SymbolTable
 
+from lamina.backends.reference import evaluate
 from lamina.core.context import make_context
 from lamina.core.diagnostics import verify_module
 from lamina.dialects.graph import (
@@ -61,6 +64,11 @@ class Scope:
 
 def add_ops(draw, block: Block, scope: Scope, depth: int, in_dataflow: bool) -> SSAValue:
     """Fill `block` with 1-5 random ops; return a tensor value to yield from it."""
+
+    def pick() -> SSAValue:
+        # Draw an index, not a value: hypothesis keeps the repr of what it draws.
+        return scope.tensors[draw(st.integers(0, len(scope.tensors) - 1))]
+
     for _ in range(draw(st.integers(1, 5))):
         kinds = ["unary", "binary", "constant"]
         if depth < 3:
@@ -68,15 +76,15 @@ def add_ops(draw, block: Block, scope: Scope, depth: int, in_dataflow: bool) -> 
         if scope.fns:
             kinds += ["invoke", "invoke"]
         kind = draw(st.sampled_from(kinds))
-        pick = st.sampled_from(scope.tensors)
         if kind == "unary":
-            op = draw(st.sampled_from([ExpOp, NegOp, ReluOp]))(draw(pick))
+            op = draw(st.sampled_from([ExpOp, NegOp, ReluOp]))(pick())
         elif kind == "binary":
-            op = draw(st.sampled_from([AddOp, MulOp]))(draw(pick), draw(pick))
+            op = draw(st.sampled_from([AddOp, MulOp]))(pick(), pick())
         elif kind == "constant":
             op = ConstantOp(DenseIntOrFPElementsAttr.from_list(T, [1.0, 2.0, 3.0, 4.0]))
         elif kind == "invoke":
-            op = InvokeOp(draw(st.sampled_from(scope.fns)), [draw(pick)], pure=True)
+            fn = scope.fns[draw(st.integers(0, len(scope.fns) - 1))]
+            op = InvokeOp(fn, [pick()], pure=True)
         elif kind == "lambda":
             op = LambdaOp([T], [T])
             inner = op.body.block
@@ -94,8 +102,21 @@ def add_ops(draw, block: Block, scope: Scope, depth: int, in_dataflow: bool) -> 
     return scope.tensors[-1]
 
 
+class Program:
+    """A generated module; hypothesis reports it as IR text (ModuleOp's repr is huge).
+
+    Not a dataclass: hypothesis pretty-prints dataclasses field by field.
+    """
+
+    def __init__(self, module: ModuleOp):
+        self.module = module
+
+    def __repr__(self) -> str:
+        return str(self.module)
+
+
 @st.composite
-def graph_programs(draw) -> ModuleOp:
+def graph_programs(draw) -> Program:
     """A module of 1-2 pure graph functions `(T, T) -> T` with random bodies."""
     funcs: list[Operation] = []
     for index in range(draw(st.integers(1, 2))):
@@ -110,7 +131,7 @@ def graph_programs(draw) -> ModuleOp:
         funcs.append(taken)
     module = ModuleOp(funcs)
     verify_module(module)
-    return module
+    return Program(module)
 
 
 def op_counts(module: ModuleOp) -> Counter[str]:
@@ -128,9 +149,31 @@ def check_closures(module: ModuleOp) -> None:
         assert closure.result.type == FnType(inputs[len(captured) :], outputs)
 
 
+INPUTS = (
+    np.array([0.5, -1.0, 2.0, -0.25], np.float32),
+    np.array([1.5, 0.0, -2.0, 3.0], np.float32),
+)
+
+
+def results(module: ModuleOp) -> dict[str, tuple[np.ndarray, ...]]:
+    """What each entry function `f<N>` computes on fixed inputs."""
+    names = [op.sym_name.data for op in module.body.block.ops if isinstance(op, FuncOp)]
+    with np.errstate(all="ignore"):
+        return {n: evaluate(module, n, *INPUTS) for n in names if n in ("f0", "f1")}
+
+
+def assert_same_results(before, after) -> None:
+    assert before.keys() == after.keys()
+    for name in before:
+        for got, want in zip(after[name], before[name], strict=True):
+            np.testing.assert_array_equal(got, want)
+
+
 @SETTINGS
 @given(graph_programs())
-def test_lift_lambdas_preserves_structure(module: ModuleOp):
+def test_lift_lambdas_preserves_structure(program: Program):
+    module = program.module
+    expected = results(module)
     lambdas = sum(isinstance(op, LambdaOp) for op in module.walk())
     funcs = len(module.body.block.ops)
     computes = op_counts(module)
@@ -146,11 +189,13 @@ def test_lift_lambdas_preserves_structure(module: ModuleOp):
     assert sum(isinstance(op, ClosureOp) for op in module.walk()) == lambdas
     assert op_counts(module) == computes
     check_closures(module)
+    assert_same_results(expected, results(module))
 
 
 @SETTINGS
 @given(graph_programs())
-def test_lift_lambdas_is_deterministic(module: ModuleOp):
+def test_lift_lambdas_is_deterministic(program: Program):
+    module = program.module
     clone = module.clone()
     LiftLambdasPass().apply(make_context(), module)
     LiftLambdasPass().apply(make_context(), clone)
@@ -161,7 +206,9 @@ def test_lift_lambdas_is_deterministic(module: ModuleOp):
 
 @SETTINGS
 @given(graph_programs())
-def test_normalize_is_idempotent_and_keeps_the_module_valid(module: ModuleOp):
+def test_normalize_is_idempotent_and_keeps_the_module_valid(program: Program):
+    module = program.module
+    expected = results(module)
     NormalizePass().apply(make_context(), module)
     verify_module(module)
     assert check_phase(module) == []
@@ -175,6 +222,9 @@ def test_normalize_is_idempotent_and_keeps_the_module_valid(module: ModuleOp):
     ]
     assert nested == []
 
+    assert_same_results(expected, results(module))
+
     LiftLambdasPass().apply(make_context(), module)
     verify_module(module)
     assert check_phase(module) == []
+    assert_same_results(expected, results(module))
