@@ -531,13 +531,16 @@ class CmpiLowering(RewritePattern):
 
 
 class CmpfLowering(RewritePattern):
-    """`arith.cmpf <pred>` → `llvm.fcmp "<pred>"` (`false`/`true` are `_false`/`_true`)."""
+    """`arith.cmpf <pred>` → `llvm.fcmp "<pred>"`; `false` / `true` → an i1 constant."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: arith.CmpfOp, rewriter: PatternRewriter, /):
-        lhs, rhs = _to_llvm(op.lhs, rewriter), _to_llvm(op.rhs, rewriter)
         pred = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
-        pred = {"false": "_false", "true": "_true"}.get(pred, pred)
+        if pred in ("false", "true"):
+            # xDSL's translator cannot emit `fcmp false/true`; they are constants.
+            _replace(op, rewriter, _constant(int(pred == "true"), i1, rewriter))
+            return
+        lhs, rhs = _to_llvm(op.lhs, rewriter), _to_llvm(op.rhs, rewriter)
         _replace(op, rewriter, rewriter.insert(llvm.FCmpOp(lhs, rhs, pred)))
 
 
