@@ -40,7 +40,7 @@ from lamina.core.pass_base import LaminaPass
 from lamina.dialects.graph import ClosureOp, FnType, FuncOp
 from lamina.dialects.lamina import DeviceAttr, Phase, set_phase
 from lamina.passes.verify_phase import (
-    _attr,
+    attr_of,
     enclosing_top_level,
     has_unit,
     in_codegen,
@@ -71,7 +71,7 @@ class LambdaNamer:
 
     def __init__(self, module: ModuleOp):
         self.taken = {
-            sym.data for op in module.ops if isinstance(sym := _attr(op, "sym_name"), StringAttr)
+            sym.data for op in module.ops if isinstance(sym := attr_of(op, "sym_name"), StringAttr)
         }
         self.counters: dict[str, int] = {}
 
@@ -86,7 +86,7 @@ class LambdaNamer:
 
 
 def _enclosing_name(top: Operation | None) -> str:
-    name = _attr(top, "sym_name") if top is not None else None
+    name = attr_of(top, "sym_name") if top is not None else None
     return name.data if isinstance(name, StringAttr) else "lambda"
 
 
@@ -115,7 +115,7 @@ def lift_lambda(module: ModuleOp, lam: Operation, name: str, anchor: Operation) 
     function_type = FunctionType.from_lists(entry.arg_types, results)
     lam.detach_region(body)
     func = FuncOp(name, function_type, body)
-    _copy_purity(func, anchor, module)
+    _mark_purity(func, anchor, module)
     module.body.block.insert_op_after(func, anchor)
 
     fn_type = lam.results[0].type
@@ -130,30 +130,16 @@ def lift_lambda(module: ModuleOp, lam: Operation, name: str, anchor: Operation) 
     return func
 
 
-def _copy_purity(func: Operation, enclosing: Operation, module: ModuleOp) -> None:
-    """A lifted function that calls impure things is `impure`, or `force_pure`
-    when its enclosing function asserted purity with `force_pure`."""
-    if not any(is_impure_call(op, module) for op in _own_ops(func)):
+def _mark_purity(func: FuncOp, enclosing: Operation, module: ModuleOp) -> None:
+    """A lifted function that makes impure calls is `impure`, or `force_pure` when its
+    enclosing function asserted purity with `force_pure` (invariant 10 of verify-phase).
+
+    Lambdas nested in `func` were lifted first, so its body holds only its own ops.
+    """
+    if not any(is_impure_call(op, module) for op in func.walk()):
         return
     flag = "force_pure" if has_unit(enclosing, "force_pure") else "impure"
     func.properties[flag] = UnitAttr()
-
-
-def _own_ops(func: Operation):
-    """Ops of `func`'s body, not those of lambdas nested in it (they become their own functions)."""
-    for op in func.walk():
-        parent_lambda = _closest_lambda(op, func)
-        if parent_lambda is None:
-            yield op
-
-
-def _closest_lambda(op: Operation, stop: Operation) -> Operation | None:
-    current = op.parent_op()
-    while current is not None and current is not stop:
-        if current.name == "graph.lambda":
-            return current
-        current = current.parent_op()
-    return None
 
 
 def lambdas_to_lift(module: ModuleOp) -> list[Operation]:

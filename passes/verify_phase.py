@@ -101,19 +101,20 @@ IMPURE_CALL_OPS = frozenset({"graph.call", "graph.call_extern", "graph.invoke"})
 # ---------------------------------------------------------------------------
 
 
-def _attr(op: Operation, name: str) -> Attribute | None:
+def attr_of(op: Operation, name: str) -> Attribute | None:
     """A property or attribute of `op` (the generic form may put either)."""
-    return op.properties.get(name) or op.attributes.get(name)
+    found = op.properties.get(name)
+    return found if found is not None else op.attributes.get(name)
 
 
 def has_unit(op: Operation, name: str) -> bool:
     """Whether `op` carries the unit flag `name` (as a property or attribute)."""
-    return _attr(op, name) is not None
+    return attr_of(op, name) is not None
 
 
 def callee_name(op: Operation) -> str | None:
     """The symbol named by `op`'s `callee` (a symbol reference or a string)."""
-    callee = _attr(op, "callee")
+    callee = attr_of(op, "callee")
     if isinstance(callee, SymbolRefAttr):
         return callee.root_reference.data
     if isinstance(callee, StringAttr):
@@ -327,7 +328,7 @@ def check_pure_funcs(module: ModuleOp) -> Iterator[Violation]:
 
 
 def _sym_name(op: Operation) -> str:
-    name = _attr(op, "sym_name")
+    name = attr_of(op, "sym_name")
     return name.data if isinstance(name, StringAttr) else "<anonymous>"
 
 
