@@ -926,3 +926,99 @@ def test_float_binary_ops_follow_numpy_nan_rules(op, reference):
     # NaNs count as equal here. The sign of a zero result may differ: LLVM's
     # minimum orders -0 below +0 (IEEE 754-2019), NumPy returns either.
     np.testing.assert_array_equal(got, expected)
+
+
+UNARY_ONE = """
+  loop.func @op(%a: memref<${N}x$T>, %o: memref<${N}x$R>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %n = arith.constant $N : index
+    loop.for %i = %c0 to %n step %c1 {
+      %x = loop.load %a[%i] : memref<${N}x$T>
+      %r = $EXPR
+      loop.store %r, %o[%i] : memref<${N}x$R>
+    }
+    loop.return
+  }
+"""
+
+
+def run_unary(expr: str, a: np.ndarray, t: str, r: str, out_dtype) -> np.ndarray:
+    kernel = lower_and_jit(UNARY_ONE, N=a.size, T=t, R=r, EXPR=expr)
+    out = np.zeros(a.size, out_dtype)
+    kernel.call("op", a, out)
+    return out
+
+
+def _round_half_away(x):
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
+MATH_UNARY = {
+    "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2": np.log2,
+    "log10": np.log10, "log1p": np.log1p, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x),
+    "cbrt": np.cbrt, "absf": np.abs, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
+    "round": _round_half_away, "roundeven": np.round, "sin": np.sin, "cos": np.cos,
+    "tan": np.tan, "tanh": np.tanh, "sinh": np.sinh, "cosh": np.cosh, "asin": np.arcsin,
+    "acos": np.arccos, "atan": np.arctan, "asinh": np.arcsinh, "atanh": np.arctanh,
+    "acosh": np.arccosh,
+    "erf": np.vectorize(math.erf),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("name", list(MATH_UNARY))
+def test_math_unary_ops_match_numpy(name, dtype):
+    np_dtype = np.float32 if dtype == "f32" else np.float64
+    x = np.array([0.05, 0.3, 0.5, 0.75, 0.9, 1.5, 2.5, -0.5, -0.7, -2.5], np_dtype)
+    if name in ("log", "log2", "log10", "log1p", "sqrt", "rsqrt"):
+        x = np.abs(x) + np_dtype(0.1)
+    if name in ("asin", "acos", "atanh"):
+        x = np.clip(x, -0.95, 0.95)
+    if name == "acosh":
+        x = np.abs(x) + np_dtype(1)
+    got = run_unary(f"math.{name} %x : {dtype}", x, dtype, dtype, np_dtype)
+    expected = MATH_UNARY[name](x.astype(np.float64))
+    rtol = 2e-6 if dtype == "f32" else 1e-13
+    np.testing.assert_allclose(got, expected, rtol=rtol, atol=rtol)
+
+
+CASTS = [
+    ("arith.extsi %x : i8 to i32", "i8", "i32", np.int8, np.int32, lambda x: x.astype(np.int32)),
+    ("arith.extui %x : i8 to i32", "i8", "i32", np.int8, np.int32,
+     lambda x: x.view(np.uint8).astype(np.int32)),
+    ("arith.trunci %x : i32 to i8", "i32", "i8", np.int32, np.int8, lambda x: x.astype(np.int8)),
+    ("arith.sitofp %x : i32 to f32", "i32", "f32", np.int32, np.float32,
+     lambda x: x.astype(np.float32)),
+    ("arith.uitofp %x : i32 to f64", "i32", "f64", np.int32, np.float64,
+     lambda x: x.view(np.uint32).astype(np.float64)),
+    ("arith.fptoui %x : f64 to i32", "f64", "i32", np.float64, np.int32,
+     lambda x: x.astype(np.uint32).view(np.int32)),
+    ("arith.extf %x : f32 to f64", "f32", "f64", np.float32, np.float64,
+     lambda x: x.astype(np.float64)),
+    ("arith.truncf %x : f64 to f32", "f64", "f32", np.float64, np.float32,
+     lambda x: x.astype(np.float32)),
+    ("arith.bitcast %x : f32 to i32", "f32", "i32", np.float32, np.int32,
+     lambda x: x.view(np.int32)),
+    ("arith.index_cast %x : i32 to index", "i32", "i64", np.int32, np.int64,
+     lambda x: x.astype(np.int64)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("expr", "t", "r", "in_dtype", "out_dtype", "reference"), CASTS, ids=[c[0] for c in CASTS]
+)
+def test_cast_semantics(expr, t, r, in_dtype, out_dtype, reference):
+    if expr.startswith("arith.index_cast"):  # the result is an index; store it as i64
+        expr = expr.replace("to index", "to index\n      %r2 = arith.index_cast %r : index to i64")
+    raw = np.array([0, 1, -1, 100, -100, 127, -128, 3, 77, -5])
+    x = raw.astype(in_dtype) if np.dtype(in_dtype).kind != "f" else (raw * 1.7).astype(in_dtype)
+    if expr.startswith("arith.fptoui"):
+        x = np.abs(x)
+    body = UNARY_ONE.replace(
+        "loop.store %r,", "loop.store %r2," if "%r2" in expr else "loop.store %r,"
+    )
+    kernel = lower_and_jit(body, N=x.size, T=t, R=r, EXPR=expr)
+    out = np.zeros(x.size, out_dtype)
+    kernel.call("op", x, out)
+    np.testing.assert_array_equal(out, reference(x))
