@@ -57,6 +57,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
 from lamina.core.pass_base import ALL_PHASES, LaminaPass
+from lamina.dialects.graph import GraphCompute
 from lamina.dialects.lamina import Phase, codegen_target, get_phase
 
 
@@ -175,8 +176,6 @@ def is_pure_in_dataflow(op: Operation, module: ModuleOp) -> bool:
 
 def is_graph_compute(op: Operation) -> bool:
     """Whether `op` carries the `GraphCompute` trait (an arithmetic/tensor graph op)."""
-    from lamina.dialects.graph import GraphCompute
-
     return op.has_trait(GraphCompute)
 
 
