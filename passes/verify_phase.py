@@ -31,10 +31,13 @@ Invariants, for a module in phase >= the phase in brackets:
     destination-passing style), `graph.call_extern` / `graph.invoke` with
     `pure`, nested dataflow blocks, and side-effect-free upstream ops
     (`arith.constant`, ...). A `graph.lambda` inside a dataflow block is pure
-    (creating it runs nothing); its body is governed by invariant 10.
+    (creating it runs nothing).
 10. [ingestion] A pure `graph.func` (neither `impure` nor `force_pure`) calls
-    nothing impure, also not from its inner lambdas: no `graph.call` of an
-    `impure` function, no `graph.call_extern` / `graph.invoke` without `pure`.
+    nothing impure: no `graph.call` of an `impure` function, no
+    `graph.call_extern` / `graph.invoke` without `pure`. The body of an inner
+    `graph.lambda` is a function of its own, not executed by creating it: its
+    calls are not the enclosing function's (`lift-lambdas` marks a lifted
+    function that makes impure calls `impure`).
 
 Invariants 9 and 10 hold in every phase; from phase lowering on they are
 vacuous (no dataflow blocks, no pure functions).
@@ -316,7 +319,7 @@ def check_pure_funcs(module: ModuleOp) -> Iterator[Violation]:
     for func in _ops(module):
         if func.name != "graph.func" or not is_tracked_pure_func(func):
             continue
-        for op in func.walk():
+        for op in own_ops(func):
             if op.name in IMPURE_CALL_OPS and is_impure_call(op, module):
                 yield (
                     op,
@@ -324,6 +327,23 @@ def check_pure_funcs(module: ModuleOp) -> Iterator[Violation]:
                     + _callee_suffix(op),
                     "mark the function 'impure' (or 'force_pure'), or the call 'pure'",
                 )
+
+
+def own_ops(func: Operation) -> Iterator[Operation]:
+    """The ops `func` itself executes: not those in the bodies of its inner lambdas."""
+    for region in func.regions:
+        for op in region.walk():
+            if not _inside_lambda(op, func):
+                yield op
+
+
+def _inside_lambda(op: Operation, func: Operation) -> bool:
+    current = op.parent_op()
+    while current is not None and current is not func:
+        if current.name == "graph.lambda":
+            return True
+        current = current.parent_op()
+    return False
 
 
 def _sym_name(op: Operation) -> str:

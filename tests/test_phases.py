@@ -6,6 +6,7 @@ import re
 
 import pytest
 from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
+from xdsl.traits import SymbolTable
 
 import lamina.passes.verify_phase as verify_phase
 from lamina.core.context import make_context
@@ -266,4 +267,27 @@ def test_lift_lambdas_sets_the_phase_when_applied_directly():
     get_pass_class("lift-lambdas")().apply(make_context(), module)
     assert get_phase(module) is Phase.OPTIMIZATION
     verify_module(module)
+    assert check_phase(module) == []
+
+
+def test_lambda_bodies_are_functions_of_their_own():
+    """Creating a lambda calls nothing: its impure calls are not the enclosing function's,
+    and lift-lambdas marks the lifted function `impure`."""
+    module = parse(
+        f"""
+        builtin.module {{
+          graph.func @g(%x: {T}) -> {FN} {{
+            %f = graph.lambda (%y: {T}) -> {T} {{
+              %a = graph.call_extern "print"(%y) : ({T}) -> {T}
+              graph.return %a : {T}
+            }}
+            graph.return %f : {FN}
+          }}
+        }}
+        """
+    )
+    assert check_phase(module) == []
+    get_pass_class("lift-lambdas")().apply(make_context(), module)
+    lifted = SymbolTable.lookup_symbol(module, "g_lambda0")
+    assert lifted is not None and lifted.properties.get("impure") is not None
     assert check_phase(module) == []
