@@ -51,6 +51,7 @@ from xdsl.dialects import llvm as llvm_dialect
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import LLVMTranslationException
 
+from lamina.backends.llvm_conversion import LOOP_KIND_ATTR
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
 
 OPT_LEVEL = 3
@@ -283,7 +284,7 @@ def _attach_loop_metadata(module: ModuleOp, ir_module: llvm_ir.Module) -> None:
         ll_func = ir_module.get_global(func.sym_name.data)
         blocks = list(func.body.blocks)
         for position, block in enumerate(blocks):
-            kind = block.last_op.attributes.get("lamina.loop_kind") if block.last_op else None
+            kind = block.last_op.attributes.get(LOOP_KIND_ATTR) if block.last_op else None
             if kind is None or kind.data not in LOOP_METADATA:
                 continue
             if not _is_simple_innermost_loop(blocks, position):

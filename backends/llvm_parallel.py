@@ -44,16 +44,16 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from xdsl.rewriter import InsertPoint
 from xdsl.traits import SymbolTable
 
-from lamina.dialects import loop
-from lamina.passes.lower_to_llvm import (
+from lamina.backends.llvm_conversion import (
     INTERNAL_ATTR,
-    _declare,
-    _entry_block,
-    _module_of,
-    _to_llvm,
     convert_type,
+    declare_function,
     element_size,
+    entry_block,
+    module_of,
+    to_llvm,
 )
+from lamina.dialects import loop
 
 GOMP_PARALLEL = "GOMP_parallel"
 PTR = llvm.LLVMPointerType()
@@ -123,7 +123,7 @@ class ParallelForLowering(RewritePattern):
     def match_and_rewrite(self, op: loop.ForOp, rewriter: PatternRewriter, /):
         if op.kind.data != "parallel" or op.iter_args:
             return
-        module = _module_of(op)
+        module = module_of(op)
         base = _unique_name(module, f"{_enclosing_function_name(op)}_par")
         header = [op.lb, op.ub, op.step]
         captures = [v for v in captured_values(op) if _constant_chain(v) is None]
@@ -227,18 +227,18 @@ def _from_slot(emit: _Emitter, word: SSAValue, ty) -> SSAValue:
 
 def _call_site(op: Operation, trampoline: str, values: list[SSAValue], rewriter) -> None:
     """Pack `values` into stack slots and hand it to `GOMP_parallel(trampoline, ctx, 0, 0)`."""
-    entry = InsertPoint.at_start(_entry_block(op))
+    entry = InsertPoint.at_start(entry_block(op))
     count = rewriter.insert(llvm.ConstantOp(IntegerAttr(len(values), i64), i64), entry)
     ctx = rewriter.insert(llvm.AllocaOp(count, i64, 8), InsertPoint.after(count)).res
     for index, value in enumerate(values):
-        ops, word = _to_slot(_to_llvm(value, rewriter))
+        ops, word = _to_slot(to_llvm(value, rewriter))
         for conversion in ops:
             rewriter.insert(conversion)
         slot = rewriter.insert(llvm.GEPOp(ctx, [index], i64)).result
         rewriter.insert(llvm.StoreOp(word, slot, alignment=8))
     fn = rewriter.insert(llvm.AddressOfOp(trampoline, PTR)).result
     zero = rewriter.insert(llvm.ConstantOp(IntegerAttr(0, i32), i32)).result
-    _declare(op, rewriter, GOMP_PARALLEL, [PTR, PTR, i32, i32], llvm.LLVMVoidType())
+    declare_function(op, rewriter, GOMP_PARALLEL, [PTR, PTR, i32, i32], llvm.LLVMVoidType())
     rewriter.insert(llvm.CallOp(GOMP_PARALLEL, fn, ctx, zero, zero))
 
 
@@ -304,8 +304,8 @@ def _trampoline(base: str, header: list[SSAValue], captures: list[SSAValue]) -> 
 
 def declare_omp_queries(op: Operation, rewriter) -> None:
     """The two libgomp queries every trampoline calls."""
-    _declare(op, rewriter, "omp_get_num_threads", [], i32)
-    _declare(op, rewriter, "omp_get_thread_num", [], i32)
+    declare_function(op, rewriter, "omp_get_num_threads", [], i32)
+    declare_function(op, rewriter, "omp_get_thread_num", [], i32)
 
 
 __all__ = ["ParallelForLowering", "captured_values"]

@@ -3,7 +3,11 @@
 The transition into phase `build` (DESIGN §2, §4). xDSL has no
 arith/math/func/cf/memref → llvm conversions of its own (XDSL_NOTES §4), so
 every source op gets its own `RewritePattern`, named `<Op>Lowering`, driven
-by one greedy `PatternRewriteWalker`.
+by one greedy `PatternRewriteWalker`. This file holds the patterns for
+functions, calls, buffers and control flow; the scalar (`arith`, `math`)
+patterns are in `backends/llvm_scalar_patterns.py`, parallel loops in
+`backends/llvm_parallel.py`, and the shared type/cast helpers in
+`backends/llvm_conversion.py`.
 
 ABI (what `backends/codegen.py` and `backends/runtime.py` rely on):
 
@@ -18,9 +22,9 @@ ABI (what `backends/codegen.py` and `backends/runtime.py` rely on):
 * `index` becomes `i64`.
 
 Type conversion works as in MLIR's dialect conversion: a pattern that needs
-an operand in its llvm type asks `_to_llvm`, which looks through (or
+an operand in its llvm type asks `to_llvm`, which looks through (or
 inserts) a `builtin.unrealized_conversion_cast`, and results are cast back
-to their original type for users not lowered yet (`_from_llvm`).
+to their original type for users not lowered yet (`from_llvm`).
 `UnrealizedCastFolding` removes cast pairs as they meet; none survives.
 
 xDSL's translator converts blocks in list order, so each function's blocks
@@ -36,31 +40,20 @@ from types import UnionType
 from typing import ClassVar, Union, get_args, get_origin
 
 from xdsl.context import Context
-from xdsl.dialects import arith, llvm
-from xdsl.dialects import math as mathd
+from xdsl.dialects import llvm
 from xdsl.dialects import memref as memrefd
 from xdsl.dialects.builtin import (
-    AnyFloat,
     ArrayAttr,
-    DenseIntOrFPElementsAttr,
     DictionaryAttr,
-    Float16Type,
-    Float32Type,
-    Float64Type,
-    FloatAttr,
-    IndexType,
     IntegerAttr,
-    IntegerType,
     MemRefType,
     ModuleOp,
     StringAttr,
     UnitAttr,
     UnrealizedConversionCastOp,
-    VectorType,
     i1,
     i64,
 )
-from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -70,953 +63,31 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
-from xdsl.traits import SymbolTable
 
+from lamina.backends.llvm_conversion import (
+    ALLOC_ALIGNMENT,
+    BUFFER_ATTR,
+    INTERNAL_ATTR,
+    LOOP_HINT_KINDS,
+    LOOP_KIND_ATTR,
+    MAX_STACK_BYTES,
+    call_function,
+    call_intrinsic,
+    constant,
+    convert_type,
+    declare_function,
+    element_size,
+    entry_block,
+    from_llvm,
+    replace_with,
+    to_llvm,
+)
+from lamina.backends.llvm_parallel import ParallelForLowering
+from lamina.backends.llvm_scalar_patterns import ARITH_PATTERNS, MATH_PATTERNS
 from lamina.core.diagnostics import op_error
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import loop
 from lamina.dialects.lamina import Phase, set_phase
-
-LOOP_KIND_ATTR = "lamina.loop_kind"
-"""Attribute of a loop's back-edge `llvm.br`: the `loop.for` kind, turned into
-`!llvm.loop` metadata by codegen (xDSL's llvm dialect has no loop metadata)."""
-
-LOOP_HINT_KINDS = ("vectorized", "unrolled")
-
-INTERNAL_ATTR = "lamina.internal"
-"""Unit attribute of a `loop.func` the compiler made (not callable from outside)."""
-
-BUFFER_ATTR = "lamina.buffer"
-"""Argument attribute recording the memref type behind an `!llvm.ptr` parameter."""
-
-ALLOC_ALIGNMENT = 64
-"""Byte alignment of heap buffers (a cache line; enough for AVX-512 loads)."""
-
-MAX_STACK_BYTES = 64 * 1024
-"""`loop.alloc` with scope `local` up to this size becomes an entry-block `llvm.alloca`."""
-
-# ---------------------------------------------------------------------------
-# Types and casts
-# ---------------------------------------------------------------------------
-
-
-def convert_type(ty: Attribute) -> Attribute:
-    """The llvm-dialect type of a loop-level type: memref → ptr, index → i64."""
-    match ty:
-        case MemRefType():
-            return llvm.LLVMPointerType()
-        case IndexType():
-            return i64
-        case VectorType() if isinstance(ty.element_type, IndexType):
-            return VectorType(i64, ty.get_shape())
-    return ty
-
-
-def element_size(ty: Attribute) -> int:
-    """Size in bytes of one memref element."""
-    match ty:
-        case Float16Type():
-            return 2
-        case Float32Type():
-            return 4
-        case Float64Type():
-            return 8
-        case IndexType():
-            return 8
-        case IntegerType():
-            return max(1, (ty.width.data + 7) // 8)
-        case VectorType():
-            return element_size(ty.element_type) * math.prod(ty.get_shape())
-    raise ValueError(f"no element size for {ty}")
-
-
-def intrinsic_suffix(ty: Attribute) -> str:
-    """LLVM's overload suffix of a type: `f32`, `i64`, `v8f32`."""
-    match ty:
-        case Float16Type():
-            return "f16"
-        case Float32Type():
-            return "f32"
-        case Float64Type():
-            return "f64"
-        case IntegerType():
-            return f"i{ty.width.data}"
-        case IndexType():
-            return "i64"
-        case VectorType():
-            return f"v{math.prod(ty.get_shape())}{intrinsic_suffix(ty.element_type)}"
-    raise ValueError(f"no intrinsic suffix for {ty}")
-
-
-def _to_llvm(value: SSAValue, rewriter: PatternRewriter, at: InsertPoint | None = None) -> SSAValue:
-    """`value` in its llvm type: the input of a cast that produced it, or a new cast."""
-    target = convert_type(value.type)
-    if target == value.type:
-        return value
-    owner = value.owner
-    if isinstance(owner, UnrealizedConversionCastOp) and owner.inputs[0].type == target:
-        return owner.inputs[0]
-    cast = UnrealizedConversionCastOp.get([value], [target])
-    rewriter.insert(cast, at)
-    return cast.results[0]
-
-
-def _from_llvm(
-    value: SSAValue, original: Attribute, rewriter: PatternRewriter, at: InsertPoint | None = None
-) -> SSAValue:
-    """Cast an llvm-typed value back to `original` for users that are not lowered yet."""
-    if value.type == original:
-        return value
-    cast = UnrealizedConversionCastOp.get([value], [original])
-    rewriter.insert(cast, at)
-    return cast.results[0]
-
-
-def _constant(value: int | float, ty: Attribute, rewriter: PatternRewriter, at=None) -> SSAValue:
-    attr = FloatAttr(value, ty) if isinstance(ty, AnyFloat) else IntegerAttr(int(value), ty)
-    return rewriter.insert(llvm.ConstantOp(attr, ty), at).result
-
-
-def _replace(op: Operation, rewriter: PatternRewriter, new: Operation | SSAValue | None) -> None:
-    """Replace `op` (already having inserted `new`) by `new`'s result cast back to op's type."""
-    if new is None:
-        rewriter.erase(op)
-        return
-    value = new.results[0] if isinstance(new, Operation) else new
-    if value.name_hint is None:
-        value.name_hint = op.results[0].name_hint
-    rewriter.replace(op, [], [_from_llvm(value, op.results[0].type, rewriter)])
-
-
-def _module_of(op: Operation) -> ModuleOp:
-    while not isinstance(op, ModuleOp):
-        parent = op.parent_op()
-        assert parent is not None, "op is not inside a module"
-        op = parent
-    return op
-
-
-def _declare(
-    op: Operation,
-    rewriter: PatternRewriter,
-    name: str,
-    inputs: Sequence[Attribute],
-    output: Attribute,
-) -> None:
-    """Declare the external function `name` at the top of op's module, once."""
-    module = _module_of(op)
-    if SymbolTable.lookup_symbol(module, name) is not None:
-        return
-    decl = llvm.FuncOp(
-        name, llvm.LLVMFunctionType(inputs, output), linkage=llvm.LinkageAttr("external")
-    )
-    rewriter.insert(decl, InsertPoint.at_start(module.body.block))
-
-
-def _call(
-    op: Operation,
-    rewriter: PatternRewriter,
-    name: str,
-    args: Sequence[SSAValue],
-    result: Attribute | None,
-    at: InsertPoint | None = None,
-) -> llvm.CallOp:
-    """Insert `llvm.call @name(args)` (declaring `name` if needed)."""
-    _declare(op, rewriter, name, [a.type for a in args], result or llvm.LLVMVoidType())
-    return rewriter.insert(llvm.CallOp(name, *args, return_type=result), at)
-
-
-def _intrinsic(
-    rewriter: PatternRewriter, name: str, args: Sequence[SSAValue], result: Attribute | None
-) -> llvm.CallIntrinsicOp:
-    return rewriter.insert(llvm.CallIntrinsicOp(name, args, [result] if result else []))
-
-
-# ---------------------------------------------------------------------------
-# Scalar arithmetic (arith)
-# ---------------------------------------------------------------------------
-
-
-class ConstantLowering(RewritePattern):
-    """`arith.constant` → `llvm.mlir.constant` (index constants become i64)."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: arith.ConstantOp, rewriter: PatternRewriter, /):
-        ty = convert_type(op.result.type)
-        value = op.value
-        if isinstance(value, IntegerAttr) and value.type != ty:
-            value = IntegerAttr(value.value.data, ty)
-        elif isinstance(value, DenseIntOrFPElementsAttr) and ty != op.result.type:
-            value = DenseIntOrFPElementsAttr.from_list(ty, value.get_values())
-        new = rewriter.insert(llvm.ConstantOp(value, ty))
-        _replace(op, rewriter, new)
-
-
-class _BinaryLowering(RewritePattern):
-    """Base: a binary arith/math op → one llvm op on the converted operands."""
-
-    source: ClassVar[type[Operation]]
-    target: ClassVar[type[Operation]]
-
-    def build(self, op: Operation, lhs: SSAValue, rhs: SSAValue) -> Operation:
-        return self.target(lhs, rhs)
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        if type(op) is not self.source:
-            return
-        lhs, rhs = (_to_llvm(v, rewriter) for v in op.operands)
-        _replace(op, rewriter, rewriter.insert(self.build(op, lhs, rhs)))
-
-
-class AddiLowering(_BinaryLowering):
-    """`arith.addi` → `llvm.add`."""
-
-    source, target = arith.AddiOp, llvm.AddOp
-
-
-class SubiLowering(_BinaryLowering):
-    """`arith.subi` → `llvm.sub`."""
-
-    source, target = arith.SubiOp, llvm.SubOp
-
-
-class MuliLowering(_BinaryLowering):
-    """`arith.muli` → `llvm.mul`."""
-
-    source, target = arith.MuliOp, llvm.MulOp
-
-
-class DivSILowering(_BinaryLowering):
-    """`arith.divsi` → `llvm.sdiv` (truncates toward zero, like C)."""
-
-    source, target = arith.DivSIOp, llvm.SDivOp
-
-
-class DivUILowering(_BinaryLowering):
-    """`arith.divui` → `llvm.udiv`."""
-
-    source, target = arith.DivUIOp, llvm.UDivOp
-
-
-class RemSILowering(_BinaryLowering):
-    """`arith.remsi` → `llvm.srem` (sign of the dividend, like C)."""
-
-    source, target = arith.RemSIOp, llvm.SRemOp
-
-
-class RemUILowering(_BinaryLowering):
-    """`arith.remui` → `llvm.urem`."""
-
-    source, target = arith.RemUIOp, llvm.URemOp
-
-
-class AndILowering(_BinaryLowering):
-    """`arith.andi` → `llvm.and`."""
-
-    source, target = arith.AndIOp, llvm.AndOp
-
-
-class OrILowering(_BinaryLowering):
-    """`arith.ori` → `llvm.or`."""
-
-    source, target = arith.OrIOp, llvm.OrOp
-
-
-class XOrILowering(_BinaryLowering):
-    """`arith.xori` → `llvm.xor`."""
-
-    source, target = arith.XOrIOp, llvm.XOrOp
-
-
-class ShLILowering(_BinaryLowering):
-    """`arith.shli` → `llvm.shl`."""
-
-    source, target = arith.ShLIOp, llvm.ShlOp
-
-
-class ShRUILowering(_BinaryLowering):
-    """`arith.shrui` → `llvm.lshr`."""
-
-    source, target = arith.ShRUIOp, llvm.LShrOp
-
-
-class ShRSILowering(_BinaryLowering):
-    """`arith.shrsi` → `llvm.ashr`."""
-
-    source, target = arith.ShRSIOp, llvm.AShrOp
-
-
-def _fastmath(op: Operation, extra: Sequence[FastMathFlag] = ()) -> llvm.FastMathAttr:
-    """The op's own fastmath flags plus `extra`."""
-    flags = set(extra)
-    own = op.properties.get("fastmath")
-    if isinstance(own, arith.FastMathFlagsAttr):
-        flags |= set(own.data)
-    return llvm.FastMathAttr(tuple(sorted(flags)) if flags else None)
-
-
-class _FloatBinaryLowering(_BinaryLowering):
-    """Base: float binops keep their fastmath flags and may add `contract`.
-
-    `contract` only lets LLVM fuse a multiply and an add into an FMA (one
-    rounding instead of two): well inside the 1e-5 tolerance, and never
-    reassociates a reduction.
-    """
-
-    contract: ClassVar[bool] = True
-
-    def build(self, op: Operation, lhs: SSAValue, rhs: SSAValue) -> Operation:
-        extra = (FastMathFlag.ALLOW_CONTRACT,) if self.contract else ()
-        return self.target(lhs, rhs, _fastmath(op, extra))
-
-
-class AddfLowering(_FloatBinaryLowering):
-    """`arith.addf` → `llvm.fadd` (contract)."""
-
-    source, target = arith.AddfOp, llvm.FAddOp
-
-
-class SubfLowering(_FloatBinaryLowering):
-    """`arith.subf` → `llvm.fsub` (contract)."""
-
-    source, target = arith.SubfOp, llvm.FSubOp
-
-
-class MulfLowering(_FloatBinaryLowering):
-    """`arith.mulf` → `llvm.fmul` (contract)."""
-
-    source, target = arith.MulfOp, llvm.FMulOp
-
-
-class DivfLowering(_FloatBinaryLowering):
-    """`arith.divf` → `llvm.fdiv` (no extra flags: division must stay exact)."""
-
-    source, target = arith.DivfOp, llvm.FDivOp
-    contract = False
-
-
-class _IntrinsicBinaryLowering(RewritePattern):
-    """Base: a binary op → `llvm.call_intrinsic "<intrinsic>.<type>"`."""
-
-    source: ClassVar[type[Operation]]
-    intrinsic: ClassVar[str]
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        if type(op) is not self.source:
-            return
-        lhs, rhs = (_to_llvm(v, rewriter) for v in op.operands)
-        name = f"{self.intrinsic}.{intrinsic_suffix(lhs.type)}"
-        _replace(op, rewriter, _intrinsic(rewriter, name, [lhs, rhs], lhs.type))
-
-
-class MaxnumfLowering(_IntrinsicBinaryLowering):
-    """`arith.maxnumf` → `llvm.maxnum.*` (the non-NaN operand wins)."""
-
-    source, intrinsic = arith.MaxnumfOp, "llvm.maxnum"
-
-
-class MinnumfLowering(_IntrinsicBinaryLowering):
-    """`arith.minnumf` → `llvm.minnum.*`."""
-
-    source, intrinsic = arith.MinnumfOp, "llvm.minnum"
-
-
-class MaximumfLowering(_IntrinsicBinaryLowering):
-    """`arith.maximumf` → `llvm.maximum.*` (NaN-propagating, as NumPy's `maximum`)."""
-
-    source, intrinsic = arith.MaximumfOp, "llvm.maximum"
-
-
-class MinimumfLowering(_IntrinsicBinaryLowering):
-    """`arith.minimumf` → `llvm.minimum.*` (NaN-propagating, as NumPy's `minimum`)."""
-
-    source, intrinsic = arith.MinimumfOp, "llvm.minimum"
-
-
-class MaxSILowering(_IntrinsicBinaryLowering):
-    """`arith.maxsi` → `llvm.smax.*`."""
-
-    source, intrinsic = arith.MaxSIOp, "llvm.smax"
-
-
-class MinSILowering(_IntrinsicBinaryLowering):
-    """`arith.minsi` → `llvm.smin.*`."""
-
-    source, intrinsic = arith.MinSIOp, "llvm.smin"
-
-
-class MaxUILowering(_IntrinsicBinaryLowering):
-    """`arith.maxui` → `llvm.umax.*`."""
-
-    source, intrinsic = arith.MaxUIOp, "llvm.umax"
-
-
-class MinUILowering(_IntrinsicBinaryLowering):
-    """`arith.minui` → `llvm.umin.*`."""
-
-    source, intrinsic = arith.MinUIOp, "llvm.umin"
-
-
-class FloorDivSILowering(RewritePattern):
-    """`arith.floordivsi` → sdiv, then one less when the remainder's sign differs from the divisor's.
-
-    q = a sdiv b;  r = a srem b
-    floordiv = q - zext((r != 0) & ((r < 0) != (b < 0)))
-    """
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: arith.FloorDivSIOp, rewriter: PatternRewriter, /):
-        a, b = (_to_llvm(v, rewriter) for v in op.operands)
-        q, r, zero = _divmod(a, b, rewriter)
-        r_neg = _icmp(rewriter, "slt", r, zero)
-        b_neg = _icmp(rewriter, "slt", b, zero)
-        signs_differ = rewriter.insert(llvm.XOrOp(r_neg, b_neg)).res
-        adjust = rewriter.insert(llvm.AndOp(_icmp(rewriter, "ne", r, zero), signs_differ)).res
-        _replace(op, rewriter, rewriter.insert(llvm.SubOp(q, _zext(rewriter, adjust, a.type))))
-
-
-class CeilDivSILowering(RewritePattern):
-    """`arith.ceildivsi` → sdiv, then one more when the remainder has the divisor's sign.
-
-    q = a sdiv b;  r = a srem b
-    ceildiv = q + zext((r != 0) & ((r < 0) == (b < 0)))
-    """
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: arith.CeilDivSIOp, rewriter: PatternRewriter, /):
-        a, b = (_to_llvm(v, rewriter) for v in op.operands)
-        q, r, zero = _divmod(a, b, rewriter)
-        r_neg = _icmp(rewriter, "slt", r, zero)
-        b_neg = _icmp(rewriter, "slt", b, zero)
-        same_sign = _icmp(rewriter, "eq", r_neg, b_neg)
-        adjust = rewriter.insert(llvm.AndOp(_icmp(rewriter, "ne", r, zero), same_sign)).res
-        _replace(op, rewriter, rewriter.insert(llvm.AddOp(q, _zext(rewriter, adjust, a.type))))
-
-
-class CeilDivUILowering(RewritePattern):
-    """`arith.ceildivui` → `q = a udiv b; q + zext(a urem b != 0)`."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: arith.CeilDivUIOp, rewriter: PatternRewriter, /):
-        a, b = (_to_llvm(v, rewriter) for v in op.operands)
-        q = rewriter.insert(llvm.UDivOp(a, b)).res
-        r = rewriter.insert(llvm.URemOp(a, b)).res
-        nonzero = _icmp(rewriter, "ne", r, _constant(0, a.type, rewriter))
-        _replace(op, rewriter, rewriter.insert(llvm.AddOp(q, _zext(rewriter, nonzero, a.type))))
-
-
-def _divmod(a: SSAValue, b: SSAValue, rewriter: PatternRewriter):
-    q = rewriter.insert(llvm.SDivOp(a, b)).res
-    r = rewriter.insert(llvm.SRemOp(a, b)).res
-    return q, r, _constant(0, a.type, rewriter)
-
-
-def _icmp(rewriter: PatternRewriter, pred: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
-    flag = llvm.ICmpPredicateFlag(pred)
-    return rewriter.insert(llvm.ICmpOp(lhs, rhs, IntegerAttr(flag.to_int(), i64))).res
-
-
-def _zext(rewriter: PatternRewriter, value: SSAValue, ty: Attribute) -> SSAValue:
-    return rewriter.insert(llvm.ZExtOp(value, ty)).res
-
-
-class CmpiLowering(RewritePattern):
-    """`arith.cmpi <pred>` → `llvm.icmp "<pred>"` (same predicate names)."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: arith.CmpiOp, rewriter: PatternRewriter, /):
-        lhs, rhs = _to_llvm(op.lhs, rewriter), _to_llvm(op.rhs, rewriter)
-        pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
-        _replace(op, rewriter, _icmp(rewriter, pred, lhs, rhs))
-
-
-class CmpfLowering(RewritePattern):
-    """`arith.cmpf <pred>` → `llvm.fcmp "<pred>"`; `false` / `true` → an i1 constant."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: arith.CmpfOp, rewriter: PatternRewriter, /):
-        pred = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
-        if pred in ("false", "true"):
-            # xDSL's translator cannot emit `fcmp false/true`; they are constants.
-            _replace(op, rewriter, _constant(int(pred == "true"), i1, rewriter))
-            return
-        lhs, rhs = _to_llvm(op.lhs, rewriter), _to_llvm(op.rhs, rewriter)
-        _replace(op, rewriter, rewriter.insert(llvm.FCmpOp(lhs, rhs, pred)))
-
-
-class SelectLowering(RewritePattern):
-    """`arith.select` → `llvm.select`."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: arith.SelectOp, rewriter: PatternRewriter, /):
-        cond, lhs, rhs = (_to_llvm(v, rewriter) for v in op.operands)
-        _replace(op, rewriter, rewriter.insert(llvm.SelectOp(cond, lhs, rhs)))
-
-
-class NegfLowering(RewritePattern):
-    """`arith.negf` → `llvm.fneg`."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: arith.NegfOp, rewriter: PatternRewriter, /):
-        new = llvm.FNegOp(_to_llvm(op.operand, rewriter), _fastmath(op))
-        _replace(op, rewriter, rewriter.insert(new))
-
-
-class _CastLowering(RewritePattern):
-    """Base: a one-operand conversion → one llvm cast op to the converted result type."""
-
-    source: ClassVar[type[Operation]]
-    target: ClassVar[type[Operation]]
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        if type(op) is not self.source:
-            return
-        arg = _to_llvm(op.operands[0], rewriter)
-        new = rewriter.insert(self.target(arg, convert_type(op.results[0].type)))
-        _replace(op, rewriter, new)
-
-
-class ExtFLowering(_CastLowering):
-    """`arith.extf` → `llvm.fpext`."""
-
-    source, target = arith.ExtFOp, llvm.FPExtOp
-
-
-class TruncFLowering(_CastLowering):
-    """`arith.truncf` → `llvm.fptrunc` (round to nearest even, as NumPy)."""
-
-    source, target = arith.TruncFOp, llvm.FPTruncOp
-
-
-class SIToFPLowering(_CastLowering):
-    """`arith.sitofp` → `llvm.sitofp`."""
-
-    source, target = arith.SIToFPOp, llvm.SIToFPOp
-
-
-class ExtSILowering(_CastLowering):
-    """`arith.extsi` → `llvm.sext`."""
-
-    source, target = arith.ExtSIOp, llvm.SExtOp
-
-
-class ExtUILowering(_CastLowering):
-    """`arith.extui` → `llvm.zext`."""
-
-    source, target = arith.ExtUIOp, llvm.ZExtOp
-
-
-class TruncILowering(_CastLowering):
-    """`arith.trunci` → `llvm.trunc`."""
-
-    source, target = arith.TruncIOp, llvm.TruncOp
-
-
-class BitcastLowering(_CastLowering):
-    """`arith.bitcast` → `llvm.bitcast`."""
-
-    source, target = arith.BitcastOp, llvm.BitcastOp
-
-
-def _int_width(ty: Attribute) -> int:
-    ty = convert_type(ty)
-    if isinstance(ty, VectorType):
-        ty = ty.element_type
-    assert isinstance(ty, IntegerType)
-    return ty.width.data
-
-
-class IndexCastLowering(RewritePattern):
-    """`arith.index_cast` → `llvm.sext` / `llvm.trunc` / nothing (index is i64)."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: arith.IndexCastOp, rewriter: PatternRewriter, /):
-        arg = _to_llvm(op.input, rewriter)
-        target = convert_type(op.result.type)
-        src_w, dst_w = _int_width(arg.type), _int_width(target)
-        if src_w == dst_w:
-            new: Operation | SSAValue = arg
-        elif src_w < dst_w:
-            new = rewriter.insert(llvm.SExtOp(arg, target))
-        else:
-            new = rewriter.insert(llvm.TruncOp(arg, target))
-        _replace(op, rewriter, new)
-
-
-class UIToFPLowering(RewritePattern):
-    """`arith.uitofp` → `llvm.sitofp` of a non-negative value (xDSL has no `uitofp` op).
-
-    Up to i32 the source is zero-extended to i64 first. An i64 with the top
-    bit set is halved keeping the lowest bit (so rounding is unchanged),
-    converted, and doubled, as compilers do::
-
-        big  = x <s 0
-        half = (x >>u 1) | (x & 1)
-        r    = big ? 2 * sitofp(half) : sitofp(x)
-    """
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: arith.UIToFPOp, rewriter: PatternRewriter, /):
-        arg = _to_llvm(op.input, rewriter)
-        target = op.result.type
-        if _int_width(arg.type) < 64:
-            wide = _zext(rewriter, arg, i64)
-            _replace(op, rewriter, rewriter.insert(llvm.SIToFPOp(wide, target)))
-            return
-        one = _constant(1, arg.type, rewriter)
-        big = _icmp(rewriter, "slt", arg, _constant(0, arg.type, rewriter))
-        low_bit = rewriter.insert(llvm.AndOp(arg, one)).res
-        shifted = rewriter.insert(llvm.LShrOp(arg, one)).res
-        half = rewriter.insert(llvm.OrOp(shifted, low_bit)).res
-        half_f = rewriter.insert(llvm.SIToFPOp(half, target)).result
-        doubled = rewriter.insert(llvm.FAddOp(half_f, half_f)).res
-        direct = rewriter.insert(llvm.SIToFPOp(arg, target)).result
-        _replace(op, rewriter, rewriter.insert(llvm.SelectOp(big, doubled, direct)))
-
-
-class FPowILowering(RewritePattern):
-    """`math.fpowi` → `llvm.powi.<float>.<int>` (repeated multiplication)."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: mathd.FPowIOp, rewriter: PatternRewriter, /):
-        base, exponent = (_to_llvm(v, rewriter) for v in op.operands)
-        name = f"llvm.powi.{intrinsic_suffix(base.type)}.{intrinsic_suffix(exponent.type)}"
-        _replace(op, rewriter, _intrinsic(rewriter, name, [base, exponent], base.type))
-
-
-class _FloatToIntLowering(RewritePattern):
-    """Base: float → int through `llvm.fpto{s,u}i.sat.*`.
-
-    xDSL's llvm dialect has no `fptosi` op; the saturating intrinsic truncates
-    toward zero like NumPy's `astype` (and defines out-of-range inputs).
-    """
-
-    source: ClassVar[type[Operation]]
-    intrinsic: ClassVar[str]
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        if type(op) is not self.source:
-            return
-        arg = _to_llvm(op.operands[0], rewriter)
-        target = convert_type(op.results[0].type)
-        name = f"{self.intrinsic}.{intrinsic_suffix(target)}.{intrinsic_suffix(arg.type)}"
-        _replace(op, rewriter, _intrinsic(rewriter, name, [arg], target))
-
-
-class FPToSILowering(_FloatToIntLowering):
-    """`arith.fptosi` → `llvm.fptosi.sat.iN.fM` (truncation toward zero)."""
-
-    source, intrinsic = arith.FPToSIOp, "llvm.fptosi.sat"
-
-
-class FPToUILowering(_FloatToIntLowering):
-    """`arith.fptoui` → `llvm.fptoui.sat.iN.fM`."""
-
-    source, intrinsic = arith.FPToUIOp, "llvm.fptoui.sat"
-
-
-# ---------------------------------------------------------------------------
-# math
-# ---------------------------------------------------------------------------
-
-
-class _UnaryCallIntrinsicLowering(RewritePattern):
-    """Base: a unary math op → `llvm.call_intrinsic "<intrinsic>.<type>"`.
-
-    Not xDSL's `llvm.intr.exp`-style ops: the translator declares those
-    without a type suffix, so an f32 and an f64 use in one module collide.
-    """
-
-    source: ClassVar[type[Operation]]
-    intrinsic: ClassVar[str]
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        if type(op) is not self.source:
-            return
-        arg = _to_llvm(op.operands[0], rewriter)
-        name = f"{self.intrinsic}.{intrinsic_suffix(arg.type)}"
-        _replace(op, rewriter, _intrinsic(rewriter, name, [arg], arg.type))
-
-
-class ExpLowering(_UnaryCallIntrinsicLowering):
-    """`math.exp` → `llvm.exp.*`."""
-
-    source, intrinsic = mathd.ExpOp, "llvm.exp"
-
-
-class Exp2Lowering(_UnaryCallIntrinsicLowering):
-    """`math.exp2` → `llvm.exp2.*`."""
-
-    source, intrinsic = mathd.Exp2Op, "llvm.exp2"
-
-
-class LogLowering(_UnaryCallIntrinsicLowering):
-    """`math.log` → `llvm.log.*`."""
-
-    source, intrinsic = mathd.LogOp, "llvm.log"
-
-
-class Log2Lowering(_UnaryCallIntrinsicLowering):
-    """`math.log2` → `llvm.log2.*`."""
-
-    source, intrinsic = mathd.Log2Op, "llvm.log2"
-
-
-class SqrtLowering(_UnaryCallIntrinsicLowering):
-    """`math.sqrt` → `llvm.sqrt.*`."""
-
-    source, intrinsic = mathd.SqrtOp, "llvm.sqrt"
-
-
-class AbsFLowering(_UnaryCallIntrinsicLowering):
-    """`math.absf` → `llvm.fabs.*`."""
-
-    source, intrinsic = mathd.AbsFOp, "llvm.fabs"
-
-
-class FloorLowering(_UnaryCallIntrinsicLowering):
-    """`math.floor` → `llvm.floor.*`."""
-
-    source, intrinsic = mathd.FloorOp, "llvm.floor"
-
-
-class CeilLowering(_UnaryCallIntrinsicLowering):
-    """`math.ceil` → `llvm.ceil.*`."""
-
-    source, intrinsic = mathd.CeilOp, "llvm.ceil"
-
-
-class SinLowering(_UnaryCallIntrinsicLowering):
-    """`math.sin` → `llvm.sin.*`."""
-
-    source, intrinsic = mathd.SinOp, "llvm.sin"
-
-
-class CosLowering(_UnaryCallIntrinsicLowering):
-    """`math.cos` → `llvm.cos.*`."""
-
-    source, intrinsic = mathd.CosOp, "llvm.cos"
-
-
-class PowFLowering(_IntrinsicBinaryLowering):
-    """`math.powf` → `llvm.pow.*`."""
-
-    source, intrinsic = mathd.PowFOp, "llvm.pow"
-
-
-class CopySignLowering(_IntrinsicBinaryLowering):
-    """`math.copysign` → `llvm.copysign.*`."""
-
-    source, intrinsic = mathd.CopySignOp, "llvm.copysign"
-
-
-class FmaLowering(RewritePattern):
-    """`math.fma` → `llvm.intr.fma`."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: mathd.FmaOp, rewriter: PatternRewriter, /):
-        a, b, c = (_to_llvm(v, rewriter) for v in op.operands)
-        _replace(op, rewriter, rewriter.insert(llvm.FMAOp(a, b, c)))
-
-
-class TruncLowering(_UnaryCallIntrinsicLowering):
-    """`math.trunc` → `llvm.trunc.*` (round toward zero)."""
-
-    source, intrinsic = mathd.TruncOp, "llvm.trunc"
-
-
-class RoundLowering(_UnaryCallIntrinsicLowering):
-    """`math.round` → `llvm.round.*` (half away from zero)."""
-
-    source, intrinsic = mathd.RoundOp, "llvm.round"
-
-
-class RoundEvenLowering(_UnaryCallIntrinsicLowering):
-    """`math.roundeven` → `llvm.roundeven.*` (half to even, as NumPy's `round`)."""
-
-    source, intrinsic = mathd.RoundEvenOp, "llvm.roundeven"
-
-
-class Log10Lowering(_UnaryCallIntrinsicLowering):
-    """`math.log10` → `llvm.log10.*`."""
-
-    source, intrinsic = mathd.Log10Op, "llvm.log10"
-
-
-class CtPopLowering(_UnaryCallIntrinsicLowering):
-    """`math.ctpop` → `llvm.ctpop.*`."""
-
-    source, intrinsic = mathd.CtPopOp, "llvm.ctpop"
-
-
-class _CountBitsLowering(RewritePattern):
-    """Base: `math.ctlz` / `math.cttz` → `llvm.ctlz.*` / `llvm.cttz.*(x, false)` (defined for 0)."""
-
-    source: ClassVar[type[Operation]]
-    intrinsic: ClassVar[str]
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        if type(op) is not self.source:
-            return
-        arg = _to_llvm(op.operands[0], rewriter)
-        zero_is_poison = _constant(0, i1, rewriter)
-        name = f"{self.intrinsic}.{intrinsic_suffix(arg.type)}"
-        _replace(op, rewriter, _intrinsic(rewriter, name, [arg, zero_is_poison], arg.type))
-
-
-class CountLeadingZerosLowering(_CountBitsLowering):
-    """`math.ctlz` → `llvm.ctlz.*`."""
-
-    source, intrinsic = mathd.CountLeadingZerosOp, "llvm.ctlz"
-
-
-class CountTrailingZerosLowering(_CountBitsLowering):
-    """`math.cttz` → `llvm.cttz.*`."""
-
-    source, intrinsic = mathd.CountTrailingZerosOp, "llvm.cttz"
-
-
-class AbsILowering(RewritePattern):
-    """`math.absi` → `llvm.abs.*(x, false)` (INT_MIN stays INT_MIN, as NumPy)."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: mathd.AbsIOp, rewriter: PatternRewriter, /):
-        arg = _to_llvm(op.operand, rewriter)
-        poison = _constant(0, i1, rewriter)
-        name = f"llvm.abs.{intrinsic_suffix(arg.type)}"
-        _replace(op, rewriter, _intrinsic(rewriter, name, [arg, poison], arg.type))
-
-
-class RsqrtLowering(RewritePattern):
-    """`math.rsqrt` → `1.0 / llvm.sqrt(x)` (no approximate reciprocal)."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: mathd.RsqrtOp, rewriter: PatternRewriter, /):
-        arg = _to_llvm(op.operand, rewriter)
-        name = f"llvm.sqrt.{intrinsic_suffix(arg.type)}"
-        root = _intrinsic(rewriter, name, [arg], arg.type).results[0]
-        one = _constant(1.0, arg.type, rewriter)
-        _replace(op, rewriter, rewriter.insert(llvm.FDivOp(one, root)))
-
-
-class _LibmLowering(RewritePattern):
-    """Base: a math op without an LLVM intrinsic → a call to libm (`tanhf` / `tanh`).
-
-    f32 calls the `f`-suffixed function, f64 the plain one; f16 is computed
-    in f32. MCJIT and the system linker resolve the symbols from libm.
-    """
-
-    source: ClassVar[type[Operation]]
-    function: ClassVar[str]
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        if type(op) is not self.source:
-            return
-        args = [_to_llvm(v, rewriter) for v in op.operands]
-        ty = args[0].type
-        if isinstance(ty, VectorType) or not isinstance(ty, AnyFloat):
-            raise op_error(op, f"cannot lower '{op.name}' on {ty} to a libm call")
-        compute = ty
-        if isinstance(ty, Float16Type):
-            compute = Float32Type()
-            args = [rewriter.insert(llvm.FPExtOp(a, compute)).result for a in args]
-        name = self.function + ("" if isinstance(compute, Float64Type) else "f")
-        result = _call(op, rewriter, name, args, compute).returned
-        assert result is not None
-        if compute != ty:
-            result = rewriter.insert(llvm.FPTruncOp(result, ty)).result
-        _replace(op, rewriter, result)
-
-
-class TanhLowering(_LibmLowering):
-    """`math.tanh` → `tanhf` / `tanh`."""
-
-    source, function = mathd.TanhOp, "tanh"
-
-
-class ErfLowering(_LibmLowering):
-    """`math.erf` → `erff` / `erf`."""
-
-    source, function = mathd.ErfOp, "erf"
-
-
-class ExpM1Lowering(_LibmLowering):
-    """`math.expm1` → `expm1f` / `expm1`."""
-
-    source, function = mathd.ExpM1Op, "expm1"
-
-
-class Log1pLowering(_LibmLowering):
-    """`math.log1p` → `log1pf` / `log1p`."""
-
-    source, function = mathd.Log1pOp, "log1p"
-
-
-class TanLowering(_LibmLowering):
-    """`math.tan` → `tanf` / `tan`."""
-
-    source, function = mathd.TanOp, "tan"
-
-
-class SinhLowering(_LibmLowering):
-    """`math.sinh` → `sinhf` / `sinh`."""
-
-    source, function = mathd.SinhOp, "sinh"
-
-
-class CoshLowering(_LibmLowering):
-    """`math.cosh` → `coshf` / `cosh`."""
-
-    source, function = mathd.CoshOp, "cosh"
-
-
-class AsinLowering(_LibmLowering):
-    """`math.asin` → `asinf` / `asin`."""
-
-    source, function = mathd.AsinOp, "asin"
-
-
-class AcosLowering(_LibmLowering):
-    """`math.acos` → `acosf` / `acos`."""
-
-    source, function = mathd.AcosOp, "acos"
-
-
-class AtanLowering(_LibmLowering):
-    """`math.atan` → `atanf` / `atan`."""
-
-    source, function = mathd.AtanOp, "atan"
-
-
-class Atan2Lowering(_LibmLowering):
-    """`math.atan2` → `atan2f` / `atan2`."""
-
-    source, function = mathd.Atan2Op, "atan2"
-
-
-class AsinhLowering(_LibmLowering):
-    """`math.asinh` → `asinhf` / `asinh`."""
-
-    source, function = mathd.AsinhOp, "asinh"
-
-
-class AcoshLowering(_LibmLowering):
-    """`math.acosh` → `acoshf` / `acosh`."""
-
-    source, function = mathd.AcoshOp, "acosh"
-
-
-class AtanhLowering(_LibmLowering):
-    """`math.atanh` → `atanhf` / `atanh`."""
-
-    source, function = mathd.AtanhOp, "atanh"
-
-
-class CbrtLowering(_LibmLowering):
-    """`math.cbrt` → `cbrtf` / `cbrt`."""
-
-    source, function = mathd.CbrtOp, "cbrt"
-
 
 # ---------------------------------------------------------------------------
 # Buffers
@@ -1032,7 +103,7 @@ def _element_address(
     """
     mtype = buffer.type
     assert isinstance(mtype, MemRefType)
-    ptr = _to_llvm(buffer, rewriter)
+    ptr = to_llvm(buffer, rewriter)
     strides = mtype.get_strides()
     offset = mtype.get_offset()
     if strides is None or offset is None or None in strides:
@@ -1040,16 +111,16 @@ def _element_address(
     nsw = llvm.OverflowAttr((llvm.OverflowFlag.NO_SIGNED_WRAP,))
     linear: SSAValue | None = None
     for index, stride in zip(indices, strides, strict=True):
-        term = _to_llvm(index, rewriter)
+        term = to_llvm(index, rewriter)
         if stride != 1:
             term = rewriter.insert(
-                llvm.MulOp(term, _constant(stride, i64, rewriter), overflow=nsw)
+                llvm.MulOp(term, constant(stride, i64, rewriter), overflow=nsw)
             ).res
         linear = (
             term if linear is None else rewriter.insert(llvm.AddOp(linear, term, overflow=nsw)).res
         )
     if offset:
-        off = _constant(offset, i64, rewriter)
+        off = constant(offset, i64, rewriter)
         linear = (
             off if linear is None else rewriter.insert(llvm.AddOp(linear, off, overflow=nsw)).res
         )
@@ -1076,7 +147,7 @@ class LoadLowering(RewritePattern):
             raise _access_error(op, err) from None
         ty = convert_type(op.results[0].type)
         load = llvm.LoadOp(address, ty, alignment=element_size(op.results[0].type))
-        _replace(op, rewriter, rewriter.insert(load))
+        replace_with(op, rewriter, rewriter.insert(load))
 
 
 class StoreLowering(RewritePattern):
@@ -1089,7 +160,7 @@ class StoreLowering(RewritePattern):
             address = _element_address(buffer, op.indices, rewriter)
         except ValueError as err:
             raise _access_error(op, err) from None
-        value = _to_llvm(op.value, rewriter)
+        value = to_llvm(op.value, rewriter)
         rewriter.insert(llvm.StoreOp(value, address, alignment=element_size(op.value.type)))
         rewriter.erase(op)
 
@@ -1115,14 +186,6 @@ def _is_stack_buffer(value: SSAValue) -> bool:
     return isinstance(owner, Operation) and _is_stack_alloc(owner)
 
 
-def _entry_block(op: Operation) -> Block:
-    parent = op.parent_op()
-    while parent is not None and not isinstance(parent, llvm.FuncOp | loop.FuncOp):
-        parent = parent.parent_op()
-    assert parent is not None, "buffer allocation outside a function"
-    return parent.body.blocks[0]
-
-
 class AllocLowering(RewritePattern):
     """`loop.alloc` / `memref.alloc` → `aligned_alloc(64, bytes)`; small `local` ones → `llvm.alloca`.
 
@@ -1138,16 +201,16 @@ class AllocLowering(RewritePattern):
         if not mtype.has_static_shape():
             raise op_error(op, f"cannot allocate {mtype}: shapes must be static")
         if _is_stack_alloc(op):
-            at = InsertPoint.at_start(_entry_block(op))
-            count = _constant(math.prod(mtype.get_shape()), i64, rewriter, at)
+            at = InsertPoint.at_start(entry_block(op))
+            count = constant(math.prod(mtype.get_shape()), i64, rewriter, at)
             alloca = llvm.AllocaOp(count, convert_type(mtype.element_type), ALLOC_ALIGNMENT)
             rewriter.insert(alloca, InsertPoint.after(count.owner))
-            _replace(op, rewriter, alloca)
+            replace_with(op, rewriter, alloca)
             return
         size = -(-max(_buffer_bytes(mtype), 1) // ALLOC_ALIGNMENT) * ALLOC_ALIGNMENT
-        args = [_constant(ALLOC_ALIGNMENT, i64, rewriter), _constant(size, i64, rewriter)]
-        call = _call(op, rewriter, "aligned_alloc", args, llvm.LLVMPointerType())
-        _replace(op, rewriter, call)
+        args = [constant(ALLOC_ALIGNMENT, i64, rewriter), constant(size, i64, rewriter)]
+        call = call_function(op, rewriter, "aligned_alloc", args, llvm.LLVMPointerType())
+        replace_with(op, rewriter, call)
 
 
 class FreeLowering(RewritePattern):
@@ -1157,7 +220,7 @@ class FreeLowering(RewritePattern):
     def match_and_rewrite(self, op: loop.FreeOp | memrefd.DeallocOp, rewriter: PatternRewriter, /):
         buffer = op.operands[0]
         if not _is_stack_buffer(buffer):
-            _call(op, rewriter, "free", [_to_llvm(buffer, rewriter)], None)
+            call_function(op, rewriter, "free", [to_llvm(buffer, rewriter)], None)
         rewriter.erase(op)
 
 
@@ -1173,12 +236,12 @@ class CopyLowering(RewritePattern):
         source, target = op.operands[0], op.operands[1]
         size = min(_buffer_bytes(source.type), _buffer_bytes(target.type))
         args = [
-            _to_llvm(target, rewriter),
-            _to_llvm(source, rewriter),
-            _constant(size, i64, rewriter),
-            _constant(0, i1, rewriter),
+            to_llvm(target, rewriter),
+            to_llvm(source, rewriter),
+            constant(size, i64, rewriter),
+            constant(0, i1, rewriter),
         ]
-        _intrinsic(rewriter, "llvm.memcpy.p0.p0.i64", args, None)
+        call_intrinsic(rewriter, "llvm.memcpy.p0.p0.i64", args, None)
         rewriter.erase(op)
 
 
@@ -1187,7 +250,7 @@ class UndefLowering(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: loop.UndefOp, rewriter: PatternRewriter, /):
-        _replace(op, rewriter, rewriter.insert(llvm.UndefOp(convert_type(op.result.type))))
+        replace_with(op, rewriter, rewriter.insert(llvm.UndefOp(convert_type(op.result.type))))
 
 
 class AssumeLowering(RewritePattern):
@@ -1195,7 +258,7 @@ class AssumeLowering(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: loop.AssumeOp, rewriter: PatternRewriter, /):
-        _intrinsic(rewriter, "llvm.assume", [_to_llvm(op.cond, rewriter)], None)
+        call_intrinsic(rewriter, "llvm.assume", [to_llvm(op.cond, rewriter)], None)
         rewriter.erase(op)
 
 
@@ -1270,7 +333,7 @@ class ReturnLowering(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: loop.ReturnOp, rewriter: PatternRewriter, /):
-        values = [_to_llvm(v, rewriter) for v in op.operands]
+        values = [to_llvm(v, rewriter) for v in op.operands]
         if len(values) > 1:
             raise op_error(op, f"cannot return {len(values)} values from an llvm.func")
         rewriter.replace(op, llvm.ReturnOp(values[0] if values else None))
@@ -1283,11 +346,11 @@ class CallLowering(RewritePattern):
     def match_and_rewrite(self, op: loop.CallOp, rewriter: PatternRewriter, /):
         name = op.callee.root_reference.data
         fn_type = _function_type(op, op.arguments.types, op.res.types)
-        _declare(op, rewriter, name, fn_type.inputs.data, fn_type.output)
-        args = [_to_llvm(v, rewriter) for v in op.arguments]
+        declare_function(op, rewriter, name, fn_type.inputs.data, fn_type.output)
+        args = [to_llvm(v, rewriter) for v in op.arguments]
         result = None if isinstance(fn_type.output, llvm.LLVMVoidType) else fn_type.output
         call = rewriter.insert(llvm.CallOp(name, *args, return_type=result))
-        _replace(op, rewriter, call if result is not None else None)
+        replace_with(op, rewriter, call if result is not None else None)
 
 
 # ---------------------------------------------------------------------------
@@ -1306,7 +369,7 @@ def _lower_yields(
         if not isinstance(term, loop.YieldOp):
             continue
         at = InsertPoint.before(term)
-        values = [_to_llvm(v, rewriter, at) for v in term.operands]
+        values = [to_llvm(v, rewriter, at) for v in term.operands]
         rewriter.insert(make_branch(values, at), at)
         rewriter.erase(term)
 
@@ -1348,8 +411,8 @@ class ForLowering(RewritePattern):
             return
         kind = op.kind.data
         before = InsertPoint.before(op)
-        lb, ub, step = (_to_llvm(v, rewriter, before) for v in (op.lb, op.ub, op.step))
-        inits = [_to_llvm(v, rewriter, before) for v in op.iter_args]
+        lb, ub, step = (to_llvm(v, rewriter, before) for v in (op.lb, op.ub, op.step))
+        inits = [to_llvm(v, rewriter, before) for v in op.iter_args]
         result_types = list(op.res.types)
 
         exit_block = pre.split_before(op)
@@ -1361,7 +424,7 @@ class ForLowering(RewritePattern):
         # Body block arguments become casts of the header's arguments.
         for old, new in zip(body_first.args, header.args, strict=True):
             rewriter.replace_all_uses_with(
-                old, _from_llvm(new, old.type, rewriter, InsertPoint.at_end(header))
+                old, from_llvm(new, old.type, rewriter, InsertPoint.at_end(header))
             )
         for arg in reversed(body_first.args):
             rewriter.erase_block_argument(arg)
@@ -1387,7 +450,7 @@ class ForLowering(RewritePattern):
 
         at_exit = InsertPoint.at_start(exit_block)
         results = [
-            _from_llvm(v, t, rewriter, at_exit) for v, t in zip(carried, result_types, strict=True)
+            from_llvm(v, t, rewriter, at_exit) for v, t in zip(carried, result_types, strict=True)
         ]
         rewriter.replace(op, [], results)
 
@@ -1416,7 +479,7 @@ class IfLowering(RewritePattern):
         pre = op.parent_block()
         if pre is None:
             return
-        cond = _to_llvm(op.cond, rewriter, InsertPoint.before(op))
+        cond = to_llvm(op.cond, rewriter, InsertPoint.before(op))
         result_types = list(op.output.types)
         merge = pre.split_before(op)
         for index, ty in enumerate(result_types):
@@ -1438,7 +501,7 @@ class IfLowering(RewritePattern):
         )
         at_merge = InsertPoint.before(op)
         results = [
-            _from_llvm(v, t, rewriter, at_merge)
+            from_llvm(v, t, rewriter, at_merge)
             for v, t in zip(merge.args, result_types, strict=True)
         ]
         rewriter.replace(op, [], results)
@@ -1541,30 +604,6 @@ def order_blocks(func: llvm.FuncOp) -> None:
 # The pass
 # ---------------------------------------------------------------------------
 
-ARITH_PATTERNS: tuple[type[RewritePattern], ...] = (
-    ConstantLowering, AddiLowering, SubiLowering, MuliLowering, DivSILowering,
-    DivUILowering, RemSILowering, RemUILowering, AndILowering, OrILowering,
-    XOrILowering, ShLILowering, ShRUILowering, ShRSILowering, AddfLowering,
-    SubfLowering, MulfLowering, DivfLowering, MaxnumfLowering, MinnumfLowering,
-    MaximumfLowering, MinimumfLowering, MaxSILowering, MinSILowering,
-    MaxUILowering, MinUILowering, FloorDivSILowering, CeilDivSILowering,
-    CeilDivUILowering, CmpiLowering, CmpfLowering, SelectLowering, NegfLowering,
-    ExtFLowering, TruncFLowering, SIToFPLowering, UIToFPLowering, ExtSILowering,
-    ExtUILowering, TruncILowering, BitcastLowering, IndexCastLowering,
-    FPToSILowering, FPToUILowering,
-)  # fmt: skip
-
-MATH_PATTERNS: tuple[type[RewritePattern], ...] = (
-    ExpLowering, Exp2Lowering, LogLowering, Log2Lowering, Log10Lowering,
-    SqrtLowering, RsqrtLowering, AbsFLowering, AbsILowering, FloorLowering,
-    CeilLowering, TruncLowering, RoundLowering, RoundEvenLowering, SinLowering,
-    CosLowering, PowFLowering, CopySignLowering, FmaLowering, CtPopLowering,
-    CountLeadingZerosLowering, CountTrailingZerosLowering, FPowILowering,
-    TanhLowering, ErfLowering, ExpM1Lowering, Log1pLowering, TanLowering,
-    SinhLowering, CoshLowering, AsinLowering, AcosLowering, AtanLowering,
-    Atan2Lowering, AsinhLowering, AcoshLowering, AtanhLowering, CbrtLowering,
-)  # fmt: skip
-
 LOOP_PATTERNS: tuple[type[RewritePattern], ...] = (
     FuncLowering, ReturnLowering, CallLowering, ForLowering, IfLowering,
     LoadLowering, StoreLowering, AllocLowering, FreeLowering, CopyLowering,
@@ -1605,8 +644,6 @@ class LowerToLLVMPass(LaminaPass):
     )  # fmt: skip
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from lamina.backends.llvm_parallel import ParallelForLowering
-
         # ParallelForLowering must see a parallel loop before ForLowering does.
         patterns = [ParallelForLowering()]
         patterns += [p() for p in (*LOOP_PATTERNS, *ARITH_PATTERNS, *MATH_PATTERNS)]
