@@ -409,9 +409,21 @@ class VerifyPhasePass(LaminaPass):
 
     Input invariant: none (runs in every phase).
     Output IR: unchanged.
-    Invariants: fails with one diagnostic per violated invariant, at the
-    offending op, naming the phase, the invariant number and the fix
-    (see the numbered list in `lamina.passes.verify_phase`).
+    Invariants: fails with one diagnostic per violation, at the offending op,
+    naming the phase, the invariant's number and the fix:
+    `phase 'lowering' invariant 4 violated: 'graph.dataflow' is not allowed
+    from phase lowering on (run legalize to flatten dataflow blocks)`.
+    The invariants, for phase >= [phase]:
+      1. [optimization] no `graph.lambda` (except in `lamina.codegen` code);
+      2. [optimization] every `graph.closure` names a top-level `graph.func`;
+      3. [optimization] only builtin, graph, te, loop, llvm, arith and math ops;
+      4. [lowering] no `graph.dataflow` (except in `lamina.codegen` code);
+      5. [lowering] no graph compute op (`GraphCompute`), except claimed ones;
+      6. [lowering] every `graph.func` is `impure` or `force_pure`;
+      7. [lowering] no `graph.call_extern` or `graph.invoke` carries `pure`;
+      8. [build] only `builtin.module` and `llvm.*` ops (subsumes the others);
+      9. [ingestion] a `graph.dataflow` block holds only pure ops;
+     10. [ingestion] a pure `graph.func` calls nothing impure.
     """
 
     name = "verify-phase"

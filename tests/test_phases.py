@@ -291,3 +291,9 @@ def test_lambda_bodies_are_functions_of_their_own():
     lifted = SymbolTable.lookup_symbol(module, "g_lambda0")
     assert lifted is not None and lifted.properties.get("impure") is not None
     assert check_phase(module) == []
+
+
+def test_pass_docstring_lists_every_invariant():
+    doc = VerifyPhasePass.__doc__
+    for number, inv in INVARIANTS.items():
+        assert re.search(rf"^\s*{number}\. \[{inv.since.label}\]", doc, re.MULTILINE), number
