@@ -25,7 +25,7 @@ from xdsl.traits import IsTerminator
 
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects.lamina import Phase
-from lamina.passes.verify_phase import in_codegen, is_pure_in_dataflow
+from lamina.passes.verify_phase import in_codegen, is_pure_in_dataflow, own_ops
 
 
 def _dataflow_output(dataflow: Operation) -> Operation | None:
@@ -97,23 +97,12 @@ def is_dead(op: Operation) -> bool:
     if op.name == "graph.lambda":
         return True  # creating a closure runs nothing
     if op.name == "graph.dataflow":
-        return all(_pure_region_op(inner, module) for inner in op.walk() if inner is not op)
+        # The ops the block executes: lambda bodies inside it do not run.
+        return all(
+            inner.name == "graph.output" or is_pure_in_dataflow(inner, module)
+            for inner in own_ops(op)
+        )
     return not op.regions and is_pure_in_dataflow(op, module)
-
-
-def _pure_region_op(op: Operation, module: ModuleOp) -> bool:
-    if op.name in ("graph.output", "graph.return"):
-        return True
-    return is_pure_in_dataflow(op, module) or _inside_lambda(op)
-
-
-def _inside_lambda(op: Operation) -> bool:
-    current = op.parent_op()
-    while current is not None:
-        if current.name == "graph.lambda":
-            return True
-        current = current.parent_op()
-    return False
 
 
 def _module_of(op: Operation) -> ModuleOp | None:

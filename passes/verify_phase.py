@@ -330,7 +330,8 @@ def check_pure_funcs(module: ModuleOp) -> Iterator[Violation]:
 
 
 def own_ops(func: Operation) -> Iterator[Operation]:
-    """The ops `func` itself executes: not those in the bodies of its inner lambdas."""
+    """The ops `func` (or any region op) itself executes: not those in the bodies
+    of lambdas nested in it."""
     for region in func.regions:
         for op in region.walk():
             if not _inside_lambda(op, func):
