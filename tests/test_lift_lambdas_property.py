@@ -26,6 +26,7 @@ from lamina.core.context import make_context
 from lamina.core.diagnostics import verify_module
 from lamina.dialects.graph import (
     AddOp,
+    CallOp,
     ClosureOp,
     ConstantOp,
     DataflowOp,
@@ -62,8 +63,12 @@ class Scope:
         return Scope([*self.tensors, *tensors], list(self.fns))
 
 
-def add_ops(draw, block: Block, scope: Scope, depth: int, in_dataflow: bool) -> SSAValue:
-    """Fill `block` with 1-5 random ops; return a tensor value to yield from it."""
+def add_ops(draw, block: Block, scope: Scope, depth: int, may_effect: bool) -> SSAValue:
+    """Fill `block` with 1-5 random ops; return a tensor value to yield from it.
+
+    `may_effect`: the block may call the impure `@effect` (the body of an
+    impure function or of a lambda, not a dataflow block nor a pure function).
+    """
 
     def pick() -> SSAValue:
         # Draw an index, not a value: hypothesis keeps the repr of what it draws.
@@ -75,6 +80,8 @@ def add_ops(draw, block: Block, scope: Scope, depth: int, in_dataflow: bool) -> 
             kinds += ["lambda", "dataflow"]
         if scope.fns:
             kinds += ["invoke", "invoke"]
+        if may_effect:
+            kinds += ["effect"]
         kind = draw(st.sampled_from(kinds))
         if kind == "unary":
             op = draw(st.sampled_from([ExpOp, NegOp, ReluOp]))(pick())
@@ -82,18 +89,20 @@ def add_ops(draw, block: Block, scope: Scope, depth: int, in_dataflow: bool) -> 
             op = draw(st.sampled_from([AddOp, MulOp]))(pick(), pick())
         elif kind == "constant":
             op = ConstantOp(DenseIntOrFPElementsAttr.from_list(T, [1.0, 2.0, 3.0, 4.0]))
+        elif kind == "effect":
+            op = CallOp("effect", [pick()], [T])
         elif kind == "invoke":
             fn = scope.fns[draw(st.integers(0, len(scope.fns) - 1))]
             op = InvokeOp(fn, [pick()], pure=True)
         elif kind == "lambda":
             op = LambdaOp([T], [T])
             inner = op.body.block
-            result = add_ops(draw, inner, scope.child(inner.args[0]), depth + 1, False)
+            result = add_ops(draw, inner, scope.child(inner.args[0]), depth + 1, True)
             inner.add_op(ReturnOp(result))
         else:
             op = DataflowOp([T])
             inner = op.body.block
-            inner.add_op(OutputOp(add_ops(draw, inner, scope.child(), depth + 1, True)))
+            inner.add_op(OutputOp(add_ops(draw, inner, scope.child(), depth + 1, False)))
         block.add_op(op)
         if op.results[0].type == FN:
             scope.fns.append(op.results[0])
@@ -117,12 +126,16 @@ class Program:
 
 @st.composite
 def graph_programs(draw) -> Program:
-    """A module of 1-2 pure graph functions `(T, T) -> T` with random bodies."""
-    funcs: list[Operation] = []
+    """A module of 1-2 graph functions `(T, T) -> T` (pure or `impure`) with random
+    bodies, and the impure identity `@effect` they may call."""
+    effect = FuncOp("effect", ([T], [T]), impure=True)
+    effect.body.block.add_op(ReturnOp(effect.body.block.args[0]))
+    funcs: list[Operation] = [effect]
     for index in range(draw(st.integers(1, 2))):
-        func = FuncOp(f"f{index}", ([T, T], [T]))
+        impure = draw(st.booleans())
+        func = FuncOp(f"f{index}", ([T, T], [T]), impure=impure)
         block = func.body.block
-        result = add_ops(draw, block, Scope(list(block.args)), 0, False)
+        result = add_ops(draw, block, Scope(list(block.args)), 0, impure)
         block.add_op(ReturnOp(result))
         funcs.append(func)
     if draw(st.booleans()):  # a name lift-lambdas must not reuse
@@ -136,6 +149,18 @@ def graph_programs(draw) -> Program:
 
 def op_counts(module: ModuleOp) -> Counter[str]:
     return Counter(op.name for op in module.walk() if op.has_trait(GraphCompute))
+
+
+def check_purity(module: ModuleOp) -> None:
+    """A function that calls `@effect` itself is `impure` (lifted ones included)."""
+    for func in module.body.block.ops:
+        assert isinstance(func, FuncOp)
+        calls_effect = any(
+            isinstance(op, CallOp) and op.callee.root_reference.data == "effect"
+            for op in func.walk()
+        )
+        if calls_effect:
+            assert func.impure is not None, func.sym_name.data
 
 
 def check_closures(module: ModuleOp) -> None:
@@ -189,6 +214,7 @@ def test_lift_lambdas_preserves_structure(program: Program):
     assert sum(isinstance(op, ClosureOp) for op in module.walk()) == lambdas
     assert op_counts(module) == computes
     check_closures(module)
+    check_purity(module)
     assert_same_results(expected, results(module))
 
 
