@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute
 
 from lamina.core.context import make_context
-from lamina.core.diagnostics import DiagnosticError, parse_module
+from lamina.core.diagnostics import DiagnosticError, parse_module, verify_module
 
 _DTYPES: dict[str, np.dtype] = {
     "f16": np.dtype(np.float16),
@@ -156,9 +156,13 @@ class Executable:
 
 
 def _as_module(module_or_text: ModuleOp | str, filename: str) -> ModuleOp:
+    """A private, verified copy of the input: bad IR is reported as such, before any pass."""
     if isinstance(module_or_text, ModuleOp):
-        return module_or_text.clone()
-    return parse_module(make_context(), module_or_text, filename)
+        module = module_or_text.clone()
+    else:
+        module = parse_module(make_context(), module_or_text, filename)
+    verify_module(module)
+    return module
 
 
 def lower_to_build(
