@@ -121,7 +121,10 @@ class KernelBuilder:
         """Terminate the body with `te.return results` and wrap it in `te.func @name`."""
         self.block.add_op(te.ReturnOp(*results))
         inputs = [a.type for a in self.block.args]
-        return te.FuncOp(name, (inputs, [r.type for r in results]), Region(self.block))
+        # Kernels are private: only host functions are entry points, and internal
+        # linkage lets LLVM inline them into their callers.
+        signature = (inputs, [r.type for r in results])
+        return te.FuncOp(name, signature, Region(self.block), visibility="private")
 
 
 # ---------------------------------------------------------------------------

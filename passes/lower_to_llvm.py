@@ -293,7 +293,8 @@ class FuncLowering(RewritePattern):
     The body moves over unchanged; each entry-block argument gets its llvm
     type and is cast back for the (not yet lowered) ops that use it. A
     function the compiler created itself (`lamina.internal`, e.g. an
-    outlined parallel loop body) gets internal linkage.
+    outlined parallel loop body) and every `private` function (kernels made by
+    legalize/lower-te) get internal linkage: only host functions are exported.
     """
 
     @op_type_rewrite_pattern
@@ -301,7 +302,8 @@ class FuncLowering(RewritePattern):
         inputs, outputs = op.function_type.inputs.data, op.function_type.outputs.data
         fn_type = _function_type(op, inputs, outputs)
         body = rewriter.move_region_contents_to_new_regions(op.body)
-        internal = INTERNAL_ATTR in op.attributes and bool(body.blocks)
+        private = op.sym_visibility is not None and op.sym_visibility.data == "private"
+        internal = (INTERNAL_ATTR in op.attributes or private) and bool(body.blocks)
         new = llvm.FuncOp(
             op.sym_name.data,
             fn_type,

@@ -104,7 +104,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 
 // Kernels, in order of first use. Broadcasting: the rank-1 operand is read
 // with the last output index only.
-// CHECK-LABEL: te.func @te_add_2x3xf32(%in0: tensor<2x3xf32>, %in1: tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK-LABEL: te.func private @te_add_2x3xf32(%in0: tensor<2x3xf32>, %in1: tensor<3xf32>) -> tensor<2x3xf32>
 // CHECK-NEXT:    %[[R:.*]] = te.compute [2, 3] (%[[I:.*]], %[[J:.*]]) {
 // CHECK-NEXT:      %[[X:.*]] = te.read %in0[%[[I]], %[[J]]] : tensor<2x3xf32>
 // CHECK-NEXT:      %[[Y:.*]] = te.read %in1[%[[J]]] : tensor<3xf32>
@@ -113,9 +113,9 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 // CHECK-NEXT:    } : tensor<2x3xf32>
 // CHECK-NEXT:    te.return %[[R]] : tensor<2x3xf32>
 // CHECK-NEXT:  }
-// CHECK-NOT:   te.func @te_add_2x3xf32
+// CHECK-NOT:   te.func private @te_add_2x3xf32
 
-// CHECK-LABEL: te.func @te_matmul_2x4xf32(
+// CHECK-LABEL: te.func private @te_matmul_2x4xf32(
 // CHECK-NEXT:    te.compute [2, 4] reduce [3] combiner(sum) (%[[I:.*]], %[[J:.*]], %[[K:.*]]) {
 // CHECK-NEXT:      %[[A:.*]] = te.read %in0[%[[I]], %[[K]]] : tensor<2x3xf32>
 // CHECK-NEXT:      %[[B:.*]] = te.read %in1[%[[K]], %[[J]]] : tensor<3x4xf32>
@@ -124,7 +124,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 
 // Padding: the input index is clamped into bounds and the value selected
 // between the read and 0 on the in-bounds condition.
-// CHECK-LABEL: te.func @te_conv2d_1x3x5x5xf32(
+// CHECK-LABEL: te.func private @te_conv2d_1x3x5x5xf32(
 // CHECK-NEXT:    te.compute [1, 3, 5, 5] reduce [2, 3, 3] combiner(sum) (%[[N:.*]], %[[O:.*]], %[[OH:.*]], %[[OW:.*]], %[[CI:.*]], %[[KH:.*]], %[[KW:.*]]) {
 // CHECK:           %[[H0:.*]] = arith.addi %[[OH]], %[[KH]] : index
 // CHECK:           %[[H:.*]] = arith.addi %[[H0]], %{{.*}} : index
@@ -138,7 +138,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 // CHECK:           arith.mulf %[[G]], %[[W]] : f32
 
 // Softmax is a DAG of four te.compute: max, exp(x - max), sum, divide.
-// CHECK-LABEL: te.func @te_softmax_2x8xf32(
+// CHECK-LABEL: te.func private @te_softmax_2x8xf32(
 // CHECK-NEXT:    %[[M:.*]] = te.compute [2] reduce [8] combiner(max)
 // CHECK:         %[[E:.*]] = te.compute [2, 8]
 // CHECK:           te.read %[[M]]
@@ -152,12 +152,12 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 // CHECK:         te.return %[[D]] : tensor<2x8xf32>
 
 // keepdims: the reduced output dim (size 1) is skipped; the input reads the reduction index.
-// CHECK-LABEL: te.func @te_reduce_sum_2x1x4xf32(
+// CHECK-LABEL: te.func private @te_reduce_sum_2x1x4xf32(
 // CHECK-NEXT:    te.compute [2, 1, 4] reduce [3] combiner(sum) (%[[I:.*]], %{{.*}}, %[[L:.*]], %[[K:.*]]) {
 // CHECK-NEXT:      te.read %in0[%[[I]], %[[K]], %[[L]]] : tensor<2x3x4xf32>
 
 // Reshape linearizes the output index and delinearizes it into the input index.
-// CHECK-LABEL: te.func @te_reshape_3x4xf32(
+// CHECK-LABEL: te.func private @te_reshape_3x4xf32(
 // CHECK-NEXT:    te.compute [3, 4] (%[[I:.*]], %[[J:.*]]) {
 // CHECK:           %[[R:.*]] = arith.muli %[[I]], %{{.*}} : index
 // CHECK:           %[[LIN:.*]] = arith.addi %[[R]], %[[J]] : index
@@ -167,7 +167,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 
 // Layout transform: the physical index (i0, i1) is the image of logical
 // 8*i0 + i1 when that is < 20; the read index is clamped, padding is PAD...
-// CHECK-LABEL: te.func @te_layout_transform_3x8xf32(%in0: tensor<20xf32>) -> tensor<3x8xf32>
+// CHECK-LABEL: te.func private @te_layout_transform_3x8xf32(%in0: tensor<20xf32>) -> tensor<3x8xf32>
 // CHECK-NEXT:    te.compute [3, 8] (%[[I:.*]], %[[J:.*]]) {
 // CHECK:           %[[L:.*]] = arith.addi %{{.*}}, %[[J]] : index
 // CHECK:           %[[OK:.*]] = arith.cmpi slt, %[[L]], %{{.*}} : index
@@ -178,9 +178,9 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 // CHECK:           te.yield %[[R]] : f32
 
 // ... or te.undef for #lamina.undef.
-// CHECK-LABEL: te.func @te_layout_transform_3x8xf32_1(
+// CHECK-LABEL: te.func private @te_layout_transform_3x8xf32_1(
 // CHECK:           %[[U:.*]] = te.undef : f32
 // CHECK:           %[[R:.*]] = arith.select %{{.*}}, %{{.*}}, %[[U]] : f32
 // CHECK:           te.yield %[[R]] : f32
 
-// CHECK-LABEL: te.func @te_add_3xf32(
+// CHECK-LABEL: te.func private @te_add_3xf32(
