@@ -147,8 +147,11 @@ class LocatedParser(Parser):
 def parse_error_diagnostic(err: ParseError, line_offset: int = 0) -> Diagnostic:
     """Turn xDSL's ParseError (file:line:col, source line, carets) into a Diagnostic."""
     loc = err.span.get_location()
+    message = err.msg.strip()
+    if err.span.start >= len(err.span.input.content):  # xDSL says little at end of input
+        message = "unexpected end of input" + (f" ({message})" if message else "")
     return Diagnostic(
-        err.msg,
+        message,
         location=SourceLocation(loc.file, loc.line + line_offset, loc.col),
         context=err.span.print_with_context().splitlines()[1:3],
     )
