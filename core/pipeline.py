@@ -6,7 +6,7 @@ compile targets' passes are inserted, and the transition pass that leaves
 the phase::
 
     ingestion     normalize                                   -> lift-lambdas
-    optimization  canonicalize, cse, fold-constants, plan-devices,
+    optimization  canonicalize, cse, specialize-closures, fold-constants, plan-devices,
                   plan-layouts, fuse-ops, [hooks: optimization] -> legalize
     lowering      [hooks: lowering], lower-te, schedule, simplify,
                   plan-memory, lower-graph, [hooks: build]    -> lower-to-llvm
@@ -81,6 +81,7 @@ DEFAULT_STAGES: tuple[Stage, ...] = (
         (
             "canonicalize",
             "cse",
+            "specialize-closures",
             Planned("fold-constants"),
             Planned("plan-devices"),
             Planned("plan-layouts"),

@@ -63,6 +63,7 @@ from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, loop
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, DeviceAttr, Phase
 from lamina.passes.lower_te import buffer_type, symbol_names, to_buffer_types
+from lamina.passes.specialize_closures import describe_function_value, resolve_invokes
 
 STORAGE_ATTR = "lamina.storage"
 """Op attribute written by `plan-memory` at graph level: `array<i64: s0, ...>`, one
@@ -172,14 +173,6 @@ def result_buffer_spec(op: Operation, index: int) -> BufferSpec | None:
 
 
 @dataclass
-class Closure:
-    """A statically known function value: `graph.closure @callee(captured...)`."""
-
-    callee: SymbolRefAttr
-    captured: list[SSAValue]
-
-
-@dataclass
 class BodyLowering:
     """Emits the host code of `source` (a graph.func) into `target` (a fresh loop.func)."""
 
@@ -188,7 +181,6 @@ class BodyLowering:
     constants: ConstantPool
     buffers: dict[SSAValue, SSAValue] = field(default_factory=dict)
     """Tensors → their buffers (and scalars → their clones)."""
-    closures: dict[SSAValue, Closure] = field(default_factory=dict)
     in_place: dict[SSAValue, SSAValue] = field(default_factory=dict)
     """Returned values → the output buffer they are computed in."""
     slots: dict[int, SSAValue] = field(default_factory=dict)
@@ -233,8 +225,13 @@ class BodyLowering:
         if value in self.buffers:
             return self.buffers[value]
         if isinstance(value.type, graph.FnType):
+            index = next((i for i, v in enumerate(user.operands) if v is value), 0)
             raise op_error(
-                user, "cannot lower a use of a function value other than a direct graph.invoke"
+                user,
+                f"cannot lower a use of a function value: operand #{index} is "
+                f"{describe_function_value(value)}; host code has no function values "
+                "(specialize-closures turns a graph.call passing a graph.closure into a call "
+                "of a specialized callee)",
             )
         raise op_error(user, "operand has no buffer (it is not produced by a lowered op)")
 
@@ -277,15 +274,17 @@ class BodyLowering:
             case graph.CallLoopOp():
                 self._call_loop(op)
             case graph.CallExternOp():
-                self._call(op, SymbolRefAttr(op.callee.data), [], op.arguments)
+                self._call(op, SymbolRefAttr(op.callee.data), op.arguments)
             case graph.CallOp():
-                self._call(op, op.callee, [], op.arguments)
+                self._call(op, op.callee, op.arguments)
             case graph.ClosureOp():
-                captured = [self._buffer(v, op) for v in op.captures]
-                self.closures[op.result] = Closure(op.callee, captured)
+                pass  # invokes of it were resolved (`resolve_invokes`); other uses fail
             case graph.InvokeOp():
-                closure = self._resolve(op)
-                self._call(op, closure.callee, closure.captured, op.arguments)
+                raise op_error(
+                    op,
+                    "cannot resolve the callee statically: the function value is "
+                    f"{describe_function_value(op.fn)}",
+                )
             case graph.ConstantOp():
                 buffer = self.constants.buffer(op.value, self.block, op.result.name_hint)
                 self.buffers[op.result] = buffer
@@ -297,17 +296,11 @@ class BodyLowering:
             case _:
                 self._generic(op)
 
-    def _call(
-        self,
-        op: Operation,
-        callee: SymbolRefAttr,
-        captured: Sequence[SSAValue],
-        arguments: Sequence[SSAValue],
-    ) -> None:
-        """`loop.call @callee(captured..., inputs..., destinations...)`."""
+    def _call(self, op: Operation, callee: SymbolRefAttr, arguments: Sequence[SSAValue]) -> None:
+        """`loop.call @callee(inputs..., destinations...)`."""
         if any(isinstance(t, graph.FnType) for t in op.result_types):
             raise op_error(op, "cannot lower a call returning a function value to host code")
-        inputs = [*captured, *(self._buffer(v, op) for v in arguments)]
+        inputs = [self._buffer(v, op) for v in arguments]
         dests = [self._destination(op, i) for i in range(len(op.results))]
         call = loop.CallOp(callee, [*inputs, *dests])
         call.attributes |= _kept_attributes(op)
@@ -328,23 +321,6 @@ class BodyLowering:
         call = loop.CallOp(op.callee, [*inputs, *dests])
         call.attributes |= _kept_attributes(op)
         self.block.add_op(call)
-
-    def _resolve(self, op: graph.InvokeOp) -> Closure:
-        """The closure `op` invokes, which must be a `graph.closure` of this function."""
-        closure = self.closures.get(op.fn)
-        if closure is not None:
-            return closure
-        owner = op.fn.owner
-        origin = (
-            "a function parameter"
-            if not isinstance(owner, Operation)
-            else f"the result of '{owner.name}'"
-        )
-        raise op_error(
-            op,
-            f"cannot resolve the callee statically: the function value is {origin}, "
-            "not a graph.closure of this function (lower-graph only lowers direct calls)",
-        )
 
     def _generic(self, op: Operation) -> None:
         """Scalar code is kept as is; any other op over tensors cannot be lowered here."""
@@ -409,13 +385,17 @@ def host_signature(
 
     Function-typed parameters have no buffer and are left out: lower-graph
     only lowers direct calls, so an invoke of such a parameter is reported
-    at the invoke (and passing a function value at the call).
+    at the invoke (and passing a function value at the call); a function
+    specialize-closures resolved has none.
     """
     inputs, outputs = func.signature
     for i, t in enumerate(outputs):
         if isinstance(t, graph.FnType):
             raise op_error(
-                func, f"cannot lower function-typed result #{i} ({t}): host code has no closures"
+                func,
+                f"cannot lower function-typed result #{i} ({t}): host code has no closures "
+                "(specialize-closures only resolves a returned graph.closure built in the "
+                "function's body, in the function's callers)",
             )
     kept = [i for i, t in enumerate(inputs) if not isinstance(t, graph.FnType)]
     params = to_buffer_types([*(inputs[i] for i in kept), *outputs])
@@ -454,7 +434,7 @@ class LowerGraphPass(LaminaPass):
     Input invariant: phase `lowering`, after `lower-te` (every kernel call is
     `graph.call_loop` or `graph.call_extern`); graph functions hold only
     calls (`graph.call_loop`, `graph.call_extern`, `graph.call`, and
-    `graph.invoke` of a `graph.closure` built in the same function),
+    `graph.invoke` of a `graph.closure` of the same function),
     `graph.constant`, `graph.device_copy` and `graph.return`.
 
     Output IR: each `graph.func @f(T...) -> (R...)` is replaced by
@@ -467,8 +447,12 @@ class LowerGraphPass(LaminaPass):
     internal constant `llvm.mlir.global` (row-major element array) +
     `llvm.mlir.addressof` cast to the memref;
     `graph.device_copy` → `loop.copy {src, dst}`; outputs not computed in
-    place → `loop.copy`. An invoke whose callee cannot be resolved
-    statically is an error at the op.
+    place → `loop.copy`. A `graph.invoke` of a `graph.closure` is first
+    made a direct `graph.call` (rule 1 of `specialize-closures`, which
+    resolves higher-order functions earlier, in phase optimization); a
+    function value that is still invoked, passed or returned is an error at
+    the op, saying where the value comes from and why it has no static
+    callee.
 
     Invariants: no `graph` op and no tensor type remain; the phase stays
     `lowering`; symbol names of functions are unchanged.
@@ -481,6 +465,7 @@ class LowerGraphPass(LaminaPass):
     illegal_ops: ClassVar[tuple[str, ...]] = ("graph.*", "te.*")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        resolve_invokes(op)  # closures that legalize's flattening made local, or no pipeline
         pool = ConstantPool(op, symbol_names(op))
         PatternRewriteWalker(GraphFuncLowering(pool), apply_recursively=False).rewrite_module(op)
         self.check_legality(op)

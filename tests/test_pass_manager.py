@@ -210,6 +210,7 @@ DESIGN_ORDER = [
     "lift-lambdas",
     "canonicalize",
     "cse",
+    "specialize-closures",  # our addition to DESIGN §4 (docs/passes.md)
     "fold-constants",
     "plan-devices",
     "plan-layouts",
@@ -241,7 +242,7 @@ def test_default_pipeline_follows_the_design_order():
 
 def test_compile_to_stops_before_the_next_transition():
     names = [e.name for e in pipeline_entries("default", stop=Phase.OPTIMIZATION)]
-    assert "legalize" not in names and names[-1] in DESIGN_ORDER[2:8]
+    assert "legalize" not in names and names[-1] in DESIGN_ORDER[2:9]
     names = [e.name for e in pipeline_entries("default", start=Phase.LOWERING)]
     assert names[0] == "lower-te" and names[-1] == "lower-to-llvm"
 
