@@ -298,8 +298,13 @@ class BodyLowering:
 
     def _call(self, op: Operation, callee: SymbolRefAttr, arguments: Sequence[SSAValue]) -> None:
         """`loop.call @callee(inputs..., destinations...)`."""
-        if any(isinstance(t, graph.FnType) for t in op.result_types):
-            raise op_error(op, "cannot lower a call returning a function value to host code")
+        for result in op.results:
+            if isinstance(result.type, graph.FnType):
+                raise op_error(
+                    op,
+                    "cannot lower a call returning a function value to host code: "
+                    f"{describe_function_value(result)}",
+                )
         inputs = [self._buffer(v, op) for v in arguments]
         dests = [self._destination(op, i) for i in range(len(op.results))]
         call = loop.CallOp(callee, [*inputs, *dests])
@@ -328,7 +333,12 @@ class BodyLowering:
             isinstance(t, TensorType | graph.FnType) for t in (*op.operand_types, *op.result_types)
         ):
             hint = ""
-            if op.has_trait(graph.GraphCompute):
+            if any(isinstance(t, graph.FnType) for t in (*op.operand_types, *op.result_types)):
+                hint = (
+                    " (it computes a function value at run time; host code has no function "
+                    "values, only calls of functions known at compile time)"
+                )
+            elif op.has_trait(graph.GraphCompute):
                 hint = " (run legalize and lower-te first)"
             elif isinstance(op, graph.CallTeOp):
                 hint = " (run lower-te first)"

@@ -1,5 +1,6 @@
 // RUN: lamina-opt %s --split-input-file -p lift-lambdas,specialize-closures,verify-phase | filecheck %s
 // RUN: lamina-opt %s --split-input-file -p lift-lambdas,specialize-closures,specialize-closures | filecheck %s
+// RUN: lamina-opt %s --split-input-file -p 'lift-lambdas,specialize-closures{max-new-functions=1}' | filecheck %s --check-prefix=BOUND
 
 // An invoke of a closure built in the same function becomes a direct call of
 // the closure's function, captured values first; the closure goes.
@@ -107,6 +108,18 @@ builtin.module {
 // CHECK-NEXT:    graph.return %[[Y]]
 // CHECK-NOT:   graph.func @apply(
 // CHECK-NOT:   graph.func @twice(
+
+// With at most one new function, only @twice is specialized; the calls of
+// @apply in the clone keep passing the rebuilt closure.
+// BOUND-LABEL: graph.func @apply(
+// BOUND-NEXT:    graph.invoke
+// BOUND-LABEL: graph.func @twice__spec_main_lambda0_0(
+// BOUND-SAME:      %[[W:.*]]: tensor<4xf32>, %[[X:.*]]: tensor<4xf32>) -> tensor<4xf32> {
+// BOUND-NEXT:    %[[F:.*]] = graph.closure @main_lambda0(%[[W]])
+// BOUND-NEXT:    %[[Y:.*]] = graph.call @apply(%[[F]], %[[X]])
+// BOUND-NEXT:    %[[Z:.*]] = graph.call @apply(%[[F]], %[[Y]])
+// BOUND-LABEL: graph.func @main(
+// BOUND-NEXT:    graph.call @twice__spec_main_lambda0_0(
 
 // -----
 
