@@ -177,8 +177,6 @@ class Specializations:
     funcs: dict[str, FuncOp] = field(default_factory=dict)
     taken: set[str] = field(default_factory=set)
     memo: dict[tuple, str] = field(default_factory=dict)
-    originals: set[str] = field(default_factory=set)
-    """Functions that were specialized: removed once unreferenced."""
     created: set[str] = field(default_factory=set)
     last_made: dict[str, Operation] = field(default_factory=dict)
     """Original → the last function made from it (clones follow it in creation order)."""
@@ -379,7 +377,6 @@ class SpecializeCallee(RewritePattern):
         if callee.arg_attrs is not None:
             kept = [a for i, a in enumerate(callee.arg_attrs.data) if i not in known]
             clone.properties["arg_attrs"] = ArrayAttr([DictionaryAttr({})] * position + kept)
-        self.state.originals.add(callee.sym_name.data)
         return self.state.add(clone, callee, rewriter, key)
 
 
@@ -478,7 +475,6 @@ class UnboxReturnedClosure(RewritePattern):
         clone.update_function_type()
         if old_attrs is not None:
             clone.properties["res_attrs"] = ArrayAttr(res_attrs)
-        self.state.originals.add(callee.sym_name.data)
         return self.state.add(clone, callee, rewriter, key)
 
 
@@ -508,18 +504,25 @@ def referenced_symbols(op: Operation) -> set[str]:
 
 
 def remove_unreferenced(module: ModuleOp, state: Specializations) -> None:
-    """Erase specialized originals and clones that nothing live refers to.
+    """Erase the internal functions and clones that no entry point reaches.
 
-    Removable: clones this pass made, and originals it specialized that are
-    internal (a function-typed parameter or result: not an entry point).
+    Removable: clones this pass made and, if the module has an entry point
+    (a defined function over tensors only), internal functions (a function-typed
+    parameter or result), which no caller outside the module can call.
     Every other top-level op is live, and so is what a live op refers to
-    (a recursive function referring only to itself is not).
+    (a recursive function referring only to itself is not). A module
+    without entry points keeps its functions: `lower-graph` reports the
+    function values they hold.
     """
     funcs = {op.sym_name.data: op for op in module.ops if isinstance(op, FuncOp)}
+    has_entry = any(
+        n not in state.created and not f.is_declaration and not is_internal(f)
+        for n, f in funcs.items()
+    )
     removable = {
         name
         for name, func in funcs.items()
-        if name in state.created or (name in state.originals and is_internal(func))
+        if name in state.created or (has_entry and is_internal(func))
     }
     pending = [
         name
@@ -563,16 +566,18 @@ class SpecializeClosuresPass(LaminaPass):
     captures (new leading parameters) and whose body rebuilds the closures;
     (3) a `graph.call @mk` of a function returning a `graph.closure` built
     in its body is a call of `@mk__ret_<N>`, which returns the captures,
-    followed by the rebuilt closure. Unused closures are erased; specialized
-    originals that are internal (a function-typed parameter or result; a
-    function over tensors only is an entry point and kept) and clones are
-    erased once nothing refers to them. At most `max-new-functions` (256)
-    functions are made (a bound for recursive higher-order functions).
-    Function values that cannot be resolved are left for `lower-graph` to
-    report at the op.
-    Invariants: the phase stays optimization; every function over tensors
-    only keeps its name and meaning (the reference evaluator gives the same
-    results); no compute op is added or removed outside new clones.
+    followed by the rebuilt closure. Unused closures are erased. Functions
+    that no entry point (a function over tensors only, always kept)
+    reaches are erased if this pass made them or if they are internal (a
+    function-typed parameter or result: not callable from outside), the
+    latter only in a module that has an entry point. At most
+    `max-new-functions` (256) functions are made (a bound for recursive
+    higher-order functions). Function values that cannot be resolved are
+    left for `lower-graph` to report at the op.
+    Invariants: the phase stays optimization; every entry point keeps its
+    name and meaning (the reference evaluator gives the same results);
+    compute ops are only added in clones and only removed with unreachable
+    functions.
     Pipeline: not in DESIGN §4; our addition to the default pipeline, right
     after `cse` in phase optimization (issue 4: statically known callees
     compile).

@@ -126,7 +126,7 @@ builtin.module {
 // A lambda capturing a lambda: after lift-lambdas the closure of @main_lambda1
 // captures the closure of @main_lambda0. Invoking it calls @main_lambda1 with
 // a closure, which specializes @main_lambda1. The unspecialized
-// @main_lambda1 stays: it is internal, but nothing made it unused.
+// @main_lambda1 (internal: it takes the captured closure) is removed.
 builtin.module {
   graph.func @main(%x: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32> {
     %f = graph.lambda (%a: tensor<4xf32>) -> tensor<4xf32> {
@@ -154,6 +154,7 @@ builtin.module {
 // CHECK-NEXT:    graph.return %[[C]]
 // CHECK-NOT:   graph.closure
 // CHECK-NOT:   graph.invoke
+// CHECK-NOT:   graph.func @main_lambda1(
 
 // -----
 
@@ -281,3 +282,32 @@ builtin.module {
 // CHECK-NEXT:    %[[Y:.*]] = graph.call @effect__pure_0(%[[X]])
 // CHECK-NEXT:    %[[Z:.*]] = graph.call @effect__pure_0(%[[Y]])
 // CHECK-NEXT:    graph.return %[[Z]]
+
+// -----
+
+// Internal functions (a function-typed parameter or result) that no entry
+// point reaches are removed, used by each other or not; entry points (a
+// defined function over tensors only) stay, called or not.
+builtin.module {
+  graph.func @apply(%f: !graph.fn<(tensor<4xf32>) -> tensor<4xf32>>, %x: tensor<4xf32>) -> tensor<4xf32> {
+    %y = graph.invoke %f(%x) {pure} : (tensor<4xf32>) -> tensor<4xf32>
+    graph.return %y : tensor<4xf32>
+  }
+  graph.func @twice(%f: !graph.fn<(tensor<4xf32>) -> tensor<4xf32>>, %x: tensor<4xf32>) -> tensor<4xf32> {
+    %y = graph.call @apply(%f, %x) : (!graph.fn<(tensor<4xf32>) -> tensor<4xf32>>, tensor<4xf32>) -> tensor<4xf32>
+    %z = graph.call @apply(%f, %y) : (!graph.fn<(tensor<4xf32>) -> tensor<4xf32>>, tensor<4xf32>) -> tensor<4xf32>
+    graph.return %z : tensor<4xf32>
+  }
+  graph.func @unused(%x: tensor<4xf32>) -> tensor<4xf32> {
+    graph.return %x : tensor<4xf32>
+  }
+  graph.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %y = graph.neg %x : (tensor<4xf32>) -> tensor<4xf32>
+    graph.return %y : tensor<4xf32>
+  }
+}
+// CHECK-NOT:   graph.func @apply(
+// CHECK-NOT:   graph.func @twice(
+// CHECK-LABEL: graph.func @unused(
+// CHECK-LABEL: graph.func @main(
+// CHECK-NOT:   graph.func
