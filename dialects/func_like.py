@@ -1,34 +1,48 @@
-"""Shared pieces of Lamina's function ops (`te.func`, `loop.func`).
+"""Shared pieces of Lamina's function ops (`graph.func`, `te.func`, `loop.func`).
 
-Both are `func.func` look-alikes: a symbol with `sym_name`, `function_type`,
-`arg_attrs`, `res_attrs` and an optional `sym_visibility`; a body region whose
-entry block arguments are the parameters (or no body at all: an external
-declaration); and a `*.return` terminator. The `lamina.constraint` and
+All three are `func.func` look-alikes: a symbol with `sym_name`,
+`function_type`, `arg_attrs` and `res_attrs` (`SymbolFuncOp`); a body region
+whose entry block arguments are the parameters (or no body at all: an
+external declaration); and a `*.return` terminator (`ReturnLikeOp`).
+`te.func` and `loop.func` also share an optional `sym_visibility`, their
+builder, syntax and verifier (`FuncLikeOp`): the `lamina.constraint` and
 `device` entries of `arg_attrs`/`res_attrs` must be a `#lamina.constraint` and
-a `#lamina.device`. xDSL cannot subclass a concrete `@irdl_op_definition` op,
-so the fields and the custom syntax live in the undecorated bases below; each
-dialect decorates its own subclass and states which argument and result types
-it accepts (`allowed_type`).
+a `#lamina.device`, and each dialect states which argument and result types it
+accepts (`allowed_type`). `te.undef` and `loop.undef` share `UndefLikeOp`.
+xDSL cannot subclass a concrete `@irdl_op_definition` op, so the fields and
+the custom syntax live in the undecorated bases below; each dialect decorates
+its own subclass.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import ClassVar, Self
+from collections.abc import Iterable, Sequence
+from typing import ClassVar, Self, TypeVar
 
 from xdsl.dialects.builtin import (
+    AnyFloat,
     ArrayAttr,
     DictionaryAttr,
     FunctionType,
+    IndexType,
+    IntegerType,
     StringAttr,
     SymbolNameConstraint,
 )
 from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.irdl import IRDLOperation, opt_prop_def, prop_def, region_def, var_operand_def
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue, Use
+from xdsl.irdl import (
+    IRDLOperation,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import CallableOpInterface
+from xdsl.traits import CallableOpInterface, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from lamina.dialects.lamina import (
@@ -39,39 +53,81 @@ from lamina.dialects.lamina import (
 )
 
 
-def type_list(types: Sequence[Attribute]) -> str:
-    """`(memref<4xf32>, f32)`: a type list as it is written in the IR."""
+def type_list(types: Iterable[Attribute]) -> str:
+    """`(memref<4xf32>, f32)`: a type list as it is written in the IR (and in messages)."""
     return "(" + ", ".join(str(t) for t in types) + ")"
 
 
+def is_scalar_type(type: Attribute) -> bool:
+    """Integers (incl. i1), index and floats: the scalars te and loop compute with
+    (te's element types; what loads, stores and undef produce)."""
+    return isinstance(type, IntegerType | IndexType | AnyFloat)
+
+
+TerminatorT = TypeVar("TerminatorT", bound=Operation)
+
+
+def verify_terminator(
+    block: Block, terminator: type[TerminatorT], where: str, *, quote: bool = True
+) -> TerminatorT:
+    """The block's last op, which must be a `terminator`; otherwise the error
+    `{where} must end with {terminator.name}, got 'op.name'` (`quote=False`:
+    the name unquoted), or `got an empty block`."""
+    last = block.last_op
+    if isinstance(last, terminator):
+        return last
+    got = "an empty block" if last is None else (f"'{last.name}'" if quote else last.name)
+    raise VerifyException(f"{where} must end with {terminator.name}, got {got}")
+
+
 class FuncLikeCallableInterface(CallableOpInterface):
-    """CallableOpInterface for any `FuncLikeOp` (used by inliners and call verifiers)."""
+    """CallableOpInterface over an op's `body` and `signature` (used by inliners
+    and call verifiers): every `SymbolFuncOp`, and `graph.lambda`."""
 
     @classmethod
     def get_callable_region(cls, op: Operation) -> Region:
-        assert isinstance(op, FuncLikeOp)
-        return op.body
+        return op.body  # pyright: ignore[reportAttributeAccessIssue]
 
     @classmethod
     def get_argument_types(cls, op: Operation) -> tuple[Attribute, ...]:
-        assert isinstance(op, FuncLikeOp)
-        return op.function_type.inputs.data
+        return op.signature[0]  # pyright: ignore[reportAttributeAccessIssue]
 
     @classmethod
     def get_result_types(cls, op: Operation) -> tuple[Attribute, ...]:
-        assert isinstance(op, FuncLikeOp)
-        return op.function_type.outputs.data
+        return op.signature[1]  # pyright: ignore[reportAttributeAccessIssue]
 
 
-class FuncLikeOp(IRDLOperation):
-    """Fields, builder, syntax and verifier shared by `te.func` and `loop.func`."""
+class SymbolFuncOp(IRDLOperation):
+    """Fields and queries of every function op (`graph.func`, `te.func`, `loop.func`)."""
 
     body = region_def()
     sym_name = prop_def(SymbolNameConstraint())
     function_type = prop_def(FunctionType)
-    sym_visibility = opt_prop_def(StringAttr)
     arg_attrs = opt_prop_def(ArrayAttr[DictionaryAttr])
     res_attrs = opt_prop_def(ArrayAttr[DictionaryAttr])
+
+    @property
+    def signature(self) -> tuple[tuple[Attribute, ...], tuple[Attribute, ...]]:
+        """(parameter types, result types)."""
+        return self.function_type.inputs.data, self.function_type.outputs.data
+
+    @property
+    def is_declaration(self) -> bool:
+        """True for an external function (no body)."""
+        return not self.body.blocks
+
+    def get_return_op(self) -> ReturnLikeOp | None:
+        """The body's `*.return`, if the function has a body ending in one."""
+        if self.is_declaration:
+            return None
+        last = self.body.blocks.last.last_op  # type: ignore[union-attr]
+        return last if isinstance(last, ReturnLikeOp) else None
+
+
+class FuncLikeOp(SymbolFuncOp):
+    """Visibility, builder, syntax and verifier shared by `te.func` and `loop.func`."""
+
+    sym_visibility = opt_prop_def(StringAttr)
 
     TYPE_DESCRIPTION: ClassVar[str] = "any type"
     """Human-readable description of `allowed_type`, used in verifier messages."""
@@ -109,11 +165,6 @@ class FuncLikeOp(IRDLOperation):
         super().__init__(properties=properties, regions=[region])
 
     # -- queries ---------------------------------------------------------------
-
-    @property
-    def is_declaration(self) -> bool:
-        """True for an external function (no body)."""
-        return not self.body.blocks
 
     @property
     def args(self) -> tuple[SSAValue, ...]:
@@ -247,7 +298,10 @@ def _pop_attr_array(attrs: dict[str, Attribute], name: str) -> ArrayAttr[Diction
 
 
 class ReturnLikeOp(IRDLOperation):
-    """`*.return`: terminator of a `FuncLikeOp` returning values of its result types."""
+    """`*.return`: terminator of a `SymbolFuncOp` returning values of its result types.
+
+    The check here serves `te.return` and `loop.return`; `graph.return` (whose
+    parent may also be a `graph.lambda`) has its own."""
 
     arguments = var_operand_def()
 
@@ -267,3 +321,48 @@ class ReturnLikeOp(IRDLOperation):
                 "returned types must match the function's result types: "
                 f"expected {type_list(expected)}, got {type_list(got)}"
             )
+
+
+class UndefLikeOp(IRDLOperation):
+    """`te.undef`/`loop.undef`: any scalar value, only legal where its value can
+    never be observed. Subclasses say which uses sink it (`is_sink`) and how a
+    misuse is reported (`MISUSE_MESSAGE`, formatted with `user`, the op name)."""
+
+    result = result_def()
+
+    traits = traits_def(Pure())
+
+    assembly_format = "attr-dict `:` type($result)"
+
+    MISUSE_MESSAGE: ClassVar[str]
+
+    def __init__(self, type: Attribute):
+        super().__init__(result_types=[type])
+
+    @classmethod
+    def is_sink(cls, use: Use) -> bool:
+        """Whether `use` consumes the undefined value without observing it."""
+        raise NotImplementedError
+
+    @classmethod
+    def first_misuse(cls, value: SSAValue) -> Operation | None:
+        """The first user of `value` that is neither a sink nor an `arith.select`
+        (as a value operand) whose result is itself only sunk -- the guard
+        `select(in_bounds, x, undef)`; None when every use is fine."""
+        for use in value.uses:
+            user = use.operation
+            if cls.is_sink(use):
+                continue
+            if user.name == "arith.select" and use.index in (1, 2):
+                if cls.first_misuse(user.results[0]) is None:
+                    continue
+            return user
+        return None
+
+    def verify_(self) -> None:
+        if not is_scalar_type(self.result.type):
+            raise VerifyException(
+                f"result must be a scalar (integer, index, float), got {self.result.type}"
+            )
+        if (user := self.first_misuse(self.result)) is not None:
+            raise VerifyException(self.MISUSE_MESSAGE.format(user=user.name))

@@ -51,7 +51,6 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     ShapedType,
     StringAttr,
-    SymbolNameConstraint,
     SymbolRefAttr,
     TensorType,
     UnitAttr,
@@ -89,7 +88,6 @@ from xdsl.irdl import (
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
-    CallableOpInterface,
     ConstantLike,
     EffectInstance,
     HasParent,
@@ -106,6 +104,13 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from lamina.dialects.func_like import (
+    FuncLikeCallableInterface,
+    ReturnLikeOp,
+    SymbolFuncOp,
+    type_list,
+    verify_terminator,
+)
 from lamina.dialects.lamina import ConstraintAttr, DeviceAttr
 
 if TYPE_CHECKING:
@@ -123,11 +128,6 @@ class ShapeError(VerifyException):
 def shape_str(shape: Sequence[int]) -> str:
     """`2x3` for (2, 3), `scalar` for () — the short form used in messages."""
     return "x".join(str(d) for d in shape) if shape else "scalar"
-
-
-def types_str(types: Iterable[Attribute]) -> str:
-    """`(tensor<4xf32>, f32)`: a type list as MLIR prints it in messages."""
-    return "(" + ", ".join(str(t) for t in types) + ")"
 
 
 def attr_syntax(attr: Attribute) -> str:
@@ -522,24 +522,45 @@ class FnType(ParametrizedAttribute, TypeAttribute):
         with parser.in_angle_brackets():
             inputs = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
             parser.parse_punctuation("->")
-            outputs = parser.parse_optional_comma_separated_list(
-                parser.Delimiter.PAREN, parser.parse_type
-            )
-            if outputs is None:
-                outputs = [parser.parse_type()]
+            outputs = _parse_result_types(parser)
         return (ArrayAttr(inputs), ArrayAttr(outputs))
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string("<(")
         printer.print_list(self.inputs.data, printer.print_attribute)
         printer.print_string(") -> ")
-        if len(self.outputs.data) == 1:
-            printer.print_attribute(self.outputs.data[0])
-        else:
-            printer.print_string("(")
-            printer.print_list(self.outputs.data, printer.print_attribute)
-            printer.print_string(")")
+        _print_result_types(printer, self.outputs.data)
         printer.print_string(">")
+
+
+def _parse_result_types(parser: AttrParser) -> list[Attribute]:
+    """The types after a `->`: one bare type, or a parenthesized (possibly empty) list."""
+    types = parser.parse_optional_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
+    return types if types is not None else [parser.parse_type()]
+
+
+def _print_result_types(printer: Printer, types: Sequence[Attribute]) -> None:
+    """The inverse of `_parse_result_types`: parentheses unless there is exactly one type."""
+    if len(types) == 1:
+        printer.print_attribute(types[0])
+    else:
+        printer.print_string("(")
+        printer.print_list(types, printer.print_attribute)
+        printer.print_string(")")
+
+
+def _parse_optional_results(parser: Parser) -> list[Attribute]:
+    """`-> T` or `-> (T1, T2)` (lambda and dataflow syntax); no arrow: no results."""
+    if parser.parse_optional_punctuation("->"):
+        return _parse_result_types(parser)
+    return []
+
+
+def _print_optional_results(printer: Printer, types: Sequence[Attribute]) -> None:
+    """The inverse of `_parse_optional_results`: nothing when there are no results."""
+    if types:
+        printer.print_string(" -> ")
+        _print_result_types(printer, types)
 
 
 class GraphCompute(OpTrait):
@@ -615,7 +636,7 @@ def _check_signature(
     if len(arg_types) != len(expected):
         raise VerifyException(
             f"{what} has {len(arg_types)} {kind}s but the callee expects {len(expected)}: "
-            f"got {types_str(arg_types)}, expected {types_str(expected)}"
+            f"got {type_list(arg_types)}, expected {type_list(expected)}"
         )
     for index, (got, want) in enumerate(zip(arg_types, expected, strict=True)):
         if got != want:
@@ -629,27 +650,8 @@ def _check_signature(
 # ---------------------------------------------------------------------------
 
 
-class GraphFuncCallable(CallableOpInterface):
-    """`graph.func` and `graph.lambda` are callables over their single region."""
-
-    @classmethod
-    def get_callable_region(cls, op: Operation) -> Region:
-        assert isinstance(op, FuncOp | LambdaOp)
-        return op.body
-
-    @classmethod
-    def get_argument_types(cls, op: Operation) -> tuple[Attribute, ...]:
-        assert isinstance(op, FuncOp | LambdaOp)
-        return op.signature[0]
-
-    @classmethod
-    def get_result_types(cls, op: Operation) -> tuple[Attribute, ...]:
-        assert isinstance(op, FuncOp | LambdaOp)
-        return op.signature[1]
-
-
 @irdl_op_definition
-class FuncOp(IRDLOperation):
+class FuncOp(SymbolFuncOp):
     """A graph function (like `func.func`): value semantics over tensors.
 
     The entry block arguments are the parameters. The function is pure unless
@@ -661,15 +663,10 @@ class FuncOp(IRDLOperation):
 
     name = "graph.func"
 
-    body = region_def()
-    sym_name = prop_def(SymbolNameConstraint())
-    function_type = prop_def(FunctionType)
-    arg_attrs = opt_prop_def(ArrayAttr[DictionaryAttr])
-    res_attrs = opt_prop_def(ArrayAttr[DictionaryAttr])
     impure = opt_prop_def(UnitAttr)
     force_pure = opt_prop_def(UnitAttr)
 
-    traits = traits_def(IsolatedFromAbove(), SymbolOpInterface(), GraphFuncCallable())
+    traits = traits_def(IsolatedFromAbove(), SymbolOpInterface(), FuncLikeCallableInterface())
     irdl_options = (ParsePropInAttrDict(),)
 
     _FLAG_PROPS: ClassVar[tuple[str, ...]] = ("impure", "force_pure")
@@ -702,14 +699,6 @@ class FuncOp(IRDLOperation):
         )
 
     @property
-    def signature(self) -> tuple[tuple[Attribute, ...], tuple[Attribute, ...]]:
-        return self.function_type.inputs.data, self.function_type.outputs.data
-
-    @property
-    def is_declaration(self) -> bool:
-        return not self.body.blocks
-
-    @property
     def args(self) -> tuple[SSAValue, ...]:
         return self.body.block.args
 
@@ -717,13 +706,6 @@ class FuncOp(IRDLOperation):
     def is_pure(self) -> bool:
         """Pure unless `impure`; `force_pure` declares purity whatever the body calls."""
         return self.impure is None or self.force_pure is not None
-
-    def get_return_op(self) -> ReturnOp | None:
-        """The body's `graph.return`, if the function has a body ending in one."""
-        if self.is_declaration:
-            return None
-        last = self.body.blocks.last.last_op  # type: ignore[union-attr]
-        return last if isinstance(last, ReturnOp) else None
 
     def update_function_type(self) -> None:
         """Recompute `function_type` from the entry block arguments and the
@@ -752,8 +734,8 @@ class FuncOp(IRDLOperation):
         block_types = self.body.blocks.first.arg_types  # type: ignore[union-attr]
         if tuple(block_types) != inputs:
             raise VerifyException(
-                f"entry block argument types {types_str(block_types)} do not match the "
-                f"function parameter types {types_str(inputs)}"
+                f"entry block argument types {type_list(block_types)} do not match the "
+                f"function parameter types {type_list(inputs)}"
             )
 
     @classmethod
@@ -789,7 +771,7 @@ class FuncOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ReturnOp(IRDLOperation):
+class ReturnOp(ReturnLikeOp, _DeviceOp):
     """Terminator of `graph.func` and `graph.lambda`: the function's results.
 
     Example: `graph.return %r : tensor<4xf32>`
@@ -797,15 +779,7 @@ class ReturnOp(IRDLOperation):
 
     name = "graph.return"
 
-    arguments = var_operand_def()
-    device = opt_prop_def(DeviceAttr)
-    irdl_options = (ParsePropInAttrDict(),)
-
     traits = lazy_traits_def(lambda: (HasParent(FuncOp, LambdaOp), IsTerminator(), ReturnLike()))
-    assembly_format = "attr-dict ($arguments^ `:` type($arguments))?"
-
-    def __init__(self, *values: SSAValue | Operation):
-        super().__init__(operands=[values])
 
     def verify_(self) -> None:
         parent = self.parent_op()
@@ -815,9 +789,9 @@ class ReturnOp(IRDLOperation):
         got = tuple(self.arguments.types)
         if got != expected:
             raise VerifyException(
-                f"returned types {types_str(got)} do not match the "
+                f"returned types {type_list(got)} do not match the "
                 f"{'function' if isinstance(parent, FuncOp) else 'lambda'} result types "
-                f"{types_str(expected)}"
+                f"{type_list(expected)}"
             )
 
 
@@ -849,21 +823,44 @@ class _PureFlagEffects(MemoryEffect):
         return set() if op.properties.get("pure") is not None else None
 
 
-@irdl_op_definition
-class CallOp(_DeviceOp):
-    """Call a `graph.func` by symbol.
+def _symbol_ref(callee: str | SymbolRefAttr) -> SymbolRefAttr:
+    return SymbolRefAttr(callee) if isinstance(callee, str) else callee
 
-    Example: `%r = graph.call @f(%x) : (tensor<4xf32>) -> tensor<4xf32>`
-    """
 
-    name = "graph.call"
+class _CalleeOp(_DeviceOp):
+    """Shared by the ops that name a function by symbol (calls and closures):
+    `callee` and the lookup that starts their `verify_symbol_uses()`."""
+
+    callee = prop_def(FlatSymbolRefAttrConstr)
+
+    CALLEE_OP_NAME: ClassVar[str] = "graph.func"
+    """The name of the op `callee` must reference."""
+
+    def _resolve_callee(self) -> Operation | None:
+        """The op `callee` names, checked to be a `CALLEE_OP_NAME`; None when
+        the op is not inside a symbol table (detached ops are not checked)."""
+        in_table, callee = _lookup_symbol(self, self.callee)
+        if not in_table:
+            return None
+        if callee is None:
+            raise VerifyException(f"callee {self.callee} does not name a symbol in the module")
+        if callee.name != self.CALLEE_OP_NAME:
+            raise VerifyException(
+                f"callee {self.callee} is a '{callee.name}', expected a {self.CALLEE_OP_NAME}"
+            )
+        return callee
+
+
+CALL_FORMAT = "$callee `(` $arguments `)` attr-dict `:` functional-type($arguments, $res)"
+
+
+class _CallOp(_CalleeOp):
+    """Shared by `graph.call` and the kernel calls: arguments, results, builder, syntax."""
 
     arguments = var_operand_def()
-    callee = prop_def(FlatSymbolRefAttrConstr)
     res = var_result_def()
 
-    traits = traits_def(_CalleeSymbolUser(), _CallEffects())
-    assembly_format = "$callee `(` $arguments `)` attr-dict `:` functional-type($arguments, $res)"
+    assembly_format = CALL_FORMAT
 
     def __init__(
         self,
@@ -872,24 +869,29 @@ class CallOp(_DeviceOp):
         result_types: Sequence[Attribute],
         device: DeviceAttr | None = None,
     ):
-        if isinstance(callee, str):
-            callee = SymbolRefAttr(callee)
         super().__init__(
             operands=[arguments],
             result_types=[result_types],
-            properties={"callee": callee, "device": device},
+            properties={"callee": _symbol_ref(callee), "device": device},
         )
 
+
+@irdl_op_definition
+class CallOp(_CallOp):
+    """Call a `graph.func` by symbol.
+
+    Example: `%r = graph.call @f(%x) : (tensor<4xf32>) -> tensor<4xf32>`
+    """
+
+    name = "graph.call"
+
+    traits = traits_def(_CalleeSymbolUser(), _CallEffects())
+
     def verify_symbol_uses(self) -> None:
-        in_table, callee = _lookup_symbol(self, self.callee)
-        if not in_table:
-            return
+        callee = self._resolve_callee()
         if callee is None:
-            raise VerifyException(f"callee {self.callee} does not name a symbol in the module")
-        if not isinstance(callee, FuncOp):
-            raise VerifyException(
-                f"callee {self.callee} is a '{callee.name}', expected a graph.func"
-            )
+            return
+        assert isinstance(callee, FuncOp)
         inputs, outputs = callee.signature
         _check_signature("the call", self.arguments.types, inputs, "operand")
         _check_signature("the call", self.res.types, outputs, "result")
@@ -919,7 +921,7 @@ class LambdaOp(_DeviceOp):
     body = region_def("single_block")
     result = result_def(FnType)
 
-    traits = traits_def(Pure(), GraphFuncCallable())
+    traits = traits_def(Pure(), FuncLikeCallableInterface())
 
     def __init__(
         self,
@@ -949,23 +951,15 @@ class LambdaOp(_DeviceOp):
         block_types = _region_signature(self.body)
         if block_types != self.signature[0]:
             raise VerifyException(
-                f"block argument types {types_str(block_types)} do not match the parameter "
+                f"block argument types {type_list(block_types)} do not match the parameter "
                 f"types of {self.fn_type}"
             )
-        last = self.body.block.last_op
-        if not isinstance(last, ReturnOp):
-            got = f"'{last.name}'" if last is not None else "an empty block"
-            raise VerifyException(f"body must end with graph.return, got {got}")
+        verify_terminator(self.body.block, ReturnOp, "body")
 
     @classmethod
     def parse(cls, parser: Parser) -> LambdaOp:
         args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_argument)
-        outputs: list[Attribute] = []
-        if parser.parse_optional_punctuation("->"):
-            parsed = parser.parse_optional_comma_separated_list(
-                parser.Delimiter.PAREN, parser.parse_type
-            )
-            outputs = parsed if parsed is not None else [parser.parse_type()]
+        outputs = _parse_optional_results(parser)
         attrs = parser.parse_optional_attr_dict_with_keyword()
         region = parser.parse_region(args)
         op = LambdaOp([a.type for a in args], outputs, region)
@@ -976,15 +970,7 @@ class LambdaOp(_DeviceOp):
         printer.print_string(" (")
         printer.print_list(self.body.block.args, printer.print_block_argument)
         printer.print_string(")")
-        outputs = self.signature[1]
-        if outputs:
-            printer.print_string(" -> ")
-            if len(outputs) == 1:
-                printer.print_attribute(outputs[0])
-            else:
-                printer.print_string("(")
-                printer.print_list(outputs, printer.print_attribute)
-                printer.print_string(")")
+        _print_optional_results(printer, self.signature[1])
         _print_attrs_with_props(printer, self)
         printer.print_string(" ")
         printer.print_region(self.body, print_entry_block_args=False)
@@ -1009,7 +995,7 @@ def _print_attrs_with_props(printer: Printer, op: Operation) -> None:
 
 
 @irdl_op_definition
-class ClosureOp(_DeviceOp):
+class ClosureOp(_CalleeOp):
     """A closure over a top-level `graph.func`: captured values come first in
     the callee's parameters; the result takes the remaining ones.
 
@@ -1019,7 +1005,6 @@ class ClosureOp(_DeviceOp):
     name = "graph.closure"
 
     captures = var_operand_def()
-    callee = prop_def(FlatSymbolRefAttrConstr)
     result = result_def(FnType)
 
     traits = traits_def(Pure(), _CalleeSymbolUser())
@@ -1032,24 +1017,17 @@ class ClosureOp(_DeviceOp):
         fn_type: FnType,
         device: DeviceAttr | None = None,
     ):
-        if isinstance(callee, str):
-            callee = SymbolRefAttr(callee)
         super().__init__(
             operands=[captures],
             result_types=[fn_type],
-            properties={"callee": callee, "device": device},
+            properties={"callee": _symbol_ref(callee), "device": device},
         )
 
     def verify_symbol_uses(self) -> None:
-        in_table, callee = _lookup_symbol(self, self.callee)
-        if not in_table:
-            return
+        callee = self._resolve_callee()
         if callee is None:
-            raise VerifyException(f"callee {self.callee} does not name a symbol in the module")
-        if not isinstance(callee, FuncOp):
-            raise VerifyException(
-                f"callee {self.callee} is a '{callee.name}', expected a graph.func"
-            )
+            return
+        assert isinstance(callee, FuncOp)
         if not isinstance(callee.parent_op(), ModuleOp):
             raise VerifyException(f"callee {self.callee} must be a top-level graph.func")
         inputs, outputs = callee.signature
@@ -1196,26 +1174,18 @@ class DataflowOp(_DeviceOp):
         block = self.body.block
         if block.args:
             raise VerifyException(
-                f"body must have no block arguments, got {types_str(block.arg_types)}"
+                f"body must have no block arguments, got {type_list(block.arg_types)}"
             )
-        last = block.last_op
-        if not isinstance(last, OutputOp):
-            got = f"'{last.name}'" if last is not None else "an empty block"
-            raise VerifyException(f"body must end with graph.output, got {got}")
+        last = verify_terminator(block, OutputOp, "body")
         if tuple(last.outputs.types) != tuple(self.res.types):
             raise VerifyException(
-                f"graph.output types {types_str(last.outputs.types)} do not match the "
-                f"dataflow result types {types_str(self.res.types)}"
+                f"graph.output types {type_list(last.outputs.types)} do not match the "
+                f"dataflow result types {type_list(self.res.types)}"
             )
 
     @classmethod
     def parse(cls, parser: Parser) -> DataflowOp:
-        result_types: list[Attribute] = []
-        if parser.parse_optional_punctuation("->"):
-            parsed = parser.parse_optional_comma_separated_list(
-                parser.Delimiter.PAREN, parser.parse_type
-            )
-            result_types = parsed if parsed is not None else [parser.parse_type()]
+        result_types = _parse_optional_results(parser)
         attrs = parser.parse_optional_attr_dict_with_keyword()
         region = parser.parse_region()
         op = DataflowOp(result_types, region)
@@ -1223,22 +1193,14 @@ class DataflowOp(_DeviceOp):
         return op
 
     def print(self, printer: Printer) -> None:
-        types = self.res.types
-        if types:
-            printer.print_string(" -> ")
-            if len(types) == 1:
-                printer.print_attribute(types[0])
-            else:
-                printer.print_string("(")
-                printer.print_list(types, printer.print_attribute)
-                printer.print_string(")")
+        _print_optional_results(printer, self.res.types)
         _print_attrs_with_props(printer, self)
         printer.print_string(" ")
         printer.print_region(self.body, print_entry_block_args=False)
 
 
 @irdl_op_definition
-class OutputOp(IRDLOperation):
+class OutputOp(_DeviceOp):
     """Terminator of `graph.dataflow`: the values the block exposes.
 
     Example: `graph.output %a, %b : tensor<4xf32>, tensor<2xf32>`
@@ -1247,8 +1209,6 @@ class OutputOp(IRDLOperation):
     name = "graph.output"
 
     outputs = var_operand_def()
-    device = opt_prop_def(DeviceAttr)
-    irdl_options = (ParsePropInAttrDict(),)
 
     traits = traits_def(HasParent(DataflowOp), IsTerminator(), ReturnLike())
     assembly_format = "attr-dict ($outputs^ `:` type($outputs))?"
@@ -2188,43 +2148,18 @@ def _same_data_types(got: Sequence[Attribute], expected: Sequence[Attribute]) ->
     return True
 
 
-class _KernelCallOp(_DeviceOp):
+class _KernelCallOp(_CallOp):
     """DPS call of a lower-level function: tensor args -> freshly allocated tensors."""
 
     arguments = var_operand_def(TensorType)
     res = var_result_def(TensorType)
-    callee = prop_def(FlatSymbolRefAttrConstr)
-
-    CALLEE_OP_NAME: ClassVar[str]
 
     traits = traits_def(_CalleeSymbolUser())
-    assembly_format = "$callee `(` $arguments `)` attr-dict `:` functional-type($arguments, $res)"
-
-    def __init__(
-        self,
-        callee: str | SymbolRefAttr,
-        arguments: Sequence[SSAValue | Operation],
-        result_types: Sequence[Attribute],
-        device: DeviceAttr | None = None,
-    ):
-        if isinstance(callee, str):
-            callee = SymbolRefAttr(callee)
-        super().__init__(
-            operands=[arguments],
-            result_types=[result_types],
-            properties={"callee": callee, "device": device},
-        )
 
     def verify_symbol_uses(self) -> None:
-        in_table, callee = _lookup_symbol(self, self.callee)
-        if not in_table:
-            return
+        callee = self._resolve_callee()
         if callee is None:
-            raise VerifyException(f"callee {self.callee} does not name a symbol in the module")
-        if callee.name != self.CALLEE_OP_NAME:
-            raise VerifyException(
-                f"callee {self.callee} is a '{callee.name}', expected a {self.CALLEE_OP_NAME}"
-            )
+            return
         ftype = callee.properties.get("function_type")
         if isinstance(ftype, FunctionType):
             self._check_kernel_signature(ftype.inputs.data, ftype.outputs.data)
@@ -2241,8 +2176,8 @@ class _KernelCallOp(_DeviceOp):
         dps = not results and _same_data_types(params, args + outs)
         if not (direct or dps):
             raise VerifyException(
-                f"call types {types_str(args)} -> {types_str(outs)} do not match callee "
-                f"{self.callee} of type {types_str(params)} -> {types_str(results)} (expected "
+                f"call types {type_list(args)} -> {type_list(outs)} do not match callee "
+                f"{self.callee} of type {type_list(params)} -> {type_list(results)} (expected "
                 f"the same arguments and results, or destination-passing style: arguments "
                 f"then outputs, no results)"
             )
@@ -2282,7 +2217,7 @@ class CallExternOp(_DeviceOp):
     pure = opt_prop_def(UnitAttr)
 
     traits = traits_def(_PureFlagEffects())
-    assembly_format = "$callee `(` $arguments `)` attr-dict `:` functional-type($arguments, $res)"
+    assembly_format = CALL_FORMAT
 
     def __init__(
         self,

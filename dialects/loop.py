@@ -30,17 +30,15 @@ from typing import ClassVar, Self
 
 from xdsl.builder import ImplicitBuilder
 from xdsl.dialects.builtin import (
-    AnyFloat,
     FlatSymbolRefAttrConstr,
     IndexType,
-    IntegerType,
     MemRefType,
     StringAttr,
     SymbolRefAttr,
     i1,
 )
 from xdsl.dialects.utils import AbstractYieldOperation, parse_assignment, print_assignment
-from xdsl.ir import Attribute, Block, BlockArgument, Dialect, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Dialect, Operation, Region, SSAValue, Use
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
@@ -81,6 +79,8 @@ from lamina.dialects.func_like import (
     FuncLikeCallableInterface,
     FuncLikeOp,
     ReturnLikeOp,
+    UndefLikeOp,
+    is_scalar_type,
     type_list,
 )
 from lamina.dialects.lamina import ConstraintAttr, DeviceAttr
@@ -90,11 +90,6 @@ LOOP_KINDS = ("serial", "parallel", "vectorized", "unrolled")
 
 MEMORY_SCOPES = ("global", "local")
 """Values of `loop.alloc`'s `scope`."""
-
-
-def is_scalar_type(type: Attribute) -> bool:
-    """Integers (incl. i1), index and floats: what loads, stores and undef produce."""
-    return isinstance(type, IntegerType | IndexType | AnyFloat)
 
 
 def _type_mismatch(what: str, index: int, other: str, got: Attribute, want: Attribute) -> str:
@@ -136,13 +131,6 @@ class FuncOp(FuncLikeOp):
     @classmethod
     def allowed_type(cls, type: Attribute) -> bool:
         return isinstance(type, MemRefType) or is_scalar_type(type)
-
-    def get_return_op(self) -> ReturnOp | None:
-        """The body's `loop.return`, if the function has a body."""
-        if self.is_declaration:
-            return None
-        last = self.body.block.last_op
-        return last if isinstance(last, ReturnOp) else None
 
 
 @irdl_op_definition
@@ -821,7 +809,7 @@ class CallOp(IRDLOperation):
 
 
 @irdl_op_definition
-class UndefOp(IRDLOperation):
+class UndefOp(UndefLikeOp):
     """`%u = loop.undef : f32`: any value (TVM's T.undef).
 
     Only legal as a value that is stored: each use must be the value operand
@@ -833,39 +821,14 @@ class UndefOp(IRDLOperation):
 
     name = "loop.undef"
 
-    result = result_def()
+    MISUSE_MESSAGE: ClassVar[str] = (
+        "result may only be stored (the value of a loop.store, directly or "
+        "through arith.select), but is used by {user}"
+    )
 
-    traits = traits_def(Pure())
-
-    assembly_format = "attr-dict `:` type($result)"
-
-    def __init__(self, type: Attribute):
-        super().__init__(result_types=[type])
-
-    def verify_(self) -> None:
-        if not is_scalar_type(self.result.type):
-            raise VerifyException(
-                f"result must be a scalar (integer, index, float), got {self.result.type}"
-            )
-        if (user := _first_non_store_use(self.result)) is not None:
-            raise VerifyException(
-                "result may only be stored (the value of a loop.store, directly or "
-                f"through arith.select), but is used by {user.name}"
-            )
-
-
-def _first_non_store_use(value: SSAValue) -> Operation | None:
-    """The first user of `value` that is neither a store of it nor a select that is
-    itself only stored; None when every use is (transitively) a stored value."""
-    for use in value.uses:
-        user = use.operation
-        if isinstance(user, StoreOp) and use.index == 0:
-            continue
-        if user.name == "arith.select" and use.index in (1, 2):
-            if _first_non_store_use(user.results[0]) is None:
-                continue
-        return user
-    return None
+    @classmethod
+    def is_sink(cls, use: Use) -> bool:
+        return isinstance(use.operation, StoreOp) and use.index == 0
 
 
 @irdl_op_definition

@@ -39,7 +39,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
-from xdsl.ir import Attribute, Block, BlockArgument, Dialect, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Dialect, Operation, Region, SSAValue, Use
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
@@ -69,16 +69,18 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from lamina.dialects.func_like import FuncLikeCallableInterface, FuncLikeOp, ReturnLikeOp
+from lamina.dialects.func_like import (
+    FuncLikeCallableInterface,
+    FuncLikeOp,
+    ReturnLikeOp,
+    UndefLikeOp,
+    is_scalar_type,
+    verify_terminator,
+)
 from lamina.dialects.lamina import ConstraintAttr
 
 COMBINERS = ("sum", "max", "min", "prod")
 """Values of `te.compute`'s `combiner`: how a reduction folds its values."""
-
-
-def is_scalar_type(type: Attribute) -> bool:
-    """Integers (incl. i1), index and floats: the element types te computes with."""
-    return isinstance(type, IntegerType | IndexType | AnyFloat)
 
 
 def combiner_identity(combiner: str, type: Attribute) -> FloatAttr | IntegerAttr:
@@ -145,13 +147,6 @@ class FuncOp(FuncLikeOp):
                 "body may only contain te.compute, constants and te.return at the top "
                 f"level, got {op.name}"
             )
-
-    def get_return_op(self) -> ReturnOp | None:
-        """The body's `te.return`, if the function has a body."""
-        if self.is_declaration:
-            return None
-        last = self.body.block.last_op
-        return last if isinstance(last, ReturnOp) else None
 
 
 @irdl_op_definition
@@ -358,9 +353,7 @@ class ComputeOp(IRDLOperation):
         for i, arg in enumerate(args):
             if not isinstance(arg.type, IndexType):
                 raise VerifyException(f"block argument #{i} must be of type index, got {arg.type}")
-        if not isinstance(self.body.block.last_op, YieldOp):
-            got = self.body.block.last_op.name if self.body.block.last_op else "an empty block"
-            raise VerifyException(f"region must end with te.yield, got {got}")
+        verify_terminator(self.body.block, YieldOp, "region", quote=False)
 
     # -- syntax --------------------------------------------------------------------
 
@@ -513,22 +506,8 @@ class ReadOp(IRDLOperation):
         return op
 
 
-def _feeds_only_yields(value: SSAValue) -> bool:
-    """Every use of `value` is a `te.yield`, or an `arith.select` operand whose
-    result again feeds only yields (the guard `select(in_bounds, x, undef)`)."""
-    for use in value.uses:
-        user = use.operation
-        if isinstance(user, YieldOp):
-            continue
-        if user.name == "arith.select" and use.index in (1, 2):
-            if _feeds_only_yields(user.results[0]):
-                continue
-        return False
-    return True
-
-
 @irdl_op_definition
-class UndefOp(IRDLOperation):
+class UndefOp(UndefLikeOp):
     """`%u = te.undef : f32`: any value (TVM's T.undef).
 
     Only legal as a value that is yielded: each use must be a `te.yield`, or
@@ -539,24 +518,13 @@ class UndefOp(IRDLOperation):
 
     name = "te.undef"
 
-    result = result_def()
+    MISUSE_MESSAGE: ClassVar[str] = (
+        "result may only be yielded (used by te.yield, directly or through arith.select)"
+    )
 
-    traits = traits_def(Pure())
-
-    assembly_format = "attr-dict `:` type($result)"
-
-    def __init__(self, type: Attribute):
-        super().__init__(result_types=[type])
-
-    def verify_(self) -> None:
-        if not is_scalar_type(self.result.type):
-            raise VerifyException(
-                f"result must be a scalar (integer, index, float), got {self.result.type}"
-            )
-        if not _feeds_only_yields(self.result):
-            raise VerifyException(
-                "result may only be yielded (used by te.yield, directly or through arith.select)"
-            )
+    @classmethod
+    def is_sink(cls, use: Use) -> bool:
+        return isinstance(use.operation, YieldOp)
 
 
 TE = Dialect(
