@@ -4,23 +4,44 @@ Each `te.func @f` becomes a `loop.func @f_loop` in destination-passing style
 and every `graph.call_te @f(...)` becomes `graph.call_loop @f_loop(...)`
 (the graph level keeps its tensor semantics; `lower-graph` bufferizes it).
 
-How one `te.compute` is lowered (TVM's `te.create_prim_func` analog)::
+How one `te.compute` is lowered (TVM's `te.create_prim_func` analog): one
+loop per index variable of its region, ordered so that the innermost loop
+walks memory contiguously (`_loop_order.choose_innermost` scores every
+index variable by how the region's reads and the result store move when it
+steps). An elementwise compute keeps its dimensions in order with the chosen
+one moved innermost. A reduction whose best innermost loop is a reduction
+dimension (a row-sum over the last axis) accumulates in `iter_args`::
+
+    %s = te.compute [M] reduce [K] combiner(sum) (%i, %k) { te.read %a[%i, %k] ... }
+        ⇓
+    loop.for %i = 0 to M step 1 {
+      %r = loop.for %k = 0 to K step 1 iter_args(%acc = <init>) -> (f32) {
+        ... loop.load %a_buf[%i, %k] ...  %n = arith.addf %acc, %v ...  loop.yield %n
+      }
+      loop.store %r, %s_buf[%i]
+    }
+
+one whose best innermost loop is a spatial dimension (matmul's `j`, a
+convolution's output column) accumulates in the destination buffer, which
+the region never reads (a noalias output parameter or a local temporary)::
 
     %c = te.compute [M, N] reduce [K] combiner(sum) (%i, %j, %k) {
-      ...  te.read %a[%i, %k] ...  te.yield %v
+      ... te.read %a[%i, %k] ... te.read %b[%k, %j] ...
     }
         ⇓
-    loop.for %i = 0 to M step 1 kind(parallel) {        // spatial nest, row-major:
-      loop.for %j = 0 to N step 1 {                     // the innermost loop walks the
-        %r = loop.for %k = 0 to K step 1                //  last (contiguous) dimension
-               iter_args(%acc = <init>) -> (f32) {      // reduction nest: accumulate
-          ...  loop.load %a_buf[%i, %k] ...             //  in iter_args
-          %n = arith.addf %acc, %v : f32
-          loop.yield %n : f32
+    loop.for %i = 0 to M step 1 kind(parallel) {        // outer spatial dims
+      loop.for %j = 0 to N step 1 kind(vectorized) {    // the row starts at init
+        loop.store <init>, %c_buf[%i, %j]
+      }
+      loop.for %k = 0 to K step 1 {                     // the reduction dims
+        loop.for %j = 0 to N step 1 kind(vectorized) {  // contiguous in c and b
+          ... %acc = loop.load %c_buf[%i, %j]  %n = arith.addf %acc, %v
+          loop.store %n, %c_buf[%i, %j]
         }
-        loop.store %r, %c_buf[%i, %j]
       }
     }
+
+A dimension of extent 1 gets no loop (its index is the constant 0).
 
 The destination `%c_buf` is the caller's output buffer when `%c` is
 returned, otherwise a `loop.alloc {scope = "local"}` temporary freed after
@@ -29,7 +50,7 @@ its last reader (a DAG such as softmax's max → exp → sum → div).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from math import prod
 from typing import ClassVar
@@ -63,6 +84,7 @@ from lamina.core.diagnostics import op_error
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, loop, te
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, Phase
+from lamina.passes._loop_order import choose_innermost
 
 LOOP_SUFFIX = "_loop"
 """`te.func @f` becomes `loop.func @f_loop`."""
@@ -73,6 +95,11 @@ PARALLEL_MIN_WORK = 1 << 14
 
 SCRATCH_SCOPE = "local"
 """Memory scope of the temporaries holding intermediate `te.compute` results."""
+
+
+def _moved_last(axes: Iterable[int], last: int) -> list[int]:
+    """`axes` in order, but with `last` moved to the end."""
+    return [*(a for a in axes if a != last), last]
 
 
 def buffer_type(tensor: Attribute) -> MemRefType:
@@ -151,6 +178,10 @@ class FunctionScope:
 # ---------------------------------------------------------------------------
 
 
+Body = Callable[[InsertPoint, dict[int, SSAValue], int], None]
+"""Code emitted inside a loop nest: `(where, index value per axis, enclosing loop count)`."""
+
+
 @dataclass
 class ComputeLowering:
     """Lowers one `te.compute` into a loop nest storing into `dest`.
@@ -158,6 +189,11 @@ class ComputeLowering:
     `buffers` maps the tensors of the te.func (its arguments and earlier
     compute results) to their buffers; `outer` maps other values of the
     te.func's top level (scalar constants) to their clones.
+
+    An *axis* is a block argument of the compute's region: the spatial
+    dimensions, then the reduction dimensions. The innermost loop is chosen
+    by `choose_innermost` (the axis walking memory contiguously); an axis of
+    extent 1 gets no loop (its index is the constant 0).
     """
 
     compute: te.ComputeOp
@@ -166,94 +202,199 @@ class ComputeLowering:
     buffers: dict[SSAValue, SSAValue]
     outer: dict[SSAValue, SSAValue]
 
-    def emit(self) -> None:
-        shape = self.compute.shape_values
-        if shape:
-            self.scope.add(self._spatial_nest(shape, 0, []))
-        else:  # a 0-d result: one element, no spatial loop
-            self._element(InsertPoint.at_end(self.scope.block), [])
+    @property
+    def rank(self) -> int:
+        return len(self.compute.shape_values)
 
-    def _spatial_nest(self, shape: Sequence[int], dim: int, ivs: list[SSAValue]) -> loop.ForOp:
-        """The loop over spatial dimension `dim` (and, inside, the deeper ones)."""
-        kind = self._spatial_kind(len(shape), dim)
+    @property
+    def extents(self) -> tuple[int, ...]:
+        return (*self.compute.shape_values, *self.compute.reduce_values)
+
+    def emit(self) -> None:
+        inner = choose_innermost(self.compute)
+        spatial = list(range(self.rank))
+        reduction = list(range(self.rank, len(self.extents)))
+        # Built in a detached block, then moved: the index constants the nest
+        # asks for are appended to the function block first, so they dominate it.
+        staging = Block()
+        top = InsertPoint.at_end(staging)
+        if inner is None:  # a 0-d elementwise result: one element, no loop
+            self._store_element(top, {}, 0)
+        elif not self.compute.is_reduction:
+            order = [*_moved_last(spatial, inner.axis)]
+            self._nest(order, top, {}, 0, self._store_element, vector=True)
+        elif inner.is_reduction:
+            self._nest(spatial, top, {}, 0, self._reduce_in_register(inner.axis), vector=False)
+        else:
+            self._nest(
+                [a for a in spatial if a != inner.axis],
+                top,
+                {},
+                0,
+                self._reduce_in_memory(inner.axis, reduction),
+                vector=False,
+            )
+        for op in list(staging.ops):
+            op.detach()
+            self.scope.add(op)
+
+    # -- loop nests ------------------------------------------------------------
+
+    def _nest(
+        self,
+        axes: Sequence[int],
+        at: InsertPoint,
+        ivs: dict[int, SSAValue],
+        depth: int,
+        body: Body,
+        *,
+        vector: bool,
+        parallel: bool = True,
+    ) -> None:
+        """Loops over `axes` (outer → inner) at `at` with `body` inside.
+
+        `depth` counts the loops already around `at`. With `vector`, the
+        innermost loop emitted here is the nest's innermost and has no
+        loop-carried dependence: `kind(vectorized)` unless it is a top-level
+        loop. A top-level spatial loop (with `parallel`) runs on a thread team
+        when the nest is worth it (see `_kind`).
+        """
+        if not axes:
+            body(at, ivs, depth)
+            return
+        axis, rest = axes[0], axes[1:]
+        extent = self.extents[axis]
+        if extent == 1:
+            ivs = {**ivs, axis: self.scope.index(0)}
+            self._nest(rest, at, ivs, depth, body, vector=vector, parallel=parallel)
+            return
+        innermost = vector and all(self.extents[a] == 1 for a in rest)
         for_op = loop.ForOp(
-            self.scope.index(0), self.scope.index(shape[dim]), self.scope.index(1), kind=kind
+            self.scope.index(0),
+            self.scope.index(extent),
+            self.scope.index(1),
+            kind=self._kind(axis, depth, innermost=innermost, parallel=parallel),
         )
         iv = for_op.induction_var
-        iv.name_hint = f"i{dim}"
-        body = for_op.body.block
-        if dim + 1 < len(shape):
-            body.insert_op_before(self._spatial_nest(shape, dim + 1, [*ivs, iv]), body.last_op)
-        else:
-            self._element(InsertPoint.before(body.last_op), [*ivs, iv])  # type: ignore[arg-type]
-        return for_op
+        iv.name_hint = self._iv_name(axis)
+        Rewriter.insert_op(for_op, at)
+        inside = InsertPoint.before(for_op.body.block.last_op)  # type: ignore[arg-type]
+        self._nest(rest, inside, {**ivs, axis: iv}, depth + 1, body, vector=vector)
 
-    def _spatial_kind(self, rank: int, dim: int) -> str:
-        """Outermost: parallel when worth a thread team (iterations write disjoint
-        elements and only read other buffers, so it is always safe); innermost of a
-        non-reduction nest of rank ≥ 2: vectorized (a hint)."""
-        if dim == 0 and self.compute.shape_values[0] > 1 and self._work() >= PARALLEL_MIN_WORK:
+    def _kind(self, axis: int, depth: int, *, innermost: bool, parallel: bool) -> str:
+        """Outermost spatial loop: parallel when worth a thread team (iterations
+        write disjoint elements and only read other buffers, so it is always
+        safe); innermost loop without loop-carried dependence, inside another
+        loop: vectorized (a hint)."""
+        if depth == 0 and parallel and axis < self.rank and self._work() >= PARALLEL_MIN_WORK:
             return "parallel"
-        if dim == rank - 1 and dim > 0 and not self.compute.is_reduction:
+        if innermost and depth > 0:
             return "vectorized"
         return "serial"
 
+    def _iv_name(self, axis: int) -> str:
+        return f"i{axis}" if axis < self.rank else f"k{axis - self.rank}"
+
     def _work(self) -> int:
         """How many times the region runs: every spatial and reduction point."""
-        return prod(self.compute.shape_values) * prod(self.compute.reduce_values)
+        return prod(self.extents)
 
-    def _element(self, at: InsertPoint, ivs: list[SSAValue]) -> None:
-        """Compute and store one element at `ivs`, inserting the code at `at`."""
-        if self.compute.is_reduction:
-            value = self._reduction(ivs, at)
-        else:
-            value = self._clone_body(ivs, [], at)
-        Rewriter.insert_op(loop.StoreOp(value, self.dest, ivs), at)
+    # -- bodies ----------------------------------------------------------------------
 
-    def _reduction(self, ivs: list[SSAValue], at: InsertPoint) -> SSAValue:
-        """The reduction nest around the body; returns the accumulated value."""
-        init_attr = self.compute.init_value()
-        assert init_attr is not None and self.compute.combiner is not None
-        init = self.scope.constant(init_attr, "init")
-        combiner = self.compute.combiner.data
-        extents = self.compute.reduce_values
+    def _spatial(self, ivs: dict[int, SSAValue]) -> list[SSAValue]:
+        return [ivs[a] for a in range(self.rank)]
 
-        def nest(dim: int, acc_in: SSAValue, rivs: list[SSAValue]) -> loop.ForOp:
-            for_op = loop.ForOp(
-                self.scope.index(0),
-                self.scope.index(extents[dim]),
-                self.scope.index(1),
-                iter_args=[acc_in],
-                body=Block(arg_types=[IndexType(), acc_in.type]),
-            )
-            riv, acc = for_op.body.block.args
-            riv.name_hint, acc.name_hint = f"k{dim}", "acc"
-            block = for_op.body.block
-            end = InsertPoint.at_end(block)
-            if dim + 1 < len(extents):
-                inner = nest(dim + 1, acc, [*rivs, riv])
-                Rewriter.insert_op(inner, end)
-                next_acc = inner.res[0]
-            else:
-                value = self._clone_body(ivs, [*rivs, riv], end)
-                step = combine(combiner, acc, value)
-                Rewriter.insert_op(step, end)
-                next_acc = step.results[0]
-            Rewriter.insert_op(loop.YieldOp(next_acc), end)
-            return for_op
+    def _store_element(self, at: InsertPoint, ivs: dict[int, SSAValue], depth: int) -> None:
+        """An elementwise point: compute the element and store it."""
+        value = self._clone_body(ivs, at)
+        Rewriter.insert_op(loop.StoreOp(value, self.dest, self._spatial(ivs)), at)
 
-        outer = nest(0, init, [])
-        Rewriter.insert_op(outer, at)
-        return outer.res[0]
+    def _reduce_in_register(self, inner: int) -> Body:
+        """A reduction whose innermost loop is reduction axis `inner`: per result
+        element, a nest of `iter_args` loops (`inner` last) folding into a
+        register from `init`, then one store."""
 
-    def _clone_body(
-        self, spatial: Sequence[SSAValue], reduction: Sequence[SSAValue], at: InsertPoint
+        def body(at: InsertPoint, ivs: dict[int, SSAValue], depth: int) -> None:
+            axes = _moved_last(range(self.rank, len(self.extents)), inner)
+            value = self._fold(axes, at, ivs, self._init())
+            Rewriter.insert_op(loop.StoreOp(value, self.dest, self._spatial(ivs)), at)
+
+        return body
+
+    def _fold(
+        self, axes: Sequence[int], at: InsertPoint, ivs: dict[int, SSAValue], acc: SSAValue
     ) -> SSAValue:
-        """Clone the compute region at `at` (reads → loads, undef → loop.undef); return the
-        value its `te.yield` yields."""
+        """`iter_args` loops over reduction `axes` combining the region's values into
+        `acc`; returns the final accumulator."""
+        if not axes:
+            value = self._clone_body(ivs, at)
+            step = combine(self._combiner(), acc, value)
+            Rewriter.insert_op(step, at)
+            return step.results[0]
+        axis, rest = axes[0], axes[1:]
+        extent = self.extents[axis]
+        if extent == 1:
+            return self._fold(rest, at, {**ivs, axis: self.scope.index(0)}, acc)
+        for_op = loop.ForOp(
+            self.scope.index(0),
+            self.scope.index(extent),
+            self.scope.index(1),
+            iter_args=[acc],
+            body=Block(arg_types=[IndexType(), acc.type]),
+        )
+        riv, inner_acc = for_op.body.block.args
+        riv.name_hint, inner_acc.name_hint = self._iv_name(axis), "acc"
+        Rewriter.insert_op(for_op, at)
+        end = InsertPoint.at_end(for_op.body.block)
+        result = self._fold(rest, end, {**ivs, axis: riv}, inner_acc)
+        Rewriter.insert_op(loop.YieldOp(result), end)
+        return for_op.res[0]
+
+    def _reduce_in_memory(self, inner: int, reduction: Sequence[int]) -> Body:
+        """A reduction whose innermost loop is spatial axis `inner`: per row along
+        `inner`, store `init` into the row, then the reduction loops around a
+        loop over `inner` that loads, combines and stores each element. The
+        destination is the compute's own buffer (a noalias output parameter or
+        a local temporary), which the region cannot read."""
+
+        def body(at: InsertPoint, ivs: dict[int, SSAValue], depth: int) -> None:
+            init = self._init()
+
+            def fill(at: InsertPoint, ivs: dict[int, SSAValue], depth: int) -> None:
+                Rewriter.insert_op(loop.StoreOp(init, self.dest, self._spatial(ivs)), at)
+
+            self._nest([inner], at, ivs, depth, fill, vector=True, parallel=False)
+            self._nest(
+                [*reduction, inner], at, ivs, depth, self._accumulate, vector=True, parallel=False
+            )
+
+        return body
+
+    def _accumulate(self, at: InsertPoint, ivs: dict[int, SSAValue], depth: int) -> None:
+        """`dest[i] = combine(dest[i], region(i, k))`."""
+        value = self._clone_body(ivs, at)
+        index = self._spatial(ivs)
+        old = loop.LoadOp(self.dest, index)
+        old.results[0].name_hint = "acc"
+        step = combine(self._combiner(), old.results[0], value)
+        Rewriter.insert_op([old, step], at)
+        Rewriter.insert_op(loop.StoreOp(step.results[0], self.dest, index), at)
+
+    def _init(self) -> SSAValue:
+        init_attr = self.compute.init_value()
+        assert init_attr is not None
+        return self.scope.constant(init_attr, "init")
+
+    def _combiner(self) -> str:
+        assert self.compute.combiner is not None
+        return self.compute.combiner.data
+
+    def _clone_body(self, ivs: dict[int, SSAValue], at: InsertPoint) -> SSAValue:
+        """Clone the compute region at `at` with axis `a` bound to `ivs[a]` (reads →
+        loads, undef → loop.undef); return the value its `te.yield` yields."""
         mapper: dict[SSAValue, SSAValue] = dict(self.outer)
         block = self.compute.body.block
-        mapper.update(zip(block.args, [*spatial, *reduction], strict=True))
+        mapper.update((arg, ivs[a]) for a, arg in enumerate(block.args))
         for op in block.ops:
             if isinstance(op, te.YieldOp):
                 return mapper.get(op.value, op.value)
@@ -507,12 +648,18 @@ class LowerTePass(LaminaPass):
     Output IR: each `te.func @f(A...) -> (R...)` is replaced by
     `loop.func @f_loop(A_buf..., R_buf...)`: one row-major memref per
     parameter, then one output memref per result, no results. Each
-    `te.compute` becomes a loop nest over its shape (innermost loop = last
-    dimension; outermost `kind(parallel)` when the nest evaluates its region
-    at least `PARALLEL_MIN_WORK` times, innermost spatial loop of an
-    elementwise nest `kind(vectorized)`), a reduction an inner nest
-    accumulating in `iter_args` from `init` (default: the combiner's
-    identity), then a `loop.store`. Returned computes are stored straight
+    `te.compute` becomes a loop nest over its dimensions (no loop for an
+    extent of 1) whose innermost loop is the dimension along which most
+    accesses are contiguous (ties: the result's last dimension, then the
+    last reduction dimension); the other dimensions keep their order,
+    spatial outside reduction. A reduction with a reduction dimension
+    innermost accumulates in `iter_args` from `init` (default: the
+    combiner's identity) and stores once; one with a spatial dimension
+    innermost first stores `init` into the row, then loads, combines and
+    stores each element inside the reduction loops. The outermost loop is
+    `kind(parallel)` when it is a spatial loop around the whole nest and the
+    nest evaluates its region at least `PARALLEL_MIN_WORK` times; an
+    innermost spatial loop nested in another loop is `kind(vectorized)`. Returned computes are stored straight
     into their output buffer; intermediate ones into `loop.alloc {scope =
     "local"}` temporaries, `loop.free`d after their last reader; an output
     that is a parameter or a value returned twice is filled with

@@ -18,10 +18,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from op_cases import CASES, OpCase, np_dtype
+from op_cases import CASES, OpCase, np_dtype, ref_conv2d
 from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
 from xdsl.ir import Operation
 
+import lamina
 from lamina.backends.reference import evaluate
 from lamina.backends.runtime import Kernel
 from lamina.core.context import make_context
@@ -108,18 +109,33 @@ def test_lower_te_leaves_dps_loop_funcs_and_call_loops() -> None:
 
 
 def test_innermost_loop_walks_the_last_dimension() -> None:
-    """Stores index the buffer with the induction variables in nest order (row-major)."""
+    """Every store's last index is the induction variable of the loop right around
+    it, so consecutive iterations store consecutive elements (the matmul's
+    accumulation as well as softmax's elementwise and row-reduction nests)."""
     module = run_passes(parse(MATMUL_SOFTMAX), "legalize,lower-te")
     stores = [op for op in module.walk() if isinstance(op, loop.StoreOp)]
-    assert stores
+    assert len(stores) == 6  # matmul: init + accumulate; softmax: max, exp, sum, div
     for store in stores:
-        nest = []
         parent = store.parent_op()
-        while isinstance(parent, loop.ForOp):
-            if not parent.iter_args:
-                nest.append(parent.induction_var)
-            parent = parent.parent_op()
-        assert list(store.indices) == list(reversed(nest))
+        assert isinstance(parent, loop.ForOp)
+        assert store.indices[-1] is parent.induction_var
+
+
+def test_matmul_accumulates_in_memory_with_the_column_loop_innermost() -> None:
+    """`for i: (for j: C[i,j] = 0); for k: for j (vectorized): C[i,j] += A[i,k]*B[k,j]`."""
+    module = run_passes(parse(MATMUL_SOFTMAX), "legalize,lower-te")
+    (matmul,) = [f for name, f in loop_funcs(module).items() if "matmul" in name]
+    a, b, c = matmul.args
+    (i_loop,) = [op for op in matmul.body.block.ops if isinstance(op, loop.ForOp)]
+    fill, k_loop = [op for op in i_loop.body.block.ops if isinstance(op, loop.ForOp)]
+    (j_loop,) = [op for op in k_loop.body.block.ops if isinstance(op, loop.ForOp)]
+    assert not k_loop.iter_args and k_loop.kind_name == "serial"
+    assert fill.kind_name == j_loop.kind_name == "vectorized"
+    i, j = i_loop.induction_var, j_loop.induction_var
+    (init,) = [op for op in fill.body.block.ops if isinstance(op, loop.StoreOp)]
+    assert init.buffer is c and list(init.indices) == [i, fill.induction_var]
+    loads = {op.buffer: list(op.indices) for op in j_loop.walk() if isinstance(op, loop.LoadOp)}
+    assert loads == {a: [i, k_loop.induction_var], b: [k_loop.induction_var, j], c: [i, j]}
 
 
 def test_softmax_temporaries_are_local_and_freed_once_after_their_last_use() -> None:
@@ -459,3 +475,178 @@ def test_planned_buffers_never_overlap_and_numerics_are_unchanged(dag: tuple[str
     for g, p, w in zip(got_planned, got_plain, want, strict=True):
         np.testing.assert_array_equal(g, p)
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------
+# Numerics of the loop orders (in-register and in-memory reductions) through
+# `lamina.compile`
+# ---------------------------------------------------------------------------
+
+
+def run_program(text: str, *inputs: np.ndarray):
+    """Compile a module (graph and te functions) with `lamina.compile`, run `main`."""
+    return lamina.compile(f"builtin.module {{\n{text}\n}}\n").run("main", *inputs)
+
+
+def one_op_program(op_text: str, ins: Sequence[tuple], out: tuple, dtype: str = "f32") -> str:
+    """`main(%x0, %x1, ...) = <op_text>` (with `$operands` for `%x0, %x1, ...`) over
+    tensors of shapes `ins`, result shape `out`."""
+
+    def t(shape: tuple) -> str:
+        return f"tensor<{''.join(f'{d}x' for d in shape)}{dtype}>"
+
+    params = ", ".join(f"%x{n}: {t(s)}" for n, s in enumerate(ins))
+    operands = ", ".join(f"%x{n}" for n in range(len(ins)))
+    types = ", ".join(t(s) for s in ins)
+    return f"""
+  graph.func @main({params}) -> {t(out)} {{
+    %y = {op_text.replace("$operands", operands)} : ({types}) -> {t(out)}
+    graph.return %y : {t(out)}
+  }}"""
+
+
+@pytest.mark.parametrize(
+    "a_shape,b_shape",
+    [
+        ((1, 1), (1, 1)),
+        ((3, 7), (7, 5)),
+        ((17, 33), (33, 9)),
+        ((1, 13), (13, 1)),
+        ((13, 1), (1, 7)),
+        ((2, 3, 5), (2, 5, 4)),  # batched
+        ((4, 3, 5), (5, 7)),  # batched lhs, shared rhs
+        ((3, 1, 4, 6), (2, 6, 3)),  # broadcast batch dims
+        ((5,), (5, 4)),  # vector @ matrix
+        ((3, 5), (5,)),  # matrix @ vector
+        ((130, 70), (70, 150)),  # big enough for a thread team
+    ],
+)
+def test_matmul_of_any_shape_matches_numpy(a_shape: tuple, b_shape: tuple) -> None:
+    a = RNG.standard_normal(a_shape).astype(np.float32)
+    b = RNG.standard_normal(b_shape).astype(np.float32)
+    want = a @ b
+    text = one_op_program("graph.matmul $operands", [a_shape, b_shape], want.shape)
+    np.testing.assert_allclose(run_program(text, a, b), want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "x_shape,w_shape,strides,padding,dilation,groups",
+    [
+        ((1, 3, 9, 9), (4, 3, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
+        ((2, 3, 9, 8), (4, 3, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1),  # strided
+        ((1, 2, 11, 10), (3, 2, 3, 3), (1, 1), (2, 2, 2, 2), (2, 2), 1),  # dilated
+        ((1, 4, 7, 7), (6, 2, 3, 3), (1, 2), (0, 1, 2, 1), (1, 1), 2),  # grouped
+        ((1, 3, 6, 6), (3, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 3),  # depthwise
+        ((1, 2, 5, 5), (3, 2, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1),  # 1x1
+    ],
+)
+def test_conv2d_matches_numpy(
+    x_shape: tuple, w_shape: tuple, strides: tuple, padding: tuple, dilation: tuple, groups: int
+) -> None:
+    x = RNG.standard_normal(x_shape).astype(np.float32)
+    w = RNG.standard_normal(w_shape).astype(np.float32)
+    want = ref_conv2d(x, w, strides, padding, dilation, groups)
+    attrs = (
+        f"{{strides = array<i64: {', '.join(map(str, strides))}>, "
+        f"padding = array<i64: {', '.join(map(str, padding))}>, "
+        f"dilation = array<i64: {', '.join(map(str, dilation))}>, groups = {groups} : i64}}"
+    )
+    text = one_op_program(f"graph.conv2d $operands {attrs}", [x_shape, w_shape], want.shape)
+    np.testing.assert_allclose(run_program(text, x, w), want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "op,shape,axes,keepdims",
+    [
+        ("sum", (4, 5, 6), (1,), False),  # middle axis: accumulated in memory
+        ("max", (4, 5, 6), (1,), True),
+        ("mean", (4, 5, 6), (0, 2), False),
+        ("max", (7, 9), (0,), True),  # column reduction, rank-1 rows
+        ("sum", (3, 1, 4), (1,), False),  # a reduction of extent 1
+        ("max", (5, 1), (0,), False),
+        ("sum", (6, 8), None, True),  # every axis, keepdims: all-1 result
+        ("mean", (2, 3, 4), (2,), True),  # last axis: accumulated in a register
+    ],
+)
+def test_graph_reductions_match_numpy(
+    op: str, shape: tuple, axes: tuple | None, keepdims: bool
+) -> None:
+    x = RNG.standard_normal(shape).astype(np.float32)
+    want = getattr(np, op)(x, axis=axes, keepdims=keepdims)
+    attrs = [] if axes is None else [f"axes = array<i64: {', '.join(map(str, axes))}>"]
+    attrs += ["keepdims"] if keepdims else []
+    text = one_op_program(
+        f"graph.reduce_{op} $operands {{{', '.join(attrs)}}}", [shape], want.shape
+    )
+    np.testing.assert_allclose(run_program(text, x), np.asarray(want), rtol=1e-5, atol=1e-6)
+
+
+def te_reduction(shape: tuple, axes: tuple, combiner: str, dtype: str, init: str = "") -> str:
+    """`main(x) = combiner over axes of x`, written as a te.func (any combiner)."""
+    kept = [d for d in range(len(shape)) if d not in axes]
+    out = [shape[d] for d in kept]
+
+    def t(dims: Sequence[int]) -> str:
+        return f"tensor<{''.join(f'{d}x' for d in dims)}{dtype}>"
+
+    ivs = ", ".join([*(f"%i{d}" for d in kept), *(f"%k{d}" for d in axes)])
+    index = ", ".join(f"%i{d}" if d in kept else f"%k{d}" for d in range(len(shape)))
+    extents = ", ".join(str(shape[d]) for d in axes)
+    spatial = ", ".join(map(str, out))
+    init_text = f" init({init} : {dtype})" if init else ""
+    return f"""
+  graph.func @main(%x: {t(shape)}) -> {t(out)} {{
+    %y = graph.call_te @red(%x) : ({t(shape)}) -> {t(out)}
+    graph.return %y : {t(out)}
+  }}
+  te.func @red(%x: {t(shape)}) -> {t(out)} {{
+    %r = te.compute [{spatial}] reduce [{extents}] combiner({combiner}){init_text} ({ivs}) {{
+      %v = te.read %x[{index}] : {t(shape)}
+      te.yield %v : {dtype}
+    }} : {t(out)}
+    te.return %r : {t(out)}
+  }}"""
+
+
+NP_COMBINERS = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
+
+
+@pytest.mark.parametrize("combiner", ["sum", "prod", "max", "min"])
+@pytest.mark.parametrize("dtype", ["f32", "f64", "i32"])
+@pytest.mark.parametrize(
+    "shape,axes",
+    [
+        ((3, 4, 5), (1,)),  # middle axis: in memory, rows along the last axis
+        ((6, 5), (0,)),  # first axis: in memory, no outer loop
+        ((4, 6), (1,)),  # last axis: in a register
+        ((2, 3, 4), (0, 2)),  # two axes around a kept one
+        ((3, 4), (0, 1)),  # every axis: a 0-d result
+        ((1, 4, 1), (0, 2)),  # extent-1 reductions
+    ],
+)
+def test_every_combiner_in_both_reduction_forms_matches_numpy(
+    combiner: str, dtype: str, shape: tuple, axes: tuple
+) -> None:
+    np_type = {"f32": np.float32, "f64": np.float64, "i32": np.int32}[dtype]
+    if dtype == "i32":
+        x = RNG.integers(-3, 4, shape).astype(np_type)
+    else:  # around ±1, so that products stay well scaled
+        x = (RNG.uniform(0.5, 1.5, shape) * RNG.choice([-1, 1], shape)).astype(np_type)
+    got = run_program(te_reduction(shape, axes, combiner, dtype), x)
+    want = NP_COMBINERS[combiner](x, axis=axes)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_explicit_init_starts_both_reduction_forms() -> None:
+    x = RNG.standard_normal((5, 6)).astype(np.float32)
+    for axes in [(0,), (1,)]:
+        got = run_program(te_reduction((5, 6), axes, "max", "f32", init="2.5"), x)
+        np.testing.assert_allclose(got, np.maximum(x.max(axis=axes), 2.5))
+
+
+def test_max_reduction_in_memory_propagates_nan() -> None:
+    x = RNG.standard_normal((4, 3)).astype(np.float32)
+    x[2, 1] = np.nan
+    got = run_program(te_reduction((4, 3), (0,), "max", "f32"), x)
+    np.testing.assert_array_equal(np.isnan(got), [False, True, False])
+    np.testing.assert_allclose(got[[0, 2]], x.max(axis=0)[[0, 2]])

@@ -191,4 +191,115 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     } : tensor<128xf32>
     te.return %e, %s : tensor<128x256xf32>, tensor<128xf32>
   }
+
+  // Matmul: the column loop j is innermost (C and B contiguous, A invariant),
+  // so the reduction accumulates in the output row: init the row, then for
+  // each k a vectorizable j loop loading, combining and storing C[i, j].
+  // CHECK-LABEL: loop.func @matmul_loop(
+  // CHECK-SAME:    %[[A:.*]]: memref<4x8xf32>, %[[B:.*]]: memref<8x16xf32>, %[[C:.*]]: memref<4x16xf32>) {
+  // CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+  // CHECK-DAG:     %[[C4:.*]] = arith.constant 4 : index
+  // CHECK-DAG:     %[[C8:.*]] = arith.constant 8 : index
+  // CHECK-DAG:     %[[C16:.*]] = arith.constant 16 : index
+  // CHECK:         loop.for %[[I:.*]] = %{{.*}} to %[[C4]] step %{{.*}} {
+  // CHECK-NEXT:      loop.for %[[J0:.*]] = %{{.*}} to %[[C16]] step %{{.*}} kind(vectorized) {
+  // CHECK-NEXT:        loop.store %[[ZERO]], %[[C]][%[[I]], %[[J0]]] : memref<4x16xf32>
+  // CHECK-NEXT:      }
+  // CHECK-NEXT:      loop.for %[[K:.*]] = %{{.*}} to %[[C8]] step %{{.*}} {
+  // CHECK-NEXT:        loop.for %[[J:.*]] = %{{.*}} to %[[C16]] step %{{.*}} kind(vectorized) {
+  // CHECK-NEXT:          %[[X:.*]] = loop.load %[[A]][%[[I]], %[[K]]] : memref<4x8xf32>
+  // CHECK-NEXT:          %[[Y:.*]] = loop.load %[[B]][%[[K]], %[[J]]] : memref<8x16xf32>
+  // CHECK-NEXT:          %[[P:.*]] = arith.mulf %[[X]], %[[Y]] : f32
+  // CHECK-NEXT:          %[[ACC:.*]] = loop.load %[[C]][%[[I]], %[[J]]] : memref<4x16xf32>
+  // CHECK-NEXT:          %[[S:.*]] = arith.addf %[[ACC]], %[[P]] : f32
+  // CHECK-NEXT:          loop.store %[[S]], %[[C]][%[[I]], %[[J]]] : memref<4x16xf32>
+  // CHECK-NEXT:        }
+  // CHECK-NEXT:      }
+  // CHECK-NEXT:    }
+  // CHECK-NEXT:    loop.return
+  te.func @matmul(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
+    %c = te.compute [4, 16] reduce [8] combiner(sum) (%i, %j, %k) {
+      %x = te.read %a[%i, %k] : tensor<4x8xf32>
+      %y = te.read %b[%k, %j] : tensor<8x16xf32>
+      %p = arith.mulf %x, %y : f32
+      te.yield %p : f32
+    } : tensor<4x16xf32>
+    te.return %c : tensor<4x16xf32>
+  }
+
+  // A convolution-like window sum: the output column x ties with the window
+  // column kx (two contiguous accesses each) and wins as the result's last
+  // dimension; the window loops ky, kx keep their order around it. The
+  // channel dimension of extent 1 gets no loop (index 0).
+  // CHECK-LABEL: loop.func @window_loop(
+  // CHECK-SAME:    %[[IN:.*]]: memref<1x8x10xf32>, %[[W:.*]]: memref<3x3xf32>, %[[OUT:.*]]: memref<1x6x8xf32>) {
+  // CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
+  // CHECK:         loop.for %[[Y:.*]] = {{.*}} {
+  // CHECK-NEXT:      loop.for %[[X0:.*]] = {{.*}} kind(vectorized) {
+  // CHECK-NEXT:        loop.store %{{.*}}, %[[OUT]][%[[C0]], %[[Y]], %[[X0]]] : memref<1x6x8xf32>
+  // CHECK-NEXT:      }
+  // CHECK-NEXT:      loop.for %[[KY:.*]] = {{.*}} {
+  // CHECK-NEXT:        loop.for %[[KX:.*]] = {{.*}} {
+  // CHECK-NEXT:          loop.for %[[X:.*]] = {{.*}} kind(vectorized) {
+  // CHECK-NEXT:            %[[R:.*]] = arith.addi %[[Y]], %[[KY]] : index
+  // CHECK-NEXT:            %[[S:.*]] = arith.addi %[[X]], %[[KX]] : index
+  // CHECK-NEXT:            %[[V:.*]] = loop.load %[[IN]][%[[C0]], %[[R]], %[[S]]] : memref<1x8x10xf32>
+  // CHECK-NEXT:            %[[WV:.*]] = loop.load %[[W]][%[[KY]], %[[KX]]] : memref<3x3xf32>
+  // CHECK-NEXT:            %[[P:.*]] = arith.mulf %[[V]], %[[WV]] : f32
+  // CHECK-NEXT:            %[[ACC:.*]] = loop.load %[[OUT]][%[[C0]], %[[Y]], %[[X]]] : memref<1x6x8xf32>
+  // CHECK-NEXT:            %[[N:.*]] = arith.addf %[[ACC]], %[[P]] : f32
+  // CHECK-NEXT:            loop.store %[[N]], %[[OUT]][%[[C0]], %[[Y]], %[[X]]] : memref<1x6x8xf32>
+  te.func @window(%in: tensor<1x8x10xf32>, %w: tensor<3x3xf32>) -> tensor<1x6x8xf32> {
+    %o = te.compute [1, 6, 8] reduce [3, 3] combiner(sum) (%c, %y, %x, %ky, %kx) {
+      %r = arith.addi %y, %ky : index
+      %s = arith.addi %x, %kx : index
+      %v = te.read %in[%c, %r, %s] : tensor<1x8x10xf32>
+      %wv = te.read %w[%ky, %kx] : tensor<3x3xf32>
+      %p = arith.mulf %v, %wv : f32
+      te.yield %p : f32
+    } : tensor<1x6x8xf32>
+    te.return %o : tensor<1x6x8xf32>
+  }
+
+  // A column max (a rank-1 result): no outer loop, so the row is initialised
+  // by a top-level serial loop and the reduction loop k encloses the
+  // vectorized column loop.
+  // CHECK-LABEL: loop.func @col_max_loop(
+  // CHECK-SAME:    %[[A:.*]]: memref<8x16xf32>, %[[OUT:.*]]: memref<16xf32>) {
+  // CHECK-DAG:     %[[NEGINF:.*]] = arith.constant 0xff800000 : f32
+  // CHECK:         loop.for %[[J0:.*]] = {{.*}} {
+  // CHECK-NEXT:      loop.store %[[NEGINF]], %[[OUT]][%[[J0]]] : memref<16xf32>
+  // CHECK-NEXT:    }
+  // CHECK-NEXT:    loop.for %[[K:.*]] = {{.*}} {
+  // CHECK-NEXT:      loop.for %[[J:.*]] = {{.*}} kind(vectorized) {
+  // CHECK-NEXT:        %[[X:.*]] = loop.load %[[A]][%[[K]], %[[J]]] : memref<8x16xf32>
+  // CHECK-NEXT:        %[[ACC:.*]] = loop.load %[[OUT]][%[[J]]] : memref<16xf32>
+  // CHECK-NEXT:        %[[M:.*]] = arith.maximumf %[[ACC]], %[[X]] : f32
+  // CHECK-NEXT:        loop.store %[[M]], %[[OUT]][%[[J]]] : memref<16xf32>
+  te.func @col_max(%a: tensor<8x16xf32>) -> tensor<16xf32> {
+    %m = te.compute [16] reduce [8] combiner(max) (%j, %k) {
+      %x = te.read %a[%k, %j] : tensor<8x16xf32>
+      te.yield %x : f32
+    } : tensor<16xf32>
+    te.return %m : tensor<16xf32>
+  }
+
+  // An elementwise nest whose reads are contiguous along the first result
+  // dimension (a transposing add) puts that dimension innermost.
+  // CHECK-LABEL: loop.func @transposed_add_loop(
+  // CHECK-SAME:    %[[A:.*]]: memref<4x6xf32>, %[[B:.*]]: memref<4x6xf32>, %[[OUT:.*]]: memref<6x4xf32>) {
+  // CHECK:         loop.for %[[J:.*]] = {{.*}} {
+  // CHECK-NEXT:      loop.for %[[I:.*]] = {{.*}} kind(vectorized) {
+  // CHECK-NEXT:        %{{.*}} = loop.load %[[A]][%[[J]], %[[I]]] : memref<4x6xf32>
+  // CHECK-NEXT:        %{{.*}} = loop.load %[[B]][%[[J]], %[[I]]] : memref<4x6xf32>
+  // CHECK:             loop.store %{{.*}}, %[[OUT]][%[[I]], %[[J]]] : memref<6x4xf32>
+  te.func @transposed_add(%a: tensor<4x6xf32>, %b: tensor<4x6xf32>) -> tensor<6x4xf32> {
+    %t = te.compute [6, 4] (%i, %j) {
+      %x = te.read %a[%j, %i] : tensor<4x6xf32>
+      %y = te.read %b[%j, %i] : tensor<4x6xf32>
+      %s = arith.addf %x, %y : f32
+      te.yield %s : f32
+    } : tensor<6x4xf32>
+    te.return %t : tensor<6x4xf32>
+  }
 }
