@@ -70,6 +70,7 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     TensorType,
 )
+from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -118,11 +119,16 @@ def to_buffer_types(types: Sequence[Attribute]) -> list[Attribute]:
 # ---------------------------------------------------------------------------
 
 
-def combine(combiner: str, acc: SSAValue, value: SSAValue) -> Operation:
+def combine(
+    combiner: str, acc: SSAValue, value: SSAValue, *, reassociate: bool = False
+) -> Operation:
     """The op folding `value` into the accumulator `acc` with `combiner`.
 
     Floats: addf, mulf, maximumf, minimumf (NaN-propagating, as NumPy's max/min).
     Integers: addi, muli, maxsi, minsi; on i1 max/min are or/and (te's identities).
+    With `reassociate`, a float sum or product carries `fastmath<reassoc>`:
+    the fold may be regrouped, which lets LLVM vectorize a loop-carried
+    accumulator into partial sums (NumPy sums pairwise, not in order, either).
     """
     ty = acc.type
     if isinstance(ty, AnyFloat):
@@ -132,7 +138,10 @@ def combine(combiner: str, acc: SSAValue, value: SSAValue) -> Operation:
             "max": arith.MaximumfOp,
             "min": arith.MinimumfOp,
         }
-        return float_ops[combiner](acc, value)
+        flags = None
+        if reassociate and combiner in ("sum", "prod"):
+            flags = arith.FastMathFlagsAttr([FastMathFlag.REASSOC])
+        return float_ops[combiner](acc, value, flags=flags)
     if isinstance(ty, IntegerType) and ty.width.data == 1 and combiner in ("max", "min"):
         return (arith.OrIOp if combiner == "max" else arith.AndIOp)(acc, value)
     int_ops = {
@@ -328,7 +337,7 @@ class ComputeLowering:
         `acc`; returns the final accumulator."""
         if not axes:
             value = self._clone_body(ivs, at)
-            step = combine(self._combiner(), acc, value)
+            step = combine(self._combiner(), acc, value, reassociate=True)
             Rewriter.insert_op(step, at)
             return step.results[0]
         axis, rest = axes[0], axes[1:]
@@ -654,16 +663,18 @@ class LowerTePass(LaminaPass):
     last reduction dimension); the other dimensions keep their order,
     spatial outside reduction. A reduction with a reduction dimension
     innermost accumulates in `iter_args` from `init` (default: the
-    combiner's identity) and stores once; one with a spatial dimension
+    combiner's identity; a float sum or product with `fastmath<reassoc>`,
+    so that it vectorizes) and stores once; one with a spatial dimension
     innermost first stores `init` into the row, then loads, combines and
     stores each element inside the reduction loops. The outermost loop is
-    `kind(parallel)` when it is a spatial loop around the whole nest and the
-    nest evaluates its region at least `PARALLEL_MIN_WORK` times; an
-    innermost spatial loop nested in another loop is `kind(vectorized)`. Returned computes are stored straight
-    into their output buffer; intermediate ones into `loop.alloc {scope =
-    "local"}` temporaries, `loop.free`d after their last reader; an output
-    that is a parameter or a value returned twice is filled with
-    `loop.copy`. `te.read` → `loop.load`, `te.undef` → `loop.undef`.
+    `kind(parallel)` when it is a spatial loop around the whole nest and
+    the nest evaluates its region at least `PARALLEL_MIN_WORK` times; an
+    innermost spatial loop nested in another loop is `kind(vectorized)`.
+    Returned computes are stored straight into their output buffer;
+    intermediate ones into `loop.alloc {scope = "local"}` temporaries,
+    `loop.free`d after their last reader; an output that is a parameter or
+    a value returned twice is filled with `loop.copy`. `te.read` →
+    `loop.load`, `te.undef` → `loop.undef`.
     Every `graph.call_te @f` becomes `graph.call_loop @f_loop` with the same
     tensor operands and results (and `device`).
 

@@ -70,14 +70,16 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   }
 
   // A 0-d result of a 2-d reduction with an explicit init: no spatial loop,
-  // two nested reduction loops threading the accumulator.
+  // two nested reduction loops threading the accumulator. A float sum or
+  // product in a register may be regrouped (fastmath<reassoc>), so that LLVM
+  // can vectorize it into partial sums; max/min need no flag.
   // CHECK-LABEL: loop.func @total_loop(
   // CHECK-SAME:    %[[A:.*]]: memref<4x8xf32>, %[[OUT:.*]]: memref<f32>) {
   // CHECK-DAG:     %[[INIT:.*]] = arith.constant 1.000000e+00 : f32
   // CHECK:         %[[R:.*]] = loop.for %[[K0:.*]] = {{.*}} iter_args(%[[ACC0:.*]] = %[[INIT]]) -> (f32) {
   // CHECK-NEXT:      %[[R1:.*]] = loop.for %[[K1:.*]] = {{.*}} iter_args(%[[ACC1:.*]] = %[[ACC0]]) -> (f32) {
   // CHECK-NEXT:        %[[X:.*]] = loop.load %[[A]][%[[K0]], %[[K1]]] : memref<4x8xf32>
-  // CHECK-NEXT:        %[[N:.*]] = arith.addf %[[ACC1]], %[[X]] : f32
+  // CHECK-NEXT:        %[[N:.*]] = arith.addf %[[ACC1]], %[[X]] fastmath<reassoc> : f32
   // CHECK-NEXT:        loop.yield %[[N]] : f32
   // CHECK-NEXT:      }
   // CHECK-NEXT:      loop.yield %[[R1]] : f32
@@ -159,7 +161,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   // CHECK:         arith.minimumf %[[ACC]], %{{.*}} : f64
   // CHECK:         %[[ONE:.*]] = arith.constant 1.000000e+00 : f64
   // CHECK:         iter_args(%[[ACC2:.*]] = %[[ONE]]) -> (f64)
-  // CHECK:         arith.mulf %[[ACC2]], %{{.*}} : f64
+  // CHECK:         arith.mulf %[[ACC2]], %{{.*}} fastmath<reassoc> : f64
   te.func @minprod(%a: tensor<2x2xf64> {device = #lamina.device<"cpu", 0>}) -> (tensor<2xf64>, tensor<2xf64> {device = #lamina.device<"cpu", 0>}) {
     %m = te.compute [2] reduce [2] combiner(min) (%i, %k) {
       %x = te.read %a[%i, %k] : tensor<2x2xf64>
