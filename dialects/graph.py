@@ -610,8 +610,11 @@ def _check_same_element_type(values: Sequence[SSAValue], names: Sequence[str]) -
     return first
 
 
-def _is_float(typ: Attribute) -> bool:
-    return isinstance(typ, AnyFloat)
+def _check_float(value: SSAValue) -> None:
+    """The tensor `value` has a floating-point element type (exp, softmax, ...)."""
+    elem = element_type(value)
+    if not isinstance(elem, AnyFloat):
+        raise ShapeError(f"expected a floating-point element type, got {elem}")
 
 
 class _DeviceOp(IRDLOperation):
@@ -1291,12 +1294,18 @@ class _ComputeOp(_DeviceOp):
         _check_result_type(self.results[0].type, inferred)
 
 
-class _BinaryOp(_ComputeOp):
-    """Elementwise binary op with NumPy broadcasting; operands share an element type."""
+class _LhsRhsOp(_ComputeOp):
+    """`lhs`, `rhs` of one element type; the result shape follows the shape rule
+    `result_shape` (inferred by the builder when no result type is given)."""
 
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
+
+    @staticmethod
+    def result_shape(lhs: Sequence[int], rhs: Sequence[int]) -> tuple[int, ...]:
+        """The shape rule (raises `ShapeError`)."""
+        raise NotImplementedError
 
     def __init__(
         self,
@@ -1307,16 +1316,21 @@ class _BinaryOp(_ComputeOp):
     ):
         if result_type is None:
             lv, rv = SSAValue.get(lhs), SSAValue.get(rhs)
-            result_type = _tensor(
-                element_type(lv), broadcast_shapes(tensor_shape(lv), tensor_shape(rv))
-            )
+            shape = self.result_shape(tensor_shape(lv), tensor_shape(rv))
+            result_type = _tensor(element_type(lv), shape)
         super().__init__(
             operands=[lhs, rhs], result_types=[result_type], properties={"device": device}
         )
 
     def infer_result_type(self) -> Attribute:
         elem = _check_same_element_type([self.lhs, self.rhs], ["lhs", "rhs"])
-        return _tensor(elem, broadcast_shapes(tensor_shape(self.lhs), tensor_shape(self.rhs)))
+        return _tensor(elem, self.result_shape(tensor_shape(self.lhs), tensor_shape(self.rhs)))
+
+
+class _BinaryOp(_LhsRhsOp):
+    """Elementwise binary op with NumPy broadcasting; operands share an element type."""
+
+    result_shape = staticmethod(broadcast_shapes)
 
 
 @irdl_op_definition
@@ -1361,11 +1375,30 @@ class MinimumOp(_BinaryOp):
     name = "graph.minimum"
 
 
-class _UnaryOp(_ComputeOp):
-    """Elementwise unary op: the result has the operand's type."""
+class _OneInputOp(_ComputeOp):
+    """A compute op over one tensor, `input`."""
 
     input = operand_def(TensorType)
     result = result_def(TensorType)
+
+
+class _RetypeOp(_OneInputOp):
+    """A one-input op whose result type is given (reshape, broadcast_to, cast);
+    `infer_result_type` checks that it is compatible with the input."""
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        result_type: Attribute,
+        device: DeviceAttr | None = None,
+    ):
+        super().__init__(
+            operands=[input], result_types=[result_type], properties={"device": device}
+        )
+
+
+class _UnaryOp(_OneInputOp):
+    """Elementwise unary op: the result has the operand's type."""
 
     FLOAT_ONLY: ClassVar[bool] = True
 
@@ -1383,9 +1416,8 @@ class _UnaryOp(_ComputeOp):
         )
 
     def infer_result_type(self) -> Attribute:
-        elem = element_type(self.input)
-        if self.FLOAT_ONLY and not _is_float(elem):
-            raise ShapeError(f"expected a floating-point element type, got {elem}")
+        if self.FLOAT_ONLY:
+            _check_float(self.input)
         return self.input.type
 
 
@@ -1485,38 +1517,34 @@ class GeluOp(_UnaryOp):
 
 
 @irdl_op_definition
-class MatmulOp(_ComputeOp):
+class MatmulOp(_LhsRhsOp):
     """Matrix product with `numpy.matmul` semantics (batched, 1-D promotion,
     broadcast batch dimensions)."""
 
     name = "graph.matmul"
 
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
-    result = result_def(TensorType)
+    result_shape = staticmethod(matmul_result_shape)
 
-    def __init__(
-        self,
-        lhs: SSAValue | Operation,
-        rhs: SSAValue | Operation,
-        result_type: Attribute | None = None,
-        device: DeviceAttr | None = None,
-    ):
-        if result_type is None:
-            lv, rv = SSAValue.get(lhs), SSAValue.get(rhs)
-            shape = matmul_result_shape(tensor_shape(lv), tensor_shape(rv))
-            result_type = _tensor(element_type(lv), shape)
-        super().__init__(
-            operands=[lhs, rhs], result_types=[result_type], properties={"device": device}
-        )
 
-    def infer_result_type(self) -> Attribute:
-        elem = _check_same_element_type([self.lhs, self.rhs], ["lhs", "rhs"])
-        return _tensor(elem, matmul_result_shape(tensor_shape(self.lhs), tensor_shape(self.rhs)))
+class _Window2dOp(_ComputeOp):
+    """Sliding-window ops (conv2d, pooling): `strides` (2 entries, default 1)
+    and `padding` (`top, left, bottom, right` or 2 symmetric entries, default 0)."""
+
+    strides = opt_prop_def(DenseArrayBase.constr(i64))
+    padding = opt_prop_def(DenseArrayBase.constr(i64))
+
+    @property
+    def strides_value(self) -> tuple[int, ...]:
+        return _ints(self.strides, (1, 1))
+
+    @property
+    def padding_value(self) -> tuple[int, int, int, int]:
+        """Padding as `(top, left, bottom, right)`."""
+        return normalize_padding2d(_ints(self.padding, (0, 0, 0, 0)))
 
 
 @irdl_op_definition
-class Conv2dOp(_ComputeOp):
+class Conv2dOp(_Window2dOp):
     """2-D convolution of `data` (default NCHW) with `weight` (default OIHW).
 
     `strides`, `dilation` (2 entries, default 1), `padding` (`top, left,
@@ -1528,6 +1556,8 @@ class Conv2dOp(_ComputeOp):
     data = operand_def(TensorType)
     weight = operand_def(TensorType)
     result = result_def(TensorType)
+    # `strides` and `padding` again, so that they keep their place before `dilation`:
+    # properties parsed from the attribute dictionary print in declaration order.
     strides = opt_prop_def(DenseArrayBase.constr(i64))
     padding = opt_prop_def(DenseArrayBase.constr(i64))
     dilation = opt_prop_def(DenseArrayBase.constr(i64))
@@ -1574,15 +1604,6 @@ class Conv2dOp(_ComputeOp):
         super().__init__(operands=[data, weight], result_types=[result_type], properties=props)
 
     @property
-    def strides_value(self) -> tuple[int, ...]:
-        return _ints(self.strides, (1, 1))
-
-    @property
-    def padding_value(self) -> tuple[int, int, int, int]:
-        """Padding as `(top, left, bottom, right)`."""
-        return normalize_padding2d(_ints(self.padding, (0, 0, 0, 0)))
-
-    @property
     def dilation_value(self) -> tuple[int, ...]:
         return _ints(self.dilation, (1, 1))
 
@@ -1613,14 +1634,10 @@ class Conv2dOp(_ComputeOp):
         return _tensor(elem, shape)
 
 
-class _Pool2dOp(_ComputeOp):
+class _Pool2dOp(_Window2dOp, _OneInputOp):
     """2-D pooling over an NCHW tensor: `kernel`, `strides` (default 1), `padding` (default 0)."""
 
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
     kernel = prop_def(DenseArrayBase.constr(i64))
-    strides = opt_prop_def(DenseArrayBase.constr(i64))
-    padding = opt_prop_def(DenseArrayBase.constr(i64))
 
     def __init__(
         self,
@@ -1653,15 +1670,6 @@ class _Pool2dOp(_ComputeOp):
     def kernel_value(self) -> tuple[int, ...]:
         return _int_values(self.kernel)
 
-    @property
-    def strides_value(self) -> tuple[int, ...]:
-        return _ints(self.strides, (1, 1))
-
-    @property
-    def padding_value(self) -> tuple[int, int, int, int]:
-        """Padding as `(top, left, bottom, right)`."""
-        return normalize_padding2d(_ints(self.padding, (0, 0, 0, 0)))
-
     def infer_result_type(self) -> Attribute:
         shape = pool2d_output_shape(
             tensor_shape(self.input),
@@ -1687,13 +1695,10 @@ class AvgPool2dOp(_Pool2dOp):
 
 
 @irdl_op_definition
-class GlobalAvgPool2dOp(_ComputeOp):
+class GlobalAvgPool2dOp(_OneInputOp):
     """Mean over H and W of an NCHW tensor: N x C x 1 x 1."""
 
     name = "graph.global_avg_pool2d"
-
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
 
     def __init__(
         self,
@@ -1720,14 +1725,17 @@ def _axis(attr: IntegerAttr | None, default: int) -> int:
     return attr.value.data if attr is not None else default
 
 
+def _axis_value(attr: IntegerAttr | None, default: int, operand: SSAValue) -> int:
+    """The optional `axis` property (else `default`), normalized for `operand`'s rank."""
+    return normalize_axis(_axis(attr, default), len(tensor_shape(operand)))
+
+
 @irdl_op_definition
-class SoftmaxOp(_ComputeOp):
+class SoftmaxOp(_OneInputOp):
     """Softmax along `axis` (default -1)."""
 
     name = "graph.softmax"
 
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
     axis = opt_prop_def(IntegerAttr[I64])
 
     def __init__(
@@ -1745,13 +1753,10 @@ class SoftmaxOp(_ComputeOp):
     @property
     def axis_value(self) -> int:
         """The normalized (non-negative) softmax axis."""
-        return normalize_axis(_axis(self.axis, -1), len(tensor_shape(self.input)))
+        return _axis_value(self.axis, -1, self.input)
 
     def infer_result_type(self) -> Attribute:
-        if not _is_float(element_type(self.input)):
-            raise ShapeError(
-                f"expected a floating-point element type, got {element_type(self.input)}"
-            )
+        _check_float(self.input)
         self.axis_value  # noqa: B018 - validates the axis
         return self.input.type
 
@@ -1791,7 +1796,7 @@ class LayerNormOp(_ComputeOp):
 
     @property
     def axis_value(self) -> int:
-        return normalize_axis(_axis(self.axis, -1), len(tensor_shape(self.input)))
+        return _axis_value(self.axis, -1, self.input)
 
     @property
     def epsilon_value(self) -> float:
@@ -1799,10 +1804,7 @@ class LayerNormOp(_ComputeOp):
 
     def infer_result_type(self) -> Attribute:
         _check_same_element_type([self.input, self.gamma, self.beta], ["x", "gamma", "beta"])
-        if not _is_float(element_type(self.input)):
-            raise ShapeError(
-                f"expected a floating-point element type, got {element_type(self.input)}"
-            )
+        _check_float(self.input)
         if self.epsilon is not None and self.epsilon.value.data <= 0:
             raise ShapeError(f"epsilon must be positive, got {self.epsilon.value.data}")
         expected = tensor_shape(self.input)[self.axis_value :]
@@ -1815,11 +1817,9 @@ class LayerNormOp(_ComputeOp):
         return self.input.type
 
 
-class _ReduceOp(_ComputeOp):
+class _ReduceOp(_OneInputOp):
     """Reduction over `axes` (absent: all axes; negative allowed); `keepdims` keeps them as 1."""
 
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
     axes = opt_prop_def(DenseArrayBase.constr(i64))
     keepdims = opt_prop_def(UnitAttr)
 
@@ -1877,23 +1877,10 @@ class ReduceMaxOp(_ReduceOp):
 
 
 @irdl_op_definition
-class ReshapeOp(_ComputeOp):
+class ReshapeOp(_RetypeOp):
     """Reshape to the result type's shape (same element count and element type)."""
 
     name = "graph.reshape"
-
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
-
-    def __init__(
-        self,
-        input: SSAValue | Operation,
-        result_type: Attribute,
-        device: DeviceAttr | None = None,
-    ):
-        super().__init__(
-            operands=[input], result_types=[result_type], properties={"device": device}
-        )
 
     def infer_result_type(self) -> Attribute:
         src, dst = tensor_shape(self.input), tensor_shape(self.result)
@@ -1906,13 +1893,11 @@ class ReshapeOp(_ComputeOp):
 
 
 @irdl_op_definition
-class TransposeOp(_ComputeOp):
+class TransposeOp(_OneInputOp):
     """Permute dimensions: result dim i is operand dim `perm[i]`."""
 
     name = "graph.transpose"
 
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
     perm = prop_def(DenseArrayBase.constr(i64))
 
     def __init__(
@@ -1966,7 +1951,7 @@ class ConcatOp(_ComputeOp):
 
     @property
     def axis_value(self) -> int:
-        return normalize_axis(_axis(self.axis, 0), len(tensor_shape(self.inputs[0])))
+        return _axis_value(self.axis, 0, self.inputs[0])
 
     def infer_result_type(self) -> Attribute:
         values = list(self.inputs)
@@ -1978,23 +1963,10 @@ class ConcatOp(_ComputeOp):
 
 
 @irdl_op_definition
-class BroadcastToOp(_ComputeOp):
+class BroadcastToOp(_RetypeOp):
     """Broadcast (NumPy rules) to the result type's shape."""
 
     name = "graph.broadcast_to"
-
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
-
-    def __init__(
-        self,
-        input: SSAValue | Operation,
-        result_type: Attribute,
-        device: DeviceAttr | None = None,
-    ):
-        super().__init__(
-            operands=[input], result_types=[result_type], properties={"device": device}
-        )
 
     def infer_result_type(self) -> Attribute:
         shape = broadcast_to_shape(tensor_shape(self.input), tensor_shape(self.result))
@@ -2002,23 +1974,10 @@ class BroadcastToOp(_ComputeOp):
 
 
 @irdl_op_definition
-class CastOp(_ComputeOp):
+class CastOp(_RetypeOp):
     """Element type conversion to the result type's element type (NumPy `astype`)."""
 
     name = "graph.cast"
-
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
-
-    def __init__(
-        self,
-        input: SSAValue | Operation,
-        result_type: Attribute,
-        device: DeviceAttr | None = None,
-    ):
-        super().__init__(
-            operands=[input], result_types=[result_type], properties={"device": device}
-        )
 
     def infer_result_type(self) -> Attribute:
         src, dst = tensor_shape(self.input), tensor_shape(self.result)
@@ -2030,7 +1989,7 @@ class CastOp(_ComputeOp):
 
 
 @irdl_op_definition
-class LayoutTransformOp(_ComputeOp):
+class LayoutTransformOp(_OneInputOp):
     """Move a tensor into the physical layout of `constraint` (`#lamina.constraint`).
 
     The result shape is the image of the constraint's index map over the
@@ -2040,8 +1999,6 @@ class LayoutTransformOp(_ComputeOp):
 
     name = "graph.layout_transform"
 
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
     constraint = prop_def(ConstraintAttr)
 
     def __init__(
