@@ -14,16 +14,18 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, f32
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType, f32
 from xdsl.ir import Block, SSAValue
 
 import lamina
 from lamina.backends.reference import evaluate
 from lamina.core.context import make_context
 from lamina.core.diagnostics import DiagnosticError, parse_module, verify_module
+from lamina.core.pass_manager import PassManager, parse_pass_pipeline
 from lamina.dialects.graph import (
     AddOp,
     CallOp,
+    ClosureOp,
     ConstantOp,
     DataflowOp,
     FnType,
@@ -38,6 +40,8 @@ from lamina.dialects.graph import (
     SubOp,
     TanhOp,
 )
+from lamina.passes.specialize_closures import is_internal
+from lamina.passes.verify_phase import check_phase
 
 T = "tensor<4xf32>"
 FN = f"!graph.fn<({T}) -> {T}>"
@@ -45,6 +49,9 @@ X = np.array([0.5, -1.0, 2.0, -0.25], np.float32)
 W = np.array([1.5, 0.0, -2.0, 3.0], np.float32)
 
 LIBRARY = f"""
+  graph.func @effect(%x: {T}) -> {T} attributes {{impure}} {{
+    graph.return %x : {T}
+  }}
   graph.func @apply(%f: {FN}, %x: {T}) -> {T} {{
     %y = graph.invoke %f(%x) {{pure}} : ({T}) -> {T}
     graph.return %y : {T}
@@ -222,8 +229,14 @@ class Program:
         return self.text
 
 
-def add_ops(draw, block: Block, tensors: list[SSAValue], fns: list[SSAValue], depth: int):
-    """Fill `block` with 1-6 random ops over the visible values; return a tensor result."""
+def add_ops(
+    draw, block: Block, tensors: list[SSAValue], fns: list[SSAValue], depth: int, effects: bool
+):
+    """Fill `block` with 1-6 random ops over the visible values; return a tensor result.
+
+    `effects`: the block may call the impure `@effect` (an impure function's
+    or a lambda's body; lambdas are invoked `pure`, asserting purity).
+    """
     tensors, fns = list(tensors), list(fns)
 
     def pick(values: list[SSAValue]) -> SSAValue:
@@ -235,6 +248,8 @@ def add_ops(draw, block: Block, tensors: list[SSAValue], fns: list[SSAValue], de
             kinds += ["lambda", "lambda", "dataflow"]
         if fns:
             kinds += ["invoke", "apply", "twice", "compose"]
+        if effects:
+            kinds += ["effect"]
         kind = draw(st.sampled_from(kinds))
         if kind == "unary":
             op = draw(st.sampled_from([NegOp, ReluOp, TanhOp]))(pick(tensors))
@@ -242,6 +257,8 @@ def add_ops(draw, block: Block, tensors: list[SSAValue], fns: list[SSAValue], de
             op = draw(st.sampled_from([AddOp, SubOp, MulOp]))(pick(tensors), pick(tensors))
         elif kind == "constant":
             op = ConstantOp(DenseIntOrFPElementsAttr.from_list(TT, [0.5, -1.0, 0.25, 2.0]))
+        elif kind == "effect":
+            op = CallOp("effect", [pick(tensors)], [TT])
         elif kind == "make_scale":
             op = CallOp("make_scale", [pick(tensors)], [FT])
         elif kind == "invoke":
@@ -253,11 +270,12 @@ def add_ops(draw, block: Block, tensors: list[SSAValue], fns: list[SSAValue], de
         elif kind == "lambda":
             op = LambdaOp([TT], [TT])
             inner = op.body.block
-            inner.add_op(ReturnOp(add_ops(draw, inner, [*tensors, inner.args[0]], fns, depth + 1)))
+            body = add_ops(draw, inner, [*tensors, inner.args[0]], fns, depth + 1, True)
+            inner.add_op(ReturnOp(body))
         else:
             op = DataflowOp([TT])
             inner = op.body.block
-            inner.add_op(OutputOp(add_ops(draw, inner, tensors, fns, depth + 1)))
+            inner.add_op(OutputOp(add_ops(draw, inner, tensors, fns, depth + 1, False)))
         block.add_op(op)
         (fns if op.results[0].type == FT else tensors).append(op.results[0])
     return tensors[-1]
@@ -265,21 +283,38 @@ def add_ops(draw, block: Block, tensors: list[SSAValue], fns: list[SSAValue], de
 
 @st.composite
 def closure_programs(draw) -> Program:
-    """The higher-order library plus a random `@main(%x, %w)`."""
+    """The higher-order library plus a random `@main(%x, %w)`, pure or `impure`."""
     module = parse_module(make_context(), program(f"graph.return %x : {T}"), "lib.mlir")
     main = next(op for op in module.ops if isinstance(op, FuncOp) and op.sym_name.data == "main")
     main.detach()
-    main = FuncOp("main", ([TT, TT], [TT]))
+    impure = draw(st.booleans())
+    main = FuncOp("main", ([TT, TT], [TT]), impure=impure)
     block = main.body.block
-    block.add_op(ReturnOp(add_ops(draw, block, list(block.args), [], 0)))
+    block.add_op(ReturnOp(add_ops(draw, block, list(block.args), [], 0, impure)))
     module.body.block.add_op(main)
     verify_module(module)
     return Program(str(module))
 
 
+def specialized(text: str) -> ModuleOp:
+    """The program after the default pipeline's ingestion stage and specialize-closures."""
+    module = parse_module(make_context(), text, "prog.mlir")
+    PassManager(parse_pass_pipeline("normalize,lift-lambdas,specialize-closures")).run(
+        make_context(), module
+    )
+    return module
+
+
 @SETTINGS
 @given(closure_programs())
 def test_random_closure_programs_compile_to_the_reference(prog: Program):
+    module = specialized(prog.text)
+    assert check_phase(module) == []  # e.g. no pure function calls an impure one
+    left = [op.name for op in module.walk() if isinstance(op, InvokeOp | ClosureOp | LambdaOp)]
+    assert left == [], "every function value of these programs is statically known"
+    assert [
+        op.sym_name.data for op in module.ops if isinstance(op, FuncOp) and is_internal(op)
+    ] == []
     with np.errstate(all="ignore"):
         native, reference = compiled_and_reference(prog.text, X, W)
     np.testing.assert_allclose(native, reference, rtol=1e-5, atol=1e-5)
