@@ -228,7 +228,7 @@ def _replace_call(
     """A `graph.call` taking over `op`'s place, location, device and attributes."""
     call = CallOp(callee, operands, result_types, device=op.properties.get("device"))
     call.location = op.location
-    call.attributes |= {k: v for k, v in op.attributes.items() if k not in ("pure",)}
+    call.attributes |= op.attributes
     rewriter.insert(call, InsertPoint.before(op))
     return call
 
