@@ -8,76 +8,39 @@ external declaration); and a `*.return` terminator (`ReturnLikeOp`).
 builder, syntax and verifier (`FuncLikeOp`): the `lamina.constraint` and
 `device` entries of `arg_attrs`/`res_attrs` must be a `#lamina.constraint` and
 a `#lamina.device`, and each dialect states which argument and result types it
-accepts (`allowed_type`). `te.undef` and `loop.undef` share `UndefLikeOp`.
+accepts (`allowed_type`).
 xDSL cannot subclass a concrete `@irdl_op_definition` op, so the fields and
 the custom syntax live in the undecorated bases below; each dialect decorates
-its own subclass.
+its own subclass. Pieces that are not about functions are in `common`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import ClassVar, Self, TypeVar
+from collections.abc import Sequence
+from typing import ClassVar, Self
 
 from xdsl.dialects.builtin import (
-    AnyFloat,
     ArrayAttr,
     DictionaryAttr,
     FunctionType,
-    IndexType,
-    IntegerType,
     StringAttr,
     SymbolNameConstraint,
 )
 from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue, Use
-from xdsl.irdl import (
-    IRDLOperation,
-    opt_prop_def,
-    prop_def,
-    region_def,
-    result_def,
-    traits_def,
-    var_operand_def,
-)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.irdl import IRDLOperation, opt_prop_def, prop_def, region_def, var_operand_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import CallableOpInterface, Pure
+from xdsl.traits import CallableOpInterface
 from xdsl.utils.exceptions import VerifyException
 
+from lamina.dialects.common import type_list
 from lamina.dialects.lamina import (
     CONSTRAINT_ATTR_NAME,
     DEVICE_ATTR_NAME,
     ConstraintAttr,
     DeviceAttr,
 )
-
-
-def type_list(types: Iterable[Attribute]) -> str:
-    """`(memref<4xf32>, f32)`: a type list as it is written in the IR (and in messages)."""
-    return "(" + ", ".join(str(t) for t in types) + ")"
-
-
-def is_scalar_type(type: Attribute) -> bool:
-    """Integers (incl. i1), index and floats: the scalars te and loop compute with
-    (te's element types; what loads, stores and undef produce)."""
-    return isinstance(type, IntegerType | IndexType | AnyFloat)
-
-
-TerminatorT = TypeVar("TerminatorT", bound=Operation)
-
-
-def verify_terminator(
-    block: Block, terminator: type[TerminatorT], where: str, *, quote: bool = True
-) -> TerminatorT:
-    """The block's last op, which must be a `terminator`; otherwise the error
-    `{where} must end with {terminator.name}, got 'op.name'` (`quote=False`:
-    the name unquoted), or `got an empty block`."""
-    last = block.last_op
-    if isinstance(last, terminator):
-        return last
-    got = "an empty block" if last is None else (f"'{last.name}'" if quote else last.name)
-    raise VerifyException(f"{where} must end with {terminator.name}, got {got}")
 
 
 class FuncLikeCallableInterface(CallableOpInterface):
@@ -321,48 +284,3 @@ class ReturnLikeOp(IRDLOperation):
                 "returned types must match the function's result types: "
                 f"expected {type_list(expected)}, got {type_list(got)}"
             )
-
-
-class UndefLikeOp(IRDLOperation):
-    """`te.undef`/`loop.undef`: any scalar value, only legal where its value can
-    never be observed. Subclasses say which uses sink it (`is_sink`) and how a
-    misuse is reported (`MISUSE_MESSAGE`, formatted with `user`, the op name)."""
-
-    result = result_def()
-
-    traits = traits_def(Pure())
-
-    assembly_format = "attr-dict `:` type($result)"
-
-    MISUSE_MESSAGE: ClassVar[str]
-
-    def __init__(self, type: Attribute):
-        super().__init__(result_types=[type])
-
-    @classmethod
-    def is_sink(cls, use: Use) -> bool:
-        """Whether `use` consumes the undefined value without observing it."""
-        raise NotImplementedError
-
-    @classmethod
-    def first_misuse(cls, value: SSAValue) -> Operation | None:
-        """The first user of `value` that is neither a sink nor an `arith.select`
-        (as a value operand) whose result is itself only sunk -- the guard
-        `select(in_bounds, x, undef)`; None when every use is fine."""
-        for use in value.uses:
-            user = use.operation
-            if cls.is_sink(use):
-                continue
-            if user.name == "arith.select" and use.index in (1, 2):
-                if cls.first_misuse(user.results[0]) is None:
-                    continue
-            return user
-        return None
-
-    def verify_(self) -> None:
-        if not is_scalar_type(self.result.type):
-            raise VerifyException(
-                f"result must be a scalar (integer, index, float), got {self.result.type}"
-            )
-        if (user := self.first_misuse(self.result)) is not None:
-            raise VerifyException(self.MISUSE_MESSAGE.format(user=user.name))

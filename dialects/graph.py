@@ -104,13 +104,8 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from lamina.dialects.func_like import (
-    FuncLikeCallableInterface,
-    ReturnLikeOp,
-    SymbolFuncOp,
-    type_list,
-    verify_terminator,
-)
+from lamina.dialects.common import type_list, verify_terminator
+from lamina.dialects.func_like import FuncLikeCallableInterface, ReturnLikeOp, SymbolFuncOp
 from lamina.dialects.lamina import ConstraintAttr, DeviceAttr
 
 if TYPE_CHECKING:

@@ -75,14 +75,17 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from lamina.dialects.func_like import (
-    FuncLikeCallableInterface,
-    FuncLikeOp,
-    ReturnLikeOp,
+from lamina.dialects.common import (
     UndefLikeOp,
+    check_one_of,
     is_scalar_type,
+    parse_indexed_access,
+    parse_one_of,
+    print_indexed_access,
     type_list,
+    verify_indices,
 )
+from lamina.dialects.func_like import FuncLikeCallableInterface, FuncLikeOp, ReturnLikeOp
 from lamina.dialects.lamina import ConstraintAttr, DeviceAttr
 
 LOOP_KINDS = ("serial", "parallel", "vectorized", "unrolled")
@@ -95,11 +98,6 @@ MEMORY_SCOPES = ("global", "local")
 def _type_mismatch(what: str, index: int, other: str, got: Attribute, want: Attribute) -> str:
     """`0-th iter_arg and 0-th loop result have different type: 'f32' != 'f64'`."""
     return f"{index}-th {what} and {index}-th {other} have different type: '{got}' != '{want}'"
-
-
-def _check_one_of(what: str, value: str, allowed: Sequence[str]) -> None:
-    if value not in allowed:
-        raise VerifyException(f"{what} must be one of {', '.join(allowed)}, got '{value}'")
 
 
 # ---------------------------------------------------------------------------
@@ -241,7 +239,7 @@ class ForOp(IRDLOperation):
     # -- verification ------------------------------------------------------------
 
     def verify_(self) -> None:
-        _check_one_of("kind", self.kind.data, LOOP_KINDS)
+        check_one_of("kind", self.kind.data, LOOP_KINDS)
         block = self.body.block
         if not block.args or not isinstance(block.args[0].type, IndexType):
             got = block.args[0].type if block.args else "no block argument"
@@ -378,14 +376,7 @@ def _parse_optional_kind(parser: Parser) -> str | None:
     """`kind(parallel)` (loop.for's pretty syntax), checked against LOOP_KINDS."""
     if not parser.parse_optional_keyword("kind"):
         return None
-    with parser.in_parens():
-        pos = parser.pos
-        kind = parser.parse_identifier("loop kind")
-        if kind not in LOOP_KINDS:
-            parser.raise_error(
-                f"loop kind must be one of {', '.join(LOOP_KINDS)}, got '{kind}'", pos
-            )
-    return kind
+    return parse_one_of(parser, "loop kind", LOOP_KINDS)
 
 
 def _verify_yield(yield_op: YieldOp, expected: Sequence[Attribute], what: str) -> None:
@@ -495,14 +486,7 @@ def _verify_access(buffer: SSAValue, indices: Sequence[SSAValue], value_type: At
     mtype = buffer.type
     if not isinstance(mtype, MemRefType):
         raise VerifyException(f"expected a memref buffer, got {mtype}")
-    if len(indices) != mtype.get_num_dims():
-        raise VerifyException(
-            f"expected {mtype.get_num_dims()} indices (one per dimension of {mtype}), "
-            f"got {len(indices)}"
-        )
-    for i, index in enumerate(indices):
-        if not isinstance(index.type, IndexType):
-            raise VerifyException(f"index #{i} must be of type index, got {index.type}")
+    verify_indices(indices, mtype)
     if value_type != mtype.element_type:
         raise VerifyException(
             f"value type must be the buffer's element type: expected {mtype.element_type}, "
@@ -510,41 +494,11 @@ def _verify_access(buffer: SSAValue, indices: Sequence[SSAValue], value_type: At
         )
 
 
-def _parse_access(parser: Parser) -> tuple[UnresolvedOperand, list[UnresolvedOperand]]:
-    """`%buf[%i, %j]`: the buffer and indices of load and store, unresolved until the type."""
-    buffer = parser.parse_unresolved_operand()
-    indices = parser.parse_comma_separated_list(
-        Parser.Delimiter.SQUARE, parser.parse_unresolved_operand
-    )
-    return buffer, indices
-
-
-def _resolve_access(
-    parser: Parser, buffer: UnresolvedOperand, indices: list[UnresolvedOperand]
+def _parse_access(
+    parser: Parser,
 ) -> tuple[SSAValue, list[SSAValue], dict[str, Attribute], MemRefType]:
-    """`{attrs} : memref<...>`, then resolve the buffer and indices against that type."""
-    attrs = parser.parse_optional_attr_dict()
-    parser.parse_punctuation(":")
-    pos = parser.pos
-    mtype = parser.parse_type()
-    if not isinstance(mtype, MemRefType):
-        parser.raise_error(f"expected a memref type, got {mtype}", pos)
-    resolved = parser.resolve_operand(buffer, mtype)
-    idx = [parser.resolve_operand(i, IndexType()) for i in indices]
-    return resolved, idx, attrs, mtype
-
-
-def _print_access(
-    printer: Printer, op: Operation, buffer: SSAValue, indices: Sequence[SSAValue]
-) -> None:
     """`%buf[%i, %j] {attrs} : memref<...>` (the tail of load and store)."""
-    printer.print_ssa_value(buffer)
-    printer.print_string("[")
-    printer.print_list(indices, printer.print_ssa_value)
-    printer.print_string("]")
-    printer.print_op_attributes(op.attributes)
-    printer.print_string(" : ")
-    printer.print_attribute(buffer.type)
+    return parse_indexed_access(parser, MemRefType, "a memref type")
 
 
 @irdl_op_definition
@@ -569,12 +523,11 @@ class LoadOp(IRDLOperation):
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
-        _print_access(printer, self, self.buffer, self.indices)
+        print_indexed_access(printer, self, self.buffer, self.indices)
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
-        buffer, indices = _parse_access(parser)
-        buffer, indices, attrs, _ = _resolve_access(parser, buffer, indices)
+        buffer, indices, attrs, _ = _parse_access(parser)
         op = cls(buffer, indices)
         op.attributes |= attrs
         return op
@@ -607,14 +560,13 @@ class StoreOp(IRDLOperation):
         printer.print_string(" ")
         printer.print_ssa_value(self.value)
         printer.print_string(", ")
-        _print_access(printer, self, self.buffer, self.indices)
+        print_indexed_access(printer, self, self.buffer, self.indices)
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
         value = parser.parse_unresolved_operand()
         parser.parse_punctuation(",")
-        buffer, indices = _parse_access(parser)
-        buffer, indices, attrs, mtype = _resolve_access(parser, buffer, indices)
+        buffer, indices, attrs, mtype = _parse_access(parser)
         op = cls(parser.resolve_operand(value, mtype.element_type), buffer, indices)
         op.attributes |= attrs
         return op
@@ -674,7 +626,7 @@ class AllocOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        _check_one_of("scope", self.scope.data, MEMORY_SCOPES)
+        check_one_of("scope", self.scope.data, MEMORY_SCOPES)
         mtype = self.result.type
         assert isinstance(mtype, MemRefType)
         if not mtype.has_static_shape():

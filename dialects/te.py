@@ -69,14 +69,19 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from lamina.dialects.func_like import (
-    FuncLikeCallableInterface,
-    FuncLikeOp,
-    ReturnLikeOp,
+from lamina.dialects.common import (
     UndefLikeOp,
+    check_index_types,
+    check_one_of,
     is_scalar_type,
+    parse_indexed_access,
+    parse_one_of,
+    parse_type_of,
+    print_indexed_access,
+    verify_indices,
     verify_terminator,
 )
+from lamina.dialects.func_like import FuncLikeCallableInterface, FuncLikeOp, ReturnLikeOp
 from lamina.dialects.lamina import ConstraintAttr
 
 COMBINERS = ("sum", "max", "min", "prod")
@@ -331,10 +336,7 @@ class ComputeOp(IRDLOperation):
                     raise VerifyException(f"'{name}' is only allowed with reduce_extents")
             return
         assert self.combiner is not None
-        if self.combiner.data not in COMBINERS:
-            raise VerifyException(
-                f"combiner must be one of {', '.join(COMBINERS)}, got '{self.combiner.data}'"
-            )
+        check_one_of("combiner", self.combiner.data, COMBINERS)
         if self.init is not None and self.init.type != self.element_type:
             raise VerifyException(
                 f"init type must be the result element type: expected {self.element_type}, "
@@ -350,9 +352,7 @@ class ComputeOp(IRDLOperation):
                 f"expected {expected} index block arguments ({rank} spatial, "
                 f"{len(self.reduce_values)} reduction), got {len(args)}"
             )
-        for i, arg in enumerate(args):
-            if not isinstance(arg.type, IndexType):
-                raise VerifyException(f"block argument #{i} must be of type index, got {arg.type}")
+        check_index_types(args, "block argument")
         verify_terminator(self.body.block, YieldOp, "region", quote=False)
 
     # -- syntax --------------------------------------------------------------------
@@ -386,13 +386,7 @@ class ComputeOp(IRDLOperation):
         reduce = _parse_int_list(parser) if parser.parse_optional_keyword("reduce") else None
         combiner = None
         if parser.parse_optional_keyword("combiner"):
-            with parser.in_parens():
-                pos = parser.pos
-                combiner = parser.parse_identifier("combiner")
-                if combiner not in COMBINERS:
-                    parser.raise_error(
-                        f"combiner must be one of {', '.join(COMBINERS)}, got '{combiner}'", pos
-                    )
+            combiner = parse_one_of(parser, "combiner", COMBINERS)
         init = None
         if parser.parse_optional_keyword("init"):
             with parser.in_parens():
@@ -406,10 +400,7 @@ class ComputeOp(IRDLOperation):
         body = parser.parse_region([a.resolve(IndexType()) for a in args])
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
-        pos = parser.pos
-        rtype = parser.parse_type()
-        if not isinstance(rtype, TensorType):
-            parser.raise_error(f"expected a tensor result type, got {rtype}", pos)
+        rtype = parse_type_of(parser, TensorType, "a tensor result type")
         props: dict[str, Attribute | None] = {
             "shape": _array(shape),
             "reduce_extents": _array(reduce) if reduce is not None else None,
@@ -462,14 +453,7 @@ class ReadOp(IRDLOperation):
     def verify_(self) -> None:
         ttype = self.tensor.type
         assert isinstance(ttype, TensorType)
-        rank = len(ttype.get_shape())
-        if len(self.indices) != rank:
-            raise VerifyException(
-                f"expected {rank} indices (one per dimension of {ttype}), got {len(self.indices)}"
-            )
-        for i, index in enumerate(self.indices):
-            if not isinstance(index.type, IndexType):
-                raise VerifyException(f"index #{i} must be of type index, got {index.type}")
+        verify_indices(self.indices, ttype)
         if self.result.type != ttype.element_type:
             raise VerifyException(
                 f"result type must be the tensor's element type: expected "
@@ -478,30 +462,12 @@ class ReadOp(IRDLOperation):
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
-        printer.print_ssa_value(self.tensor)
-        printer.print_string("[")
-        printer.print_list(self.indices, printer.print_ssa_value)
-        printer.print_string("]")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.tensor.type)
+        print_indexed_access(printer, self, self.tensor, self.indices)
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
-        tensor = parser.parse_unresolved_operand()
-        indices = parser.parse_comma_separated_list(
-            Parser.Delimiter.SQUARE, parser.parse_unresolved_operand
-        )
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        pos = parser.pos
-        ttype = parser.parse_type()
-        if not isinstance(ttype, TensorType):
-            parser.raise_error(f"expected a tensor type, got {ttype}", pos)
-        op = cls(
-            parser.resolve_operand(tensor, ttype),
-            [parser.resolve_operand(i, IndexType()) for i in indices],
-        )
+        tensor, indices, attrs, _ = parse_indexed_access(parser, TensorType, "a tensor type")
+        op = cls(tensor, indices)
         op.attributes |= attrs
         return op
 
