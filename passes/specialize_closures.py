@@ -402,7 +402,10 @@ class UnboxReturnedClosure(RewritePattern):
     """`%f = graph.call @mk(...)` where @mk returns `graph.closure @g(c...)` ⇒
     `%c... = graph.call @mk__ret_<N>(...)`, `%f = graph.closure @g(%c...)`.
 
-    The clone of @mk returns the captures in place of each such closure.
+    The clone of @mk returns the captures in place of each such closure. A
+    capture that is a parameter of @mk is taken from the call's own
+    arguments instead; a pure call none of whose results is left in use is
+    erased (so returning a closure over parameters costs no copy).
     """
 
     state: Specializations
@@ -438,9 +441,13 @@ class UnboxReturnedClosure(RewritePattern):
             if closure is None:
                 values.append(next(results))
                 continue
-            captures = [next(results) for _ in closure.captures]
+            captures = [
+                self._forwarded(original, callee, op, next(results))
+                for original in closure.captures
+            ]
             for capture, original in zip(captures, closure.captures, strict=True):
-                capture.name_hint = original.name_hint
+                if capture.owner is call:
+                    capture.name_hint = original.name_hint
             assert isinstance(value.type, FnType)
             rebuilt = ClosureOp(closure.callee, captures, value.type)
             rebuilt.location = op.location
@@ -448,6 +455,16 @@ class UnboxReturnedClosure(RewritePattern):
             values.append(rebuilt.result)
         rewriter.insert(new_ops[1:], InsertPoint.after(call))
         rewriter.replace(op, [], values)
+        if callee.is_pure and not any(r.uses for r in call.results):
+            rewriter.erase(call)
+
+    @staticmethod
+    def _forwarded(capture: SSAValue, callee: FuncOp, call: CallOp, returned: SSAValue) -> SSAValue:
+        """The call's own argument for `capture` if it is a parameter of `callee`,
+        else the value the unboxed call returns for it."""
+        if isinstance(capture, BlockArgument) and capture.block is callee.body.block:
+            return call.arguments[capture.index]
+        return returned
 
     def _unbox(self, callee: FuncOp, rewriter: PatternRewriter, key: tuple) -> str:
         clone = callee.clone()
@@ -566,7 +583,9 @@ class SpecializeClosuresPass(LaminaPass):
     captures (new leading parameters) and whose body rebuilds the closures;
     (3) a `graph.call @mk` of a function returning a `graph.closure` built
     in its body is a call of `@mk__ret_<N>`, which returns the captures,
-    followed by the rebuilt closure. Unused closures are erased. Functions
+    followed by the rebuilt closure (captures that are parameters of @mk
+    are the call's own arguments; a pure call left without used results is
+    erased). Unused closures are erased. Functions
     that no entry point (a function over tensors only, always kept)
     reaches are erased if this pass made them or if they are internal (a
     function-typed parameter or result: not callable from outside), the

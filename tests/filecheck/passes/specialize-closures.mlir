@@ -160,12 +160,16 @@ builtin.module {
 
 // A function returning a closure built in its body: callers call a clone
 // returning the captures and rebuild the closure, which then flows through
-// two calls (@outer passes it to @inner) before it is invoked.
+// two calls (@outer passes it to @inner) before it is invoked. A capture that
+// is a parameter of @make (%w) is taken from the caller's own argument; a
+// computed one (%v) is returned by the clone.
 builtin.module {
   graph.func @make(%w: tensor<4xf32>) -> !graph.fn<(tensor<4xf32>) -> tensor<4xf32>> {
+    %v = graph.neg %w : (tensor<4xf32>) -> tensor<4xf32>
     %f = graph.lambda (%a: tensor<4xf32>) -> tensor<4xf32> {
-      %b = graph.sub %a, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-      graph.return %b : tensor<4xf32>
+      %b = graph.sub %a, %v : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+      %c = graph.mul %b, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+      graph.return %c : tensor<4xf32>
     }
     graph.return %f : !graph.fn<(tensor<4xf32>) -> tensor<4xf32>>
   }
@@ -185,23 +189,51 @@ builtin.module {
 }
 // CHECK-NOT:   graph.func @make(
 // CHECK-LABEL: graph.func @make__ret_0(
-// CHECK-SAME:      %[[W:.*]]: tensor<4xf32>) -> tensor<4xf32> {
-// CHECK-NEXT:    graph.return %[[W]] : tensor<4xf32>
+// CHECK-SAME:      %[[W:.*]]: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+// CHECK-NEXT:    %[[V:.*]] = graph.neg %[[W]]
+// CHECK-NEXT:    graph.return %[[V]], %[[W]] : tensor<4xf32>, tensor<4xf32>
 // CHECK-LABEL: graph.func @make_lambda0(
 // CHECK-LABEL: graph.func @inner__spec_make_lambda0_0(
-// CHECK-SAME:      %[[W:.*]]: tensor<4xf32>, %[[X:.*]]: tensor<4xf32>) -> tensor<4xf32> {
-// CHECK-NEXT:    %[[Y:.*]] = graph.call @make_lambda0(%[[W]], %[[X]])
+// CHECK-SAME:      %[[V:.*]]: tensor<4xf32>, %[[W:.*]]: tensor<4xf32>, %[[X:.*]]: tensor<4xf32>) -> tensor<4xf32> {
+// CHECK-NEXT:    %[[Y:.*]] = graph.call @make_lambda0(%[[V]], %[[W]], %[[X]])
 // CHECK-NEXT:    graph.return %[[Y]]
 // CHECK-LABEL: graph.func @outer__spec_make_lambda0_0(
-// CHECK-SAME:      %[[W:.*]]: tensor<4xf32>, %[[X:.*]]: tensor<4xf32>) -> tensor<4xf32> {
-// CHECK-NEXT:    %[[Y:.*]] = graph.call @inner__spec_make_lambda0_0(%[[W]], %[[X]])
+// CHECK-SAME:      %[[V:.*]]: tensor<4xf32>, %[[W:.*]]: tensor<4xf32>, %[[X:.*]]: tensor<4xf32>) -> tensor<4xf32> {
+// CHECK-NEXT:    %[[Y:.*]] = graph.call @inner__spec_make_lambda0_0(%[[V]], %[[W]], %[[X]])
 // CHECK-NEXT:    graph.return %[[Y]]
 // CHECK-LABEL: graph.func @main(
 // CHECK-SAME:      %[[X:.*]]: tensor<4xf32>, %[[W:.*]]: tensor<4xf32>) -> tensor<4xf32> {
-// CHECK-NEXT:    %[[C:.*]] = graph.call @make__ret_0(%[[W]]) : (tensor<4xf32>) -> tensor<4xf32>
-// CHECK-NEXT:    %[[Y:.*]] = graph.call @outer__spec_make_lambda0_0(%[[C]], %[[X]])
+// CHECK-NEXT:    %[[V:.*]], %{{.*}} = graph.call @make__ret_0(%[[W]]) : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+// CHECK-NEXT:    %[[Y:.*]] = graph.call @outer__spec_make_lambda0_0(%[[V]], %[[W]], %[[X]])
 // CHECK-NEXT:    graph.return %[[Y]]
 // CHECK-NOT:   !graph.fn
+
+// -----
+
+// A closure over parameters only: the unboxed call returns nothing needed
+// and goes, and with it @scale_by__ret_0.
+builtin.module {
+  graph.func @scale_by(%w: tensor<4xf32>) -> !graph.fn<(tensor<4xf32>) -> tensor<4xf32>> {
+    %f = graph.lambda (%a: tensor<4xf32>) -> tensor<4xf32> {
+      %b = graph.mul %a, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+      graph.return %b : tensor<4xf32>
+    }
+    graph.return %f : !graph.fn<(tensor<4xf32>) -> tensor<4xf32>>
+  }
+  graph.func @main(%x: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32> {
+    %f = graph.call @scale_by(%w) : (tensor<4xf32>) -> !graph.fn<(tensor<4xf32>) -> tensor<4xf32>>
+    %y = graph.invoke %f(%x) {pure} : (tensor<4xf32>) -> tensor<4xf32>
+    graph.return %y : tensor<4xf32>
+  }
+}
+// CHECK-NOT:   graph.func @scale_by(
+// CHECK-NOT:   graph.func @scale_by__ret
+// CHECK-LABEL: graph.func @scale_by_lambda0(
+// CHECK-LABEL: graph.func @main(
+// CHECK-SAME:      %[[X:.*]]: tensor<4xf32>, %[[W:.*]]: tensor<4xf32>) -> tensor<4xf32> {
+// CHECK-NEXT:    %[[Y:.*]] = graph.call @scale_by_lambda0(%[[W]], %[[X]])
+// CHECK-NEXT:    graph.return %[[Y]]
+// CHECK-NOT:   graph.func @scale_by__ret
 
 // -----
 
