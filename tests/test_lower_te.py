@@ -12,6 +12,7 @@ arrays (outputs passed in, destination-passing style) and compared with NumPy.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -23,6 +24,8 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
 from xdsl.ir import Operation
 
 import lamina
+from lamina.backends.codegen import emit_llvm_ir
+from lamina.backends.executable import lower_to_build
 from lamina.backends.reference import evaluate
 from lamina.backends.runtime import Kernel
 from lamina.core.context import make_context
@@ -650,3 +653,31 @@ def test_max_reduction_in_memory_propagates_nan() -> None:
     got = run_program(te_reduction((4, 3), (0,), "max", "f32"), x)
     np.testing.assert_array_equal(np.isnan(got), [False, True, False])
     np.testing.assert_allclose(got[[0, 2]], x.max(axis=0)[[0, 2]])
+
+
+# ---------------------------------------------------------------------------
+# The chosen innermost loops vectorize (LLVM O3 on the host)
+# ---------------------------------------------------------------------------
+
+VECTOR_FADD = re.compile(r"= fadd [a-z ]*<\d+ x float>")
+
+
+def optimized_ir(text: str) -> str:
+    module, _ = lower_to_build(parse_module(make_context(), text, "v.mlir"), None, "default")
+    return emit_llvm_ir(module)
+
+
+def test_matmul_column_loop_vectorizes() -> None:
+    """`C[i, j] += A[i, k] * B[k, j]` along j: vector loads of B and C, vector fadd,
+    no gather (sizes too large for LLVM to unroll everything and SLP-vectorize)."""
+    text = one_op_program("graph.matmul $operands", [(16, 200), (200, 520)], (16, 520))
+    ir = optimized_ir(f"builtin.module {{\n{text}\n}}\n")
+    assert VECTOR_FADD.search(ir) and re.search(r"= load <\d+ x float>", ir)
+    assert "gather" not in ir
+
+
+def test_float_row_sum_vectorizes_into_partial_sums() -> None:
+    """A last-axis sum stays in a register; `fastmath<reassoc>` lets LLVM split it."""
+    text = one_op_program("graph.reduce_sum $operands {axes = array<i64: 1>}", [(4, 64)], (4,))
+    ir = optimized_ir(f"builtin.module {{\n{text}\n}}\n")
+    assert re.search(r"= fadd reassoc [a-z ]*<\d+ x float>", ir)
