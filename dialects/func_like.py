@@ -8,10 +8,10 @@ external declaration); and a `*.return` terminator (`ReturnLikeOp`).
 builder, syntax and verifier (`FuncLikeOp`): the `lamina.constraint` and
 `device` entries of `arg_attrs`/`res_attrs` must be a `#lamina.constraint` and
 a `#lamina.device`, and each dialect states which argument and result types it
-accepts (`allowed_type`).
-xDSL cannot subclass a concrete `@irdl_op_definition` op, so the fields and
-the custom syntax live in the undecorated bases below; each dialect decorates
-its own subclass. Pieces that are not about functions are in `common`.
+accepts (`allowed_type`). xDSL cannot subclass a concrete
+`@irdl_op_definition` op, so the fields and the custom syntax live in the
+undecorated bases below; each dialect decorates its own subclass. Pieces that
+are not about functions are in `common`.
 """
 
 from __future__ import annotations

@@ -776,6 +776,7 @@ class ReturnOp(ReturnLikeOp, _DeviceOp):
     """
 
     name = "graph.return"
+    # `arguments`, builder and syntax come from ReturnLikeOp, `device` from _DeviceOp.
 
     traits = lazy_traits_def(lambda: (HasParent(FuncOp, LambdaOp), IsTerminator(), ReturnLike()))
 
@@ -822,6 +823,7 @@ class _PureFlagEffects(MemoryEffect):
 
 
 def _symbol_ref(callee: str | SymbolRefAttr) -> SymbolRefAttr:
+    """Builders take a callee as `"f"` or `@f`."""
     return SymbolRefAttr(callee) if isinstance(callee, str) else callee
 
 
@@ -850,6 +852,7 @@ class _CalleeOp(_DeviceOp):
 
 
 CALL_FORMAT = "$callee `(` $arguments `)` attr-dict `:` functional-type($arguments, $res)"
+"""Syntax of every call: `graph.call`, `graph.call_te`/`call_loop`, `graph.call_extern`."""
 
 
 class _CallOp(_CalleeOp):
