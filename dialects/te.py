@@ -19,8 +19,11 @@ Example (a 64x784 by 784x512 matmul)::
       te.return %c : tensor<64x512xf32>
     }
 
-`lower-te` turns each `te.compute` into a loop nest over a buffer (the
-reduction as an inner loop with an accumulator initialised to `init`).
+`lower-te` turns each `te.compute` into a loop nest over a buffer. It orders
+the loops so the innermost one walks contiguous memory: a reduction becomes
+either an innermost accumulator loop (e.g. a row sum) or, when a spatial
+index is the better innermost loop (e.g. matmul's column), an accumulation in
+the destination row initialised to `init`.
 """
 
 from __future__ import annotations
