@@ -77,30 +77,11 @@ from lamina.passes.verify_phase import has_unit, in_codegen, is_tracked_pure_fun
 # ---------------------------------------------------------------------------
 
 
-def _defining_op(value: SSAValue) -> Operation | None:
-    owner = value.owner
-    return owner if isinstance(owner, Operation) else owner.parent_op()
-
-
 def closure_of(value: SSAValue) -> ClosureOp | None:
-    """The `graph.closure` that `value` statically is, if any.
-
-    Looks through `graph.dataflow` results when the closure's captures are
-    defined outside the block (so they are visible wherever the result is).
-    """
+    """The `graph.closure` that `value` is, if any (a closure leaving a dataflow
+    block is first rebuilt after it: `ClosureOutOfDataflow`)."""
     owner = value.owner
-    if isinstance(owner, ClosureOp):
-        return owner
-    if isinstance(owner, DataflowOp) and isinstance(value, OpResult):
-        output = owner.body.block.last_op
-        if not isinstance(output, OutputOp):
-            return None
-        inner = closure_of(output.operands[value.index])
-        if inner is not None and all(
-            not owner.is_ancestor(d) for d in map(_defining_op, inner.captures) if d is not None
-        ):
-            return inner
-    return None
+    return owner if isinstance(owner, ClosureOp) else None
 
 
 def _function_of(value: SSAValue) -> FuncOp | None:
@@ -150,10 +131,7 @@ def describe_function_value(value: SSAValue) -> str:
     if isinstance(owner, InvokeOp):
         return f"result #{value.index} of a graph.invoke whose own callee is unknown"
     if isinstance(owner, DataflowOp):
-        return (
-            f"result #{value.index} of a graph.dataflow block that does not output a "
-            "graph.closure over values defined outside it"
-        )
+        return f"result #{value.index} of a graph.dataflow block that does not output a closure"
     return f"result #{value.index} of '{owner.name}', chosen at run time"
 
 
@@ -298,6 +276,52 @@ class DeadClosure(RewritePattern):
     def match_and_rewrite(self, op: ClosureOp, rewriter: PatternRewriter, /):
         if not op.result.uses and not in_codegen(op):
             rewriter.erase(op)
+
+
+@dataclass
+class ClosureOutOfDataflow(RewritePattern):
+    """A closure a `graph.dataflow` block outputs is rebuilt after the block,
+    which outputs the captures instead::
+
+        %f = graph.dataflow -> !graph.fn<...> {     %v = graph.dataflow -> T {
+          %v = graph.neg %w ...                        %v = graph.neg %w ...
+          %c = graph.closure @g(%v) ...       ⇒        graph.output %v : T
+          graph.output %c : !graph.fn<...>           }
+        }                                            %f = graph.closure @g(%v) ...
+
+    so that the closure is known where the block's result is used.
+    """
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: DataflowOp, rewriter: PatternRewriter, /):
+        output = op.body.block.last_op
+        if not isinstance(output, OutputOp) or in_codegen(op):
+            return
+        inner = [
+            (i, closure)
+            for i, value in enumerate(output.operands)
+            if (closure := closure_of(value)) is not None
+        ]
+        if not inner:
+            return
+        index, closure = inner[0]
+        kept = [v for i, v in enumerate(output.operands) if i != index]
+        outputs = [*kept, *closure.captures]
+        rewriter.insert(OutputOp(*outputs), InsertPoint.before(output))
+        rewriter.erase(output)
+        region = rewriter.move_region_contents_to_new_regions(op.body)
+        block = DataflowOp([v.type for v in outputs], region, device=op.device)
+        block.location = op.location
+        captured = block.res[len(kept) :]
+        kept_results = [r for r in op.res if r.index != index]
+        for new, old in zip(block.res, [*kept_results, *closure.captures], strict=True):
+            new.name_hint = old.name_hint
+        rebuilt = ClosureOp(closure.callee, captured, closure.result.type)
+        rebuilt.location = closure.location
+        rewriter.insert([block, rebuilt], InsertPoint.before(op))
+        results: list[SSAValue] = list(block.res[: len(kept)])
+        results.insert(index, rebuilt.result)
+        rewriter.replace(op, [], results)
 
 
 # ---------------------------------------------------------------------------
@@ -572,9 +596,9 @@ class SpecializeClosuresPass(LaminaPass):
 
     Input invariant: phase optimization (after `lift-lambdas`: every function
     value starts as a `graph.closure` of a top-level `graph.func`).
-    Output IR: rewritten to a fixpoint, (1) every `graph.invoke` of a value
-    that is a `graph.closure @g(c...)` (also through a `graph.dataflow`
-    result whose captures are defined outside the block) is a
+    Output IR: rewritten to a fixpoint (a closure a `graph.dataflow` block
+    outputs is rebuilt after it, the block outputting its captures),
+    (1) every `graph.invoke` of a value that is a `graph.closure @g(c...)` is a
     `graph.call @g(c..., args...)` (a `pure` invoke of an `impure` @g where
     the call must be pure calls a `force_pure` wrapper `@g__pure_<N>`);
     (2) a `graph.call @h` passing closures is a call of
@@ -611,6 +635,7 @@ class SpecializeClosuresPass(LaminaPass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         state = Specializations(op, self.max_new_functions)
         patterns: list[RewritePattern] = [
+            ClosureOutOfDataflow(),
             InvokeOfClosure(state),
             SpecializeCallee(state),
             UnboxReturnedClosure(state),

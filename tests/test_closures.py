@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType, f32
-from xdsl.ir import Block, SSAValue
+from xdsl.ir import Block, Region, SSAValue
 
 import lamina
 from lamina.backends.reference import evaluate
@@ -232,7 +232,8 @@ class Program:
 def add_ops(
     draw, block: Block, tensors: list[SSAValue], fns: list[SSAValue], depth: int, effects: bool
 ):
-    """Fill `block` with 1-6 random ops over the visible values; return a tensor result.
+    """Fill `block` with 1-6 random ops over the visible values; return a tensor result
+    and the function values visible at the end.
 
     `effects`: the block may call the impure `@effect` (an impure function's
     or a lambda's body; lambdas are invoked `pure`, asserting purity).
@@ -270,15 +271,20 @@ def add_ops(
         elif kind == "lambda":
             op = LambdaOp([TT], [TT])
             inner = op.body.block
-            body = add_ops(draw, inner, [*tensors, inner.args[0]], fns, depth + 1, True)
+            body, _ = add_ops(draw, inner, [*tensors, inner.args[0]], fns, depth + 1, True)
             inner.add_op(ReturnOp(body))
         else:
-            op = DataflowOp([TT])
-            inner = op.body.block
-            inner.add_op(OutputOp(add_ops(draw, inner, tensors, fns, depth + 1, False)))
+            inner = Block()
+            result, inner_fns = add_ops(draw, inner, tensors, fns, depth + 1, False)
+            outputs = [result]
+            if inner_fns and draw(st.booleans()):  # a function value leaves the block
+                outputs.append(inner_fns[-1])
+            inner.add_op(OutputOp(*outputs))
+            op = DataflowOp([v.type for v in outputs], Region(inner))
         block.add_op(op)
-        (fns if op.results[0].type == FT else tensors).append(op.results[0])
-    return tensors[-1]
+        for value in op.results:
+            (fns if value.type == FT else tensors).append(value)
+    return tensors[-1], fns
 
 
 @st.composite
@@ -290,7 +296,7 @@ def closure_programs(draw) -> Program:
     impure = draw(st.booleans())
     main = FuncOp("main", ([TT, TT], [TT]), impure=impure)
     block = main.body.block
-    block.add_op(ReturnOp(add_ops(draw, block, list(block.args), [], 0, impure)))
+    block.add_op(ReturnOp(add_ops(draw, block, list(block.args), [], 0, impure)[0]))
     module.body.block.add_op(main)
     verify_module(module)
     return Program(str(module))

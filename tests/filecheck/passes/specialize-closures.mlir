@@ -266,26 +266,33 @@ builtin.module {
 
 // -----
 
-// A closure built in a dataflow block over values from outside it is known
-// where the block's result is invoked.
+// A closure a dataflow block outputs is rebuilt after the block, which
+// outputs the closure's captures instead; then it is known where it is used.
 builtin.module {
   graph.func @scale(%w: tensor<4xf32>, %x: tensor<4xf32>) -> tensor<4xf32> {
     %y = graph.mul %x, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
     graph.return %y : tensor<4xf32>
   }
   graph.func @dataflow(%w: tensor<4xf32>, %x: tensor<4xf32>) -> tensor<4xf32> {
-    %f = graph.dataflow -> !graph.fn<(tensor<4xf32>) -> tensor<4xf32>> {
-      %c = graph.closure @scale(%w) : (tensor<4xf32>) -> !graph.fn<(tensor<4xf32>) -> tensor<4xf32>>
-      graph.output %c : !graph.fn<(tensor<4xf32>) -> tensor<4xf32>>
+    %t, %f = graph.dataflow -> (tensor<4xf32>, !graph.fn<(tensor<4xf32>) -> tensor<4xf32>>) {
+      %v = graph.neg %w : (tensor<4xf32>) -> tensor<4xf32>
+      %c = graph.closure @scale(%v) : (tensor<4xf32>) -> !graph.fn<(tensor<4xf32>) -> tensor<4xf32>>
+      graph.output %v, %c : tensor<4xf32>, !graph.fn<(tensor<4xf32>) -> tensor<4xf32>>
     }
     %y = graph.invoke %f(%x) {pure} : (tensor<4xf32>) -> tensor<4xf32>
-    graph.return %y : tensor<4xf32>
+    %z = graph.add %y, %t : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    graph.return %z : tensor<4xf32>
   }
 }
 // CHECK-LABEL: graph.func @dataflow(
 // CHECK-SAME:      %[[W:.*]]: tensor<4xf32>, %[[X:.*]]: tensor<4xf32>) -> tensor<4xf32> {
-// CHECK:         %[[Y:.*]] = graph.call @scale(%[[W]], %[[X]])
-// CHECK-NEXT:    graph.return %[[Y]]
+// CHECK-NEXT:    %[[T:.*]], %[[V:.*]] = graph.dataflow -> (tensor<4xf32>, tensor<4xf32>) {
+// CHECK-NEXT:      %[[N:.*]] = graph.neg %[[W]]
+// CHECK-NEXT:      graph.output %[[N]], %[[N]] : tensor<4xf32>, tensor<4xf32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %[[Y:.*]] = graph.call @scale(%[[V]], %[[X]])
+// CHECK-NEXT:    %[[Z:.*]] = graph.add %[[Y]], %[[T]]
+// CHECK-NEXT:    graph.return %[[Z]]
 
 // -----
 
