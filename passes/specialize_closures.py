@@ -25,12 +25,14 @@ this pass follows it to where it is used:
 3. a call of a function returning a closure built in its body: a call of a
    clone returning the captures instead, and the closure rebuilt after it.
 
+A closure leaving a `graph.dataflow` block is rebuilt after the block first.
 The rules are applied to a fixpoint, which also resolves closures flowing
 through several calls, closures capturing closures and nested higher-order
-functions. Anything else (a function-typed parameter of a function nobody
-calls, a function value chosen at run time, a closure escaping a dataflow
-block with captures from inside it) is left as is; `lower-graph` reports it
-at the op (`describe_function_value` says what and why).
+functions; a bound on the functions made stops recursive ones that would
+not converge. Anything else (a function-typed parameter of a function
+nobody calls, a function value chosen at run time) is left as is;
+`lower-graph` reports it at the op (`describe_function_value` says what and
+why).
 """
 
 from __future__ import annotations
