@@ -15,6 +15,7 @@ against `// expected-error` annotations by line. This module provides:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -24,6 +25,7 @@ from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr,
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+from xdsl.utils.mlir_lexer import MLIRLexer
 
 
 class Severity(Enum):
@@ -113,6 +115,15 @@ def op_error(op: Operation, message: str) -> DiagnosticError:
 # ---------------------------------------------------------------------------
 # Parsing with locations
 # ---------------------------------------------------------------------------
+
+
+# xDSL 0.74's string-literal regex nests quantifiers (`(?:[^"...]+|...)*"`), so an
+# unterminated `"` backtracks exponentially in the length of the line: a user's
+# typo hangs the parser. Matching one character per repetition is equivalent
+# (the alternatives are disjoint) and linear.
+MLIRLexer._unescaped_characters_regex = re.compile(
+    r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"'
+)
 
 
 class LocatedParser(Parser):

@@ -235,3 +235,11 @@ def test_dump_phases(tmp_path):
 def test_malformed_phase_attribute(tmp_path):
     path = write(tmp_path, "module attributes {lamina.phase = 1 : i32} {\n}\n")
     assert_user_error(lamina_opt(str(path)), "must be a #lamina.phase", located=f"{path}:1:1")
+
+
+def test_unterminated_string_on_a_long_line_fails_fast(tmp_path):
+    """xDSL's string regex backtracked exponentially on this (a hang, not an error)."""
+    text = MATMUL.replace("%c = graph.matmul", '" = graph.matmul')
+    path = write(tmp_path, text)
+    result = lamina_opt(str(path))  # subprocess timeout: 120 s
+    assert_user_error(result, "closing string literal", located=f"{path}:2:3")
