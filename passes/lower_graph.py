@@ -59,6 +59,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.traits import SymbolTable
 
 from lamina.core.diagnostics import op_error
+from lamina.core.liveness import BlockOrder
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, loop
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, DeviceAttr, Phase
@@ -259,8 +260,9 @@ class BodyLowering:
 
     def _insert_frees(self) -> None:
         """`loop.free` each allocation right after the last op using it."""
+        order = BlockOrder(self.block)
         for buffer in self.allocated:
-            last = _last_top_level_user(buffer, self.block)
+            last = order.last_user(buffer)
             free = loop.FreeOp(buffer)
             if last is None:
                 self.block.add_op(free)
@@ -367,20 +369,6 @@ def _storage_slot(op: Operation, index: int) -> int | None:
 def _kept_attributes(op: Operation) -> dict[str, Attribute]:
     """Discardable attributes that survive lowering (not plan-memory's bookkeeping)."""
     return {k: v for k, v in op.attributes.items() if k != STORAGE_ATTR}
-
-
-def _last_top_level_user(value: SSAValue, block: Block) -> Operation | None:
-    """The last op of `block` that uses `value`, directly or in a nested region."""
-    last: Operation | None = None
-    last_index = -1
-    for use in value.uses:
-        op = block.find_ancestor_op_in_block(use.operation)
-        if op is None:
-            continue
-        index = block.get_operation_index(op)
-        if index > last_index:
-            last, last_index = op, index
-    return last
 
 
 # ---------------------------------------------------------------------------

@@ -82,6 +82,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import ConstantLike
 
 from lamina.core.diagnostics import op_error
+from lamina.core.liveness import BlockOrder
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, loop, te
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, Phase
@@ -567,8 +568,9 @@ class FuncBodyLowering:
     @staticmethod
     def _free(temporaries: Sequence[SSAValue], scope: FunctionScope) -> None:
         """Free each temporary right after the last top-level op that uses it."""
+        order = BlockOrder(scope.block)
         for buffer in temporaries:
-            last = _last_top_level_user(buffer, scope.block)
+            last = order.last_user(buffer)
             free = loop.FreeOp(buffer)
             if last is None:
                 scope.add(free)
@@ -578,20 +580,6 @@ class FuncBodyLowering:
 
 def _has_tensor_result(op: Operation) -> bool:
     return any(isinstance(t, TensorType) for t in op.result_types)
-
-
-def _last_top_level_user(value: SSAValue, block: Block) -> Operation | None:
-    """The last op of `block` that uses `value` itself or in a nested region."""
-    last: Operation | None = None
-    last_index = -1
-    for use in value.uses:
-        op = block.find_ancestor_op_in_block(use.operation)
-        if op is None:
-            continue
-        index = block.get_operation_index(op)
-        if index > last_index:
-            last, last_index = op, index
-    return last
 
 
 # ---------------------------------------------------------------------------

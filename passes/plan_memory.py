@@ -31,7 +31,7 @@ by the top-level op containing it.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import ClassVar, Generic, TypeVar
 
@@ -40,6 +40,7 @@ from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i64
 from xdsl.ir import Block, SSAValue
 from xdsl.rewriter import Rewriter
 
+from lamina.core.liveness import BlockOrder
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, loop
 from lamina.dialects.lamina import CPU0, DeviceAttr, Phase, get_default_device
@@ -66,17 +67,6 @@ class FreePool(Generic[T]):
     def take(self, key: Hashable) -> T | None:
         pool = self.pools.get(key)
         return pool.pop() if pool else None
-
-
-def last_use_index(values: Iterable[SSAValue], block: Block, default: int) -> int:
-    """Index in `block` of the last top-level op using any of `values` (`default` if none)."""
-    last = default
-    for value in values:
-        for use in value.uses:
-            op = block.find_ancestor_op_in_block(use.operation)
-            if op is not None:
-                last = max(last, block.get_operation_index(op))
-    return last
 
 
 # ---------------------------------------------------------------------------
@@ -109,6 +99,7 @@ def plan_graph_function(func: graph.FuncOp, default_device: DeviceAttr = CPU0) -
     pool: FreePool[int] = FreePool()
     live: list[tuple[int, Hashable, int]] = []  # (last use index, key, slot)
     n_slots = 0
+    order = BlockOrder(block)
     for index, op in enumerate(block.ops):
         still_live = []
         for end, key, slot in live:
@@ -128,7 +119,7 @@ def plan_graph_function(func: graph.FuncOp, default_device: DeviceAttr = CPU0) -
             if slot is None:
                 slot, n_slots = n_slots, n_slots + 1
             slots.append(slot)
-            live.append((last_use_index(groups.get(result, [result]), block, index), key, slot))
+            live.append((order.last_use_index(groups.get(result, [result]), index), key, slot))
         if any(s >= 0 for s in slots):
             op.attributes[STORAGE_ATTR] = DenseArrayBase.from_list(i64, slots)
         else:
