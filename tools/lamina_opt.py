@@ -263,9 +263,13 @@ class LaminaOptMain(xDSLOptMain):
             print(pass_table(), end="")
             return 0
         if self.args.print_pipeline:
-            from lamina.core.pipeline import format_pipeline
+            from lamina.core.pipeline import PipelineError, format_pipeline
 
-            print(format_pipeline(self.pipeline_name or "default", self.args.targets), end="")
+            try:
+                text = format_pipeline(self.pipeline_name or "default", self.args.targets)
+            except PipelineError as err:
+                raise UsageError(str(err)) from None
+            print(text, end="")
             return 0
         name, text = self._read_input()
         self.input_name = name
