@@ -329,6 +329,13 @@ CONV = [
     ((1, 4, 5, 4), (4, 2, 3, 2), (2, 2), (2, 1, 0, 1), (1, 2), 2),
     ((1, 3, 6, 6), (3, 1, 3, 3), (1, 1), (1, 0, 1, 2), (2, 1), 3),
     ((1, 1, 1, 1), (1, 1, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    # padding materialised by legalize: unread bottom/right padding and input tail (stride 2),
+    # dilated padding, depthwise with padding, windows wholly in padding, a vectorized row
+    ((1, 2, 6, 6), (2, 2, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1),
+    ((1, 2, 7, 7), (2, 2, 3, 3), (1, 1), (2, 2, 2, 2), (2, 2), 1),
+    ((2, 4, 5, 5), (4, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 4),
+    ((1, 1, 3, 4), (2, 1, 2, 2), (1, 1), (3, 0, 0, 3), (1, 1), 1),
+    ((1, 3, 9, 21), (4, 3, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
 ]
 
 POOL = [
@@ -336,6 +343,9 @@ POOL = [
     ((2, 1, 6, 7), (2, 2), (2, 2), (0, 0, 0, 0)),
     ((1, 1, 5, 4), (3, 2), (2, 1), (1, 0, 2, 1)),
     ((1, 3, 1, 1), (1, 1), (1, 1), (0, 0, 0, 0)),
+    # padding materialised by legalize: unread bottom/right padding, a vectorized row
+    ((1, 2, 6, 7), (3, 3), (2, 2), (1, 1, 1, 1)),
+    ((1, 1, 6, 20), (3, 3), (1, 1), (1, 2, 1, 2)),
 ]
 
 
@@ -568,6 +578,12 @@ def _zero_size_cases() -> list[OpCase]:
         ("graph.concat", [(0, 2), (0, 2)], lambda a: graph.ConcatOp(a, 0),
          lambda *xs: np.concatenate(xs)),
         ("graph.add", [(0, 3), (3,)], lambda a: graph.AddOp(*a), np.add),
+        ("graph.conv2d", [(0, 2, 5, 5), (3, 2, 3, 3)],
+         lambda a: graph.Conv2dOp(*a, padding=(1, 1, 1, 1)),
+         lambda x, w: ref_conv2d(x, w, padding=(1, 1, 1, 1))),
+        ("graph.conv2d", [(1, 2, 0, 4), (3, 2, 1, 1)],
+         lambda a: graph.Conv2dOp(*a, padding=(1, 0, 1, 0)),
+         lambda x, w: ref_conv2d(x, w, padding=(1, 0, 1, 0))),
     ]  # fmt: skip
     return [
         OpCase(f"{name}-zero-size-{shapes}", tuple(tensor(s) for s in shapes), make, ref)

@@ -61,6 +61,15 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
     graph.return %y : tensor<1x3x5x5xf32>
   }
 
+  // CHECK-LABEL: graph.func @pools(
+  // CHECK-NEXT:    graph.call_te @te_max_pool2d_1x2x5x5xf32(%x)
+  // CHECK-NEXT:    graph.call_te @te_avg_pool2d_1x2x3x3xf32(%z)
+  graph.func @pools(%x: tensor<1x2x5x5xf32>, %z: tensor<1x2x6x6xf32>) -> (tensor<1x2x5x5xf32>, tensor<1x2x3x3xf32>) {
+    %m = graph.max_pool2d %x {kernel = array<i64: 3, 3>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x2x5x5xf32>) -> tensor<1x2x5x5xf32>
+    %a = graph.avg_pool2d %z {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x2x6x6xf32>) -> tensor<1x2x3x3xf32>
+    graph.return %m, %a : tensor<1x2x5x5xf32>, tensor<1x2x3x3xf32>
+  }
+
   // CHECK-LABEL: graph.func @softmax(
   // CHECK:         graph.call_te @te_softmax_2x8xf32(%x)
   graph.func @softmax(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
@@ -122,20 +131,62 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 // CHECK-NEXT:      %[[P:.*]] = arith.mulf %[[A]], %[[B]] : f32
 // CHECK-NEXT:      te.yield %[[P]] : f32
 
-// Padding: the input index is clamped into bounds and the value selected
-// between the read and 0 on the in-bounds condition.
+// Padding is materialised first: a te.compute of the padded input (5 + 1 + 1
+// rows and columns) reads the input at the clamped index `i - 1` and selects
+// 0 outside it; the window reduction then reads the padded input at the
+// affine `oh + kh`, `ow + kw` (no clamp, no select: unit stride in `ow`).
 // CHECK-LABEL: te.func private @te_conv2d_1x3x5x5xf32(
-// CHECK-NEXT:    te.compute [1, 3, 5, 5] reduce [2, 3, 3] combiner(sum) (%[[N:.*]], %[[O:.*]], %[[OH:.*]], %[[OW:.*]], %[[CI:.*]], %[[KH:.*]], %[[KW:.*]]) {
-// CHECK:           %[[H0:.*]] = arith.addi %[[OH]], %[[KH]] : index
-// CHECK:           %[[H:.*]] = arith.addi %[[H0]], %{{.*}} : index
+// CHECK-NEXT:    %[[XP:.*]] = te.compute [1, 2, 7, 7] (%[[N:.*]], %[[C:.*]], %[[Y:.*]], %[[X:.*]]) {
+// CHECK:           %[[H:.*]] = arith.addi %[[Y]], %{{.*}} : index
 // CHECK:           %[[HLO:.*]] = arith.cmpi sge, %[[H]], %{{.*}} : index
 // CHECK:           %[[HHI:.*]] = arith.cmpi slt, %[[H]], %{{.*}} : index
 // CHECK:           %[[HC:.*]] = arith.select %[[HHI]], %{{.*}}, %{{.*}} : index
-// CHECK:           %[[V:.*]] = te.read %in0[%[[N]], %[[CI]], %[[HC]], %{{.*}}] : tensor<1x2x5x5xf32>
+// CHECK:           %[[V:.*]] = te.read %in0[%[[N]], %[[C]], %[[HC]], %{{.*}}] : tensor<1x2x5x5xf32>
 // CHECK:           %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK:           %[[G:.*]] = arith.select %{{.*}}, %[[V]], %[[ZERO]] : f32
-// CHECK:           %[[W:.*]] = te.read %in1[%[[O]], %[[CI]], %[[KH]], %[[KW]]] : tensor<3x2x3x3xf32>
-// CHECK:           arith.mulf %[[G]], %[[W]] : f32
+// CHECK-NEXT:      te.yield %[[G]] : f32
+// CHECK-NEXT:    } : tensor<1x2x7x7xf32>
+// CHECK-NEXT:    %[[R:.*]] = te.compute [1, 3, 5, 5] reduce [2, 3, 3] combiner(sum) (%[[N:.*]], %[[O:.*]], %[[OH:.*]], %[[OW:.*]], %[[CI:.*]], %[[KH:.*]], %[[KW:.*]]) {
+// CHECK-NEXT:      %[[IH:.*]] = arith.addi %[[OH]], %[[KH]] : index
+// CHECK-NEXT:      %[[IW:.*]] = arith.addi %[[OW]], %[[KW]] : index
+// CHECK-NEXT:      %[[D:.*]] = te.read %[[XP]][%[[N]], %[[CI]], %[[IH]], %[[IW]]] : tensor<1x2x7x7xf32>
+// CHECK-NEXT:      %[[W:.*]] = te.read %in1[%[[O]], %[[CI]], %[[KH]], %[[KW]]] : tensor<3x2x3x3xf32>
+// CHECK-NEXT:      %[[P:.*]] = arith.mulf %[[D]], %[[W]] : f32
+// CHECK-NEXT:      te.yield %[[P]] : f32
+// CHECK-NEXT:    } : tensor<1x3x5x5xf32>
+// CHECK-NEXT:    te.return %[[R]] : tensor<1x3x5x5xf32>
+
+// Max pooling pads with -inf, then takes the max over the padded windows.
+// CHECK-LABEL: te.func private @te_max_pool2d_1x2x5x5xf32(
+// CHECK-NEXT:    %[[XP:.*]] = te.compute [1, 2, 7, 7]
+// CHECK:           %[[NEGINF:.*]] = arith.constant 0xff800000 : f32
+// CHECK:           arith.select %{{.*}}, %{{.*}}, %[[NEGINF]] : f32
+// CHECK:         te.compute [1, 2, 5, 5] reduce [3, 3] combiner(max) (%[[N:.*]], %[[C:.*]], %[[OH:.*]], %[[OW:.*]], %[[KH:.*]], %[[KW:.*]]) {
+// CHECK-NEXT:      %[[IH:.*]] = arith.addi %[[OH]], %[[KH]] : index
+// CHECK-NEXT:      %[[IW:.*]] = arith.addi %[[OW]], %[[KW]] : index
+// CHECK-NEXT:      %[[V:.*]] = te.read %[[XP]][%[[N]], %[[C]], %[[IH]], %[[IW]]] : tensor<1x2x7x7xf32>
+// CHECK-NEXT:      te.yield %[[V]] : f32
+
+// Stride 2 over 6 + 1 + 1 padded rows: the windows end at padded row
+// 2*2 + 2 = 6, so the padded input has only 7 rows, its bottom padding row
+// is never read and only the top side is guarded. Padding is 0; the divisor counts the non-padding elements
+// from the output indices.
+// CHECK-LABEL: te.func private @te_avg_pool2d_1x2x3x3xf32(
+// CHECK-NEXT:    %[[XP:.*]] = te.compute [1, 2, 7, 7] (%{{.*}}, %{{.*}}, %[[Y:.*]], %[[X:.*]]) {
+// CHECK-NOT:       arith.cmpi slt
+// CHECK:           te.yield
+// CHECK-NEXT:    } : tensor<1x2x7x7xf32>
+// CHECK-NEXT:    %[[S:.*]] = te.compute [1, 2, 3, 3] reduce [3, 3] combiner(sum) (%{{.*}}, %{{.*}}, %[[OH:.*]], %[[OW:.*]], %[[KH:.*]], %[[KW:.*]]) {
+// CHECK-NEXT:      %[[C2:.*]] = arith.constant 2 : index
+// CHECK-NEXT:      %[[H2:.*]] = arith.muli %[[OH]], %[[C2]] : index
+// CHECK-NEXT:      %[[IH:.*]] = arith.addi %[[H2]], %[[KH]] : index
+// CHECK-NEXT:      %[[W2:.*]] = arith.muli %[[OW]], %[[C2]] : index
+// CHECK-NEXT:      %[[IW:.*]] = arith.addi %[[W2]], %[[KW]] : index
+// CHECK-NEXT:      te.read %[[XP]][%{{.*}}, %{{.*}}, %[[IH]], %[[IW]]] : tensor<1x2x7x7xf32>
+// CHECK:         te.compute [1, 2, 3, 3] (%{{.*}}, %{{.*}}, %[[OH:.*]], %[[OW:.*]]) {
+// CHECK:           arith.muli %[[OH]], %{{.*}} : index
+// CHECK:           te.read %[[S]]
+// CHECK:           arith.divf
 
 // Softmax is a DAG of four te.compute: max, exp(x - max), sum, divide.
 // CHECK-LABEL: te.func private @te_softmax_2x8xf32(
