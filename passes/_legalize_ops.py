@@ -12,11 +12,16 @@ Index conventions (DESIGN §3.2 semantics):
 * NumPy broadcasting: operand dim j of rank r sits under output dim
   `j + R - r`; a size-1 operand dim is read at index 0.
 * Out-of-bounds reads never happen. Where an index may leave the operand
-  (padded windows, concat, layout padding) the index is *clamped* into
-  bounds and the value is chosen with `arith.select` on an in-bounds
-  condition: branch-free, vectorizable, and every `te.read` is safe to
-  execute unconditionally. Guards are emitted only on the sides that can
-  actually go out of bounds (no padding, no guard).
+  (padding, concat, layout padding) the index is *clamped* into bounds and
+  the value is chosen with `arith.select` on an in-bounds condition:
+  branch-free, and every `te.read` is safe to execute unconditionally.
+  Guards are emitted only on the sides that can actually go out of bounds
+  (no padding, no guard).
+* Padded windows (conv2d, max/avg pooling) first materialise the padded
+  input as its own elementwise `te.compute` (`pad_windows`, the only place
+  that clamps), so the window reduction reads it at the affine
+  `o*stride + k*dilation`: a clamped index inside the reduction is not
+  affine in the output column and vectorizes into masked gathers.
 * Reductions use `reduce_extents` + `combiner` and start from te's default
   `init`, the combiner's identity (0 for sum, −∞ or the smallest integer
   for max). A reduction over an empty domain is the identity everywhere.

@@ -7,8 +7,8 @@ nothing) and reusing constants within the block. Keeping this in one place
 lets the per-op builders in `_legalize_ops.py` read like index formulas.
 
 Index values are `index`-typed SSA values; signed comparisons (`slt`, `sge`)
-are used because a padded convolution index (`oh * s + kh * d - pad`) can be
-negative before it is guarded.
+are used because an index into an unpadded input (`i - pad` for a padded
+index `i`) can be negative before it is guarded.
 """
 
 from __future__ import annotations

@@ -186,10 +186,12 @@ class LegalizePass(LaminaPass):
     keeping the op's `device`. Ops of the same kind with the same properties,
     attributes and types share one te.func. Each te.func is a DAG of
     `te.compute` (one for elementwise ops and single reductions, several for
-    softmax, layer_norm, avg/global pooling and reduce_mean). Reads that may
-    leave an operand (padded windows, concat, layout padding) use clamped
-    indices and `arith.select` on an in-bounds condition, so no `te.read` is
-    ever out of bounds. `graph.dataflow` blocks are flattened into their
+    softmax, layer_norm, avg/global pooling and reduce_mean). Padded
+    conv2d / max_pool2d / avg_pool2d first compute the padded input (PAD 0,
+    or −∞ for max pooling) and read it at the affine window index
+    `o*stride + k*dilation`. Reads that may leave an operand (padding,
+    concat, layout padding) use clamped indices and `arith.select` on an
+    in-bounds condition, so no `te.read` is ever out of bounds. `graph.dataflow` blocks are flattened into their
     parent block. Purity tracking is removed: a `graph.func` with neither
     `impure` nor `force_pure` gets `force_pure`; `pure` is dropped from
     `graph.call_extern` and `graph.invoke`. The module enters phase lowering.

@@ -676,6 +676,25 @@ def test_matmul_column_loop_vectorizes() -> None:
     assert "gather" not in ir
 
 
+@pytest.mark.parametrize(
+    "op_text, ins, out",
+    [
+        ("graph.conv2d $operands {padding = array<i64: 1, 1, 1, 1>}",
+         [(1, 8, 20, 40), (8, 8, 3, 3)], (1, 8, 20, 40)),
+        ("graph.max_pool2d $operands {kernel = array<i64: 3, 3>, padding = array<i64: 1, 1, 1, 1>}",
+         [(1, 8, 20, 40)], (1, 8, 20, 40)),
+    ],
+    ids=["conv2d", "max_pool2d"],
+)  # fmt: skip
+def test_padded_window_column_loop_vectorizes(op_text: str, ins: list, out: tuple) -> None:
+    """legalize pads the input in a separate te.compute, so the window reduction reads
+    `x_pad[.., oh + kh, ow + kw]`: vector loads along `ow`, no masked gather (which a
+    clamped, selected index inside the reduction produced)."""
+    ir = optimized_ir(f"builtin.module {{\n{one_op_program(op_text, ins, out)}\n}}\n")
+    assert re.search(r"= load <\d+ x float>", ir)
+    assert "gather" not in ir
+
+
 def test_float_row_sum_vectorizes_into_partial_sums() -> None:
     """A last-axis sum stays in a register; `fastmath<reassoc>` lets LLVM split it."""
     text = one_op_program("graph.reduce_sum $operands {axes = array<i64: 1>}", [(4, 64)], (4,))
