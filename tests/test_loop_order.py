@@ -87,13 +87,20 @@ def test_reductions_follow_the_contiguous_axis(axes: str, expected: Innermost) -
 
 
 def test_padded_conv2d_puts_the_output_column_innermost() -> None:
-    """The clamped input index is not affine in any loop; the output store (in ow)
-    and the weight read (in kw) tie, and the tie goes to the result's last dim."""
-    compute = legalized("""(%x: tensor<1x4x9x9xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<1x6x9x9xf32> {
-    %y = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x4x9x9xf32>, tensor<6x4x3x3xf32>) -> tensor<1x6x9x9xf32>
-    graph.return %y : tensor<1x6x9x9xf32>
-  }""")
-    assert choose_innermost(compute) == Innermost(3, is_reduction=False)
+    """legalize pads the input in its own te.compute (column innermost), then reads it
+    at `ow + kw`: contiguous in ow (with the output store) and in kw (with the weight
+    read); the tie goes to the result's last dim."""
+    text = (
+        "builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {\n"
+        "  graph.func @main(%x: tensor<1x4x9x9xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<1x6x9x9xf32> {\n"
+        "    %y = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x4x9x9xf32>, tensor<6x4x3x3xf32>) -> tensor<1x6x9x9xf32>\n"
+        "    graph.return %y : tensor<1x6x9x9xf32>\n  }\n}\n"
+    )  # fmt: skip
+    module = parse_module(make_context(), text, "t.mlir")
+    PassManager(parse_pass_pipeline("legalize")).run(make_context(), module)
+    pad, conv = [op for op in module.walk() if isinstance(op, te.ComputeOp)]
+    assert choose_innermost(pad) == Innermost(3, is_reduction=False)
+    assert choose_innermost(conv) == Innermost(3, is_reduction=False)
 
 
 def test_transpose_reading_along_a_column_moves_that_dimension_innermost() -> None:
