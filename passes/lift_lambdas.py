@@ -45,6 +45,7 @@ from lamina.passes.verify_phase import (
     has_unit,
     in_codegen,
     is_impure_call,
+    symbol_scope,
 )
 
 
@@ -115,8 +116,8 @@ def lift_lambda(module: ModuleOp, lam: Operation, name: str, anchor: Operation) 
     function_type = FunctionType.from_lists(entry.arg_types, results)
     lam.detach_region(body)
     func = FuncOp(name, function_type, body)
-    _mark_purity(func, anchor, module)
     module.body.block.insert_op_after(func, anchor)
+    _mark_purity(func, anchor)
 
     fn_type = lam.results[0].type
     assert isinstance(fn_type, FnType)
@@ -130,13 +131,13 @@ def lift_lambda(module: ModuleOp, lam: Operation, name: str, anchor: Operation) 
     return func
 
 
-def _mark_purity(func: FuncOp, enclosing: Operation, module: ModuleOp) -> None:
+def _mark_purity(func: FuncOp, enclosing: Operation) -> None:
     """A lifted function that makes impure calls is `impure`, or `force_pure` when its
     enclosing function asserted purity with `force_pure` (invariant 10 of verify-phase).
 
     Lambdas nested in `func` were lifted first, so its body holds only its own ops.
     """
-    if not any(is_impure_call(op, module) for op in func.walk()):
+    if not any(is_impure_call(op) for op in func.walk()):
         return
     flag = "force_pure" if has_unit(enclosing, "force_pure") else "impure"
     func.properties[flag] = UnitAttr()
@@ -155,16 +156,17 @@ def lift_all(module: ModuleOp) -> list[Operation]:
     nested lambda is already a closure when its parent is lifted and its
     captures become captures of the parent (transitive capture).
     """
-    namer = LambdaNamer(module)
-    lambdas = lambdas_to_lift(module)
-    plan: list[tuple[Operation, str, Operation]] = []
-    for lam in lambdas:
-        top = enclosing_top_level(lam, module)
+    namers: dict[ModuleOp, LambdaNamer] = {}
+    plan: list[tuple[ModuleOp, Operation, str, Operation]] = []
+    for lam in lambdas_to_lift(module):
+        scope = symbol_scope(lam)
+        namer = namers.setdefault(scope, LambdaNamer(scope))
+        top = enclosing_top_level(lam, scope)
         assert top is not None
-        plan.append((lam, namer.fresh(_enclosing_name(top)), top))
+        plan.append((scope, lam, namer.fresh(_enclosing_name(top)), top))
     # Each function is inserted right after its enclosing one; lifting in
     # reverse pre-order therefore leaves them in pre-order (= name order).
-    return [lift_lambda(module, lam, name, top) for lam, name, top in reversed(plan)]
+    return [lift_lambda(scope, lam, name, top) for scope, lam, name, top in reversed(plan)]
 
 
 @dataclass(frozen=True)

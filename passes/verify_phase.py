@@ -136,17 +136,28 @@ def is_tracked_pure_func(func: Operation) -> bool:
     return not has_unit(func, "impure") and not has_unit(func, "force_pure")
 
 
-def top_level_func(module: ModuleOp, name: str | None) -> Operation | None:
-    """The top-level `graph.func` called `name`, if there is one."""
+def symbol_scope(op: Operation) -> ModuleOp:
+    """The innermost `builtin.module` around `op`: the symbol table its symbols resolve in."""
+    parent = op.parent_op()
+    while not isinstance(parent, ModuleOp):
+        if parent is None:
+            raise ValueError(f"'{op.name}' is not inside a builtin.module")
+        parent = parent.parent_op()
+    return parent
+
+
+def top_level_func(user: Operation, name: str | None) -> Operation | None:
+    """The `graph.func` called `name` at the top level of `user`'s module, if there is one."""
     if name is None:
         return None
-    found = SymbolTable.lookup_symbol(module, name)
-    if found is None or found.name != "graph.func" or found.parent_op() is not module:
+    scope = symbol_scope(user)
+    found = SymbolTable.lookup_symbol(scope, name)
+    if found is None or found.name != "graph.func" or found.parent_op() is not scope:
         return None
     return found
 
 
-def is_impure_call(op: Operation, module: ModuleOp) -> bool:
+def is_impure_call(op: Operation) -> bool:
     """Whether `op` is a call that may have side effects (invariants 9, 10).
 
     `graph.call_extern` and `graph.invoke` are impure unless marked `pure`; a
@@ -156,7 +167,7 @@ def is_impure_call(op: Operation, module: ModuleOp) -> bool:
     if op.name in ("graph.call_extern", "graph.invoke"):
         return not has_unit(op, "pure")
     if op.name == "graph.call":
-        callee = top_level_func(module, callee_name(op))
+        callee = top_level_func(op, callee_name(op))
         return callee is not None and not is_func_pure(callee)
     return False
 
@@ -169,7 +180,7 @@ def is_pure_in_dataflow(op: Operation, module: ModuleOp) -> bool:
     dialects' ops must declare themselves side-effect free.
     """
     if op.name in IMPURE_CALL_OPS:
-        return not is_impure_call(op, module)
+        return not is_impure_call(op)
     if op.name in ("graph.func", "graph.return"):
         return False
     if op.dialect_name() == "graph":
@@ -226,7 +237,7 @@ def check_closure_callees(module: ModuleOp) -> Iterator[Violation]:
         if op.name != "graph.closure":
             continue
         name = callee_name(op)
-        if top_level_func(module, name) is None:
+        if top_level_func(op, name) is None:
             yield (
                 op,
                 f"'graph.closure' callee @{name} is not a top-level 'graph.func'",
@@ -320,7 +331,7 @@ def check_pure_funcs(module: ModuleOp) -> Iterator[Violation]:
         if func.name != "graph.func" or not is_tracked_pure_func(func):
             continue
         for op in own_ops(func):
-            if op.name in IMPURE_CALL_OPS and is_impure_call(op, module):
+            if op.name in IMPURE_CALL_OPS and is_impure_call(op):
                 yield (
                     op,
                     f"pure 'graph.func' @{_sym_name(func)} calls impure '{op.name}'"

@@ -164,3 +164,38 @@ builtin.module {
 // CHECK-NEXT:    graph.call_extern "print"
 // CHECK-LABEL: graph.func @claimed(
 // CHECK-NEXT:    graph.lambda
+
+// -----
+
+// Nested modules are separate symbol tables: each lambda is lifted into its
+// own module, next to its enclosing function.
+// CHECK-LABEL: builtin.module {
+// CHECK:         graph.func @first
+// CHECK:           graph.closure @first_lambda0
+// CHECK:         graph.func @first_lambda0(
+// CHECK:       builtin.module {
+// CHECK:         graph.func @second
+// CHECK:           graph.closure @second_lambda0
+// CHECK:         graph.func @second_lambda0(
+builtin.module {
+  builtin.module {
+    graph.func @first(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %f = graph.lambda (%y: tensor<4xf32>) -> tensor<4xf32> {
+        %z = graph.exp %y : (tensor<4xf32>) -> tensor<4xf32>
+        graph.return %z : tensor<4xf32>
+      }
+      %r = graph.invoke %f(%x) {pure} : (tensor<4xf32>) -> tensor<4xf32>
+      graph.return %r : tensor<4xf32>
+    }
+  }
+  builtin.module {
+    graph.func @second(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %f = graph.lambda (%y: tensor<4xf32>) -> tensor<4xf32> {
+        %z = graph.neg %y : (tensor<4xf32>) -> tensor<4xf32>
+        graph.return %z : tensor<4xf32>
+      }
+      %r = graph.invoke %f(%x) {pure} : (tensor<4xf32>) -> tensor<4xf32>
+      graph.return %r : tensor<4xf32>
+    }
+  }
+}
