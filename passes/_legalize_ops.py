@@ -18,10 +18,12 @@ Index conventions (DESIGN §3.2 semantics):
   Guards are emitted only on the sides that can actually go out of bounds
   (no padding, no guard).
 * Padded windows (conv2d, max/avg pooling) first materialise the padded
-  input as its own elementwise `te.compute` (`pad_windows`, the only place
+  input as its own elementwise `te.compute` (`window_input`, the only place
   that clamps), so the window reduction reads it at the affine
   `o*stride + k*dilation`: a clamped index inside the reduction is not
-  affine in the output column and vectorizes into masked gathers.
+  affine in the output column and vectorizes into masked gathers. A strided
+  last axis is also split into stride phases there, so the output column
+  reads at unit stride.
 * Reductions use `reduce_extents` + `combiner` and start from te's default
   `init`, the combiner's identity (0 for sum, −∞ or the smallest integer
   for max). A reduction over an empty domain is the identity everywhere.
@@ -180,42 +182,84 @@ class Window:
         return self.lo > 0 or self.span > size
 
     def index(self, em: TeEmitter, out: SSAValue, k: SSAValue) -> SSAValue:
-        """The index into the padded input (`pad_windows`): affine, never clamped."""
+        """The index into the padded input (`window_input`): affine, never clamped."""
         return em.affine([(out, self.stride), (k, self.dilation)])
 
 
-def pad_windows(
+@dataclass(frozen=True)
+class WindowInput:
+    """What a window reduction reads: the input itself, or the input padded so that
+    every window lies inside it, with the last axis possibly split into `split.stride`
+    phases (`[.., i]` becomes `[.., i mod stride, i div stride]`)."""
+
+    tensor: SSAValue
+    split: Window | None = None
+
+    def read(
+        self, em: TeEmitter, idx: Indices, windows: Sequence[tuple[Window, SSAValue, SSAValue]]
+    ) -> SSAValue:
+        """`tensor` at `idx` with each window axis replaced by its (output, window)
+        index pair's position `o*stride + k*dilation`."""
+        idx = list(idx)
+        tail: Indices = []
+        for w, o, k in windows:
+            if w is self.split:
+                # o*s + k*d = s*(o + (k*d) div s) + (k*d) mod s: unit stride in `o`.
+                kd = em.imul(k, w.dilation)
+                col = em.iadd(o, em.idiv(kd, w.stride))
+                tail = [em.irem(kd, w.stride), col]
+            else:
+                idx[w.axis] = w.index(em, o, k)
+        return em.read(self.tensor, idx[: len(idx) - 1] + tail if tail else idx)
+
+
+def window_input(
     kb: KernelBuilder, x: SSAValue, windows: Sequence[Window], pad_value: float | int
-) -> SSAValue:
-    """`x` itself if no window leaves it, else a `te.compute` of `x` padded with
-    `pad_value` so that every window of `windows` lies inside it.
+) -> WindowInput:
+    """`x` itself if no window leaves it and the last axis is not strided, else a
+    `te.compute` of `x` padded with `pad_value` so that every window lies inside it.
 
     The padded input is materialised once (a local temporary after `lower-te`)
     so that the window reduction reads it at the affine `o*stride + k*dilation`:
     unit-stride in the output column for stride 1, which the loop vectorizer
     turns into plain vector loads. Clamping the index and selecting the pad
     value inside the reduction instead made it non-affine (a masked gather per
-    element, ~3x slower for a 3x3 convolution). Along a padded axis the extent
-    is the windows' `span`, which may drop unread rows of the input's tail.
+    element, ~3x slower for a 3x3 convolution). A strided last axis (stride
+    `s > 1`, more than one output column) is also split into `s` phases,
+    `xp[.., p, q] = x[.., q*s + p]`, so that output column `o` reads column
+    `o + (k*d) div s` of phase `(k*d) mod s`: unit stride again (otherwise the
+    window's own dimension, often of extent 3, would be the contiguous loop).
+    Along a padded or split axis the extent is the windows' `span`, which may
+    drop unread rows of the input's tail.
     """
     shape = shape_of(x)
-    padded = {w.axis: w for w in windows if w.needs_padding(shape[w.axis])}
+    last = len(shape) - 1
+    split = next((w for w in windows if w.axis == last and w.stride > 1 and w.out_size > 1), None)
+    padded = {w.axis: w for w in windows if w.needs_padding(shape[w.axis]) or w is split}
     if not padded:
-        return x
-    out_shape = [padded[a].span if a in padded else size for a, size in enumerate(shape)]
+        return WindowInput(x)
+    extents = [padded[a].span if a in padded else size for a, size in enumerate(shape)]
+    out_shape = list(extents)
+    if split is not None:
+        columns = -(-extents[last] // split.stride)
+        out_shape[last:] = [split.stride, columns]
+        extents[last] = split.stride * columns
     t = elt(x)
     if 0 in shape:  # nothing to read: all padding
-        return kb.compute(out_shape, t, lambda em, _sp, _red: em.const(pad_value, t))
+        pad_only = kb.compute(out_shape, t, lambda em, _sp, _red: em.const(pad_value, t))
+        return WindowInput(pad_only, split)
 
     def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        idx = list(sp[: len(shape)])
+        if split is not None:
+            idx[last] = em.affine([(sp[last + 1], split.stride), (sp[last], 1)])
         conds: list[SSAValue] = []
-        idx = list(sp)
         for axis, w in padded.items():
-            idx[axis], axis_conds = shifted_index(em, sp[axis], w.lo, shape[axis], out_shape[axis])
+            idx[axis], axis_conds = shifted_index(em, idx[axis], w.lo, shape[axis], extents[axis])
             conds += axis_conds
         return guarded(em, conds, em.read(x, idx), em.const(pad_value, t))
 
-    return kb.compute(out_shape, t, body)
+    return WindowInput(kb.compute(out_shape, t, body), split)
 
 
 def shifted_index(
@@ -338,7 +382,7 @@ def build_conv2d(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAV
 
     `out[n, o, oh, ow] = sum_{ci, kh, kw} xp[n, g*Cg + ci, oh*sh + kh*dh, ow*sw + kw*dw]
     * w[o, ci, kh, kw]` with `g = o / (O/groups)` and `xp` the data padded with 0
-    (`pad_windows`; the data itself without padding).
+    (`window_input`; the data itself without padding).
     """
     assert isinstance(op, graph.Conv2dOp)
     data, weight = inputs
@@ -352,16 +396,16 @@ def build_conv2d(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAV
     o_per_group = ws[kl["O"]] // groups
     win_h = Window(dl["H"], sh, dh, top, os_[dl["H"]], kh_size)
     win_w = Window(dl["W"], sw, dw, left, os_[dl["W"]], kw_size)
-    padded = pad_windows(kb, data, [win_h, win_w], 0)
+    source = window_input(kb, data, [win_h, win_w], 0)
 
     def body(em: TeEmitter, sp: Indices, red: Indices) -> SSAValue:
         n, o, oh, ow = (sp[dl[c]] for c in "NCHW")
         ci, kh, kw = red
         c = ci if groups == 1 else em.affine([(em.idiv(o, o_per_group), cg), (ci, 1)])
-        ih, iw = win_h.index(em, oh, kh), win_w.index(em, ow, kw)
-        d_idx = _place(dl, {"N": n, "C": c, "H": ih, "W": iw})
+        d_idx = _place(dl, {"N": n, "C": c, "H": oh, "W": ow})
+        x = source.read(em, d_idx, [(win_h, oh, kh), (win_w, ow, kw)])
         w_idx = _place(kl, {"O": o, "I": ci, "H": kh, "W": kw})
-        return em.mul(em.read(padded, d_idx), em.read(weight, w_idx))
+        return em.mul(x, em.read(weight, w_idx))
 
     extents = [cg, kh_size, kw_size]
     return [kb.compute(os_, elt(data), body, reduce_extents=extents, combiner="sum")]
@@ -376,19 +420,19 @@ def _pool_windows(
     op: graph._Pool2dOp, kb: KernelBuilder, x: SSAValue, pad_value: float | int
 ) -> Body:
     """Body reading `xp[n, c, oh*sh + kh, ow*sw + kw]` over the window, where `xp` is
-    `x` padded with `pad_value` (`pad_windows`)."""
+    `x` padded with `pad_value` (`window_input`)."""
     os_ = shape_of(op.results[0])
     kh_size, kw_size = op.kernel_value
     sh, sw = op.strides_value
     top, left, _, _ = op.padding_value
     win_h = Window(2, sh, 1, top, os_[2], kh_size)
     win_w = Window(3, sw, 1, left, os_[3], kw_size)
-    padded = pad_windows(kb, x, [win_h, win_w], pad_value)
+    source = window_input(kb, x, [win_h, win_w], pad_value)
 
     def body(em: TeEmitter, sp: Indices, red: Indices) -> SSAValue:
         n, c, oh, ow = sp
         kh, kw = red
-        return em.read(padded, [n, c, win_h.index(em, oh, kh), win_w.index(em, ow, kw)])
+        return source.read(em, sp, [(win_h, oh, kh), (win_w, ow, kw)])
 
     return body
 

@@ -189,7 +189,9 @@ class LegalizePass(LaminaPass):
     softmax, layer_norm, avg/global pooling and reduce_mean). Padded
     conv2d / max_pool2d / avg_pool2d first compute the padded input (PAD 0,
     or −∞ for max pooling) and read it at the affine window index
-    `o*stride + k*dilation`. Reads that may leave an operand (padding,
+    `o*stride + k*dilation`; a strided last axis is split into stride phases
+    (`[.., i]` → `[.., i mod s, i div s]`) so the output column reads at unit
+    stride (also without padding). Reads that may leave an operand (padding,
     concat, layout padding) use clamped indices and `arith.select` on an
     in-bounds condition, so no `te.read` is ever out of bounds. `graph.dataflow` blocks are flattened into their
     parent block. Purity tracking is removed: a `graph.func` with neither

@@ -336,6 +336,10 @@ CONV = [
     ((2, 4, 5, 5), (4, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 4),
     ((1, 1, 3, 4), (2, 1, 2, 2), (1, 1), (3, 0, 0, 3), (1, 1), 1),
     ((1, 3, 9, 21), (4, 3, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    # strided columns split into phases: with padding (a vectorized row), and without
+    # padding, dilated (phase (kw*2) mod 3, a partial last phase column)
+    ((1, 3, 8, 37), (4, 3, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1),
+    ((1, 2, 5, 17), (3, 2, 2, 3), (1, 3), (0, 0, 0, 0), (1, 2), 1),
 ]
 
 POOL = [
@@ -346,6 +350,7 @@ POOL = [
     # padding materialised by legalize: unread bottom/right padding, a vectorized row
     ((1, 2, 6, 7), (3, 3), (2, 2), (1, 1, 1, 1)),
     ((1, 1, 6, 20), (3, 3), (1, 1), (1, 2, 1, 2)),
+    ((1, 1, 5, 23), (2, 3), (1, 3), (0, 0, 0, 0)),
 ]
 
 

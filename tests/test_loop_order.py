@@ -103,6 +103,23 @@ def test_padded_conv2d_puts_the_output_column_innermost() -> None:
     assert choose_innermost(conv) == Innermost(3, is_reduction=False)
 
 
+def test_strided_conv2d_reads_phase_split_columns_at_unit_stride() -> None:
+    """Stride 2: legalize splits the padded columns into 2 phases and reads
+    `[.., kw mod 2, ow + kw div 2]`, contiguous in ow; at `2*ow + kw` the 3-wide kw
+    loop (contiguous in the input and the weight) would win instead."""
+    text = (
+        "builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {\n"
+        "  graph.func @main(%x: tensor<1x4x9x18xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<1x6x5x9xf32> {\n"
+        "    %y = graph.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x4x9x18xf32>, tensor<6x4x3x3xf32>) -> tensor<1x6x5x9xf32>\n"
+        "    graph.return %y : tensor<1x6x5x9xf32>\n  }\n}\n"
+    )  # fmt: skip
+    module = parse_module(make_context(), text, "t.mlir")
+    PassManager(parse_pass_pipeline("legalize")).run(make_context(), module)
+    split, conv = [op for op in module.walk() if isinstance(op, te.ComputeOp)]
+    assert split.shape_values == (1, 4, 11, 2, 10)
+    assert choose_innermost(conv) == Innermost(3, is_reduction=False)
+
+
 def test_transpose_reading_along_a_column_moves_that_dimension_innermost() -> None:
     """out[i, j] = a[j, i] + b[j, i]: two contiguous reads in i beat one store in j."""
     compute = te_compute(

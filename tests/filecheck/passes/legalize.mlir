@@ -169,20 +169,27 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 
 // Stride 2 over 6 + 1 + 1 padded rows: the windows end at padded row
 // 2*2 + 2 = 6, so the padded input has only 7 rows, its bottom padding row
-// is never read and only the top side is guarded. Padding is 0; the divisor counts the non-padding elements
-// from the output indices.
+// is never read and only the top side of the rows is guarded. The strided
+// columns are split into 2 phases of 4 (padded column 2*q + p), read at
+// phase kw mod 2, column ow + kw div 2: unit stride in ow. Padding is 0;
+// the divisor counts the non-padding elements from the output indices.
 // CHECK-LABEL: te.func private @te_avg_pool2d_1x2x3x3xf32(
-// CHECK-NEXT:    %[[XP:.*]] = te.compute [1, 2, 7, 7] (%{{.*}}, %{{.*}}, %[[Y:.*]], %[[X:.*]]) {
-// CHECK-NOT:       arith.cmpi slt
+// CHECK-NEXT:    %[[XP:.*]] = te.compute [1, 2, 7, 2, 4] (%{{.*}}, %{{.*}}, %[[Y:.*]], %[[P:.*]], %[[Q:.*]]) {
+// CHECK:           %[[Q2:.*]] = arith.muli %[[Q]], %{{.*}} : index
+// CHECK-NEXT:      %[[COL:.*]] = arith.addi %[[Q2]], %[[P]] : index
+// CHECK:           %[[ROW:.*]] = arith.addi %[[Y]], %{{.*}} : index
+// CHECK:           arith.cmpi sge, %[[ROW]]
+// CHECK-NOT:       arith.cmpi slt, %[[ROW]]
 // CHECK:           te.yield
-// CHECK-NEXT:    } : tensor<1x2x7x7xf32>
+// CHECK-NEXT:    } : tensor<1x2x7x2x4xf32>
 // CHECK-NEXT:    %[[S:.*]] = te.compute [1, 2, 3, 3] reduce [3, 3] combiner(sum) (%{{.*}}, %{{.*}}, %[[OH:.*]], %[[OW:.*]], %[[KH:.*]], %[[KW:.*]]) {
 // CHECK-NEXT:      %[[C2:.*]] = arith.constant 2 : index
 // CHECK-NEXT:      %[[H2:.*]] = arith.muli %[[OH]], %[[C2]] : index
 // CHECK-NEXT:      %[[IH:.*]] = arith.addi %[[H2]], %[[KH]] : index
-// CHECK-NEXT:      %[[W2:.*]] = arith.muli %[[OW]], %[[C2]] : index
-// CHECK-NEXT:      %[[IW:.*]] = arith.addi %[[W2]], %[[KW]] : index
-// CHECK-NEXT:      te.read %[[XP]][%{{.*}}, %{{.*}}, %[[IH]], %[[IW]]] : tensor<1x2x7x7xf32>
+// CHECK-NEXT:      %[[KD:.*]] = arith.divui %[[KW]], %[[C2]] : index
+// CHECK-NEXT:      %[[IW:.*]] = arith.addi %[[OW]], %[[KD]] : index
+// CHECK-NEXT:      %[[PH:.*]] = arith.remui %[[KW]], %[[C2]] : index
+// CHECK-NEXT:      te.read %[[XP]][%{{.*}}, %{{.*}}, %[[IH]], %[[PH]], %[[IW]]] : tensor<1x2x7x2x4xf32>
 // CHECK:         te.compute [1, 2, 3, 3] (%{{.*}}, %{{.*}}, %[[OH:.*]], %[[OW:.*]]) {
 // CHECK:           arith.muli %[[OH]], %{{.*}} : index
 // CHECK:           te.read %[[S]]
