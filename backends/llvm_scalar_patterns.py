@@ -64,7 +64,24 @@ class ConstantLowering(RewritePattern):
         replace_with(op, rewriter, new)
 
 
-class _BinaryLowering(RewritePattern):
+class _SourceLowering(RewritePattern):
+    """Base of the table-driven patterns: each lowers exactly one op class, `source`.
+
+    Subclasses set `source` (and what they lower it to) and implement `lower`;
+    `lower-to-llvm` also reads `source` to try each pattern only on its own ops.
+    """
+
+    source: ClassVar[type[Operation]]
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if type(op) is self.source:
+            self.lower(op, rewriter)
+
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
+        raise NotImplementedError
+
+
+class _BinaryLowering(_SourceLowering):
     """Base: a binary arith/math op → one llvm op on the converted operands."""
 
     source: ClassVar[type[Operation]]
@@ -73,9 +90,7 @@ class _BinaryLowering(RewritePattern):
     def build(self, op: Operation, lhs: SSAValue, rhs: SSAValue) -> Operation:
         return self.target(lhs, rhs)
 
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        if type(op) is not self.source:
-            return
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
         lhs, rhs = (to_llvm(v, rewriter) for v in op.operands)
         replace_with(op, rewriter, rewriter.insert(self.build(op, lhs, rhs)))
 
@@ -207,15 +222,13 @@ class DivfLowering(_FloatBinaryLowering):
     contract = False
 
 
-class _IntrinsicBinaryLowering(RewritePattern):
+class _IntrinsicBinaryLowering(_SourceLowering):
     """Base: a binary op → `llvm.call_intrinsic "<intrinsic>.<type>"`."""
 
     source: ClassVar[type[Operation]]
     intrinsic: ClassVar[str]
 
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        if type(op) is not self.source:
-            return
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
         lhs, rhs = (to_llvm(v, rewriter) for v in op.operands)
         name = f"{self.intrinsic}.{intrinsic_suffix(lhs.type)}"
         replace_with(op, rewriter, call_intrinsic(rewriter, name, [lhs, rhs], lhs.type))
@@ -374,15 +387,13 @@ class NegfLowering(RewritePattern):
         replace_with(op, rewriter, rewriter.insert(new))
 
 
-class _CastLowering(RewritePattern):
+class _CastLowering(_SourceLowering):
     """Base: a one-operand conversion → one llvm cast op to the converted result type."""
 
     source: ClassVar[type[Operation]]
     target: ClassVar[type[Operation]]
 
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        if type(op) is not self.source:
-            return
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
         arg = to_llvm(op.operands[0], rewriter)
         new = rewriter.insert(self.target(arg, convert_type(op.results[0].type)))
         replace_with(op, rewriter, new)
@@ -496,7 +507,7 @@ class FPowILowering(RewritePattern):
         replace_with(op, rewriter, call_intrinsic(rewriter, name, [base, exponent], base.type))
 
 
-class _FloatToIntLowering(RewritePattern):
+class _FloatToIntLowering(_SourceLowering):
     """Base: float → int through `llvm.fpto{s,u}i.sat.*`.
 
     xDSL's llvm dialect has no `fptosi` op; the saturating intrinsic truncates
@@ -506,9 +517,7 @@ class _FloatToIntLowering(RewritePattern):
     source: ClassVar[type[Operation]]
     intrinsic: ClassVar[str]
 
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        if type(op) is not self.source:
-            return
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
         arg = to_llvm(op.operands[0], rewriter)
         target = convert_type(op.results[0].type)
         name = f"{self.intrinsic}.{intrinsic_suffix(target)}.{intrinsic_suffix(arg.type)}"
@@ -532,7 +541,7 @@ class FPToUILowering(_FloatToIntLowering):
 # ---------------------------------------------------------------------------
 
 
-class _UnaryCallIntrinsicLowering(RewritePattern):
+class _UnaryCallIntrinsicLowering(_SourceLowering):
     """Base: a unary math op → `llvm.call_intrinsic "<intrinsic>.<type>"`.
 
     Not xDSL's `llvm.intr.exp`-style ops: the translator declares those
@@ -542,9 +551,7 @@ class _UnaryCallIntrinsicLowering(RewritePattern):
     source: ClassVar[type[Operation]]
     intrinsic: ClassVar[str]
 
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        if type(op) is not self.source:
-            return
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
         arg = to_llvm(op.operands[0], rewriter)
         name = f"{self.intrinsic}.{intrinsic_suffix(arg.type)}"
         replace_with(op, rewriter, call_intrinsic(rewriter, name, [arg], arg.type))
@@ -661,15 +668,13 @@ class CtPopLowering(_UnaryCallIntrinsicLowering):
     source, intrinsic = mathd.CtPopOp, "llvm.ctpop"
 
 
-class _CountBitsLowering(RewritePattern):
+class _CountBitsLowering(_SourceLowering):
     """Base: `math.ctlz` / `math.cttz` → `llvm.ctlz.*` / `llvm.cttz.*(x, false)` (defined for 0)."""
 
     source: ClassVar[type[Operation]]
     intrinsic: ClassVar[str]
 
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        if type(op) is not self.source:
-            return
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
         arg = to_llvm(op.operands[0], rewriter)
         zero_is_poison = constant(0, i1, rewriter)
         name = f"{self.intrinsic}.{intrinsic_suffix(arg.type)}"
@@ -711,7 +716,7 @@ class RsqrtLowering(RewritePattern):
         replace_with(op, rewriter, rewriter.insert(llvm.FDivOp(one, root)))
 
 
-class _LibmLowering(RewritePattern):
+class _LibmLowering(_SourceLowering):
     """Base: a math op without an LLVM intrinsic → a call to libm (`tanhf` / `tanh`).
 
     f32 calls the `f`-suffixed function, f64 the plain one; f16 is computed
@@ -721,9 +726,7 @@ class _LibmLowering(RewritePattern):
     source: ClassVar[type[Operation]]
     function: ClassVar[str]
 
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        if type(op) is not self.source:
-            return
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
         args = [to_llvm(v, rewriter) for v in op.operands]
         ty = args[0].type
         if isinstance(ty, VectorType) or not isinstance(ty, AnyFloat):
