@@ -37,7 +37,7 @@ why).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -184,6 +184,12 @@ class Specializations:
 
     def can_create(self) -> bool:
         return len(self.created) < self.max_new_functions
+
+    def name_for(self, key: tuple, make: Callable[[], str]) -> str | None:
+        """The function already made for `key`, else `make()` one; None once the cap is hit."""
+        if key in self.memo:
+            return self.memo[key]
+        return make() if self.can_create() else None
 
     def add(self, func: FuncOp, origin: FuncOp, rewriter: PatternRewriter, key: tuple) -> str:
         """Insert `func` after `origin` and the functions made from it before (the
@@ -360,11 +366,9 @@ class SpecializeCallee(RewritePattern):
             callee.sym_name.data,
             tuple((i, c.callee.root_reference.data) for i, c in known.items()),
         )
-        name = self.state.memo.get(key)
+        name = self.state.name_for(key, lambda: self._specialize(callee, known, rewriter, key))
         if name is None:
-            if not self.state.can_create():
-                return
-            name = self._specialize(callee, known, rewriter, key)
+            return
         captured = [v for closure in known.values() for v in closure.captures]
         rest = [v for i, v in enumerate(op.arguments) if i not in known]
         call = _replace_call(rewriter, op, name, [*captured, *rest], op.res.types)
@@ -449,11 +453,9 @@ class UnboxReturnedClosure(RewritePattern):
             callee.sym_name.data,
             tuple((i, c.callee.root_reference.data) for i, c in boxed.items()),
         )
-        name = self.state.memo.get(key)
+        name = self.state.name_for(key, lambda: self._unbox(callee, rewriter, key))
         if name is None:
-            if not self.state.can_create():
-                return
-            name = self._unbox(callee, rewriter, key)
+            return
         result_types: list[Attribute] = []
         for i, value in enumerate(op.res):
             closure = boxed.get(i)
