@@ -60,7 +60,7 @@ class TensorSpec:
     @staticmethod
     def from_type(ty: Attribute) -> TensorSpec:
         if not isinstance(ty, TensorType):
-            raise LaminaRuntimeError(f"entry functions take and return tensors, got {ty}")
+            raise LaminaRuntimeError(f"entry functions take and return static tensors, got {ty}")
         return TensorSpec(tuple(ty.get_shape()), numpy_dtype(ty.element_type))
 
     def __str__(self) -> str:
@@ -74,8 +74,14 @@ class Signature:
     results: tuple[TensorSpec, ...]
 
 
-def entry_signatures(module: ModuleOp) -> dict[str, Signature]:
-    """Signatures of the public top-level graph functions (recorded before lowering)."""
+def entry_signatures(
+    module: ModuleOp, rejected: dict[str, str] | None = None
+) -> dict[str, Signature]:
+    """Signatures of the top-level graph functions callable on arrays (read before lowering).
+
+    A function over anything but static tensors (closures, scalars, ...) is
+    internal, not an entry point; why is recorded in `rejected`, if given.
+    """
     from lamina.dialects.graph import FuncOp
 
     sigs: dict[str, Signature] = {}
@@ -86,8 +92,10 @@ def entry_signatures(module: ModuleOp) -> dict[str, Signature]:
         try:
             params = tuple(TensorSpec.from_type(t) for t in ftype.inputs)
             results = tuple(TensorSpec.from_type(t) for t in ftype.outputs)
-        except LaminaRuntimeError:
-            continue  # functions over closures etc. are internal, not entry points
+        except LaminaRuntimeError as err:
+            if rejected is not None:
+                rejected[op.sym_name.data] = str(err)
+            continue
         sigs[op.sym_name.data] = Signature(op.sym_name.data, params, results)
     return sigs
 
@@ -100,6 +108,8 @@ class Executable:
     compiled: object  # backends.codegen compiled module (keeps the JIT engine alive)
     llvm_module: ModuleOp
     timings: dict[str, float] = field(default_factory=dict)
+    not_entries: dict[str, str] = field(default_factory=dict)
+    """Functions that cannot be called from Python, and why."""
     _cfuncs: dict[str, object] = field(default_factory=dict, repr=False)
 
     @property
@@ -116,6 +126,10 @@ class Executable:
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def _signature(self, name: str) -> Signature:
+        if name in self.not_entries:
+            raise LaminaRuntimeError(
+                f"@{name} cannot be called on arrays: {self.not_entries[name]}"
+            )
         if name not in self.signatures:
             known = ", ".join(self.functions) or "none"
             raise LaminaRuntimeError(f"no entry function '{name}' (known: {known})")
@@ -193,14 +207,15 @@ def compile(  # noqa: A001 - the API name is DESIGN §7's
     from lamina.backends.codegen import compile_module
 
     module = _as_module(module_or_text, filename)
-    signatures = entry_signatures(module)
+    not_entries: dict[str, str] = {}
+    signatures = entry_signatures(module, not_entries)
     start = time.perf_counter()
     lowered, _ = lower_to_build(module, targets, pipeline)
     lowering_time = time.perf_counter() - start
     start = time.perf_counter()
     compiled = compile_module(lowered)
     timings = {"lowering": lowering_time, "codegen": time.perf_counter() - start}
-    return Executable(signatures, compiled, lowered, timings)
+    return Executable(signatures, compiled, lowered, timings, not_entries)
 
 
 __all__ = ["compile", "Executable", "LaminaRuntimeError", "DiagnosticError", "TensorSpec"]

@@ -7,6 +7,7 @@ status 1; only genuine internal failures print a traceback, and exit 2.
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -24,7 +25,9 @@ class UsageError(Exception):
 def user_error_types() -> tuple[type[BaseException], ...]:
     from lamina.backends.executable import LaminaRuntimeError
 
-    return (UsageError, LaminaRuntimeError, FileNotFoundError, IsADirectoryError, PermissionError)
+    # Any OSError reaching a tool's top level comes from reading or writing a
+    # file the user named (input, -o, --dump-phases-to, --reproducer, ...).
+    return (UsageError, LaminaRuntimeError, OSError)
 
 
 def guarded_main(tool: str, body: Callable[[], int | None]) -> int:
@@ -34,13 +37,16 @@ def guarded_main(tool: str, body: Callable[[], int | None]) -> int:
     except DiagnosticError as err:
         print(err.format(), file=sys.stderr)
         return EXIT_USER_ERROR
+    except BrokenPipeError:  # `tool ... | head`: the reader left; not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_USER_ERROR
     except user_error_types() as err:
         print(f"{tool}: error: {_describe(err)}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         return 130
     except Exception:
-        print(f"{tool}: internal error (please report it with the input):", file=sys.stderr)
+        print(f"{tool}: internal error: this is a bug in Lamina, please report it", file=sys.stderr)
         traceback.print_exc()
         return EXIT_INTERNAL_ERROR
 

@@ -355,11 +355,14 @@ class PassManager:
         if self.dump_phases_to is None:
             return
         phase = get_phase(module)
-        self.dump_phases_to.mkdir(parents=True, exist_ok=True)
         path = self.dump_phases_to / f"{int(phase)}_{phase.label}{self.dump_suffix}.mlir"
-        with path.open("w") as out:
-            Printer(stream=out).print_op(module)
-            out.write("\n")
+        try:
+            self.dump_phases_to.mkdir(parents=True, exist_ok=True)
+            with path.open("w") as out:
+                Printer(stream=out).print_op(module)
+                out.write("\n")
+        except OSError as err:
+            raise DiagnosticError(f"cannot write the phase dump '{path}': {err.strerror}") from None
 
     def _write_reproducer(self, snapshot: ModuleOp, index: int) -> Path:
         """IR before the failing pass, headed by the pipeline that reproduces the failure."""

@@ -114,3 +114,15 @@ def test_same_program_compiles_once_per_process():
     hits = cache_stats()["hits"]
     lamina.compile(ADD)
     assert cache_stats()["hits"] == hits + 1
+
+
+def test_a_function_over_scalars_says_why_it_is_not_an_entry():
+    text = """\
+graph.func @main(%a: tensor<4xf32>, %s: f32) -> tensor<4xf32> {
+  graph.return %a : tensor<4xf32>
+}
+"""
+    with pytest.raises(
+        lamina.LaminaRuntimeError, match="@main cannot be called on arrays: .* got f32"
+    ):
+        lamina.compile(text).run("main", np.zeros(4, np.float32), np.float32(1))

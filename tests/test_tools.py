@@ -115,3 +115,15 @@ def test_compile_rejects_an_unknown_output_kind(program, tmp_path):
     proc = _tool("lamina_compile", program, "-o", tmp_path / "mm.txt")
     assert proc.returncode == 1
     assert "cannot infer the output kind" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_unwritable_outputs_are_user_errors(program, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for args in (
+        ["--pipeline", "default", "--dump-phases-to", blocker],
+        ["-o", tmp_path / "missing-dir" / "out.mlir"],
+    ):
+        proc = _tool("lamina_opt", program, *args)
+        assert proc.returncode == 1, proc.stderr
+        assert "error:" in proc.stderr and "Traceback" not in proc.stderr

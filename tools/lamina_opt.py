@@ -18,7 +18,6 @@ A Python traceback (exit status 2, `internal error:`) is a bug.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from lamina import __version__
-from lamina.core.cli import UsageError
+from lamina.core.cli import UsageError, guarded_main
 from lamina.core.diagnostics import Diagnostic, DiagnosticError, SourceLocation, parse_module
 from lamina.core.expected_diagnostics import (
     has_annotations,
@@ -70,10 +69,6 @@ def split_input(text: str, split: bool) -> list[Chunk]:
         chunks.append(Chunk(piece, offset))
         offset += piece.count("\n")
     return chunks
-
-
-def _print_error(message: str) -> None:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
 
 
 class LaminaOptMain(xDSLOptMain):
@@ -454,28 +449,9 @@ def _is_blank(text: str) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `lamina-opt`; returns (and exits with) the status."""
     try:
-        status = LaminaOptMain(argv).run()
-    except UsageError as err:
-        _print_error(str(err))
-        status = 1
-    except DiagnosticError as err:
-        print(err.format(), file=sys.stderr)
-        status = 1
+        return guarded_main(PROG, lambda: LaminaOptMain(argv).run())
     except SystemExit as exit_:  # --help / --version
-        status = exit_.code if isinstance(exit_.code, int) else 0
-    except KeyboardInterrupt:
-        status = 130
-    except BrokenPipeError:  # e.g. `lamina-opt big.mlir | head`: not an error of ours
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        status = 1
-    except Exception:
-        import traceback
-
-        print(f"{PROG}: internal error: this is a bug in Lamina, please report it", file=sys.stderr)
-        traceback.print_exc()
-        status = 2
-    return status
+        return exit_.code if isinstance(exit_.code, int) else 0
 
 
 if __name__ == "__main__":
