@@ -176,6 +176,16 @@ def _target_registry() -> dict[str, Callable] | None:
     return found
 
 
+def resolve_targets(targets: Iterable[str] | None) -> list[str]:
+    """`targets` (default: cpu), each checked against the registered targets."""
+    targets = list(targets) if targets else list(DEFAULT_TARGETS)
+    known = known_target_names()
+    for target in targets:
+        if target not in known:
+            raise PipelineError(f"unknown target '{target}' (known targets: {', '.join(known)})")
+    return targets
+
+
 def hook_entries(targets: Iterable[str], point: str, stage: Phase) -> list[PipelineEntry]:
     """The passes `targets` register at hook `point`, in target order."""
     from lamina.core.pass_manager import pass_spec_string
@@ -210,7 +220,7 @@ def pipeline_entries(
     """The expanded pipeline `name`: from phase `start` to the end of phase `stop`."""
     if name not in PIPELINES:
         raise PipelineError(f"unknown pipeline '{name}' (known pipelines: {', '.join(PIPELINES)})")
-    targets = list(targets) if targets else list(DEFAULT_TARGETS)
+    targets = resolve_targets(targets)
     entries: list[PipelineEntry] = []
     for stage in PIPELINES[name]:
         if start is not None and stage.phase < start:
@@ -266,7 +276,7 @@ def passes_for_module(
 def format_pipeline(name: str, targets: Sequence[str] | None = None) -> str:
     """The expanded pipeline by phase, hook points in place, unregistered passes marked."""
     entries = pipeline_entries(name, targets)
-    targets = list(targets) if targets else list(DEFAULT_TARGETS)
+    targets = resolve_targets(targets)
     lines = [f"// pipeline '{name}' (targets: {', '.join(targets)})"]
     for stage in PIPELINES[name]:
         lines.append(f"{stage.phase.label}:")

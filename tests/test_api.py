@@ -126,3 +126,8 @@ graph.func @main(%a: tensor<4xf32>, %s: f32) -> tensor<4xf32> {
         lamina.LaminaRuntimeError, match="@main cannot be called on arrays: .* got f32"
     ):
         lamina.compile(text).run("main", np.zeros(4, np.float32), np.float32(1))
+
+
+def test_unknown_target_is_an_error():
+    with pytest.raises(lamina.DiagnosticError, match="unknown target 'tpu'"):
+        lamina.compile(ADD, targets=["tpu"])

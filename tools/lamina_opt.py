@@ -206,12 +206,9 @@ class LaminaOptMain(xDSLOptMain):
     # -- set-up ---------------------------------------------------------------
 
     def _validate_targets(self) -> None:
-        from lamina.core.pipeline import known_target_names
+        from lamina.core.pipeline import resolve_targets
 
-        known = known_target_names()
-        for target in self.args.targets:
-            if target not in known:
-                raise UsageError(f"unknown target '{target}' (known targets: {', '.join(known)})")
+        resolve_targets(self.args.targets)
 
     def setup_pipeline(self) -> None:
         """Build the pass list from `-p`, `--pipeline` or `--compile-to` (one of them)."""
