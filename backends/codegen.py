@@ -51,6 +51,7 @@ from xdsl.dialects import llvm as llvm_dialect
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import LLVMTranslationException
 
+from lamina.backends.inlining import bound_inlining
 from lamina.backends.llvm_conversion import LOOP_KIND_ATTR
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
 
@@ -239,6 +240,7 @@ def translate(module: ModuleOp, tm: llvm.TargetMachine | None = None) -> llvm_ir
     for func in _internal_functions(module):
         ir_module.get_global(func.sym_name.data).linkage = "internal"
     _attach_loop_metadata(module, ir_module)
+    bound_inlining(ir_module)  # no function grows with the graph (backends/inlining.py)
     return ir_module
 
 

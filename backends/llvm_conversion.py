@@ -31,8 +31,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint
-from xdsl.traits import SymbolTable
 
+from lamina.core.symbols import lookup_symbol
 from lamina.dialects import loop
 
 LOOP_KIND_ATTR = "lamina.loop_kind"
@@ -167,7 +167,7 @@ def declare_function(
 ) -> None:
     """Declare the external function `name` at the top of op's module, once."""
     module = module_of(op)
-    if SymbolTable.lookup_symbol(module, name) is not None:
+    if lookup_symbol(module, name) is not None:
         return
     decl = llvm.FuncOp(
         name, llvm.LLVMFunctionType(inputs, output), linkage=llvm.LinkageAttr("external")

@@ -42,7 +42,6 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
-from xdsl.traits import SymbolTable
 
 from lamina.backends.llvm_conversion import (
     INTERNAL_ATTR,
@@ -53,6 +52,7 @@ from lamina.backends.llvm_conversion import (
     module_of,
     to_llvm,
 )
+from lamina.core.symbols import lookup_symbol
 from lamina.dialects import loop
 
 GOMP_PARALLEL = "GOMP_parallel"
@@ -100,7 +100,7 @@ def _constant_chain(value: SSAValue) -> list[Operation] | None:
 
 def _unique_name(module, base: str) -> str:
     index = 0
-    while SymbolTable.lookup_symbol(module, f"{base}{index}") is not None:
+    while lookup_symbol(module, f"{base}{index}") is not None:
         index += 1
     return f"{base}{index}"
 

@@ -27,6 +27,8 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 from xdsl.utils.mlir_lexer import MLIRLexer
 
+from lamina.core.symbols import indexed_symbol_lookup
+
 
 class Severity(Enum):
     ERROR = "error"
@@ -203,18 +205,24 @@ def collect_verify_diagnostics(root: Operation) -> list[Diagnostic]:
     the op that actually broke a rule, and sibling failures are all reported.
     """
     diagnostics: list[Diagnostic] = []
-    for op in root.walk():
-        try:
-            op.verify(verify_nested_ops=False)
-        except DiagnosticError as err:
-            diagnostics.extend(err.diagnostics)
-        except (VerifyException, DiagnosticException) as err:
-            diagnostics.append(Diagnostic(_clean_verify_message(op, err), op))
-        except Exception as err:  # a verifier bug must still point at the op
-            diagnostics.append(
-                Diagnostic(f"'{op.name}' op verifier crashed: {type(err).__name__}: {err}", op)
-            )
+    with indexed_symbol_lookup():
+        for op in root.walk():
+            _verify_one(op, diagnostics)
     return diagnostics
+
+
+def _verify_one(op: Operation, diagnostics: list[Diagnostic]) -> None:
+    """Verify `op` alone, appending a located diagnostic for each failure."""
+    try:
+        op.verify(verify_nested_ops=False)
+    except DiagnosticError as err:
+        diagnostics.extend(err.diagnostics)
+    except (VerifyException, DiagnosticException) as err:
+        diagnostics.append(Diagnostic(_clean_verify_message(op, err), op))
+    except Exception as err:  # a verifier bug must still point at the op
+        diagnostics.append(
+            Diagnostic(f"'{op.name}' op verifier crashed: {type(err).__name__}: {err}", op)
+        )
 
 
 def verify_module(root: Operation) -> None:

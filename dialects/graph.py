@@ -99,11 +99,11 @@ from xdsl.traits import (
     RecursiveMemoryEffect,
     ReturnLike,
     SymbolOpInterface,
-    SymbolTable,
     SymbolUserOpInterface,
 )
 from xdsl.utils.exceptions import VerifyException
 
+from lamina.core.symbols import lookup_symbol
 from lamina.dialects.common import type_list, verify_terminator
 from lamina.dialects.func_like import FuncLikeCallableInterface, ReturnLikeOp, SymbolFuncOp
 from lamina.dialects.lamina import ConstraintAttr, DeviceAttr
@@ -622,7 +622,7 @@ class _DeviceOp(IRDLOperation):
 def _lookup_symbol(op: Operation, callee: SymbolRefAttr) -> tuple[bool, Operation | None]:
     """(inside a symbol table?, the op `callee` names). Detached ops are not checked."""
     try:
-        return True, SymbolTable.lookup_symbol(op, callee)
+        return True, lookup_symbol(op, callee)
     except ValueError:
         return False, None
 

@@ -69,12 +69,12 @@ from xdsl.traits import (
     ReturnLike,
     SingleBlockImplicitTerminator,
     SymbolOpInterface,
-    SymbolTable,
     SymbolUserOpInterface,
     ensure_terminator,
 )
 from xdsl.utils.exceptions import VerifyException
 
+from lamina.core.symbols import lookup_symbol
 from lamina.dialects.common import (
     UndefLikeOp,
     check_one_of,
@@ -700,7 +700,7 @@ class CallOpSymbolUserInterface(SymbolUserOpInterface):
     def verify(self, op: Operation) -> None:
         assert isinstance(op, CallOp)
         try:
-            callee = SymbolTable.lookup_symbol(op, op.callee)
+            callee = lookup_symbol(op, op.callee)
         except ValueError:  # detached op: nothing to resolve against
             return
         if callee is None:

@@ -56,11 +56,11 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.traits import SymbolTable
 
 from lamina.core.diagnostics import op_error
 from lamina.core.liveness import BlockOrder
 from lamina.core.pass_base import LaminaPass
+from lamina.core.symbols import lookup_symbol
 from lamina.dialects import graph, loop
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, DeviceAttr, Phase
 from lamina.passes.lower_te import buffer_type, symbol_names, to_buffer_types
@@ -160,7 +160,7 @@ def result_buffer_spec(op: Operation, index: int) -> BufferSpec | None:
     device = op.properties.get("dst" if isinstance(op, graph.DeviceCopyOp) else "device")
     constraint = None
     if isinstance(op, graph.CallLoopOp):
-        callee = SymbolTable.lookup_symbol(op, op.callee)
+        callee = lookup_symbol(op, op.callee)
         if isinstance(callee, loop.FuncOp):
             if callee.function_type.outputs.data:
                 return None
@@ -316,7 +316,7 @@ class BodyLowering:
     def _call_loop(self, op: graph.CallLoopOp) -> None:
         """DPS callee: inputs then outputs. A callee that returns its buffers is called
         directly and its results are the values' buffers."""
-        callee = SymbolTable.lookup_symbol(op, op.callee)
+        callee = lookup_symbol(op, op.callee)
         if isinstance(callee, loop.FuncOp) and callee.function_type.outputs.data:
             inputs = [self._buffer(v, op) for v in op.arguments]
             call = loop.CallOp(op.callee, inputs, callee.function_type.outputs.data)

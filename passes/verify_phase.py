@@ -55,11 +55,12 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.ir import Attribute, Operation
-from xdsl.traits import SymbolTable, is_side_effect_free
+from xdsl.traits import is_side_effect_free
 from xdsl.utils.exceptions import VerifyException
 
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
 from lamina.core.pass_base import ALL_PHASES, LaminaPass
+from lamina.core.symbols import lookup_symbol
 from lamina.dialects.graph import GraphCompute
 from lamina.dialects.lamina import Phase, codegen_target, get_phase
 
@@ -151,7 +152,7 @@ def top_level_func(user: Operation, name: str | None) -> Operation | None:
     if name is None:
         return None
     scope = symbol_scope(user)
-    found = SymbolTable.lookup_symbol(scope, name)
+    found = lookup_symbol(scope, name)
     if found is None or found.name != "graph.func" or found.parent_op() is not scope:
         return None
     return found
