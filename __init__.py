@@ -20,12 +20,20 @@ _LAZY = {
 }
 
 
+_LAZY_MODULES = {"cache": "lamina.backends.cache"}
+"""`lamina.cache.clear()` etc.: the disk cache of compiled code (docs/compile-cache.md)."""
+
+
 def __getattr__(name: str):
     if name in _LAZY:
         import importlib
 
         return getattr(importlib.import_module(_LAZY[name]), name)
+    if name in _LAZY_MODULES:
+        import importlib
+
+        return importlib.import_module(_LAZY_MODULES[name])
     raise AttributeError(f"module 'lamina' has no attribute {name!r}")
 
 
-__all__ = ["compile", "Executable", "LaminaRuntimeError", "DiagnosticError", "__version__"]
+__all__ = ["compile", "Executable", "LaminaRuntimeError", "DiagnosticError", "cache", "__version__"]

@@ -401,6 +401,8 @@ class CompiledModule:
     signatures: dict[str, llvm_dialect.LLVMFunctionType]
     """Type of every function the module exports (defined, not internal), by name."""
     timings: CompileTimings = field(default_factory=CompileTimings)
+    object_code: bytes | None = None
+    """The object file MCJIT loaded (what the disk cache stores, backends/cache.py)."""
 
     def get_function_address(self, name: str) -> int:
         """Address of the jitted function `name`; KeyError if the module defines no such function."""
@@ -449,11 +451,36 @@ def _jit(module: ModuleOp, key: str) -> CompiledModule:
     ref = _optimized_ref(module, tm, timings)
     start = time.perf_counter()
     engine = llvm.create_mcjit_compiler(ref, tm)
+    objects: list[bytes] = []
+    engine.set_object_cache(notify_func=lambda _module, buffer: objects.append(buffer))
     engine.finalize_object()
     engine.run_static_constructors()
     timings.jit = time.perf_counter() - start
     signatures = {name: op.function_type for name, op in exported_functions(module).items()}
-    return CompiledModule(key, engine, tm, ref, signatures, timings)
+    code = objects[0] if len(objects) == 1 else None
+    return CompiledModule(key, engine, tm, ref, signatures, timings, code)
+
+
+def load_object(
+    key: str, object_code: bytes, signatures: dict[str, llvm_dialect.LLVMFunctionType]
+) -> CompiledModule:
+    """A `CompiledModule` from object code `_jit` produced earlier (a disk-cache hit).
+
+    MCJIT links the object into this process (resolving libc, libm, libgomp
+    and registered libraries as for a fresh compile); nothing is parsed or
+    optimized. `llvm_module` is then an empty module.
+    """
+    _ensure_llvm()
+    timings = CompileTimings()
+    start = time.perf_counter()
+    tm = _host_target_machine(jit=True)
+    ref = llvm.parse_assembly("")
+    engine = llvm.create_mcjit_compiler(ref, tm)
+    engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+    engine.finalize_object()
+    engine.run_static_constructors()
+    timings.jit = time.perf_counter() - start
+    return CompiledModule(key, engine, tm, ref, signatures, timings, object_code)
 
 
 def cache_stats() -> dict[str, int]:

@@ -23,6 +23,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute
 
+from lamina.backends.stats import CompileStats, StatsRecorder
 from lamina.core.context import make_context
 from lamina.core.diagnostics import DiagnosticError, parse_module, verify_module
 
@@ -106,24 +107,36 @@ class Executable:
 
     signatures: dict[str, Signature]
     compiled: object  # backends.codegen compiled module (keeps the JIT engine alive)
-    llvm_module: ModuleOp
+    llvm_module: ModuleOp | None
+    """The build-phase module; None when the code came from the disk cache."""
     timings: dict[str, float] = field(default_factory=dict)
     not_entries: dict[str, str] = field(default_factory=dict)
     """Functions that cannot be called from Python, and why."""
-    _cfuncs: dict[str, object] = field(default_factory=dict, repr=False)
+    cache_hit: bool | None = None
+    """True/False: loaded from / written to the disk cache; None: the cache was off."""
+    stats: CompileStats | None = None
+    """Time and memory per phase, when compiled with `stats=True`."""
+    _calls: dict[str, EntryCall] = field(default_factory=dict, repr=False)
 
     @property
     def functions(self) -> list[str]:
         return sorted(self.signatures)
 
-    def run(self, name: str, *arrays: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:
-        """Call entry function `name`; one result → an array, several → a tuple."""
-        sig = self._signature(name)
-        inputs = self._check_inputs(sig, arrays)
-        outputs = [np.empty(r.shape, r.dtype) for r in sig.results]
-        cfunc = self._cfunc(name, len(inputs) + len(outputs))
-        cfunc(*(a.ctypes.data_as(ctypes.c_void_p) for a in (*inputs, *outputs)))
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+    def run(
+        self, name: str, *arrays: np.ndarray, out: np.ndarray | Sequence[np.ndarray] | None = None
+    ) -> np.ndarray | tuple[np.ndarray, ...]:
+        """Call entry function `name`; one result → an array, several → a tuple.
+
+        `out`: preallocated result array(s) (one array, or one per result),
+        written in place and returned; checked like the inputs, and also
+        C-contiguous, writeable and not overlapping an input or each other.
+        """
+        call = self._calls.get(name)
+        if call is None:
+            call = self._calls[name] = EntryCall(
+                self._signature(name), self.compiled.get_function_address(name)
+            )
+        return call(arrays, out)
 
     def _signature(self, name: str) -> Signature:
         if name in self.not_entries:
@@ -135,38 +148,109 @@ class Executable:
             raise LaminaRuntimeError(f"no entry function '{name}' (known: {known})")
         return self.signatures[name]
 
-    @staticmethod
-    def _check_inputs(sig: Signature, arrays: Sequence[object]) -> list[np.ndarray]:
-        if len(arrays) != len(sig.params):
+
+def _check_input(sig: Signature, i: int, arr: object, spec: TensorSpec) -> np.ndarray:
+    """Argument `i` checked against `spec` (a clear error if it does not fit), C-contiguous."""
+    if not isinstance(arr, np.ndarray | np.generic):
+        raise LaminaRuntimeError(
+            f"@{sig.name} argument {i}: expected a numpy array {spec}, got {type(arr).__name__}"
+        )
+    arr = np.asarray(arr)
+    if arr.dtype != spec.dtype:
+        raise LaminaRuntimeError(
+            f"@{sig.name} argument {i}: expected dtype {spec.dtype}, got {arr.dtype} "
+            f"(convert with .astype(np.{spec.dtype}))"
+        )
+    if tuple(arr.shape) != spec.shape:
+        raise LaminaRuntimeError(
+            f"@{sig.name} argument {i}: expected shape {spec.shape}, got {tuple(arr.shape)}"
+        )
+    # Only non-contiguous views are copied; contiguous arrays are passed by pointer.
+    return np.ascontiguousarray(arr)
+
+
+def _pointer(arr: np.ndarray) -> object:
+    """A ctypes argument for a C-contiguous array's data pointer, as cheaply as NumPy allows.
+
+    `byref(c_char.from_buffer(a))` costs a quarter of `a.ctypes.data` (and a
+    sixth of `a.ctypes.data_as(c_void_p)`, which `run` used to call per
+    array); it needs a writeable, non-empty buffer, else `a.ctypes.data`.
+    """
+    if arr.flags.writeable and arr.nbytes:
+        return ctypes.byref(ctypes.c_char.from_buffer(arr))
+    return arr.ctypes.data
+
+
+class EntryCall:
+    """One entry function, prepared on its first call: the native prototype and the specs.
+
+    A call then costs a few attribute checks per array (type, dtype, shape,
+    contiguity: the same checks and messages as ever, via `_check_input` on
+    the slow path) and one ctypes call.
+    """
+
+    __slots__ = ("sig", "cfunc", "params", "results")
+
+    def __init__(self, sig: Signature, address: int):
+        self.sig = sig
+        count = len(sig.params) + len(sig.results)
+        self.cfunc = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * count))(address)
+        self.params = tuple((spec.shape, spec.dtype) for spec in sig.params)
+        self.results = tuple((spec.shape, spec.dtype) for spec in sig.results)
+
+    def __call__(
+        self, arrays: Sequence[object], out: object
+    ) -> np.ndarray | tuple[np.ndarray, ...]:
+        sig = self.sig
+        if len(arrays) != len(self.params):
             raise LaminaRuntimeError(
                 f"@{sig.name} expects {len(sig.params)} argument(s), got {len(arrays)}"
             )
-        checked = []
-        for i, (arr, spec) in enumerate(zip(arrays, sig.params, strict=True)):
-            if not isinstance(arr, np.ndarray | np.generic):
-                raise LaminaRuntimeError(
-                    f"@{sig.name} argument {i}: expected a numpy array {spec}, got {type(arr).__name__}"
-                )
-            arr = np.asarray(arr)
-            if arr.dtype != spec.dtype:
-                raise LaminaRuntimeError(
-                    f"@{sig.name} argument {i}: expected dtype {spec.dtype}, got {arr.dtype} "
-                    f"(convert with .astype(np.{spec.dtype}))"
-                )
-            if tuple(arr.shape) != spec.shape:
-                raise LaminaRuntimeError(
-                    f"@{sig.name} argument {i}: expected shape {spec.shape}, got {tuple(arr.shape)}"
-                )
-            # Only non-contiguous views are copied; contiguous arrays are passed by pointer.
-            checked.append(np.ascontiguousarray(arr))
-        return checked
+        inputs = []
+        for i, arr in enumerate(arrays):
+            shape, dtype = self.params[i]
+            if not (
+                type(arr) is np.ndarray
+                and arr.dtype == dtype
+                and arr.shape == shape
+                and arr.flags.c_contiguous
+            ):
+                arr = _check_input(sig, i, arr, sig.params[i])
+            inputs.append(arr)
+        if out is None:
+            outputs = [np.empty(shape, dtype) for shape, dtype in self.results]
+        else:
+            outputs = self._check_outputs(out, inputs)
+        self.cfunc(*[_pointer(a) for a in inputs], *[_pointer(a) for a in outputs])
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
-    def _cfunc(self, name: str, nargs: int):
-        if name not in self._cfuncs:
-            address = self.compiled.get_function_address(name)
-            proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * nargs))
-            self._cfuncs[name] = proto(address)
-        return self._cfuncs[name]
+    def _check_outputs(self, out: object, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        """`out` as a list of arrays the native code may write (else a clear error)."""
+        sig = self.sig
+        outs = [out] if isinstance(out, np.ndarray) else out
+        if not isinstance(outs, list | tuple) or len(outs) != len(sig.results):
+            raise LaminaRuntimeError(
+                f"@{sig.name} out=: expected {len(sig.results)} array(s) "
+                f"({', '.join(map(str, sig.results))})"
+            )
+        for i, (arr, spec) in enumerate(zip(outs, sig.results, strict=True)):
+            where = f"@{sig.name} out[{i}]"
+            if not isinstance(arr, np.ndarray):
+                raise LaminaRuntimeError(
+                    f"{where}: expected a numpy array {spec}, got {type(arr).__name__}"
+                )
+            if arr.dtype != spec.dtype or arr.shape != spec.shape:
+                raise LaminaRuntimeError(
+                    f"{where}: expected {spec}, got {arr.dtype}{list(arr.shape)}"
+                )
+            if not (arr.flags.c_contiguous and arr.flags.writeable):
+                raise LaminaRuntimeError(f"{where}: must be C-contiguous and writeable")
+            # Generated code assumes its buffers do not alias (`noalias`).
+            for j, other in enumerate([*inputs, *outs[:i]]):
+                if np.may_share_memory(arr, other):
+                    what = f"argument {j}" if j < len(inputs) else f"out[{j - len(inputs)}]"
+                    raise LaminaRuntimeError(f"{where}: overlaps {what} (outputs must not alias)")
+        return list(outs)
 
 
 def _as_module(module_or_text: ModuleOp | str, filename: str) -> ModuleOp:
@@ -180,13 +264,21 @@ def _as_module(module_or_text: ModuleOp | str, filename: str) -> ModuleOp:
 
 
 def lower_to_build(
-    module: ModuleOp, targets: Sequence[str] | None = None, pipeline: str = "default"
+    module: ModuleOp,
+    targets: Sequence[str] | None = None,
+    pipeline: str = "default",
+    recorder: StatsRecorder | None = None,
 ) -> tuple[ModuleOp, dict[str, float]]:
-    """Run `pipeline` on `module` (in place) down to the build phase; return it and pass times."""
+    """Run `pipeline` on `module` (in place) down to the build phase; return it and pass times.
+
+    With an enabled `recorder`, each phase runs under its own pass manager and is measured.
+    """
     from lamina.core.pass_manager import PassManager
     from lamina.core.pipeline import passes_for_module
 
     passes = passes_for_module(pipeline, module, targets)  # from the module's phase on
+    if recorder is not None and recorder.enabled:
+        return module, _run_by_phase(passes, module, recorder)
     manager = PassManager(passes)  # records pass times; timing=True would print a report
     manager.run(make_context(), module)
     return module, manager.pass_times
@@ -198,24 +290,182 @@ def compile(  # noqa: A001 - the API name is DESIGN §7's
     *,
     pipeline: str = "default",
     filename: str = "<input>",
+    cache: bool | None = None,
+    stats: bool = False,
 ) -> Executable:
     """Compile a graph program (module or text) to native code.
 
-    Raises `DiagnosticError` (with located diagnostics) for bad IR or a failed
-    pass; `Executable.run` raises `LaminaRuntimeError` for bad arguments.
+    `cache`: use the disk cache of compiled code (backends/cache.py;
+    default: on unless `LAMINA_CACHE=0`). `stats`: record time and memory
+    per phase in `Executable.stats`. Raises `DiagnosticError` (with located
+    diagnostics) for bad IR or a failed pass; `Executable.run` raises
+    `LaminaRuntimeError` for bad arguments.
     """
+    from lamina.backends import cache as disk
+
+    recorder = StatsRecorder(stats)
+    key = None
+    if disk.enabled() if cache is None else cache:
+        with recorder.phase("cache lookup"):
+            key = _cache_key(module_or_text, targets, pipeline, filename)
+            hit = _from_cache(key) if key is not None else None
+        if hit is not None:
+            hit.stats = recorder.finish(cache_hit=True)
+            return hit
+    exe = _compile_cold(module_or_text, targets, pipeline, filename, recorder)
+    if key is not None:
+        with recorder.phase("cache write"):
+            _to_cache(key, exe)
+        exe.cache_hit = False
+    exe.stats = recorder.finish(cache_hit=None if key is None else False)
+    return exe
+
+
+def _compile_cold(
+    module_or_text: ModuleOp | str,
+    targets: Sequence[str] | None,
+    pipeline: str,
+    filename: str,
+    recorder: StatsRecorder,
+) -> Executable:
+    """Parse, run the pipeline phase by phase, JIT-compile."""
     from lamina.backends.codegen import compile_module
 
-    module = _as_module(module_or_text, filename)
-    not_entries: dict[str, str] = {}
-    signatures = entry_signatures(module, not_entries)
+    with recorder.phase("parse + verify"):
+        module = _as_module(module_or_text, filename)
+        not_entries: dict[str, str] = {}
+        signatures = entry_signatures(module, not_entries)
     start = time.perf_counter()
-    lowered, _ = lower_to_build(module, targets, pipeline)
+    lower_to_build(module, targets, pipeline, recorder)
     lowering_time = time.perf_counter() - start
     start = time.perf_counter()
-    compiled = compile_module(lowered)
+    with recorder.phase("codegen"):
+        compiled = compile_module(module)
+    llvm = compiled.timings
+    for step, seconds in (
+        ("llvm translate", llvm.translate + llvm.parse_verify),
+        ("llvm optimize (O3)", llvm.optimize),
+        ("llvm codegen (MCJIT)", llvm.jit),
+    ):
+        recorder.step(step, seconds)
     timings = {"lowering": lowering_time, "codegen": time.perf_counter() - start}
-    return Executable(signatures, compiled, lowered, timings, not_entries)
+    return Executable(signatures, compiled, module, timings, not_entries)
+
+
+def _run_by_phase(passes: list, module: ModuleOp, recorder: StatsRecorder) -> dict[str, float]:
+    """Run `passes` one phase at a time (a chunk ends with its transition pass), each measured."""
+    from lamina.core.pass_manager import PassManager
+    from lamina.dialects.lamina import get_phase
+
+    ctx = make_context()
+    times: dict[str, float] = {}
+    while passes:
+        transitions = (i + 1 for i, p in enumerate(passes) if getattr(p, "produces", None))
+        cut = next(transitions, len(passes))
+        manager = PassManager(passes[:cut])
+        with recorder.phase(get_phase(module).label):
+            manager.run(ctx, module)
+        for name, seconds in manager.pass_times.items():
+            times[name] = times.get(name, 0.0) + seconds
+        passes = passes[cut:]
+    return times
+
+
+# ---------------------------------------------------------------------------
+# The disk cache (backends/cache.py)
+# ---------------------------------------------------------------------------
+
+
+def _cache_key(
+    module_or_text: ModuleOp | str, targets: Sequence[str] | None, pipeline: str, filename: str
+) -> str | None:
+    """The disk-cache key, or None when the settings are invalid (the compile reports it)."""
+    from lamina.backends import cache as disk
+    from lamina.core.pipeline import resolve_targets
+
+    source = module_or_text if isinstance(module_or_text, str) else str(module_or_text)
+    try:
+        resolved = resolve_targets(targets)
+        return disk.key(source, filename=filename, pipeline=pipeline, targets=resolved)
+    except (DiagnosticError, KeyError):
+        return None
+
+
+def _spec_json(spec: TensorSpec) -> list[object]:
+    return [list(spec.shape), spec.dtype.str]
+
+
+def _spec_from_json(data: list[object]) -> TensorSpec:
+    shape, dtype = data
+    return TensorSpec(tuple(int(d) for d in shape), np.dtype(str(dtype)))
+
+
+def _to_cache(key: str, exe: Executable) -> bool:
+    """Store `exe`'s object code and entry signatures; False if there is nothing to store."""
+    from lamina.backends import cache as disk
+    from lamina.backends.codegen import _libraries as codegen_libraries
+
+    code = getattr(exe.compiled, "object_code", None)
+    if code is None:
+        return False
+    metadata = {
+        "signatures": {
+            name: {
+                "params": [_spec_json(p) for p in sig.params],
+                "results": [_spec_json(r) for r in sig.results],
+            }
+            for name, sig in exe.signatures.items()
+        },
+        "not_entries": exe.not_entries,
+        "timings": exe.timings,
+        # Libraries the code may call (e.g. a CBLAS a target registered while lowering):
+        # a hit skips lowering, so it registers them before loading the object.
+        "libraries": list(codegen_libraries),
+    }
+    return disk.write(key, disk.Entry(code, metadata)) is not None
+
+
+def _from_cache(key: str) -> Executable | None:
+    """The executable stored under `key`; None on a miss or an entry that cannot be used."""
+    from lamina.backends import cache as disk
+    from lamina.backends.codegen import load_object, register_library
+
+    entry = disk.read(key)
+    if entry is None:
+        return None
+    try:
+        signatures = {
+            name: Signature(
+                name,
+                tuple(_spec_from_json(p) for p in sig["params"]),
+                tuple(_spec_from_json(r) for r in sig["results"]),
+            )
+            for name, sig in entry.metadata["signatures"].items()
+        }
+        not_entries = {str(k): str(v) for k, v in entry.metadata["not_entries"].items()}
+        libraries = [str(path) for path in entry.metadata["libraries"]]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    start = time.perf_counter()
+    try:
+        for path in libraries:
+            register_library(path)
+        compiled = load_object(key, entry.object_code, _native_types(signatures))
+    except (RuntimeError, DiagnosticError):  # a library or the object does not load: rebuild
+        return None
+    timings = {"cache_load": time.perf_counter() - start}
+    return Executable(signatures, compiled, None, timings, not_entries, cache_hit=True)
+
+
+def _native_types(signatures: dict[str, Signature]) -> dict[str, object]:
+    """The native type of each entry: `void (ptr, ...)`, one pointer per parameter and result."""
+    from xdsl.dialects import llvm
+
+    ptr = llvm.LLVMPointerType()
+    return {
+        name: llvm.LLVMFunctionType([ptr] * (len(s.params) + len(s.results)), llvm.LLVMVoidType())
+        for name, s in signatures.items()
+    }
 
 
 __all__ = ["compile", "Executable", "LaminaRuntimeError", "DiagnosticError", "TensorSpec"]

@@ -1,0 +1,240 @@
+"""The disk cache of compiled code (backends/cache.py, docs/compile-cache.md).
+
+Hits load real object code into MCJIT and run it; misses on every change of
+what the code depends on; concurrent writers; corrupt entries; disabled.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+import lamina
+from lamina.backends import cache
+from lamina.core.diagnostics import DiagnosticError
+
+PROGRAM = """\
+graph.func @main(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+  %c = graph.add %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %r = graph.relu %c : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  graph.return %r : tensor<2x3xf32>
+}
+"""
+
+A = np.array([[-1.0, 2.0, -3.0], [4.0, -5.0, 6.0]], dtype=np.float32)
+B = np.array([0.5, 1.0, 1.5], dtype=np.float32)
+EXPECTED = np.maximum(A + B, 0)
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    monkeypatch.setenv(cache.CACHE_DIR_ENV, str(folder))
+    monkeypatch.delenv(cache.CACHE_ENV, raising=False)
+    return folder
+
+
+def test_second_compile_is_a_hit_that_runs_the_cached_object(cache_dir):
+    cold = lamina.compile(PROGRAM)
+    assert cold.cache_hit is False and len(cache.entries()) == 1
+    warm = lamina.compile(PROGRAM)
+    assert warm.cache_hit is True
+    assert warm.llvm_module is None  # nothing was lowered
+    assert warm.compiled is not cold.compiled  # a new engine loaded from the object code
+    np.testing.assert_array_equal(warm.run("main", A, B), EXPECTED)
+    assert warm.functions == cold.functions == ["main"]
+
+
+def test_a_new_process_hits_and_computes_the_same(cache_dir):
+    lamina.compile(PROGRAM)
+    script = textwrap.dedent(
+        f"""
+        import numpy as np, lamina
+        exe = lamina.compile({PROGRAM!r})
+        a = np.array({A.tolist()!r}, dtype=np.float32)
+        b = np.array({B.tolist()!r}, dtype=np.float32)
+        print(exe.cache_hit, exe.run("main", a, b).tolist())
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    hit, values = out.stdout.split(" ", 1)
+    assert hit == "True"
+    np.testing.assert_array_equal(np.array(json.loads(values), np.float32), EXPECTED)
+
+
+def _key(**changes):
+    settings = {"filename": "<input>", "pipeline": "default", "targets": ["cpu"]} | changes
+    return cache.key(PROGRAM, **settings)
+
+
+def test_key_changes_with_input_pipeline_targets_options_and_versions(monkeypatch):
+    base = _key()
+    assert _key() == base
+    assert (
+        cache.key(PROGRAM + "\n", filename="<input>", pipeline="default", targets=["cpu"]) != base
+    )
+    assert _key(targets=["host"]) != base
+    assert _key(options={"check_bounds": True}) != base
+    assert _key(filename="other.mlir") != base
+    for field in ("lamina", "lamina_source", "xdsl", "llvmlite", "llvm", "cpu", "cpu_features"):
+        changed = {**cache.toolchain(), field: "something else"}
+        with monkeypatch.context() as patch:
+            patch.setattr(cache, "toolchain", lambda changed=changed: changed)
+            assert _key() != base, field
+
+
+def test_key_covers_the_expanded_pipeline(monkeypatch):
+    import lamina.core.pipeline as pipeline
+
+    base = _key()
+    monkeypatch.setattr(pipeline, "format_pipeline", lambda name, targets: "something else")
+    assert _key() != base
+
+
+def test_changed_target_and_version_miss(cache_dir, monkeypatch):
+    lamina.compile(PROGRAM)
+    assert lamina.compile(PROGRAM, targets=["host"]).cache_hit is False
+    changed = {**cache.toolchain(), "llvm": "0.0.0"}
+    monkeypatch.setattr(cache, "toolchain", lambda: changed)
+    exe = lamina.compile(PROGRAM)
+    assert exe.cache_hit is False
+    np.testing.assert_array_equal(exe.run("main", A, B), EXPECTED)
+    assert len(cache.entries()) == 3
+
+
+def test_concurrent_writers_in_processes_leave_one_whole_entry(cache_dir):
+    script = textwrap.dedent(
+        f"""
+        import numpy as np, lamina
+        exe = lamina.compile({PROGRAM!r})
+        a = np.array({A.tolist()!r}, dtype=np.float32)
+        b = np.array({B.tolist()!r}, dtype=np.float32)
+        print(exe.run("main", a, b).tolist())
+        """
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    for proc in procs:
+        stdout, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0
+        np.testing.assert_array_equal(np.array(json.loads(stdout), np.float32), EXPECTED)
+    assert len(cache.entries()) == 1
+    assert cache.decode(cache.entries()[0].read_bytes()) is not None
+    assert not list(cache_dir.glob(".*.tmp"))
+
+
+def test_concurrent_writers_in_threads_never_expose_a_torn_entry(cache_dir):
+    entry = cache.Entry(b"\x7fELF" + bytes(range(256)) * 64, {"n": 1})
+    key = "0" * 64
+    seen: list[object] = []
+
+    def writer():
+        for _ in range(20):
+            cache.write(key, entry)
+
+    def reader():
+        for _ in range(60):
+            found = cache.read(key)
+            if found is not None:
+                seen.append(found)
+
+    threads = [threading.Thread(target=f) for f in (writer, writer, reader)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(found == entry for found in seen)
+    assert cache.read(key) == entry
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "garbage", "empty"])
+def test_a_corrupt_entry_is_ignored_and_rebuilt(cache_dir, damage):
+    lamina.compile(PROGRAM)
+    (path,) = cache.entries()
+    data = path.read_bytes()
+    if damage == "truncate":
+        data = data[: len(data) // 2]
+    elif damage == "flip":
+        middle = len(data) // 2
+        data = data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1 :]
+    elif damage == "garbage":
+        data = b"not a cache entry" * 10
+    else:
+        data = b""
+    path.write_bytes(data)
+    assert cache.decode(data) is None
+    exe = lamina.compile(PROGRAM)
+    assert exe.cache_hit is False  # never loaded
+    np.testing.assert_array_equal(exe.run("main", A, B), EXPECTED)
+    assert cache.decode(path.read_bytes()) is not None  # rebuilt
+    assert lamina.compile(PROGRAM).cache_hit is True
+
+
+def test_an_intact_entry_with_unusable_metadata_is_a_miss(cache_dir):
+    lamina.compile(PROGRAM)
+    (path,) = cache.entries()
+    entry = cache.decode(path.read_bytes())
+    path.write_bytes(cache.encode(cache.Entry(entry.object_code, {"signatures": 3})))
+    exe = lamina.compile(PROGRAM)
+    assert exe.cache_hit is False
+    np.testing.assert_array_equal(exe.run("main", A, B), EXPECTED)
+
+
+@pytest.mark.parametrize("value", ["0", "off", "false", "no"])
+def test_disabled_by_environment(cache_dir, monkeypatch, value):
+    monkeypatch.setenv(cache.CACHE_ENV, value)
+    assert not cache.enabled()
+    exe = lamina.compile(PROGRAM)
+    assert exe.cache_hit is None
+    assert not cache_dir.exists()
+    np.testing.assert_array_equal(exe.run("main", A, B), EXPECTED)
+
+
+def test_disabled_per_call_and_clear(cache_dir):
+    assert lamina.compile(PROGRAM, cache=False).cache_hit is None
+    assert not cache_dir.exists()
+    lamina.compile(PROGRAM)
+    assert len(cache.entries()) == 1
+    assert lamina.cache.clear() == 1
+    assert cache.entries() == []
+    assert lamina.compile(PROGRAM).cache_hit is False
+
+
+def test_a_user_error_leaves_no_entry(cache_dir):
+    with pytest.raises(DiagnosticError):
+        lamina.compile("graph.func @main(%a: tensor<2xf32>) -> tensor<3xf32> {\n}\n")
+    with pytest.raises(DiagnosticError):
+        lamina.compile(PROGRAM, targets=["no-such-target"])
+    assert cache.entries() == []
+
+
+def test_an_unwritable_cache_directory_only_costs_speed(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv(cache.CACHE_DIR_ENV, str(blocker / "cache"))
+    exe = lamina.compile(PROGRAM)
+    np.testing.assert_array_equal(exe.run("main", A, B), EXPECTED)
+
+
+def test_default_directory_follows_the_platform(monkeypatch, tmp_path):
+    monkeypatch.delenv(cache.CACHE_DIR_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    if sys.platform.startswith("linux"):
+        assert cache.directory() == tmp_path / "xdg" / "lamina"
+    monkeypatch.setenv(cache.CACHE_DIR_ENV, str(tmp_path / "mine"))
+    assert cache.directory() == tmp_path / "mine"
+
+
+def test_the_suite_never_uses_the_real_cache_directory():
+    from pathlib import Path
+
+    assert Path.home() / ".cache" not in cache.directory().parents
