@@ -36,6 +36,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--output", help="write results to this .npz as out0, out1, ...")
     p.add_argument("--repeat", type=int, default=0, help="time N further runs")
     p.add_argument("--target", action="append", default=None, help="compile target (repeatable)")
+    p.add_argument(
+        "--stats",
+        action="store_true",
+        help="print time and peak memory per compile phase (LLVM steps included) and "
+        "whether the disk cache hit",
+    )
     return p
 
 
@@ -77,7 +83,11 @@ def run(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.repeat < 0:
         raise UsageError("--repeat must be >= 0")
-    exe = lamina.compile(read_source(args.file), targets=args.target, filename=args.file)
+    exe = lamina.compile(
+        read_source(args.file), targets=args.target, filename=args.file, stats=args.stats
+    )
+    if exe.stats is not None:
+        print(exe.stats.format())
     sig = exe._signature(args.entry)
     inputs = load_inputs(args.inputs, sig) if args.inputs else random_inputs(sig, args.seed)
     results = exe.run(args.entry, *inputs)
