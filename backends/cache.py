@@ -123,25 +123,27 @@ def source_digest() -> str:
 
 @cache
 def toolchain() -> dict[str, str]:
-    """Versions of everything that shapes the code, besides the input and options."""
-    from importlib.metadata import version
+    """Versions of everything that shapes the code, besides the input and options.
 
+    Cheap on purpose (no xDSL import, no package metadata scan): a hit must
+    cost milliseconds. Lamina's own settings (O3, the pipeline's passes)
+    are covered by `source_digest`.
+    """
+    import llvmlite
     import llvmlite.binding as llvm
+    import xdsl
 
     import lamina
-    from lamina.backends.codegen import OPT_LEVEL, _ensure_llvm
 
-    _ensure_llvm()
     return {
         "lamina": lamina.__version__,
         "lamina_source": source_digest(),
-        "xdsl": version("xdsl"),
-        "llvmlite": version("llvmlite"),
+        "xdsl": str(getattr(xdsl, "__version__", "unknown")),
+        "llvmlite": llvmlite.__version__,
         "llvm": ".".join(map(str, llvm.llvm_version_info)),
         "cpu": llvm.get_host_cpu_name(),
         "cpu_features": llvm.get_host_cpu_features().flatten(),
         "triple": llvm.get_process_triple(),
-        "opt_level": str(OPT_LEVEL),
         "python": platform.python_version(),
     }
 
@@ -155,16 +157,18 @@ def key(
     options: Mapping[str, object] | None = None,
     extra: Mapping[str, str] | None = None,
 ) -> str:
-    """The cache key (hex SHA-256) of compiling `source` with these settings."""
-    from lamina.core.pipeline import format_pipeline
+    """The cache key (hex SHA-256) of compiling `source` with these settings.
 
-    targets = list(targets)
+    The pipeline is named, not expanded: its definition, and every built-in
+    pass and target, is Lamina source (in `source_digest`). Code from another
+    package (a plugin target's hooks) is not in the key: clear the cache
+    after changing such code.
+    """
     fields = {
         "format": FORMAT.decode().strip(),
         "filename": filename,
         "pipeline": pipeline,
-        "expanded_pipeline": format_pipeline(pipeline, targets),
-        "targets": targets,
+        "targets": list(targets),
         "options": {k: repr(v) for k, v in sorted((options or {}).items())},
         "toolchain": toolchain(),
         "extra": dict(extra or {}),
@@ -254,8 +258,64 @@ def write(cache_key: str, entry: Entry) -> Path | None:
         return None
 
 
+# ---------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class LoadedCode:
+    """Object code from the cache, linked into this process by MCJIT (keep it alive while called).
+
+    The part of `codegen.CompiledModule`'s interface that `Executable` uses.
+    """
+
+    key: str
+    engine: object
+    target_machine: object
+    signatures: dict[str, object]
+    object_code: bytes
+
+    def get_function_address(self, name: str) -> int:
+        if name not in self.signatures:
+            raise KeyError(f"no function '{name}' in the cached code")
+        address = self.engine.get_function_address(name)
+        if not address:
+            raise KeyError(f"function '{name}' has no address in the cached code")
+        return address
+
+
+def load(cache_key: str, object_code: bytes, names: Iterable[str], *, runtime: bool) -> LoadedCode:
+    """Link `object_code` into this process; raises RuntimeError if LLVM cannot.
+
+    `runtime`: the code calls libgomp or registered libraries, so LLVM is set
+    up by `codegen._ensure_llvm` (which loads them; the caller registers
+    libraries). Otherwise, the common case, only LLVM's native target is
+    initialized, without importing xDSL or the code generator: libc and libm
+    are already in the process. The target machine only serves the engine's
+    (empty) module; the object was compiled for this CPU (it is in the key).
+    """
+    import llvmlite.binding as llvm
+
+    if runtime:
+        from lamina.backends.codegen import _ensure_llvm
+
+        _ensure_llvm()
+    else:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+    tm = llvm.Target.from_default_triple().create_target_machine(jit=True)
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+    engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+    engine.finalize_object()
+    engine.run_static_constructors()
+    return LoadedCode(cache_key, engine, tm, dict.fromkeys(names), object_code)
+
+
 __all__ = [
     "CACHE_DIR_ENV",
+    "LoadedCode",
+    "load",
     "CACHE_ENV",
     "Entry",
     "clear",

@@ -461,28 +461,6 @@ def _jit(module: ModuleOp, key: str) -> CompiledModule:
     return CompiledModule(key, engine, tm, ref, signatures, timings, code)
 
 
-def load_object(
-    key: str, object_code: bytes, signatures: dict[str, llvm_dialect.LLVMFunctionType]
-) -> CompiledModule:
-    """A `CompiledModule` from object code `_jit` produced earlier (a disk-cache hit).
-
-    MCJIT links the object into this process (resolving libc, libm, libgomp
-    and registered libraries as for a fresh compile); nothing is parsed or
-    optimized. `llvm_module` is then an empty module.
-    """
-    _ensure_llvm()
-    timings = CompileTimings()
-    start = time.perf_counter()
-    tm = _host_target_machine(jit=True)
-    ref = llvm.parse_assembly("")
-    engine = llvm.create_mcjit_compiler(ref, tm)
-    engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
-    engine.finalize_object()
-    engine.run_static_constructors()
-    timings.jit = time.perf_counter() - start
-    return CompiledModule(key, engine, tm, ref, signatures, timings, object_code)
-
-
 def cache_stats() -> dict[str, int]:
     """Cache hits/misses of `compile_module` in this process, and the number of cached modules."""
     with _cache_lock:

@@ -18,14 +18,15 @@ import ctypes
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Attribute
 
 from lamina.backends.stats import CompileStats, StatsRecorder
-from lamina.core.context import make_context
-from lamina.core.diagnostics import DiagnosticError, parse_module, verify_module
+
+if TYPE_CHECKING:  # xDSL is imported where it is used: a disk-cache hit never needs it
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.ir import Attribute
 
 _DTYPES: dict[str, np.dtype] = {
     "f16": np.dtype(np.float16),
@@ -60,6 +61,8 @@ class TensorSpec:
 
     @staticmethod
     def from_type(ty: Attribute) -> TensorSpec:
+        from xdsl.dialects.builtin import TensorType
+
         if not isinstance(ty, TensorType):
             raise LaminaRuntimeError(f"entry functions take and return static tensors, got {ty}")
         return TensorSpec(tuple(ty.get_shape()), numpy_dtype(ty.element_type))
@@ -255,7 +258,10 @@ class EntryCall:
 
 def _as_module(module_or_text: ModuleOp | str, filename: str) -> ModuleOp:
     """A private, verified copy of the input: bad IR is reported as such, before any pass."""
-    if isinstance(module_or_text, ModuleOp):
+    from lamina.core.context import make_context
+    from lamina.core.diagnostics import parse_module, verify_module
+
+    if not isinstance(module_or_text, str):
         module = module_or_text.clone()
     else:
         module = parse_module(make_context(), module_or_text, filename)
@@ -273,6 +279,7 @@ def lower_to_build(
 
     With an enabled `recorder`, each phase runs under its own pass manager and is measured.
     """
+    from lamina.core.context import make_context
     from lamina.core.pass_manager import PassManager
     from lamina.core.pipeline import passes_for_module
 
@@ -309,7 +316,7 @@ def compile(  # noqa: A001 - the API name is DESIGN §7's
         start = time.perf_counter()
         with recorder.phase("cache lookup"):
             key = _cache_key(module_or_text, targets, pipeline, filename)
-            hit = _from_cache(key) if key is not None else None
+            hit = _from_cache(key)
         if hit is not None:
             hit.timings["cache"] = time.perf_counter() - start  # key, read, load: all of it
             hit.stats = recorder.finish(cache_hit=True)
@@ -356,6 +363,7 @@ def _compile_cold(
 
 def _run_by_phase(passes: list, module: ModuleOp, recorder: StatsRecorder) -> dict[str, float]:
     """Run `passes` one phase at a time (a chunk ends with its transition pass), each measured."""
+    from lamina.core.context import make_context
     from lamina.core.pass_manager import PassManager
     from lamina.dialects.lamina import get_phase
 
@@ -380,17 +388,13 @@ def _run_by_phase(passes: list, module: ModuleOp, recorder: StatsRecorder) -> di
 
 def _cache_key(
     module_or_text: ModuleOp | str, targets: Sequence[str] | None, pipeline: str, filename: str
-) -> str | None:
-    """The disk-cache key, or None when the settings are invalid (the compile reports it)."""
+) -> str:
+    """The disk-cache key. Unknown targets or pipelines get a key too: they fail to
+    compile, so nothing is ever stored under it."""
     from lamina.backends import cache as disk
-    from lamina.core.pipeline import resolve_targets
 
     source = module_or_text if isinstance(module_or_text, str) else str(module_or_text)
-    try:
-        resolved = resolve_targets(targets)
-        return disk.key(source, filename=filename, pipeline=pipeline, targets=resolved)
-    except (DiagnosticError, KeyError):
-        return None
+    return disk.key(source, filename=filename, pipeline=pipeline, targets=list(targets or ()))
 
 
 def _spec_json(spec: TensorSpec) -> list[object]:
@@ -406,6 +410,7 @@ def _to_cache(key: str, exe: Executable) -> bool:
     """Store `exe`'s object code and entry signatures; False if there is nothing to store."""
     from lamina.backends import cache as disk
     from lamina.backends.codegen import _libraries as codegen_libraries
+    from lamina.backends.codegen import _uses_openmp
 
     code = getattr(exe.compiled, "object_code", None)
     if code is None:
@@ -423,6 +428,7 @@ def _to_cache(key: str, exe: Executable) -> bool:
         # Libraries the code may call (e.g. a CBLAS a target registered while lowering):
         # a hit skips lowering, so it registers them before loading the object.
         "libraries": list(codegen_libraries),
+        "openmp": exe.llvm_module is not None and _uses_openmp(exe.llvm_module),
     }
     return disk.write(key, disk.Entry(code, metadata)) is not None
 
@@ -430,7 +436,6 @@ def _to_cache(key: str, exe: Executable) -> bool:
 def _from_cache(key: str) -> Executable | None:
     """The executable stored under `key`; None on a miss or an entry that cannot be used."""
     from lamina.backends import cache as disk
-    from lamina.backends.codegen import load_object, register_library
 
     entry = disk.read(key)
     if entry is None:
@@ -446,26 +451,37 @@ def _from_cache(key: str) -> Executable | None:
         }
         not_entries = {str(k): str(v) for k, v in entry.metadata["not_entries"].items()}
         libraries = [str(path) for path in entry.metadata["libraries"]]
+        runtime = bool(libraries) or entry.metadata["openmp"] is True
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
+    if libraries and not _register_libraries(libraries):
+        return None
     try:
-        for path in libraries:
-            register_library(path)
-        compiled = load_object(key, entry.object_code, _native_types(signatures))
-    except (RuntimeError, DiagnosticError):  # a library or the object does not load: rebuild
+        compiled = disk.load(key, entry.object_code, signatures, runtime=runtime)
+    except (RuntimeError, OSError, ValueError):  # LLVM could not load it: rebuild
         return None
     return Executable(signatures, compiled, None, {}, not_entries, cache_hit=True)
 
 
-def _native_types(signatures: dict[str, Signature]) -> dict[str, object]:
-    """The native type of each entry: `void (ptr, ...)`, one pointer per parameter and result."""
-    from xdsl.dialects import llvm
+def _register_libraries(paths: list[str]) -> bool:
+    """Register the libraries cached code calls; False if one no longer loads (then rebuild)."""
+    from lamina.backends.codegen import CodegenError, register_library
 
-    ptr = llvm.LLVMPointerType()
-    return {
-        name: llvm.LLVMFunctionType([ptr] * (len(s.params) + len(s.results)), llvm.LLVMVoidType())
-        for name, s in signatures.items()
-    }
+    try:
+        for path in paths:
+            register_library(path)
+    except CodegenError:
+        return False
+    return True
 
 
-__all__ = ["compile", "Executable", "LaminaRuntimeError", "DiagnosticError", "TensorSpec"]
+def __getattr__(name: str):
+    """`DiagnosticError` is re-exported lazily: importing it imports xDSL (not needed on a hit)."""
+    if name == "DiagnosticError":
+        from lamina.core.diagnostics import DiagnosticError
+
+        return DiagnosticError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["compile", "Executable", "LaminaRuntimeError", "DiagnosticError", "TensorSpec"]  # noqa: F822

@@ -90,12 +90,27 @@ def test_key_changes_with_input_pipeline_targets_options_and_versions(monkeypatc
             assert _key() != base, field
 
 
-def test_key_covers_the_expanded_pipeline(monkeypatch):
-    import lamina.core.pipeline as pipeline
-
+def test_key_covers_the_pipeline_and_lamina_source(monkeypatch):
     base = _key()
-    monkeypatch.setattr(pipeline, "format_pipeline", lambda name, targets: "something else")
+    assert _key(pipeline="other") != base
+    changed = {**cache.toolchain(), "lamina_source": "0" * 64}
+    monkeypatch.setattr(cache, "toolchain", lambda: changed)
     assert _key() != base
+
+
+def test_a_hit_imports_neither_xdsl_nor_the_code_generator(cache_dir):
+    lamina.compile(PROGRAM)
+    script = textwrap.dedent(
+        f"""
+        import sys, lamina
+        exe = lamina.compile({PROGRAM!r})
+        heavy = [m for m in ("xdsl.dialects.builtin", "lamina.backends.codegen") if m in sys.modules]
+        print(exe.cache_hit, heavy)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True []"
 
 
 def test_changed_target_and_version_miss(cache_dir, monkeypatch):
@@ -214,6 +229,8 @@ def test_a_user_error_leaves_no_entry(cache_dir):
         lamina.compile("graph.func @main(%a: tensor<2xf32>) -> tensor<3xf32> {\n}\n")
     with pytest.raises(DiagnosticError):
         lamina.compile(PROGRAM, targets=["no-such-target"])
+    with pytest.raises(DiagnosticError):
+        lamina.compile(PROGRAM, pipeline="no-such-pipeline")
     assert cache.entries() == []
 
 
