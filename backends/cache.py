@@ -110,14 +110,20 @@ def _unlink(path: Path) -> bool:
 
 @cache
 def source_digest() -> str:
-    """SHA-256 over Lamina's own source files: any edit of the compiler changes every key."""
+    """SHA-256 over Lamina's own source files: any edit of the compiler changes every key.
+
+    Only the package's own folders are read (never a `.venv` or `tests/`
+    that an editable checkout keeps next to them).
+    """
     root = Path(__file__).resolve().parent.parent
+    files = [root / "__init__.py"]
+    for folder in sorted(root.iterdir()):
+        if folder.is_dir() and (folder / "__init__.py").is_file() and folder.name != "tests":
+            files += sorted(folder.rglob("*.py"))
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        relative = path.relative_to(root).as_posix()
-        if relative.startswith((".venv/", "tests/", "benchmarks/", "build/")):
-            continue
-        digest.update(relative.encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in files:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
