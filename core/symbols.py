@@ -22,6 +22,7 @@ costs one scan, as before; hits, the common case, cost O(1).
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -89,20 +90,33 @@ def lookup_symbol(op: Operation, name: str | StringAttr | SymbolRefAttr) -> Oper
     return lookup_symbol(found, SymbolRefAttr(nested_root, nested))
 
 
+_XDSL_LOOKUP = SymbolTable.__dict__["lookup_symbol"]
+_patch_lock = threading.Lock()
+_patch_depth = 0
+
+
 @contextmanager
 def indexed_symbol_lookup() -> Iterator[None]:
     """Within the block, xDSL's own verifiers (e.g. `llvm.call`'s) use `lookup_symbol` too.
 
     Upstream ops call `SymbolTable.lookup_symbol` directly; verifying a module
     with N `llvm.call`s was O(N²) because of it. The replacement returns the
-    same ops, so the verifier checks exactly what it checked before.
+    same ops, so the verifier checks exactly what it checked before. Nested
+    and concurrent blocks are counted: xDSL's original is back once the last
+    one ends.
     """
-    original = SymbolTable.__dict__["lookup_symbol"]
-    SymbolTable.lookup_symbol = staticmethod(lookup_symbol)
+    global _patch_depth
+    with _patch_lock:
+        if _patch_depth == 0:
+            SymbolTable.lookup_symbol = staticmethod(lookup_symbol)
+        _patch_depth += 1
     try:
         yield
     finally:
-        SymbolTable.lookup_symbol = original
+        with _patch_lock:
+            _patch_depth -= 1
+            if _patch_depth == 0:
+                SymbolTable.lookup_symbol = _XDSL_LOOKUP
 
 
 __all__ = ["indexed_symbol_lookup", "lookup_in_block", "lookup_symbol"]
