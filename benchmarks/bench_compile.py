@@ -155,7 +155,7 @@ def bench_cache(results: Results, quick: bool) -> None:
     }
     if not quick:
         models["call-chain-300"] = call_chain(300)
-    print("cache (cold compile in this process; cached compile in a new process)")
+    print("cache (each compile in a new process: the first a miss, then hits)")
     with tempfile.TemporaryDirectory(prefix="lamina-bench-cache-") as folder:
         env = {**os.environ, "LAMINA_CACHE_DIR": folder}
         env.pop("LAMINA_CACHE", None)
