@@ -255,3 +255,24 @@ def test_the_suite_never_uses_the_real_cache_directory():
     from pathlib import Path
 
     assert Path.home() / ".cache" not in cache.directory().parents
+
+
+MATMUL = """\
+graph.func @main(%a: tensor<64x256xf32>, %b: tensor<256x128xf32>) -> tensor<64x128xf32> {
+  %c = graph.matmul %a, %b : (tensor<64x256xf32>, tensor<256x128xf32>) -> tensor<64x128xf32>
+  graph.return %c : tensor<64x128xf32>
+}
+"""
+
+
+def test_a_hit_of_code_with_parallel_loops_sets_up_openmp(cache_dir):
+    cold = lamina.compile(MATMUL)
+    (path,) = cache.entries()
+    assert cache.decode(path.read_bytes()).metadata["openmp"] is True
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((64, 256)).astype(np.float32)
+    b = rng.standard_normal((256, 128)).astype(np.float32)
+    warm = lamina.compile(MATMUL)
+    assert warm.cache_hit is True
+    np.testing.assert_allclose(warm.run("main", a, b), a @ b, rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(warm.run("main", a, b), cold.run("main", a, b))
