@@ -333,6 +333,8 @@ class SchedulePass(LaminaPass):
     """Override the host's vector width (bits; 0: detect), e.g. 256 on an AVX-512 host."""
     vector_registers: int = 0
     """Override the host's vector register count (0: detect)."""
+    cores: int = 0
+    """Override the number of cores parallel loops are balanced for (0: detect)."""
     default: bool = True
     """Apply the default schedules to functions without directives."""
 
@@ -342,6 +344,8 @@ class SchedulePass(LaminaPass):
             facts = facts.replace(vector_bits=self.vector_bits)
         if self.vector_registers:
             facts = facts.replace(vector_registers=self.vector_registers)
+        if self.cores:
+            facts = facts.replace(cores=self.cores)
         return facts
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
