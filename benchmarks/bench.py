@@ -2,6 +2,16 @@
 
     python benchmarks/bench.py            # all cases
     python benchmarks/bench.py --quick    # small sizes, few repeats (smoke run)
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench.py
+
+(unset those two only for benchmarks: set in this environment, they slow
+NumPy's OpenBLAS.) Lamina and NumPy run in interleaved rounds at each
+thread count (`--threads 1,2`: Lamina through LAMINA_NUM_THREADS' runtime
+setter, NumPy's OpenBLAS through threadpoolctl or its own setter); the
+ratio is the median of the per-round ratios, with min and max. "% peak" is
+against a measured single-precision peak: a Lamina kernel of independent
+register-only FMA chains (see `measured_peak_gflops`), times the threads.
+Results go to a CSV and, with matplotlib installed, a PNG plot.
 
 For each case prints Lamina's time, NumPy's time, their ratio (>1 means
 Lamina is slower), Lamina's GFLOP/s and the compile time. NumPy's matmul uses
@@ -13,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -103,14 +114,90 @@ class Case:
     flops: float
 
 
-def _best_of(fn: Callable[[], object], repeat: int) -> float:
-    fn()  # warm up
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+def _rounds(fns: list[Callable[[], object]], rounds: int) -> list[list[float]]:
+    """Seconds per call of each function, measured in interleaved rounds (A, B, A, B, ...),
+    so that a noisy neighbour slows every peer alike."""
+    for fn in fns:
+        fn()  # warm up
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(rounds):
+        for fn, out in zip(fns, times, strict=True):
+            start = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - start)
+    return times
+
+
+def set_numpy_threads(count: int) -> bool:
+    """Set the thread count of the OpenBLAS bundled with NumPy (threadpoolctl if present)."""
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(count)
+        return True
+    except ImportError:
+        pass
+    import ctypes
+    import glob
+
+    libs = glob.glob(os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs", "*openblas*"))
+    for path in libs:
+        lib = ctypes.CDLL(path)
+        for symbol in ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads"):
+            if hasattr(lib, symbol):
+                getattr(lib, symbol)(ctypes.c_int(count))
+                return True
+    return False
+
+
+def measured_peak_gflops(threads: int = 1) -> float:
+    """Single-precision peak of one core, measured: a register-only FMA chain kernel.
+
+    Lamina compiles `acc_i = acc_i * x + y` on 8 independent accumulator
+    rows (enough to hide FMA latency), so the loop is FMA-throughput-bound.
+    """
+    lanes = 64
+    n = 1 << 14
+    text = (
+        f"""builtin.module attributes {{lamina.phase = #lamina.phase<lowering>}} {{
+  loop.func @peak(%out: memref<8x{lanes}xf32>) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %cn = arith.constant {n} : index
+    %cl = arith.constant {lanes} : index
+    %x = arith.constant 0.999 : f32
+    %y = arith.constant 0.001 : f32
+    loop.for %k = %c0 to %cn step %c1 {{
+      loop.for %j = %c0 to %cl step %c1 kind(vectorized) {{
+"""
+        + "".join(
+            f"""        %r{r} = arith.constant {r} : index
+        %a{r} = loop.load %out[%r{r}, %j] : memref<8x{lanes}xf32>
+        %m{r} = arith.mulf %a{r}, %x : f32
+        %s{r} = arith.addf %m{r}, %y : f32
+        loop.store %s{r}, %out[%r{r}, %j] : memref<8x{lanes}xf32>
+"""
+            for r in range(8)
+        )
+        + """      }
+    }
+    loop.return
+  }
+}
+"""
+    )
+    import ctypes
+
+    from lamina.backends.codegen import compile_module
+    from lamina.backends.executable import _as_module, lower_to_build
+
+    module = _as_module(text, "peak")
+    lower_to_build(module)
+    compiled = compile_module(module)
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(compiled.get_function_address("peak"))
+    buf = np.ones((8, lanes), np.float32)
+    (times,) = _rounds([lambda: fn(buf.ctypes.data)], 7)
+    return 2.0 * 8 * lanes * n / min(times) / 1e9 * threads
 
 
 def cases(quick: bool) -> list[Case]:
@@ -156,28 +243,110 @@ def cases(quick: bool) -> list[Case]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
-    parser.add_argument("--repeat", type=int, default=None)
+    parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds")
+    parser.add_argument("--threads", default="1,2", help="thread counts, e.g. 1,2")
+    parser.add_argument("--csv", default="bench.csv", help="CSV output ('' for none)")
+    parser.add_argument("--plot", default="bench.png", help="PNG plot ('' for none)")
     args = parser.parse_args()
-    repeat = args.repeat or (3 if args.quick else 10)
-    threads = os.environ.get("LAMINA_NUM_THREADS", "all")
-    print(f"numpy {np.__version__}; LAMINA_NUM_THREADS={threads}; best of {repeat}")
-    header = f"{'case':28} {'lamina ms':>10} {'numpy ms':>10} {'ratio':>7} {'GFLOP/s':>8} {'compile s':>9}  max rel err"
+    rounds = args.rounds or (3 if args.quick else 9)
+    thread_counts = [int(t) for t in args.threads.split(",")]
+    if args.quick:
+        thread_counts = thread_counts[:1]
+    peak = measured_peak_gflops()
+    print(
+        f"numpy {np.__version__}; median of {rounds} interleaved rounds [min-max]; "
+        f"measured f32 peak per core {peak:.0f} GFLOP/s"
+    )
+    header = (
+        f"{'case':28} {'thr':>3} {'lamina ms':>10} {'numpy ms':>10} {'ratio [min-max]':>17} "
+        f"{'GFLOP/s':>8} {'% peak':>6} {'compile s':>9}  max rel err"
+    )
     print(header)
     print("-" * len(header))
-    for case in cases(args.quick):
-        start = time.perf_counter()
-        exe = lamina.compile(case.program)
-        compile_s = time.perf_counter() - start
-        got = exe.run("main", *case.inputs)
-        want = case.reference(*case.inputs)
-        err = float(np.max(np.abs(got - want)) / (np.max(np.abs(want)) or 1.0))
-        t_lamina = _best_of(lambda c=case, e=exe: e.run("main", *c.inputs), repeat)
-        t_numpy = _best_of(lambda c=case: c.reference(*c.inputs), repeat)
-        print(
-            f"{case.name:28} {t_lamina * 1e3:10.3f} {t_numpy * 1e3:10.3f} {t_lamina / t_numpy:7.2f} "
-            f"{case.flops / t_lamina / 1e9:8.2f} {compile_s:9.2f}  {err:.1e}"
-        )
+    rows = []
+    compiled: dict[str, tuple[lamina.Executable, float]] = {}
+    for threads in thread_counts:
+        set_num_threads(threads)
+        numpy_set = set_numpy_threads(threads)
+        for case in cases(args.quick):
+            if case.name not in compiled:
+                start = time.perf_counter()
+                compiled[case.name] = (lamina.compile(case.program), time.perf_counter() - start)
+            exe, compile_s = compiled[case.name]
+            got = exe.run("main", *case.inputs)
+            want = case.reference(*case.inputs)
+            err = float(np.max(np.abs(got - want)) / (np.max(np.abs(want)) or 1.0))
+            t_lam, t_np = _rounds(
+                [
+                    lambda c=case, e=exe: e.run("main", *c.inputs),
+                    lambda c=case: c.reference(*c.inputs),
+                ],
+                rounds,
+            )
+            ratios = [a / b for a, b in zip(t_lam, t_np, strict=True)]
+            med_l, med_n = statistics.median(t_lam), statistics.median(t_np)
+            gflops = case.flops / med_l / 1e9
+            row = {
+                "case": case.name,
+                "threads": threads,
+                "lamina_ms": med_l * 1e3,
+                "numpy_ms": med_n * 1e3,
+                "ratio": statistics.median(ratios),
+                "ratio_min": min(ratios),
+                "ratio_max": max(ratios),
+                "gflops": gflops,
+                "pct_peak": 100 * gflops / (peak * threads),
+                "compile_s": compile_s,
+                "numpy_threads_set": numpy_set,
+                "max_rel_err": err,
+            }
+            rows.append(row)
+            print(
+                f"{case.name:28} {threads:3d} {med_l * 1e3:10.3f} {med_n * 1e3:10.3f} "
+                f"{row['ratio']:6.2f} [{row['ratio_min']:.2f}-{row['ratio_max']:.2f}] "
+                f"{gflops:8.1f} {row['pct_peak']:6.0f} {compile_s:9.2f}  {err:.1e}"
+            )
+    if args.csv:
+        _write_csv(args.csv, rows)
+    if args.plot:
+        _plot(args.plot, rows)
     return 0
+
+
+def set_num_threads(count: int) -> None:
+    from lamina.backends.codegen import set_num_threads as set_lamina_threads
+
+    set_lamina_threads(count)
+
+
+def _write_csv(path: str, rows: list[dict]) -> None:
+    import csv
+
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"wrote {path}")
+
+
+def _plot(path: str, rows: list[dict]) -> None:
+    """Bar chart of the ratios (Lamina / NumPy) per case and thread count; skipped without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no plot")
+        return
+    labels = [f"{r['case']} ({r['threads']}t)" for r in rows]
+    fig, ax = plt.subplots(figsize=(8, 0.4 * len(rows) + 1))
+    ax.barh(labels, [r["ratio"] for r in rows])
+    ax.axvline(1.0, color="k", linewidth=0.8)
+    ax.set_xlabel("time ratio Lamina / NumPy (< 1: Lamina faster)")
+    fig.tight_layout()
+    fig.savefig(path)
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":
