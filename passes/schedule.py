@@ -35,6 +35,9 @@ keeps the MR·nv accumulators in registers across the reduction loop
 (checked in the assembly). Batched matmuls (the `b` loop outside `L`),
 matmuls in MLPs/attention and row-blocked convolutions match the same shape.
 
+In every loop function, f32 `math.exp` and `math.tanh` become polynomials
+(`_vector_math`): a libm call per element blocks vectorization.
+
 Elementwise nests and reductions along the contiguous axis are left as
 `lower-te` emits them: their innermost loop is already contiguous and
 vectorized, and their outer loop parallel when worth it.
@@ -71,6 +74,7 @@ from lamina.dialects import loop
 from lamina.dialects.lamina import Phase
 from lamina.passes import _schedule_primitives as prim
 from lamina.passes._schedule_primitives import ScheduleError
+from lamina.passes._vector_math import expand_transcendentals
 
 DIRECTIVE_ATTR = "lamina.schedule"
 """Discardable attribute on a `loop.for`: the primitive to apply to it."""
@@ -337,6 +341,8 @@ class SchedulePass(LaminaPass):
     """Override the number of cores parallel loops are balanced for (0: detect)."""
     default: bool = True
     """Apply the default schedules to functions without directives."""
+    polynomial_math: bool = True
+    """Expand f32 `math.exp`/`math.tanh` into vectorizable polynomials (`_vector_math`)."""
 
     def facts(self) -> CpuFacts:
         facts = host_cpu_facts()
@@ -361,6 +367,8 @@ class SchedulePass(LaminaPass):
                     self._apply_directive(loop_op, facts)
             elif self.default:
                 default_schedule(func, facts)
+            if self.polynomial_math:
+                expand_transcendentals(func)
 
     @staticmethod
     def _apply_directive(op: loop.ForOp, facts: CpuFacts) -> None:

@@ -89,3 +89,34 @@ def test_accumulators_stay_in_zmm_registers_across_k():
     asm = codegen.emit_assembly(module)
     register_fmas = re.findall(r"vfmadd231ps\s+%zmm\d+, %zmm\d+, %zmm\d+", asm)
     assert len(register_fmas) >= 16  # an 8 x 2 zmm block: no memory operand in the k loop
+
+
+def _unary(op: str, n: int) -> lamina.Executable:
+    body = [f'%r = "graph.{op}"(%a0) : ({bench._t((n,))}) -> {bench._t((n,))}']
+    return lamina.compile(bench._func([(n,)], (n,), body, "%r"))
+
+
+def test_polynomial_exp_matches_numpy_from_denormals_to_overflow():
+    x = np.concatenate([np.linspace(-110, 95, 4093), [np.nan, np.inf, -np.inf]]).astype(np.float32)
+    got = _unary("exp", x.size).run("main", x)
+    with np.errstate(over="ignore"):  # exp(95) overflows f32: inf, as NumPy's f32 exp
+        want = np.exp(x.astype(np.float64)).astype(np.float32)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-44)
+
+
+@pytest.mark.parametrize("op", ["tanh", "sigmoid"])
+def test_polynomial_tanh_and_sigmoid_match_numpy(op):
+    x = np.concatenate([np.linspace(-30, 30, 4093), [np.nan, np.inf, -np.inf]]).astype(np.float32)
+    got = _unary(op, x.size).run("main", x)
+    x64 = x.astype(np.float64)
+    want = np.tanh(x64) if op == "tanh" else 1 / (1 + np.exp(-x64))
+    np.testing.assert_allclose(got, want.astype(np.float32), rtol=1e-6, atol=1e-7)
+
+
+def test_exp_kernel_calls_no_libm():
+    body = [f'%r = "graph.exp"(%a0) : ({bench._t((256,))}) -> {bench._t((256,))}']
+    module = _as_module(bench._func([(256,)], (256,), body, "%r"), "exp")
+    lower_to_build(module)
+    asm = codegen.emit_assembly(module)
+    assert "expf" not in asm
+    assert re.search(r"vfmadd\w+\s+.*%[yz]mm", asm)  # the polynomial runs in vector lanes
