@@ -33,6 +33,9 @@ import numpy as np
 
 import lamina
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers  # noqa: E402
+
 
 def _t(shape: tuple[int, ...]) -> str:
     return f"tensor<{'x'.join(map(str, shape))}xf32>"
@@ -112,6 +115,8 @@ class Case:
     inputs: list[np.ndarray]
     reference: Callable[..., np.ndarray]
     flops: float
+    onnx: Callable[[], bytes] | None = None
+    """The same computation as an ONNX model (for onnxruntime), if any."""
 
 
 def _rounds(fns: list[Callable[[], object]], rounds: int) -> list[list[float]]:
@@ -210,7 +215,12 @@ def cases(quick: bool) -> list[Case]:
     for n in (64, 128) if quick else (256, 512, 1024):
         out.append(
             Case(
-                f"matmul N={n}", matmul_program(n), [rand(n, n), rand(n, n)], np.matmul, 2.0 * n**3
+                f"matmul N={n}",
+                matmul_program(n),
+                [rand(n, n), rand(n, n)],
+                np.matmul,
+                2.0 * n**3,
+                lambda n=n: peers.onnx_matmul(n),
             )
         )
     batch, sizes = (8, [64, 32, 32, 10]) if quick else (64, [784, 512, 512, 10])
@@ -225,6 +235,7 @@ def cases(quick: bool) -> list[Case]:
             params,
             numpy_mlp,
             flops,
+            lambda: peers.onnx_mlp(batch, sizes),
         )
     )
     n, c, hw, f = (1, 8, 14, 8) if quick else (1, 64, 56, 64)
@@ -235,6 +246,18 @@ def cases(quick: bool) -> list[Case]:
             [rand(n, c, hw, hw), rand(f, c, 3, 3)],
             numpy_conv3x3,
             2.0 * n * f * hw * hw * c * 9,
+            lambda: peers.onnx_conv3x3(n, c, hw, f),
+        )
+    )
+    seq, d, heads = (16, 64, 4) if quick else (128, 256, 4)
+    out.append(
+        Case(
+            f"attention s{seq} d{d} h{heads}",
+            peers.attention_program(seq, d, heads),
+            peers.attention_inputs(rng, seq, d),
+            peers.numpy_attention(heads),
+            peers.attention_flops(seq, d),
+            lambda: peers.onnx_attention(seq, d, heads),
         )
     )
     return out
@@ -258,8 +281,8 @@ def main() -> int:
         f"measured f32 peak per core {peak:.0f} GFLOP/s"
     )
     header = (
-        f"{'case':28} {'thr':>3} {'lamina ms':>10} {'numpy ms':>10} {'ratio [min-max]':>17} "
-        f"{'GFLOP/s':>8} {'% peak':>6} {'compile s':>9}  max rel err"
+        f"{'case':28} {'thr':>3} {'lamina ms':>10} {'numpy ms':>10} {'vs numpy [min-max]':>18} "
+        f"{'ort ms':>8} {'vs ort [min-max]':>17} {'GFLOP/s':>8} {'% peak':>6} {'compile s':>9}  err"
     )
     print(header)
     print("-" * len(header))
@@ -276,15 +299,21 @@ def main() -> int:
             got = exe.run("main", *case.inputs)
             want = case.reference(*case.inputs)
             err = float(np.max(np.abs(got - want)) / (np.max(np.abs(want)) or 1.0))
-            t_lam, t_np = _rounds(
-                [
-                    lambda c=case, e=exe: e.run("main", *c.inputs),
-                    lambda c=case: c.reference(*c.inputs),
-                ],
-                rounds,
-            )
+            fns = [
+                lambda c=case, e=exe: e.run("main", *c.inputs),
+                lambda c=case: c.reference(*c.inputs),
+            ]
+            session = peers.ort_session(case.onnx(), threads) if case.onnx else None
+            if session is not None:
+                feed = {i.name: a for i, a in zip(session.get_inputs(), case.inputs, strict=True)}
+                ort_err = float(np.max(np.abs(session.run(None, feed)[0] - want)))
+                assert ort_err <= 1e-2 * (np.max(np.abs(want)) or 1.0), f"{case.name}: ORT differs"
+                fns.append(lambda s=session, f=feed: s.run(None, f))
+            t_lam, t_np, *t_ort = _rounds(fns, rounds)
             ratios = [a / b for a, b in zip(t_lam, t_np, strict=True)]
+            ort_ratios = [a / b for a, b in zip(t_lam, t_ort[0], strict=True)] if t_ort else [0.0]
             med_l, med_n = statistics.median(t_lam), statistics.median(t_np)
+            med_o = statistics.median(t_ort[0]) if t_ort else float("nan")
             gflops = case.flops / med_l / 1e9
             row = {
                 "case": case.name,
@@ -294,6 +323,10 @@ def main() -> int:
                 "ratio": statistics.median(ratios),
                 "ratio_min": min(ratios),
                 "ratio_max": max(ratios),
+                "ort_ms": med_o * 1e3,
+                "ort_ratio": statistics.median(ort_ratios) if t_ort else float("nan"),
+                "ort_ratio_min": min(ort_ratios) if t_ort else float("nan"),
+                "ort_ratio_max": max(ort_ratios) if t_ort else float("nan"),
                 "gflops": gflops,
                 "pct_peak": 100 * gflops / (peak * threads),
                 "compile_s": compile_s,
@@ -304,7 +337,8 @@ def main() -> int:
             print(
                 f"{case.name:28} {threads:3d} {med_l * 1e3:10.3f} {med_n * 1e3:10.3f} "
                 f"{row['ratio']:6.2f} [{row['ratio_min']:.2f}-{row['ratio_max']:.2f}] "
-                f"{gflops:8.1f} {row['pct_peak']:6.0f} {compile_s:9.2f}  {err:.1e}"
+                f"{med_o * 1e3:8.3f} {row['ort_ratio']:6.2f} "
+                f"[{row['ort_ratio_min']:.2f}-{row['ort_ratio_max']:.2f}] {gflops:8.1f} {row['pct_peak']:6.0f} {compile_s:9.2f}  {err:.1e}"
             )
     if args.csv:
         _write_csv(args.csv, rows)
