@@ -19,7 +19,8 @@ def test_quick_benchmark_runs_every_case(tmp_path):
         timeout=300,
     )
     assert out.returncode == 0, out.stderr
-    rows = list(csv.DictReader((tmp_path / "b.csv").open()))
+    with (tmp_path / "b.csv").open() as f:
+        rows = list(csv.DictReader(f))
     cases = {row["case"].split()[0] for row in rows}
     assert cases == {"matmul", "mlp", "conv2d", "attention"}
     for row in rows:
