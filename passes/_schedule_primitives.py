@@ -29,6 +29,7 @@ assembly: `vfmadd231ps %zmm, %zmm, %zmm` with no load/store of C).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from math import prod
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, StringAttr
@@ -318,7 +319,7 @@ def parallelize(for_op: loop.ForOp) -> None:
     for_op.properties["kind"] = StringAttr("parallel")
 
 
-def pack(for_op: loop.ForOp, buffer: SSAValue) -> SSAValue:
+def pack(for_op: loop.ForOp, buffer: SSAValue, max_bytes: int | None = None) -> SSAValue:
     """Copy the part of `buffer` that the nest `for_op` reads into a contiguous local buffer.
 
     The tile is the box of indices the nest's `loop.load`s of `buffer` can
@@ -346,11 +347,14 @@ def pack(for_op: loop.ForOp, buffer: SSAValue) -> SSAValue:
             raise ScheduleError("pack: the loads do not share one tile origin")
         origins.append(origin.pop())
         extents.append(max(box[d][1] for box in boxes))
+    tile_bytes = prod(extents) * memref.element_type.bitwidth // 8  # type: ignore[attr-defined]
+    if max_bytes is not None and tile_bytes > max_bytes:
+        raise ScheduleError(f"pack: the tile ({tile_bytes} bytes) exceeds {max_bytes} bytes")
     tile = loop.AllocOp(MemRefType(memref.element_type, extents), scope="local")
     Rewriter.insert_op(tile, InsertPoint.before(for_op))
     _copy_nest(buffer, tile.results[0], origins, extents, InsertPoint.before(for_op), for_op)
     for load in loads:
-        local = [_offset_of(i, for_op) for i in load.indices]
+        local = [_offset_of(i, for_op, InsertPoint.before(load)) for i in load.indices]
         new = loop.LoadOp(tile.results[0], local)
         Rewriter.insert_op(new, InsertPoint.before(load))
         load.results[0].replace_all_uses_with(new.results[0])
@@ -400,17 +404,20 @@ def _inside(value: SSAValue, nest: loop.ForOp) -> bool:
     return False
 
 
-def _offset_of(value: SSAValue, nest: loop.ForOp) -> SSAValue:
-    """The part of an index that varies inside `nest` (its origin dropped)."""
+def _offset_of(value: SSAValue, nest: loop.ForOp, at: InsertPoint) -> SSAValue:
+    """The part of an index that varies inside `nest` (its origin dropped), emitted at `at`."""
     if not _inside(value, nest):
         return index_constant(nest, 0)
     owner = value.owner
     if isinstance(owner, arith.AddiOp):
-        lhs_in, rhs_in = _inside(owner.lhs, nest), _inside(owner.rhs, nest)
-        if lhs_in and not rhs_in:
-            return _offset_of(owner.lhs, nest)
-        if rhs_in and not lhs_in:
-            return _offset_of(owner.rhs, nest)
+        lhs, rhs = (_offset_of(v, nest, at) for v in (owner.lhs, owner.rhs))
+        if _is_zero(lhs):
+            return rhs
+        if _is_zero(rhs):
+            return lhs
+        add = arith.AddiOp(lhs, rhs)
+        Rewriter.insert_op(add, at)
+        return add.result
     return value
 
 

@@ -142,3 +142,13 @@ def test_docs_performance_worked_example(tmp_path):
     ):
         assert expected in out.stdout
     assert "lamina.schedule" not in out.stdout
+
+
+def test_convolution_rows_are_not_register_blocked_but_compute_right():
+    data, weight, out = (1, 2, 64, 64), (3, 2, 3, 3), (1, 3, 64, 64)
+    exe = lamina.compile(bench.conv_program(1, 2, 64, 3))
+    x = RNG.standard_normal(data, dtype=np.float32)
+    w = RNG.standard_normal(weight, dtype=np.float32)
+    got = exe.run("main", x, w)
+    assert got.shape == out
+    np.testing.assert_allclose(got, bench.numpy_conv3x3(x, w), rtol=1e-4, atol=1e-4)

@@ -159,4 +159,32 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     } {lamina.schedule = "pack(0)"}
     loop.return
   }
+
+  // pack with a window index (origin + j + k, as a convolution reads): the
+  // tile spans 2 + 4 - 1 columns and the local index drops the origin.
+  // CHECK-LABEL: loop.func @pack_window(
+  // CHECK:         %[[T:.*]] = loop.alloc {scope = "local"} : memref<5xf32>
+  // CHECK:         loop.for %k = %c0 to %c4 step %c1 {
+  // CHECK-NEXT:      loop.for %j = %c0 to %c2 step %c1 {
+  // CHECK-NEXT:        %col = arith.addi %o, %j : index
+  // CHECK-NEXT:        %win = arith.addi %col, %k : index
+  // CHECK-NEXT:        %[[L:.*]] = arith.addi %j, %k : index
+  // CHECK-NEXT:        %{{.*}} = loop.load %[[T]][%[[L]]] : memref<5xf32>
+  loop.func @pack_window(%b: memref<16xf32>, %y: memref<2xf32>, %o: index) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c4 = arith.constant 4 : index
+    loop.for %k = %c0 to %c4 step %c1 {
+      loop.for %j = %c0 to %c2 step %c1 {
+        %col = arith.addi %o, %j : index
+        %win = arith.addi %col, %k : index
+        %v = loop.load %b[%win] : memref<16xf32>
+        %acc = loop.load %y[%j] : memref<2xf32>
+        %s = arith.addf %acc, %v : f32
+        loop.store %s, %y[%j] : memref<2xf32>
+      }
+    } {lamina.schedule = "pack(0)"}
+    loop.return
+  }
 }
