@@ -249,6 +249,27 @@ def cases(quick: bool) -> list[Case]:
             lambda: peers.onnx_conv3x3(n, c, hw, f),
         )
     )
+    layers = [
+        ("3x3", [(64, 3, 1, None)]),
+        ("1x1", [(64, 1, 1, None)]),
+        ("3x3 s2", [(64, 3, 2, None)]),
+    ]
+    for label, spec in layers if not quick else layers[1:2]:
+        net = peers.ConvNet((1, 8, 14, 14) if quick else (1, 64, 56, 56), spec)
+        out.append(
+            Case(
+                f"conv {label}+bias+relu",
+                net.program(),
+                net.inputs(rng),
+                net.numpy,
+                net.flops(),
+                net.onnx,
+            )
+        )
+    net = peers.resnet_style(quick)
+    out.append(
+        Case("resnet-style cnn", net.program(), net.inputs(rng), net.numpy, net.flops(), net.onnx)
+    )
     seq, d, heads = (16, 64, 4) if quick else (128, 256, 4)
     out.append(
         Case(
@@ -323,6 +344,8 @@ def main() -> int:
                 "ratio": statistics.median(ratios),
                 "ratio_min": min(ratios),
                 "ratio_max": max(ratios),
+                "best_ratio": min(t_lam) / min(t_np),
+                "ort_best_ratio": min(t_lam) / min(t_ort[0]) if t_ort else float("nan"),
                 "ort_ms": med_o * 1e3,
                 "ort_ratio": statistics.median(ort_ratios) if t_ort else float("nan"),
                 "ort_ratio_min": min(ort_ratios) if t_ort else float("nan"),

@@ -202,3 +202,134 @@ def ort_session(model: bytes, threads: int):
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+
+
+# ---------------------------------------------------------------------------
+# convolutions: conv + bias + relu layers, and a small ResNet-style CNN
+# ---------------------------------------------------------------------------
+
+
+class ConvNet:
+    """A chain of `conv2d + bias (+ residual) + relu` layers, emitted for Lamina, NumPy and ONNX.
+
+    `layers`: (out channels, kernel, stride, residual-from layer index or None).
+    """
+
+    def __init__(
+        self, shape: tuple[int, int, int, int], layers: list[tuple[int, int, int, int | None]]
+    ):
+        self.shape = shape
+        self.layers = layers
+        self.shapes = [shape]
+        for f, k, s, _ in layers:
+            n, _, h, _ = self.shapes[-1]
+            out = (h + 2 * (k // 2) - k) // s + 1
+            self.shapes.append((n, f, out, out))
+
+    def params(self) -> list[tuple[int, ...]]:
+        out = []
+        for (f, k, _, _), shape in zip(self.layers, self.shapes, strict=False):
+            out += [(f, shape[1], k, k), (f, 1, 1)]
+        return out
+
+    def flops(self) -> float:
+        return sum(
+            2.0 * o[0] * o[1] * o[2] * o[3] * i[1] * k * k
+            for (_, k, _, _), i, o in zip(self.layers, self.shapes, self.shapes[1:], strict=False)
+        )
+
+    def program(self) -> str:
+        args = [f"%x: {_t(self.shape)}"]
+        lines, x = [], "%x"
+        for i, ((_f, k, s, res), shp, out) in enumerate(
+            zip(self.layers, self.shapes, self.shapes[1:], strict=False)
+        ):
+            w, b = self.params()[2 * i], self.params()[2 * i + 1]
+            args += [f"%w{i}: {_t(w)}", f"%b{i}: {_t(b)}"]
+            p = k // 2
+            lines += [
+                f"%c{i} = graph.conv2d {x}, %w{i} {{strides = array<i64: {s}, {s}>, padding = "
+                f"array<i64: {p}, {p}, {p}, {p}>}} : ({_t(shp)}, {_t(w)}) -> {_t(out)}",
+                f"%a{i} = graph.add %c{i}, %b{i} : ({_t(out)}, {_t(b)}) -> {_t(out)}",
+            ]
+            y = f"%a{i}"
+            if res is not None:
+                lines.append(
+                    f"%s{i} = graph.add {y}, %r{res} : ({_t(out)}, {_t(out)}) -> {_t(out)}"
+                )
+                y = f"%s{i}"
+            lines.append(f"%r{i} = graph.relu {y} : ({_t(out)}) -> {_t(out)}")
+            x = f"%r{i}"
+        body = "\n  ".join(lines)
+        last = _t(self.shapes[-1])
+        return f"graph.func @main({', '.join(args)}) -> {last} {{\n  {body}\n  graph.return {x} : {last}\n}}\n"
+
+    def inputs(self, rng: np.random.Generator) -> list[np.ndarray]:
+        arrays = [rng.standard_normal(self.shape).astype(np.float32)]
+        for shape in self.params():
+            fan_in = np.prod(shape[1:]) if len(shape) == 4 else 1
+            arrays.append((rng.standard_normal(shape) * (2 / fan_in) ** 0.5).astype(np.float32))
+        return arrays
+
+    def numpy(self, x, *params):
+        outs = []
+        for i, (_, _k, s, res) in enumerate(self.layers):
+            y = _numpy_conv(x, params[2 * i], s) + params[2 * i + 1]
+            if res is not None:
+                y = y + outs[res]
+            x = np.maximum(y, 0)
+            outs.append(x)
+        return x
+
+    def onnx(self) -> bytes:
+        from onnx import helper
+
+        nodes, inputs, x = [], [("x", self.shape)], "x"
+        for i, (_, k, s, res) in enumerate(self.layers):
+            w, b = self.params()[2 * i], self.params()[2 * i + 1]
+            inputs += [(f"w{i}", w), (f"b{i}", b)]
+            p = k // 2
+            nodes += [
+                helper.make_node("Conv", [x, f"w{i}"], [f"c{i}"], pads=[p] * 4, strides=[s, s]),
+                helper.make_node("Add", [f"c{i}", f"b{i}"], [f"a{i}"]),
+            ]
+            y = f"a{i}"
+            if res is not None:
+                nodes.append(helper.make_node("Add", [y, f"r{res}"], [f"s{i}"]))
+                y = f"s{i}"
+            nodes.append(helper.make_node("Relu", [y], [f"r{i}"]))
+            x = f"r{i}"
+        nodes.append(helper.make_node("Identity", [x], ["y"]))
+        return _model(nodes, inputs, ("y", self.shapes[-1]))
+
+
+def _numpy_conv(x: np.ndarray, w: np.ndarray, stride: int) -> np.ndarray:
+    """im2col + matmul (NumPy's usual conv formulation); padding k // 2."""
+    n, c, h, _ = x.shape
+    f, _, k, _ = w.shape
+    p = k // 2
+    xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
+    cols = np.lib.stride_tricks.sliding_window_view(xp, (k, k), axis=(2, 3))[
+        :, :, ::stride, ::stride
+    ]
+    oh = cols.shape[2]
+    cols = cols.transpose(0, 2, 3, 1, 4, 5).reshape(n * oh * oh, c * k * k)
+    out = cols @ w.reshape(f, -1).T
+    return out.reshape(n, oh, oh, f).transpose(0, 3, 1, 2)
+
+
+def resnet_style(quick: bool) -> ConvNet:
+    """9 convolutions, 3 residual adds: a stem, 3 residual blocks, 2 downsampling convs."""
+    c = (4, 8, 8) if quick else (16, 32, 64)
+    hw = 16 if quick else 64
+    return ConvNet(
+        (1, 3, hw, hw),
+        [
+            (c[0], 3, 1, None),
+            (c[0], 3, 1, None), (c[0], 3, 1, 0),
+            (c[1], 3, 2, None),
+            (c[1], 3, 1, None), (c[1], 3, 1, 3),
+            (c[2], 3, 2, None),
+            (c[2], 3, 1, None), (c[2], 3, 1, 6),
+        ],
+    )  # fmt: skip

@@ -272,6 +272,7 @@ def fuse_group(group: Group, table: FusedKernels) -> None:
     assert isinstance(result_type, TensorType)
     call = graph.CallTeOp(callee, inputs, [result_type], device=group.device)  # type: ignore[arg-type]
     call.results[0].name_hint = last.results[0].name_hint
+    call.location = last.location
     Rewriter.insert_op(call, InsertPoint.before(last))
     last.results[0].replace_all_uses_with(call.results[0])
     for op in reversed(group.ops):

@@ -22,7 +22,7 @@ def test_quick_benchmark_runs_every_case(tmp_path):
     with (tmp_path / "b.csv").open() as f:
         rows = list(csv.DictReader(f))
     cases = {row["case"].split()[0] for row in rows}
-    assert cases == {"matmul", "mlp", "conv2d", "attention"}
+    assert cases == {"matmul", "mlp", "conv2d", "conv", "resnet-style", "attention"}
     for row in rows:
         assert float(row["lamina_ms"]) > 0 and float(row["numpy_ms"]) > 0
         assert float(row["max_rel_err"]) < 1e-4
