@@ -28,9 +28,8 @@ the target's vector width and register count (`cpu_facts`):
     }
 
 NR = nv vectors (nv ≤ 4 dividing the row, preferring 2) and MR rows such
-that MR·nv accumulators + nv B vectors + a broadcast and an address
-register fit the vector registers: 12×32 on AVX-512 (24 of 32 zmm), 6×16 on
-AVX2 (12 of 16 ymm). The C tile's addresses are invariant in `k`, so LLVM
+that MR·nv accumulators + nv B vectors + MR broadcasts fit the vector
+registers: up to 10×32 on AVX-512 (8×32 at M = 1024), 4×16 on AVX2. The C tile's addresses are invariant in `k`, so LLVM
 keeps the MR·nv accumulators in registers across the reduction loop
 (checked in the assembly). Batched matmuls (the `b` loop outside `L`),
 matmuls in MLPs/attention match the same shape. A nest whose rows do not
@@ -100,8 +99,10 @@ def choose_block(m: int, n: int, element_bits: int, facts: CpuFacts) -> BlockSha
 
     Vectors per row: nv = 2, 1, 4 or 3 (the first whose nv·lanes divides N),
     or the whole row when it is at most 4 vectors long. Rows: as many as
-    leave room, after MR·nv accumulators, for nv B vectors, one broadcast
-    and one spare register; preferably a divisor of M (no tail rows).
+    leave room for MR·nv accumulators, nv B vectors and MR broadcasts (LLVM
+    hoists all MR broadcasts of a step before its FMAs; measured on AVX-512:
+    8 × 32 beats 12 × 32 and 14 × 32, which spill); preferably a divisor of
+    M (no tail rows).
     """
     lanes = facts.lanes(element_bits)
     if n < lanes:
@@ -113,7 +114,7 @@ def choose_block(m: int, n: int, element_bits: int, facts: CpuFacts) -> BlockSha
         vectors, columns = -(-n // lanes), n
     else:
         return None
-    most = max(1, (facts.vector_registers - vectors - 2) // vectors)
+    most = max(1, (facts.vector_registers - vectors) // (vectors + 1))
     if m <= most:
         rows = m
     else:

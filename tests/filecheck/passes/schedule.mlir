@@ -4,10 +4,10 @@
 
 // The default schedule of a matmul as lower-te emits it (fill a row of C,
 // then for k, for j: C[i, j] += A[i, k] * B[k, j]): a register-blocked
-// micro-kernel. AVX2 (8 lanes, 16 ymm): 6 rows x 2 vectors (16 columns) of
-// accumulators; the column blocks go outermost, B's 8x16 panel is packed
+// micro-kernel. AVX2 (8 lanes, 16 ymm): 4 rows x 2 vectors (16 columns) of
+// accumulators (8 + 2 B vectors + 4 broadcasts); the column blocks go outermost, B's 8x16 panel is packed
 // per column block, the row blocks stay parallel (2 column blocks are too
-// few for 2 cores), and the 6 rows are jammed into the vectorized loops.
+// few for 2 cores), and the 4 rows are jammed into the vectorized loops.
 
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @matmul(%a: memref<12x8xf32>, %b: memref<8x32xf32>, %c: memref<12x32xf32>) {
@@ -61,18 +61,18 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NEXT:          %[[COL:.*]] = arith.addi %jo, %p1 : index
 // CHECK-NEXT:          %[[V:.*]] = loop.load %b[%p0, %[[COL]]] : memref<8x32xf32>
 // CHECK-NEXT:          loop.store %[[V]], %[[PANEL]][%p0, %p1] : memref<8x16xf32>
-// CHECK:           loop.for %io = %c0 to %c12 step %c6 kind(parallel) {
-// CHECK-COUNT-6:     arith.addi %io, %c{{[0-9]+}} : index
+// CHECK:           loop.for %io = %c0 to %c12 step %c4 kind(parallel) {
+// CHECK-COUNT-4:     arith.addi %io, %c{{[0-9]+}} : index
 // CHECK-NEXT:        loop.for %ji = %c0 to %c16 step %c1 kind(vectorized) {
-// CHECK-COUNT-6:       loop.store %zero, %c[
+// CHECK-COUNT-4:       loop.store %zero, %c[
 // CHECK-NEXT:        }
 // CHECK-NEXT:        loop.for %k = %c0 to %c8 step %c1 {
 // CHECK-NEXT:          loop.for %j2i = %c0 to %c16 step %c1 kind(vectorized) {
 // CHECK:                 loop.load %[[PANEL]][%k, %j2i] : memref<8x16xf32>
-// CHECK-COUNT-6:         arith.mulf
-// CHECK-COUNT-6:         loop.load %c[
-// CHECK-COUNT-6:         arith.addf
-// CHECK-COUNT-6:         loop.store {{.*}}, %c[
+// CHECK-COUNT-4:         arith.mulf
+// CHECK-COUNT-4:         loop.load %c[
+// CHECK-COUNT-4:         arith.addf
+// CHECK-COUNT-4:         loop.store {{.*}}, %c[
 // CHECK:           loop.free %[[PANEL]] : memref<8x16xf32>
 
 // CHECK-LABEL: loop.func @relu(
@@ -80,13 +80,13 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK:         loop.for %i = %c0 to %c4 step %c1 {
 // CHECK-NEXT:      loop.for %j = %c0 to %c32 step %c1 kind(vectorized) {
 
-// AVX-512 (16 lanes, 32 zmm) on one core: one block of 12 rows x 2 zmm
-// (the whole 12x32 tile, so no column loop and no packing).
+// AVX-512 (16 lanes, 32 zmm) on one core: blocks of 6 rows x 2 zmm (at
+// most 10 rows fit; 6 divides 12), the whole row: no column loop, no packing.
 // AVX512-LABEL: loop.func @matmul(
-// AVX512:         loop.for %io = %c0 to %c12 step %c12 kind(parallel) {
-// AVX512-COUNT-12:  arith.addi %io
+// AVX512:         loop.for %io = %c0 to %c12 step %c6 kind(parallel) {
+// AVX512-COUNT-6:   arith.addi %io
 // AVX512-NEXT:      loop.for %j = %c0 to %c32 step %c1 kind(vectorized) {
-// AVX512-COUNT-12:    loop.store %zero
+// AVX512-COUNT-6:     loop.store %zero
 // AVX512:           loop.for %k = %c0 to %c8 step %c1 {
 // AVX512-NOT:       loop.alloc
 
