@@ -37,6 +37,11 @@ share the vector loaded along the row (a convolution's output rows read
 different input rows) is not blocked by default: there the layout's
 channel blocking is what pays (`register_block` directive still applies).
 
+Adjacent top-level loops over the same rows whose shared buffers are only
+accessed at row = induction variable (softmax's max, exp, sum and divide
+stages; layer_norm's) are fused into one loop (`fuse_row_stages`): one
+parallel region per kernel instead of one per stage.
+
 In every loop function, f32 `math.exp` and `math.tanh` become polynomials
 (`_vector_math`): a libm call per element blocks vectorization.
 
@@ -66,8 +71,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.context import Context
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from lamina.backends.cpu_facts import CpuFacts, host_cpu_facts
 from lamina.core.diagnostics import op_error
@@ -246,6 +253,73 @@ def _distribute(columns: loop.ForOp, rows: loop.ForOp, cores: int) -> None:
     prim.parallelize(columns)
 
 
+def fuse_row_stages(func: loop.FuncOp) -> int:
+    """Fuse adjacent top-level loops over the same rows into one; returns how many fused.
+
+    A multi-stage kernel (softmax: max, exp, sum, divide) is a chain of
+    top-level loops over the same rows, each a parallel region of its own
+    (a thread-team wake-up each, ~15 µs at two threads). When every buffer
+    the two loops share is accessed at row index = the loop's induction
+    variable in both, iteration i of the second only needs iteration i of
+    the first, and one loop (one region, the row still in L1) does both.
+    """
+    fused = 0
+    block = func.body.blocks[0]
+    _gather_allocations(block)
+    first = block.first_op
+    while first is not None:
+        second = first.next_op
+        if (
+            isinstance(first, loop.ForOp)
+            and isinstance(second, loop.ForOp)
+            and first.kind_name == second.kind_name
+            and _row_stages_fusable(first, second)
+        ):
+            prim.fuse(first, second)
+            fused += 1
+            continue
+        first = second
+    return fused
+
+
+def _gather_allocations(block: Block) -> None:
+    """Allocations and constants go before the first loop and frees before the
+    terminator, so the stages between them become adjacent (a longer buffer
+    life, nothing else)."""
+    loops = [op for op in block.ops if isinstance(op, loop.ForOp)]
+    if len(loops) < 2 or block.last_op is None:
+        return
+    for op in list(block.ops):
+        if isinstance(op, loop.AllocOp | arith.ConstantOp) and not op.operands:
+            op.detach()
+            Rewriter.insert_op(op, InsertPoint.before(loops[0]))
+        elif isinstance(op, loop.FreeOp):
+            op.detach()
+            Rewriter.insert_op(op, InsertPoint.before(block.last_op))
+
+
+def _row_stages_fusable(first: loop.ForOp, second: loop.ForOp) -> bool:
+    if first.iter_args or second.iter_args:
+        return False
+    try:
+        if prim.bounds(first) != prim.bounds(second):
+            return False
+    except ScheduleError:
+        return False
+    accesses = {
+        loop_op: [o for o in loop_op.walk() if isinstance(o, loop.LoadOp | loop.StoreOp)]
+        for loop_op in (first, second)
+    }
+    written = {o.buffer for ops in accesses.values() for o in ops if isinstance(o, loop.StoreOp)}
+    if any(isinstance(o, loop.CallOp) for loop_op in (first, second) for o in loop_op.walk()):
+        return False
+    for loop_op, ops in accesses.items():
+        for o in ops:
+            if o.buffer in written and (not o.indices or o.indices[0] is not loop_op.induction_var):
+                return False
+    return True
+
+
 def default_schedule(func: loop.FuncOp, facts: CpuFacts) -> int:
     """Register-block every reduction nest of `func`; returns how many were blocked."""
     nests = [
@@ -383,6 +457,7 @@ class SchedulePass(LaminaPass):
                 for loop_op in directed:
                     self._apply_directive(loop_op, facts)
             elif self.default:
+                fuse_row_stages(func)
                 default_schedule(func, facts)
             if self.polynomial_math:
                 expand_transcendentals(func)
