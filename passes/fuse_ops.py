@@ -264,10 +264,17 @@ class FusedKernels(KernelTable):
 
 
 def fuse_group(group: Group, table: FusedKernels) -> None:
-    """Replace the group's ops by one `graph.call_te` where its last op was."""
+    """Replace the group's ops by one `graph.call_te` where its last op was.
+
+    A group whose kernel cannot be built is left unfused: `legalize` then
+    reports the offending op with its own diagnostic.
+    """
     last = group.ops[-1]
     inputs = group_inputs(group.ops)
-    callee = table.kernel_for_group(group.ops, inputs)
+    try:
+        callee = table.kernel_for_group(group.ops, inputs)
+    except Exception:  # noqa: BLE001 - any builder failure: legalize reports it per op
+        return
     result_type = last.results[0].type
     assert isinstance(result_type, TensorType)
     call = graph.CallTeOp(callee, inputs, [result_type], device=group.device)  # type: ignore[arg-type]
