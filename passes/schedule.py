@@ -457,8 +457,8 @@ class SchedulePass(LaminaPass):
                 for loop_op in directed:
                     self._apply_directive(loop_op, facts)
             elif self.default:
+                default_schedule(func, facts)  # first: fusing stages would hide the nests
                 fuse_row_stages(func)
-                default_schedule(func, facts)
             if self.polynomial_math:
                 expand_transcendentals(func)
 

@@ -152,3 +152,14 @@ def test_convolution_rows_are_not_register_blocked_but_compute_right():
     got = exe.run("main", x, w)
     assert got.shape == out
     np.testing.assert_allclose(got, bench.numpy_conv3x3(x, w), rtol=1e-4, atol=1e-4)
+
+
+def test_fused_dense_layer_keeps_its_register_blocked_matmul():
+    """matmul + bias + relu fused into one kernel: the matmul is still blocked
+    (row-stage fusion runs after register blocking and must not swallow it)."""
+    module = _as_module(bench.mlp_program(64, [64, 256, 16]), "mlp")  # parallel epilogue
+    lower_to_build(module)
+    asm = codegen.emit_assembly(module)
+    lanes = "zmm" if host_cpu_facts().vector_bits == 512 else "ymm"
+    register_fmas = re.findall(rf"vfmadd231ps\s+%{lanes}\d+, %{lanes}\d+, %{lanes}\d+", asm)
+    assert len(register_fmas) >= 8
