@@ -318,9 +318,7 @@ class GraphBuilder:
         kernel = _pair(kernel)
         strides = _pair(strides if strides is not None else kernel)
         pads = normalize_padding(padding)
-        return self._make(
-            cls.name, lambda: cls(x, kernel, strides=strides, padding=pads), name
-        )
+        return self._make(cls.name, lambda: cls(x, kernel, strides=strides, padding=pads), name)
 
     def max_pool2d(self, x, kernel, strides=None, padding: Padding = 0, name=None) -> Value:
         """Max pooling; `strides` default to the kernel (as PyTorch)."""

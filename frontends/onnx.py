@@ -81,8 +81,9 @@ class ImportResult:
 
 def load_model(path: str):
     """Read an ONNX file (with external data next to it), as a user error if it is not one."""
-    import onnx
     from google.protobuf.message import DecodeError
+
+    import onnx
 
     if not os.path.isfile(path):
         raise _error(path, "no such file")

@@ -35,8 +35,10 @@ def make_model(nodes, inputs: dict[str, np.ndarray], outputs: Sequence[str],
         nodes,
         "test",
         [value_info(k, v) for k, v in inputs.items()],
-        [helper.make_tensor_value_info(o, (output_types or {}).get(o, TensorProto.FLOAT), None)
-         for o in outputs],
+        [
+            helper.make_tensor_value_info(o, (output_types or {}).get(o, TensorProto.FLOAT), None)
+            for o in outputs
+        ],
         [numpy_helper.from_array(v, k) for k, v in (initializers or {}).items()],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
@@ -48,9 +50,7 @@ def run_ort(model, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     opts.log_severity_level = 3
-    sess = ort.InferenceSession(
-        model.SerializeToString(), opts, providers=["CPUExecutionProvider"]
-    )
+    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     return sess.run(None, inputs)
 
 
