@@ -195,9 +195,9 @@ class FoldScaleIntoConv(RewritePattern):
             new_weight = graph.ConstantOp(dense_attr(scaled))
             new_conv = conv.clone()
             new_conv.operands = (conv.data, new_weight.result)
-            rewriter.insert_op([new_weight, new_conv], InsertPoint.before(conv))
+            rewriter.insert([new_weight, new_conv], InsertPoint.before(conv))
             rewriter.replace(op, [], [new_conv.result])
-            rewriter.erase_op(conv)
+            rewriter.erase(conv)
             return
 
 
