@@ -426,8 +426,14 @@ _stats = {"hits": 0, "misses": 0}
 
 def module_key(module: ModuleOp) -> str:
     """Content hash of the printed llvm-dialect module (plus the host CPU it is compiled for)."""
-    text = f"{llvm.get_host_cpu_name()}\n{OPT_LEVEL}\n{module}"
-    return hashlib.sha256(text.encode()).hexdigest()
+    digest = hashlib.sha256(f"{llvm.get_host_cpu_name()}\n{OPT_LEVEL}\n".encode())
+    # Constant data is hashed as bytes: xDSL prints a dense value via a Python list.
+    with detached_dense_globals(module) as blobs:
+        digest.update(str(module).encode())
+    for name, data in sorted(blobs.items()):
+        digest.update(f"\n{name}:{len(data)}\n".encode())
+        digest.update(data)
+    return digest.hexdigest()
 
 
 def compile_module(module: ModuleOp, *, use_cache: bool = True) -> CompiledModule:

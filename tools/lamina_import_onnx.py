@@ -14,7 +14,6 @@ See docs/onnx.md.
 from __future__ import annotations
 
 import argparse
-import io
 import sys
 from pathlib import Path
 
@@ -51,7 +50,7 @@ def parse_input_shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
 
 
 def run(argv: list[str] | None = None) -> int:
-    from xdsl.printer import Printer
+    from lamina.core.dense_text import print_module
 
     try:
         from lamina.frontends.onnx import import_file
@@ -64,13 +63,11 @@ def run(argv: list[str] | None = None) -> int:
     result = import_file(args.model, parse_input_shapes(args.input_shape))
     for note in result.notes:
         print(f"{args.model}: note: {note}", file=sys.stderr)
-    text = io.StringIO()
-    Printer(stream=text).print_op(result.module)
-    text.write("\n")
+    text = print_module(result.module) + "\n"
     if args.output == "-":
-        sys.stdout.write(text.getvalue())
+        sys.stdout.write(text)
     else:
-        Path(args.output).write_text(text.getvalue())
+        Path(args.output).write_text(text)
     return 0
 
 
