@@ -59,9 +59,7 @@ def detached_dense_globals(module: ModuleOp) -> Iterator[dict[str, bytes]]:
     """
     detached: dict[llvm_dialect.GlobalOp, DenseIntOrFPElementsAttr] = {}
     for op in module.ops:
-        if isinstance(op, llvm_dialect.GlobalOp) and isinstance(
-            op.value, DenseIntOrFPElementsAttr
-        ):
+        if isinstance(op, llvm_dialect.GlobalOp) and isinstance(op.value, DenseIntOrFPElementsAttr):
             detached[op] = op.value
     for op in detached:
         del op.properties["value"]
