@@ -488,12 +488,12 @@ def _pow(n: Node) -> list:
 
 @handles("Clip")
 def _clip(n: Node) -> list:
+    """`min(max(x, lo), hi)`: bounds may be constants or run-time scalars."""
     x = n.input(0)
-    lo, hi = n.opt_const(1, "min"), n.opt_const(2, "max")
-    if lo is not None:
-        x = n.g.maximum(x, n.g.constant(lo.astype(_dtype_of(x))))
-    if hi is not None:
-        x = n.g.minimum(x, n.g.constant(hi.astype(_dtype_of(x))))
+    if n.has(1):
+        x = n.g.maximum(x, n.input(1))
+    if n.has(2):
+        x = n.g.minimum(x, n.input(2))
     return [x]
 
 
@@ -609,15 +609,39 @@ def _spatial(n: Node, x: Value, kernel: Sequence[int], what: str) -> tuple:
     return strides, dilations, (begin[0], begin[1], end[0], end[1])
 
 
+def _as_2d(n: Node, x: Value) -> Value:
+    """A 1-D (N, C, L) tensor viewed as 2-D (N, C, 1, L); others unchanged."""
+    shape = shape_of(x)
+    return n.g.reshape(x, (*shape[:2], 1, shape[2])) if len(shape) == 3 else x
+
+
+def _attrs_2d(n: Node, names: Sequence[str], one_d: bool) -> None:
+    """Give the 1-D spatial attributes of `n` a leading unit H entry."""
+    if not one_d:
+        return
+    for name in names:
+        if name in n.attrs:
+            v = list(n.attrs[name])
+            n.attrs[name] = [0, v[0], 0, v[1]] if name == "pads" else [1, *v]
+
+
+def _from_2d(n: Node, y: Value, one_d: bool) -> Value:
+    shape = shape_of(y)
+    return n.g.reshape(y, (*shape[:2], shape[3])) if one_d else y
+
+
 @handles("Conv", attrs=["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"])
 def _conv(n: Node) -> list:
-    x, w = n.input(0), n.input(1)
+    """2-D convolution; a 1-D one runs as 2-D with a unit height."""
+    one_d = len(shape_of(n.input(0))) == 3
+    x, w = _as_2d(n, n.input(0)), _as_2d(n, n.input(1))
+    _attrs_2d(n, ("dilations", "kernel_shape", "pads", "strides"), one_d)
     kernel = n.attr("kernel_shape", list(shape_of(w)[2:]))
     strides, dilations, pads = _spatial(n, x, kernel, "convolution")
     y = n.g.conv2d(x, w, strides, pads, dilations, n.attr("group", 1))
     if n.has(2):
         y = n.g.add(y, n.g.reshape(n.input(2), (-1, 1, 1)))
-    return [y]
+    return [_from_2d(n, y, one_d)]
 
 
 @handles("BatchNormalization", attrs=["epsilon", "momentum", "training_mode"])
@@ -648,18 +672,27 @@ def _batch_norm(n: Node) -> list:
 
 @handles("LayerNormalization", attrs=["axis", "epsilon", "stash_type"])
 def _layer_norm(n: Node) -> list:
-    n.only_outputs(1)
+    """`graph.layer_norm`; the optional Mean and InvStdDev outputs are computed
+    separately (reductions over the normalized axes, kept as size 1)."""
     x = n.input(0)
     shape = shape_of(x)
     axis = n.attr("axis", -1)
     axis = axis + len(shape) if axis < 0 else axis
     norm_shape = shape[axis:]
+    eps = float(n.attr("epsilon", 1e-5))
     scale = n.g.broadcast_to(n.input(1), norm_shape)
     if n.has(2):
         bias = n.g.broadcast_to(n.input(2), norm_shape)
     else:
         bias = n.g.constant(np.zeros(norm_shape, dtype=_dtype_of(x)))
-    return [n.g.layer_norm(x, scale, bias, axis, float(n.attr("epsilon", 1e-5)))]
+    outputs = [n.g.layer_norm(x, scale, bias, axis, eps)]
+    if any(n.node.output[1:]):
+        axes = tuple(range(axis, len(shape)))
+        mean = n.g.reduce_mean(x, axes, keepdims=True)
+        centered = n.g.sub(x, mean)
+        var = n.g.reduce_mean(n.g.mul(centered, centered), axes, keepdims=True)
+        outputs += [mean, n.g.rsqrt(n.g.add(var, n.scalar(eps, var)))]
+    return outputs
 
 
 @handles("Softmax", attrs=["axis"])
@@ -716,9 +749,14 @@ def _pool_geometry(n: Node, x: Value) -> tuple:
                            "storage_order", "strides"])  # fmt: skip
 def _max_pool(n: Node) -> list:
     n.only_outputs(1)
-    x = n.input(0)
+    one_d = len(shape_of(n.input(0))) == 3
+    x = _as_2d(n, n.input(0))
+    _attrs_2d(n, _POOL_ATTRS, one_d)
     kernel, strides, pads, _ = _pool_geometry(n, x)
-    return [n.g.max_pool2d(x, kernel, strides, pads)]
+    return [_from_2d(n, n.g.max_pool2d(x, kernel, strides, pads), one_d)]
+
+
+_POOL_ATTRS = ("dilations", "kernel_shape", "pads", "strides")
 
 
 @handles("AveragePool", attrs=["auto_pad", "ceil_mode", "count_include_pad", "dilations",
@@ -726,13 +764,15 @@ def _max_pool(n: Node) -> list:
 def _avg_pool(n: Node) -> list:
     """`graph.avg_pool2d` divides by the in-image elements; `count_include_pad`
     rescales by (in-image count / in-padded-area count), a constant."""
-    x = n.input(0)
+    one_d = len(shape_of(n.input(0))) == 3
+    x = _as_2d(n, n.input(0))
+    _attrs_2d(n, _POOL_ATTRS, one_d)
     kernel, strides, pads, base = _pool_geometry(n, x)
     y = n.g.avg_pool2d(x, kernel, strides, pads)
     if n.attr("count_include_pad", 0) and any(base):
         ratio = _window_count_ratio(shape_of(x)[2:], shape_of(y)[2:], kernel, strides, pads, base)
         y = n.g.mul(y, n.g.constant(ratio.astype(_dtype_of(x))))
-    return [y]
+    return [_from_2d(n, y, one_d)]
 
 
 def _window_count_ratio(size, out, kernel, strides, pads, base) -> np.ndarray:
