@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -267,6 +268,9 @@ class _Importer:
                 outputs = fn(ctx)
             except BuilderError as err:
                 raise ctx.error(str(err)) from None
+            except (ValueError, IndexError, TypeError) as err:
+                # Inconsistent attributes or shapes (a malformed model), as a diagnostic.
+                raise ctx.error(f"invalid node: {err}") from None
         for k, name in enumerate(node.output):
             if not name:
                 continue
@@ -288,8 +292,10 @@ class _Importer:
         node = ctx.node
         feeds = {n: self.env[n] for n in node.input if n}
         try:
-            evaluator = ReferenceEvaluator(node, opsets={"": self.opset})
-            return [np.asarray(v) for v in evaluator.run(None, feeds)]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # NumPy's overflow/divide warnings
+                evaluator = ReferenceEvaluator(node, opsets={"": self.opset})
+                return [np.asarray(v) for v in evaluator.run(None, feeds)]
         except Exception as err:  # the reference runtime raises anything
             raise ctx.error(f"cannot evaluate the node on its constant inputs: {err}") from None
 

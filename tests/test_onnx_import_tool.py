@@ -139,3 +139,11 @@ def test_bad_input_shape_flag(tmp_path, capsys) -> None:
     code, _, err = _tool(capsys, _save(tmp_path, model), "--input-shape", "x")
     assert code == 1
     assert "--input-shape expects NAME=D0,D1,..." in err
+
+
+def test_inconsistent_node_is_a_diagnostic(tmp_path, capsys) -> None:
+    nodes = [helper.make_node("Expand", ["x", "s"], ["y"], name="ex")]
+    shape = np.array([4, 5], np.int64)
+    model = make_model(nodes, {"x": np.zeros((3, 1), np.float32)}, ["y"], {"s": shape})
+    err = _error_of(tmp_path, capsys, model)
+    assert "node 'ex' (Expand, opset 17): invalid node:" in err
