@@ -119,14 +119,21 @@ class Case:
     """The same computation as an ONNX model (for onnxruntime), if any."""
 
 
-def _rounds(fns: list[Callable[[], object]], rounds: int) -> list[list[float]]:
+def _rounds(fns: list[Callable[[], object]], rounds: int, settle: float = 0.0) -> list[list[float]]:
     """Seconds per call of each function, measured in interleaved rounds (A, B, A, B, ...),
-    so that a noisy neighbour slows every peer alike."""
+    so that a noisy neighbour slows every peer alike.
+
+    `settle` seconds of sleep before each call let the previous peer's thread
+    pool go idle: OpenBLAS and onnxruntime workers spin for a while after a
+    call, and on a 2-core machine a spinning worker takes the core the next
+    peer's second thread needs (Lamina's libgomp team waits passively)."""
     for fn in fns:
         fn()  # warm up
     times: list[list[float]] = [[] for _ in fns]
     for _ in range(rounds):
         for fn, out in zip(fns, times, strict=True):
+            if settle:
+                time.sleep(settle)
             start = time.perf_counter()
             fn()
             out.append(time.perf_counter() - start)
@@ -291,6 +298,9 @@ def main() -> int:
     parser.add_argument("--threads", default="1,2", help="thread counts, e.g. 1,2")
     parser.add_argument("--csv", default="bench.csv", help="CSV output ('' for none)")
     parser.add_argument("--plot", default="bench.png", help="PNG plot ('' for none)")
+    parser.add_argument(
+        "--settle", type=float, default=0.15, help="pause (s) before each call at >1 thread"
+    )
     args = parser.parse_args()
     rounds = args.rounds or (3 if args.quick else 9)
     thread_counts = [int(t) for t in args.threads.split(",")]
@@ -330,7 +340,7 @@ def main() -> int:
                 ort_err = float(np.max(np.abs(session.run(None, feed)[0] - want)))
                 assert ort_err <= 1e-2 * (np.max(np.abs(want)) or 1.0), f"{case.name}: ORT differs"
                 fns.append(lambda s=session, f=feed: s.run(None, f))
-            t_lam, t_np, *t_ort = _rounds(fns, rounds)
+            t_lam, t_np, *t_ort = _rounds(fns, rounds, args.settle if threads > 1 else 0.0)
             ratios = [a / b for a, b in zip(t_lam, t_np, strict=True)]
             ort_ratios = [a / b for a, b in zip(t_lam, t_ort[0], strict=True)] if t_ort else [0.0]
             med_l, med_n = statistics.median(t_lam), statistics.median(t_np)
