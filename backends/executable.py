@@ -186,7 +186,10 @@ def lower_to_build(
     from lamina.core.pass_manager import PassManager
     from lamina.core.pipeline import passes_for_module
 
+    from lamina.core.devices import with_device_check
+
     passes = passes_for_module(pipeline, module, targets)  # from the module's phase on
+    passes = with_device_check(passes)  # devices no target compiles: refused now, not at run time
     manager = PassManager(passes)  # records pass times; timing=True would print a report
     manager.run(make_context(), module)
     return module, manager.pass_times

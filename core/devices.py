@@ -19,8 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
 from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.passes import ModulePass
 
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
 from lamina.dialects.lamina import (
@@ -204,8 +206,29 @@ def check_usable_devices(module: ModuleOp) -> None:
             f"(usable device kinds: {', '.join(sorted(usable))}); "
             f"ops placed on '{kind}': {names or 'everything (lamina.default_device)'}"
         )
-        diagnostics.append(Diagnostic(message, ops[0] if ops else module))
+        anchor = next((o for o in ops if not o.name.endswith(".func")), ops[0] if ops else module)
+        diagnostics.append(Diagnostic(message, anchor))
     raise DiagnosticError(diagnostics)
+
+
+class RequireUsableDevices(ModulePass):
+    """Not a pipeline step: `lamina.compile`/`lamina-run`/`lamina-compile` insert
+    it where placements are final (before `legalize`) to refuse, at compile
+    time, devices no target compiles (`lamina-opt` does not: IR for any
+    known device kind may be planned and lowered)."""
+
+    name = "require-usable-devices"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        check_usable_devices(op)
+
+
+def with_device_check(passes: Sequence[ModulePass]) -> list[ModulePass]:
+    """`passes` with `RequireUsableDevices` before `legalize` (where devices are
+    planned and ops still name themselves), else before `lower-to-llvm`, else first."""
+    names = [p.name for p in passes]
+    at = next((names.index(n) for n in ("legalize", "lower-to-llvm") if n in names), 0)
+    return [*passes[:at], RequireUsableDevices(), *passes[at:]]
 
 
 def _describe(op: Operation) -> str:
@@ -220,7 +243,9 @@ def _describe(op: Operation) -> str:
 __all__ = [
     "arg_device",
     "carry_device",
+    "RequireUsableDevices",
     "check_usable_devices",
+    "with_device_check",
     "device_of",
     "known_device_kinds",
     "mark_kernel_device",
