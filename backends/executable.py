@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import time
+from typing import TYPE_CHECKING
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -25,6 +26,9 @@ from xdsl.ir import Attribute
 
 from lamina.core.context import make_context
 from lamina.core.diagnostics import DiagnosticError, parse_module, verify_module
+
+if TYPE_CHECKING:
+    from lamina.backends.device_runtime import DeviceStats
 
 _DTYPES: dict[str, np.dtype] = {
     "f16": np.dtype(np.float16),
@@ -160,6 +164,23 @@ class Executable:
             # Only non-contiguous views are copied; contiguous arrays are passed by pointer.
             checked.append(np.ascontiguousarray(arr))
         return checked
+
+    def device_stats(self) -> dict[str, DeviceStats]:
+        """Per device (`"cpu:1"`): bytes allocated, live, peak live and copied to it,
+        counted by the device runtime since compilation or `reset_device_stats()`."""
+        from lamina.backends.device_runtime import read_device_stats
+
+        engine = getattr(self.compiled, "engine", None)
+        stats = read_device_stats(engine) if engine is not None else {}
+        return {f"cpu:{slot}": value for slot, value in sorted(stats.items())}
+
+    def reset_device_stats(self) -> None:
+        """Zero the device counters (between runs)."""
+        from lamina.backends.device_runtime import reset_device_stats
+
+        engine = getattr(self.compiled, "engine", None)
+        if engine is not None:
+            reset_device_stats(engine)
 
     def _cfunc(self, name: str, nargs: int):
         if name not in self._cfuncs:

@@ -450,6 +450,15 @@ def _root_value(value: SSAValue) -> SSAValue:
     return value
 
 
+def _dominates(op: Operation, user: Operation) -> bool:
+    """Is `op` before `user` in `op`'s block or in a region nested in it (graph
+    functions are single blocks, so this is dominance)?"""
+    block = op.parent_block()
+    while user is not None and user.parent_block() is not block:
+        user = user.parent_op()  # type: ignore[assignment]
+    return user is not None and user is not op and op.is_before_in_block(user)
+
+
 @dataclass
 class Writer:
     planner: Planner
@@ -486,6 +495,10 @@ class Writer:
         value = _root_value(use.value)
         key = (value, want)
         if key not in self.copies:
+            found = self._existing_copy(value, want, use.op)
+            if found is not None:
+                use.op.operands[use.index] = found
+                return
             copy = graph.DeviceCopyOp(value, have, want)
             copy.properties["device"] = want
             copy.location = use.op.location
@@ -493,6 +506,15 @@ class Writer:
             self._insert_after_def(value, copy)
             self.copies[key] = copy.result
         use.op.operands[use.index] = self.copies[key]
+
+    def _existing_copy(self, value: SSAValue, dst: DeviceAttr, user: Operation) -> SSAValue | None:
+        """A `graph.device_copy` of `value` to `dst` already in the IR before `user`
+        (from the user, or from an earlier plan): reused, never duplicated."""
+        for use in value.uses:
+            copy = use.operation
+            if isinstance(copy, graph.DeviceCopyOp) and copy.dst == dst and _dominates(copy, user):
+                return copy.result
+        return None
 
     def _insert_after_def(self, value: SSAValue, copy: Operation) -> None:
         if isinstance(value, OpResult):

@@ -36,6 +36,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--output", help="write results to this .npz as out0, out1, ...")
     p.add_argument("--repeat", type=int, default=0, help="time N further runs")
     p.add_argument("--target", action="append", default=None, help="compile target (repeatable)")
+    p.add_argument(
+        "--device-stats",
+        action="store_true",
+        help="print peak and allocated bytes per device and bytes copied to it (first run)",
+    )
     return p
 
 
@@ -80,10 +85,17 @@ def run(argv: list[str] | None = None) -> int:
     exe = lamina.compile(read_source(args.file), targets=args.target, filename=args.file)
     sig = exe._signature(args.entry)
     inputs = load_inputs(args.inputs, sig) if args.inputs else random_inputs(sig, args.seed)
+    exe.reset_device_stats()  # --device-stats reports this first run
     results = exe.run(args.entry, *inputs)
     results = results if isinstance(results, tuple) else (results,)
     for i, arr in enumerate(results):
         print(_summary(i, arr))
+    if args.device_stats:
+        for device, st in exe.device_stats().items():
+            print(
+                f"device {device}: peak {st.peak} B, allocated {st.allocated} B, "
+                f"copied to it {st.copied} B"
+            )
     print(f"compile: {sum(exe.timings.values()) * 1e3:.1f} ms")
     if args.repeat:
         start = time.perf_counter()
