@@ -1,0 +1,99 @@
+"""Devices end to end: two cpu devices that really run, refusal of unusable kinds,
+and the helpers later passes use (`lamina.core.devices`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lamina
+from lamina.core.context import make_context
+from lamina.core.devices import carry_device, device_of, usable_device_kinds
+from lamina.core.diagnostics import DiagnosticError, parse_module
+from lamina.dialects import graph
+from lamina.dialects.lamina import DeviceAttr
+from lamina.passes.plan_devices import PlanDevicesPass
+
+DIAMOND = """
+builtin.module {
+  graph.func @main(%a: tensor<256xf32>, %b: tensor<256xf32>, %c: tensor<256xf32>) -> tensor<256xf32> {
+    %s1 = graph.add %a, %b : (tensor<256xf32>, tensor<256xf32>) -> tensor<256xf32>
+    %t1 = graph.on_device %s1 {device = #lamina.device<"cpu", 1>} : (tensor<256xf32>) -> tensor<256xf32>
+    %s2 = graph.add %b, %c : (tensor<256xf32>, tensor<256xf32>) -> tensor<256xf32>
+    %t2 = graph.on_device %s2 {device = #lamina.device<"cpu", 0>} : (tensor<256xf32>) -> tensor<256xf32>
+    %m = graph.mul %t1, %t2 : (tensor<256xf32>, tensor<256xf32>) -> tensor<256xf32>
+    graph.return %m : tensor<256xf32>
+  }
+}
+"""
+
+GPU = """
+builtin.module {
+  graph.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %y = graph.relu %x {device = #lamina.device<"gpu", 0>} : (tensor<4xf32>) -> tensor<4xf32>
+    %z = graph.device_copy %y {src = #lamina.device<"gpu", 0>, dst = #lamina.device<"cpu", 0>} : (tensor<4xf32>) -> tensor<4xf32>
+    graph.return %z : tensor<4xf32>
+  }
+}
+"""
+
+
+def test_two_cpu_devices_run_with_their_own_accounting():
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.standard_normal(256).astype(np.float32) for _ in range(3))
+    exe = lamina.compile(DIAMOND)
+    exe.reset_device_stats()
+    np.testing.assert_allclose(exe.run("main", a, b, c), (a + b) * (b + c), rtol=1e-6)
+    stats = exe.device_stats()
+    assert set(stats) == {"cpu:0", "cpu:1"}
+    # %b is copied to cpu:0 and %s2 back to cpu:1: 1 KiB each, counted on the destination.
+    assert stats["cpu:0"].copied == 1024 and stats["cpu:1"].copied == 1024
+    # cpu:0 holds the copy of %b and %s2 (1 KiB each); cpu:1 holds %s1 and the copy of %s2.
+    assert stats["cpu:0"].peak == 2048 and stats["cpu:1"].peak == 2048
+    assert all(s.live == 0 for s in stats.values())
+
+
+def test_unusable_device_kind_is_refused_at_compile_time():
+    assert "gpu" not in usable_device_kinds()
+    with pytest.raises(DiagnosticError) as err:
+        lamina.compile(GPU, filename="gpu.mlir")
+    text = err.value.format()
+    assert "cannot compile for device kind 'gpu'" in text
+    assert "graph.relu (gpu.mlir:4:5)" in text and text.startswith("gpu.mlir:4:5: error:")
+
+
+def test_lamina_run_refuses_gpu_and_reports_device_stats(tmp_path, capsys):
+    from lamina.tools.lamina_run import run
+
+    path = tmp_path / "gpu.mlir"
+    path.write_text(GPU)
+    with pytest.raises(DiagnosticError):
+        run([str(path), "--random-inputs"])
+    path = tmp_path / "diamond.mlir"
+    path.write_text(DIAMOND)
+    assert run([str(path), "--random-inputs", "--device-stats"]) == 0
+    out = capsys.readouterr().out
+    assert "device cpu:0: peak 2048 B, allocated 2048 B, copied to it 1024 B" in out
+    assert "device cpu:1: peak 2048 B, allocated 2048 B, copied to it 1024 B" in out
+
+
+def test_device_of_reads_the_plan_from_the_ir():
+    module = parse_module(make_context(), DIAMOND.replace("builtin.module {", _OPT, 1))
+    PlanDevicesPass().apply(make_context(), module)
+    func = next(op for op in module.walk() if isinstance(op, graph.FuncOp))
+    cpu0, cpu1 = DeviceAttr("cpu", 0), DeviceAttr("cpu", 1)
+    assert [device_of(a) for a in func.args] == [cpu1, cpu1, cpu0]
+    copies = [op for op in func.walk() if isinstance(op, graph.DeviceCopyOp)]
+    assert [device_of(c.result) for c in copies] == [cpu0, cpu1]
+
+
+def test_carry_device_keeps_the_placement_on_replacements():
+    module = parse_module(make_context(), DIAMOND.replace("builtin.module {", _OPT, 1))
+    PlanDevicesPass().apply(make_context(), module)
+    add = next(op for op in module.walk() if isinstance(op, graph.AddOp))
+    new = graph.SubOp(add.lhs, add.rhs, add.result.type)
+    carry_device(add, [new])
+    assert new.device == add.device == DeviceAttr("cpu", 1)
+
+
+_OPT = "builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {"
