@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import ctypes
 import time
-from typing import TYPE_CHECKING
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -204,10 +204,9 @@ def lower_to_build(
     module: ModuleOp, targets: Sequence[str] | None = None, pipeline: str = "default"
 ) -> tuple[ModuleOp, dict[str, float]]:
     """Run `pipeline` on `module` (in place) down to the build phase; return it and pass times."""
+    from lamina.core.devices import with_device_check
     from lamina.core.pass_manager import PassManager
     from lamina.core.pipeline import passes_for_module
-
-    from lamina.core.devices import with_device_check
 
     passes = passes_for_module(pipeline, module, targets)  # from the module's phase on
     passes = with_device_check(passes)  # devices no target compiles: refused now, not at run time

@@ -206,7 +206,9 @@ def check_usable_devices(module: ModuleOp) -> None:
             f"(usable device kinds: {', '.join(sorted(usable))}); "
             f"ops placed on '{kind}': {names or 'everything (lamina.default_device)'}"
         )
-        anchor = next((o for o in ops if not o.name.endswith(".func")), ops[0] if ops else module)
+        anchor = next(
+            (o for o in ops if not o.name.endswith((".func", "copy"))), ops[0] if ops else module
+        )
         diagnostics.append(Diagnostic(message, anchor))
     raise DiagnosticError(diagnostics)
 

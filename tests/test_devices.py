@@ -97,3 +97,31 @@ def test_carry_device_keeps_the_placement_on_replacements():
 
 
 _OPT = "builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {"
+
+
+def _doc_blocks(lang: str) -> list[str]:
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "docs" / "devices.md").read_text()
+    return re.findall(rf"```{lang}\n(.*?)```", text, flags=re.S)
+
+
+def test_docs_worked_example_is_what_the_tools_print(capsys):
+    """docs/devices.md: the example is examples/two_devices.mlir, the planned IR
+    is what lamina-opt prints, and the run's lines are what lamina-run prints."""
+    from pathlib import Path
+
+    from lamina.tools.lamina_opt import main as opt_main
+    from lamina.tools.lamina_run import run
+
+    source, planned = _doc_blocks("mlir")
+    example = Path(__file__).parents[1] / "examples" / "two_devices.mlir"
+    assert example.read_text() == source
+    assert opt_main([str(example), "-p", "lift-lambdas,plan-devices"]) == 0
+    assert capsys.readouterr().out.strip() == planned.strip()
+    (session,) = _doc_blocks("text")
+    command, *expected = session.strip().splitlines()
+    assert run(command.split()[2:]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert [line for line in printed if not line.startswith("compile:")] == expected

@@ -1,0 +1,31 @@
+// A gpu/cpu program: planned and lowered (IR only) by lamina-opt, refused at
+// compile time by the tools that would run it, naming the kind and its ops.
+// RUN: lamina-opt %s -p lift-lambdas,plan-devices | filecheck %s
+// RUN: lamina-opt %s --compile-to lowering | filecheck %s --check-prefix=LOWER
+// RUN: not lamina-run %s --random-inputs 2>&1 | filecheck %s --check-prefix=REFUSE
+// RUN: not lamina-compile %s -o %t.so 2>&1 | filecheck %s --check-prefix=REFUSE
+
+builtin.module {
+  graph.func @main(%x: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32> {
+    %a = graph.mul %x, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %g = graph.on_device %a {device = #lamina.device<"gpu", 0>} : (tensor<4xf32>) -> tensor<4xf32>
+    %r = graph.relu %g : (tensor<4xf32>) -> tensor<4xf32>
+    %c = graph.device_copy %r {src = #lamina.device<"gpu", 0>, dst = #lamina.device<"cpu", 0>} : (tensor<4xf32>) -> tensor<4xf32>
+    %y = graph.add %c, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    graph.return %y : tensor<4xf32>
+  }
+}
+// CHECK-LABEL: graph.func @main(
+// CHECK-SAME:      %[[X:[a-z0-9_]+]]: tensor<4xf32> {device = #lamina.device<"gpu", 0>}, %[[W:[a-z0-9_]+]]: tensor<4xf32> {device = #lamina.device<"gpu", 0>}) -> (tensor<4xf32> {device = #lamina.device<"cpu", 0>})
+// CHECK-NEXT:    %[[X0:.*]] = graph.device_copy %[[X]] {src = #lamina.device<"gpu", 0>, dst = #lamina.device<"cpu", 0>
+// CHECK-NEXT:    %[[A:.*]] = graph.mul %[[X]], %[[W]] {device = #lamina.device<"gpu", 0>}
+// CHECK-NEXT:    %[[R:.*]] = graph.relu %[[A]] {device = #lamina.device<"gpu", 0>}
+// CHECK-NEXT:    %[[C:.*]] = graph.device_copy %[[R]] {src = #lamina.device<"gpu", 0>, dst = #lamina.device<"cpu", 0>
+// CHECK-NEXT:    graph.add %[[C]], %[[X0]] {device = #lamina.device<"cpu", 0>}
+
+// LOWER:       loop.alloc {device = #lamina.device<"gpu", 0>}
+// LOWER:       loop.call @te_mul_4xf32_loop
+// LOWER:       loop.copy {{.*}} {src = #lamina.device<"gpu", 0>, dst = #lamina.device<"cpu", 0>}
+// LOWER:       loop.func private @te_mul_4xf32_loop(%in0: memref<4xf32> {device = #lamina.device<"gpu", 0>}
+
+// REFUSE: plan-devices-gpu.mlir:10:5: error: cannot compile for device kind 'gpu': no usable target compiles it (usable device kinds: cpu); ops placed on 'gpu': graph.func @main ({{.*}}), {{.*}}graph.mul ({{.*}}:10:5), graph.relu ({{.*}}:12:5), graph.device_copy
