@@ -23,6 +23,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
 from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.traits import SymbolTable
 
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
 from lamina.dialects.lamina import (
@@ -75,6 +76,16 @@ def device_of(value: SSAValue) -> DeviceAttr | None:
     """
     if isinstance(value, OpResult):
         op = value.op
+        if op.name == "graph.call":  # each result is where the callee delivers it
+            callee = SymbolTable.lookup_symbol(op, op.properties["callee"])  # type: ignore[arg-type]
+            found = None
+            if callee is not None and callee.name == "graph.func":
+                found = res_device(callee, value.index)
+            elif callee is not None:  # already a host loop.func: outputs follow the inputs
+                buffers = [v for v in op.operands if v.type.name != "graph.fn"]
+                found = arg_device(callee, len(buffers) + value.index)
+            if found is not None:
+                return found
         name = "dst" if "dst" in op.properties and op.name.endswith("copy") else "device"
         attr = op.properties.get(name) or op.attributes.get(name)
         return attr if isinstance(attr, DeviceAttr) else None
