@@ -305,7 +305,7 @@ class Planner:
                 results = self.sigs[func.sym_name.data][1]
                 for i, value in enumerate(op.arguments):
                     self._use(value, results[i], op, i)
-                self.op_slot_first(op, results)
+                self._first_slot(op, results)
             case graph.DataflowOp():
                 self._dataflow(op, func)
             case _ if op.has_trait(graph.GraphCompute) or isinstance(op, KERNEL_OPS):
@@ -313,7 +313,7 @@ class Planner:
             case _:
                 pass
 
-    def op_slot_first(self, op: Operation, slots: Sequence[int | None]) -> None:
+    def _first_slot(self, op: Operation, slots: Sequence[int | None]) -> None:
         """A pass-through op reports (and an explicit `device` fixes) its first tensor slot."""
         first = next((s for s in slots if s is not None and self.uf.signature[s] is None), None)
         if first is not None:
@@ -378,7 +378,7 @@ class Planner:
             else:
                 self.uf.unify(var, mine, op, f"result #{result.index}")  # type: ignore[attr-defined]
         tensor_results = [self.values.get(r) for r in op.results]
-        self.op_slot_first(op, [*tensor_results, *params])
+        self._first_slot(op, [*tensor_results, *params])
 
     def _closure(self, op: graph.ClosureOp) -> None:
         callee = SymbolTable.lookup_symbol(op, op.callee)
@@ -392,7 +392,7 @@ class Planner:
         self.values[op.result] = var
         if mine is not None:
             self.uf.unify(var, mine, op, "the closure")
-        self.op_slot_first(op, params[:k])
+        self._first_slot(op, params[:k])
 
     def _dataflow(self, op: graph.DataflowOp, func: graph.FuncOp) -> None:
         self._block(op.body.block, func)
@@ -404,7 +404,7 @@ class Planner:
             slots.append(var)
             if var is not None:
                 self.values[result] = var
-        self.op_slot_first(op, slots)
+        self._first_slot(op, slots)
         if op in self.op_slot:
             self.op_slot[output] = self.op_slot[op]
 
