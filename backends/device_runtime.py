@@ -44,13 +44,13 @@ COPY_SYMBOL = "__lamina_device_copy"
 HEADER_BYTES = 64
 
 RUNTIME_IR = f"""
-@{STATS_SYMBOL} = linkonce_odr global [{MAX_DEVICES * len(COUNTERS)} x i64] zeroinitializer, align 64
+@{STATS_SYMBOL} = linkonce_odr hidden global [{MAX_DEVICES * len(COUNTERS)} x i64] zeroinitializer, align 64
 
 declare ptr @aligned_alloc(i64, i64)
 declare void @free(ptr)
 declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
 
-define linkonce_odr ptr @{ALLOC_SYMBOL}(i64 %slot, i64 %size) {{
+define linkonce_odr hidden ptr @{ALLOC_SYMBOL}(i64 %slot, i64 %size) {{
   %total = add i64 %size, {HEADER_BYTES}
   %raw = call ptr @aligned_alloc(i64 {HEADER_BYTES}, i64 %total)
   store i64 %slot, ptr %raw
@@ -70,7 +70,7 @@ define linkonce_odr ptr @{ALLOC_SYMBOL}(i64 %slot, i64 %size) {{
   ret ptr %user
 }}
 
-define linkonce_odr void @{FREE_SYMBOL}(ptr %user) {{
+define linkonce_odr hidden void @{FREE_SYMBOL}(ptr %user) {{
   %raw = getelementptr i8, ptr %user, i64 -{HEADER_BYTES}
   %slot = load i64, ptr %raw
   %sizep = getelementptr i8, ptr %raw, i64 8
@@ -83,7 +83,7 @@ define linkonce_odr void @{FREE_SYMBOL}(ptr %user) {{
   ret void
 }}
 
-define linkonce_odr void @{COPY_SYMBOL}(i64 %dst, i64 %src, ptr %to, ptr %from, i64 %size) {{
+define linkonce_odr hidden void @{COPY_SYMBOL}(i64 %dst, i64 %src, ptr %to, ptr %from, i64 %size) {{
   call void @llvm.memcpy.p0.p0.i64(ptr %to, ptr %from, i64 %size, i1 false)
   %base = mul i64 %dst, {len(COUNTERS)}
   %copiedi = add i64 %base, 3
