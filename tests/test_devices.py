@@ -157,3 +157,31 @@ def test_call_results_on_two_devices_run():
     assert stats["cpu:1"].allocated == 256 and stats["cpu:1"].copied == 0
     assert stats["cpu:0"].allocated == 768 and stats["cpu:0"].copied == 512
     assert all(s.live == 0 for s in stats.values())
+
+
+def test_ahead_of_time_library_runs_on_two_devices(tmp_path):
+    """The device runtime is linked into a .so (hidden: only the entry is exported)."""
+    import ctypes
+    import subprocess
+    from pathlib import Path
+
+    from lamina.tools.lamina_compile import run
+
+    example = Path(__file__).parents[1] / "examples" / "two_devices.mlir"
+    out = tmp_path / "two.so"
+    assert run([str(example), "-o", str(out)]) == 0
+    lib = ctypes.CDLL(str(out))
+    assert not hasattr(lib, "__lamina_device_alloc")
+    exported = [  # the entry's C symbol (whatever prefix the C ABI gives @main)
+        line.split()[-1]
+        for line in subprocess.run(
+            ["nm", "-D", "--defined-only", str(out)], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+        if " T " in line
+    ]
+    (entry,) = [name for name in exported if name.endswith("main")]
+    rng = np.random.default_rng(1)
+    x, w = rng.standard_normal((2, 8), np.float32), rng.standard_normal((8, 8), np.float32)
+    b, y = rng.standard_normal(8, np.float32), np.zeros((2, 8), np.float32)
+    getattr(lib, entry)(*(a.ctypes.data_as(ctypes.c_void_p) for a in (x, w, b, y)))
+    np.testing.assert_allclose(y, np.maximum(x @ w + b, 0) + x, rtol=1e-5, atol=1e-5)
