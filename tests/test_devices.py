@@ -179,7 +179,7 @@ def test_ahead_of_time_library_runs_on_two_devices(tmp_path):
         ).stdout.splitlines()
         if " T " in line
     ]
-    (entry,) = [name for name in exported if name.endswith("main")]
+    entry = next(name for name in exported if name.endswith("main"))
     rng = np.random.default_rng(1)
     x, w = rng.standard_normal((2, 8), np.float32), rng.standard_normal((8, 8), np.float32)
     b, y = rng.standard_normal(8, np.float32), np.zeros((2, 8), np.float32)
