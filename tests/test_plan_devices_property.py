@@ -2,9 +2,11 @@
 
 Hypothesis writes straight-line graph functions (elementwise ops over
 earlier values, each value optionally pinned with `graph.on_device` to
-cpu:0 or cpu:1, parameters too). After plan-devices the module must verify
+cpu:0 or cpu:1, parameters too), alone or as a callee whose parameters
+may be fixed by `arg_attrs`, called from `@main`. After plan-devices the module must verify
 and be consistent (every compute op carries `device`, each of its tensor
-operands lives there; a `graph.device_copy` reads from its `src`; no
+operands lives there, each call argument on its parameter's device; a
+`graph.device_copy` reads from its `src`; no
 `graph.on_device` is left), copies must be minimal (at most one per value
 and destination device, each used), planning must be idempotent (text
 equal), and — compiled for cpu:0/cpu:1 — the program must keep the NumPy
@@ -17,6 +19,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.traits import SymbolTable
 
 import lamina
 from lamina.backends.reference import evaluate
@@ -71,6 +74,30 @@ def programs(draw) -> str:
     )
 
 
+@st.composite
+def called_programs(draw) -> str:
+    """A random program as a callee `@body` whose parameters may be fixed to a
+    device (`arg_attrs`), called from `@main`: copies cross the call."""
+    body = draw(programs())
+    header = body.index("graph.func @main(")
+    params = []
+    for i in range(3):
+        pinned = f"graph.on_device %p{i} " in body  # an on_device already fixes it
+        device = None if pinned else draw(st.sampled_from([None, *DEVICES]))
+        params.append(f"%p{i}: {T}" + (f" {{device = {device}}}" if device else ""))
+    signature_end = body.index(")", header)
+    body = body[:header] + f"graph.func @body({', '.join(params)}" + body[signature_end:]
+    results = body[body.index("-> (", header) + 4 : body.index(") {", header)]
+    n = results.count("tensor")
+    names = ", ".join(f"%r#{i}" for i in range(n))
+    main = (
+        f"  graph.func @main(%p0: {T}, %p1: {T}, %p2: {T}) -> ({results}) {{\n"
+        f"    %r:{n} = graph.call @body(%p0, %p1, %p2) : ({T}, {T}, {T}) -> ({results})\n"
+        f"    graph.return {names} : {results}\n  }}\n"
+    )
+    return body.rstrip().removesuffix("}") + main + "}\n"
+
+
 def plan(text: str) -> ModuleOp:
     module = parse_module(make_context(), text)
     PlanDevicesPass().apply(make_context(), module)
@@ -92,6 +119,10 @@ def check_consistent(module: ModuleOp) -> None:
             device = op_device(op)
             assert device is not None, f"{op.name} has no device"
             assert all(device_of(v) == device for v in op.operands), f"{op.name} operand elsewhere"
+        elif isinstance(op, graph.CallOp):
+            callee = SymbolTable.lookup_symbol(op, op.callee)
+            for i, v in enumerate(op.arguments):
+                assert device_of(v) == callee.arg_attrs.data[i].data["device"]  # type: ignore[union-attr]
         elif isinstance(op, graph.ReturnOp):
             func = op.parent_op()
             for i, v in enumerate(op.arguments):
@@ -99,7 +130,7 @@ def check_consistent(module: ModuleOp) -> None:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(programs())
+@given(programs() | called_programs())
 def test_planning_is_consistent_minimal_and_idempotent(text: str):
     once = plan(text)
     check_consistent(once)
@@ -110,8 +141,8 @@ def test_planning_is_consistent_minimal_and_idempotent(text: str):
 INPUTS = [np.linspace(-2, 2, 4, dtype=np.float32) * (i + 1) for i in range(3)]
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(programs())
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs() | called_programs())
 def test_two_device_programs_keep_numpy_results(text: str):
     expected = evaluate(parse_module(make_context(), text), "main", *INPUTS)
     exe = lamina.compile(text)
