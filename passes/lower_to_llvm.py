@@ -85,6 +85,7 @@ from lamina.backends.llvm_conversion import (
 )
 from lamina.backends.llvm_parallel import ParallelForLowering
 from lamina.backends.llvm_scalar_patterns import ARITH_PATTERNS, MATH_PATTERNS
+from lamina.core.devices import check_usable_devices
 from lamina.core.diagnostics import op_error
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import loop
@@ -661,6 +662,7 @@ class LowerToLLVMPass(LaminaPass):
     )  # fmt: skip
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        check_usable_devices(op)  # host code for a device no target compiles would be wrong
         # ParallelForLowering must see a parallel loop before ForLowering does.
         patterns = [ParallelForLowering()]
         patterns += [p() for p in (*LOOP_PATTERNS, *ARITH_PATTERNS, *MATH_PATTERNS)]

@@ -4,6 +4,7 @@
 // RUN: lamina-opt %s --compile-to lowering | filecheck %s --check-prefix=LOWER
 // RUN: not lamina-run %s --random-inputs 2>&1 | filecheck %s --check-prefix=REFUSE
 // RUN: not lamina-compile %s -o %t.so 2>&1 | filecheck %s --check-prefix=REFUSE
+// RUN: not lamina-opt %s --compile-to build 2>&1 | filecheck %s --check-prefix=BUILD
 
 builtin.module {
   graph.func @main(%x: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32> {
@@ -29,3 +30,7 @@ builtin.module {
 // LOWER:       loop.func private @te_mul_4xf32_loop(%in0: memref<4xf32> {device = #lamina.device<"gpu", 0>}
 
 // REFUSE: plan-devices-gpu.mlir:10:5: error: cannot compile for device kind 'gpu': no usable target compiles it (usable device kinds: cpu); ops placed on 'gpu': graph.func @main ({{.*}}), {{.*}}graph.mul ({{.*}}:10:5), graph.relu ({{.*}}:12:5), graph.device_copy
+
+// lower-to-llvm generates host code only for usable kinds: it refuses too.
+// BUILD: error: cannot compile for device kind 'gpu'
+// BUILD: note: while running pass 'lower-to-llvm'
