@@ -29,7 +29,7 @@ builtin.module {
 // LOWER:       loop.copy {{.*}} {src = #lamina.device<"gpu", 0>, dst = #lamina.device<"cpu", 0>}
 // LOWER:       loop.func private @te_mul_4xf32_loop(%in0: memref<4xf32> {device = #lamina.device<"gpu", 0>}
 
-// REFUSE: plan-devices-gpu.mlir:10:5: error: cannot compile for device kind 'gpu': no usable target compiles it (usable device kinds: cpu); ops placed on 'gpu': graph.func @main ({{.*}}), {{.*}}graph.mul ({{.*}}:10:5), graph.relu ({{.*}}:12:5), graph.device_copy
+// REFUSE: plan-devices-gpu.mlir:11:5: error: cannot compile for device kind 'gpu': no usable target compiles it (usable device kinds: cpu); ops placed on 'gpu': graph.func @main ({{.*}}), {{.*}}graph.mul ({{.*}}:11:5), graph.relu ({{.*}}:13:5), graph.device_copy
 
 // lower-to-llvm generates host code only for usable kinds: it refuses too.
 // BUILD: error: cannot compile for device kind 'gpu'
