@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, ModuleOp
 from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import SymbolTable
@@ -159,13 +159,9 @@ def mark_kernel_device(kernel: Operation, device: DeviceAttr | None) -> None:
     target that compiles it, are known from the kernel alone."""
     if device is None:
         return
-    inputs, outputs = (
-        kernel.properties["function_type"].inputs,
-        kernel.properties[  # type: ignore[attr-defined]
-            "function_type"
-        ].outputs,
-    )  # type: ignore[attr-defined]
-    for key, count in (("arg_attrs", len(inputs)), ("res_attrs", len(outputs))):
+    ftype = kernel.properties["function_type"]
+    assert isinstance(ftype, FunctionType)
+    for key, count in (("arg_attrs", len(ftype.inputs)), ("res_attrs", len(ftype.outputs))):
         attrs = with_device(kernel.properties.get(key), count, [device] * count)  # type: ignore[arg-type]
         if attrs is not None:
             kernel.properties[key] = attrs
