@@ -25,9 +25,9 @@ builtin.module {
 // CHECK-NEXT:    graph.add %[[C]], %[[X0]] {device = #lamina.device<"cpu", 0>}
 
 // LOWER:       loop.alloc {device = #lamina.device<"gpu", 0>}
-// LOWER:       loop.call @te_mul_4xf32_loop
+// LOWER:       loop.call @te_{{.*}}mul{{.*}}_loop
 // LOWER:       loop.copy {{.*}} {src = #lamina.device<"gpu", 0>, dst = #lamina.device<"cpu", 0>}
-// LOWER:       loop.func private @te_mul_4xf32_loop(%in0: memref<4xf32> {device = #lamina.device<"gpu", 0>}
+// LOWER:       loop.func private @te_{{.*}}mul{{.*}}_loop(%in0: memref<4xf32> {device = #lamina.device<"gpu", 0>}
 
 // REFUSE: plan-devices-gpu.mlir:11:5: error: cannot compile for device kind 'gpu': no usable target compiles it (usable device kinds: cpu); ops placed on 'gpu': graph.func @main ({{.*}}), {{.*}}graph.mul ({{.*}}:11:5), graph.relu ({{.*}}:13:5), graph.device_copy
 
