@@ -233,10 +233,14 @@ class RequireUsableDevices(ModulePass):
 
 
 def with_device_check(passes: Sequence[ModulePass]) -> list[ModulePass]:
-    """`passes` with `RequireUsableDevices` before `legalize` (where devices are
-    planned and ops still name themselves), else before `lower-to-llvm`, else first."""
+    """`passes` with `RequireUsableDevices` right after `plan-devices` (devices
+    are planned, ops not yet fused or legalized), else before `legalize`, else
+    before `lower-to-llvm`, else first."""
     names = [p.name for p in passes]
-    at = next((names.index(n) for n in ("legalize", "lower-to-llvm") if n in names), 0)
+    if "plan-devices" in names:  # right after planning: ops still as the user wrote them
+        at = names.index("plan-devices") + 1
+    else:
+        at = next((names.index(n) for n in ("legalize", "lower-to-llvm") if n in names), 0)
     return [*passes[:at], RequireUsableDevices(), *passes[at:]]
 
 
