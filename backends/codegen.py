@@ -52,6 +52,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import LLVMTranslationException
 
 from lamina.backends.binary_constants import attach_bytes, detached_dense_globals
+from lamina.backends.device_runtime import link_device_runtime
 from lamina.backends.inlining import bound_inlining
 from lamina.backends.llvm_conversion import LOOP_KIND_ATTR
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
@@ -405,6 +406,7 @@ def _optimized_ref(
     timings.translate = time.perf_counter() - start
     start = time.perf_counter()
     ref = parse_and_verify(ir_module)
+    link_device_runtime(ref)  # per-device allocators and counters, if the code uses them
     timings.parse_verify = time.perf_counter() - start
     start = time.perf_counter()
     optimize(ref, tm)

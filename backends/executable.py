@@ -28,6 +28,9 @@ if TYPE_CHECKING:  # xDSL is imported where it is used: a disk-cache hit never n
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.ir import Attribute
 
+if TYPE_CHECKING:
+    from lamina.backends.device_runtime import DeviceStats
+
 _DTYPES: dict[str, np.dtype] = {
     "f16": np.dtype(np.float16),
     "f32": np.dtype(np.float32),
@@ -265,6 +268,23 @@ class EntryCall:
                     raise LaminaRuntimeError(f"{where}: overlaps {what} (outputs must not alias)")
         return list(outs)
 
+    def device_stats(self) -> dict[str, DeviceStats]:
+        """Per device (`"cpu:1"`): bytes allocated, live, peak live and copied to it,
+        counted by the device runtime since compilation or `reset_device_stats()`."""
+        from lamina.backends.device_runtime import read_device_stats
+
+        engine = getattr(self.compiled, "engine", None)
+        stats = read_device_stats(engine) if engine is not None else {}
+        return {f"cpu:{slot}": value for slot, value in sorted(stats.items())}
+
+    def reset_device_stats(self) -> None:
+        """Zero the device counters (between runs)."""
+        from lamina.backends.device_runtime import reset_device_stats
+
+        engine = getattr(self.compiled, "engine", None)
+        if engine is not None:
+            reset_device_stats(engine)
+
 
 def _as_module(module_or_text: ModuleOp | str, filename: str) -> ModuleOp:
     """A private, verified copy of the input: bad IR is reported as such, before any pass."""
@@ -290,10 +310,12 @@ def lower_to_build(
     With an enabled `recorder`, each phase runs under its own pass manager and is measured.
     """
     from lamina.core.context import make_context
+    from lamina.core.devices import with_device_check
     from lamina.core.pass_manager import PassManager
     from lamina.core.pipeline import passes_for_module
 
     passes = passes_for_module(pipeline, module, targets)  # from the module's phase on
+    passes = with_device_check(passes)  # devices no target compiles: refused now, not at run time
     if recorder is not None and recorder.enabled:
         return module, _run_by_phase(passes, module, recorder)
     manager = PassManager(passes)  # records pass times; timing=True would print a report

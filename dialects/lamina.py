@@ -155,7 +155,10 @@ class DeviceAttr(ParametrizedAttribute):
         with parser.in_angle_brackets():
             kind = parser.parse_str_literal("device kind")
             parser.parse_punctuation(",")
-            index = parser.parse_integer(allow_boolean=False, allow_negative=False)
+            pos = parser.pos
+            index = parser.parse_integer(allow_boolean=False, allow_negative=True)
+            if index < 0:
+                parser.raise_error(f"device index must be >= 0, got {index}", pos, parser.pos)
             scope = "global"
             if parser.parse_optional_punctuation(","):
                 scope = parser.parse_str_literal("memory scope")

@@ -46,6 +46,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from lamina.core.devices import mark_kernel_device, op_device
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, te
 from lamina.dialects.lamina import Phase
@@ -258,6 +259,7 @@ class FusedKernels(KernelTable):
         name = self._fresh(f"te_fused_{names}_{type_suffix(ops[-1].results[0].type)}")
         func = build_kernel(name, ops, inputs, [ops[-1].results[0]])
         inline_elementwise(func)
+        mark_kernel_device(func, op_device(ops[-1]))  # the group's device (never mixed)
         self.new_funcs.append(func)
         self.by_key[key] = name
         return name

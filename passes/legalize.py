@@ -22,6 +22,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from lamina.core.devices import mark_kernel_device, op_device
 from lamina.core.diagnostics import Diagnostic, DiagnosticError, op_error
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, te
@@ -44,9 +45,10 @@ def type_suffix(t: Attribute) -> str:
 
 
 def kernel_key(op: Operation) -> tuple[object, ...]:
-    """What makes two compute ops share a kernel: kind, properties (but not the
-    device they run on), attributes, operand and result types."""
-    props = tuple(sorted((k, v) for k, v in op.properties.items() if k != "device"))
+    """What makes two compute ops share a kernel: kind, properties (including the
+    device they run on: a kernel is never shared between devices), attributes,
+    operand and result types."""
+    props = tuple(sorted(op.properties.items()))
     attrs = tuple(sorted(op.attributes.items()))
     return (op.name, props, attrs, tuple(op.operand_types), tuple(op.result_types))
 
@@ -73,7 +75,9 @@ class KernelTable:
         if key in self.by_key:
             return self.by_key[key]
         name = self._fresh(f"te_{op.name.removeprefix('graph.')}_{type_suffix(op.results[0].type)}")
-        self.new_funcs.append(build_kernel(name, [op], list(op.operands), list(op.results)))
+        kernel = build_kernel(name, [op], list(op.operands), list(op.results))
+        mark_kernel_device(kernel, op_device(op))
+        self.new_funcs.append(kernel)
         self.by_key[key] = name
         return name
 

@@ -57,6 +57,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from lamina.core.devices import device_of
 from lamina.core.diagnostics import op_error
 from lamina.core.liveness import BlockOrder
 from lamina.core.pass_base import LaminaPass
@@ -157,7 +158,7 @@ def result_buffer_spec(op: Operation, index: int) -> BufferSpec | None:
     """
     if not isinstance(op, WRITING_OPS) or not isinstance(op.results[index].type, TensorType):
         return None
-    device = op.properties.get("dst" if isinstance(op, graph.DeviceCopyOp) else "device")
+    device = device_of(op.results[index])  # a call's results: where its callee delivers each
     constraint = None
     if isinstance(op, graph.CallLoopOp):
         callee = lookup_symbol(op, op.callee)

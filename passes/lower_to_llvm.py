@@ -64,6 +64,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 
+from lamina.backends.device_runtime import ALLOC_SYMBOL, COPY_SYMBOL, FREE_SYMBOL, device_slot
 from lamina.backends.llvm_conversion import (
     ALLOC_ALIGNMENT,
     BUFFER_ATTR,
@@ -84,6 +85,7 @@ from lamina.backends.llvm_conversion import (
 )
 from lamina.backends.llvm_parallel import ParallelForLowering
 from lamina.backends.llvm_scalar_patterns import ARITH_PATTERNS, MATH_PATTERNS
+from lamina.core.devices import check_usable_devices
 from lamina.core.diagnostics import op_error
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import loop
@@ -208,6 +210,12 @@ class AllocLowering(RewritePattern):
             replace_with(op, rewriter, alloca)
             return
         size = -(-max(_buffer_bytes(mtype), 1) // ALLOC_ALIGNMENT) * ALLOC_ALIGNMENT
+        if isinstance(op, loop.AllocOp):  # on its device's allocator (backends/device_runtime.py)
+            slot = constant(device_slot(op, op.device), i64, rewriter)
+            args = [slot, constant(size, i64, rewriter)]
+            call = call_function(op, rewriter, ALLOC_SYMBOL, args, llvm.LLVMPointerType())
+            replace_with(op, rewriter, call)
+            return
         args = [constant(ALLOC_ALIGNMENT, i64, rewriter), constant(size, i64, rewriter)]
         call = call_function(op, rewriter, "aligned_alloc", args, llvm.LLVMPointerType())
         replace_with(op, rewriter, call)
@@ -220,21 +228,29 @@ class FreeLowering(RewritePattern):
     def match_and_rewrite(self, op: loop.FreeOp | memrefd.DeallocOp, rewriter: PatternRewriter, /):
         buffer = op.operands[0]
         if not _is_stack_buffer(buffer):
-            call_function(op, rewriter, "free", [to_llvm(buffer, rewriter)], None)
+            name = FREE_SYMBOL if isinstance(op, loop.FreeOp) else "free"
+            call_function(op, rewriter, name, [to_llvm(buffer, rewriter)], None)
         rewriter.erase(op)
 
 
 class CopyLowering(RewritePattern):
     """`loop.copy` / `memref.copy` → `llvm.memcpy` of the whole (contiguous) buffer.
 
-    Both buffers live on the host here; a copy between different devices is
-    a target's business before this pass.
+    A copy between two different devices (`src` != `dst`) goes through the
+    device runtime, which also counts the bytes copied to `dst`.
     """
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: loop.CopyOp | memrefd.CopyOp, rewriter: PatternRewriter, /):
         source, target = op.operands[0], op.operands[1]
         size = min(_buffer_bytes(source.type), _buffer_bytes(target.type))
+        if isinstance(op, loop.CopyOp) and op.src is not None and op.dst not in (None, op.src):
+            slots = [device_slot(op, op.dst), device_slot(op, op.src)]
+            args = [constant(s, i64, rewriter) for s in slots]
+            args += [to_llvm(target, rewriter), to_llvm(source, rewriter)]
+            call_function(op, rewriter, COPY_SYMBOL, [*args, constant(size, i64, rewriter)], None)
+            rewriter.erase(op)
+            return
         args = [
             to_llvm(target, rewriter),
             to_llvm(source, rewriter),
@@ -646,6 +662,7 @@ class LowerToLLVMPass(LaminaPass):
     )  # fmt: skip
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        check_usable_devices(op)  # host code for a device no target compiles would be wrong
         # ParallelForLowering must see a parallel loop before ForLowering does.
         patterns = [ParallelForLowering()]
         patterns += [p() for p in (*LOOP_PATTERNS, *ARITH_PATTERNS, *MATH_PATTERNS)]

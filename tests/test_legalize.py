@@ -384,14 +384,20 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 def test_structure_dedup_names_device_dataflow_purity() -> None:
     module = legalize(parse_module(make_context(), PROGRAM, "p.mlir"))
     calls = [op for op in module.walk() if isinstance(op, graph.CallTeOp)]
+    # Kernels are per device: the add on cpu:1 does not share the others' kernel,
+    # and its kernel records its device on every parameter and result.
     assert [c.callee.root_reference.data for c in calls] == [
         "te_add_2x3xf32",
-        "te_add_2x3xf32",
         "te_add_2x3xf32_1",
+        "te_add_2x3xf32_2",
     ]
-    assert set(te_funcs(module)) == {"te_add_2x3xf32", "te_add_2x3xf32_1"}
+    assert set(te_funcs(module)) == {"te_add_2x3xf32", "te_add_2x3xf32_1", "te_add_2x3xf32_2"}
     assert calls[1].device == DeviceAttr("cpu", 1)
     assert calls[0].device is None
+    kernel = te_funcs(module)["te_add_2x3xf32_1"]
+    assert {d.data["device"] for d in (*kernel.arg_attrs.data, *kernel.res_attrs.data)} == {
+        DeviceAttr("cpu", 1)
+    }
     assert not any(op.name in ("graph.dataflow", "graph.output") for op in module.walk())
     main, side = (op for op in module.ops if isinstance(op, graph.FuncOp))
     assert main.force_pure is not None and main.impure is None
@@ -403,7 +409,7 @@ def test_structure_dedup_names_device_dataflow_purity() -> None:
 def test_kernel_names_avoid_existing_symbols() -> None:
     text = PROGRAM.replace("@side", "@te_add_2x3xf32")
     module = legalize(parse_module(make_context(), text, "p.mlir"))
-    assert set(te_funcs(module)) == {"te_add_2x3xf32_1", "te_add_2x3xf32_2"}
+    assert set(te_funcs(module)) == {"te_add_2x3xf32_1", "te_add_2x3xf32_2", "te_add_2x3xf32_3"}
 
 
 def test_every_compute_op_kind_is_covered() -> None:

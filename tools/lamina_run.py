@@ -42,6 +42,11 @@ def _parser() -> argparse.ArgumentParser:
         help="print time and peak memory per compile phase (LLVM steps included) and "
         "whether the disk cache hit",
     )
+    p.add_argument(
+        "--device-stats",
+        action="store_true",
+        help="print peak and allocated bytes per device and bytes copied to it (first run)",
+    )
     return p
 
 
@@ -90,10 +95,17 @@ def run(argv: list[str] | None = None) -> int:
         print(exe.stats.format())
     sig = exe._signature(args.entry)
     inputs = load_inputs(args.inputs, sig) if args.inputs else random_inputs(sig, args.seed)
+    exe.reset_device_stats()  # --device-stats reports this first run
     results = exe.run(args.entry, *inputs)
     results = results if isinstance(results, tuple) else (results,)
     for i, arr in enumerate(results):
         print(_summary(i, arr))
+    if args.device_stats:
+        for device, st in exe.device_stats().items():
+            print(
+                f"device {device}: peak {st.peak} B, allocated {st.allocated} B, "
+                f"copied to it {st.copied} B"
+            )
     print(f"compile: {sum(exe.timings.values()) * 1e3:.1f} ms")
     if args.repeat:
         start = time.perf_counter()

@@ -10,12 +10,13 @@
 
 builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 
-  // Dataflow flattening, kernel deduplication, `device` kept, purity removed.
+  // Dataflow flattening, `device` kept, purity removed. Kernels are per
+  // device: the add on cpu:1 gets its own te.func, which records its device.
   // CHECK-LABEL: graph.func @flatten(
   // CHECK-SAME:    attributes {force_pure}
   // CHECK-NOT:     graph.dataflow
   // CHECK-NEXT:    %[[S:.*]] = graph.call_te @te_add_2x3xf32(%a, %b) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
-  // CHECK-NEXT:    %[[T:.*]] = graph.call_te @te_add_2x3xf32(%[[S]], %b) {device = #lamina.device<"cpu", 1>}
+  // CHECK-NEXT:    %[[T:.*]] = graph.call_te @te_add_2x3xf32_1(%[[S]], %b) {device = #lamina.device<"cpu", 1>}
   // CHECK-NEXT:    %[[E:.*]] = graph.call_extern "ext"(%[[T]]) : (tensor<2x3xf32>) -> tensor<2x3xf32>
   // CHECK-NEXT:    graph.return %[[E]]
   graph.func @flatten(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
@@ -122,6 +123,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 // CHECK-NEXT:    } : tensor<2x3xf32>
 // CHECK-NEXT:    te.return %[[R]] : tensor<2x3xf32>
 // CHECK-NEXT:  }
+// CHECK-NEXT:  te.func private @te_add_2x3xf32_1(%in0: tensor<2x3xf32> {device = #lamina.device<"cpu", 1>}, %in1: tensor<3xf32> {device = #lamina.device<"cpu", 1>}) -> (tensor<2x3xf32> {device = #lamina.device<"cpu", 1>})
 // CHECK-NOT:   te.func private @te_add_2x3xf32
 
 // CHECK-LABEL: te.func private @te_matmul_2x4xf32(

@@ -147,8 +147,10 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 
 // -----
 
-// Heap buffers come from aligned_alloc(64, size rounded up to 64) and go back
-// to free; a small local buffer is an entry-block alloca, freed by nothing.
+// Heap buffers come from their device's allocator (the device runtime,
+// backends/device_runtime.py: slot = device index, here the default cpu:0;
+// size rounded up to 64) and go back to it; a small local buffer is an
+// entry-block alloca, freed by nothing. A copy within one device is a memcpy.
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @temps(%a: memref<10xf32>) {
     %c0 = arith.constant 0 : index
@@ -160,20 +162,43 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     loop.return
   }
 }
-// CHECK-DAG:   llvm.func @free(!llvm.ptr)
-// CHECK-DAG:   llvm.func @aligned_alloc(i64, i64) -> !llvm.ptr
+// CHECK-DAG:   llvm.func @__lamina_device_free(!llvm.ptr)
+// CHECK-DAG:   llvm.func @__lamina_device_alloc(i64, i64) -> !llvm.ptr
 // CHECK-LABEL: llvm.func @temps(
 // CHECK-SAME:      %[[A:[^:]*]]: !llvm.ptr
 // CHECK-NEXT:    %[[N:.*]] = llvm.mlir.constant(4) : i64
 // CHECK-NEXT:    %{{.*}} = llvm.alloca %[[N]] x f64 {alignment = 64 : i64} : (i64) -> !llvm.ptr
-// CHECK-NEXT:    %[[ALIGN:.*]] = llvm.mlir.constant(64) : i64
+// CHECK-NEXT:    %[[SLOT:.*]] = llvm.mlir.constant(0) : i64
 // CHECK-NEXT:    %[[SIZE:.*]] = llvm.mlir.constant(64) : i64
-// CHECK-NEXT:    %[[G:.*]] = llvm.call @aligned_alloc(%[[ALIGN]], %[[SIZE]]) : (i64, i64) -> !llvm.ptr
+// CHECK-NEXT:    %[[G:.*]] = llvm.call @__lamina_device_alloc(%[[SLOT]], %[[SIZE]]) : (i64, i64) -> !llvm.ptr
 // CHECK-NEXT:    %[[BYTES:.*]] = llvm.mlir.constant(40) : i64
 // CHECK-NEXT:    %[[VOL:.*]] = llvm.mlir.constant(false) : i1
 // CHECK-NEXT:    llvm.call_intrinsic "llvm.memcpy.p0.p0.i64"(%[[G]], %[[A]], %[[BYTES]], %[[VOL]]) : (!llvm.ptr, !llvm.ptr, i64, i1) -> ()
-// CHECK-NEXT:    llvm.call @free(%[[G]]) : (!llvm.ptr) -> ()
+// CHECK-NEXT:    llvm.call @__lamina_device_free(%[[G]]) : (!llvm.ptr) -> ()
 // CHECK-NEXT:    llvm.return
+
+// -----
+
+// A buffer on cpu:1 comes from slot 1; a copy between two devices goes through
+// the device runtime, which counts the bytes copied to `dst`.
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @move(%a: memref<10xf32> {device = #lamina.device<"cpu", 0>}) {
+    %g = loop.alloc {device = #lamina.device<"cpu", 1>} : memref<10xf32>
+    loop.copy %a, %g {src = #lamina.device<"cpu", 0>, dst = #lamina.device<"cpu", 1>} : memref<10xf32> to memref<10xf32>
+    loop.free %g : memref<10xf32>
+    loop.return
+  }
+}
+// CHECK-LABEL: llvm.func @move(
+// CHECK-SAME:      %[[A:[^:]*]]: !llvm.ptr
+// CHECK-NEXT:    %[[SLOT:.*]] = llvm.mlir.constant(1) : i64
+// CHECK-NEXT:    %[[SIZE:.*]] = llvm.mlir.constant(64) : i64
+// CHECK-NEXT:    %[[G:.*]] = llvm.call @__lamina_device_alloc(%[[SLOT]], %[[SIZE]])
+// CHECK-NEXT:    %[[DST:.*]] = llvm.mlir.constant(1) : i64
+// CHECK-NEXT:    %[[SRC:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    %[[BYTES:.*]] = llvm.mlir.constant(40) : i64
+// CHECK-NEXT:    llvm.call @__lamina_device_copy(%[[DST]], %[[SRC]], %[[G]], %[[A]], %[[BYTES]]) : (i64, i64, !llvm.ptr, !llvm.ptr, i64) -> ()
+// CHECK-NEXT:    llvm.call @__lamina_device_free(%[[G]])
 
 // -----
 

@@ -1,0 +1,270 @@
+"""Devices in the IR: what later passes ask about placement (seed 001, point 6).
+
+`plan-devices` writes its decisions into the IR (`device` on graph ops,
+`device` in `arg_attrs`/`res_attrs`, `graph.device_copy` at boundaries), so
+no pass needs a side input. This module is how the passes after it read and
+keep that plan:
+
+* `device_of(value)` — the device a tensor value lives on, read from its
+  producer (or, for a parameter, from its function's `arg_attrs`);
+* `carry_device(old, new_ops)` — a rewriter helper: replacement ops inherit
+  the device of the op they replace, so a rewrite never loses a placement;
+* `usable_device_kinds()` / `known_device_kinds()` — which device kinds this
+  build can compile, and which it understands at all;
+* `check_usable_devices(module)` — the compile-time refusal of a module that
+  places work on a device kind no target compiles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, ModuleOp
+from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.traits import SymbolTable
+
+from lamina.core.diagnostics import Diagnostic, DiagnosticError
+from lamina.dialects.lamina import (
+    DEFAULT_DEVICE_ATTR_NAME,
+    DEVICE_ATTR_NAME,
+    DeviceAttr,
+)
+
+DEVICE_PROPS = ("device", "src", "dst")
+"""Op properties that name a device (`graph.device_copy`/`loop.copy` have `src`/`dst`)."""
+
+IR_ONLY_DEVICE_KINDS = ("gpu",)
+"""Kinds the IR may name (plan, print, lower to the lowering phase) without a
+target able to compile them on this machine."""
+
+
+def usable_device_kinds() -> frozenset[str]:
+    """Device kinds some registered target compiles (default: only `cpu`, the host).
+
+    When `lamina.backends.targets` exists and its targets declare a
+    `device_kind`, those kinds are the usable ones; otherwise the host CPU is.
+    This is the one place to point at the target registry.
+    """
+    kinds = {"cpu"}
+    try:
+        from lamina.backends import targets as registry  # type: ignore[attr-defined]
+    except ImportError:
+        return frozenset(kinds)
+    names = getattr(registry, "target_names", None)
+    get = getattr(registry, "get_target", None)
+    if callable(names) and callable(get):
+        for name in names():
+            kind = getattr(get(name), "device_kind", None)
+            if isinstance(kind, str) and kind:
+                kinds.add(kind)
+    return frozenset(kinds)
+
+
+def known_device_kinds() -> frozenset[str]:
+    """Kinds the IR may name: the usable ones plus IR-only kinds such as `gpu`."""
+    return usable_device_kinds() | frozenset(IR_ONLY_DEVICE_KINDS)
+
+
+def device_of(value: SSAValue) -> DeviceAttr | None:
+    """The device `value` lives on according to the IR, or None if it says nothing.
+
+    A result lives where its producer ran (`device`; `dst` for a copy); a
+    function parameter where its `arg_attrs` put it. After `plan-devices`
+    every tensor value of a graph function has a device.
+    """
+    if isinstance(value, OpResult):
+        op = value.op
+        if op.name == "graph.call":  # each result is where the callee delivers it
+            callee = SymbolTable.lookup_symbol(op, op.properties["callee"])  # type: ignore[arg-type]
+            found = None
+            if callee is not None and callee.name == "graph.func":
+                found = res_device(callee, value.index)
+            elif callee is not None:  # already a host loop.func: outputs follow the inputs
+                buffers = [v for v in op.operands if v.type.name != "graph.fn"]
+                found = arg_device(callee, len(buffers) + value.index)
+            if found is not None:
+                return found
+        name = "dst" if "dst" in op.properties and op.name.endswith("copy") else "device"
+        attr = op.properties.get(name) or op.attributes.get(name)
+        return attr if isinstance(attr, DeviceAttr) else None
+    if isinstance(value, BlockArgument):
+        owner = value.block.parent_op()
+        if owner is not None and value.block is _entry_block(owner):
+            return arg_device(owner, value.index)
+    return None
+
+
+def _entry_block(op: Operation):
+    return op.regions[0].blocks.first if op.regions else None
+
+
+def _attr_device(attrs: Attribute | None, index: int) -> DeviceAttr | None:
+    if not isinstance(attrs, ArrayAttr) or index >= len(attrs.data):
+        return None
+    entry = attrs.data[index]
+    if not isinstance(entry, DictionaryAttr):
+        return None
+    device = entry.data.get(DEVICE_ATTR_NAME)
+    return device if isinstance(device, DeviceAttr) else None
+
+
+def arg_device(func: Operation, index: int) -> DeviceAttr | None:
+    """`device` of parameter `index` in a function's `arg_attrs`, if any."""
+    return _attr_device(func.properties.get("arg_attrs"), index)
+
+
+def res_device(func: Operation, index: int) -> DeviceAttr | None:
+    """`device` of result `index` in a function's `res_attrs`, if any."""
+    return _attr_device(func.properties.get("res_attrs"), index)
+
+
+def op_device(op: Operation) -> DeviceAttr | None:
+    """The `device` property of `op` (where it runs), if any."""
+    attr = op.properties.get("device")
+    return attr if isinstance(attr, DeviceAttr) else None
+
+
+def carry_device(old: Operation, new_ops: Iterable[Operation]) -> None:
+    """Give every replacement op that can carry `device` (and has none) the
+    device of `old`: a rewrite must never lose a placement decision."""
+    device = op_device(old)
+    if device is None:
+        return
+    for op in new_ops:
+        definition = getattr(op, "get_irdl_definition", None)
+        if definition is None or "device" not in definition().properties:
+            continue
+        if op.properties.get("device") is None:
+            op.properties["device"] = device
+
+
+def with_device(
+    attrs: ArrayAttr[DictionaryAttr] | None, count: int, devices: Sequence[DeviceAttr | None]
+) -> ArrayAttr[DictionaryAttr] | None:
+    """`arg_attrs`/`res_attrs` with `device` set to `devices[i]` (None: left as is)."""
+    if attrs is None and all(d is None for d in devices):
+        return None
+    entries = list(attrs.data) if attrs is not None else [DictionaryAttr({})] * count
+    for i, device in enumerate(devices):
+        if device is not None:
+            entries[i] = DictionaryAttr({**entries[i].data, DEVICE_ATTR_NAME: device})
+    return ArrayAttr(entries)
+
+
+def mark_kernel_device(kernel: Operation, device: DeviceAttr | None) -> None:
+    """A kernel (`te.func`, later `loop.func`) learns its device: `device` on
+    every parameter and result, so the buffers it reads and writes, and the
+    target that compiles it, are known from the kernel alone."""
+    if device is None:
+        return
+    ftype = kernel.properties["function_type"]
+    assert isinstance(ftype, FunctionType)
+    for key, count in (("arg_attrs", len(ftype.inputs)), ("res_attrs", len(ftype.outputs))):
+        attrs = with_device(kernel.properties.get(key), count, [device] * count)  # type: ignore[arg-type]
+        if attrs is not None:
+            kernel.properties[key] = attrs
+
+
+# ---------------------------------------------------------------------------
+# Compile-time refusal of devices no target compiles
+# ---------------------------------------------------------------------------
+
+
+def named_devices(op: Operation) -> list[DeviceAttr]:
+    """Every device `op` names: its device properties and arg/res attrs."""
+    found = [
+        attr
+        for name in DEVICE_PROPS
+        if isinstance(attr := op.properties.get(name) or op.attributes.get(name), DeviceAttr)
+    ]
+    for key in ("arg_attrs", "res_attrs"):
+        attrs = op.properties.get(key)
+        if isinstance(attrs, ArrayAttr):
+            found += [d for i in range(len(attrs.data)) if (d := _attr_device(attrs, i))]
+    return found
+
+
+def check_usable_devices(module: ModuleOp) -> None:
+    """Refuse, at compile time, a module placing work on a device kind no target compiles.
+
+    One diagnostic per unusable kind, at its first op, naming the kind and
+    every op placed on it (so a user sees what would have run where).
+    """
+    usable = usable_device_kinds()
+    placed: dict[str, list[Operation]] = {}
+    default = module.attributes.get(DEFAULT_DEVICE_ATTR_NAME)
+    if isinstance(default, DeviceAttr) and default.kind.data not in usable:
+        placed.setdefault(default.kind.data, [])
+    for op in module.walk():
+        for device in named_devices(op):
+            if device.kind.data not in usable:
+                ops = placed.setdefault(device.kind.data, [])
+                if not ops or ops[-1] is not op:
+                    ops.append(op)
+    if not placed:
+        return
+    diagnostics = []
+    for kind, ops in placed.items():
+        names = ", ".join(_describe(op) for op in ops[:8]) + (" ..." if len(ops) > 8 else "")
+        message = (
+            f"cannot compile for device kind '{kind}': no usable target compiles it "
+            f"(usable device kinds: {', '.join(sorted(usable))}); "
+            f"ops placed on '{kind}': {names or 'everything (lamina.default_device)'}"
+        )
+        anchor = next(
+            (o for o in ops if not o.name.endswith((".func", "copy"))), ops[0] if ops else module
+        )
+        diagnostics.append(Diagnostic(message, anchor))
+    raise DiagnosticError(diagnostics)
+
+
+class RequireUsableDevices(ModulePass):
+    """Not a pipeline step: `lamina.compile`/`lamina-run`/`lamina-compile` insert
+    it where placements are final (before `legalize`) to refuse, at compile
+    time, devices no target compiles (`lamina-opt` does not: IR for any
+    known device kind may be planned and lowered)."""
+
+    name = "require-usable-devices"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        check_usable_devices(op)
+
+
+def with_device_check(passes: Sequence[ModulePass]) -> list[ModulePass]:
+    """`passes` with `RequireUsableDevices` right after `plan-devices` (devices
+    are planned, ops not yet fused or legalized), else before `legalize`, else
+    before `lower-to-llvm`, else first."""
+    names = [p.name for p in passes]
+    if "plan-devices" in names:  # right after planning: ops still as the user wrote them
+        at = names.index("plan-devices") + 1
+    else:
+        at = next((names.index(n) for n in ("legalize", "lower-to-llvm") if n in names), 0)
+    return [*passes[:at], RequireUsableDevices(), *passes[at:]]
+
+
+def _describe(op: Operation) -> str:
+    from lamina.core.diagnostics import location_of
+
+    loc = location_of(op)
+    sym = op.properties.get("sym_name")
+    name = f"{op.name} @{sym.data}" if sym is not None else op.name  # type: ignore[attr-defined]
+    return f"{name} ({loc})" if loc else name
+
+
+__all__ = [
+    "arg_device",
+    "carry_device",
+    "RequireUsableDevices",
+    "check_usable_devices",
+    "with_device_check",
+    "device_of",
+    "known_device_kinds",
+    "mark_kernel_device",
+    "named_devices",
+    "op_device",
+    "res_device",
+    "usable_device_kinds",
+    "with_device",
+]
