@@ -154,6 +154,23 @@ class Executable:
             raise LaminaRuntimeError(f"no entry function '{name}' (known: {known})")
         return self.signatures[name]
 
+    def device_stats(self) -> dict[str, DeviceStats]:
+        """Per device (`"cpu:1"`): bytes allocated, live, peak live and copied to it,
+        counted by the device runtime since compilation or `reset_device_stats()`."""
+        from lamina.backends.device_runtime import read_device_stats
+
+        engine = getattr(self.compiled, "engine", None)
+        stats = read_device_stats(engine) if engine is not None else {}
+        return {f"cpu:{slot}": value for slot, value in sorted(stats.items())}
+
+    def reset_device_stats(self) -> None:
+        """Zero the device counters (between runs)."""
+        from lamina.backends.device_runtime import reset_device_stats
+
+        engine = getattr(self.compiled, "engine", None)
+        if engine is not None:
+            reset_device_stats(engine)
+
 
 def _check_input(sig: Signature, i: int, arr: object, spec: TensorSpec) -> np.ndarray:
     """Argument `i` checked against `spec` (a clear error if it does not fit), C-contiguous."""
@@ -267,23 +284,6 @@ class EntryCall:
                     what = f"argument {j}" if j < len(inputs) else f"out[{j - len(inputs)}]"
                     raise LaminaRuntimeError(f"{where}: overlaps {what} (outputs must not alias)")
         return list(outs)
-
-    def device_stats(self) -> dict[str, DeviceStats]:
-        """Per device (`"cpu:1"`): bytes allocated, live, peak live and copied to it,
-        counted by the device runtime since compilation or `reset_device_stats()`."""
-        from lamina.backends.device_runtime import read_device_stats
-
-        engine = getattr(self.compiled, "engine", None)
-        stats = read_device_stats(engine) if engine is not None else {}
-        return {f"cpu:{slot}": value for slot, value in sorted(stats.items())}
-
-    def reset_device_stats(self) -> None:
-        """Zero the device counters (between runs)."""
-        from lamina.backends.device_runtime import reset_device_stats
-
-        engine = getattr(self.compiled, "engine", None)
-        if engine is not None:
-            reset_device_stats(engine)
 
 
 def _as_module(module_or_text: ModuleOp | str, filename: str) -> ModuleOp:
