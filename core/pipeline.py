@@ -177,8 +177,25 @@ def _target_registry() -> dict[str, Callable] | None:
 
 
 def resolve_targets(targets: Iterable[str] | None) -> list[str]:
-    """`targets` (default: cpu), each checked against the registered targets."""
+    """`targets` (default: cpu), each checked against the registered targets.
+
+    With the target registry, an unknown name gets a did-you-mean, a target
+    whose library is missing says what to install, and `host` means `cpu`.
+    """
     targets = list(targets) if targets else list(DEFAULT_TARGETS)
+    registry = _target_registry()
+    if registry is not None and "get" in registry:
+        from lamina.backends.targets import check_target_available
+
+        resolved: list[str] = []
+        for target in targets:
+            check_target_available(target)  # raises TargetError (a diagnostic)
+            found = registry["get"](target)
+            base = getattr(found, "extends", None)
+            for name in ([base] if base else []) + [found.name]:
+                if name not in resolved:
+                    resolved.append(name)
+        return resolved
     known = known_target_names()
     for target in targets:
         if target not in known:
@@ -195,8 +212,12 @@ def hook_entries(targets: Iterable[str], point: str, stage: Phase) -> list[Pipel
         return []
     entries = []
     for target_name in targets:
-        hooks = getattr(registry["get"](target_name), "hooks", None) or {}
-        for item in hooks.get(point, ()):
+        target = registry["get"](target_name)
+        if hasattr(target, "hook_passes"):  # lamina.backends.targets.Target: claim passes too
+            items = target.hook_passes(point)
+        else:
+            items = (getattr(target, "hooks", None) or {}).get(point, ())
+        for item in items:
             origin = f"hook {point} (target {target_name})"
             if isinstance(item, ModulePass):
                 entries.append(PipelineEntry(pass_spec_string(item), stage, origin, item))
@@ -260,7 +281,12 @@ def pipeline_passes(
     passes: list[ModulePass] = []
     try:
         for entry in entries:
-            passes += [entry.instance] if entry.instance else parse_pass_pipeline(entry.spec)
+            made = [entry.instance] if entry.instance else parse_pass_pipeline(entry.spec)
+            if entry.origin.startswith("hook"):
+                from lamina.core.hooks import wrap_hook_passes
+
+                made = wrap_hook_passes(made, entry)
+            passes += made
     except PipelineSpecError as err:
         raise PipelineError(f"pipeline '{name}': {err}") from None
     return passes
@@ -269,7 +295,14 @@ def pipeline_passes(
 def passes_for_module(
     name: str, module: ModuleOp, targets: Sequence[str] | None = None, stop: Phase | None = None
 ) -> list[ModulePass]:
-    """The pipeline's passes from the module's current phase on (earlier stages are done)."""
+    """The pipeline's passes from the module's current phase on (earlier stages are done).
+
+    The targets are recorded in (or read from) the module's `lamina.targets`
+    (see `core/hooks.py`), so the module carries what rebuilds its pipeline.
+    """
+    from lamina.core.hooks import module_targets
+
+    targets = module_targets(module, targets)
     return pipeline_passes(name, targets, start=get_phase(module), stop=stop)
 
 
