@@ -168,6 +168,7 @@ def _target_registry() -> dict[str, Callable] | None:
     for key, candidates in (
         ("names", ("target_names", "available_targets", "list_targets")),
         ("get", ("get_target",)),
+        ("check", ("check_target_available",)),
     ):
         for candidate in candidates:
             if callable(getattr(module, candidate, None)):
@@ -185,14 +186,13 @@ def resolve_targets(targets: Iterable[str] | None) -> list[str]:
     targets = list(targets) if targets else list(DEFAULT_TARGETS)
     registry = _target_registry()
     if registry is not None and "get" in registry:
-        from lamina.backends.targets import check_target_available
-
         resolved: list[str] = []
         for target in targets:
-            check_target_available(target)  # raises TargetError (a diagnostic)
+            if "check" in registry:
+                registry["check"](target)  # raises TargetError (a diagnostic)
             found = registry["get"](target)
             base = getattr(found, "extends", None)
-            for name in ([base] if base else []) + [found.name]:
+            for name in ([base] if base else []) + [getattr(found, "name", target)]:
                 if name not in resolved:
                     resolved.append(name)
         return resolved
