@@ -120,8 +120,14 @@ class Gemm:
 
     @property
     def key(self) -> str:
-        batch = f"b{self.batch}x{self.stride_a and 1}{self.stride_b and 1}_" if self.batch > 1 else ""
-        return f"{self.routine}_{batch}{self.m}x{self.k}x{self.n}"
+        """`sgemm_4x8x16`, `dgemm_batch2_3x4x5`, `..._shared_a` (one A for the whole batch)."""
+        key = f"{self.routine}_"
+        if self.batch > 1:
+            key += f"batch{self.batch}_"
+        key += f"{self.m}x{self.k}x{self.n}"
+        if self.batch > 1 and self.stride_a == 0:
+            key += "_shared_a"
+        return key
 
 
 _ROUTINES = {f32: "sgemm", f64: "dgemm"}
