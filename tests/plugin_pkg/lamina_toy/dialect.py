@@ -2,7 +2,14 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Dialect
-from xdsl.irdl import IRDLOperation, VarConstraint, base, irdl_op_definition, operand_def, result_def
+from xdsl.irdl import (
+    IRDLOperation,
+    VarConstraint,
+    base,
+    irdl_op_definition,
+    operand_def,
+    result_def,
+)
 
 
 @irdl_op_definition

@@ -24,7 +24,9 @@ class AddStrayFunc(ModulePass):
     name = "add-stray-func"
 
     def apply(self, ctx, op):
-        op.body.block.add_op(func.FuncOp("stray", FunctionType.from_lists([], []), visibility="private"))
+        op.body.block.add_op(
+            func.FuncOp("stray", FunctionType.from_lists([], []), visibility="private")
+        )
 
 
 register_target(
