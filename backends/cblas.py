@@ -94,7 +94,25 @@ def openblas() -> Library:
         register_library(path)
     except CodegenError as err:
         raise TargetError(f"target '{NAME}': {err}") from None
-    return Library(path, "scipy_" if name.startswith("scipy_") else "")
+    library = Library(path, "scipy_" if name.startswith("scipy_") else "")
+    _match_thread_count(library)
+    return library
+
+
+def _match_thread_count(library: Library) -> None:
+    """OpenBLAS uses as many threads as Lamina's parallel loops (LAMINA_NUM_THREADS).
+
+    Without this, OpenBLAS starts one thread per core whatever Lamina was told.
+    """
+    import ctypes
+    import os
+
+    from lamina.backends.codegen import get_max_threads
+
+    if "OPENBLAS_NUM_THREADS" in os.environ:  # the user told OpenBLAS directly
+        return
+    setter = getattr(ctypes.CDLL(str(library.path)), f"{library.prefix}openblas_set_num_threads")
+    setter(ctypes.c_int(max(1, get_max_threads())))
 
 
 def require_openblas() -> None:

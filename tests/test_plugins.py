@@ -12,6 +12,7 @@ while this test process (and docs/passes.md) stays free of it.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -144,3 +145,33 @@ def test_a_failing_xdsl_universe_entry_point_is_named(tmp_path):
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert "xDSL plugin 'broken' (lamina_missing_mod:U) failed to load" in result.stderr
+
+
+# ---------------------------------------------------------------------------
+# docs/extending.md: its snippets are the package's files, its commands run
+# ---------------------------------------------------------------------------
+
+DOC = Path(__file__).parents[1] / "docs" / "extending.md"
+_BLOCK = re.compile(r"<!-- (file: (?P<path>\S+)|run) -->\n```\w*\n(?P<body>.*?)```", re.DOTALL)
+
+
+def doc_blocks() -> list[tuple[str | None, str]]:
+    """(file path or None for a command block, text) for every marked block of the page."""
+    return [(m["path"], m["body"]) for m in _BLOCK.finditer(DOC.read_text())]
+
+
+def test_every_file_in_the_extending_guide_is_the_tested_package_file():
+    files = [(path, body) for path, body in doc_blocks() if path]
+    assert len(files) >= 9
+    for path, body in files:
+        assert (PKG / path).read_text() == body, f"docs/extending.md shows a stale {path}"
+
+
+def test_every_command_in_the_extending_guide_runs(toy_site):
+    commands = [
+        line for path, body in doc_blocks() if path is None for line in body.splitlines() if line
+    ]
+    assert len(commands) >= 8
+    for command in commands:
+        result = run(["bash", "-c", command], toy_site)
+        assert result.returncode == 0, f"{command}\n{result.stderr}"
