@@ -21,12 +21,16 @@ until then `--print-pipeline` shows it as `[planned: not implemented yet]`
 and the pipeline runs without it (the default pipeline is complete without
 these optimizations; see docs/passes.md).
 
-Targets contribute hook passes through the optional module
-`lamina.backends.targets`, which provides `target_names() -> Sequence[str]`
-and `get_target(name)` returning an object whose `hooks` maps a hook point
-(`optimization`, `lowering`, `build`) to a sequence of `-p` specs (`str`) or
-pass instances (`ModulePass`, which need not be in the registry). Without
-that module the known targets are `cpu` and `host`, with no hooks.
+Targets contribute hook passes through the module `lamina.backends.targets`
+(the target registry), which provides `target_names() -> Sequence[str]` and
+`get_target(name)` returning a target whose `hook_passes(point)` (or, for a
+plain object, `hooks[point]`) lists the passes of hook point `optimization`,
+`lowering` or `build`: `-p` specs (`str`) or pass instances (`ModulePass`,
+which need not be in the registry). `core/hooks.py` wraps them so that they
+run under the phase contracts and are named with their target on failure,
+and records the targets a module is compiled for in its `lamina.targets`.
+Without the registry module the known targets are `cpu` and `host`, with
+no hooks.
 """
 
 from __future__ import annotations
