@@ -258,6 +258,50 @@ def claimed_targets(module: ModuleOp) -> dict[str, Operation]:
     return claims
 
 
+def preferred_layout(op: Operation, targets: Sequence[str]) -> Attribute | None:
+    """The layout (`#lamina.constraint`) the first of `targets` with an opinion prefers for `op`.
+
+    For the layouts work (`plan-layouts`): targets are asked in order.
+    """
+    for name in targets:
+        hook = get_target(name).layout_preference
+        choice = hook(op) if hook is not None else None
+        if choice is not None:
+            return choice
+    return None
+
+
+def module_facts(module: ModuleOp, device_kind: str = "cpu") -> CpuFacts:
+    """Code-generation facts for `device_kind` as the module records them.
+
+    The first target of that kind in `lamina.targets` (default: cpu), with
+    the options of its `#lamina.target<"name", {vector_bits = 256 : i64}>`
+    applied over the target's own: schedules and layouts read these, so a
+    module carries the facts it was compiled for.
+    """
+    from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr
+
+    from lamina.dialects.lamina import TARGETS_ATTR_NAME, TargetAttr
+
+    targets = module.attributes.get(TARGETS_ATTR_NAME)
+    chosen = TargetAttr("cpu")
+    if isinstance(targets, DictionaryAttr) and device_kind in targets.data:
+        value = targets.data[device_kind]
+        chosen = value.data[0] if isinstance(value, ArrayAttr) else value
+    if not isinstance(chosen, TargetAttr):
+        raise TargetError(
+            f"'{TARGETS_ATTR_NAME}' entry for '{device_kind}' is not a #lamina.target"
+        )
+    target = get_target(chosen.target_name.data)
+    options = {}
+    for key, attr in chosen.options.data.items():
+        if not isinstance(attr, IntegerAttr):
+            raise TargetError(f"target option '{key}' must be an integer, got {attr}")
+        options[key] = attr.value.data
+    merged = Target(target.name, target.device_kind, options={**target.options, **options})
+    return merged.facts
+
+
 __all__ = [
     "ENTRY_POINT_GROUP",
     "HOOK_POINTS",
@@ -266,6 +310,8 @@ __all__ = [
     "check_target_available",
     "claimed_targets",
     "get_target",
+    "module_facts",
+    "preferred_layout",
     "register_target",
     "target_names",
     "unregister_target",

@@ -261,3 +261,31 @@ def test_cblas_bias_and_batches_equal_cpu(x, w, b, dtype):
     tol = 1e-5 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
     np.testing.assert_allclose(got, np.matmul(args[0], args[1]) + args[2], rtol=tol, atol=tol)
+
+
+def test_module_facts_read_target_options_from_the_module():
+    from lamina.backends.targets import module_facts
+    from lamina.core.context import make_context
+    from lamina.core.diagnostics import parse_module
+
+    text = (
+        'builtin.module attributes {lamina.targets = {cpu = #lamina.target<"cpu", '
+        "{vector_bits = 128 : i64, cores = 1 : i64}>}} {}"
+    )
+    facts = module_facts(parse_module(make_context(), text, "<t>"))
+    assert (facts.vector_bits, facts.cores) == (128, 1)
+    assert module_facts(ModuleOp([])) == get_target("cpu").facts
+    bad = text.replace("vector_bits", "vector_width")
+    with pytest.raises(TargetError, match="unknown option 'vector_width'"):
+        module_facts(parse_module(make_context(), bad, "<t>"))
+
+
+def test_layout_preferences_are_asked_in_target_order(scratch_target):
+    from lamina.backends.targets import preferred_layout
+
+    marker = graph.ReluOp  # any attribute would do: the hook's answer is passed through
+    scratch_target(Target("quiet", layout_preference=lambda op: None))
+    scratch_target(Target("blocked", layout_preference=lambda op: "blocked-layout"))
+    op = marker.__new__(marker)
+    assert preferred_layout(op, ["cpu", "quiet", "blocked"]) == "blocked-layout"
+    assert preferred_layout(op, ["cpu", "quiet"]) is None
