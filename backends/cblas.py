@@ -266,13 +266,9 @@ def _replace(root: Operation, matmul: graph.MatmulOp, bias: SSAValue | None) -> 
 
 
 def _module_of(op: Operation) -> ModuleOp:
-    parent = op.parent_op()
-    while not isinstance(parent, ModuleOp):
-        assert parent is not None
-        parent = parent.parent_op()
-    while isinstance(parent.parent_op(), ModuleOp):
-        parent = parent.parent_op()
-    return parent
+    module = op.get_toplevel_object()
+    assert isinstance(module, ModuleOp), "a claimed op lives in a module"
+    return module
 
 
 def _kernel(module: ModuleOp, gemm: Gemm, in_types: list, out_type: TensorType) -> str:

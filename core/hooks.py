@@ -101,6 +101,14 @@ def module_targets(module: ModuleOp, targets: Sequence[str] | None = None) -> li
             raise DiagnosticError(
                 Diagnostic(f"'{op.name}' op is claimed by {err.diagnostics[0].message}", op)
             ) from None
+        if getattr(target, "lower", None) is None:
+            raise DiagnosticError(
+                Diagnostic(
+                    f"'{op.name}' op is claimed by target '{target.name}', which does not "
+                    "lower claimed ops (it has no claim hook)",
+                    op,
+                )
+            )
         if target.name not in names:
             names += resolve_targets([target.name])
     if given or names != resolve_targets(None):
@@ -150,6 +158,12 @@ class HookPass(LaminaPass):
             diagnostics = as_diagnostics(err, op)
             diagnostics[0].notes.append(f"in {self.origin}")
             raise DiagnosticError(diagnostics) from None
+        except Exception as err:
+            if type(self.inner).__module__.startswith("lamina."):
+                raise  # a bug in Lamina's own pass: keep the traceback
+            raise DiagnosticError(  # a plugin's bug: name the plugin, as for a failing import
+                Diagnostic(f"{self.origin} failed: {type(err).__name__}: {err}", op)
+            ) from None
         broken = check_phase(op)
         if broken:
             for diagnostic in broken:

@@ -289,3 +289,29 @@ def test_layout_preferences_are_asked_in_target_order(scratch_target):
     op = marker.__new__(marker)
     assert preferred_layout(op, ["cpu", "quiet", "blocked"]) == "blocked-layout"
     assert preferred_layout(op, ["cpu", "quiet"]) is None
+
+
+def test_a_claim_by_a_target_without_a_lowering_is_an_error_at_the_op():
+    text = MM.replace("graph.matmul %a, %b", 'graph.matmul %a, %b {lamina.codegen = "cpu"}')
+    with pytest.raises(lamina.DiagnosticError) as info:
+        lamina.compile(text)
+    assert "'graph.matmul' op is claimed by target 'cpu', which does not lower" in (
+        info.value.format()
+    )
+
+
+def test_a_crashing_plugin_hook_is_named_not_a_traceback(scratch_target):
+    @dataclass(frozen=True)
+    class Crash(ModulePass):
+        name = "test-crash"
+
+        def apply(self, ctx, op):
+            raise ZeroDivisionError("oops")
+
+    scratch_target(Target("crashy", extends="cpu", hooks={"optimization": [Crash()]}))
+    with pytest.raises(lamina.DiagnosticError) as info:
+        lamina.compile(MM, targets=["crashy"])
+    assert (
+        "hook pass 'test-crash' of target 'crashy' (hook point optimization) failed: "
+        "ZeroDivisionError: oops"
+    ) in info.value.format()
