@@ -1,5 +1,5 @@
 // RUN: lamina-opt %s --split-input-file -p 'claim-ops{target=cblas}' | filecheck %s
-// RUN: not lamina-opt %s --split-input-file --load-plugin %S/../targets/Inputs/test_targets.py -p 'claim-ops{target=cblas},claim-ops{target=rival}' 2>&1 | filecheck %s --check-prefix=CONFLICT
+// RUN: not lamina-opt %s --split-input-file --load-plugin %S/../targets/Inputs/hook_targets.py -p 'claim-ops{target=cblas},claim-ops{target=rival}' 2>&1 | filecheck %s --check-prefix=CONFLICT
 
 // cblas claims an f32/f64 matmul it can call GEMM for, and the bias add that
 // follows it; the claim is written into the IR.

@@ -1,5 +1,5 @@
-// RUN: not lamina-opt %s --load-plugin %S/Inputs/test_targets.py --target breaker --compile-to lowering 2>&1 | filecheck %s --check-prefix=INVARIANT
-// RUN: not lamina-opt %s --load-plugin %S/Inputs/test_targets.py --target early --compile-to lowering 2>&1 | filecheck %s --check-prefix=PHASE
+// RUN: not lamina-opt %s --load-plugin %S/Inputs/hook_targets.py --target breaker --compile-to lowering 2>&1 | filecheck %s --check-prefix=INVARIANT
+// RUN: not lamina-opt %s --load-plugin %S/Inputs/hook_targets.py --target early --compile-to lowering 2>&1 | filecheck %s --check-prefix=PHASE
 // RUN: not lamina-opt %s --load-plugin %S/Inputs/bad_hook_point.py 2>&1 | filecheck %s --check-prefix=POINT
 // RUN: not lamina-opt %s --target cbals --compile-to lowering 2>&1 | filecheck %s --check-prefix=UNKNOWN
 // RUN: not lamina-opt %s --load-plugin no_such_plugin_module 2>&1 | filecheck %s --check-prefix=PLUGIN
