@@ -36,6 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--output", help="write results to this .npz as out0, out1, ...")
     p.add_argument("--repeat", type=int, default=0, help="time N further runs")
     p.add_argument("--target", action="append", default=None, help="compile target (repeatable)")
+    p.add_argument(
+        "--load-plugin", action="append", default=[], metavar="MODULE", help="see lamina-opt"
+    )
     return p
 
 
@@ -75,6 +78,10 @@ def run(argv: list[str] | None = None) -> int:
     import lamina
 
     args = _parser().parse_args(argv)
+    for plugin in args.load_plugin:  # registers dialects, passes, targets (docs/extending.md)
+        from lamina.core.plugins import load_plugin
+
+        load_plugin(plugin)
     if args.repeat < 0:
         raise UsageError("--repeat must be >= 0")
     exe = lamina.compile(read_source(args.file), targets=args.target, filename=args.file)
