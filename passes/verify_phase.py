@@ -256,9 +256,7 @@ def check_dialects(module: ModuleOp) -> Iterator[Violation]:
             yield (
                 op,
                 f"'{op.name}' is not allowed from phase optimization on",
-                f"only {allowed} ops are (and those of plugin dialects declared legal in "
-                "this phase); express it with graph, te or loop ops, or lower it in a "
-                "target hook",
+                f"only {allowed} ops are; express it with graph, te or loop ops",
             )
 
 
