@@ -315,3 +315,18 @@ def test_a_crashing_plugin_hook_is_named_not_a_traceback(scratch_target):
         "hook pass 'test-crash' of target 'crashy' (hook point optimization) failed: "
         "ZeroDivisionError: oops"
     ) in info.value.format()
+
+
+@pytest.mark.parametrize("example", ["mlp", "attention"])
+def test_examples_on_cblas_equal_cpu(example):
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "examples" / f"{example}.mlir").read_text()
+    blas, cpu = lamina.compile(text, targets=["cblas"]), lamina.compile(text)
+    assert "scipy_cblas_" in str(blas.llvm_module)
+    rng = np.random.default_rng(0)
+    sig = blas.signatures["main"]
+    args = [rng.standard_normal(p.shape).astype(p.dtype) for p in sig.params]
+    np.testing.assert_allclose(
+        blas.run("main", *args), cpu.run("main", *args), rtol=2e-4, atol=2e-3
+    )
