@@ -30,6 +30,7 @@ of `lamina-compile`d shared libraries) when the target is used.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from math import prod
 from pathlib import Path
@@ -346,35 +347,25 @@ def _emit_body(block: Block, gemm: Gemm, has_bias: bool) -> None:
 def _broadcast_fill(source: SSAValue, dest: SSAValue) -> list[Operation]:
     """Loops storing `source` broadcast (numpy rules) into every element of `dest`."""
     shape = dest.type.get_shape()
-    src_shape = source.type.get_shape()
+    offset = len(shape) - len(source.type.get_shape())
     zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
     one = arith.ConstantOp(IntegerAttr(1, IndexType()))
     ops: list[Operation] = [zero, one]
-    ivs: list[SSAValue] = []
-    body = ops
-    for extent in shape:
-        ub = arith.ConstantOp(IntegerAttr(extent, IndexType()))
-        body.append(ub)
-        for_op = loop.ForOp(zero, ub, one)
-        body.append(for_op)
-        ivs.append(for_op.body.block.args[0])
-        body = _InnerBody(for_op.body.block)
-    offset = len(shape) - len(src_shape)
-    src_ivs = [zero.result if d == 1 else ivs[offset + i] for i, d in enumerate(src_shape)]
-    load = loop.LoadOp(source, src_ivs)
-    body.append(load)
-    body.append(loop.StoreOp(load, dest, ivs))
+
+    def nest(add: Callable[[Operation], None], ivs: list[SSAValue]) -> None:
+        if len(ivs) == len(shape):  # innermost: dest[ivs] = source[broadcast ivs]
+            src = source.type.get_shape()
+            index = [zero.result if d == 1 else ivs[offset + i] for i, d in enumerate(src)]
+            add(load := loop.LoadOp(source, index))
+            add(loop.StoreOp(load, dest, ivs))
+            return
+        add(ub := arith.ConstantOp(IntegerAttr(shape[len(ivs)], IndexType())))
+        add(for_op := loop.ForOp(zero, ub, one))
+        body = for_op.body.block
+        nest(lambda op: body.insert_op_before(op, body.last_op), [*ivs, body.args[0]])
+
+    nest(ops.append, [])
     return ops
-
-
-class _InnerBody:
-    """`append` into a loop body, before its `loop.yield`."""
-
-    def __init__(self, block: Block):
-        self.block = block
-
-    def append(self, op: Operation) -> None:
-        self.block.insert_op_before(op, self.block.last_op)
 
 
 def cblas_target():

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
 from lamina.core.pass_base import LaminaPass
@@ -45,7 +46,7 @@ class LowerClaimedPass(LaminaPass):
         if target.lower is None:
             return
         for claimed in self._claimed(op):
-            if claimed.parent is not None:  # not erased while lowering an earlier claim
+            if _inside(claimed, op):  # not removed while lowering an earlier claim
                 target.lower(claimed)
         left = self._claimed(op)
         if left:
@@ -61,3 +62,11 @@ class LowerClaimedPass(LaminaPass):
         return [
             op for op in module.walk() if op is not module and codegen_target(op) == self.target
         ]
+
+
+def _inside(op: Operation, module: ModuleOp) -> bool:
+    """Whether `op` is still in `module` (a claimed function takes its claimed ops along)."""
+    current = op.parent_op()
+    while current is not None and current is not module:
+        current = current.parent_op()
+    return current is module
