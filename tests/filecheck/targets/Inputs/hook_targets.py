@@ -4,7 +4,8 @@
 * `hooked`  — one pass at every hook point (placement in --print-pipeline);
 * `breaker` — an optimization hook that adds a `func.func`, breaking phase
               invariant 3 (only graph/te/loop/llvm/... ops after ingestion);
-* `early`   — a hook asking for `lower-te` at the optimization hook point.
+* `early`   — a hook asking for `lower-te` at the optimization hook point;
+* `relu-folder` — a hook running the plugin pass `fold-double-relu`.
 """
 
 from dataclasses import dataclass
@@ -46,3 +47,5 @@ register_target(
 )
 register_target(Target("breaker", extends="cpu", hooks={"optimization": [AddStrayFunc()]}))
 register_target(Target("early", extends="cpu", hooks={"optimization": ["lower-te"]}))
+# A hook naming a plugin pass by its `-p` spec (load scripts/fold_double_relu.py too).
+register_target(Target("relu-folder", extends="cpu", hooks={"optimization": ["fold-double-relu"]}))
