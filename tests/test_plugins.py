@@ -175,3 +175,33 @@ def test_every_command_in_the_extending_guide_runs(toy_site):
     for command in commands:
         result = run(["bash", "-c", command], toy_site)
         assert result.returncode == 0, f"{command}\n{result.stderr}"
+
+
+def test_register_dialect_from_python_with_phases(monkeypatch):
+    """`register_dialect` (what a --load-plugin script calls): parsed, and legal where declared."""
+    from xdsl.irdl import IRDLOperation, irdl_op_definition
+
+    from lamina.core import plugins
+    from lamina.core.context import make_context
+    from lamina.core.diagnostics import parse_module
+    from lamina.dialects.lamina import Phase, set_phase
+    from lamina.passes.verify_phase import check_phase
+
+    @irdl_op_definition
+    class MarkOp(IRDLOperation):
+        name = "mark.here"
+
+    from xdsl.ir import Dialect
+
+    monkeypatch.setattr(plugins, "_dialects", {})
+    monkeypatch.setattr(plugins, "_dialect_phases", {})
+    plugins.register_dialect("mark", Dialect("mark", [MarkOp]), phases=["optimization"])
+    module = parse_module(make_context(), '"mark.here"() : () -> ()', "<m>")
+    set_phase(module, Phase.OPTIMIZATION)
+    assert check_phase(module) == []
+    set_phase(module, Phase.LOWERING)
+    assert "invariant 3 violated: 'mark.here'" in check_phase(module)[0].message
+    with pytest.raises(plugins.PluginError, match="clashes with the dialect 'graph'"):
+        plugins.register_dialect("graph", Dialect("graph", []))
+    with pytest.raises(plugins.PluginError, match="cannot be legal in phase build"):
+        plugins.declare_dialect_phases("mark", ["build"])
