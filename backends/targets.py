@@ -43,12 +43,15 @@ from lamina.dialects.lamina import Phase
 ENTRY_POINT_GROUP = "lamina.targets"
 
 HOOK_POINTS: dict[str, Phase] = {
+    "claim": Phase.OPTIMIZATION,
     "optimization": Phase.OPTIMIZATION,
     "lowering": Phase.LOWERING,
     "build": Phase.LOWERING,
 }
-"""Hook point → the phase its passes run in (`build` is the end of phase lowering,
-just before `lower-to-llvm`)."""
+"""Hook point → the phase its passes run in. `claim` comes early in phase
+optimization (after `fold-constants`, before device/layout planning and
+`fuse-ops`, which must see claimed ops as claimed); `optimization` is after
+`fuse-ops`; `build` is the end of phase lowering, just before `lower-to-llvm`."""
 
 ALIASES = {"host": "cpu"}
 """Other names `--target` accepts for a registered target."""
@@ -72,7 +75,7 @@ class Target:
     claimed op or function in phase lowering, it must replace it, e.g. by a
     `graph.call_loop` of a kernel it adds to the module); the generic passes
     `claim-ops{target=T}` and `lower-claimed{target=T}` run them at the
-    `optimization` and `lowering` hook points. `layout_preference` answers
+    `claim` and `lowering` hook points. `layout_preference` answers
     the layouts work (`plan-layouts`): the `#lamina.constraint` this target
     prefers for an op's result, or None. `options` override the host's
     code-generation facts (`vector_bits=256`, `cores=1`, ...; see
@@ -124,7 +127,7 @@ class Target:
     def hook_passes(self, point: str) -> list[HookItem]:
         """The passes at hook `point`: the claim/lower passes first, then `hooks`."""
         generated: list[HookItem] = []
-        if self.claim is not None and point == "optimization":
+        if self.claim is not None and point == "claim":
             generated.append(f"claim-ops{{target={self.name}}}")
         if self.lower is not None and point == "lowering":
             generated.append(f"lower-claimed{{target={self.name}}}")

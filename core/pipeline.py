@@ -54,6 +54,8 @@ class HookPoint:
     """A place where compile targets insert their own passes (DESIGN §6)."""
 
     name: str
+    shown_when_empty: bool = True
+    """`--print-pipeline` lists the point even when no target uses it."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,7 @@ DEFAULT_STAGES: tuple[Stage, ...] = (
             "cse",
             "specialize-closures",
             Planned("fold-constants"),
+            HookPoint("claim", shown_when_empty=False),  # before fusion/layouts see claimed ops
             Planned("plan-devices"),
             Planned("plan-layouts"),
             Planned("fuse-ops"),
@@ -320,6 +323,8 @@ def format_pipeline(name: str, targets: Sequence[str] | None = None) -> str:
         for step in stage.steps:
             if isinstance(step, HookPoint):
                 hooked = hook_entries(targets, step.name, stage.phase)
+                if not hooked and not step.shown_when_empty:
+                    continue
                 lines.append(f"  [hooks: {step.name}]{'' if hooked else '   (none)'}")
                 lines += [_format_entry(e, indent=4) for e in hooked]
             elif isinstance(step, Planned) and not step.registered:

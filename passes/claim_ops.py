@@ -21,8 +21,8 @@ class ClaimOpsPass(LaminaPass):
     what it lowers itself instead of legalize and te; the decision is written
     into the module (`lamina.codegen = "<target>"`), so later passes and a
     re-run of the pipeline see it without side inputs. The pipeline inserts
-    `claim-ops{target=T}` at the `optimization` hook point of every target
-    that has a claim hook; `lower-claimed{target=T}` lowers the claims.
+    `claim-ops{target=T}` at the `claim` hook point (before fusion and
+    layout planning) of every target that has a claim hook; `lower-claimed{target=T}` lowers the claims.
 
     Input invariant: phase ingestion or optimization; `target` is a
     registered target (see docs/extending.md).

@@ -75,7 +75,7 @@ def test_plugin_pass_keeps_its_phase_contract(toy_site):
 def test_plugin_target_hooks_and_claims_through_lamina_opt(toy_site):
     pipeline = run(["lamina-opt", "--print-pipeline", "--target", "toy"], toy_site, check=True)
     assert "    toy-lower   (hook optimization (target toy))" in pipeline.stdout
-    assert "    claim-ops{target=toy}   (hook optimization (target toy))" in pipeline.stdout
+    assert "    claim-ops{target=toy}   (hook claim (target toy))" in pipeline.stdout
     lowered = run(
         ["lamina-opt", "toy.mlir", "--target", "toy", "--compile-to", "lowering"],
         toy_site,

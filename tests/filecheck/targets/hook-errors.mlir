@@ -19,7 +19,7 @@ graph.func @main(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> 
 // A hook registered where its pass cannot run is refused when the pipeline is built.
 // PHASE: error: hook pass 'lower-te' of target 'early' (hook point optimization) cannot run there: the hook point is in phase 'optimization', the pass runs in: lowering
 
-// POINT: error: cannot load plugin '{{.*}}bad_hook_point.py': TargetError: target 'typo' registers a hook at unknown hook point 'optimisation' (did you mean 'optimization'?) (hook points: optimization, lowering, build)
+// POINT: error: cannot load plugin '{{.*}}bad_hook_point.py': TargetError: target 'typo' registers a hook at unknown hook point 'optimisation' (did you mean 'optimization'?) (hook points: claim, optimization, lowering, build)
 
 // UNKNOWN: error: unknown target 'cbals' (did you mean 'cblas'?) (known targets: cblas, cpu)
 

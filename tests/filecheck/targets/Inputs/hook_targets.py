@@ -48,4 +48,4 @@ register_target(
 register_target(Target("breaker", extends="cpu", hooks={"optimization": [AddStrayFunc()]}))
 register_target(Target("early", extends="cpu", hooks={"optimization": ["lower-te"]}))
 # A hook naming a plugin pass by its `-p` spec (load scripts/fold_double_relu.py too).
-register_target(Target("relu-folder", extends="cpu", hooks={"optimization": ["fold-double-relu"]}))
+register_target(Target("relu-folder", extends="cpu", hooks={"claim": ["fold-double-relu"]}))
