@@ -44,7 +44,16 @@ def all_dialect_factories() -> dict[str, Callable[[], Dialect]]:
     upstream = get_all_dialects()
     factories = {name: upstream[name] for name in UPSTREAM_DIALECTS}
     factories.update(_lamina_dialects())
+    from lamina.core.plugins import plugin_dialect_factories
+
+    for name, factory in plugin_dialect_factories().items():  # xdsl.universe, --load-plugin
+        factories.setdefault(name, factory)
     return factories
+
+
+def builtin_dialect_names() -> tuple[str, ...]:
+    """Dialects Lamina registers itself (plugins may not take these names)."""
+    return (*UPSTREAM_DIALECTS, *_lamina_dialects())
 
 
 def make_context(allow_unregistered: bool = False) -> Context:

@@ -44,7 +44,7 @@ from lamina.core.diagnostics import (
     SourceLocation,
     verify_module,
 )
-from lamina.core.pass_base import LaminaPass, phase_list
+from lamina.core.pass_base import PRE_BUILD, LaminaPass, phase_list
 from lamina.dialects.lamina import Phase, get_phase, set_phase
 
 PassFactories = dict[str, Callable[[], type[ModulePass]]]
@@ -193,18 +193,21 @@ def _transition_hint(current: Phase, accepted: frozenset[Phase]) -> str:
 
 
 def check_pass_phase(pass_: ModulePass, module: ModuleOp) -> None:
-    """Refuse `pass_` if the module's phase is not one of its `phases`."""
-    if not isinstance(pass_, LaminaPass):
-        return
+    """Refuse `pass_` if the module's phase is not one of its `phases`.
+
+    A plain xDSL `ModulePass` (a plugin's) has no phase contract: it may run
+    in every phase before build (build holds only llvm ops, for codegen).
+    """
+    phases = pass_.phases if isinstance(pass_, LaminaPass) else PRE_BUILD
     current = get_phase(module)
-    if current in pass_.phases:
+    if current in phases:
         return
     raise DiagnosticError(
         module_diagnostic(
             module,
             f"pass '{pass_.name}' cannot run in phase '{current.label}' "
-            f"(it runs in: {phase_list(pass_.phases)}); "
-            f"{_transition_hint(current, pass_.phases)}",
+            f"(it runs in: {phase_list(phases)}); "
+            f"{_transition_hint(current, phases)}",
         )
     )
 

@@ -21,12 +21,16 @@ until then `--print-pipeline` shows it as `[planned: not implemented yet]`
 and the pipeline runs without it (the default pipeline is complete without
 these optimizations; see docs/passes.md).
 
-Targets contribute hook passes through the optional module
-`lamina.backends.targets`, which provides `target_names() -> Sequence[str]`
-and `get_target(name)` returning an object whose `hooks` maps a hook point
-(`optimization`, `lowering`, `build`) to a sequence of `-p` specs (`str`) or
-pass instances (`ModulePass`, which need not be in the registry). Without
-that module the known targets are `cpu` and `host`, with no hooks.
+Targets contribute hook passes through the module `lamina.backends.targets`
+(the target registry), which provides `target_names() -> Sequence[str]` and
+`get_target(name)` returning a target whose `hook_passes(point)` (or, for a
+plain object, `hooks[point]`) lists the passes of hook point `optimization`,
+`lowering` or `build`: `-p` specs (`str`) or pass instances (`ModulePass`,
+which need not be in the registry). `core/hooks.py` wraps them so that they
+run under the phase contracts and are named with their target on failure,
+and records the targets a module is compiled for in its `lamina.targets`.
+Without the registry module the known targets are `cpu` and `host`, with
+no hooks.
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ class HookPoint:
     """A place where compile targets insert their own passes (DESIGN §6)."""
 
     name: str
+    shown_when_empty: bool = True
+    """`--print-pipeline` lists the point even when no target uses it."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,7 @@ DEFAULT_STAGES: tuple[Stage, ...] = (
             "cse",
             "specialize-closures",
             Planned("fold-constants"),
+            HookPoint("claim", shown_when_empty=False),  # before fusion/layouts see claimed ops
             Planned("plan-devices"),
             Planned("plan-layouts"),
             Planned("fuse-ops"),
@@ -168,6 +175,7 @@ def _target_registry() -> dict[str, Callable] | None:
     for key, candidates in (
         ("names", ("target_names", "available_targets", "list_targets")),
         ("get", ("get_target",)),
+        ("check", ("check_target_available",)),
     ):
         for candidate in candidates:
             if callable(getattr(module, candidate, None)):
@@ -177,8 +185,24 @@ def _target_registry() -> dict[str, Callable] | None:
 
 
 def resolve_targets(targets: Iterable[str] | None) -> list[str]:
-    """`targets` (default: cpu), each checked against the registered targets."""
+    """`targets` (default: cpu), each checked against the registered targets.
+
+    With the target registry, an unknown name gets a did-you-mean, a target
+    whose library is missing says what to install, and `host` means `cpu`.
+    """
     targets = list(targets) if targets else list(DEFAULT_TARGETS)
+    registry = _target_registry()
+    if registry is not None and "get" in registry:
+        resolved: list[str] = []
+        for target in targets:
+            if "check" in registry:
+                registry["check"](target)  # raises TargetError (a diagnostic)
+            found = registry["get"](target)
+            base = getattr(found, "extends", None)
+            for name in ([base] if base else []) + [getattr(found, "name", target)]:
+                if name not in resolved:
+                    resolved.append(name)
+        return resolved
     known = known_target_names()
     for target in targets:
         if target not in known:
@@ -195,8 +219,12 @@ def hook_entries(targets: Iterable[str], point: str, stage: Phase) -> list[Pipel
         return []
     entries = []
     for target_name in targets:
-        hooks = getattr(registry["get"](target_name), "hooks", None) or {}
-        for item in hooks.get(point, ()):
+        target = registry["get"](target_name)
+        if hasattr(target, "hook_passes"):  # lamina.backends.targets.Target: claim passes too
+            items = target.hook_passes(point)
+        else:
+            items = (getattr(target, "hooks", None) or {}).get(point, ())
+        for item in items:
             origin = f"hook {point} (target {target_name})"
             if isinstance(item, ModulePass):
                 entries.append(PipelineEntry(pass_spec_string(item), stage, origin, item))
@@ -260,7 +288,12 @@ def pipeline_passes(
     passes: list[ModulePass] = []
     try:
         for entry in entries:
-            passes += [entry.instance] if entry.instance else parse_pass_pipeline(entry.spec)
+            made = [entry.instance] if entry.instance else parse_pass_pipeline(entry.spec)
+            if entry.origin.startswith("hook"):
+                from lamina.core.hooks import wrap_hook_passes
+
+                made = wrap_hook_passes(made, entry)
+            passes += made
     except PipelineSpecError as err:
         raise PipelineError(f"pipeline '{name}': {err}") from None
     return passes
@@ -269,7 +302,14 @@ def pipeline_passes(
 def passes_for_module(
     name: str, module: ModuleOp, targets: Sequence[str] | None = None, stop: Phase | None = None
 ) -> list[ModulePass]:
-    """The pipeline's passes from the module's current phase on (earlier stages are done)."""
+    """The pipeline's passes from the module's current phase on (earlier stages are done).
+
+    The targets are recorded in (or read from) the module's `lamina.targets`
+    (see `core/hooks.py`), so the module carries what rebuilds its pipeline.
+    """
+    from lamina.core.hooks import module_targets
+
+    targets = module_targets(module, targets)
     return pipeline_passes(name, targets, start=get_phase(module), stop=stop)
 
 
@@ -283,6 +323,8 @@ def format_pipeline(name: str, targets: Sequence[str] | None = None) -> str:
         for step in stage.steps:
             if isinstance(step, HookPoint):
                 hooked = hook_entries(targets, step.name, stage.phase)
+                if not hooked and not step.shown_when_empty:
+                    continue
                 lines.append(f"  [hooks: {step.name}]{'' if hooked else '   (none)'}")
                 lines += [_format_entry(e, indent=4) for e in hooked]
             elif isinstance(step, Planned) and not step.registered:

@@ -22,21 +22,41 @@ def _passes_dir() -> Path:
 
 
 @cache
-def pass_names() -> tuple[str, ...]:
-    """Every registered pass flag, sorted."""
+def builtin_pass_names() -> tuple[str, ...]:
+    """The flags of Lamina's own passes (files in `passes/`), sorted."""
     files = _passes_dir().glob("*.py")
     return tuple(sorted(f.stem.replace("_", "-") for f in files if not f.stem.startswith("_")))
+
+
+def pass_names() -> tuple[str, ...]:
+    """Every registered pass flag, sorted: Lamina's and plugins' (`core/plugins.py`)."""
+    from lamina.core.plugins import plugin_pass_factories
+
+    plugins = plugin_pass_factories()
+    if not plugins:
+        return builtin_pass_names()
+    return tuple(sorted({*builtin_pass_names(), *plugins}))
 
 
 def module_name(flag: str) -> str:
     return f"lamina.passes.{flag.replace('-', '_')}"
 
 
-@cache
 def get_pass_class(flag: str) -> type[LaminaPass]:
-    """Import `passes/<flag>.py` and return the LaminaPass whose `name` is `flag`."""
-    if flag not in pass_names():
+    """The pass class of `flag`: Lamina's (`passes/<flag>.py`) or a plugin's."""
+    if flag in builtin_pass_names():
+        return _builtin_pass_class(flag)
+    from lamina.core.plugins import plugin_pass_factories
+
+    plugins = plugin_pass_factories()
+    if flag not in plugins:
         raise KeyError(flag)
+    return plugins[flag]()  # type: ignore[return-value]
+
+
+@cache
+def _builtin_pass_class(flag: str) -> type[LaminaPass]:
+    """Import `passes/<flag>.py` and return the LaminaPass whose `name` is `flag`."""
     module = importlib.import_module(module_name(flag))
     for value in vars(module).values():
         if (

@@ -63,7 +63,13 @@ from lamina.core.liveness import BlockOrder
 from lamina.core.pass_base import LaminaPass
 from lamina.core.symbols import lookup_symbol
 from lamina.dialects import graph, loop
-from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, DeviceAttr, Phase
+from lamina.dialects.lamina import (
+    CONSTRAINT_ATTR_NAME,
+    ConstraintAttr,
+    DeviceAttr,
+    Phase,
+    codegen_target,
+)
 from lamina.passes.lower_te import buffer_type, symbol_names, to_buffer_types
 from lamina.passes.specialize_closures import describe_function_value, resolve_invokes
 
@@ -340,6 +346,11 @@ class BodyLowering:
                 hint = (
                     " (it computes a function value at run time; host code has no function "
                     "values, only calls of functions known at compile time)"
+                )
+            elif codegen_target(op) is not None:
+                hint = (
+                    f" (it is claimed by target '{codegen_target(op)}', whose "
+                    "lower-claimed hook did not run: compile with that target)"
                 )
             elif op.has_trait(graph.GraphCompute):
                 hint = " (run legalize and lower-te first)"

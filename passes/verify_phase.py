@@ -247,9 +247,13 @@ def check_closure_callees(module: ModuleOp) -> Iterator[Violation]:
 
 
 def check_dialects(module: ModuleOp) -> Iterator[Violation]:
+    from lamina.core.plugins import dialect_phases
+
     allowed = ", ".join(sorted(OPTIMIZATION_DIALECTS))
+    phase = get_phase(module)
     for op in _ops(module):
-        if op.dialect_name() not in OPTIMIZATION_DIALECTS:
+        dialect = op.dialect_name()
+        if dialect not in OPTIMIZATION_DIALECTS and phase not in dialect_phases(dialect):
             yield (
                 op,
                 f"'{op.name}' is not allowed from phase optimization on",

@@ -22,6 +22,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="graph program (.mlir), '-' for stdin")
     p.add_argument("-o", "--output", required=True, help="out.so | out.o | out.ll")
     p.add_argument("--target", action="append", default=None, help="compile target (repeatable)")
+    p.add_argument(
+        "--load-plugin", action="append", default=[], metavar="MODULE", help="see lamina-opt"
+    )
     return p
 
 
@@ -30,6 +33,10 @@ def run(argv: list[str] | None = None) -> int:
     from lamina.backends.executable import _as_module, lower_to_build
 
     args = _parser().parse_args(argv)
+    for plugin in args.load_plugin:  # registers dialects, passes, targets (docs/extending.md)
+        from lamina.core.plugins import load_plugin
+
+        load_plugin(plugin)
     out = Path(args.output)
     if out.suffix not in KINDS:
         raise UsageError(f"cannot infer the output kind of '{out}': use one of {', '.join(KINDS)}")

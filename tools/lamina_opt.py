@@ -85,6 +85,7 @@ class LaminaOptMain(xDSLOptMain):
         self.input_name = "<stdin>"
         self.annotated = False
         self.ctx = Context()
+        _load_plugins(args)  # before registration: plugins add dialects, passes, targets
         self.register_all_dialects()
         self.register_all_frontends()
         self.register_all_passes()
@@ -164,6 +165,14 @@ class LaminaOptMain(xDSLOptMain):
             "--print-ir-after-failure",
             action="store_true",
             help="print the IR to stderr after a pass fails",
+        )
+        arg_parser.add_argument(
+            "--load-plugin",
+            action="append",
+            default=[],
+            metavar="MODULE",
+            help="import a Python module (name or .py file) that registers dialects, "
+            "passes or targets (repeatable); see docs/extending.md",
         )
         arg_parser.add_argument(
             "--list-passes",
@@ -436,6 +445,18 @@ class LaminaOptMain(xDSLOptMain):
             syntax_highlight=self.args.syntax_highlight,
         ).emit(self.ctx, prog, out)
         return out.getvalue()
+
+
+def _load_plugins(argv: Sequence[str] | None) -> None:
+    """Import every `--load-plugin MODULE` of `argv` (argparse runs after registration)."""
+    from lamina.core.plugins import load_plugin
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    for index, arg in enumerate(args):
+        if arg == "--load-plugin" and index + 1 < len(args):
+            load_plugin(args[index + 1])
+        elif arg.startswith("--load-plugin="):
+            load_plugin(arg.split("=", 1)[1])
 
 
 def _is_blank(text: str) -> bool:

@@ -47,6 +47,9 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print peak and allocated bytes per device and bytes copied to it (first run)",
     )
+    p.add_argument(
+        "--load-plugin", action="append", default=[], metavar="MODULE", help="see lamina-opt"
+    )
     return p
 
 
@@ -86,6 +89,10 @@ def run(argv: list[str] | None = None) -> int:
     import lamina
 
     args = _parser().parse_args(argv)
+    for plugin in args.load_plugin:  # registers dialects, passes, targets (docs/extending.md)
+        from lamina.core.plugins import load_plugin
+
+        load_plugin(plugin)
     if args.repeat < 0:
         raise UsageError("--repeat must be >= 0")
     exe = lamina.compile(

@@ -1,0 +1,201 @@
+"""Target hooks in the pipeline: which targets a module uses, and hook passes under contract.
+
+Two things the pipeline (`core/pipeline.py`) needs from the targets, kept
+here so that the pipeline itself only expands hook points:
+
+* `module_targets(module, targets)`: the targets in use. Given explicitly
+  (`--target`, `lamina.compile(targets=...)`), they are recorded in the
+  module's `lamina.targets`; otherwise the module's own `lamina.targets` is
+  read (default: cpu). A target that claimed ops in the module
+  (`lamina.codegen`) is in use too; an unknown one is an error at the op.
+  So the module alone says how to rebuild its pipeline (seed 003).
+
+  `lamina.targets` is a dictionary from device kind to the targets that
+  compile it: one `#lamina.target<"cpu">`, or an array when a library
+  target adds to the code generator of its kind
+  (`{cpu = [#lamina.target<"cpu">, #lamina.target<"cblas">]}`).
+
+* `wrap_hook_passes`: a hook pass runs under the same phase contract as a
+  built-in pass, and more visibly: one registered at a hook point whose
+  phase it cannot run in is refused when the pipeline is built, and one
+  that leaves the IR invalid or breaks a phase invariant is reported right
+  after it runs, naming the pass, the target, the hook point and the
+  invariant. A plain xDSL `ModulePass` (no Lamina phase contract) is
+  accepted in every phase before build.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
+
+from lamina.core.diagnostics import Diagnostic, DiagnosticError
+from lamina.core.pass_base import PRE_BUILD, LaminaPass, phase_list
+from lamina.dialects.lamina import TARGETS_ATTR_NAME, Phase, TargetAttr
+
+if TYPE_CHECKING:
+    from lamina.core.pipeline import PipelineEntry
+
+
+# ---------------------------------------------------------------------------
+# The targets of a module
+# ---------------------------------------------------------------------------
+
+
+def read_module_targets(module: ModuleOp) -> list[str] | None:
+    """Target names in the module's `lamina.targets`, or None if it has none."""
+    attr = module.attributes.get(TARGETS_ATTR_NAME)
+    if attr is None:
+        return None
+    names: list[str] = []
+    if isinstance(attr, DictionaryAttr):
+        for value in attr.data.values():
+            items = value.data if isinstance(value, ArrayAttr) else (value,)
+            for item in items:
+                if not isinstance(item, TargetAttr):
+                    break
+                names.append(item.target_name.data)
+            else:
+                continue
+            break
+        else:
+            return names
+    raise DiagnosticError(
+        Diagnostic(
+            f"'{TARGETS_ATTR_NAME}' must be a dictionary from device kind to "
+            "#lamina.target (or an array of them), got " + str(attr),
+            module,
+        )
+    )
+
+
+def write_module_targets(module: ModuleOp, names: Sequence[str]) -> None:
+    """Record `names` in `lamina.targets`, grouped by the targets' device kinds."""
+    from lamina.backends.targets import get_target
+
+    by_kind: dict[str, list[TargetAttr]] = {}
+    for name in names:
+        target = get_target(name)
+        by_kind.setdefault(target.device_kind, []).append(TargetAttr(target.name))
+    module.attributes[TARGETS_ATTR_NAME] = DictionaryAttr(
+        {kind: attrs[0] if len(attrs) == 1 else ArrayAttr(attrs) for kind, attrs in by_kind.items()}
+    )
+
+
+def module_targets(module: ModuleOp, targets: Sequence[str] | None = None) -> list[str]:
+    """The targets compiling `module` (see the module docstring); records explicit ones."""
+    from lamina.backends.targets import claimed_targets, get_target
+    from lamina.core.pipeline import resolve_targets
+
+    given = bool(targets)
+    names = resolve_targets(targets if given else read_module_targets(module))
+    for claimer, op in claimed_targets(module).items():
+        try:
+            target = get_target(claimer)
+        except DiagnosticError as err:
+            raise DiagnosticError(
+                Diagnostic(f"'{op.name}' op is claimed by {err.diagnostics[0].message}", op)
+            ) from None
+        if getattr(target, "lower", None) is None:
+            raise DiagnosticError(
+                Diagnostic(
+                    f"'{op.name}' op is claimed by target '{target.name}', which does not "
+                    "lower claimed ops (it has no claim hook)",
+                    op,
+                )
+            )
+        if target.name not in names:
+            names += resolve_targets([target.name])
+    if given or names != resolve_targets(None):
+        write_module_targets(module, names)
+    return names
+
+
+# ---------------------------------------------------------------------------
+# Hook passes
+# ---------------------------------------------------------------------------
+
+
+class HookPass(LaminaPass):
+    """A target's pass at a hook point: the inner pass, plus who put it there.
+
+    Its name and `-p` spec are the inner pass's, so pipelines and
+    reproducers print as before; its phases are the inner pass's (all
+    phases before build for a plain xDSL pass).
+    """
+
+    def __init__(self, inner: ModulePass, target: str, point: str):
+        self.inner = inner
+        self.target = target
+        self.point = point
+        self.name = inner.name
+        self.phases = inner.phases if isinstance(inner, LaminaPass) else PRE_BUILD
+
+    def __repr__(self) -> str:
+        return f"HookPass({self.inner!r}, target={self.target!r}, point={self.point!r})"
+
+    def spec(self, *, include_default: bool = False):
+        return self.inner.spec(include_default=include_default)
+
+    @property
+    def origin(self) -> str:
+        return f"hook pass '{self.name}' of target '{self.target}' (hook point {self.point})"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from lamina.core.diagnostics import verify_module
+        from lamina.core.pass_manager import as_diagnostics
+        from lamina.passes.verify_phase import check_phase
+
+        try:
+            self.inner.apply(ctx, op)
+            verify_module(op)
+        except DiagnosticException as err:
+            diagnostics = as_diagnostics(err, op)
+            diagnostics[0].notes.append(f"in {self.origin}")
+            raise DiagnosticError(diagnostics) from None
+        except Exception as err:
+            if type(self.inner).__module__.startswith("lamina."):
+                raise  # a bug in Lamina's own pass: keep the traceback
+            raise DiagnosticError(  # a plugin's bug: name the plugin, as for a failing import
+                Diagnostic(f"{self.origin} failed: {type(err).__name__}: {err}", op)
+            ) from None
+        broken = check_phase(op)
+        if broken:
+            for diagnostic in broken:
+                diagnostic.message = f"{self.origin} broke an invariant: {diagnostic.message}"
+            raise DiagnosticError(broken)
+
+
+def wrap_hook_passes(passes: Sequence[ModulePass], entry: PipelineEntry) -> list[ModulePass]:
+    """`passes` of a hook entry as HookPasses; one that cannot run at that point is refused."""
+    from lamina.core.pipeline import PipelineError
+
+    point, target = _hook_of(entry.origin)
+    wrapped = []
+    for pass_ in passes:
+        hook = HookPass(pass_, target, point)
+        if getattr(pass_, "produces", None) is not None:
+            raise PipelineError(
+                f"{hook.origin} is a transition pass; hooks may not change the phase"
+            )
+        if entry.stage not in hook.phases:
+            raise PipelineError(
+                f"{hook.origin} cannot run there: the hook point is in phase "
+                f"'{Phase(entry.stage).label}', the pass runs in: {phase_list(hook.phases)}"
+            )
+        wrapped.append(hook)
+    return wrapped
+
+
+def _hook_of(origin: str) -> tuple[str, str]:
+    """(point, target) from a PipelineEntry origin `hook <point> (target <t>)`."""
+    point, _, rest = origin.removeprefix("hook ").partition(" (target ")
+    return point, rest.rstrip(")")
+
+
+__all__ = ["HookPass", "module_targets", "read_module_targets", "wrap_hook_passes"]

@@ -1,0 +1,1 @@
+"""lamina-toy: the example plugin of docs/extending.md."""
