@@ -107,9 +107,10 @@ from xdsl.utils.exceptions import VerifyException
 from lamina.dialects.common import type_list, verify_terminator
 from lamina.dialects.func_like import FuncLikeCallableInterface, ReturnLikeOp, SymbolFuncOp
 from lamina.dialects.lamina import ConstraintAttr, DeviceAttr
+from lamina.dialects.layout_maps import eval_grid, is_injective, verify_boundary_constraints
 
 if TYPE_CHECKING:
-    import numpy as np
+    pass
 
 # ---------------------------------------------------------------------------
 # Formatting helpers for diagnostics
@@ -435,28 +436,6 @@ EXACT_BOUNDS_LIMIT = 1 << 22
 that `layout_transform_shape` evaluates exhaustively."""
 
 
-def _eval_grid(expr: AffineExpr, grids: dict[int, np.ndarray]) -> np.ndarray | int:
-    """Evaluate `expr` on broadcastable index grids (affine floordiv/mod semantics)."""
-    if isinstance(expr, AffineDimExpr):
-        return grids[expr.position]
-    if isinstance(expr, AffineConstantExpr):
-        return expr.value
-    assert isinstance(expr, AffineBinaryOpExpr)
-    lhs, rhs = _eval_grid(expr.lhs, grids), _eval_grid(expr.rhs, grids)
-    match expr.kind:
-        case AffineBinaryOpKind.Add:
-            return lhs + rhs
-        case AffineBinaryOpKind.Mul:
-            return lhs * rhs
-        case AffineBinaryOpKind.FloorDiv:
-            return lhs // rhs
-        case AffineBinaryOpKind.CeilDiv:
-            return -(-lhs // rhs)
-        case AffineBinaryOpKind.Mod:
-            return lhs % rhs
-    raise ShapeError(f"unsupported expression {expr} in a layout map")
-
-
 def _exact_bounds(expr: AffineExpr, dims: Sequence[int]) -> tuple[int, int]:
     """[min, max] of `expr` over the box: interval arithmetic validates the
     expression and bounds it; exhaustive evaluation over the dims it uses makes
@@ -470,13 +449,16 @@ def _exact_bounds(expr: AffineExpr, dims: Sequence[int]) -> tuple[int, int]:
     axes = np.meshgrid(
         *(np.arange(dims[d], dtype=np.int64) for d in used), indexing="ij", sparse=True
     )
-    values = np.asarray(_eval_grid(expr, dict(zip(used, axes, strict=True))))
+    values = np.asarray(eval_grid(expr, dict(zip(used, axes, strict=True))))
     return int(values.min()), int(values.max())
 
 
 def layout_transform_shape(shape: Sequence[int], index_map: AffineMap) -> tuple[int, ...]:
-    """The physical shape of a layout constraint: per map result, max over the
-    logical domain + 1 (e.g. `(d0) -> (d0 floordiv 8, d0 mod 8)` on 20 gives 3x8)."""
+    """The physical shape of a layout constraint (seed 002's padding rule): a
+    result `e mod m` has extent `m`, `e floordiv m` has ⌈extent(e)/m⌉, any other
+    result its maximum over the logical domain + 1. So
+    `(d0) -> (d0 floordiv 8, d0 mod 8)` on 20 gives 3x8, and on 3 gives 1x8:
+    the 5 slots no element reaches are padding."""
     if index_map.num_dims != len(shape):
         raise ShapeError(
             f"constraint map has {index_map.num_dims} dimensions but the operand has rank "
@@ -491,8 +473,21 @@ def layout_transform_shape(shape: Sequence[int], index_map: AffineMap) -> tuple[
         lo, hi = _exact_bounds(expr, shape)
         if lo < 0:
             raise ShapeError(f"constraint map result #{i} ({expr}) can be negative (minimum {lo})")
-        result.append(hi + 1)
+        result.append(_padded_extent(expr, shape, hi + 1))
     return tuple(result)
+
+
+def _padded_extent(expr: AffineExpr, shape: Sequence[int], tight: int) -> int:
+    """`m` for `e mod m`, ⌈extent(e)/m⌉ for `e floordiv m`, else `tight`."""
+    if not (isinstance(expr, AffineBinaryOpExpr) and isinstance(expr.rhs, AffineConstantExpr)):
+        return tight
+    m = expr.rhs.value
+    if expr.kind == AffineBinaryOpKind.Mod:
+        return m
+    if expr.kind == AffineBinaryOpKind.FloorDiv:
+        inner = _exact_bounds(expr.lhs, shape)[1] + 1
+        return -(-inner // m)
+    return tight
 
 
 # ---------------------------------------------------------------------------
@@ -727,6 +722,7 @@ class FuncOp(SymbolFuncOp):
                     f"{name} has {len(attrs.data)} entries, expected {count} "
                     f"(one per function {'parameter' if name == 'arg_attrs' else 'result'})"
                 )
+        verify_boundary_constraints(self.arg_attrs, self.res_attrs, inputs, outputs)
         if self.is_declaration:
             return
         block_types = self.body.blocks.first.arg_types  # type: ignore[union-attr]
@@ -1990,27 +1986,37 @@ class CastOp(_RetypeOp):
 class LayoutTransformOp(_OneInputOp):
     """Move a tensor into the physical layout of `constraint` (`#lamina.constraint`).
 
-    The result shape is the image of the constraint's index map over the
-    operand's shape; padding elements hold the constraint's PAD (or are
-    unspecified for `#lamina.undef`).
+    Element `x[i]` goes to `result[MAP(i)]`. The result shape follows the map
+    (`layout_transform_shape`: `e mod m` → m, `e floordiv m` → ⌈extent(e)/m⌉);
+    slots no element reaches hold PAD (or are unspecified for `#lamina.undef`).
+    The map must be injective on the operand. With `crop` (the inverse of a
+    padded layout) the declared result may be smaller than the map's image:
+    elements whose image falls outside it (the padding) are dropped.
     """
 
     name = "graph.layout_transform"
 
     constraint = prop_def(ConstraintAttr)
+    crop = opt_prop_def(UnitAttr)
 
     def __init__(
         self,
         input: SSAValue | Operation,
         constraint: ConstraintAttr,
         device: DeviceAttr | None = None,
+        result_type: Attribute | None = None,
     ):
         value = SSAValue.get(input)
-        shape = layout_transform_shape(tensor_shape(value), constraint.index_map.data)
+        if result_type is None:
+            shape = layout_transform_shape(tensor_shape(value), constraint.index_map.data)
+            result_type = _tensor(element_type(value), shape)
+        image = layout_transform_shape(tensor_shape(value), constraint.index_map.data)
+        assert isinstance(result_type, TensorType)
+        crop = tuple(result_type.get_shape()) != image
         super().__init__(
             operands=[input],
-            result_types=[_tensor(element_type(value), shape)],
-            properties={"constraint": constraint, "device": device},
+            result_types=[result_type],
+            properties={"constraint": constraint, "device": device, "crop": _unit(crop)},
         )
 
     def infer_result_type(self) -> Attribute:
@@ -2018,7 +2024,33 @@ class LayoutTransformOp(_OneInputOp):
         pad = self.constraint.pad
         if isinstance(pad, FloatAttr | IntegerAttr) and pad.type != elem:
             raise ShapeError(f"pad value type {pad.type} does not match the element type {elem}")
-        shape = layout_transform_shape(tensor_shape(self.input), self.constraint.index_map.data)
+        operand = tensor_shape(self.input)
+        index_map = self.constraint.index_map.data
+        shape = layout_transform_shape(operand, index_map)
+        if not is_injective(index_map, operand):
+            raise ShapeError(
+                f"constraint map {index_map} is not injective on the operand shape "
+                f"{list(operand)} (two elements would share a slot)"
+            )
+        got = tensor_shape(self.result)
+        if self.crop is not None and len(got) == len(shape):
+            if any(g > s for g, s in zip(got, shape, strict=True)):
+                raise ShapeError(
+                    f"cropped result shape {list(got)} exceeds the image {list(shape)} of the map"
+                )
+            return self.result.type
+        if self.crop is None and len(got) == len(shape) and tuple(got) != shape:
+            if all(g <= s for g, s in zip(got, shape, strict=True)):
+                raise ShapeError(
+                    f"result shape {list(got)} is smaller than the map's image {list(shape)}: "
+                    "it would lose elements (mark the op `crop` to drop the padding)"
+                )
+        logical = self.constraint.logical_shape
+        if logical is not None and logical != tuple(operand):
+            raise ShapeError(
+                f"constraint logical shape {list(logical)} does not match the operand shape "
+                f"{list(operand)}"
+            )
         return _tensor(elem, shape)
 
 
