@@ -219,7 +219,9 @@ def _check_radix(inner: Linear, logical: Sequence[int] | None) -> None:
             raise LayoutMapError(f"d{d} has a non-positive coefficient in {_linear_text(inner)}")
         if logical is None:
             if reach and c == reach:
-                raise LayoutMapError(f"{_linear_text(inner)} is not invertible (equal coefficients)")
+                raise LayoutMapError(
+                    f"{_linear_text(inner)} is not invertible (equal coefficients)"
+                )
             reach = c
             continue
         if c <= reach:
