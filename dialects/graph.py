@@ -292,7 +292,14 @@ def conv2d_output_shape(
 
     out = (in + pad_before + pad_after - dilation * (kernel - 1) - 1) // stride + 1;
     the weight's input channels times `groups` must equal the data's channels.
+    Channel-blocked layouts (`NCHW8c` data, `OIHW8i8o` weight; see
+    `blocked_conv_layout`) compute the convolution of the unblocked tensors.
     """
+    blocked = blocked_conv_layout(data_layout, kernel_layout)
+    if blocked is not None:
+        return _blocked_conv2d_output_shape(
+            data, weight, blocked, strides, padding, dilation, groups
+        )
     if len(data) != 4 or len(weight) != 4:
         raise ShapeError(
             f"conv2d expects 4-D data and weight, got data {shape_str(data)} "
@@ -325,6 +332,61 @@ def conv2d_output_shape(
     result[d["N"]], result[d["C"]] = data[d["N"]], out_channels
     result[d["H"]], result[d["W"]] = out_h, out_w
     return tuple(result)
+
+
+def blocked_conv_layout(data_layout: str, kernel_layout: str) -> tuple[int, int, int] | None:
+    """(c, i, o) of a channel-blocked conv2d: data `NCHW{c}c` (physical
+    `N x C/c x H x W x c`), weight `OIHW{i}i{o}o` (`O/o x I/i x KH x KW x i x o`);
+    None for the plain layouts. Raises on a malformed blocked layout."""
+    import re
+
+    data = re.fullmatch(r"NCHW(\d+)c", data_layout)
+    kernel = re.fullmatch(r"OIHW(\d+)i(\d+)o", kernel_layout)
+    if data is None and kernel is None:
+        return None
+    if data is None or kernel is None:
+        raise ShapeError(
+            f'a blocked conv2d needs both layouts blocked (data "NCHW<c>c", kernel '
+            f'"OIHW<i>i<o>o"), got "{data_layout}" and "{kernel_layout}"'
+        )
+    c, i, o = int(data.group(1)), int(kernel.group(1)), int(kernel.group(2))
+    if c != i or c <= 0 or o <= 0:
+        raise ShapeError(f"data block {c} must equal the kernel input block {i} (and be > 0)")
+    return c, i, o
+
+
+def _blocked_conv2d_output_shape(
+    data: Sequence[int],
+    weight: Sequence[int],
+    blocks: tuple[int, int, int],
+    strides: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    groups: int,
+) -> tuple[int, ...]:
+    """`N x O/o x OH x OW x o`, via the unblocked convolution's shape."""
+    c, i, o = blocks
+    if len(data) != 5 or len(weight) != 6:
+        raise ShapeError(
+            f"a blocked conv2d expects 5-D data and 6-D weight, got data {shape_str(data)} "
+            f"and weight {shape_str(weight)}"
+        )
+    if data[4] != c or weight[4] != i or weight[5] != o:
+        raise ShapeError(
+            f"block extents of data {shape_str(data)} / weight {shape_str(weight)} do not match "
+            f"the layouts' blocks c={c}, i={i}, o={o}"
+        )
+    if groups != 1:
+        raise ShapeError(f"a blocked conv2d needs groups = 1, got {groups}")
+    n, h, w_ = data[0], data[2], data[3]
+    plain = conv2d_output_shape(
+        (n, data[1] * c, h, w_),
+        (weight[0] * o, weight[1] * i, weight[2], weight[3]),
+        strides,
+        padding,
+        dilation,
+    )
+    return (n, weight[0], plain[2], plain[3], o)
 
 
 def pool2d_output_shape(

@@ -51,6 +51,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from lamina.core.diagnostics import op_error
 from lamina.dialects import graph, te
 from lamina.dialects.lamina import ConstraintAttr
+from lamina.passes._blocked_conv import build_blocked_conv2d
 from lamina.passes._layout_lowering import build_layout_transform
 from lamina.passes._te_emit import INDEX, ScalarEmitter, is_bool, is_float, lowest
 
@@ -74,6 +75,8 @@ class KernelBuilder:
     def __init__(self, input_types: Sequence[Attribute]):
         self.block = Block(arg_types=input_types)
         self.args: list[SSAValue] = list(self.block.args)
+        self.operand_constraints: list[ConstraintAttr | None] = [None] * len(self.args)
+        """Layout constraints the kernel's inputs are known to satisfy."""
         for n, arg in enumerate(self.args):
             arg.name_hint = f"in{n}"
 
@@ -377,6 +380,8 @@ def build_conv2d(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAV
     (`window_input`; the data itself without padding).
     """
     assert isinstance(op, graph.Conv2dOp)
+    if graph.blocked_conv_layout(op.data_layout_value, op.kernel_layout_value) is not None:
+        return build_blocked_conv2d(op, kb, inputs)
     data, weight = inputs
     dl = {c: op.data_layout_value.index(c) for c in "NCHW"}
     kl = {c: op.kernel_layout_value.index(c) for c in "OIHW"}
@@ -748,6 +753,7 @@ def build_kernel(
     ops: Sequence[Operation],
     inputs: Sequence[SSAValue],
     outputs: Sequence[SSAValue],
+    constraints: Sequence[ConstraintAttr | None] = (),
 ) -> te.FuncOp:
     """One `te.func @name(inputs) -> outputs` computing the graph compute `ops`
     (in order; each op's operands are `inputs` or results of earlier `ops`).
@@ -756,6 +762,8 @@ def build_kernel(
     group, which becomes one DAG of `te.compute`.
     """
     kb = KernelBuilder([v.type for v in inputs])
+    if constraints:
+        kb.operand_constraints = list(constraints)
     values: dict[SSAValue, SSAValue] = dict(zip(inputs, kb.args, strict=True))
     for index, op in enumerate(ops):
         missing = [i for i, v in enumerate(op.operands) if v not in values]

@@ -78,7 +78,7 @@ class KernelTable:
         if key in self.by_key:
             return self.by_key[key]
         name = self._fresh(f"te_{op.name.removeprefix('graph.')}_{type_suffix(op.results[0].type)}")
-        kernel = build_kernel(name, [op], list(op.operands), list(op.results))
+        kernel = build_kernel(name, [op], list(op.operands), list(op.results), constraints)
         record_arg_constraints(kernel, constraints)
         self.new_funcs.append(kernel)
         self.by_key[key] = name

@@ -200,8 +200,10 @@ def _same_constant(a: SSAValue, b: SSAValue) -> bool:
     if a is b:
         return True
     ca, cb = a.owner, b.owner
-    return isinstance(ca, arith.ConstantOp) and isinstance(cb, arith.ConstantOp) and (
-        ca.value == cb.value
+    return (
+        isinstance(ca, arith.ConstantOp)
+        and isinstance(cb, arith.ConstantOp)
+        and (ca.value == cb.value)
     )
 
 
