@@ -29,6 +29,9 @@ def constraint_of(
             return _dict_constraint(func.arg_attrs, value.index)
         return None
     owner = value.owner
+    recorded = owner.attributes.get(CONSTRAINT_ATTR_NAME)
+    if isinstance(recorded, ConstraintAttr) and len(owner.results) == 1:
+        return recorded  # decided by plan-layouts
     if isinstance(owner, graph.LayoutTransformOp):
         if owner.crop is not None:
             return None
@@ -82,3 +85,11 @@ def record_arg_constraints(func: te.FuncOp, constraints: list[ConstraintAttr | N
             old[CONSTRAINT_ATTR_NAME] = c
         entries.append(DictionaryAttr(old))
     func.arg_attrs = ArrayAttr(entries)
+
+
+def record_result_constraint(func: te.FuncOp, op: Operation) -> None:
+    """The constraint plan-layouts recorded on a graph op (`lamina.constraint`)
+    becomes its kernel's `res_attrs`, so consumers' kernels learn it."""
+    recorded = op.attributes.get(CONSTRAINT_ATTR_NAME)
+    if isinstance(recorded, ConstraintAttr) and len(op.results) == 1:
+        func.res_attrs = ArrayAttr([DictionaryAttr({CONSTRAINT_ATTR_NAME: recorded})])

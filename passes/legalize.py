@@ -26,7 +26,11 @@ from lamina.core.diagnostics import Diagnostic, DiagnosticError, op_error
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, te
 from lamina.dialects.lamina import Phase, set_phase
-from lamina.passes._constraints import constraint_of, record_arg_constraints
+from lamina.passes._constraints import (
+    constraint_of,
+    record_arg_constraints,
+    record_result_constraint,
+)
 from lamina.passes._legalize_ops import BUILDERS, build_kernel
 from lamina.passes.verify_phase import in_codegen
 
@@ -80,6 +84,7 @@ class KernelTable:
         name = self._fresh(f"te_{op.name.removeprefix('graph.')}_{type_suffix(op.results[0].type)}")
         kernel = build_kernel(name, [op], list(op.operands), list(op.results), constraints)
         record_arg_constraints(kernel, constraints)
+        record_result_constraint(kernel, op)
         self.new_funcs.append(kernel)
         self.by_key[key] = name
         return name
