@@ -21,7 +21,9 @@ separately can rely on. The pass
    kernel boundaries, where `simplify` uses them.
 
 `enable=false` (or the module attribute `lamina.plan_layouts = false`)
-turns the pass off, e.g. to compare against the unblocked kernels.
+turns the pass off, e.g. to compare against the unblocked kernels;
+`block=N` overrides the target's channel block (tests use it to be
+independent of the host's vector width).
 """
 
 from __future__ import annotations
@@ -58,10 +60,10 @@ ENABLE_ATTR_NAME = "lamina.plan_layouts"
 # ---------------------------------------------------------------------------
 
 
-def conv2d_block(op: graph.Conv2dOp) -> int | None:
+def conv2d_block(op: graph.Conv2dOp, block: int = 0) -> int | None:
     """The channel block the CPU target wants for `op` (None: keep NCHW): the
     vector lanes of its element type, so that the innermost output-channel
-    loop fills one vector register."""
+    loop fills one vector register (`block` > 0 overrides the lanes)."""
     from lamina.backends.cpu_facts import host_cpu_facts
 
     elem = graph.element_type(op.data)
@@ -69,7 +71,10 @@ def conv2d_block(op: graph.Conv2dOp) -> int | None:
         return None
     if op.data_layout_value != "NCHW" or op.kernel_layout_value != "OIHW":
         return None
-    lanes = host_cpu_facts().lanes(elem.bitwidth)
+    shapes = (graph.tensor_shape(v) for v in (*op.operands, op.results[0]))
+    if any(0 in s for s in shapes):
+        return None
+    lanes = block or host_cpu_facts().lanes(elem.bitwidth)
     return lanes if lanes > 1 else None
 
 
@@ -164,7 +169,7 @@ def _pad_after(op: Operation, pads: list[float | None], elem) -> FloatAttr | Und
     fn = ELEMENTWISE_PAD.get(op.name)
     if fn is None or any(p is None for p in pads) or not isinstance(elem, AnyFloat):
         return UndefAttr()
-    return FloatAttr(float(fn(*pads)), elem)
+    return FloatAttr(float(fn(*pads)) + 0.0, elem)  # + 0.0: no -0.0 pad
 
 
 # ---------------------------------------------------------------------------
@@ -210,6 +215,27 @@ def _inverse_source(value: SSAValue) -> tuple[graph.LayoutTransformOp, Constrain
     if back != owner.constraint.index_map.data:
         return None
     return owner, known
+
+
+def annotate(op: Operation) -> bool:
+    """An elementwise op on blocked values (all with one constraint, none
+    broadcast) records the constraint of its result; True if it did."""
+    if not isinstance(op, graph.UNARY_OPS + graph.BINARY_OPS):
+        return False
+    if CONSTRAINT_ATTR_NAME in op.attributes:
+        return False
+    known = [known_constraint(v) for v in op.operands]
+    first = known[0]
+    if first is None or any(
+        k is None or k.index_map != first.index_map or k.logical != first.logical for k in known
+    ):
+        return False
+    if any(v.type != op.results[0].type for v in op.operands):
+        return False
+    elem = graph.element_type(op.results[0])
+    pad = _pad_after(op, [_pad_number(k) for k in known], elem)
+    op.attributes[CONSTRAINT_ATTR_NAME] = ConstraintAttr(first.index_map, pad, first.logical_shape)
+    return True
 
 
 def propagate(op: Operation) -> bool:
@@ -278,6 +304,17 @@ def _is_plain_dim(expr: AffineExpr) -> bool:
 def fold(op: graph.LayoutTransformOp) -> bool:
     """`F(G(y))` → `y` when F undoes G (the pair plan-layouts builds) and y's
     padding already holds F's PAD; True if folded."""
+    forward = op.input.owner
+    if (
+        isinstance(forward, graph.LayoutTransformOp)
+        and forward.crop is None
+        and _inverse_source(op.results[0]) is not None
+        and op.results[0].type == forward.input.type
+    ):
+        # G(F(x)) with G undoing F: x itself (F only added padding).
+        op.results[0].replace_all_uses_with(forward.input)
+        Rewriter.erase_op(op)
+        return True
     source = _inverse_source(op.input)
     if source is None:
         return False
@@ -373,6 +410,8 @@ class PlanLayoutsPass(LaminaPass):
     phases: ClassVar[frozenset[Phase]] = frozenset({Phase.OPTIMIZATION})
 
     enable: bool = True
+    block: int = 0
+    """Channel block for conv2d; 0: the target's preference (vector lanes)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         flag = op.attributes.get(ENABLE_ATTR_NAME)
@@ -381,7 +420,7 @@ class PlanLayoutsPass(LaminaPass):
         funcs = [f for f in op.ops if isinstance(f, graph.FuncOp) and not f.is_declaration]
         for func in funcs:
             for conv in [o for o in func.walk() if isinstance(o, graph.Conv2dOp)]:
-                if (c := conv2d_block(conv)) is not None:
+                if (c := conv2d_block(conv, self.block)) is not None:
                     block_conv2d(conv, c)
             _fixpoint(func)
             for t in [o for o in func.walk() if isinstance(o, graph.LayoutTransformOp)]:
@@ -400,7 +439,7 @@ def _fixpoint(func: graph.FuncOp) -> None:
             if isinstance(o, graph.LayoutTransformOp):
                 changed |= fold(o)
             else:
-                changed |= propagate(o)
+                changed |= propagate(o) or annotate(o)
         for o in list(func.walk()):
             if isinstance(o, graph.LayoutTransformOp) and not o.results[0].uses:
                 Rewriter.erase_op(o)
