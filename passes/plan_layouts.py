@@ -63,7 +63,13 @@ ENABLE_ATTR_NAME = "lamina.plan_layouts"
 def conv2d_block(op: graph.Conv2dOp, block: int = 0) -> int | None:
     """The channel block the CPU target wants for `op` (None: keep NCHW): the
     vector lanes of its element type, so that the innermost output-channel
-    loop fills one vector register (`block` > 0 overrides the lanes)."""
+    loop fills one vector register (`block` > 0 forces that block).
+
+    Only for short output rows (at most two vectors): the NCHW kernel
+    vectorizes along the output row, which pays off for long rows, while the
+    blocked kernel does not yet keep accumulators in registers across output
+    columns (measured, benchmarks/bench_layouts.py: 14x14 maps run ~2-5x
+    faster blocked, 56x56 ones ~2x slower)."""
     from lamina.backends.cpu_facts import host_cpu_facts
 
     elem = graph.element_type(op.data)
@@ -75,6 +81,8 @@ def conv2d_block(op: graph.Conv2dOp, block: int = 0) -> int | None:
     if any(0 in s for s in shapes):
         return None
     lanes = block or host_cpu_facts().lanes(elem.bitwidth)
+    if not block and graph.tensor_shape(op.results[0])[3] > 2 * lanes:
+        return None
     return lanes if lanes > 1 else None
 
 
