@@ -41,6 +41,7 @@ from lamina.dialects.lamina import (
     ConstraintAttr,
     DeviceAttr,
 )
+from lamina.dialects.layout_maps import verify_boundary_constraints
 
 
 class FuncLikeCallableInterface(CallableOpInterface):
@@ -162,6 +163,9 @@ class FuncLikeOp(SymbolFuncOp):
                     raise VerifyException(f"{what} #{i} must be {self.TYPE_DESCRIPTION}, got {t}")
         self._verify_attr_arrays()
         self._verify_placement_attrs()
+        verify_boundary_constraints(
+            self.arg_attrs, self.res_attrs, ftype.inputs.data, ftype.outputs.data
+        )
         if self.is_declaration:
             return
         block_types = tuple(self.body.block.arg_types) if len(self.body.blocks) == 1 else None

@@ -109,9 +109,10 @@ from lamina.core.symbols import lookup_symbol
 from lamina.dialects.common import type_list, verify_terminator
 from lamina.dialects.func_like import FuncLikeCallableInterface, ReturnLikeOp, SymbolFuncOp
 from lamina.dialects.lamina import ConstraintAttr, DeviceAttr
+from lamina.dialects.layout_maps import eval_grid, is_injective, verify_boundary_constraints
 
 if TYPE_CHECKING:
-    import numpy as np
+    pass
 
 # ---------------------------------------------------------------------------
 # Formatting helpers for diagnostics
@@ -293,7 +294,14 @@ def conv2d_output_shape(
 
     out = (in + pad_before + pad_after - dilation * (kernel - 1) - 1) // stride + 1;
     the weight's input channels times `groups` must equal the data's channels.
+    Channel-blocked layouts (`NCHW8c` data, `OIHW8i8o` weight; see
+    `blocked_conv_layout`) compute the convolution of the unblocked tensors.
     """
+    blocked = blocked_conv_layout(data_layout, kernel_layout)
+    if blocked is not None:
+        return _blocked_conv2d_output_shape(
+            data, weight, blocked, strides, padding, dilation, groups
+        )
     if len(data) != 4 or len(weight) != 4:
         raise ShapeError(
             f"conv2d expects 4-D data and weight, got data {shape_str(data)} "
@@ -326,6 +334,61 @@ def conv2d_output_shape(
     result[d["N"]], result[d["C"]] = data[d["N"]], out_channels
     result[d["H"]], result[d["W"]] = out_h, out_w
     return tuple(result)
+
+
+def blocked_conv_layout(data_layout: str, kernel_layout: str) -> tuple[int, int, int] | None:
+    """(c, i, o) of a channel-blocked conv2d: data `NCHW{c}c` (physical
+    `N x C/c x H x W x c`), weight `OIHW{i}i{o}o` (`O/o x I/i x KH x KW x i x o`);
+    None for the plain layouts. Raises on a malformed blocked layout."""
+    import re
+
+    data = re.fullmatch(r"NCHW(\d+)c", data_layout)
+    kernel = re.fullmatch(r"OIHW(\d+)i(\d+)o", kernel_layout)
+    if data is None and kernel is None:
+        return None
+    if data is None or kernel is None:
+        raise ShapeError(
+            f'a blocked conv2d needs both layouts blocked (data "NCHW<c>c", kernel '
+            f'"OIHW<i>i<o>o"), got "{data_layout}" and "{kernel_layout}"'
+        )
+    c, i, o = int(data.group(1)), int(kernel.group(1)), int(kernel.group(2))
+    if c != i or c <= 0 or o <= 0:
+        raise ShapeError(f"data block {c} must equal the kernel input block {i} (and be > 0)")
+    return c, i, o
+
+
+def _blocked_conv2d_output_shape(
+    data: Sequence[int],
+    weight: Sequence[int],
+    blocks: tuple[int, int, int],
+    strides: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    groups: int,
+) -> tuple[int, ...]:
+    """`N x O/o x OH x OW x o`, via the unblocked convolution's shape."""
+    c, i, o = blocks
+    if len(data) != 5 or len(weight) != 6:
+        raise ShapeError(
+            f"a blocked conv2d expects 5-D data and 6-D weight, got data {shape_str(data)} "
+            f"and weight {shape_str(weight)}"
+        )
+    if data[4] != c or weight[4] != i or weight[5] != o:
+        raise ShapeError(
+            f"block extents of data {shape_str(data)} / weight {shape_str(weight)} do not match "
+            f"the layouts' blocks c={c}, i={i}, o={o}"
+        )
+    if groups != 1:
+        raise ShapeError(f"a blocked conv2d needs groups = 1, got {groups}")
+    n, h, w_ = data[0], data[2], data[3]
+    plain = conv2d_output_shape(
+        (n, data[1] * c, h, w_),
+        (weight[0] * o, weight[1] * i, weight[2], weight[3]),
+        strides,
+        padding,
+        dilation,
+    )
+    return (n, weight[0], plain[2], plain[3], o)
 
 
 def pool2d_output_shape(
@@ -437,28 +500,6 @@ EXACT_BOUNDS_LIMIT = 1 << 22
 that `layout_transform_shape` evaluates exhaustively."""
 
 
-def _eval_grid(expr: AffineExpr, grids: dict[int, np.ndarray]) -> np.ndarray | int:
-    """Evaluate `expr` on broadcastable index grids (affine floordiv/mod semantics)."""
-    if isinstance(expr, AffineDimExpr):
-        return grids[expr.position]
-    if isinstance(expr, AffineConstantExpr):
-        return expr.value
-    assert isinstance(expr, AffineBinaryOpExpr)
-    lhs, rhs = _eval_grid(expr.lhs, grids), _eval_grid(expr.rhs, grids)
-    match expr.kind:
-        case AffineBinaryOpKind.Add:
-            return lhs + rhs
-        case AffineBinaryOpKind.Mul:
-            return lhs * rhs
-        case AffineBinaryOpKind.FloorDiv:
-            return lhs // rhs
-        case AffineBinaryOpKind.CeilDiv:
-            return -(-lhs // rhs)
-        case AffineBinaryOpKind.Mod:
-            return lhs % rhs
-    raise ShapeError(f"unsupported expression {expr} in a layout map")
-
-
 def _exact_bounds(expr: AffineExpr, dims: Sequence[int]) -> tuple[int, int]:
     """[min, max] of `expr` over the box: interval arithmetic validates the
     expression and bounds it; exhaustive evaluation over the dims it uses makes
@@ -472,13 +513,16 @@ def _exact_bounds(expr: AffineExpr, dims: Sequence[int]) -> tuple[int, int]:
     axes = np.meshgrid(
         *(np.arange(dims[d], dtype=np.int64) for d in used), indexing="ij", sparse=True
     )
-    values = np.asarray(_eval_grid(expr, dict(zip(used, axes, strict=True))))
+    values = np.asarray(eval_grid(expr, dict(zip(used, axes, strict=True))))
     return int(values.min()), int(values.max())
 
 
 def layout_transform_shape(shape: Sequence[int], index_map: AffineMap) -> tuple[int, ...]:
-    """The physical shape of a layout constraint: per map result, max over the
-    logical domain + 1 (e.g. `(d0) -> (d0 floordiv 8, d0 mod 8)` on 20 gives 3x8)."""
+    """The physical shape of a layout constraint (seed 002's padding rule): a
+    result `e mod m` has extent `m`, `e floordiv m` has ⌈extent(e)/m⌉, any other
+    result its maximum over the logical domain + 1. So
+    `(d0) -> (d0 floordiv 8, d0 mod 8)` on 20 gives 3x8, and on 3 gives 1x8:
+    the 5 slots no element reaches are padding."""
     if index_map.num_dims != len(shape):
         raise ShapeError(
             f"constraint map has {index_map.num_dims} dimensions but the operand has rank "
@@ -493,8 +537,21 @@ def layout_transform_shape(shape: Sequence[int], index_map: AffineMap) -> tuple[
         lo, hi = _exact_bounds(expr, shape)
         if lo < 0:
             raise ShapeError(f"constraint map result #{i} ({expr}) can be negative (minimum {lo})")
-        result.append(hi + 1)
+        result.append(_padded_extent(expr, shape, hi + 1))
     return tuple(result)
+
+
+def _padded_extent(expr: AffineExpr, shape: Sequence[int], tight: int) -> int:
+    """`m` for `e mod m`, ⌈extent(e)/m⌉ for `e floordiv m`, else `tight`."""
+    if not (isinstance(expr, AffineBinaryOpExpr) and isinstance(expr.rhs, AffineConstantExpr)):
+        return tight
+    m = expr.rhs.value
+    if expr.kind == AffineBinaryOpKind.Mod:
+        return m
+    if expr.kind == AffineBinaryOpKind.FloorDiv:
+        inner = _exact_bounds(expr.lhs, shape)[1] + 1
+        return -(-inner // m)
+    return tight
 
 
 # ---------------------------------------------------------------------------
@@ -729,6 +786,7 @@ class FuncOp(SymbolFuncOp):
                     f"{name} has {len(attrs.data)} entries, expected {count} "
                     f"(one per function {'parameter' if name == 'arg_attrs' else 'result'})"
                 )
+        verify_boundary_constraints(self.arg_attrs, self.res_attrs, inputs, outputs)
         if self.is_declaration:
             return
         block_types = self.body.blocks.first.arg_types  # type: ignore[union-attr]
@@ -1992,27 +2050,37 @@ class CastOp(_RetypeOp):
 class LayoutTransformOp(_OneInputOp):
     """Move a tensor into the physical layout of `constraint` (`#lamina.constraint`).
 
-    The result shape is the image of the constraint's index map over the
-    operand's shape; padding elements hold the constraint's PAD (or are
-    unspecified for `#lamina.undef`).
+    Element `x[i]` goes to `result[MAP(i)]`. The result shape follows the map
+    (`layout_transform_shape`: `e mod m` → m, `e floordiv m` → ⌈extent(e)/m⌉);
+    slots no element reaches hold PAD (or are unspecified for `#lamina.undef`).
+    The map must be injective on the operand. With `crop` (the inverse of a
+    padded layout) the declared result may be smaller than the map's image:
+    elements whose image falls outside it (the padding) are dropped.
     """
 
     name = "graph.layout_transform"
 
     constraint = prop_def(ConstraintAttr)
+    crop = opt_prop_def(UnitAttr)
 
     def __init__(
         self,
         input: SSAValue | Operation,
         constraint: ConstraintAttr,
         device: DeviceAttr | None = None,
+        result_type: Attribute | None = None,
     ):
         value = SSAValue.get(input)
-        shape = layout_transform_shape(tensor_shape(value), constraint.index_map.data)
+        if result_type is None:
+            shape = layout_transform_shape(tensor_shape(value), constraint.index_map.data)
+            result_type = _tensor(element_type(value), shape)
+        image = layout_transform_shape(tensor_shape(value), constraint.index_map.data)
+        assert isinstance(result_type, TensorType)
+        crop = tuple(result_type.get_shape()) != image
         super().__init__(
             operands=[input],
-            result_types=[_tensor(element_type(value), shape)],
-            properties={"constraint": constraint, "device": device},
+            result_types=[result_type],
+            properties={"constraint": constraint, "device": device, "crop": _unit(crop)},
         )
 
     def infer_result_type(self) -> Attribute:
@@ -2020,7 +2088,33 @@ class LayoutTransformOp(_OneInputOp):
         pad = self.constraint.pad
         if isinstance(pad, FloatAttr | IntegerAttr) and pad.type != elem:
             raise ShapeError(f"pad value type {pad.type} does not match the element type {elem}")
-        shape = layout_transform_shape(tensor_shape(self.input), self.constraint.index_map.data)
+        operand = tensor_shape(self.input)
+        index_map = self.constraint.index_map.data
+        shape = layout_transform_shape(operand, index_map)
+        if not is_injective(index_map, operand):
+            raise ShapeError(
+                f"constraint map {index_map} is not injective on the operand shape "
+                f"{list(operand)} (two elements would share a slot)"
+            )
+        got = tensor_shape(self.result)
+        if self.crop is not None and len(got) == len(shape):
+            if any(g > s for g, s in zip(got, shape, strict=True)):
+                raise ShapeError(
+                    f"cropped result shape {list(got)} exceeds the image {list(shape)} of the map"
+                )
+            return self.result.type
+        if self.crop is None and len(got) == len(shape) and tuple(got) != shape:
+            if all(g <= s for g, s in zip(got, shape, strict=True)):
+                raise ShapeError(
+                    f"result shape {list(got)} is smaller than the map's image {list(shape)}: "
+                    "it would lose elements (mark the op `crop` to drop the padding)"
+                )
+        logical = self.constraint.logical_shape
+        if logical is not None and logical != tuple(operand):
+            raise ShapeError(
+                f"constraint logical shape {list(logical)} does not match the operand shape "
+                f"{list(operand)}"
+            )
         return _tensor(elem, shape)
 
 

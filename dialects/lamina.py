@@ -16,16 +16,20 @@ Syntax::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import IntEnum
 
 from xdsl.dialects.builtin import (
     AffineMapAttr,
+    DenseArrayBase,
     DictionaryAttr,
     FloatAttr,
     IntAttr,
     IntegerAttr,
     ModuleOp,
+    NoneAttr,
     StringAttr,
+    i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute
 from xdsl.irdl import irdl_attr_definition, param_def
@@ -216,12 +220,28 @@ class ConstraintAttr(ParametrizedAttribute):
 
     index_map: AffineMapAttr = param_def(AffineMapAttr)
     pad: Attribute = param_def(Attribute)
+    logical: Attribute = param_def(Attribute)
+    """`NoneAttr` or `array<i64: ...>`: the logical shape whose image is the
+    data; physical slots outside that image are padding. Recorded where it
+    is known (a layout_transform's operand) so that a consumer can tell which
+    slots hold PAD (printed as `, logical = array<i64: ...>`)."""
 
-    def __init__(self, index_map: AffineMapAttr, pad: Attribute):
-        super().__init__(index_map, pad)
+    def __init__(
+        self,
+        index_map: AffineMapAttr,
+        pad: Attribute,
+        logical: Sequence[int] | DenseArrayBase | None = None,
+    ):
+        if logical is None:
+            logical_attr: Attribute = NoneAttr()
+        elif isinstance(logical, DenseArrayBase):
+            logical_attr = logical
+        else:
+            logical_attr = DenseArrayBase.from_list(i64, list(logical))
+        super().__init__(index_map, pad, logical_attr)
 
     @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> tuple[AffineMapAttr, Attribute]:
+    def parse_parameters(cls, parser: AttrParser) -> tuple[AffineMapAttr, Attribute, Attribute]:
         with parser.in_angle_brackets():
             pos = parser.pos
             index_map = parser.parse_attribute()
@@ -234,13 +254,24 @@ class ConstraintAttr(ParametrizedAttribute):
                 parser.raise_error(
                     "expected a scalar pad value (e.g. `0.0 : f32`) or #lamina.undef", pos
                 )
-        return (index_map, pad)
+            logical: Attribute = NoneAttr()
+            if parser.parse_optional_punctuation(","):
+                parser.parse_keyword("logical")
+                parser.parse_punctuation("=")
+                pos = parser.pos
+                logical = parser.parse_attribute()
+                if not isinstance(logical, DenseArrayBase) or logical.elt_type != i64:
+                    parser.raise_error("expected the logical shape as `array<i64: ...>`", pos)
+        return (index_map, pad, logical)
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string("<")
         printer.print_attribute(self.index_map)
         printer.print_string(", ")
         printer.print_attribute(self.pad)
+        if not isinstance(self.logical, NoneAttr):
+            printer.print_string(", logical = ")
+            printer.print_attribute(self.logical)
         printer.print_string(">")
 
     def verify(self) -> None:
@@ -250,6 +281,27 @@ class ConstraintAttr(ParametrizedAttribute):
             )
         if self.index_map.data.num_symbols != 0:
             raise VerifyException("constraint index map must not have symbols")
+        if not isinstance(self.logical, NoneAttr):
+            if not isinstance(self.logical, DenseArrayBase) or self.logical.elt_type != i64:
+                raise VerifyException(
+                    f"constraint logical shape must be an array<i64: ...>, got {self.logical}"
+                )
+            if len(self.logical.get_values()) != self.index_map.data.num_dims:
+                raise VerifyException(
+                    f"constraint logical shape has rank {len(self.logical.get_values())} but "
+                    f"the map has {self.index_map.data.num_dims} dimensions"
+                )
+
+    @property
+    def logical_shape(self) -> tuple[int, ...] | None:
+        """The recorded logical shape, if any."""
+        if isinstance(self.logical, DenseArrayBase):
+            return tuple(int(v) for v in self.logical.get_values())
+        return None
+
+    def with_logical(self, shape: Sequence[int] | None) -> ConstraintAttr:
+        """This constraint with logical shape `shape` (None: without one)."""
+        return ConstraintAttr(self.index_map, self.pad, shape)
 
     @property
     def pad_is_undef(self) -> bool:

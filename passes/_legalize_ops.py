@@ -43,23 +43,16 @@ from math import prod
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     AnyFloat,
-    FloatAttr,
-    IntegerAttr,
     IntegerType,
     TensorType,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.ir.affine import (
-    AffineBinaryOpExpr,
-    AffineBinaryOpKind,
-    AffineConstantExpr,
-    AffineDimExpr,
-    AffineExpr,
-)
 
-from lamina.core.diagnostics import DiagnosticError, op_error
+from lamina.core.diagnostics import op_error
 from lamina.dialects import graph, te
-from lamina.dialects.lamina import ConstraintAttr, UndefAttr
+from lamina.dialects.lamina import ConstraintAttr
+from lamina.passes._blocked_conv import build_blocked_conv2d
+from lamina.passes._layout_lowering import build_layout_transform
 from lamina.passes._te_emit import INDEX, ScalarEmitter, is_bool, is_float, lowest
 
 Indices = list[SSAValue]
@@ -82,6 +75,8 @@ class KernelBuilder:
     def __init__(self, input_types: Sequence[Attribute]):
         self.block = Block(arg_types=input_types)
         self.args: list[SSAValue] = list(self.block.args)
+        self.operand_constraints: list[ConstraintAttr | None] = [None] * len(self.args)
+        """Layout constraints the kernel's inputs are known to satisfy."""
         for n, arg in enumerate(self.args):
             arg.name_hint = f"in{n}"
 
@@ -385,6 +380,8 @@ def build_conv2d(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAV
     (`window_input`; the data itself without padding).
     """
     assert isinstance(op, graph.Conv2dOp)
+    if graph.blocked_conv_layout(op.data_layout_value, op.kernel_layout_value) is not None:
+        return build_blocked_conv2d(op, kb, inputs)
     data, weight = inputs
     dl = {c: op.data_layout_value.index(c) for c in "NCHW"}
     kl = {c: op.kernel_layout_value.index(c) for c in "OIHW"}
@@ -723,153 +720,6 @@ def _bitwidth(t: Attribute) -> int:
 
 
 # ---------------------------------------------------------------------------
-# Layout transform
-# ---------------------------------------------------------------------------
-
-
-def build_layout_transform(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
-    """Physical tensor of a `#lamina.constraint`: `out[p] = x[MAP⁻¹(p)]` where `p` is the
-    image of a valid logical index, PAD elsewhere (`te.undef` for `#lamina.undef`).
-
-    Supported maps (`invert_tiling_map`): each logical dim `d` appears as `d + k`,
-    or as one `(d + k) floordiv c` plus one `(d + k) mod c` (tiling), with
-    constant offsets `k >= 0` (front padding); results in any order. Anything
-    else is reported at the op.
-    """
-    assert isinstance(op, graph.LayoutTransformOp)
-    (x,) = inputs
-    constraint = op.constraint
-    logical, physical = shape_of(x), shape_of(op.results[0])
-    inverse = invert_tiling_map(op, constraint, len(logical))
-    t = elt(x)
-
-    def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
-        conds: list[SSAValue] = []
-        idx: Indices = []
-        for dim, extent in zip(inverse, logical, strict=True):
-            index, dim_conds = dim.logical_index(em, sp, physical, extent)
-            conds += dim_conds
-            idx.append(index)
-        value = em.read(x, idx)
-        if not conds:
-            return value
-        if isinstance(constraint.pad, UndefAttr):
-            pad = em.undef(t)
-        else:
-            pad = em.emit(_constant_op(constraint.pad))
-        return guarded(em, conds, value, pad)
-
-    return [kb.compute(physical, t, body)]
-
-
-@dataclass(frozen=True)
-class DimInverse:
-    """How one logical index is recovered: `p[outer] * tile + p[inner] - offset`
-    (`inner` is None for an untiled dim, whose `tile` is 1)."""
-
-    outer: int
-    inner: int | None
-    tile: int
-    offset: int
-
-    def logical_index(
-        self, em: TeEmitter, sp: Indices, physical: Sequence[int], extent: int
-    ) -> tuple[SSAValue, list[SSAValue]]:
-        """The logical index (clamped into `[0, extent)`) and the conditions under
-        which the physical position really is the image of a logical element."""
-        conds: list[SSAValue] = []
-        terms = [(sp[self.outer], self.tile)]
-        inner_max = 0
-        if self.inner is not None:
-            inner_extent = physical[self.inner]
-            if inner_extent > self.tile:
-                conds.append(em.cmpi("slt", sp[self.inner], self.tile))
-            terms.append((sp[self.inner], 1))
-            inner_max = min(inner_extent, self.tile) - 1
-        value = em.affine(terms, -self.offset)
-        index = value
-        if self.offset > 0:
-            conds.append(em.cmpi("sge", value, 0))
-            index = em.select(conds[-1], index, em.index(0))
-        if (physical[self.outer] - 1) * self.tile + inner_max - self.offset >= extent:
-            conds.append(em.cmpi("slt", value, extent))
-            index = em.select(conds[-1], index, em.index(extent - 1))
-        return index, conds
-
-
-def _constant_op(attr: Attribute) -> Operation:
-    assert isinstance(attr, FloatAttr | IntegerAttr)
-    return arith.ConstantOp(attr)
-
-
-def invert_tiling_map(op: Operation, constraint: ConstraintAttr, rank: int) -> list[DimInverse]:
-    """The inverse of a layout map, per logical dim; raises at `op` for maps that are
-    not made of (offset) identity dims and matching floordiv/mod tiles."""
-    amap = constraint.index_map.data
-    uses: dict[int, dict[str, tuple[int, int, int]]] = {d: {} for d in range(rank)}
-    for p, expr in enumerate(amap.results):
-        classified = _classify(expr)
-        if classified is None or classified[0] in uses[classified[1]]:
-            raise _unsupported_map(op, constraint, f"result #{p} ({expr}) is not invertible")
-        kind, dim, c, offset = classified
-        uses[dim][kind] = (p, c, offset)
-    inverse: list[DimInverse] = []
-    for d in range(rank):
-        u = uses[d]
-        if set(u) == {"dim"}:
-            p, _, offset = u["dim"]
-            inverse.append(DimInverse(p, None, 1, offset))
-        elif set(u) == {"floordiv", "mod"} and u["floordiv"][1:] == u["mod"][1:]:
-            (outer, c, offset), (inner, _, _) = u["floordiv"], u["mod"]
-            inverse.append(DimInverse(outer, inner, c, offset))
-        else:
-            raise _unsupported_map(
-                op, constraint, f"logical dimension d{d} is not recoverable from the results"
-            )
-    return inverse
-
-
-def _classify(expr: AffineExpr) -> tuple[str, int, int, int] | None:
-    """(`dim` | `floordiv` | `mod`, dim position, divisor, offset) of one map result
-    of the form `d + k`, `(d + k) floordiv c` or `(d + k) mod c`; None otherwise."""
-    if (
-        isinstance(expr, AffineBinaryOpExpr)
-        and expr.kind in (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.Mod)
-        and isinstance(expr.rhs, AffineConstantExpr)
-        and expr.rhs.value > 0
-        and (inner := _offset_dim(expr.lhs)) is not None
-    ):
-        kind = "floordiv" if expr.kind == AffineBinaryOpKind.FloorDiv else "mod"
-        return kind, inner[0], expr.rhs.value, inner[1]
-    if (plain := _offset_dim(expr)) is not None:
-        return "dim", plain[0], 1, plain[1]
-    return None
-
-
-def _offset_dim(expr: AffineExpr) -> tuple[int, int] | None:
-    """(dim position, k) for `d`, `d + k` or `k + d` with a constant `k >= 0`."""
-    if isinstance(expr, AffineDimExpr):
-        return expr.position, 0
-    if isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Add:
-        for dim, k in ((expr.lhs, expr.rhs), (expr.rhs, expr.lhs)):
-            if (
-                isinstance(dim, AffineDimExpr)
-                and isinstance(k, AffineConstantExpr)
-                and k.value >= 0
-            ):
-                return dim.position, k.value
-    return None
-
-
-def _unsupported_map(op: Operation, constraint: ConstraintAttr, why: str) -> DiagnosticError:
-    return op_error(
-        op,
-        f"cannot legalize layout map {constraint.index_map}: {why} (supported: each "
-        "logical dim `d` as `d + k`, or as a `(d + k) floordiv c` / `(d + k) mod c` pair)",
-    )
-
-
-# ---------------------------------------------------------------------------
 # Data movement for imported models: gather, slice, where
 # ---------------------------------------------------------------------------
 
@@ -958,6 +808,7 @@ def build_kernel(
     ops: Sequence[Operation],
     inputs: Sequence[SSAValue],
     outputs: Sequence[SSAValue],
+    constraints: Sequence[ConstraintAttr | None] = (),
 ) -> te.FuncOp:
     """One `te.func @name(inputs) -> outputs` computing the graph compute `ops`
     (in order; each op's operands are `inputs` or results of earlier `ops`).
@@ -966,6 +817,8 @@ def build_kernel(
     group, which becomes one DAG of `te.compute`.
     """
     kb = KernelBuilder([v.type for v in inputs])
+    if constraints:
+        kb.operand_constraints = list(constraints)
     values: dict[SSAValue, SSAValue] = dict(zip(inputs, kb.args, strict=True))
     for index, op in enumerate(ops):
         missing = [i for i, v in enumerate(op.operands) if v not in values]

@@ -27,6 +27,11 @@ from lamina.core.diagnostics import Diagnostic, DiagnosticError, op_error
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, te
 from lamina.dialects.lamina import Phase, set_phase
+from lamina.passes._constraints import (
+    constraint_of,
+    record_arg_constraints,
+    record_result_constraint,
+)
 from lamina.passes._legalize_ops import BUILDERS, build_kernel
 from lamina.passes.verify_phase import in_codegen
 
@@ -70,12 +75,18 @@ class KernelTable:
         self.new_funcs: list[te.FuncOp] = []
 
     def kernel_for(self, op: Operation) -> str:
-        """The name of the te.func computing `op`, building it on first use."""
-        key = kernel_key(op)
+        """The name of the te.func computing `op`, building it on first use. The
+        layout constraints its operands are known to satisfy become the kernel's
+        `arg_attrs` (so two calls share a kernel only if they agree on them)."""
+        pending = {f.sym_name.data: f for f in self.new_funcs}
+        constraints = [constraint_of(v, pending) for v in op.operands]
+        key = (*kernel_key(op), tuple(constraints))
         if key in self.by_key:
             return self.by_key[key]
         name = self._fresh(f"te_{op.name.removeprefix('graph.')}_{type_suffix(op.results[0].type)}")
-        kernel = build_kernel(name, [op], list(op.operands), list(op.results))
+        kernel = build_kernel(name, [op], list(op.operands), list(op.results), constraints)
+        record_arg_constraints(kernel, constraints)
+        record_result_constraint(kernel, op)
         mark_kernel_device(kernel, op_device(op))
         self.new_funcs.append(kernel)
         self.by_key[key] = name

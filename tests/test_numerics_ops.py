@@ -21,10 +21,11 @@ from functools import cache
 import numpy as np
 import pytest
 from op_cases import CASE_IDS, CASES, OpCase, module_of, tensor
-from xdsl.dialects.builtin import ModuleOp, f32, f64
+from xdsl.dialects.builtin import BoolAttr, ModuleOp, f32, f64
 
 import lamina
 from lamina.dialects import graph
+from lamina.passes.plan_layouts import ENABLE_ATTR_NAME
 
 
 def compile_module(module: ModuleOp) -> lamina.Executable:
@@ -47,14 +48,19 @@ def _entry(case: OpCase) -> str:
 
 
 @cache
-def _executable(group: tuple[str, str]) -> lamina.Executable:
+def _executable(group: tuple[str, str], layouts: bool = True) -> lamina.Executable:
     module = module_of([case.func(_entry(case)) for case in GROUPS[group]])
+    if not layouts:
+        module.attributes[ENABLE_ATTR_NAME] = BoolAttr.from_bool(False)
     return compile_module(module)
 
 
+@pytest.mark.parametrize("layouts", [True, False], ids=["plan-layouts", "no-plan-layouts"])
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
-def test_compiled_op_matches_numpy(case: OpCase) -> None:
-    exe = _executable(_group(case))
+def test_compiled_op_matches_numpy(case: OpCase, layouts: bool) -> None:
+    """Every case, with `plan-layouts` on (the default pipeline: e.g. conv2d
+    runs channel-blocked) and off (`lamina.plan_layouts = false`)."""
+    exe = _executable(_group(case), layouts)
     arrays = case.sample()
     got = exe.run(_entry(case), *arrays)
     case.check(np.asarray(got), arrays)

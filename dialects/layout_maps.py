@@ -1,0 +1,298 @@
+"""Index maps of `#lamina.constraint` (seed 002): injectivity and inversion.
+
+A layout map sends a logical index to a physical one. Every result is an
+affine sum `e = c0*d0 + c1*d1 + ... + k`, optionally wrapped as
+`e floordiv m` or `e mod m`. Lowering a layout transform needs the map's
+inverse (which logical element, if any, lands on a physical slot), and the
+verifiers need to know that the map is injective (no two elements share a
+slot). Both come from one structural analysis, `invert_map`:
+
+* results are grouped by their inner sum `e`; a group is `e` alone, or the
+  pair `e floordiv m` / `e mod m` (then `e = outer * m + inner`), or
+  `e mod m` alone when `e < m` on the whole domain;
+* each logical dim appears in exactly one group, and within a group the
+  coefficients form a mixed radix (each coefficient exceeds the largest
+  value the smaller terms reach), so `e` decomposes back into its dims by
+  floordiv/mod.
+
+This file is shared by the dialects (verification) and the passes
+(lowering, `simplify`); it knows nothing about ops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from math import prod
+from typing import TYPE_CHECKING
+
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FloatAttr, IntegerAttr, ShapedType
+from xdsl.ir import Attribute
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineExpr, AffineMap
+from xdsl.ir.affine.affine_expr import AffineConstantExpr, AffineDimExpr
+from xdsl.utils.exceptions import VerifyException
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+class LayoutMapError(ValueError):
+    """A map that is not injective or not invertible; the message says why."""
+
+
+def eval_grid(expr: AffineExpr, grids: dict[int, np.ndarray]) -> np.ndarray | int:
+    """Evaluate `expr` on broadcastable index grids (affine floordiv/mod semantics)."""
+    if isinstance(expr, AffineDimExpr):
+        return grids[expr.position]
+    if isinstance(expr, AffineConstantExpr):
+        return expr.value
+    if not isinstance(expr, AffineBinaryOpExpr):
+        raise LayoutMapError(f"unsupported expression {expr} in a layout map")
+    lhs, rhs = eval_grid(expr.lhs, grids), eval_grid(expr.rhs, grids)
+    match expr.kind:
+        case AffineBinaryOpKind.Add:
+            return lhs + rhs
+        case AffineBinaryOpKind.Mul:
+            return lhs * rhs
+        case AffineBinaryOpKind.FloorDiv:
+            return lhs // rhs
+        case AffineBinaryOpKind.CeilDiv:
+            return -(-lhs // rhs)
+        case AffineBinaryOpKind.Mod:
+            return lhs % rhs
+    raise LayoutMapError(f"unsupported expression {expr} in a layout map")
+
+
+INJECTIVITY_LIMIT = 1 << 21
+"""Largest domain `is_injective` checks point by point; beyond it each
+extent is capped (a map that collides anywhere collides on a small box)."""
+
+
+def is_injective(index_map: AffineMap, shape: Sequence[int]) -> bool:
+    """Whether no two indices of the box `shape` map to the same physical index."""
+    import numpy as np
+
+    dims = [int(s) for s in shape]
+    if prod(dims) > INJECTIVITY_LIMIT:
+        cap = 2 * _largest_constant(index_map) + 2
+        dims = [min(d, cap) for d in dims]
+    if prod(dims) <= 1 or not index_map.results:
+        return prod(dims) <= 1
+    grids = np.meshgrid(*(np.arange(d, dtype=np.int64) for d in dims), indexing="ij")
+    flat = {i: g.ravel() for i, g in enumerate(grids)}
+    columns = [np.broadcast_to(eval_grid(e, flat), flat[0].shape) for e in index_map.results]
+    points = np.stack(columns, axis=1)
+    return len(np.unique(points, axis=0)) == len(points)
+
+
+def _largest_constant(index_map: AffineMap) -> int:
+    best = 1
+    for expr in index_map.results:
+        for sub in expr.dfs():
+            if isinstance(sub, AffineConstantExpr):
+                best = max(best, abs(sub.value))
+    return best
+
+
+# ---------------------------------------------------------------------------
+# Structural inverse
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Linear:
+    """`sum(coef * d) + const` with `terms` sorted by decreasing coefficient."""
+
+    terms: tuple[tuple[int, int], ...]  # (dim, coefficient)
+    const: int
+
+
+def linear_form(expr: AffineExpr) -> Linear | None:
+    """`expr` as a sum of scaled dims plus a constant, None when it is not one."""
+    coefs: dict[int, int] = {}
+    const = _collect(expr, 1, coefs)
+    if const is None:
+        return None
+    terms = tuple(sorted(((d, c) for d, c in coefs.items() if c), key=lambda t: (-t[1], t[0])))
+    return Linear(terms, const)
+
+
+def _collect(expr: AffineExpr, scale: int, coefs: dict[int, int]) -> int | None:
+    if isinstance(expr, AffineDimExpr):
+        coefs[expr.position] = coefs.get(expr.position, 0) + scale
+        return 0
+    if isinstance(expr, AffineConstantExpr):
+        return scale * expr.value
+    if not isinstance(expr, AffineBinaryOpExpr):
+        return None
+    if expr.kind == AffineBinaryOpKind.Add:
+        lhs = _collect(expr.lhs, scale, coefs)
+        rhs = _collect(expr.rhs, scale, coefs)
+        return None if lhs is None or rhs is None else lhs + rhs
+    if expr.kind == AffineBinaryOpKind.Mul:
+        for a, b in ((expr.lhs, expr.rhs), (expr.rhs, expr.lhs)):
+            if isinstance(b, AffineConstantExpr):
+                return _collect(a, scale * b.value, coefs)
+    return None
+
+
+@dataclass(frozen=True)
+class Group:
+    """One recoverable inner sum: its value is `idx[plain]`, or
+    `idx[outer] * tile + idx[inner]` (tiling), or `idx[inner]` (mod alone)."""
+
+    inner: Linear
+    plain: int | None
+    outer: int | None
+    inner_pos: int | None
+    tile: int
+
+
+def invert_map(index_map: AffineMap, logical: Sequence[int] | None = None) -> list[Group]:
+    """The groups that recover every logical dim of `index_map`; raises
+    `LayoutMapError` when the map is not injective (or not of the supported
+    form). `logical` (the domain) makes the mixed-radix and `mod`-alone checks
+    exact; without it, sums of several dims are accepted as long as their
+    coefficients differ (their domain is not known)."""
+    parts: dict[Linear, dict[str, tuple[int, int]]] = {}
+    for p, expr in enumerate(index_map.results):
+        kind, inner, divisor = _split(expr)
+        if inner is None:
+            raise LayoutMapError(f"result #{p} ({expr}) is not an affine sum of dimensions")
+        slot = parts.setdefault(inner, {})
+        if kind in slot:
+            raise LayoutMapError(f"result #{p} ({expr}) repeats result #{slot[kind][0]}")
+        slot[kind] = (p, divisor)
+    groups = [_group(inner, slot, logical) for inner, slot in parts.items()]
+    seen: dict[int, Linear] = {}
+    for g in groups:
+        for d, _ in g.inner.terms:
+            if d in seen:
+                raise LayoutMapError(f"d{d} appears in two independent results")
+            seen[d] = g.inner
+    for d in range(index_map.num_dims):
+        if d not in seen and (logical is None or logical[d] > 1):
+            raise LayoutMapError(f"d{d} does not appear in the results")
+    return groups
+
+
+def _split(expr: AffineExpr) -> tuple[str, Linear | None, int]:
+    if (
+        isinstance(expr, AffineBinaryOpExpr)
+        and expr.kind in (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.Mod)
+        and isinstance(expr.rhs, AffineConstantExpr)
+        and expr.rhs.value > 0
+    ):
+        kind = "floordiv" if expr.kind == AffineBinaryOpKind.FloorDiv else "mod"
+        return kind, linear_form(expr.lhs), expr.rhs.value
+    return "plain", linear_form(expr), 1
+
+
+def _group(inner: Linear, slot: dict[str, tuple[int, int]], logical: Sequence[int] | None) -> Group:
+    kinds = set(slot)
+    if kinds == {"plain"}:
+        group = Group(inner, slot["plain"][0], None, None, 1)
+    elif kinds == {"floordiv", "mod"} and slot["floordiv"][1] == slot["mod"][1]:
+        group = Group(inner, None, slot["floordiv"][0], slot["mod"][0], slot["mod"][1])
+    elif kinds == {"mod"} and logical is not None and _max_value(inner, logical) < slot["mod"][1]:
+        group = Group(inner, None, None, slot["mod"][0], slot["mod"][1])
+    elif kinds == {"floordiv", "mod"}:
+        raise LayoutMapError(
+            f"`({_linear_text(inner)}) floordiv {slot['floordiv'][1]}` and "
+            f"`({_linear_text(inner)}) mod {slot['mod'][1]}` use different tile sizes"
+        )
+    else:
+        what = " and ".join(f"`{k}`" for k in sorted(kinds))
+        raise LayoutMapError(
+            f"{_linear_text(inner)} appears only as {what}; a `floordiv` needs its `mod` "
+            "partner (and vice versa) to be injective"
+        )
+    _check_radix(inner, logical)
+    return group
+
+
+def _check_radix(inner: Linear, logical: Sequence[int] | None) -> None:
+    """Each coefficient exceeds the largest value of the smaller terms."""
+    reach = 0
+    for d, c in reversed(inner.terms):
+        if c <= 0:
+            raise LayoutMapError(f"d{d} has a non-positive coefficient in {_linear_text(inner)}")
+        if logical is None:
+            if reach and c == reach:
+                raise LayoutMapError(
+                    f"{_linear_text(inner)} is not invertible (equal coefficients)"
+                )
+            reach = c
+            continue
+        if c <= reach:
+            raise LayoutMapError(
+                f"{_linear_text(inner)} is not invertible (its coefficients are not a mixed "
+                f"radix on the logical shape {list(logical)})"
+            )
+        reach += c * (logical[d] - 1)
+
+
+def _max_value(inner: Linear, logical: Sequence[int]) -> int:
+    return inner.const + sum(c * (logical[d] - 1) for d, c in inner.terms)
+
+
+def _linear_text(inner: Linear) -> str:
+    parts = [f"d{d}" if c == 1 else f"d{d} * {c}" for d, c in inner.terms]
+    if inner.const or not parts:
+        parts.append(str(inner.const))
+    return " + ".join(parts)
+
+
+def constraint_problem(
+    index_map: AffineMap, shape: Sequence[int], logical: Sequence[int] | None
+) -> str | None:
+    """Why a constraint cannot describe a tensor or buffer of `shape` (rank,
+    injectivity), or None. The shape is the physical one (rank = number of map
+    results), or the logical one (rank = number of map dimensions, then it is
+    also the domain); `logical`, when recorded, is the domain."""
+    n_dims, n_results = index_map.num_dims, len(index_map.results)
+    if len(shape) not in (n_dims, n_results):
+        return (
+            f"constraint map {index_map} has {n_dims} dimensions and {n_results} results "
+            f"but the tensor has rank {len(shape)}"
+        )
+    if logical is None and len(shape) == n_dims and n_dims != n_results:
+        logical = shape
+    if index_map.num_symbols:
+        return "constraint map must not have symbols"
+    try:
+        invert_map(index_map, logical)
+    except LayoutMapError as err:
+        return f"constraint map {index_map} is not injective: {err}"
+    if logical is not None and not is_injective(index_map, logical):
+        return f"constraint map {index_map} is not injective on {list(logical)}"
+    return None
+
+
+def verify_boundary_constraints(
+    arg_attrs: ArrayAttr[DictionaryAttr] | None,
+    res_attrs: ArrayAttr[DictionaryAttr] | None,
+    inputs: Sequence[Attribute],
+    outputs: Sequence[Attribute],
+) -> None:
+    """Each `lamina.constraint` in a function's `arg_attrs`/`res_attrs` fits its
+    tensor or buffer: rank, injectivity, pad element type (else VerifyException)."""
+    from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr
+
+    for what, attrs, types in (("parameter", arg_attrs, inputs), ("result", res_attrs, outputs)):
+        for i, (entry, typ) in enumerate(zip(attrs.data if attrs else (), types, strict=False)):
+            constraint = entry.data.get(CONSTRAINT_ATTR_NAME)
+            if not isinstance(constraint, ConstraintAttr) or not isinstance(typ, ShapedType):
+                continue
+            problem = constraint_problem(
+                constraint.index_map.data, typ.get_shape(), constraint.logical_shape
+            )
+            pad = constraint.pad
+            if problem is None and isinstance(pad, FloatAttr | IntegerAttr):
+                if pad.type != typ.get_element_type():
+                    problem = (
+                        f"pad value type {pad.type} does not match the element type "
+                        f"{typ.get_element_type()}"
+                    )
+            if problem is not None:
+                raise VerifyException(f"'{CONSTRAINT_ATTR_NAME}' of {what} #{i}: {problem}")

@@ -1,0 +1,456 @@
+"""`plan-layouts`: choose buffer layouts at graph level and record them as constraints.
+
+Seed 002 (tvm-rfcs PR 77): layouts are decided where the whole graph is
+visible and handed down as `#lamina.constraint`s, which kernels compiled
+separately can rely on. The pass
+
+1. asks the target for each op's preferred layout (`conv2d_block`: conv2d on
+   the CPU in `NCHW{c}c` with `c` = the vector lanes) and rewrites the op
+   between a pair of `graph.layout_transform`s: data and weight into the
+   blocked layouts (padding channels with 0), the result back with `crop`;
+2. propagates the blocked layout through elementwise ops, so that
+   conv → bias → relu → conv stays blocked: `f(inverse(y))` becomes
+   `inverse(f(y))` (a bias is transformed too; its transform is a constant);
+3. folds back-to-back inverse transforms away (`F(G(y)) = y` when `F` undoes
+   `G` and `y`'s padding already holds `F`'s PAD);
+4. hoists transforms of constants to compile time (weights are stored
+   pre-transformed; no transform runs for them at run time);
+5. records the decision: each blocked graph op carries `lamina.constraint`
+   (map, PAD it guarantees, logical shape), and a function result that is a
+   blocked tensor carries it in `res_attrs`. `legalize` copies these onto
+   kernel boundaries, where `simplify` uses them.
+
+`enable=false` (or the module attribute `lamina.plan_layouts = false`)
+turns the pass off, e.g. to compare against the unblocked kernels;
+`block=N` overrides the target's channel block (tests use it to be
+independent of the host's vector width).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    AnyFloat,
+    ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    FloatAttr,
+    IntegerAttr,
+    ModuleOp,
+    TensorType,
+)
+from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
+from xdsl.rewriter import Rewriter
+
+from lamina.core.pass_base import LaminaPass
+from lamina.dialects import graph
+from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, Phase, UndefAttr
+from lamina.dialects.layout_maps import LayoutMapError, eval_grid, invert_map
+
+ENABLE_ATTR_NAME = "lamina.plan_layouts"
+
+
+# ---------------------------------------------------------------------------
+# Target preference (to move into the target registry)
+# ---------------------------------------------------------------------------
+
+
+def conv2d_block(op: graph.Conv2dOp, block: int = 0) -> int | None:
+    """The channel block the CPU target wants for `op` (None: keep NCHW): the
+    vector lanes of its element type, so that the innermost output-channel
+    loop fills one vector register (`block` > 0 forces that block).
+
+    Only for short output rows (at most two vectors): the NCHW kernel
+    vectorizes along the output row, which pays off for long rows, while the
+    blocked kernel does not yet keep accumulators in registers across output
+    columns (measured, benchmarks/bench_layouts.py: 14x14 maps run ~2-5x
+    faster blocked, 56x56 ones ~2x slower)."""
+    from lamina.backends.cpu_facts import host_cpu_facts
+
+    elem = graph.element_type(op.data)
+    if not isinstance(elem, AnyFloat) or op.groups_value != 1:
+        return None
+    if op.data_layout_value != "NCHW" or op.kernel_layout_value != "OIHW":
+        return None
+    shapes = (graph.tensor_shape(v) for v in (*op.operands, op.results[0]))
+    if any(0 in s for s in shapes):
+        return None
+    lanes = block or host_cpu_facts().lanes(elem.bitwidth)
+    if not block and graph.tensor_shape(op.results[0])[3] > 2 * lanes:
+        return None
+    return lanes if lanes > 1 else None
+
+
+# ---------------------------------------------------------------------------
+# Maps
+# ---------------------------------------------------------------------------
+
+
+def _d(i: int) -> AffineExpr:
+    return AffineExpr.dimension(i)
+
+
+def blocked_data_map(c: int) -> AffineMap:
+    """NCHW → NCHW{c}c."""
+    return AffineMap(4, 0, (_d(0), _d(1) // c, _d(2), _d(3), _d(1) % c))
+
+
+def blocked_weight_map(i: int, o: int) -> AffineMap:
+    """OIHW → OIHW{i}i{o}o."""
+    return AffineMap(4, 0, (_d(0) // o, _d(1) // i, _d(2), _d(3), _d(1) % i, _d(0) % o))
+
+
+def inverse_map(index_map: AffineMap, logical: tuple[int, ...]) -> AffineMap | None:
+    """The map from physical back to logical indices (for maps whose groups are
+    single dims, possibly tiled), or None."""
+    try:
+        groups = invert_map(index_map, logical)
+    except LayoutMapError:
+        return None
+    results: list[AffineExpr | None] = [None] * index_map.num_dims
+    for g in groups:
+        if len(g.inner.terms) != 1 or g.inner.terms[0][1] != 1 or g.inner.const:
+            return None
+        dim = g.inner.terms[0][0]
+        if g.plain is not None:
+            results[dim] = _d(g.plain)
+        elif g.outer is not None and g.inner_pos is not None:
+            results[dim] = _d(g.outer) * g.tile + _d(g.inner_pos)
+        else:
+            return None
+    if any(r is None for r in results):
+        return None
+    return AffineMap(len(index_map.results), 0, tuple(r for r in results if r is not None))
+
+
+def _transform(value: SSAValue, index_map: AffineMap, pad, result_type=None):
+    constraint = ConstraintAttr(AffineMapAttr(index_map), pad)
+    return graph.LayoutTransformOp(value, constraint, result_type=result_type)
+
+
+def _zero(elem) -> FloatAttr | IntegerAttr:
+    return FloatAttr(0.0, elem) if isinstance(elem, AnyFloat) else IntegerAttr(0, elem)
+
+
+# ---------------------------------------------------------------------------
+# What a value is known to hold
+# ---------------------------------------------------------------------------
+
+
+def known_constraint(value: SSAValue) -> ConstraintAttr | None:
+    """The constraint plan-layouts knows `value` satisfies (with its logical shape)."""
+    owner = value.owner
+    if isinstance(owner, graph.LayoutTransformOp) and owner.crop is None:
+        return owner.constraint.with_logical(graph.tensor_shape(owner.input))
+    if isinstance(owner, Operation):
+        found = owner.attributes.get(CONSTRAINT_ATTR_NAME)
+        if isinstance(found, ConstraintAttr):
+            return found
+    return None
+
+
+def _pad_number(constraint: ConstraintAttr | None) -> float | None:
+    if constraint is None or isinstance(constraint.pad, UndefAttr):
+        return None
+    pad = constraint.pad
+    return float(pad.value.data) if isinstance(pad, FloatAttr | IntegerAttr) else None
+
+
+ELEMENTWISE_PAD = {
+    "graph.relu": lambda a: max(a, 0.0),
+    "graph.neg": lambda a: -a,
+    "graph.add": lambda a, b: a + b,
+    "graph.sub": lambda a, b: a - b,
+    "graph.mul": lambda a, b: a * b,
+    "graph.maximum": max,
+    "graph.minimum": min,
+}
+"""What each elementwise op makes of the padding (others: unspecified)."""
+
+
+def _pad_after(op: Operation, pads: list[float | None], elem) -> FloatAttr | UndefAttr:
+    fn = ELEMENTWISE_PAD.get(op.name)
+    if fn is None or any(p is None for p in pads) or not isinstance(elem, AnyFloat):
+        return UndefAttr()
+    return FloatAttr(float(fn(*pads)) + 0.0, elem)  # + 0.0: no -0.0 pad
+
+
+# ---------------------------------------------------------------------------
+# The rewrites
+# ---------------------------------------------------------------------------
+
+
+def block_conv2d(op: graph.Conv2dOp, c: int) -> None:
+    """conv2d(x, w) → crop(conv2d_blocked(block(x), block(w)))."""
+    elem = graph.element_type(op.data)
+    zero = _zero(elem)
+    x = _transform(op.data, blocked_data_map(c), zero)
+    w = _transform(op.weight, blocked_weight_map(c, c), zero)
+    out_map = blocked_data_map(c)
+    logical = graph.tensor_shape(op.results[0])
+    conv = graph.Conv2dOp(
+        x,
+        w,
+        strides=op.strides_value,
+        padding=op.padding_value,
+        dilation=op.dilation_value,
+        data_layout=f"NCHW{c}c",
+        kernel_layout=f"OIHW{c}i{c}o",
+        device=op.device,
+    )
+    # Padded output channels see only zero-padded weights: they hold 0.
+    conv.attributes[CONSTRAINT_ATTR_NAME] = ConstraintAttr(AffineMapAttr(out_map), zero, logical)
+    back_map = inverse_map(out_map, logical)
+    assert back_map is not None
+    back = _transform(conv, back_map, UndefAttr(), result_type=op.results[0].type)
+    Rewriter.replace_op(op, [x, w, conv, back], [back.results[0]])
+
+
+def _inverse_source(value: SSAValue) -> tuple[graph.LayoutTransformOp, ConstraintAttr] | None:
+    """`value = G(y)` where G undoes the known constraint of y: (G, y's constraint)."""
+    owner = value.owner
+    if not isinstance(owner, graph.LayoutTransformOp):
+        return None
+    known = known_constraint(owner.input)
+    if known is None or known.logical_shape != graph.tensor_shape(value):
+        return None
+    back = inverse_map(known.index_map.data, known.logical_shape)
+    if back != owner.constraint.index_map.data:
+        return None
+    return owner, known
+
+
+def annotate(op: Operation) -> bool:
+    """An elementwise op on blocked values (all with one constraint, none
+    broadcast) records the constraint of its result; True if it did."""
+    if not isinstance(op, graph.UNARY_OPS + graph.BINARY_OPS):
+        return False
+    if CONSTRAINT_ATTR_NAME in op.attributes:
+        return False
+    known = [known_constraint(v) for v in op.operands]
+    first = known[0]
+    if first is None or any(
+        k is None or k.index_map != first.index_map or k.logical != first.logical for k in known
+    ):
+        return False
+    if any(v.type != op.results[0].type for v in op.operands):
+        return False
+    elem = graph.element_type(op.results[0])
+    pad = _pad_after(op, [_pad_number(k) for k in known], elem)
+    op.attributes[CONSTRAINT_ATTR_NAME] = ConstraintAttr(first.index_map, pad, first.logical_shape)
+    return True
+
+
+def propagate(op: Operation) -> bool:
+    """`f(G(y), ...)` → `G(f(y, ...))` for an elementwise `f`; True if rewritten."""
+    if not isinstance(op, graph.UNARY_OPS + graph.BINARY_OPS):
+        return False
+    sources = [_inverse_source(v) for v in op.operands]
+    lead = next((s for s in sources if s is not None), None)
+    if lead is None:
+        return False
+    inverse, known = lead
+    physical_type = inverse.input.type
+    new_operands: list[SSAValue] = []
+    pads: list[float | None] = []
+    pre: list[Operation] = []
+    for value, source in zip(op.operands, sources, strict=True):
+        if source is not None and source[0].input.type == physical_type:
+            new_operands.append(source[0].input)
+            pads.append(_pad_number(source[1]))
+            continue
+        moved = _broadcast_operand(value, known, graph.tensor_shape(op.results[0]))
+        if moved is None:
+            return False
+        pre.append(moved)
+        new_operands.append(moved.results[0])
+        pads.append(0.0)
+    elem = graph.element_type(op.results[0])
+    shape = graph.broadcast_shapes(*(graph.tensor_shape(v) for v in new_operands))
+    if shape != graph.tensor_shape(physical_type):
+        return False
+    new = op.__class__.create(
+        operands=new_operands,
+        result_types=[TensorType(elem, shape)],
+        properties=dict(op.properties),
+        attributes=dict(op.attributes),
+    )
+    new.attributes[CONSTRAINT_ATTR_NAME] = ConstraintAttr(
+        known.index_map, _pad_after(op, pads, elem), known.logical_shape
+    )
+    back = _transform(new, inverse.constraint.index_map.data, UndefAttr(), op.results[0].type)
+    Rewriter.replace_op(op, [*pre, new, back], [back.results[0]])
+    return True
+
+
+def _broadcast_operand(
+    value: SSAValue, known: ConstraintAttr, out_logical: tuple[int, ...]
+) -> graph.LayoutTransformOp | None:
+    """`value` (e.g. a per-channel bias) moved into the blocked layout, when it
+    broadcasts against the blocked result: same rank, and every dim the map
+    tiles is full-size (padding is 0; numpy broadcasting does the rest)."""
+    shape = graph.tensor_shape(value)
+    index_map = known.index_map.data
+    if len(shape) != len(out_logical):
+        return None
+    tiled = {d for expr in index_map.results for d in expr.used_dims() if not _is_plain_dim(expr)}
+    for d, (got, full) in enumerate(zip(shape, out_logical, strict=True)):
+        if got != full and (got != 1 or d in tiled):
+            return None
+    return _transform(value, index_map, _zero(graph.element_type(value)))
+
+
+def _is_plain_dim(expr: AffineExpr) -> bool:
+    return isinstance(expr, AffineDimExpr)
+
+
+def fold(op: graph.LayoutTransformOp) -> bool:
+    """`F(G(y))` → `y` when F undoes G (the pair plan-layouts builds) and y's
+    padding already holds F's PAD; True if folded."""
+    forward = op.input.owner
+    if (
+        isinstance(forward, graph.LayoutTransformOp)
+        and forward.crop is None
+        and _inverse_source(op.results[0]) is not None
+        and op.results[0].type == forward.input.type
+    ):
+        # G(F(x)) with G undoing F: x itself (F only added padding).
+        op.results[0].replace_all_uses_with(forward.input)
+        Rewriter.erase_op(op)
+        return True
+    source = _inverse_source(op.input)
+    if source is None:
+        return False
+    inverse, known = source
+    y = inverse.input
+    if op.crop is not None or op.results[0].type != y.type:
+        return False
+    if op.constraint.index_map != known.index_map:
+        return False
+    if not isinstance(op.constraint.pad, UndefAttr) and op.constraint.pad != known.pad:
+        return False
+    op.results[0].replace_all_uses_with(y)
+    Rewriter.erase_op(op)
+    if not inverse.results[0].uses:
+        Rewriter.erase_op(inverse)
+    return True
+
+
+def hoist_constant(op: graph.LayoutTransformOp) -> bool:
+    """`layout_transform(constant)` → the transformed constant (compile time)."""
+    import numpy as np
+
+    source = op.input.owner
+    if not isinstance(source, graph.ConstantOp):
+        return False
+    value = source.value
+    if not isinstance(value, DenseIntOrFPElementsAttr):
+        return False
+    shape = graph.tensor_shape(op.input)
+    data = np.asarray(value.get_values(), dtype=np.float64).reshape(shape)
+    out_shape = graph.tensor_shape(op.results[0])
+    pad = _pad_number(op.constraint)
+    out = np.full(out_shape, pad if pad is not None else 0.0)
+    grids = np.meshgrid(*(np.arange(s) for s in shape), indexing="ij")
+    index = [
+        np.broadcast_to(eval_grid(e, dict(enumerate(grids))), data.shape)
+        for e in op.constraint.index_map.data.results
+    ]
+    inside = np.ones(data.shape, dtype=bool)
+    for axis, idx in enumerate(index):
+        inside &= idx < out_shape[axis]
+    out[tuple(i[inside] for i in index)] = data[inside]
+    result_type = op.results[0].type
+    assert isinstance(result_type, TensorType)
+    const = graph.ConstantOp(DenseIntOrFPElementsAttr.from_list(result_type, out.ravel().tolist()))
+    Rewriter.replace_op(op, const)
+    if not source.results[0].uses:
+        Rewriter.erase_op(source)
+    return True
+
+
+def record_boundaries(func: graph.FuncOp) -> None:
+    """A function result known to be blocked says so in `res_attrs`."""
+    ret = func.get_return_op()
+    if ret is None:
+        return
+    entries = (
+        list(func.res_attrs.data) if func.res_attrs else [DictionaryAttr({})] * len(ret.arguments)
+    )
+    changed = False
+    for n, value in enumerate(ret.arguments):
+        known = known_constraint(value)
+        if known is not None and CONSTRAINT_ATTR_NAME not in entries[n].data:
+            entries[n] = DictionaryAttr({**entries[n].data, CONSTRAINT_ATTR_NAME: known})
+            changed = True
+    if changed:
+        func.res_attrs = ArrayAttr(entries)
+
+
+@dataclass(frozen=True)
+class PlanLayoutsPass(LaminaPass):
+    """Choose blocked layouts per op (target preference), keep chains blocked, record the constraints.
+
+    Input invariant: phase `optimization`; graph compute ops on tensors.
+
+    Output IR: each `graph.conv2d` the target wants blocked (CPU: f32/f64,
+    groups = 1, `NCHW`/`OIHW`) is a blocked conv2d (`NCHW{c}c`,
+    `OIHW{c}i{c}o`, `c` = vector lanes) between `graph.layout_transform`s
+    (data/weight padded with 0, result cropped back); elementwise ops on
+    blocked values stay blocked (the inverse transform moves past them);
+    back-to-back inverse transforms are folded; transforms of constants are
+    constants; blocked graph ops carry `lamina.constraint` (map, the PAD
+    they guarantee or `#lamina.undef`, logical shape), blocked function
+    results carry it in `res_attrs`.
+
+    Invariants: every function computes the same values; running the pass
+    twice equals running it once; `enable=false` (or the module attribute
+    `lamina.plan_layouts = false`) leaves the module unchanged.
+    """
+
+    name = "plan-layouts"
+
+    phases: ClassVar[frozenset[Phase]] = frozenset({Phase.OPTIMIZATION})
+
+    enable: bool = True
+    block: int = 0
+    """Channel block for conv2d; 0: the target's preference (vector lanes)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        flag = op.attributes.get(ENABLE_ATTR_NAME)
+        if not self.enable or (isinstance(flag, IntegerAttr) and not flag.value.data):
+            return
+        funcs = [f for f in op.ops if isinstance(f, graph.FuncOp) and not f.is_declaration]
+        for func in funcs:
+            for conv in [o for o in func.walk() if isinstance(o, graph.Conv2dOp)]:
+                if (c := conv2d_block(conv, self.block)) is not None:
+                    block_conv2d(conv, c)
+            _fixpoint(func)
+            for t in [o for o in func.walk() if isinstance(o, graph.LayoutTransformOp)]:
+                hoist_constant(t)
+            record_boundaries(func)
+
+
+def _fixpoint(func: graph.FuncOp) -> None:
+    """Propagate and fold until nothing changes."""
+    changed = True
+    while changed:
+        changed = False
+        for o in list(func.walk()):
+            if o.parent is None:
+                continue
+            if isinstance(o, graph.LayoutTransformOp):
+                changed |= fold(o)
+            else:
+                changed |= propagate(o) or annotate(o)
+        for o in list(func.walk()):
+            if isinstance(o, graph.LayoutTransformOp) and not o.results[0].uses:
+                Rewriter.erase_op(o)
+
+
+__all__ = ["PlanLayoutsPass", "conv2d_block", "inverse_map"]

@@ -1,0 +1,88 @@
+// RUN: lamina-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+// Bad layout constraints: on a layout_transform, on a function boundary.
+
+graph.func @not_injective(%a: tensor<4x4xf32>) {
+  // expected-error @+1 {{constraint map (d0, d1) -> ((d0 + d1)) is not injective on the operand shape [4, 4] (two elements would share a slot)}}
+  %0 = graph.layout_transform %a {constraint = #lamina.constraint<affine_map<(d0, d1) -> (d0 + d1)>, 0.0 : f32>} : (tensor<4x4xf32>) -> tensor<7xf32>
+  graph.return
+}
+// CHECK: is not injective on the operand shape [4, 4]
+
+// -----
+
+graph.func @padded_extent(%a: tensor<3xf32>) {
+  // A result `e mod 8` has extent 8 (padding), `e floordiv 8` has ceil(3/8) = 1.
+  // expected-error @+1 {{result shape [1, 3] is smaller than the map's image [1, 8]: it would lose elements (mark the op `crop` to drop the padding)}}
+  %0 = graph.layout_transform %a {constraint = #lamina.constraint<affine_map<(d0) -> (d0 floordiv 8, d0 mod 8)>, 0.0 : f32>} : (tensor<3xf32>) -> tensor<1x3xf32>
+  graph.return
+}
+// CHECK: result shape [1, 3] is smaller than the map's image [1, 8]
+
+// -----
+
+graph.func @crop_too_big(%a: tensor<1x8xf32>) {
+  // expected-error @+1 {{cropped result shape [9] exceeds the image [8] of the map}}
+  %0 = graph.layout_transform %a {constraint = #lamina.constraint<affine_map<(d0, d1) -> (d0 * 8 + d1)>, #lamina.undef>, crop} : (tensor<1x8xf32>) -> tensor<9xf32>
+  graph.return
+}
+// CHECK: cropped result shape [9] exceeds the image [8] of the map
+
+// -----
+
+graph.func @logical_mismatch(%a: tensor<3xf32>) {
+  // expected-error @+1 {{constraint logical shape [4] does not match the operand shape [3]}}
+  %0 = graph.layout_transform %a {constraint = #lamina.constraint<affine_map<(d0) -> (d0 floordiv 8, d0 mod 8)>, 0.0 : f32, logical = array<i64: 4>>} : (tensor<3xf32>) -> tensor<1x8xf32>
+  graph.return
+}
+// CHECK: constraint logical shape [4] does not match the operand shape [3]
+
+// -----
+
+// expected-error @+1 {{'lamina.constraint' of parameter #0: constraint map (d0, d1) -> (d0, d1) has 2 dimensions and 2 results but the tensor has rank 3}}
+graph.func @boundary_rank(%x: tensor<2x4x8xf32> {lamina.constraint = #lamina.constraint<affine_map<(d0, d1) -> (d0, d1)>, 0.0 : f32>}) {
+  graph.return
+}
+// CHECK: 'lamina.constraint' of parameter #0: constraint map (d0, d1) -> (d0, d1) has 2 dimensions and 2 results but the tensor has rank 3
+
+// -----
+
+// expected-error @+1 {{'lamina.constraint' of result #0: constraint map (d0, d1) -> ((d0 mod 2), d1) is not injective}}
+graph.func @boundary_injective(%x: tensor<2x8xf32>) -> (tensor<2x8xf32> {lamina.constraint = #lamina.constraint<affine_map<(d0, d1) -> (d0 mod 2, d1)>, 0.0 : f32>}) {
+  graph.return %x : tensor<2x8xf32>
+}
+// CHECK: 'lamina.constraint' of result #0: constraint map (d0, d1) -> ((d0 mod 2), d1) is not injective
+
+// -----
+
+// expected-error @+1 {{'lamina.constraint' of parameter #0: pad value type i32 does not match the element type f32}}
+graph.func @boundary_pad_type(%x: tensor<2x8xf32> {lamina.constraint = #lamina.constraint<affine_map<(d0) -> (d0 floordiv 8, d0 mod 8)>, 0 : i32>}) {
+  graph.return
+}
+// CHECK: 'lamina.constraint' of parameter #0: pad value type i32 does not match the element type f32
+
+// -----
+
+// The logical-shape form of a boundary: injectivity is checked on that shape.
+// expected-error @+1 {{'lamina.constraint' of parameter #0: constraint map (d0, d1) -> ((d0 + d1)) is not injective}}
+te.func @te_boundary(%x: tensor<7xf32> {lamina.constraint = #lamina.constraint<affine_map<(d0, d1) -> (d0 + d1)>, 0.0 : f32, logical = array<i64: 4, 4>>}) -> tensor<7xf32> {
+  te.return %x : tensor<7xf32>
+}
+// CHECK: 'lamina.constraint' of parameter #0: constraint map (d0, d1) -> ((d0 + d1)) is not injective
+
+// -----
+
+// expected-error @+1 {{'lamina.constraint' of parameter #0: constraint map (d0) -> ((d0 floordiv 8), (d0 mod 8)) has 1 dimensions and 2 results but the tensor has rank 3}}
+loop.func @loop_boundary(%x: memref<1x2x8xf32> {lamina.constraint = #lamina.constraint<affine_map<(d0) -> (d0 floordiv 8, d0 mod 8)>, 0.0 : f32>}) {
+  loop.return
+}
+// CHECK: has 1 dimensions and 2 results but the tensor has rank 3
+
+// -----
+
+graph.func @blocked_conv_blocks(%x: tensor<1x1x4x4x8xf32>, %w: tensor<1x1x3x3x4x8xf32>) {
+  // expected-error @+1 {{data block 8 must equal the kernel input block 4 (and be > 0)}}
+  %y = graph.conv2d %x, %w {data_layout = "NCHW8c", kernel_layout = "OIHW4i8o"} : (tensor<1x1x4x4x8xf32>, tensor<1x1x3x3x4x8xf32>) -> tensor<1x1x2x2x8xf32>
+  graph.return
+}
+// CHECK: data block 8 must equal the kernel input block 4

@@ -1,0 +1,17 @@
+// RUN: lamina-opt %s | lamina-opt | filecheck %s
+// RUN: lamina-opt %s --print-op-generic | lamina-opt | filecheck %s
+
+// layout_transform with padding (3 channels in a block of 8), its cropping
+// inverse, a constraint with a recorded logical shape, and a blocked conv2d.
+
+// CHECK-LABEL: graph.func @layouts(%x: tensor<1x3x4x4xf32>, %w: tensor<1x1x3x3x8x8xf32>) -> (tensor<1x3x2x2xf32> {lamina.constraint = #lamina.constraint<affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, #lamina.undef, logical = array<i64: 1, 3, 2, 2>>}) {
+// CHECK-NEXT:    %0 = graph.layout_transform %x {constraint = #lamina.constraint<affine_map<(d0, d1, d2, d3) -> (d0, (d1 floordiv 8), d2, d3, (d1 mod 8))>, 0.000000e+00 : f32>} : (tensor<1x3x4x4xf32>) -> tensor<1x1x4x4x8xf32>
+// CHECK-NEXT:    %1 = graph.conv2d %0, %w {data_layout = "NCHW8c", kernel_layout = "OIHW8i8o"} : (tensor<1x1x4x4x8xf32>, tensor<1x1x3x3x8x8xf32>) -> tensor<1x1x2x2x8xf32>
+// CHECK-NEXT:    %2 = graph.layout_transform %1 {constraint = #lamina.constraint<affine_map<(d0, d1, d2, d3, d4) -> (d0, ((d1 * 8) + d4), d2, d3)>, #lamina.undef>, crop} : (tensor<1x1x2x2x8xf32>) -> tensor<1x3x2x2xf32>
+// CHECK-NEXT:    graph.return %2 : tensor<1x3x2x2xf32>
+graph.func @layouts(%x: tensor<1x3x4x4xf32>, %w: tensor<1x1x3x3x8x8xf32>) -> (tensor<1x3x2x2xf32> {lamina.constraint = #lamina.constraint<affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, #lamina.undef, logical = array<i64: 1, 3, 2, 2>>}) {
+  %0 = graph.layout_transform %x {constraint = #lamina.constraint<affine_map<(d0, d1, d2, d3) -> (d0, d1 floordiv 8, d2, d3, d1 mod 8)>, 0.0 : f32>} : (tensor<1x3x4x4xf32>) -> tensor<1x1x4x4x8xf32>
+  %1 = graph.conv2d %0, %w {data_layout = "NCHW8c", kernel_layout = "OIHW8i8o"} : (tensor<1x1x4x4x8xf32>, tensor<1x1x3x3x8x8xf32>) -> tensor<1x1x2x2x8xf32>
+  %2 = graph.layout_transform %1 {constraint = #lamina.constraint<affine_map<(d0, d1, d2, d3, d4) -> (d0, d1 * 8 + d4, d2, d3)>, #lamina.undef>, crop} : (tensor<1x1x2x2x8xf32>) -> tensor<1x3x2x2xf32>
+  graph.return %2 : tensor<1x3x2x2xf32>
+}

@@ -1,0 +1,155 @@
+// RUN: lamina-opt %s -p simplify | filecheck %s
+// RUN: lamina-opt %s -p simplify,simplify | filecheck %s
+
+// simplify: guards decided by loop bounds, assumes and buffer constraints go;
+// undef stores are not written.
+
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  // A guard that the loop bounds decide: i < 8 always holds for i in [0, 8).
+  // CHECK-LABEL: loop.func @bounds
+  // CHECK-NOT:     arith.cmpi
+  // CHECK-NOT:     arith.select
+  // CHECK:         %[[V:.*]] = loop.load %{{.*}}[%[[I:.*]]] : memref<8xf32>
+  // CHECK-NEXT:    loop.store %[[V]], %{{.*}}[%[[I]]] : memref<8xf32>
+  loop.func @bounds(%a: memref<8xf32>, %b: memref<8xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %zero = arith.constant 0.0 : f32
+    loop.for %i = %c0 to %c8 step %c1 {
+      %in = arith.cmpi slt, %i, %c8 : index
+      %v = loop.load %a[%i] : memref<8xf32>
+      %s = arith.select %in, %v, %zero : f32
+      loop.store %s, %b[%i] : memref<8xf32>
+    }
+    loop.return
+  }
+
+  // `loop.assume` narrows a range; `loop.if` on a decided condition is inlined
+  // (or dropped), and `i floordiv 8` of i < 8 is 0.
+  // CHECK-LABEL: loop.func @assume_and_if
+  // CHECK-NOT:     loop.if
+  // CHECK-NOT:     arith.divui
+  // CHECK:         loop.assume
+  // CHECK-NEXT:    %[[Q:.*]] = arith.constant 0 : index
+  // CHECK-NEXT:    loop.store %{{.*}}, %{{.*}}[%[[Q]]] : memref<4xf32>
+  // CHECK-NOT:     loop.store
+  loop.func @assume_and_if(%n: index, %a: memref<4xf32>) {
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    %one = arith.constant 1.0 : f32
+    %lt = arith.cmpi slt, %n, %c4 : index
+    %ge = arith.cmpi sge, %n, %c0 : index
+    %ok = arith.andi %lt, %ge : i1
+    loop.assume %ok
+    %q = arith.divui %n, %c8 : index
+    %small = arith.cmpi slt, %n, %c8 : index
+    loop.if %small {
+      loop.store %one, %a[%q] : memref<4xf32>
+    }
+    %big = arith.cmpi sge, %n, %c4 : index
+    loop.if %big {
+      loop.store %one, %a[%n] : memref<4xf32>
+    }
+    loop.return
+  }
+
+  // Padding whose value is #lamina.undef is not written: the guard select
+  // with an undef side is its other side, and a store of undef disappears.
+  // CHECK-LABEL: loop.func @undef_padding
+  // CHECK-NOT:     loop.undef
+  // CHECK:         %[[X:.*]] = loop.load %{{.*}}[%{{.*}}] : memref<3xf32>
+  // CHECK-NEXT:    loop.store %[[X]], %{{.*}}[%{{.*}}] : memref<8xf32>
+  // CHECK-NOT:     loop.store
+  loop.func @undef_padding(%a: memref<3xf32>, %b: memref<8xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c8 = arith.constant 8 : index
+    loop.for %i = %c0 to %c8 step %c1 {
+      %in = arith.cmpi slt, %i, %c3 : index
+      %j = arith.select %in, %i, %c2 : index
+      %x = loop.load %a[%j] : memref<3xf32>
+      %u = loop.undef : f32
+      %s = arith.select %in, %x, %u : f32
+      loop.store %s, %b[%i] : memref<8xf32>
+    }
+    %u2 = loop.undef : f32
+    loop.store %u2, %b[%c0] : memref<8xf32>
+    loop.return
+  }
+
+  // A reduction over a blocked tensor (3 logical channels padded to a block of
+  // 8) masks the padded channels. The constraint says they hold 0.0, so
+  // x * w there is already 0: the mask goes.
+  // CHECK-LABEL: loop.func @reduce_padded_with_constraint
+  // CHECK:         loop.for
+  // CHECK-NOT:     arith.select
+  // CHECK:         %[[X:.*]] = loop.load %{{.*}}[%c0{{.*}}, %c0{{.*}}, %{{.*}}] : memref<1x1x8xf32>
+  // CHECK:         %[[P:.*]] = arith.mulf %[[X]], %{{.*}} : f32
+  // CHECK-NEXT:    %[[S:.*]] = arith.addf %{{.*}}, %[[P]] : f32
+  loop.func @reduce_padded_with_constraint(%x: memref<1x1x8xf32> {lamina.constraint = #lamina.constraint<affine_map<(d0, d1) -> (d0, d1 floordiv 8, d1 mod 8)>, 0.0 : f32, logical = array<i64: 1, 3>>}, %w: memref<8xf32>, %out: memref<1xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c3 = arith.constant 3 : index
+    %c8 = arith.constant 8 : index
+    %zero = arith.constant 0.0 : f32
+    %r = loop.for %k = %c0 to %c8 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %c = arith.cmpi slt, %k, %c3 : index
+      %xv = loop.load %x[%c0, %c0, %k] : memref<1x1x8xf32>
+      %wv = loop.load %w[%k] : memref<8xf32>
+      %p = arith.mulf %xv, %wv : f32
+      %m = arith.select %c, %p, %zero : f32
+      %s = arith.addf %acc, %m : f32
+      loop.yield %s : f32
+    }
+    loop.store %r, %out[%c0] : memref<1xf32>
+    loop.return
+  }
+
+  // The same kernel without a constraint on %x keeps its mask: nothing says
+  // what the padded channels hold.
+  // CHECK-LABEL: loop.func @reduce_padded_without_constraint
+  // CHECK:         %[[C:.*]] = arith.cmpi slt
+  // CHECK:         arith.select %[[C]]
+  loop.func @reduce_padded_without_constraint(%x: memref<1x1x8xf32>, %w: memref<8xf32>, %out: memref<1xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c3 = arith.constant 3 : index
+    %c8 = arith.constant 8 : index
+    %zero = arith.constant 0.0 : f32
+    %r = loop.for %k = %c0 to %c8 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %c = arith.cmpi slt, %k, %c3 : index
+      %xv = loop.load %x[%c0, %c0, %k] : memref<1x1x8xf32>
+      %wv = loop.load %w[%k] : memref<8xf32>
+      %p = arith.mulf %xv, %wv : f32
+      %m = arith.select %c, %p, %zero : f32
+      %s = arith.addf %acc, %m : f32
+      loop.yield %s : f32
+    }
+    loop.store %r, %out[%c0] : memref<1xf32>
+    loop.return
+  }
+
+  // A constraint whose padding is undef does not help either.
+  // CHECK-LABEL: loop.func @reduce_padded_undef_constraint
+  // CHECK:         arith.select
+  loop.func @reduce_padded_undef_constraint(%x: memref<1x1x8xf32> {lamina.constraint = #lamina.constraint<affine_map<(d0, d1) -> (d0, d1 floordiv 8, d1 mod 8)>, #lamina.undef, logical = array<i64: 1, 3>>}, %out: memref<1xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c3 = arith.constant 3 : index
+    %c8 = arith.constant 8 : index
+    %zero = arith.constant 0.0 : f32
+    %r = loop.for %k = %c0 to %c8 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %c = arith.cmpi slt, %k, %c3 : index
+      %xv = loop.load %x[%c0, %c0, %k] : memref<1x1x8xf32>
+      %m = arith.select %c, %xv, %zero : f32
+      %s = arith.addf %acc, %m : f32
+      loop.yield %s : f32
+    }
+    loop.store %r, %out[%c0] : memref<1xf32>
+    loop.return
+  }
+}
