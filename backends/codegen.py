@@ -480,21 +480,44 @@ def emit_llvm_ir(module: ModuleOp, *, optimized: bool = True, cpu: str | None = 
     return str(_optimized_ref(module, tm, CompileTimings()))
 
 
-def emit_object(module: ModuleOp, *, cpu: str | None = None) -> bytes:
+def emit_object(
+    module: ModuleOp, *, cpu: str | None = None, timings: CompileTimings | None = None
+) -> bytes:
     """A relocatable (PIC) object file, as bytes.
 
     By default the code uses every feature of *this* machine's CPU (AVX2,
     AVX-512, FMA...); pass `cpu` (an LLVM CPU name such as `x86-64-v2`) for
-    an object that also runs on older machines.
+    an object that also runs on older machines. `timings` receives the
+    steps' times (machine-code generation in `jit`).
     """
     tm = _host_target_machine(jit=False, cpu=cpu)
-    return tm.emit_object(_optimized_ref(module, tm, CompileTimings()))
+    return _timed_emit(tm.emit_object, module, tm, timings)
 
 
-def emit_assembly(module: ModuleOp, *, cpu: str | None = None) -> str:
+def emit_assembly(
+    module: ModuleOp, *, cpu: str | None = None, timings: CompileTimings | None = None
+) -> str:
     """Assembly text of the optimized module for the host (or `cpu`)."""
     tm = _host_target_machine(jit=False, cpu=cpu)
-    return tm.emit_assembly(_optimized_ref(module, tm, CompileTimings()))
+    return _timed_emit(tm.emit_assembly, module, tm, timings)
+
+
+def emit_bitcode(
+    module: ModuleOp, *, cpu: str | None = None, timings: CompileTimings | None = None
+) -> bytes:
+    """LLVM bitcode of the optimized module for the host (or `cpu`), for `llc`/`clang`."""
+    tm = _host_target_machine(jit=False, cpu=cpu)
+    return _timed_emit(lambda ref: ref.as_bitcode(), module, tm, timings)
+
+
+def _timed_emit(emit, module: ModuleOp, tm: llvm.TargetMachine, timings: CompileTimings | None):
+    """Optimize `module` for `tm`, then `emit(ref)`, recording every step in `timings`."""
+    timings = timings if timings is not None else CompileTimings()
+    ref = _optimized_ref(module, tm, timings)
+    start = time.perf_counter()
+    result = emit(ref)
+    timings.jit = time.perf_counter() - start
+    return result
 
 
 def system_compiler() -> str:
@@ -502,11 +525,19 @@ def system_compiler() -> str:
     for candidate in (os.environ.get("CC"), "cc", "gcc", "clang"):
         if candidate and shutil.which(candidate.split()[0]):
             return candidate
-    raise CodegenError("codegen: no C compiler found to link a shared library (set $CC)")
+    raise CodegenError(
+        "codegen: building a shared library (.so) needs a system C compiler to link it, and "
+        f"none was found (tried {'$CC, ' if os.environ.get('CC') else ''}cc, gcc, clang); "
+        "install one (e.g. gcc) or set $CC, or build an object file (-o out.o) instead"
+    )
 
 
 def build_shared_library(
-    module: ModuleOp, path: str | os.PathLike[str], *, cpu: str | None = None
+    module: ModuleOp,
+    path: str | os.PathLike[str],
+    *,
+    cpu: str | None = None,
+    timings: CompileTimings | None = None,
 ) -> Path:
     """Compile `module` to a shared library at `path` (object file → `cc -shared`, libm linked).
 
@@ -514,10 +545,11 @@ def build_shared_library(
     described in this module's docstring; `cpu` as for `emit_object`.
     """
     path = Path(path)
+    compiler = system_compiler()  # before the (slow) compile: a missing cc fails fast
     with tempfile.TemporaryDirectory(prefix="lamina-") as tmp:
         obj = Path(tmp) / "module.o"
-        obj.write_bytes(emit_object(module, cpu=cpu))
-        cmd = [*system_compiler().split(), "-shared", "-fPIC", "-o", str(path), str(obj), "-lm"]
+        obj.write_bytes(emit_object(module, cpu=cpu, timings=timings))
+        cmd = [*compiler.split(), "-shared", "-fPIC", "-o", str(path), str(obj), "-lm"]
         if _uses_openmp(module):
             cmd.append("-fopenmp")  # links libgomp for GOMP_parallel
         for library in _libraries:

@@ -44,6 +44,7 @@ from lamina.core.diagnostics import (
     SourceLocation,
     verify_module,
 )
+from lamina.core.locations import fill_unknown_locations, track_rewrites
 from lamina.core.pass_base import LaminaPass, phase_list
 from lamina.dialects.lamina import Phase, get_phase, set_phase
 
@@ -251,6 +252,7 @@ class PassManager:
         reproducer_path: Path | str | None = None,
         timing_stream: TextIO | None = None,
         dump_suffix: str = "",
+        progress: TextIO | None = None,
     ):
         self.passes = list(passes)
         self.verify_each = verify_each
@@ -261,6 +263,8 @@ class PassManager:
         self.reproducer_path = Path(reproducer_path) if reproducer_path is not None else None
         self.timing_stream = timing_stream
         self.dump_suffix = dump_suffix
+        self.progress = progress
+        """Where to report each phase entered, with the elapsed time (`-v`)."""
         self.timings: list[PassTiming] = []
         self.total_seconds = 0.0
         self.verify_seconds = 0.0
@@ -286,8 +290,9 @@ class PassManager:
         """Apply every pass in order; a failure raises DiagnosticError (with a reproducer note)."""
         self.timings = []
         self.verify_seconds = 0.0
-        start = time.perf_counter()
+        start = self._started = time.perf_counter()
         try:
+            self._report_progress(module)
             self._dump_phase(module)
             for index, pass_ in enumerate(self.passes):
                 self._run_one(ctx, module, index, pass_)
@@ -303,7 +308,9 @@ class PassManager:
         try:
             started = time.perf_counter()
             try:
-                pass_.apply(ctx, module)
+                with track_rewrites():  # new ops take the location of the op they replace
+                    pass_.apply(ctx, module)
+                fill_unknown_locations(module)
             finally:
                 self.timings.append(PassTiming(pass_.name, time.perf_counter() - started))
             self._after_pass(module, pass_, before_phase)
@@ -349,7 +356,14 @@ class PassManager:
         finally:
             self.verify_seconds += time.perf_counter() - started
         if produces is not None and produces != before:
+            self._report_progress(module)
             self._dump_phase(module)
+
+    def _report_progress(self, module: ModuleOp) -> None:
+        if self.progress is not None:
+            elapsed = time.perf_counter() - self._started
+            self.progress.write(f"lamina: [{elapsed:7.2f} s] phase {get_phase(module).label}\n")
+            self.progress.flush()
 
     def _dump_phase(self, module: ModuleOp) -> None:
         if self.dump_phases_to is None:

@@ -60,6 +60,7 @@ from xdsl.traits import SymbolTable
 
 from lamina.core.diagnostics import op_error
 from lamina.core.liveness import BlockOrder
+from lamina.core.locations import stamp_trailing
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, loop
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, DeviceAttr, Phase
@@ -208,6 +209,7 @@ class BodyLowering:
         for op in self.source.body.block.ops:
             if op is not ret:
                 self._lower(op)
+                stamp_trailing(self.block, op.location)  # its allocs/calls/copies: its line
         for value, out in zip(ret.arguments, outs, strict=True):
             if self.in_place.get(value) is not out:
                 self.block.add_op(loop.CopyOp(self._buffer(value, ret), out))

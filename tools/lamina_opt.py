@@ -36,7 +36,6 @@ from lamina import __version__
 from lamina.core.cli import UsageError, guarded_main
 from lamina.core.diagnostics import Diagnostic, DiagnosticError, SourceLocation, parse_module
 from lamina.core.expected_diagnostics import (
-    has_annotations,
     match_diagnostics,
     parse_expectations,
 )
@@ -83,7 +82,6 @@ class LaminaOptMain(xDSLOptMain):
         self.available_passes = {}
         self.available_targets = {}
         self.input_name = "<stdin>"
-        self.annotated = False
         self.ctx = Context()
         self.register_all_dialects()
         self.register_all_frontends()
@@ -199,8 +197,8 @@ class LaminaOptMain(xDSLOptMain):
             "--verify-diagnostics",
             action="store_true",
             help="check diagnostics against `// expected-error {{...}}` annotations "
-            "(MLIR rules; matched diagnostics are printed); without annotations, "
-            "print the diagnostics and exit 0 (xdsl-opt)",
+            "(MLIR rules: an unexpected diagnostic fails, annotations or not; "
+            "matched diagnostics are printed)",
         )
 
     # -- set-up ---------------------------------------------------------------
@@ -265,7 +263,6 @@ class LaminaOptMain(xDSLOptMain):
             return 0
         name, text = self._read_input()
         self.input_name = name
-        self.annotated = has_annotations(text)
         output = self._open_output()
         status = 0
         try:
@@ -394,15 +391,9 @@ class LaminaOptMain(xDSLOptMain):
     ) -> bool:
         """MLIR's -verify-diagnostics for one chunk; prints matches, reports mismatches.
 
-        In a file without any `expected-*` annotation every diagnostic is
-        printed to the output and counts as expected (xdsl-opt's behaviour).
+        As in MLIR, every diagnostic must be expected: in a file without any
+        `expected-*` annotation, any diagnostic fails the run.
         """
-        if not self.annotated:
-            for diagnostic in diagnostics:
-                output.write(diagnostic.format().splitlines()[0] + "\n")
-            if not diagnostics and module is not None:
-                output.write(self.output_resulting_program(module))
-            return True
         expectations, annotation_errors = parse_expectations(chunk.text, chunk.line_offset)
         result = match_diagnostics(diagnostics, expectations)
         for diagnostic in result.matched:
