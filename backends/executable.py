@@ -15,6 +15,7 @@ every buffer row-major and contiguous (see docs/abi.md).
 from __future__ import annotations
 
 import ctypes
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from xdsl.ir import Attribute
 
 from lamina.core.context import make_context
 from lamina.core.diagnostics import DiagnosticError, parse_module, verify_module
+from lamina.core.instruments import Instruments
 
 _DTYPES: dict[str, np.dtype] = {
     "f16": np.dtype(np.float16),
@@ -72,6 +74,8 @@ class Signature:
     name: str
     params: tuple[TensorSpec, ...]
     results: tuple[TensorSpec, ...]
+    param_names: tuple[str | None, ...] = ()
+    """The parameters' names in the source (`%x` → `x`), None where unnamed."""
 
 
 def entry_signatures(
@@ -96,7 +100,8 @@ def entry_signatures(
             if rejected is not None:
                 rejected[op.sym_name.data] = str(err)
             continue
-        sigs[op.sym_name.data] = Signature(op.sym_name.data, params, results)
+        names = tuple(arg.name_hint for arg in op.body.block.args) if op.body.blocks else ()
+        sigs[op.sym_name.data] = Signature(op.sym_name.data, params, results, names)
     return sigs
 
 
@@ -169,52 +174,87 @@ class Executable:
         return self._cfuncs[name]
 
 
-def _as_module(module_or_text: ModuleOp | str, filename: str) -> ModuleOp:
-    """A private, verified copy of the input: bad IR is reported as such, before any pass."""
+def _as_module(module_or_text: ModuleOp | str | os.PathLike[str], filename: str) -> ModuleOp:
+    """A private, verified copy of the input: bad IR is reported as such, before any pass.
+
+    A path (`os.PathLike`, or a one-line string naming an existing file or
+    ending in `.mlir`) is read; any other string is the program's text.
+    """
     if isinstance(module_or_text, ModuleOp):
         module = module_or_text.clone()
+    elif _is_path(module_or_text):
+        path = os.fspath(module_or_text)
+        with open(path, encoding="utf-8") as f:  # a missing file: OSError, a user error
+            module = parse_module(make_context(), f.read(), path)
     else:
         module = parse_module(make_context(), module_or_text, filename)
     verify_module(module)
     return module
 
 
+def _is_path(source: object) -> bool:
+    if isinstance(source, os.PathLike):
+        return True
+    return (
+        isinstance(source, str)
+        and "\n" not in source
+        and (source.endswith(".mlir") or os.path.isfile(source))
+    )
+
+
 def lower_to_build(
-    module: ModuleOp, targets: Sequence[str] | None = None, pipeline: str = "default"
+    module: ModuleOp,
+    targets: Sequence[str] | None = None,
+    pipeline: str = "default",
+    instruments: Instruments | None = None,
 ) -> tuple[ModuleOp, dict[str, float]]:
     """Run `pipeline` on `module` (in place) down to the build phase; return it and pass times."""
     from lamina.core.pass_manager import PassManager
     from lamina.core.pipeline import passes_for_module
 
     passes = passes_for_module(pipeline, module, targets)  # from the module's phase on
-    manager = PassManager(passes)  # records pass times; timing=True would print a report
+    # Records pass times; the instruments print IR, phase dumps, progress, report.
+    manager = instruments.pass_manager(passes) if instruments else PassManager(passes)
     manager.run(make_context(), module)
     return module, manager.pass_times
 
 
 def compile(  # noqa: A001 - the API name is DESIGN §7's
-    module_or_text: ModuleOp | str,
+    module_or_text: ModuleOp | str | os.PathLike[str],
     targets: Sequence[str] | None = None,
     *,
     pipeline: str = "default",
     filename: str = "<input>",
+    pass_timing: bool = False,
+    print_ir_after_all: bool = False,
+    dump_phases_to: str | os.PathLike[str] | None = None,
+    verbose: bool = False,
 ) -> Executable:
-    """Compile a graph program (module or text) to native code.
+    """Compile a graph program (module, text or path of a `.mlir` file) to native code.
 
+    The instruments are the tools' flags (docs/tools.md): `pass_timing`
+    prints a timing report (passes, then LLVM's steps) to stderr,
+    `print_ir_after_all` the IR after every pass, `dump_phases_to` writes the
+    module as it enters each phase, `verbose` reports progress by phase.
     Raises `DiagnosticError` (with located diagnostics) for bad IR or a failed
     pass; `Executable.run` raises `LaminaRuntimeError` for bad arguments.
     """
-    from lamina.backends.codegen import compile_module
+    from lamina.backends.codegen import cache_stats, compile_module
+    from lamina.core.instruments import Instruments
 
+    instruments = Instruments(pass_timing, print_ir_after_all, dump_phases_to, verbose)
     module = _as_module(module_or_text, filename)
     not_entries: dict[str, str] = {}
     signatures = entry_signatures(module, not_entries)
     start = time.perf_counter()
-    lowered, _ = lower_to_build(module, targets, pipeline)
+    lowered, _ = lower_to_build(module, targets, pipeline, instruments)
     lowering_time = time.perf_counter() - start
+    instruments.progress("codegen: LLVM optimization and JIT compilation")
+    hits = cache_stats()["hits"]
     start = time.perf_counter()
     compiled = compile_module(lowered)
     timings = {"lowering": lowering_time, "codegen": time.perf_counter() - start}
+    instruments.finish(compiled.timings, cached=cache_stats()["hits"] > hits)
     return Executable(signatures, compiled, lowered, timings, not_entries)
 
 
