@@ -92,12 +92,40 @@ def _pass_columns(spec: str) -> list[int]:
 # ---------------------------------------------------------------------------
 
 
+_ANCHOR = re.compile(r"\s*([\w.]+)\((.*)\)\s*", re.DOTALL)
+
+
+def _strip_anchor(spec: str) -> tuple[str, int]:
+    """MLIR's spelling `builtin.module(a,b)` → (`a,b`, its offset in `spec`).
+
+    Every Lamina pass runs on the whole module, so `builtin.module` is the
+    only anchor; nested anchors (`func.func(...)`) are rejected.
+    """
+    match = _ANCHOR.fullmatch(spec)
+    if match is None or "{" in spec[: match.start(2)]:
+        return spec, 0
+    if match[1] != "builtin.module":
+        raise _spec_error(
+            spec,
+            match.start(1) + 1,
+            f"unsupported pass anchor '{match[1]}': Lamina passes run on the whole module, "
+            "so the only anchor is 'builtin.module(...)'",
+        )
+    inner, offset = _strip_anchor(match[2])
+    return inner, match.start(2) + offset
+
+
 def parse_pass_pipeline(spec: str, factories: PassFactories | None = None) -> list[ModulePass]:
-    """Instantiate the passes of `spec` (`a,b{opt=1}`); errors raise PipelineSpecError."""
+    """Instantiate the passes of `spec` (`a,b{opt=1}`, or MLIR's `builtin.module(a,b{opt=1})`).
+
+    Errors raise PipelineSpecError, located in `spec`.
+    """
     if factories is None:
         from lamina.core.registry import pass_factories
 
         factories = pass_factories()
+    original = spec
+    spec, offset = _strip_anchor(spec)
     try:
         specs = list(parse_pipeline(spec))
     except ArgSpecParseError as err:
@@ -105,8 +133,9 @@ def parse_pass_pipeline(spec: str, factories: PassFactories | None = None) -> li
         where = re.search(r"pass-pipeline:\d+:(\d+)", text)
         reason = text.strip().splitlines()[-1].strip()
         column = int(where[1]) if where else 1
-        raise _spec_error(spec, column, f"malformed pass pipeline: {reason}") from None
-    columns = _pass_columns(spec)
+        raise _spec_error(original, column + offset, f"malformed pass pipeline: {reason}") from None
+    columns = [column + offset for column in _pass_columns(spec)]
+    spec = original
     passes: list[ModulePass] = []
     for index, arg_spec in enumerate(specs):
         column = columns[index] if index < len(columns) else 1
@@ -362,7 +391,9 @@ class PassManager:
     def _report_progress(self, module: ModuleOp) -> None:
         if self.progress is not None:
             elapsed = time.perf_counter() - self._started
-            self.progress.write(f"lamina: [{elapsed:7.2f} s] phase {get_phase(module).label}\n")
+            self.progress.write(
+                f"lamina: [{elapsed:7.2f} s] entering phase {get_phase(module).label}\n"
+            )
             self.progress.flush()
 
     def _dump_phase(self, module: ModuleOp) -> None:

@@ -132,32 +132,21 @@ class LaminaOptMain(xDSLOptMain):
         return self._parse_text(chunk.read().decode(), start_offset)
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        from lamina.core.cli import add_instrument_arguments
+
         super().register_all_arguments(arg_parser)
+        arg_parser.add_argument(
+            "-p",
+            "--passes",
+            "--pass-pipeline",
+            dest="passes",
+            default="",
+            help="passes to run: 'a,b{opt=1}' or MLIR's 'builtin.module(a,b{opt=1})'",
+        )
         # Replace xdsl-opt's output-format `-t/--target`, `--time-passes` and
-        # `--print-between-passes` by Lamina's own flags (aliases kept).
-        arg_parser.add_argument(
-            "-t",
-            "--target",
-            dest="targets",
-            action="append",
-            default=[],
-            metavar="T",
-            help="compile target (repeatable), e.g. cpu; see DESIGN §6",
-        )
-        arg_parser.add_argument(
-            "--pass-timing",
-            "--time-passes",
-            dest="pass_timing",
-            action="store_true",
-            help="print an execution time report of the passes to stderr",
-        )
-        arg_parser.add_argument(
-            "--print-ir-after-all",
-            "--print-between-passes",
-            dest="print_ir_after_all",
-            action="store_true",
-            help="print the IR after every pass to stderr",
-        )
+        # `--print-between-passes` by the flags every Lamina tool shares
+        # (lamina.core.cli; aliases kept).
+        add_instrument_arguments(arg_parser, opt=True)
         arg_parser.add_argument(
             "--print-ir-after-failure",
             action="store_true",
@@ -174,18 +163,14 @@ class LaminaOptMain(xDSLOptMain):
         arg_parser.add_argument(
             "--print-pipeline",
             action="store_true",
-            help="print the expanded pipeline (with target hooks) and exit",
+            help="print the pipeline that would run (-p, --pipeline or the default, "
+            "with target hooks) and exit",
         )
         arg_parser.add_argument(
             "--compile-to",
             metavar="PHASE",
             choices=PHASE_NAMES,
             help=f"run the default pipeline up to the end of PHASE ({', '.join(PHASE_NAMES)})",
-        )
-        arg_parser.add_argument(
-            "--dump-phases-to",
-            metavar="DIR",
-            help="write the module as it enters each phase to DIR/<n>_<phase>.mlir",
         )
         arg_parser.add_argument(
             "--reproducer",
@@ -248,9 +233,14 @@ class LaminaOptMain(xDSLOptMain):
     def run(self) -> int:
         """Process the input; returns the exit status."""
         if self.args.list_passes:
-            from lamina.core.docs_gen import pass_table
+            from lamina.core.docs_gen import pass_options_listing, pass_table
 
-            print(pass_table(), end="")
+            print(pass_table() + pass_options_listing(), end="")
+            return 0
+        if self.args.print_pipeline and self.args.passes:
+            from lamina.core.pass_manager import pipeline_spec_string
+
+            print(f"// pipeline from -p\n-p '{pipeline_spec_string(self.passes)}'")
             return 0
         if self.args.print_pipeline:
             from lamina.core.pipeline import PipelineError, format_pipeline
