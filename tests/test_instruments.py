@@ -9,6 +9,10 @@ the location of the op they came from (core/locations.py).
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -222,3 +226,33 @@ def test_a_pass_instance_in_a_pipeline_stage(monkeypatch):
     passes = pipeline_passes("with-instance")
     assert isinstance(passes[0], CsePass) and passes[1].name == "normalize"
     assert "  cse\n  normalize\n" in format_pipeline("with-instance")
+
+
+# -- the docs' worked examples -------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+@pytest.mark.parametrize("page", ["instruments.md", "environment.md"])
+def test_every_command_of_the_page_runs(page, tmp_path):
+    """Shell and Python blocks run in order; `text` blocks are sample output."""
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    blocks = FENCE.findall((ROOT / "docs" / page).read_text())
+    assert any(lang == "sh" for lang, _ in blocks)
+    for lang, body in blocks:
+        if lang == "text":
+            continue
+        cmd = ["bash", "-euo", "pipefail", "-c", body] if lang == "sh" else [sys.executable]
+        assert lang in ("sh", "python"), f"{page} has a {lang} block this test does not run"
+        proc = subprocess.run(
+            cmd if lang == "sh" else [*cmd, "-c", body],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 0, f"{body}\n{proc.stdout}\n{proc.stderr}"
+        if lang == "python":
+            assert "['main']" in proc.stdout and "llvm: code generation" in proc.stderr
