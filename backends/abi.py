@@ -141,7 +141,7 @@ def c_header(
             lines += _declaration(signatures[name], symbol)
         elif opaque is not None and name in opaque:
             params = ", ".join(f"void *buf{i}" for i in range(opaque[name])) or "void"
-            lines += [f"/* @{name}: shapes unknown (input was already lowered) */"]
+            lines += [f"/* @{name}: buffer shapes unknown here (the input was already lowered) */"]
             lines += [f"void {symbol}({params});", ""]
     lines += ["#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {guard} */", ""]
     return "\n".join(lines)

@@ -89,8 +89,8 @@ def add_target_argument(parser: argparse.ArgumentParser) -> None:
 def add_instrument_arguments(parser: argparse.ArgumentParser, *, opt: bool = False) -> None:
     """The instruments of `lamina.core.instruments.Instruments`, spelled as in lamina-opt.
 
-    `opt=True` leaves out what lamina-opt defines its own way (`-v` is not
-    one of its flags; its `--print-pipeline` also honours `--pipeline`).
+    `opt=True` leaves out what lamina-opt defines its own way (its `-v` is
+    xdsl-opt's `--version`; its `--print-pipeline` also honours `--pipeline`).
     """
     add_target_argument(parser)
     parser.add_argument(
@@ -113,16 +113,15 @@ def add_instrument_arguments(parser: argparse.ArgumentParser, *, opt: bool = Fal
         metavar="DIR",
         help="write the module as it enters each phase to DIR/<n>_<phase>.mlir",
     )
-    if opt:
-        return
+    verbose = ["--verbose"] if opt else ["-v", "--verbose"]
+    if not opt:
+        parser.add_argument(
+            "--print-pipeline",
+            action="store_true",
+            help="print the pipeline that would run (with the targets' hooks) and exit",
+        )
     parser.add_argument(
-        "--print-pipeline",
-        action="store_true",
-        help="print the pipeline that would run (with the targets' hooks) and exit",
-    )
-    parser.add_argument(
-        "-v",
-        "--verbose",
+        *verbose,
         action="store_true",
         help="report progress on stderr: each phase entered, code generation, elapsed time",
     )

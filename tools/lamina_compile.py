@@ -76,16 +76,20 @@ def run(argv: list[str] | None = None) -> int:
     )
     instruments.progress(f"codegen: LLVM optimization and {out.suffix} output")
     timings = CompileTimings()
-    _write_output(lowered, out, timings)
-    header.write_text(text)
+    _write_outputs(lowered, out, header, text, timings)
     instruments.finish(timings)
     return 0
 
 
-def _write_output(module, out: Path, timings) -> None:
-    """Write `module` as the kind `out`'s extension names; nothing is left behind on failure."""
+def _write_outputs(module, out: Path, header: Path, text: str, timings) -> None:
+    """Write `module` as the kind `out`'s extension names, then the header.
+
+    A failure (a missing C compiler, an unwritable path) leaves behind
+    neither file that this run created.
+    """
     from lamina.backends import codegen
 
+    new_files = [path for path in (out, header) if not path.exists()]
     try:
         if out.suffix == ".so":
             codegen.build_shared_library(module, out, timings=timings)
@@ -97,8 +101,10 @@ def _write_output(module, out: Path, timings) -> None:
             out.write_bytes(codegen.emit_bitcode(module, timings=timings))
         else:
             out.write_text(codegen.emit_llvm_ir(module))
+        header.write_text(text)
     except BaseException:
-        out.unlink(missing_ok=True)
+        for path in new_files:
+            path.unlink(missing_ok=True)
         raise
 
 

@@ -365,6 +365,7 @@ class LaminaOptMain(xDSLOptMain):
             verify_each=not self.args.disable_verify,
             print_ir_after_all=sys.stderr if self.args.print_ir_after_all else None,
             print_ir_after_failure=sys.stderr if self.args.print_ir_after_failure else None,
+            progress=sys.stderr if self.args.verbose else None,
             timing=self.args.pass_timing,
             dump_phases_to=self.args.dump_phases_to,
             reproducer_path=reproducer,
