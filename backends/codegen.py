@@ -472,12 +472,18 @@ def clear_cache() -> None:
 # ---------------------------------------------------------------------------
 
 
-def emit_llvm_ir(module: ModuleOp, *, optimized: bool = True, cpu: str | None = None) -> str:
+def emit_llvm_ir(
+    module: ModuleOp,
+    *,
+    optimized: bool = True,
+    cpu: str | None = None,
+    timings: CompileTimings | None = None,
+) -> str:
     """Textual LLVM IR for the host (or `cpu`); after O3 unless `optimized=False`."""
     tm = _host_target_machine(jit=False, cpu=cpu)
     if not optimized:
         return str(translate(module, tm))
-    return str(_optimized_ref(module, tm, CompileTimings()))
+    return _timed_emit(str, module, tm, timings)
 
 
 def emit_object(

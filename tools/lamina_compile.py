@@ -69,7 +69,7 @@ def run(argv: list[str] | None = None) -> int:
     text = abi.c_header(
         signatures,
         symbols,
-        source=args.file,
+        source="<stdin>" if args.file == "-" else args.file,
         guard=f"LAMINA_{out.stem}_H",
         link=abi.link_libraries(lowered),
         opaque=abi.opaque_entries(lowered, symbols),
@@ -100,7 +100,7 @@ def _write_outputs(module, out: Path, header: Path, text: str, timings) -> None:
         elif out.suffix == ".bc":
             out.write_bytes(codegen.emit_bitcode(module, timings=timings))
         else:
-            out.write_text(codegen.emit_llvm_ir(module))
+            out.write_text(codegen.emit_llvm_ir(module, timings=timings))
         header.write_text(text)
     except BaseException:
         for path in new_files:
