@@ -145,3 +145,16 @@ def test_a_shared_library_without_a_c_compiler_is_a_clear_error(program, tmp_pat
     assert proc.returncode == 1, proc.stderr
     assert "needs a system C compiler" in proc.stderr and "Traceback" not in proc.stderr
     assert sorted(p.name for p in tmp_path.glob("mm.*")) == ["mm.mlir"]
+
+
+def test_an_already_lowered_input_still_gets_a_header(program, tmp_path):
+    lowered = subprocess.run(
+        [sys.executable, "-m", "lamina.tools.lamina_opt", str(program), "--compile-to", "build"],
+        capture_output=True,
+        text=True,
+    )
+    assert lowered.returncode == 0, lowered.stderr
+    (tmp_path / "low.mlir").write_text(lowered.stdout)
+    assert _compile("low.mlir", "-o", "low.o", cwd=tmp_path).returncode == 0
+    header = (tmp_path / "low.h").read_text()
+    assert "void lamina_main(void *buf0, void *buf1, void *buf2);" in header

@@ -64,6 +64,7 @@ def run(argv: list[str] | None = None) -> int:
     instruments = Instruments(**instrument_options(args))
     module = _as_module(read_source(args.file), args.file)
     signatures = entry_signatures(module)
+    already_lowered = not any(op.name == "graph.func" for op in module.ops)
     lowered, _ = lower_to_build(module, args.targets, instruments=instruments)
     symbols = abi.export_symbols(lowered, args.symbol_prefix)
     text = abi.c_header(
@@ -72,7 +73,7 @@ def run(argv: list[str] | None = None) -> int:
         source="<stdin>" if args.file == "-" else args.file,
         guard=f"LAMINA_{out.stem}_H",
         link=abi.link_libraries(lowered),
-        opaque=abi.opaque_entries(lowered, symbols),
+        opaque=abi.opaque_entries(lowered, symbols) if already_lowered else None,
     )
     instruments.progress(f"codegen: LLVM optimization and {out.suffix} output")
     timings = CompileTimings()
