@@ -16,7 +16,8 @@ remember to), the pass manager applies two rules around each pass:
    a rewriter: a function the pass created (a `te.func` for a `graph.add`, a
    kernel outlined for OpenMP) takes the *fused* location of the ops that
    reference it (one kernel shared by two call sites has both lines); any
-   other op takes the location of its closest located ancestor.
+   other op takes the location of its closest located ancestor, and block
+   arguments the location of the op that owns their block.
 
 Diagnostics read through fused, named and call-site locations to the first
 `file:line:col` (`file_line_col`), as MLIR's source-manager handler does.
@@ -148,6 +149,17 @@ def fill_unknown_locations(module: ModuleOp) -> None:
             parent = op.parent_op()
             if parent is not None and not isinstance(parent, ModuleOp):
                 op.location = parent.location
+        if op.regions and is_known(op.location):
+            _locate_block_arguments(op)
+
+
+def _locate_block_arguments(op: Operation) -> None:
+    """Block arguments without a location take their op's (MLIR does this when parsing)."""
+    for region in op.regions:
+        for block in region.blocks:
+            for arg in block.args:
+                if not is_known(arg.location):
+                    arg.location = op.location  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def _resolved(op: Operation) -> Attribute:

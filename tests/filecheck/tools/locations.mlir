@@ -1,5 +1,7 @@
 // RUN: lamina-opt %s --compile-to lowering --print-debuginfo | filecheck %s --check-prefix=LOOP
 // RUN: lamina-opt %s --compile-to build --print-debuginfo | filecheck %s --check-prefix=LLVM
+// RUN: lamina-opt %s --compile-to build --print-debuginfo | filecheck %s --check-prefix=ALL
+// RUN: lamina-opt %s --compile-to lowering --print-debuginfo | lamina-opt --compile-to build --print-debuginfo | filecheck %s --check-prefix=LLVM
 
 // Locations survive every pass: each op a pass creates carries the location
 // of the op it came from, down to the loop and llvm levels, so diagnostics
@@ -15,23 +17,27 @@ graph.func @main(%x: tensor<4x8xf32>, %w: tensor<8x3xf32>) -> tensor<4x3xf32> {
   graph.return %r : tensor<4x3xf32>
 }
 
+// Nothing is left without a location, block arguments included.
+// ALL-NOT:   loc(unknown)
+// ALL:       llvm.func @main(%x: !llvm.ptr {{.*}}loc("{{.*}}locations.mlir":12:1)
+
 // LOOP:      loop.func @main
-// LOOP:        loop.call @[[MM:te_matmul[a-z0-9_]*]]({{.*}} loc("{{.*}}locations.mlir":11:3)
-// LOOP:        loop.call @[[RELU:te_relu[a-z0-9_]*]]({{.*}} loc("{{.*}}locations.mlir":12:3)
-// LOOP:        loop.call @{{te_neg[a-z0-9_]*}}({{.*}} loc("{{.*}}locations.mlir":13:3)
-// LOOP:        loop.call @[[RELU]]({{.*}} loc("{{.*}}locations.mlir":14:3)
+// LOOP:        loop.call @[[MM:te_matmul[a-z0-9_]*]]({{.*}} loc("{{.*}}locations.mlir":13:3)
+// LOOP:        loop.call @[[RELU:te_relu[a-z0-9_]*]]({{.*}} loc("{{.*}}locations.mlir":14:3)
+// LOOP:        loop.call @{{te_neg[a-z0-9_]*}}({{.*}} loc("{{.*}}locations.mlir":15:3)
+// LOOP:        loop.call @[[RELU]]({{.*}} loc("{{.*}}locations.mlir":16:3)
 // LOOP:      loop.func private @[[MM]]
 // LOOP:        loop.for
-// LOOP:          arith.mulf {{.*}} loc("{{.*}}locations.mlir":11:3)
-// LOOP:          loop.store {{.*}} loc("{{.*}}locations.mlir":11:3)
-// LOOP:      } loc("{{.*}}locations.mlir":11:3)
+// LOOP:          arith.mulf {{.*}} loc("{{.*}}locations.mlir":13:3)
+// LOOP:          loop.store {{.*}} loc("{{.*}}locations.mlir":13:3)
+// LOOP:      } loc("{{.*}}locations.mlir":13:3)
 // LOOP:      loop.func private @[[RELU]]
-// LOOP:        arith.maximumf {{.*}} loc(fused["{{.*}}locations.mlir":12:3, "{{.*}}locations.mlir":14:3])
+// LOOP:        arith.maximumf {{.*}} loc(fused["{{.*}}locations.mlir":14:3, "{{.*}}locations.mlir":16:3])
 
 // LLVM:      llvm.func @main
-// LLVM:        llvm.call @[[MM:te_matmul[a-z0-9_]*]]({{.*}} loc("{{.*}}locations.mlir":11:3)
+// LLVM:        llvm.call @[[MM:te_matmul[a-z0-9_]*]]({{.*}} loc("{{.*}}locations.mlir":13:3)
 // LLVM:      llvm.func internal @[[MM]]
-// LLVM:        llvm.fmul {{.*}} loc("{{.*}}locations.mlir":11:3)
-// LLVM:        llvm.store {{.*}} loc("{{.*}}locations.mlir":11:3)
+// LLVM:        llvm.fmul {{.*}} loc("{{.*}}locations.mlir":13:3)
+// LLVM:        llvm.store {{.*}} loc("{{.*}}locations.mlir":13:3)
 // LLVM:      llvm.func internal @{{te_relu[a-z0-9_]*}}
-// LLVM:        llvm.call_intrinsic "llvm.maximum.f32"{{.*}} loc(fused["{{.*}}locations.mlir":12:3, "{{.*}}locations.mlir":14:3])
+// LLVM:        llvm.call_intrinsic "llvm.maximum.f32"{{.*}} loc(fused["{{.*}}locations.mlir":14:3, "{{.*}}locations.mlir":16:3])
