@@ -82,9 +82,8 @@ class ImportResult:
 
 def load_model(path: str):
     """Read an ONNX file (with external data next to it), as a user error if it is not one."""
-    from google.protobuf.message import DecodeError
-
     import onnx
+    from google.protobuf.message import DecodeError
 
     if not os.path.isfile(path):
         raise _error(path, "no such file")

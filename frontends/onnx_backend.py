@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from onnx.backend.base import Backend, BackendRep
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 import lamina
 from lamina.frontends.onnx import import_model
-from onnx.backend.base import Backend, BackendRep
 
 
 class LaminaBackendRep(BackendRep):
