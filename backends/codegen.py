@@ -223,8 +223,14 @@ def _check_build_phase_ops(module: ModuleOp) -> None:
         )
 
 
-def translate(module: ModuleOp, tm: llvm.TargetMachine | None = None) -> llvm_ir.Module:
-    """llvm dialect → llvmlite IR module, with host triple and data layout."""
+def translate(
+    module: ModuleOp, tm: llvm.TargetMachine | None = None, *, host: bool = True
+) -> llvm_ir.Module:
+    """llvm dialect → llvmlite IR module, with host triple and data layout.
+
+    With `host` (code for this machine, not a portable `cpu`), functions also
+    get the host's vector width (`vector_width_attributes`).
+    """
     _check_build_phase_ops(module)
     tm = tm or _host_target_machine(jit=False)
     try:
@@ -239,10 +245,26 @@ def translate(module: ModuleOp, tm: llvm.TargetMachine | None = None) -> llvm_ir
         if not fn.is_declaration:
             for attr in FUNCTION_ATTRIBUTES:
                 fn.attributes.add(attr)
+            if host:
+                # llvmlite only accepts enum attributes; string ones go in verbatim.
+                set.update(fn.attributes, vector_width_attributes())
     for func in _internal_functions(module):
         ir_module.get_global(func.sym_name.data).linkage = "internal"
     _attach_loop_metadata(module, ir_module)
     return ir_module
+
+
+def vector_width_attributes() -> tuple[str, ...]:
+    """Function attributes that make LLVM use the host's full vector width.
+
+    Without them LLVM follows the CPU's tuning, which on several AVX-512
+    CPUs (Intel's `prefer-256-bit`) keeps loops at 256 bits although the
+    peers run 512-bit kernels there; the width comes from `cpu_facts`.
+    """
+    from lamina.backends.cpu_facts import host_cpu_facts
+
+    bits = host_cpu_facts().vector_bits
+    return (f'"prefer-vector-width"="{bits}"', f'"min-legal-vector-width"="{bits}"')
 
 
 def _internal_functions(module: ModuleOp) -> list[llvm_dialect.FuncOp]:
@@ -373,9 +395,11 @@ def optimize(ref: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
         mpm.run(ref, builder)
 
 
-def _optimized_ref(module: ModuleOp, tm: llvm.TargetMachine, timings: CompileTimings):
+def _optimized_ref(
+    module: ModuleOp, tm: llvm.TargetMachine, timings: CompileTimings, *, host: bool = True
+):
     start = time.perf_counter()
-    ir_module = translate(module, tm)
+    ir_module = translate(module, tm, host=host)
     timings.translate = time.perf_counter() - start
     start = time.perf_counter()
     ref = parse_and_verify(ir_module)
@@ -491,8 +515,8 @@ def emit_llvm_ir(
     """Textual LLVM IR for the host (or `cpu`); after O3 unless `optimized=False`."""
     tm = _host_target_machine(jit=False, cpu=cpu)
     if not optimized:
-        return str(translate(module, tm))
-    return _timed_emit(str, module, tm, timings)
+        return str(translate(module, tm, host=cpu is None))
+    return _timed_emit(str, module, tm, timings, host=cpu is None)
 
 
 def emit_object(
@@ -506,7 +530,7 @@ def emit_object(
     steps' times (machine-code generation in `jit`).
     """
     tm = _host_target_machine(jit=False, cpu=cpu)
-    return _timed_emit(tm.emit_object, module, tm, timings)
+    return _timed_emit(tm.emit_object, module, tm, timings, host=cpu is None)
 
 
 def emit_assembly(
@@ -514,7 +538,7 @@ def emit_assembly(
 ) -> str:
     """Assembly text of the optimized module for the host (or `cpu`)."""
     tm = _host_target_machine(jit=False, cpu=cpu)
-    return _timed_emit(tm.emit_assembly, module, tm, timings)
+    return _timed_emit(tm.emit_assembly, module, tm, timings, host=cpu is None)
 
 
 def emit_bitcode(
@@ -522,13 +546,15 @@ def emit_bitcode(
 ) -> bytes:
     """LLVM bitcode of the optimized module for the host (or `cpu`), for `llc`/`clang`."""
     tm = _host_target_machine(jit=False, cpu=cpu)
-    return _timed_emit(lambda ref: ref.as_bitcode(), module, tm, timings)
+    return _timed_emit(lambda ref: ref.as_bitcode(), module, tm, timings, host=cpu is None)
 
 
-def _timed_emit(emit, module: ModuleOp, tm: llvm.TargetMachine, timings: CompileTimings | None):
+def _timed_emit(
+    emit, module: ModuleOp, tm: llvm.TargetMachine, timings: CompileTimings | None, host: bool
+):
     """Optimize `module` for `tm`, then `emit(ref)`, recording every step in `timings`."""
     timings = timings if timings is not None else CompileTimings()
-    ref = _optimized_ref(module, tm, timings)
+    ref = _optimized_ref(module, tm, timings, host=host)
     start = time.perf_counter()
     result = emit(ref)
     timings.jit = time.perf_counter() - start
