@@ -514,29 +514,60 @@ def clear_cache() -> None:
 # ---------------------------------------------------------------------------
 
 
-def emit_llvm_ir(module: ModuleOp, *, optimized: bool = True, cpu: str | None = None) -> str:
+def emit_llvm_ir(
+    module: ModuleOp,
+    *,
+    optimized: bool = True,
+    cpu: str | None = None,
+    timings: CompileTimings | None = None,
+) -> str:
     """Textual LLVM IR for the host (or `cpu`); after O3 unless `optimized=False`."""
     tm = _host_target_machine(jit=False, cpu=cpu)
     if not optimized:
         return str(translate(module, tm, host=cpu is None))
-    return str(_optimized_ref(module, tm, CompileTimings(), host=cpu is None))
+    return _timed_emit(str, module, tm, timings, host=cpu is None)
 
 
-def emit_object(module: ModuleOp, *, cpu: str | None = None) -> bytes:
+def emit_object(
+    module: ModuleOp, *, cpu: str | None = None, timings: CompileTimings | None = None
+) -> bytes:
     """A relocatable (PIC) object file, as bytes.
 
     By default the code uses every feature of *this* machine's CPU (AVX2,
     AVX-512, FMA...); pass `cpu` (an LLVM CPU name such as `x86-64-v2`) for
-    an object that also runs on older machines.
+    an object that also runs on older machines. `timings` receives the
+    steps' times (machine-code generation in `jit`).
     """
     tm = _host_target_machine(jit=False, cpu=cpu)
-    return tm.emit_object(_optimized_ref(module, tm, CompileTimings(), host=cpu is None))
+    return _timed_emit(tm.emit_object, module, tm, timings, host=cpu is None)
 
 
-def emit_assembly(module: ModuleOp, *, cpu: str | None = None) -> str:
+def emit_assembly(
+    module: ModuleOp, *, cpu: str | None = None, timings: CompileTimings | None = None
+) -> str:
     """Assembly text of the optimized module for the host (or `cpu`)."""
     tm = _host_target_machine(jit=False, cpu=cpu)
-    return tm.emit_assembly(_optimized_ref(module, tm, CompileTimings(), host=cpu is None))
+    return _timed_emit(tm.emit_assembly, module, tm, timings, host=cpu is None)
+
+
+def emit_bitcode(
+    module: ModuleOp, *, cpu: str | None = None, timings: CompileTimings | None = None
+) -> bytes:
+    """LLVM bitcode of the optimized module for the host (or `cpu`), for `llc`/`clang`."""
+    tm = _host_target_machine(jit=False, cpu=cpu)
+    return _timed_emit(lambda ref: ref.as_bitcode(), module, tm, timings, host=cpu is None)
+
+
+def _timed_emit(
+    emit, module: ModuleOp, tm: llvm.TargetMachine, timings: CompileTimings | None, host: bool
+):
+    """Optimize `module` for `tm`, then `emit(ref)`, recording every step in `timings`."""
+    timings = timings if timings is not None else CompileTimings()
+    ref = _optimized_ref(module, tm, timings, host=host)
+    start = time.perf_counter()
+    result = emit(ref)
+    timings.jit = time.perf_counter() - start
+    return result
 
 
 def system_compiler() -> str:
@@ -544,11 +575,19 @@ def system_compiler() -> str:
     for candidate in (os.environ.get("CC"), "cc", "gcc", "clang"):
         if candidate and shutil.which(candidate.split()[0]):
             return candidate
-    raise CodegenError("codegen: no C compiler found to link a shared library (set $CC)")
+    raise CodegenError(
+        "codegen: building a shared library (.so) needs a system C compiler to link it, and "
+        f"none was found (tried {'$CC, ' if os.environ.get('CC') else ''}cc, gcc, clang); "
+        "install one (e.g. gcc) or set $CC, or build an object file (-o out.o) instead"
+    )
 
 
 def build_shared_library(
-    module: ModuleOp, path: str | os.PathLike[str], *, cpu: str | None = None
+    module: ModuleOp,
+    path: str | os.PathLike[str],
+    *,
+    cpu: str | None = None,
+    timings: CompileTimings | None = None,
 ) -> Path:
     """Compile `module` to a shared library at `path` (object file → `cc -shared`, libm linked).
 
@@ -556,10 +595,11 @@ def build_shared_library(
     described in this module's docstring; `cpu` as for `emit_object`.
     """
     path = Path(path)
+    compiler = system_compiler()  # before the (slow) compile: a missing cc fails fast
     with tempfile.TemporaryDirectory(prefix="lamina-") as tmp:
         obj = Path(tmp) / "module.o"
-        obj.write_bytes(emit_object(module, cpu=cpu))
-        cmd = [*system_compiler().split(), "-shared", "-fPIC", "-o", str(path), str(obj), "-lm"]
+        obj.write_bytes(emit_object(module, cpu=cpu, timings=timings))
+        cmd = [*compiler.split(), "-shared", "-fPIC", "-o", str(path), str(obj), "-lm"]
         if _uses_openmp(module):
             cmd.append("-fopenmp")  # links libgomp for GOMP_parallel
         for library in _libraries:

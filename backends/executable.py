@@ -15,6 +15,7 @@ every buffer row-major and contiguous (see docs/abi.md).
 from __future__ import annotations
 
 import ctypes
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ if TYPE_CHECKING:  # xDSL is imported where it is used: a disk-cache hit never n
 
 if TYPE_CHECKING:
     from lamina.backends.device_runtime import DeviceStats
+    from lamina.core.instruments import Instruments
 
 _DTYPES: dict[str, np.dtype] = {
     "f16": np.dtype(np.float16),
@@ -79,6 +81,8 @@ class Signature:
     name: str
     params: tuple[TensorSpec, ...]
     results: tuple[TensorSpec, ...]
+    param_names: tuple[str | None, ...] = ()
+    """The parameters' names in the source (`%x` → `x`), None where unnamed."""
 
 
 def entry_signatures(
@@ -103,7 +107,8 @@ def entry_signatures(
             if rejected is not None:
                 rejected[op.sym_name.data] = str(err)
             continue
-        sigs[op.sym_name.data] = Signature(op.sym_name.data, params, results)
+        names = tuple(arg.name_hint for arg in op.body.block.args) if op.body.blocks else ()
+        sigs[op.sym_name.data] = Signature(op.sym_name.data, params, results, names)
     return sigs
 
 
@@ -286,17 +291,35 @@ class EntryCall:
         return list(outs)
 
 
-def _as_module(module_or_text: ModuleOp | str, filename: str) -> ModuleOp:
-    """A private, verified copy of the input: bad IR is reported as such, before any pass."""
+def _as_module(module_or_text: ModuleOp | str | os.PathLike[str], filename: str) -> ModuleOp:
+    """A private, verified copy of the input: bad IR is reported as such, before any pass.
+
+    A path (`os.PathLike`, or a one-line string naming an existing file or
+    ending in `.mlir`) is read; any other string is the program's text.
+    """
     from lamina.core.context import make_context
     from lamina.core.diagnostics import parse_module, verify_module
 
-    if not isinstance(module_or_text, str):
+    if not isinstance(module_or_text, str | os.PathLike):
         module = module_or_text.clone()
+    elif _is_path(module_or_text):
+        path = os.fspath(module_or_text)
+        with open(path, encoding="utf-8") as f:  # a missing file: OSError, a user error
+            module = parse_module(make_context(), f.read(), path)
     else:
         module = parse_module(make_context(), module_or_text, filename)
     verify_module(module)
     return module
+
+
+def _is_path(source: object) -> bool:
+    if isinstance(source, os.PathLike):
+        return True
+    return (
+        isinstance(source, str)
+        and "\n" not in source
+        and (source.endswith(".mlir") or os.path.isfile(source))
+    )
 
 
 def lower_to_build(
@@ -304,6 +327,7 @@ def lower_to_build(
     targets: Sequence[str] | None = None,
     pipeline: str = "default",
     recorder: StatsRecorder | None = None,
+    instruments: Instruments | None = None,
 ) -> tuple[ModuleOp, dict[str, float]]:
     """Run `pipeline` on `module` (in place) down to the build phase; return it and pass times.
 
@@ -316,35 +340,54 @@ def lower_to_build(
 
     passes = passes_for_module(pipeline, module, targets)  # from the module's phase on
     passes = with_device_check(passes)  # devices no target compiles: refused now, not at run time
-    if recorder is not None and recorder.enabled:
+    if recorder is not None and recorder.enabled and instruments is None:
         return module, _run_by_phase(passes, module, recorder)
-    manager = PassManager(passes)  # records pass times; timing=True would print a report
+    # Records pass times; the instruments print IR, phase dumps, progress, report.
+    manager = instruments.pass_manager(passes) if instruments else PassManager(passes)
     manager.run(make_context(), module)
     return module, manager.pass_times
 
 
 def compile(  # noqa: A001 - the API name is DESIGN §7's
-    module_or_text: ModuleOp | str,
+    module_or_text: ModuleOp | str | os.PathLike[str],
     targets: Sequence[str] | None = None,
     *,
     pipeline: str = "default",
     filename: str = "<input>",
     cache: bool | None = None,
     stats: bool = False,
+    pass_timing: bool = False,
+    print_ir_after_all: bool = False,
+    dump_phases_to: str | os.PathLike[str] | None = None,
+    verbose: bool = False,
 ) -> Executable:
-    """Compile a graph program (module or text) to native code.
+    """Compile a graph program (module, text or path of a `.mlir` file) to native code.
 
     `cache`: use the disk cache of compiled code (backends/cache.py;
-    default: on unless `LAMINA_CACHE=0`). `stats`: record time and memory
-    per phase in `Executable.stats`. Raises `DiagnosticError` (with located
+    default: on unless `LAMINA_CACHE=0`; off while an instrument below is
+    on, since they observe the compile). `stats`: record time and memory
+    per phase in `Executable.stats`. The instruments are the tools' flags
+    (docs/instruments.md): `pass_timing` prints a timing report (passes, then
+    LLVM's steps) to stderr, `print_ir_after_all` the IR after every pass,
+    `dump_phases_to` writes the module as it enters each phase, `verbose`
+    reports progress by phase. Raises `DiagnosticError` (with located
     diagnostics) for bad IR or a failed pass; `Executable.run` raises
     `LaminaRuntimeError` for bad arguments.
     """
     from lamina.backends import cache as disk
+    from lamina.core.instruments import Instruments
 
+    if _is_path(module_or_text):  # the cache key is the text, not the path
+        filename = os.fspath(module_or_text)
+        with open(filename, encoding="utf-8") as f:  # a missing file: OSError, a user error
+            module_or_text = f.read()
+    observed = pass_timing or print_ir_after_all or dump_phases_to is not None or verbose
+    instruments = (
+        Instruments(pass_timing, print_ir_after_all, dump_phases_to, verbose) if observed else None
+    )
     recorder = StatsRecorder(stats)
     key = None
-    if disk.enabled() if cache is None else cache:
+    if (disk.enabled() if cache is None else cache) and not observed:
         start = time.perf_counter()
         with recorder.phase("cache lookup"):
             key = _cache_key(module_or_text, targets, pipeline, filename)
@@ -353,7 +396,7 @@ def compile(  # noqa: A001 - the API name is DESIGN §7's
             hit.timings["cache"] = time.perf_counter() - start  # key, read, load: all of it
             hit.stats = recorder.finish(cache_hit=True)
             return hit
-    exe = _compile_cold(module_or_text, targets, pipeline, filename, recorder)
+    exe = _compile_cold(module_or_text, targets, pipeline, filename, recorder, instruments)
     if key is not None:
         with recorder.phase("cache write"):
             _to_cache(key, exe)
@@ -368,17 +411,21 @@ def _compile_cold(
     pipeline: str,
     filename: str,
     recorder: StatsRecorder,
+    instruments: Instruments | None = None,
 ) -> Executable:
     """Parse, run the pipeline phase by phase, JIT-compile."""
-    from lamina.backends.codegen import compile_module
+    from lamina.backends.codegen import cache_stats, compile_module
 
     with recorder.phase("parse + verify"):
         module = _as_module(module_or_text, filename)
         not_entries: dict[str, str] = {}
         signatures = entry_signatures(module, not_entries)
     start = time.perf_counter()
-    lower_to_build(module, targets, pipeline, recorder)
+    lower_to_build(module, targets, pipeline, recorder, instruments)
     lowering_time = time.perf_counter() - start
+    if instruments is not None:
+        instruments.progress("codegen: LLVM optimization and JIT compilation")
+    hits = cache_stats()["hits"]
     start = time.perf_counter()
     with recorder.phase("codegen"):
         compiled = compile_module(module)
@@ -390,6 +437,8 @@ def _compile_cold(
     ):
         recorder.step(step, seconds)
     timings = {"lowering": lowering_time, "codegen": time.perf_counter() - start}
+    if instruments is not None:
+        instruments.finish(compiled.timings, cached=cache_stats()["hits"] > hits)
     return Executable(signatures, compiled, module, timings, not_entries)
 
 

@@ -7,6 +7,7 @@ status 1; only genuine internal failures print a traceback, and exit 2.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import traceback
@@ -66,3 +67,79 @@ def read_source(path: str) -> str:
             return f.read()
     except UnicodeDecodeError:
         raise UsageError(f"'{path}' is not UTF-8 text") from None
+
+
+# ---------------------------------------------------------------------------
+# Flags every compiling tool shares (lamina-opt, lamina-run, lamina-compile)
+# ---------------------------------------------------------------------------
+
+
+def add_target_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-t",
+        "--target",
+        dest="targets",
+        action="append",
+        default=[],
+        metavar="T",
+        help="compile target (repeatable), e.g. cpu; see docs/passes.md",
+    )
+
+
+def add_instrument_arguments(parser: argparse.ArgumentParser, *, opt: bool = False) -> None:
+    """The instruments of `lamina.core.instruments.Instruments`, spelled as in lamina-opt.
+
+    `opt=True` leaves out what lamina-opt defines its own way (its `-v` is
+    xdsl-opt's `--version`; its `--print-pipeline` also honours `--pipeline`).
+    """
+    add_target_argument(parser)
+    parser.add_argument(
+        "--pass-timing",
+        "--time-passes",
+        dest="pass_timing",
+        action="store_true",
+        help="print an execution time report of the passes (and, when compiling, "
+        "LLVM's optimization and code generation) to stderr",
+    )
+    parser.add_argument(
+        "--print-ir-after-all",
+        "--print-between-passes",
+        dest="print_ir_after_all",
+        action="store_true",
+        help="print the IR after every pass to stderr",
+    )
+    parser.add_argument(
+        "--dump-phases-to",
+        metavar="DIR",
+        help="write the module as it enters each phase to DIR/<n>_<phase>.mlir",
+    )
+    verbose = ["--verbose"] if opt else ["-v", "--verbose"]
+    if not opt:
+        parser.add_argument(
+            "--print-pipeline",
+            action="store_true",
+            help="print the pipeline that would run (with the targets' hooks) and exit",
+        )
+    parser.add_argument(
+        *verbose,
+        action="store_true",
+        help="report progress on stderr: each phase entered, code generation, elapsed time",
+    )
+
+
+def instrument_options(args: argparse.Namespace) -> dict[str, object]:
+    """The keyword arguments of `lamina.compile` that the shared flags ask for."""
+    return {
+        "pass_timing": args.pass_timing,
+        "print_ir_after_all": args.print_ir_after_all,
+        "dump_phases_to": args.dump_phases_to,
+        "verbose": getattr(args, "verbose", False),
+    }
+
+
+def print_pipeline(args: argparse.Namespace, pipeline: str = "default") -> int:
+    """`--print-pipeline` of lamina-run/lamina-compile: the expanded pipeline, then exit 0."""
+    from lamina.core.pipeline import format_pipeline
+
+    print(format_pipeline(pipeline, args.targets), end="")
+    return 0

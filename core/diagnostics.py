@@ -50,9 +50,11 @@ class SourceLocation:
 
 def location_of(op: Operation | None) -> SourceLocation | None:
     """The source location of `op`, or of its closest located ancestor."""
+    from lamina.core.locations import file_line_col
+
     while op is not None:
-        loc = op.location
-        if isinstance(loc, FileLineColLoc):
+        loc = file_line_col(op.location)  # also inside a fused location (several ops merged)
+        if loc is not None:
             return SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
         op = op.parent_op()
     return None
@@ -108,6 +110,16 @@ class DiagnosticError(DiagnosticException):
 
     def format(self) -> str:
         return "\n".join(d.format() for d in self.diagnostics)
+
+    def __str__(self) -> str:
+        """The located, MLIR-style text (`file:line:col: error: ...`), as tools print it.
+
+        Diagnostics with neither a location nor an op stay plain messages, so
+        that wrapping one (`UsageError(str(err))`) does not repeat `error:`.
+        """
+        if all(d.op is None and d.resolved_location() is None for d in self.diagnostics):
+            return "\n".join(d.message for d in self.diagnostics)
+        return self.format()
 
 
 def op_error(op: Operation, message: str) -> DiagnosticError:

@@ -98,6 +98,18 @@ def pass_table(names: Sequence[str] | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def pass_options_listing() -> str:
+    """Each pass that has options, with their types and defaults (`lamina-opt --list-passes`)."""
+    lines = []
+    for name in pass_names():
+        options = _pass_options(get_pass_class(name))
+        if options:
+            lines.append(f"- `{name}`: " + "; ".join(options))
+    if not lines:
+        return ""
+    return "\nPass options (`-p 'name{option=value}'`):\n\n" + "\n".join(lines) + "\n"
+
+
 def _pass_options(cls: type) -> list[str]:
     if not dataclasses.is_dataclass(cls):
         return []

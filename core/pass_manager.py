@@ -44,6 +44,7 @@ from lamina.core.diagnostics import (
     SourceLocation,
     verify_module,
 )
+from lamina.core.locations import fill_unknown_locations, track_rewrites
 from lamina.core.pass_base import PRE_BUILD, LaminaPass, phase_list
 from lamina.dialects.lamina import Phase, get_phase, set_phase
 
@@ -91,12 +92,40 @@ def _pass_columns(spec: str) -> list[int]:
 # ---------------------------------------------------------------------------
 
 
+_ANCHOR = re.compile(r"\s*([\w.]+)\((.*)\)\s*", re.DOTALL)
+
+
+def _strip_anchor(spec: str) -> tuple[str, int]:
+    """MLIR's spelling `builtin.module(a,b)` → (`a,b`, its offset in `spec`).
+
+    Every Lamina pass runs on the whole module, so `builtin.module` is the
+    only anchor; nested anchors (`func.func(...)`) are rejected.
+    """
+    match = _ANCHOR.fullmatch(spec)
+    if match is None or "{" in spec[: match.start(2)]:
+        return spec, 0
+    if match[1] != "builtin.module":
+        raise _spec_error(
+            spec,
+            match.start(1) + 1,
+            f"unsupported pass anchor '{match[1]}': Lamina passes run on the whole module, "
+            "so the only anchor is 'builtin.module(...)'",
+        )
+    inner, offset = _strip_anchor(match[2])
+    return inner, match.start(2) + offset
+
+
 def parse_pass_pipeline(spec: str, factories: PassFactories | None = None) -> list[ModulePass]:
-    """Instantiate the passes of `spec` (`a,b{opt=1}`); errors raise PipelineSpecError."""
+    """Instantiate the passes of `spec` (`a,b{opt=1}`, or MLIR's `builtin.module(a,b{opt=1})`).
+
+    Errors raise PipelineSpecError, located in `spec`.
+    """
     if factories is None:
         from lamina.core.registry import pass_factories
 
         factories = pass_factories()
+    original = spec
+    spec, offset = _strip_anchor(spec)
     try:
         specs = list(parse_pipeline(spec))
     except ArgSpecParseError as err:
@@ -104,8 +133,9 @@ def parse_pass_pipeline(spec: str, factories: PassFactories | None = None) -> li
         where = re.search(r"pass-pipeline:\d+:(\d+)", text)
         reason = text.strip().splitlines()[-1].strip()
         column = int(where[1]) if where else 1
-        raise _spec_error(spec, column, f"malformed pass pipeline: {reason}") from None
-    columns = _pass_columns(spec)
+        raise _spec_error(original, column + offset, f"malformed pass pipeline: {reason}") from None
+    columns = [column + offset for column in _pass_columns(spec)]
+    spec = original
     passes: list[ModulePass] = []
     for index, arg_spec in enumerate(specs):
         column = columns[index] if index < len(columns) else 1
@@ -254,6 +284,7 @@ class PassManager:
         reproducer_path: Path | str | None = None,
         timing_stream: TextIO | None = None,
         dump_suffix: str = "",
+        progress: TextIO | None = None,
     ):
         self.passes = list(passes)
         self.verify_each = verify_each
@@ -264,6 +295,8 @@ class PassManager:
         self.reproducer_path = Path(reproducer_path) if reproducer_path is not None else None
         self.timing_stream = timing_stream
         self.dump_suffix = dump_suffix
+        self.progress = progress
+        """Where to report each phase entered, with the elapsed time (`-v`)."""
         self.timings: list[PassTiming] = []
         self.total_seconds = 0.0
         self.verify_seconds = 0.0
@@ -289,8 +322,9 @@ class PassManager:
         """Apply every pass in order; a failure raises DiagnosticError (with a reproducer note)."""
         self.timings = []
         self.verify_seconds = 0.0
-        start = time.perf_counter()
+        start = self._started = time.perf_counter()
         try:
+            self._report_progress(module)
             self._dump_phase(module)
             for index, pass_ in enumerate(self.passes):
                 self._run_one(ctx, module, index, pass_)
@@ -306,7 +340,9 @@ class PassManager:
         try:
             started = time.perf_counter()
             try:
-                pass_.apply(ctx, module)
+                with track_rewrites():  # new ops take the location of the op they replace
+                    pass_.apply(ctx, module)
+                fill_unknown_locations(module)
             finally:
                 self.timings.append(PassTiming(pass_.name, time.perf_counter() - started))
             self._after_pass(module, pass_, before_phase)
@@ -352,7 +388,16 @@ class PassManager:
         finally:
             self.verify_seconds += time.perf_counter() - started
         if produces is not None and produces != before:
+            self._report_progress(module)
             self._dump_phase(module)
+
+    def _report_progress(self, module: ModuleOp) -> None:
+        if self.progress is not None:
+            elapsed = time.perf_counter() - self._started
+            self.progress.write(
+                f"lamina: [{elapsed:7.2f} s] entering phase {get_phase(module).label}\n"
+            )
+            self.progress.flush()
 
     def _dump_phase(self, module: ModuleOp) -> None:
         if self.dump_phases_to is None:

@@ -75,8 +75,9 @@ class Planned:
 class Stage:
     phase: Phase
     """The phase every step of this stage runs in."""
-    steps: tuple[str | HookPoint | Planned, ...]
-    exit: str | None
+    steps: tuple[str | ModulePass | HookPoint | Planned, ...]
+    """`-p` specs, pass instances (need not be registered), hook points, planned passes."""
+    exit: str | ModulePass | None
     """The transition pass that moves the module to the next phase."""
 
 
@@ -262,9 +263,9 @@ def pipeline_entries(
                 if step.registered:
                     entries.append(PipelineEntry(step.name, stage.phase, "pipeline"))
             else:
-                entries.append(PipelineEntry(step, stage.phase, "pipeline"))
+                entries.append(_entry(step, stage.phase, "pipeline"))
         if stage.exit is not None and (stop is None or stage.phase < stop):
-            entries.append(PipelineEntry(stage.exit, stage.phase, "transition"))
+            entries.append(_entry(stage.exit, stage.phase, "transition"))
     return entries
 
 
@@ -332,9 +333,9 @@ def format_pipeline(name: str, targets: Sequence[str] | None = None) -> str:
             elif isinstance(step, Planned):
                 lines.append(_format_entry(PipelineEntry(step.name, stage.phase, "pipeline")))
             else:
-                lines.append(_format_entry(PipelineEntry(step, stage.phase, "pipeline")))
+                lines.append(_format_entry(_entry(step, stage.phase, "pipeline")))
         if stage.exit is not None:
-            lines.append(_format_entry(PipelineEntry(stage.exit, stage.phase, "transition")))
+            lines.append(_format_entry(_entry(stage.exit, stage.phase, "transition")))
         if not stage.steps and stage.exit is None:
             lines.append("  (codegen by the backend)")
     missing = sum(not e.available for e in entries)
@@ -342,6 +343,15 @@ def format_pipeline(name: str, targets: Sequence[str] | None = None) -> str:
     if missing:
         lines.append(f"// {missing} pass(es) not registered yet")
     return "\n".join(lines) + "\n"
+
+
+def _entry(step: str | ModulePass, stage: Phase, origin: str) -> PipelineEntry:
+    """A stage step as an entry: a `-p` spec, or a pass instance used as it is."""
+    if isinstance(step, ModulePass):
+        from lamina.core.pass_manager import pass_spec_string
+
+        return PipelineEntry(pass_spec_string(step), stage, origin, step)
+    return PipelineEntry(step, stage, origin)
 
 
 def _format_entry(entry: PipelineEntry, indent: int = 2) -> str:

@@ -60,6 +60,7 @@ from xdsl.pattern_rewriter import (
 from lamina.core.devices import device_of
 from lamina.core.diagnostics import op_error
 from lamina.core.liveness import BlockOrder
+from lamina.core.locations import stamp_trailing
 from lamina.core.pass_base import LaminaPass
 from lamina.core.symbols import lookup_symbol
 from lamina.dialects import graph, loop
@@ -215,6 +216,7 @@ class BodyLowering:
         for op in self.source.body.block.ops:
             if op is not ret:
                 self._lower(op)
+                stamp_trailing(self.block, op.location)  # its allocs/calls/copies: its line
         for value, out in zip(ret.arguments, outs, strict=True):
             if self.in_place.get(value) is not out:
                 self.block.add_op(loop.CopyOp(self._buffer(value, ret), out))

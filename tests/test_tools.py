@@ -96,11 +96,11 @@ def test_compile_shared_library_is_callable_through_ctypes(program, tmp_path):
     proc = _tool("lamina_compile", program, "-o", lib_path)
     assert proc.returncode == 0, proc.stderr
     lib = ctypes.CDLL(str(lib_path))
-    lib.main.argtypes = [ctypes.c_void_p] * 3
-    lib.main.restype = None
+    lib.lamina_main.argtypes = [ctypes.c_void_p] * 3
+    lib.lamina_main.restype = None
     a, b = _inputs()
     out = np.empty((3, 4), np.float32)
-    lib.main(*(x.ctypes.data_as(ctypes.c_void_p) for x in (a, b, out)))
+    lib.lamina_main(*(x.ctypes.data_as(ctypes.c_void_p) for x in (a, b, out)))
     np.testing.assert_allclose(out, _expected(a, b), rtol=1e-5, atol=1e-6)
 
 
@@ -108,7 +108,7 @@ def test_compile_object_and_llvm_ir(program, tmp_path):
     assert _tool("lamina_compile", program, "-o", tmp_path / "mm.o").returncode == 0
     assert (tmp_path / "mm.o").read_bytes()[:4] == b"\x7fELF"
     assert _tool("lamina_compile", program, "-o", tmp_path / "mm.ll").returncode == 0
-    assert "define void @main(" in (tmp_path / "mm.ll").read_text()
+    assert "define void @lamina_main(" in (tmp_path / "mm.ll").read_text()
 
 
 def test_compile_rejects_an_unknown_output_kind(program, tmp_path):

@@ -1,8 +1,12 @@
-"""`lamina-compile FILE -o out.{so,o,ll}`: ahead-of-time build of a graph program.
+"""`lamina-compile FILE -o out.{so,o,ll,s,bc}`: ahead-of-time build of a graph program.
 
-The output kind follows the extension: `.ll` LLVM IR text, `.o` an object
-file, `.so` a shared library. Entry functions follow the C ABI in docs/abi.md:
-`void main(const T* arg0, ..., T* out0, ...)`, row-major contiguous buffers.
+The output kind follows the extension: `.o` an object file, `.so` a shared
+library (linked by the system C compiler), `.ll` LLVM IR text, `.s`
+assembly, `.bc` LLVM bitcode. Every entry function is exported under a
+prefix (`@main` → `lamina_main`; `--symbol-prefix`) so that it never
+collides with a C program's own symbols, and a C header declaring every
+entry point (shapes in comments, what to link) is written beside the output
+(`out.h`; `--header`). The ABI is described in docs/abi.md.
 """
 
 from __future__ import annotations
@@ -11,17 +15,32 @@ import argparse
 import sys
 from pathlib import Path
 
-from lamina.core.cli import UsageError, guarded_main, read_source
+from lamina.core.cli import (
+    UsageError,
+    add_instrument_arguments,
+    guarded_main,
+    print_pipeline,
+    read_source,
+)
 from lamina.tools.lamina_run import _ArgumentParser
 
-KINDS = (".so", ".o", ".ll")
+KINDS = (".so", ".o", ".ll", ".s", ".bc")
 
 
 def _parser() -> argparse.ArgumentParser:
+    from lamina.backends.abi import DEFAULT_SYMBOL_PREFIX
+
     p = _ArgumentParser(prog="lamina-compile", description=__doc__.splitlines()[0])
     p.add_argument("file", help="graph program (.mlir), '-' for stdin")
-    p.add_argument("-o", "--output", required=True, help="out.so | out.o | out.ll")
-    p.add_argument("--target", action="append", default=None, help="compile target (repeatable)")
+    p.add_argument("-o", "--output", help=" | ".join(f"out{k}" for k in KINDS))
+    p.add_argument(
+        "--symbol-prefix",
+        default=DEFAULT_SYMBOL_PREFIX,
+        help=f"prefix of every exported C symbol (default: {DEFAULT_SYMBOL_PREFIX}, "
+        f"so @main is {DEFAULT_SYMBOL_PREFIX}main)",
+    )
+    p.add_argument("--header", help="where to write the C header (default: the output's .h)")
+    add_instrument_arguments(p)
     p.add_argument(
         "--load-plugin", action="append", default=[], metavar="MODULE", help="see lamina-opt"
     )
@@ -29,26 +48,72 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def run(argv: list[str] | None = None) -> int:
-    from lamina.backends import codegen
-    from lamina.backends.executable import _as_module, lower_to_build
+    from lamina.backends import abi
+    from lamina.backends.codegen import CompileTimings
+    from lamina.backends.executable import _as_module, entry_signatures, lower_to_build
+    from lamina.core.cli import instrument_options
+    from lamina.core.instruments import Instruments
 
     args = _parser().parse_args(argv)
     for plugin in args.load_plugin:  # registers dialects, passes, targets (docs/extending.md)
         from lamina.core.plugins import load_plugin
 
         load_plugin(plugin)
+    if args.print_pipeline:
+        return print_pipeline(args)
+    if not args.output:
+        raise UsageError("the following arguments are required: -o/--output")
     out = Path(args.output)
     if out.suffix not in KINDS:
         raise UsageError(f"cannot infer the output kind of '{out}': use one of {', '.join(KINDS)}")
+    header = Path(args.header) if args.header else out.with_suffix(".h")
+    abi.check_symbol_prefix(args.symbol_prefix)
+    instruments = Instruments(**instrument_options(args))
     module = _as_module(read_source(args.file), args.file)
-    lowered, _ = lower_to_build(module, args.target)
-    if out.suffix == ".ll":
-        out.write_text(codegen.emit_llvm_ir(lowered))
-    elif out.suffix == ".o":
-        out.write_bytes(codegen.emit_object(lowered))
-    else:
-        codegen.build_shared_library(lowered, out)
+    signatures = entry_signatures(module)
+    already_lowered = not any(op.name == "graph.func" for op in module.ops)
+    lowered, _ = lower_to_build(module, args.targets, instruments=instruments)
+    symbols = abi.export_symbols(lowered, args.symbol_prefix)
+    text = abi.c_header(
+        signatures,
+        symbols,
+        source="<stdin>" if args.file == "-" else args.file,
+        guard=f"LAMINA_{out.stem}_H",
+        link=abi.link_libraries(lowered),
+        opaque=abi.opaque_entries(lowered, symbols) if already_lowered else None,
+    )
+    instruments.progress(f"codegen: LLVM optimization and {out.suffix} output")
+    timings = CompileTimings()
+    _write_outputs(lowered, out, header, text, timings)
+    instruments.finish(timings)
     return 0
+
+
+def _write_outputs(module, out: Path, header: Path, text: str, timings) -> None:
+    """Write `module` as the kind `out`'s extension names, then the header.
+
+    A failure (a missing C compiler, an unwritable path) leaves behind
+    neither file that this run created.
+    """
+    from lamina.backends import codegen
+
+    new_files = [path for path in (out, header) if not path.exists()]
+    try:
+        if out.suffix == ".so":
+            codegen.build_shared_library(module, out, timings=timings)
+        elif out.suffix == ".o":
+            out.write_bytes(codegen.emit_object(module, timings=timings))
+        elif out.suffix == ".s":
+            out.write_text(codegen.emit_assembly(module, timings=timings))
+        elif out.suffix == ".bc":
+            out.write_bytes(codegen.emit_bitcode(module, timings=timings))
+        else:
+            out.write_text(codegen.emit_llvm_ir(module, timings=timings))
+        header.write_text(text)
+    except BaseException:
+        for path in new_files:
+            path.unlink(missing_ok=True)
+        raise
 
 
 def main(argv: list[str] | None = None) -> None:

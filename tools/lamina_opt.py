@@ -36,7 +36,6 @@ from lamina import __version__
 from lamina.core.cli import UsageError, guarded_main
 from lamina.core.diagnostics import Diagnostic, DiagnosticError, SourceLocation, parse_module
 from lamina.core.expected_diagnostics import (
-    has_annotations,
     match_diagnostics,
     parse_expectations,
 )
@@ -83,7 +82,6 @@ class LaminaOptMain(xDSLOptMain):
         self.available_passes = {}
         self.available_targets = {}
         self.input_name = "<stdin>"
-        self.annotated = False
         self.ctx = Context()
         _load_plugins(args)  # before registration: plugins add dialects, passes, targets
         self.register_all_dialects()
@@ -135,32 +133,21 @@ class LaminaOptMain(xDSLOptMain):
         return self._parse_text(chunk.read().decode(), start_offset)
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        from lamina.core.cli import add_instrument_arguments
+
         super().register_all_arguments(arg_parser)
+        arg_parser.add_argument(
+            "-p",
+            "--passes",
+            "--pass-pipeline",
+            dest="passes",
+            default="",
+            help="passes to run: 'a,b{opt=1}' or MLIR's 'builtin.module(a,b{opt=1})'",
+        )
         # Replace xdsl-opt's output-format `-t/--target`, `--time-passes` and
-        # `--print-between-passes` by Lamina's own flags (aliases kept).
-        arg_parser.add_argument(
-            "-t",
-            "--target",
-            dest="targets",
-            action="append",
-            default=[],
-            metavar="T",
-            help="compile target (repeatable), e.g. cpu; see DESIGN §6",
-        )
-        arg_parser.add_argument(
-            "--pass-timing",
-            "--time-passes",
-            dest="pass_timing",
-            action="store_true",
-            help="print an execution time report of the passes to stderr",
-        )
-        arg_parser.add_argument(
-            "--print-ir-after-all",
-            "--print-between-passes",
-            dest="print_ir_after_all",
-            action="store_true",
-            help="print the IR after every pass to stderr",
-        )
+        # `--print-between-passes` by the flags every Lamina tool shares
+        # (lamina.core.cli; aliases kept).
+        add_instrument_arguments(arg_parser, opt=True)
         arg_parser.add_argument(
             "--print-ir-after-failure",
             action="store_true",
@@ -185,18 +172,14 @@ class LaminaOptMain(xDSLOptMain):
         arg_parser.add_argument(
             "--print-pipeline",
             action="store_true",
-            help="print the expanded pipeline (with target hooks) and exit",
+            help="print the pipeline that would run (-p, --pipeline or the default, "
+            "with target hooks) and exit",
         )
         arg_parser.add_argument(
             "--compile-to",
             metavar="PHASE",
             choices=PHASE_NAMES,
             help=f"run the default pipeline up to the end of PHASE ({', '.join(PHASE_NAMES)})",
-        )
-        arg_parser.add_argument(
-            "--dump-phases-to",
-            metavar="DIR",
-            help="write the module as it enters each phase to DIR/<n>_<phase>.mlir",
         )
         arg_parser.add_argument(
             "--reproducer",
@@ -208,8 +191,8 @@ class LaminaOptMain(xDSLOptMain):
             "--verify-diagnostics",
             action="store_true",
             help="check diagnostics against `// expected-error {{...}}` annotations "
-            "(MLIR rules; matched diagnostics are printed); without annotations, "
-            "print the diagnostics and exit 0 (xdsl-opt)",
+            "(MLIR rules: an unexpected diagnostic fails, annotations or not; "
+            "matched diagnostics are printed)",
         )
 
     # -- set-up ---------------------------------------------------------------
@@ -259,9 +242,14 @@ class LaminaOptMain(xDSLOptMain):
     def run(self) -> int:
         """Process the input; returns the exit status."""
         if self.args.list_passes:
-            from lamina.core.docs_gen import pass_table
+            from lamina.core.docs_gen import pass_options_listing, pass_table
 
-            print(pass_table(), end="")
+            print(pass_table() + pass_options_listing(), end="")
+            return 0
+        if self.args.print_pipeline and self.args.passes:
+            from lamina.core.pass_manager import pipeline_spec_string
+
+            print(f"// pipeline from -p\n-p '{pipeline_spec_string(self.passes)}'")
             return 0
         if self.args.print_pipeline:
             from lamina.core.pipeline import PipelineError, format_pipeline
@@ -274,7 +262,6 @@ class LaminaOptMain(xDSLOptMain):
             return 0
         name, text = self._read_input()
         self.input_name = name
-        self.annotated = has_annotations(text)
         output = self._open_output()
         status = 0
         try:
@@ -387,6 +374,7 @@ class LaminaOptMain(xDSLOptMain):
             verify_each=not self.args.disable_verify,
             print_ir_after_all=sys.stderr if self.args.print_ir_after_all else None,
             print_ir_after_failure=sys.stderr if self.args.print_ir_after_failure else None,
+            progress=sys.stderr if self.args.verbose else None,
             timing=self.args.pass_timing,
             dump_phases_to=self.args.dump_phases_to,
             reproducer_path=reproducer,
@@ -403,15 +391,9 @@ class LaminaOptMain(xDSLOptMain):
     ) -> bool:
         """MLIR's -verify-diagnostics for one chunk; prints matches, reports mismatches.
 
-        In a file without any `expected-*` annotation every diagnostic is
-        printed to the output and counts as expected (xdsl-opt's behaviour).
+        As in MLIR, every diagnostic must be expected: in a file without any
+        `expected-*` annotation, any diagnostic fails the run.
         """
-        if not self.annotated:
-            for diagnostic in diagnostics:
-                output.write(diagnostic.format().splitlines()[0] + "\n")
-            if not diagnostics and module is not None:
-                output.write(self.output_resulting_program(module))
-            return True
         expectations, annotation_errors = parse_expectations(chunk.text, chunk.line_offset)
         result = match_diagnostics(diagnostics, expectations)
         for diagnostic in result.matched:

@@ -15,7 +15,14 @@ import time
 
 import numpy as np
 
-from lamina.core.cli import UsageError, guarded_main, read_source
+from lamina.core.cli import (
+    UsageError,
+    add_instrument_arguments,
+    guarded_main,
+    instrument_options,
+    print_pipeline,
+    read_source,
+)
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -30,12 +37,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="graph program (.mlir), '-' for stdin")
     p.add_argument("--entry", default="main", help="entry function (default: main)")
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--inputs", help=".npz with arg0, arg1, ... in parameter order")
+    src.add_argument(
+        "--inputs", help=".npz with arg0, arg1, ... in parameter order, or keyed by parameter name"
+    )
     src.add_argument("--random-inputs", action="store_true", help="random inputs (default)")
     p.add_argument("--seed", type=int, default=0, help="seed for --random-inputs")
     p.add_argument("--output", help="write results to this .npz as out0, out1, ...")
     p.add_argument("--repeat", type=int, default=0, help="time N further runs")
-    p.add_argument("--target", action="append", default=None, help="compile target (repeatable)")
     p.add_argument(
         "--stats",
         action="store_true",
@@ -50,6 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--load-plugin", action="append", default=[], metavar="MODULE", help="see lamina-opt"
     )
+    add_instrument_arguments(p)
     return p
 
 
@@ -68,14 +77,21 @@ def random_inputs(signature, seed: int) -> list[np.ndarray]:
 
 
 def load_inputs(path: str, signature) -> list[np.ndarray]:
+    """Inputs from `path`: each parameter as `arg<i>` or by its name in the source (`x` for %x)."""
     with np.load(path) as data:
-        names = [f"arg{i}" for i in range(len(signature.params))]
-        missing = [n for n in names if n not in data]
+        names = list(signature.param_names) or [None] * len(signature.params)
+        arrays, missing = [], []
+        for i, name in enumerate(names):
+            key = f"arg{i}" if f"arg{i}" in data or name not in data else name
+            if key in data:
+                arrays.append(data[key])
+            else:
+                missing.append(f"arg{i}" + (f" (or {name})" if name else ""))
         if missing:
             raise UsageError(
                 f"{path}: missing {', '.join(missing)} (have: {', '.join(data.files)})"
             )
-        return [data[n] for n in names]
+        return arrays
 
 
 def _summary(i: int, arr: np.ndarray) -> str:
@@ -95,8 +111,14 @@ def run(argv: list[str] | None = None) -> int:
         load_plugin(plugin)
     if args.repeat < 0:
         raise UsageError("--repeat must be >= 0")
+    if args.print_pipeline:
+        return print_pipeline(args)
     exe = lamina.compile(
-        read_source(args.file), targets=args.target, filename=args.file, stats=args.stats
+        read_source(args.file),
+        targets=args.targets,
+        filename=args.file,
+        stats=args.stats,
+        **instrument_options(args),
     )
     if exe.stats is not None:
         print(exe.stats.format())

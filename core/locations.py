@@ -1,0 +1,183 @@
+"""Source locations that survive every pass, as in MLIR.
+
+An op a pass creates must carry the location of the op it came from, so that
+`--print-debuginfo` after any phase and any later diagnostic (a verifier, a
+runtime check) points at the user's source line. Rather than asking every
+pattern of every pass to copy `op.location` (and every future pass to
+remember to), the pass manager applies two rules around each pass:
+
+1. `track_rewrites()`: while a pass runs, every op a pattern rewriter
+   inserts — and every op nested in it — that has no location takes the
+   location of the op the pattern matched (MLIR patterns do the same by
+   hand with `op->getLoc()`). xDSL's `PatternRewriteWalker` builds its own
+   `PatternRewriter`, so there is no listener to pass in; the rule is
+   installed on `PatternRewriter.insert` for the duration of the pass.
+2. `fill_unknown_locations(module)` after the pass, for ops created outside
+   a rewriter: a function the pass created (a `te.func` for a `graph.add`, a
+   kernel outlined for OpenMP) takes the *fused* location of the ops that
+   reference it (one kernel shared by two call sites has both lines); any
+   other op takes the location of its closest located ancestor, and block
+   arguments the location of the op that owns their block.
+
+Diagnostics read through fused, named and call-site locations to the first
+`file:line:col` (`file_line_col`), as MLIR's source-manager handler does.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    CallSiteLoc,
+    FileLineColLoc,
+    FusedLoc,
+    ModuleOp,
+    NameLoc,
+    NoneAttr,
+    SymbolRefAttr,
+    UnknownLoc,
+)
+from xdsl.ir import Attribute, Block, Operation
+from xdsl.pattern_rewriter import PatternRewriter
+
+_lock = threading.Lock()
+_depth = 0
+_original_insert = PatternRewriter.insert
+
+
+def is_known(loc: Attribute) -> bool:
+    return not isinstance(loc, UnknownLoc | NoneAttr)
+
+
+def file_line_col(loc: Attribute) -> FileLineColLoc | None:
+    """The first `file:line:col` inside `loc` (through fused, named, call-site locations)."""
+    if isinstance(loc, FileLineColLoc):
+        return loc
+    if isinstance(loc, FusedLoc):
+        for inner in loc.locations:  # pyright: ignore[reportGeneralTypeIssues]
+            found = file_line_col(inner)
+            if found is not None:
+                return found
+    if isinstance(loc, NameLoc):
+        return file_line_col(loc.location)
+    if isinstance(loc, CallSiteLoc):
+        return file_line_col(loc.caller)
+    return None
+
+
+def fuse(locations: list[Attribute]) -> Attribute:
+    """MLIR's `FusedLoc::get`: unknowns dropped, duplicates and nesting flattened."""
+    flat: list[Attribute] = []
+    for loc in locations:
+        inner = list(loc.locations) if isinstance(loc, FusedLoc) else [loc]  # pyright: ignore
+        for item in inner:
+            if is_known(item) and item not in flat:
+                flat.append(item)
+    if not flat:
+        return UnknownLoc()
+    if len(flat) == 1:
+        return flat[0]
+    return FusedLoc(ArrayAttr(flat), NoneAttr())
+
+
+def stamp(op: Operation, loc: Attribute) -> None:
+    """Give `op`, and every op nested in it, `loc` where they have none."""
+    if not is_known(loc):
+        return
+    for inner in op.walk():
+        if not is_known(inner.location):
+            inner.location = loc
+
+
+def stamp_trailing(block: Block, loc: Attribute) -> None:
+    """Give the ops at the end of `block` that have no location `loc`.
+
+    For passes that build a block op by op (`add_op`) from source ops: call
+    it after emitting each source op's replacement. Costs only the new ops.
+    """
+    op = block.last_op
+    while op is not None and not is_known(op.location):
+        stamp(op, loc)
+        op = op.prev_op
+
+
+def _locating_insert(self: PatternRewriter, op, insertion_point=None):
+    origin = self._current_operation  # pyright: ignore[reportPrivateUsage]
+    if origin is not None:
+        for new in [op] if isinstance(op, Operation) else op:
+            stamp(new, origin.location)
+    return _original_insert(self, op, insertion_point)
+
+
+@contextmanager
+def track_rewrites() -> Iterator[None]:
+    """Rule 1 of the module docstring, for the duration of the `with` block (re-entrant)."""
+    global _depth
+    with _lock:
+        if _depth == 0:
+            PatternRewriter.insert = _locating_insert  # type: ignore[method-assign]
+        _depth += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth -= 1
+            if _depth == 0:
+                PatternRewriter.insert = _original_insert  # type: ignore[method-assign]
+
+
+def fill_unknown_locations(module: ModuleOp) -> None:
+    """Rule 2 of the module docstring: locate every op of `module` that has no location."""
+    top = [op for op in module.ops if not is_known(op.location)]
+    users = _symbol_users(module) if top else {}
+    while top:  # a new function called only from another new one waits for its caller
+        waiting = []
+        for op in top:
+            name = op.properties.get("sym_name") or op.attributes.get("sym_name")
+            callers = users.get(name.data, []) if name is not None else []  # pyright: ignore
+            op.location = fuse([_resolved(caller) for caller in callers])
+            if not is_known(op.location):
+                waiting.append(op)
+        if len(waiting) == len(top):
+            break
+        top = waiting
+    for op in module.walk():
+        if not is_known(op.location):
+            parent = op.parent_op()
+            if parent is not None and not isinstance(parent, ModuleOp):
+                op.location = parent.location
+        if op.regions and is_known(op.location):
+            _locate_block_arguments(op)
+
+
+def _locate_block_arguments(op: Operation) -> None:
+    """Block arguments without a location take their op's (MLIR does this when parsing)."""
+    for region in op.regions:
+        for block in region.blocks:
+            for arg in block.args:
+                if not is_known(arg.location):
+                    arg.location = op.location  # pyright: ignore[reportAttributeAccessIssue]
+
+
+def _resolved(op: Operation) -> Attribute:
+    """`op`'s location, else its closest located ancestor's (the module's does not count)."""
+    current: Operation | None = op
+    while current is not None and not isinstance(current, ModuleOp):
+        if is_known(current.location):
+            return current.location
+        current = current.parent_op()
+    return UnknownLoc()
+
+
+def _symbol_users(module: ModuleOp) -> dict[str, list[Operation]]:
+    """Flat symbol name → the ops whose properties or attributes reference it."""
+    users: dict[str, list[Operation]] = {}
+    for op in module.walk():
+        for table in (op.properties, op.attributes):
+            for value in table.values():
+                if isinstance(value, SymbolRefAttr):
+                    users.setdefault(value.root_reference.data, []).append(op)
+    return users
