@@ -442,6 +442,7 @@ def compile_module(module: ModuleOp, *, use_cache: bool = True) -> CompiledModul
 
 
 def _jit(module: ModuleOp, key: str) -> CompiledModule:
+    check_external_symbols(module)
     timings = CompileTimings()
     tm = _host_target_machine(jit=True)
     ref = _optimized_ref(module, tm, timings)
@@ -452,6 +453,35 @@ def _jit(module: ModuleOp, key: str) -> CompiledModule:
     timings.jit = time.perf_counter() - start
     signatures = {name: op.function_type for name, op in exported_functions(module).items()}
     return CompiledModule(key, engine, tm, ref, signatures, timings)
+
+
+def check_external_symbols(module: ModuleOp) -> None:
+    """Every function the module only declares must resolve in this process.
+
+    MCJIT resolves a missing symbol to address 0, so the first call would
+    jump there (SIGSEGV); the `.so` route fails at load time instead. A
+    missing symbol is therefore a compile-time diagnostic naming it.
+    """
+    _ensure_llvm()
+    missing = [
+        op
+        for op in module.ops
+        if isinstance(op, llvm_dialect.FuncOp)
+        and not op.body.blocks
+        and not op.sym_name.data.startswith("llvm.")
+        and not llvm.address_of_symbol(op.sym_name.data)
+    ]
+    if missing:
+        raise CodegenError(
+            Diagnostic(
+                f"codegen: external function '@{op.sym_name.data}' is not defined by any "
+                "loaded library; load the library that defines it with "
+                "lamina.backends.codegen.register_library(PATH) (or use a target that does) "
+                "before compiling",
+                op,
+            )
+            for op in missing
+        )
 
 
 def cache_stats() -> dict[str, int]:

@@ -39,7 +39,8 @@ _DTYPES: dict[str, np.dtype] = {
 
 
 class LaminaRuntimeError(ValueError):
-    """A bad call of compiled code (wrong count, shape or dtype of arguments)."""
+    """A bad call of compiled code (wrong count, shape or dtype of arguments), or a
+    failure the code reported while running (out of memory, `--check-bounds`)."""
 
 
 def numpy_dtype(element_type: Attribute) -> np.dtype:
@@ -111,6 +112,15 @@ class Executable:
     not_entries: dict[str, str] = field(default_factory=dict)
     """Functions that cannot be called from Python, and why."""
     _cfuncs: dict[str, object] = field(default_factory=dict, repr=False)
+    _errors: tuple[int, int] | None = field(default=None, repr=False)
+    """Addresses of the generated code's error globals (None: it cannot fail)."""
+
+    def __post_init__(self) -> None:
+        from lamina.backends.llvm_errors import error_addresses
+
+        engine = getattr(self.compiled, "engine", None)
+        if engine is not None:
+            self._errors = error_addresses(engine, self.llvm_module)
 
     @property
     def functions(self) -> list[str]:
@@ -123,6 +133,7 @@ class Executable:
         outputs = [np.empty(r.shape, r.dtype) for r in sig.results]
         cfunc = self._cfunc(name, len(inputs) + len(outputs))
         cfunc(*(a.ctypes.data_as(ctypes.c_void_p) for a in (*inputs, *outputs)))
+        self._raise_pending_error()
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def _signature(self, name: str) -> Signature:
@@ -160,6 +171,14 @@ class Executable:
             # Only non-contiguous views are copied; contiguous arrays are passed by pointer.
             checked.append(np.ascontiguousarray(arr))
         return checked
+
+    def _raise_pending_error(self) -> None:
+        """Raise what the generated code reported (see backends/llvm_errors.py), if anything."""
+        from lamina.backends.llvm_errors import pending_error
+
+        message = pending_error(self._errors)
+        if message is not None:
+            raise LaminaRuntimeError(message)
 
     def _cfunc(self, name: str, nargs: int):
         if name not in self._cfuncs:

@@ -82,6 +82,7 @@ from lamina.backends.llvm_conversion import (
     replace_with,
     to_llvm,
 )
+from lamina.backends.llvm_errors import ERROR_ATTR, alloc_message, insert_error_exits
 from lamina.backends.llvm_parallel import ParallelForLowering
 from lamina.backends.llvm_scalar_patterns import ARITH_PATTERNS, MATH_PATTERNS
 from lamina.core.diagnostics import op_error
@@ -210,6 +211,7 @@ class AllocLowering(RewritePattern):
         size = -(-max(_buffer_bytes(mtype), 1) // ALLOC_ALIGNMENT) * ALLOC_ALIGNMENT
         args = [constant(ALLOC_ALIGNMENT, i64, rewriter), constant(size, i64, rewriter)]
         call = call_function(op, rewriter, "aligned_alloc", args, llvm.LLVMPointerType())
+        call.attributes[ERROR_ATTR] = StringAttr(alloc_message(op, size))  # NULL → error
         replace_with(op, rewriter, call)
 
 
@@ -653,6 +655,7 @@ class LowerToLLVMPass(LaminaPass):
             GreedyRewritePatternApplier([TypeDispatch(patterns)]), apply_recursively=True
         ).rewrite_module(op)
         self.check_legality(op)
+        insert_error_exits(op)
         for func in op.ops:
             if isinstance(func, llvm.FuncOp):
                 order_blocks(func)
