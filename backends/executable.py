@@ -223,6 +223,17 @@ def compile(  # noqa: A001 - the API name is DESIGN §7's
     Raises `DiagnosticError` (with located diagnostics) for bad IR or a failed
     pass; `Executable.run` raises `LaminaRuntimeError` for bad arguments.
     """
+    try:
+        return _compile(module_or_text, targets, pipeline, filename)
+    except RecursionError:  # deeply nested input that no stage caught itself
+        from lamina.core.diagnostics import TOO_DEEP, Diagnostic, SourceLocation
+
+        raise DiagnosticError(Diagnostic(TOO_DEEP, location=SourceLocation(filename, 1, 1))) from None
+
+
+def _compile(
+    module_or_text: ModuleOp | str, targets: Sequence[str] | None, pipeline: str, filename: str
+) -> Executable:
     from lamina.backends.codegen import compile_module
 
     module = _as_module(module_or_text, filename)

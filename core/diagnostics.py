@@ -155,6 +155,13 @@ class LocatedParser(Parser):
         return op
 
 
+TOO_DEEP = (
+    "input nested too deeply (regions, types or attributes nested hundreds of levels "
+    "exceed Lamina's recursion limit)"
+)
+"""The diagnostic for a Python RecursionError caused by deeply nested input."""
+
+
 def parse_error_diagnostic(err: ParseError, line_offset: int = 0) -> Diagnostic:
     """Turn xDSL's ParseError (file:line:col, source line, carets) into a Diagnostic."""
     loc = err.span.get_location()
@@ -172,8 +179,12 @@ def parse_module(
     ctx: Context, text: str | bytes, name: str = "<stdin>", line_offset: int = 0
 ) -> ModuleOp:
     """Parse `text` into a module with located ops; syntax errors raise DiagnosticError."""
+    parser = LocatedParser(ctx, text, name, line_offset)
     try:
-        return LocatedParser(ctx, text, name, line_offset).parse_module()
+        return parser.parse_module()
+    except RecursionError:
+        err = ParseError(parser._current_token.span, TOO_DEEP)
+        raise DiagnosticError([parse_error_diagnostic(err, line_offset)]) from None
     except ParseError as err:
         raise DiagnosticError([parse_error_diagnostic(err, line_offset)]) from None
     except VerifyException as err:
@@ -210,6 +221,8 @@ def collect_verify_diagnostics(root: Operation) -> list[Diagnostic]:
             diagnostics.extend(err.diagnostics)
         except (VerifyException, DiagnosticException) as err:
             diagnostics.append(Diagnostic(_clean_verify_message(op, err), op))
+        except RecursionError:
+            diagnostics.append(Diagnostic(f"'{op.name}' op: {TOO_DEEP}", op))
         except Exception as err:  # a verifier bug must still point at the op
             diagnostics.append(
                 Diagnostic(f"'{op.name}' op verifier crashed: {type(err).__name__}: {err}", op)
@@ -219,6 +232,9 @@ def collect_verify_diagnostics(root: Operation) -> list[Diagnostic]:
 
 def verify_module(root: Operation) -> None:
     """Verify `root`, raising a DiagnosticError listing every failing op."""
-    diagnostics = collect_verify_diagnostics(root)
+    try:
+        diagnostics = collect_verify_diagnostics(root)
+    except RecursionError:  # walking the nested regions themselves
+        diagnostics = [Diagnostic(TOO_DEEP, root)]
     if diagnostics:
         raise DiagnosticError(diagnostics)

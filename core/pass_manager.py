@@ -41,6 +41,7 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from lamina.core.diagnostics import (
     Diagnostic,
     DiagnosticError,
+    TOO_DEEP,
     SourceLocation,
     verify_module,
 )
@@ -307,6 +308,10 @@ class PassManager:
             finally:
                 self.timings.append(PassTiming(pass_.name, time.perf_counter() - started))
             self._after_pass(module, pass_, before_phase)
+        except RecursionError:
+            raise DiagnosticError(
+                module_diagnostic(module, TOO_DEEP, [f"while running pass '{pass_.name}'"])
+            ) from None
         except DiagnosticException as err:
             diagnostics = as_diagnostics(err, module)
             diagnostics[0].notes.append(f"while running pass '{pass_.name}'")
