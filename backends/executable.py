@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Operation
 
 from lamina.core.context import make_context
 from lamina.core.diagnostics import DiagnosticError, parse_module, verify_module
@@ -87,7 +87,7 @@ def entry_signatures(
 
     sigs: dict[str, Signature] = {}
     for op in module.ops:
-        if not isinstance(op, FuncOp):
+        if _lowered_signature(op, sigs, rejected) or not isinstance(op, FuncOp):
             continue
         ftype = op.function_type
         try:
@@ -99,6 +99,33 @@ def entry_signatures(
             continue
         sigs[op.sym_name.data] = Signature(op.sym_name.data, params, results)
     return sigs
+
+
+def _lowered_signature(
+    op: Operation, sigs: dict[str, Signature], rejected: dict[str, str] | None
+) -> bool:
+    """Record the signature of a host function of a later phase (see entry_points.py)."""
+    from lamina.backends.entry_points import (
+        is_private,
+        lowered_buffers,
+        plain_buffer,
+        result_count,
+    )
+
+    buffers = lowered_buffers(op)
+    if buffers is None or is_private(op):
+        return False
+    name = op.sym_name.data
+    bad = [str(t) for t in buffers if not plain_buffer(t)]
+    count = result_count(op)
+    if bad or not 0 <= count <= len(buffers):
+        if rejected is not None:
+            rejected[name] = f"parameters must be static row-major buffers, got {', '.join(bad)}"
+        return True
+    specs = tuple(TensorSpec(tuple(t.get_shape()), numpy_dtype(t.element_type)) for t in buffers)
+    split = len(specs) - count
+    sigs[name] = Signature(name, specs[:split], specs[split:])
+    return True
 
 
 @dataclass

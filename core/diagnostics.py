@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.dialects.builtin import (
+    FileLineColLoc,
+    IntAttr,
+    ModuleOp,
+    StringAttr,
+    UnknownLoc,
+    UnregisteredOp,
+)
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
@@ -107,9 +114,19 @@ class DiagnosticError(DiagnosticException):
         return "\n".join(d.format() for d in self.diagnostics)
 
 
+def op_name(op: Operation) -> str:
+    """The name the user wrote: an unregistered op (--allow-unregistered-dialect) is not
+    'builtin.unregistered' but the name it was parsed with."""
+    if isinstance(op, UnregisteredOp):
+        name = op.attributes.get("op_name__")
+        if isinstance(name, StringAttr):
+            return name.data
+    return op.name
+
+
 def op_error(op: Operation, message: str) -> DiagnosticError:
     """`'graph.matmul' op <message>` located at `op` — the MLIR convention."""
-    return DiagnosticError([Diagnostic(f"'{op.name}' op {message}", op)])
+    return DiagnosticError([Diagnostic(f"'{op_name(op)}' op {message}", op)])
 
 
 # ---------------------------------------------------------------------------
@@ -155,6 +172,13 @@ class LocatedParser(Parser):
         return op
 
 
+def _is_blank(text: str | bytes) -> bool:
+    """Nothing but whitespace and `//` comments."""
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    return all(not line.strip() or line.strip().startswith("//") for line in text.splitlines())
+
+
 TOO_DEEP = (
     "input nested too deeply (regions, types or attributes nested hundreds of levels "
     "exceed Lamina's recursion limit)"
@@ -179,6 +203,10 @@ def parse_module(
     ctx: Context, text: str | bytes, name: str = "<stdin>", line_offset: int = 0
 ) -> ModuleOp:
     """Parse `text` into a module with located ops; syntax errors raise DiagnosticError."""
+    if _is_blank(text):  # as MLIR (and lamina-opt): an empty file is an empty module
+        module = ModuleOp([])
+        module.location = FileLineColLoc(StringAttr(name), IntAttr(line_offset + 1), IntAttr(1))
+        return module
     parser = LocatedParser(ctx, text, name, line_offset)
     try:
         return parser.parse_module()
@@ -203,8 +231,8 @@ def _clean_verify_message(op: Operation, err: Exception) -> str:
     msg = str(err)
     msg = msg.removeprefix("Operation does not verify: ")
     if msg.startswith(f"'{op.name}' op"):
-        return msg
-    return f"'{op.name}' op {msg}"
+        msg = msg.removeprefix(f"'{op.name}' op").lstrip()
+    return f"'{op_name(op)}' op {msg}"
 
 
 def collect_verify_diagnostics(root: Operation) -> list[Diagnostic]:

@@ -24,6 +24,7 @@ import difflib
 import os
 import re
 import sys
+import shlex
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -224,6 +225,15 @@ def run_phase_checker(module: ModuleOp) -> None:
 # ---------------------------------------------------------------------------
 
 
+REPRODUCER_ENV = "LAMINA_REPRODUCER"
+"""Environment variable: write a reproducer to this file (or a fresh file in this directory)."""
+
+REPRODUCER_HINT = (
+    "to save a reproducer (the IR before this pass and the command that fails), "
+    f"rerun lamina-opt with --reproducer FILE, or set {REPRODUCER_ENV}=FILE"
+)
+
+
 @dataclass
 class PassTiming:
     name: str
@@ -252,6 +262,7 @@ class PassManager:
         reproducer_path: Path | str | None = None,
         timing_stream: TextIO | None = None,
         dump_suffix: str = "",
+        reproducer_flags: Sequence[str] = (),
     ):
         self.passes = list(passes)
         self.verify_each = verify_each
@@ -259,7 +270,11 @@ class PassManager:
         self.print_ir_after_failure = print_ir_after_failure
         self.timing = timing
         self.dump_phases_to = Path(dump_phases_to) if dump_phases_to is not None else None
+        if reproducer_path is None:  # only on request: a flag, or the environment for scripts
+            reproducer_path = os.environ.get(REPRODUCER_ENV) or None
         self.reproducer_path = Path(reproducer_path) if reproducer_path is not None else None
+        self.reproducer_flags = list(reproducer_flags)
+        """lamina-opt flags the failure depends on (--allow-unregistered-dialect, ...)."""
         self.timing_stream = timing_stream
         self.dump_suffix = dump_suffix
         self.timings: list[PassTiming] = []
@@ -318,6 +333,8 @@ class PassManager:
             if snapshot is not None:
                 path = self._write_reproducer(snapshot, index)
                 diagnostics[0].notes.append(f"reproducer written to {path}")
+            else:
+                diagnostics[0].notes.append(REPRODUCER_HINT)
             _dump_ir(self.print_ir_after_failure, f"{pass_.name} Failed", module)
             raise DiagnosticError(diagnostics) from None
         _dump_ir(self.print_ir_after_all, pass_.name, module)
@@ -379,8 +396,12 @@ class PassManager:
             os.close(fd)
             path = Path(name)
         with path.open("w") as out:
-            out.write(f"// configuration: -p '{remaining}'\n")
-            out.write(f"// note: reproduce with: lamina-opt {path} -p '{remaining}'\n")
+            flags = "".join(f"{shlex.quote(flag)} " for flag in self.reproducer_flags)
+            out.write(f"// configuration: {flags}-p '{remaining}'\n")
+            out.write(
+                f"// note: reproduce with: lamina-opt {shlex.quote(str(path))} "
+                f"{flags}-p '{remaining}'\n"
+            )
             Printer(stream=out, print_debuginfo=True).print_op(snapshot)
             out.write("\n")
         return path

@@ -43,6 +43,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
+    IntegerAttr,
     MemRefType,
     ModuleOp,
     SymbolRefAttr,
@@ -58,6 +59,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.traits import SymbolTable
 
+from lamina.backends.entry_points import RESULTS_ATTR
 from lamina.core.diagnostics import op_error
 from lamina.core.liveness import BlockOrder
 from lamina.core.pass_base import LaminaPass
@@ -422,6 +424,8 @@ class GraphFuncLowering(RewritePattern):
             BodyLowering(op, new, self.constants).run()
         for key, value in op.attributes.items():
             new.attributes.setdefault(key, value)
+        # Which trailing parameters are results: the lowered text stays runnable.
+        new.attributes[RESULTS_ATTR] = IntegerAttr(len(op.function_type.outputs), 64)
         rewriter.replace(op, new, [])
 
 

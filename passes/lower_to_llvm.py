@@ -82,6 +82,7 @@ from lamina.backends.llvm_conversion import (
     replace_with,
     to_llvm,
 )
+from lamina.backends.entry_points import RESULTS_ATTR
 from lamina.backends.llvm_errors import ERROR_ATTR, alloc_message, insert_error_exits
 from lamina.backends.llvm_parallel import ParallelForLowering
 from lamina.backends.llvm_scalar_patterns import ARITH_PATTERNS, MATH_PATTERNS
@@ -313,6 +314,8 @@ class FuncLowering(RewritePattern):
             body=body,
             other_props={"arg_attrs": _arg_attrs(inputs)} if inputs else None,
         )
+        if RESULTS_ATTR in op.attributes:  # an entry point: keep its results count
+            new.attributes[RESULTS_ATTR] = op.attributes[RESULTS_ATTR]
         if body.blocks:
             _retype_block_args(body.blocks[0], rewriter)
         rewriter.replace(op, new)

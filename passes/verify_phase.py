@@ -53,12 +53,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
+from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr, UnregisteredOp
 from xdsl.ir import Attribute, Operation
 from xdsl.traits import SymbolTable, is_side_effect_free
 from xdsl.utils.exceptions import VerifyException
 
-from lamina.core.diagnostics import Diagnostic, DiagnosticError
+from lamina.core.diagnostics import Diagnostic, DiagnosticError, op_name
 from lamina.core.pass_base import ALL_PHASES, LaminaPass
 from lamina.dialects.graph import GraphCompute
 from lamina.dialects.lamina import Phase, codegen_target, get_phase
@@ -248,10 +248,10 @@ def check_closure_callees(module: ModuleOp) -> Iterator[Violation]:
 def check_dialects(module: ModuleOp) -> Iterator[Violation]:
     allowed = ", ".join(sorted(OPTIMIZATION_DIALECTS))
     for op in _ops(module):
-        if op.dialect_name() not in OPTIMIZATION_DIALECTS:
+        if op.dialect_name() not in OPTIMIZATION_DIALECTS or isinstance(op, UnregisteredOp):
             yield (
                 op,
-                f"'{op.name}' is not allowed from phase optimization on",
+                f"'{op_name(op)}' is not allowed from phase optimization on",
                 f"only {allowed} ops are; express it with graph, te or loop ops",
             )
 
@@ -301,7 +301,7 @@ def check_build_ops(module: ModuleOp) -> Iterator[Violation]:
         if op.dialect_name() != "llvm" and op.name != "builtin.module":
             yield (
                 op,
-                f"'{op.name}' is not allowed in phase build (only builtin.module and llvm.* ops)",
+                f"'{op_name(op)}' is not allowed in phase build (only builtin.module and llvm.* ops)",
                 "run lower-to-llvm to lower it",
             )
 

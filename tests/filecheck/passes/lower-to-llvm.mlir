@@ -169,6 +169,18 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NEXT:    %[[ALIGN:.*]] = llvm.mlir.constant(64) : i64
 // CHECK-NEXT:    %[[SIZE:.*]] = llvm.mlir.constant(64) : i64
 // CHECK-NEXT:    %[[G:.*]] = llvm.call @aligned_alloc(%[[ALIGN]], %[[SIZE]]) : (i64, i64) -> !llvm.ptr
+// A failed allocation records its message and returns (backends/llvm_errors.py).
+// CHECK-NEXT:    %[[INT:.*]] = llvm.ptrtoint %[[G]] : !llvm.ptr to i64
+// CHECK-NEXT:    %[[ZERO:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    %[[NULL:.*]] = llvm.icmp "eq" %[[INT]], %[[ZERO]] : i64
+// CHECK-NEXT:    llvm.cond_br %[[NULL]], ^[[FAIL:\w+]], ^[[OK:\w+]]
+// CHECK-NEXT:  ^[[FAIL]]:
+// CHECK-NEXT:    %[[MSG:.*]] = llvm.mlir.addressof @lamina_error_message_0 : !llvm.ptr
+// CHECK-NEXT:    %[[MSGINT:.*]] = llvm.ptrtoint %[[MSG]] : !llvm.ptr to i64
+// CHECK-NEXT:    %[[FLAG:.*]] = llvm.mlir.addressof @lamina_error : !llvm.ptr
+// CHECK-NEXT:    llvm.store %[[MSGINT]], %[[FLAG]] : i64, !llvm.ptr
+// CHECK-NEXT:    llvm.return
+// CHECK-NEXT:  ^[[OK]]:
 // CHECK-NEXT:    %[[BYTES:.*]] = llvm.mlir.constant(40) : i64
 // CHECK-NEXT:    %[[VOL:.*]] = llvm.mlir.constant(false) : i1
 // CHECK-NEXT:    llvm.call_intrinsic "llvm.memcpy.p0.p0.i64"(%[[G]], %[[A]], %[[BYTES]], %[[VOL]]) : (!llvm.ptr, !llvm.ptr, i64, i1) -> ()
