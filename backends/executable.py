@@ -226,16 +226,35 @@ def _as_module(module_or_text: ModuleOp | str, filename: str) -> ModuleOp:
 
 
 def lower_to_build(
-    module: ModuleOp, targets: Sequence[str] | None = None, pipeline: str = "default"
+    module: ModuleOp,
+    targets: Sequence[str] | None = None,
+    pipeline: str = "default",
+    *,
+    check_bounds: bool = False,
 ) -> tuple[ModuleOp, dict[str, float]]:
-    """Run `pipeline` on `module` (in place) down to the build phase; return it and pass times."""
+    """Run `pipeline` on `module` (in place) down to the build phase; return it and pass times.
+
+    `check_bounds` inserts `check-bounds` right before `lower-to-llvm`.
+    """
     from lamina.core.pass_manager import PassManager
     from lamina.core.pipeline import passes_for_module
 
     passes = passes_for_module(pipeline, module, targets)  # from the module's phase on
+    if check_bounds:
+        passes = with_bounds_checks(passes)
     manager = PassManager(passes)  # records pass times; timing=True would print a report
     manager.run(make_context(), module)
     return module, manager.pass_times
+
+
+def with_bounds_checks(passes: list) -> list:
+    """`passes` with `check-bounds` right before `lower-to-llvm` (the last lowering pass)."""
+    from lamina.passes.check_bounds import CheckBoundsPass
+
+    index = next((i for i, p in enumerate(passes) if p.name == "lower-to-llvm"), None)
+    if index is None:
+        return list(passes)  # already past the lowering phase: nothing left to guard
+    return [*passes[:index], CheckBoundsPass(), *passes[index:]]
 
 
 def compile(  # noqa: A001 - the API name is DESIGN §7's
@@ -244,14 +263,17 @@ def compile(  # noqa: A001 - the API name is DESIGN §7's
     *,
     pipeline: str = "default",
     filename: str = "<input>",
+    check_bounds: bool = False,
 ) -> Executable:
-    """Compile a graph program (module or text) to native code.
+    """Compile a graph program (module or text, of any phase) to native code.
 
     Raises `DiagnosticError` (with located diagnostics) for bad IR or a failed
-    pass; `Executable.run` raises `LaminaRuntimeError` for bad arguments.
+    pass; `Executable.run` raises `LaminaRuntimeError` for bad arguments and
+    for failures the code reports (out of memory; with `check_bounds`, an
+    out-of-bounds access, named by kernel, buffer and index).
     """
     try:
-        return _compile(module_or_text, targets, pipeline, filename)
+        return _compile(module_or_text, targets, pipeline, filename, check_bounds)
     except RecursionError:  # deeply nested input that no stage caught itself
         from lamina.core.diagnostics import TOO_DEEP, Diagnostic, SourceLocation
 
@@ -259,7 +281,11 @@ def compile(  # noqa: A001 - the API name is DESIGN §7's
 
 
 def _compile(
-    module_or_text: ModuleOp | str, targets: Sequence[str] | None, pipeline: str, filename: str
+    module_or_text: ModuleOp | str,
+    targets: Sequence[str] | None,
+    pipeline: str,
+    filename: str,
+    check_bounds: bool,
 ) -> Executable:
     from lamina.backends.codegen import compile_module
 
@@ -267,7 +293,7 @@ def _compile(
     not_entries: dict[str, str] = {}
     signatures = entry_signatures(module, not_entries)
     start = time.perf_counter()
-    lowered, _ = lower_to_build(module, targets, pipeline)
+    lowered, _ = lower_to_build(module, targets, pipeline, check_bounds=check_bounds)
     lowering_time = time.perf_counter() - start
     start = time.perf_counter()
     compiled = compile_module(lowered)

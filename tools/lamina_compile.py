@@ -22,6 +22,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="graph program (.mlir), '-' for stdin")
     p.add_argument("-o", "--output", required=True, help="out.so | out.o | out.ll")
     p.add_argument("--target", action="append", default=None, help="compile target (repeatable)")
+    p.add_argument(
+        "--check-bounds",
+        action="store_true",
+        help="check every buffer access; an out-of-bounds index stops with an error "
+        "(read it from the exported lamina_error, see docs/abi.md)",
+    )
     return p
 
 
@@ -34,7 +40,7 @@ def run(argv: list[str] | None = None) -> int:
     if out.suffix not in KINDS:
         raise UsageError(f"cannot infer the output kind of '{out}': use one of {', '.join(KINDS)}")
     module = _as_module(read_source(args.file), args.file)
-    lowered, _ = lower_to_build(module, args.target)
+    lowered, _ = lower_to_build(module, args.target, check_bounds=args.check_bounds)
     if out.suffix == ".ll":
         out.write_text(codegen.emit_llvm_ir(lowered))
     elif out.suffix == ".o":

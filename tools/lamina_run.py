@@ -38,6 +38,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--output", help="write results to this .npz as out0, out1, ...")
     p.add_argument("--repeat", type=int, default=0, help="time N further runs")
     p.add_argument("--target", action="append", default=None, help="compile target (repeatable)")
+    p.add_argument(
+        "--check-bounds",
+        action="store_true",
+        help="check every buffer access; an out-of-bounds index stops with an error",
+    )
     return p
 
 
@@ -118,7 +123,12 @@ def run(argv: list[str] | None = None) -> int:
         raise UsageError(f"--seed must be between 0 and 2**64 - 1, got {args.seed}")
     if args.output and os.path.isdir(args.output):
         raise UsageError(f"--output '{args.output}' is a directory; name the .npz file to write")
-    exe = lamina.compile(read_source(args.file), targets=args.target, filename=args.file)
+    exe = lamina.compile(
+        read_source(args.file),
+        targets=args.target,
+        filename=args.file,
+        check_bounds=args.check_bounds,
+    )
     sig = exe._signature(args.entry)
     inputs = load_inputs(args.inputs, sig) if args.inputs else random_inputs(sig, args.seed)
     results = exe.run(args.entry, *inputs)
