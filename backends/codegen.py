@@ -51,6 +51,7 @@ from xdsl.dialects import llvm as llvm_dialect
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import LLVMTranslationException
 
+from lamina.backends import jit_symbols
 from lamina.backends.llvm_conversion import LOOP_KIND_ATTR
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
 
@@ -110,6 +111,7 @@ def _ensure_llvm() -> None:
             if path:
                 llvm.load_library_permanently(path)
         _load_openmp()
+        jit_symbols.load_runtime_libraries()
         _initialized = True
 
 
@@ -442,46 +444,25 @@ def compile_module(module: ModuleOp, *, use_cache: bool = True) -> CompiledModul
 
 
 def _jit(module: ModuleOp, key: str) -> CompiledModule:
-    check_external_symbols(module)
+    _ensure_llvm()
+    missing = jit_symbols.missing_declared_functions(module)
+    if missing:
+        raise CodegenError(missing)
     timings = CompileTimings()
     tm = _host_target_machine(jit=True)
     ref = _optimized_ref(module, tm, timings)
     start = time.perf_counter()
     engine = llvm.create_mcjit_compiler(ref, tm)
+    objects: list[bytes] = []  # the object code, to check its undefined symbols
+    engine.set_object_cache(lambda _, obj: objects.append(bytes(obj)), lambda _: None)
     engine.finalize_object()
+    names = jit_symbols.unresolved(objects)
+    if names:  # calling the code would jump to address 0
+        raise CodegenError(jit_symbols.unresolved_diagnostic(names))
     engine.run_static_constructors()
     timings.jit = time.perf_counter() - start
     signatures = {name: op.function_type for name, op in exported_functions(module).items()}
     return CompiledModule(key, engine, tm, ref, signatures, timings)
-
-
-def check_external_symbols(module: ModuleOp) -> None:
-    """Every function the module only declares must resolve in this process.
-
-    MCJIT resolves a missing symbol to address 0, so the first call would
-    jump there (SIGSEGV); the `.so` route fails at load time instead. A
-    missing symbol is therefore a compile-time diagnostic naming it.
-    """
-    _ensure_llvm()
-    missing = [
-        op
-        for op in module.ops
-        if isinstance(op, llvm_dialect.FuncOp)
-        and not op.body.blocks
-        and not op.sym_name.data.startswith("llvm.")
-        and not llvm.address_of_symbol(op.sym_name.data)
-    ]
-    if missing:
-        raise CodegenError(
-            Diagnostic(
-                f"codegen: external function '@{op.sym_name.data}' is not defined by any "
-                "loaded library; load the library that defines it with "
-                "lamina.backends.codegen.register_library(PATH) (or use a target that does) "
-                "before compiling",
-                op,
-            )
-            for op in missing
-        )
 
 
 def cache_stats() -> dict[str, int]:

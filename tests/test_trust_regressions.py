@@ -319,3 +319,30 @@ def test_requested_reproducer_reproduces_exactly(tmp_path, how):
     again = _tool("lamina_opt", *shlex.split(command))
     first_error = first.stderr.splitlines()[0]
     assert _user_error(again).splitlines()[0] == first_error
+
+
+def test_missing_compiler_runtime_helper_is_a_diagnostic_not_sigsegv():
+    """Found by the differential test: f64 → f16 needs __truncdfhf2 (libgcc_s)."""
+    cast = """\
+graph.func @main(%x: tensor<f64>) -> tensor<f64> {
+  %h = graph.cast %x : (tensor<f64>) -> tensor<f16>
+  %r = graph.cast %h : (tensor<f16>) -> tensor<f64>
+  graph.return %r : tensor<f64>
+}
+"""
+    exe = lamina.compile(cast)
+    assert exe.run("main", np.array(0.1257)) == np.float16(0.1257)
+    code = textwrap.dedent(
+        f"""
+        import lamina.backends.jit_symbols as jit
+        jit.load_runtime_libraries = lambda: None  # as on a system without libgcc_s
+        import lamina
+        try:
+            lamina.compile({cast!r})
+        except lamina.DiagnosticError as err:
+            print(err.format())
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "needs '__truncdfhf2', which no loaded library defines" in result.stdout
