@@ -134,3 +134,15 @@ def test_lamina_compile_check_bounds_reports_through_the_c_abi(tmp_path):
         "kernel @shift: index (8) is out of bounds of buffer %a of shape 8 in loop.load "
         "(--check-bounds)"
     )
+
+
+def test_docs_example_runs_as_shown(tmp_path):
+    """docs/runtime-errors.md: its program and the output it shows."""
+    doc = (Path(__file__).parents[1] / "docs" / "runtime-errors.md").read_text()
+    program = doc.split("```mlir\n", 1)[1].split("```", 1)[0]
+    console = doc.split("```console\n", 1)[1].split("```", 1)[0].splitlines()
+    assert console[0] == "$ lamina-run shift.mlir --entry shift --check-bounds"
+    (tmp_path / "shift.mlir").write_text(program)
+    result = _tool("lamina_run", tmp_path / "shift.mlir", "--entry", "shift", "--check-bounds")
+    assert result.returncode == 1
+    assert result.stderr.strip() == console[1]

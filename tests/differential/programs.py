@@ -171,6 +171,8 @@ def broadcast_partner(draw, shape: tuple[int, ...]) -> tuple[int, ...]:
     """A shape that broadcasts with `shape` (fewer dims, size-1 dims, or extra leading dims)."""
     kept = draw(st.integers(0, len(shape)))
     partner = [d if draw(st.booleans()) else 1 for d in shape[len(shape) - kept :]]
+    if kept < len(shape):  # extra leading dims would meet the dropped ones
+        return tuple(partner)
     lead = draw(st.lists(st.sampled_from([1, 2, 3]), max_size=max(0, 3 - len(shape))))
     return tuple(lead + partner)
 
