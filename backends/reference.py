@@ -85,7 +85,8 @@ def _binary(fn: Callable[[Array, Array], Array]) -> Callable[[Operation, list[Ar
 
 def _div(a: Array, b: Array) -> Array:
     if np.issubdtype(a.dtype, np.integer):
-        return np.trunc(a / b).astype(a.dtype)  # C semantics: truncate toward zero
+        with np.errstate(all="ignore"):  # NumPy's `//`: floor; x // 0 == 0; MIN // -1 wraps
+            return np.floor_divide(a, b).astype(a.dtype)
     return a / b
 
 

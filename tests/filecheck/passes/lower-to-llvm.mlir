@@ -190,7 +190,8 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // -----
 
 // Scalar integer arithmetic and conversions; fptosi truncates toward zero
-// through the saturating intrinsic (xDSL's llvm dialect has no fptosi op).
+// through the saturating intrinsic (xDSL's llvm dialect has no fptosi op),
+// and NaN/inf/out-of-range inputs give NumPy's x86 result, INT_MIN.
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @ints(%a: i32, %b: i32, %f: f32, %n: index) -> i32 {
     %s = arith.addi %a, %b : i32
@@ -218,7 +219,14 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NEXT:    %[[FL:.*]] = llvm.sub %[[Q]], %[[ADJ]] : i32
 // CHECK-NEXT:    %[[LT:.*]] = llvm.icmp "slt" %[[FL]], %[[A]] : i32
 // CHECK-NEXT:    %[[SEL:.*]] = llvm.select %[[LT]], %[[FL]], %[[A]] : i1, i32
-// CHECK-NEXT:    %[[T:.*]] = llvm.call_intrinsic "llvm.fptosi.sat.i32.f32"(%[[F]]) : (f32) -> i32
+// CHECK-NEXT:    %[[SAT:.*]] = llvm.call_intrinsic "llvm.fptosi.sat.i32.f32"(%[[F]]) : (f32) -> i32
+// CHECK-NEXT:    %[[LO:.*]] = llvm.mlir.constant(-2.14748365e+09 : f32) : f32
+// CHECK-NEXT:    %[[GE:.*]] = llvm.fcmp "oge" %[[F]], %[[LO]] : f32
+// CHECK-NEXT:    %[[HI:.*]] = llvm.mlir.constant(2.14748365e+09 : f32) : f32
+// CHECK-NEXT:    %[[LT2:.*]] = llvm.fcmp "olt" %[[F]], %[[HI]] : f32
+// CHECK-NEXT:    %[[OK:.*]] = llvm.and %[[GE]], %[[LT2]] : i1
+// CHECK-NEXT:    %[[MIN:.*]] = llvm.mlir.constant(-2147483648 : i32) : i32
+// CHECK-NEXT:    %[[T:.*]] = llvm.select %[[OK]], %[[SAT]], %[[MIN]] : i1, i32
 // CHECK-NEXT:    %[[NI:.*]] = llvm.trunc %[[N]] : i64 to i32
 // CHECK-NEXT:    %[[X:.*]] = llvm.mul %[[SEL]], %[[T]] : i32
 // CHECK-NEXT:    %[[Y:.*]] = llvm.sub %[[X]], %[[NI]] : i32
