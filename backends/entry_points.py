@@ -62,11 +62,7 @@ def is_private(op: Operation) -> bool:
 
 def plain_buffer(ty: Attribute) -> bool:
     """A statically shaped, row-major contiguous memref (what a NumPy array passes)."""
-    return (
-        isinstance(ty, MemRefType)
-        and ty.has_static_shape()
-        and isinstance(ty.layout, NoneAttr)
-    )
+    return isinstance(ty, MemRefType) and ty.has_static_shape() and isinstance(ty.layout, NoneAttr)
 
 
 __all__ = ["RESULTS_ATTR", "lowered_buffers", "plain_buffer", "result_count"]

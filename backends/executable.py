@@ -277,7 +277,9 @@ def compile(  # noqa: A001 - the API name is DESIGN §7's
     except RecursionError:  # deeply nested input that no stage caught itself
         from lamina.core.diagnostics import TOO_DEEP, Diagnostic, SourceLocation
 
-        raise DiagnosticError(Diagnostic(TOO_DEEP, location=SourceLocation(filename, 1, 1))) from None
+        raise DiagnosticError(
+            Diagnostic(TOO_DEEP, location=SourceLocation(filename, 1, 1))
+        ) from None
 
 
 def _compile(

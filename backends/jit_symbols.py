@@ -64,7 +64,7 @@ def undefined_symbols(obj: bytes) -> list[str]:
     """Undefined global (non-weak) symbols of an ELF64 little-endian object file."""
     if obj[:4] != b"\x7fELF" or obj[4] != 2 or obj[5] != 1:
         return []  # not ELF64 LE (another platform): nothing we can check
-    shoff, = struct.unpack_from("<Q", obj, 0x28)
+    (shoff,) = struct.unpack_from("<Q", obj, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
     sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize) for i in range(shnum)]
     names: list[str] = []

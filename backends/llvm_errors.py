@@ -245,7 +245,9 @@ class _ErrorLowering:
         name = _callee(call) or ""
         if name.startswith(FAIL_PREFIX):
             # Record and return: the rest of the block is never reached.
-            template = self.templates.get(name, f"kernel @{func.sym_name.data}: runtime check failed")
+            template = self.templates.get(
+                name, f"kernel @{func.sym_name.data}: runtime check failed"
+            )
             args = list(call.args)
             for op in list(block.ops)[::-1]:
                 if op is call:

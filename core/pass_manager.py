@@ -23,8 +23,8 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import sys
 import shlex
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -40,9 +40,9 @@ from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 
 from lamina.core.diagnostics import (
+    TOO_DEEP,
     Diagnostic,
     DiagnosticError,
-    TOO_DEEP,
     SourceLocation,
     verify_module,
 )

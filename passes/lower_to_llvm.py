@@ -64,6 +64,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 
+from lamina.backends.entry_points import RESULTS_ATTR
 from lamina.backends.llvm_conversion import (
     ALLOC_ALIGNMENT,
     BUFFER_ATTR,
@@ -82,7 +83,6 @@ from lamina.backends.llvm_conversion import (
     replace_with,
     to_llvm,
 )
-from lamina.backends.entry_points import RESULTS_ATTR
 from lamina.backends.llvm_errors import ERROR_ATTR, alloc_message, insert_error_exits
 from lamina.backends.llvm_parallel import ParallelForLowering
 from lamina.backends.llvm_scalar_patterns import ARITH_PATTERNS, MATH_PATTERNS

@@ -343,6 +343,8 @@ graph.func @main(%x: tensor<f64>) -> tensor<f64> {
             print(err.format())
         """
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr
     assert "needs '__truncdfhf2', which no loaded library defines" in result.stdout

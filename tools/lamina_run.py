@@ -58,7 +58,9 @@ def random_input_limit() -> int:
 def _check_input_sizes(signature) -> None:
     """Fail fast (before generating anything) when the inputs cannot sensibly be allocated."""
     limit = random_input_limit()
-    sizes = [int(np.prod(spec.shape, dtype=object)) * spec.dtype.itemsize for spec in signature.params]
+    sizes = [
+        int(np.prod(spec.shape, dtype=object)) * spec.dtype.itemsize for spec in signature.params
+    ]
     if sum(sizes, 0) > limit:
         largest = max(range(len(sizes)), key=sizes.__getitem__)
         raise UsageError(
@@ -90,7 +92,9 @@ def load_inputs(path: str, signature) -> list[np.ndarray]:
     try:
         data = np.load(path, allow_pickle=False)
     except (ValueError, EOFError, zipfile.BadZipFile) as err:
-        raise UsageError(f"{path}: not a .npz file of input arrays ({type(err).__name__})") from None
+        raise UsageError(
+            f"{path}: not a .npz file of input arrays ({type(err).__name__})"
+        ) from None
     if not isinstance(data, np.lib.npyio.NpzFile):
         raise UsageError(f"{path}: a single .npy array, expected a .npz with arg0, arg1, ...")
     with data:

@@ -85,9 +85,7 @@ class Program:
 
     def inputs(self, seed: int) -> list[np.ndarray]:
         rng = np.random.default_rng(seed)
-        return [
-            rng.uniform(-2.0, 2.0, size=p.shape).astype(FLOATS[p.dtype]) for p in self.params
-        ]
+        return [rng.uniform(-2.0, 2.0, size=p.shape).astype(FLOATS[p.dtype]) for p in self.params]
 
     def oracle(self, inputs: list[np.ndarray]) -> np.ndarray:
         env = {p.name: np.asarray(a) for p, a in zip(self.params, inputs, strict=True)}
@@ -181,7 +179,9 @@ def _pick(draw, prog: Program, rank: int | None = None, min_rank: int = 0) -> Va
     candidates = [
         v
         for v in prog.values
-        if v.dtype == prog.dtype and (rank is None or len(v.shape) == rank) and len(v.shape) >= min_rank
+        if v.dtype == prog.dtype
+        and (rank is None or len(v.shape) == rank)
+        and len(v.shape) >= min_rank
     ]
     if not candidates:
         return param(prog, draw(_shape_of_rank(rank if rank is not None else max(min_rank, 2))))
@@ -215,7 +215,11 @@ def op_unary(draw, prog):
 def op_binary(draw, prog):
     a = _pick(draw, prog)
     name = draw(st.sampled_from(sorted(BINARY)))
-    others = [v for v in prog.values if v.dtype == prog.dtype and v is not a and _broadcasts(a.shape, v.shape)]
+    others = [
+        v
+        for v in prog.values
+        if v.dtype == prog.dtype and v is not a and _broadcasts(a.shape, v.shape)
+    ]
     if others and draw(st.booleans()):
         b = draw(st.sampled_from(others))
     else:
@@ -274,7 +278,12 @@ def conv2d_oracle(x, w, strides, pads, dilation, groups):
         for i in range(kh):
             for j in range(kw):
                 hi, wj = i * dilation[0], j * dilation[1]
-                patch = xs[:, :, hi : hi + strides[0] * oh : strides[0], wj : wj + strides[1] * ow : strides[1]]
+                patch = xs[
+                    :,
+                    :,
+                    hi : hi + strides[0] * oh : strides[0],
+                    wj : wj + strides[1] * ow : strides[1],
+                ]
                 ws = w[g * per_group : (g + 1) * per_group, :, i, j]
                 out[:, g * per_group : (g + 1) * per_group] += np.einsum("nchw,oc->nohw", patch, ws)
     return out
@@ -395,9 +404,7 @@ def op_reduce(draw, prog):
     everything = draw(st.booleans()) and not keepdims
     if everything:
         axes = list(range(rank))
-    shape = tuple(
-        1 if i in axes else d for i, d in enumerate(x.shape) if keepdims or i not in axes
-    )
+    shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keepdims or i not in axes)
     attrs = [] if everything else [f"axes = array<i64: {', '.join(map(str, axes))}>"]
     if keepdims:
         attrs.append("keepdims")

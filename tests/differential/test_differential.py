@@ -71,8 +71,9 @@ def test_programs_match_the_numpy_oracle(prog):
 
 
 def _phase_text(text: str, phase: str) -> str:
-    from xdsl.printer import Printer
     from io import StringIO
+
+    from xdsl.printer import Printer
 
     from lamina.core.context import make_context
     from lamina.core.diagnostics import parse_module
@@ -145,9 +146,7 @@ def _opt(text: str, passes: list[str]) -> str:
     from lamina.core.registry import pass_factories
 
     module = parse_module(make_context(), text, "program.mlir")
-    PassManager(parse_pass_pipeline(",".join(passes), pass_factories())).run(
-        make_context(), module
-    )
+    PassManager(parse_pass_pipeline(",".join(passes), pass_factories())).run(make_context(), module)
     out = StringIO()
     Printer(stream=out).print_op(module)
     return out.getvalue()

@@ -115,7 +115,18 @@ def _exe() -> lamina.Executable:
 def _argument(draw, shape, dtype):
     kind = draw(
         st.sampled_from(
-            ["ok", "dtype", "shape", "list", "none", "scalar", "view", "fortran", "empty", "readonly"]
+            [
+                "ok",
+                "dtype",
+                "shape",
+                "list",
+                "none",
+                "scalar",
+                "view",
+                "fortran",
+                "empty",
+                "readonly",
+            ]
         )
     )
     base = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape) / 7
@@ -123,9 +134,13 @@ def _argument(draw, shape, dtype):
         case "ok":
             return base, True
         case "dtype":
-            return base.astype(draw(st.sampled_from([np.float64, np.int32, np.float16, bool]))), False
+            return base.astype(
+                draw(st.sampled_from([np.float64, np.int32, np.float16, bool]))
+            ), False
         case "shape":
-            return np.zeros(draw(st.sampled_from([(3,), (5, 3), (3, 5, 1), (), (0,)])), np.float32), False
+            return np.zeros(
+                draw(st.sampled_from([(3,), (5, 3), (3, 5, 1), (), (0,)])), np.float32
+            ), False
         case "list":
             return base.tolist(), False
         case "none":
