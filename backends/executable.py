@@ -101,6 +101,15 @@ def entry_signatures(
     return sigs
 
 
+def _allocate_result(sig: Signature, index: int) -> np.ndarray:
+    """The output array for result `index`; too large for memory is an error of `run`."""
+    spec = sig.results[index]
+    try:
+        return np.empty(spec.shape, spec.dtype)
+    except (MemoryError, ValueError) as err:
+        raise LaminaRuntimeError(f"@{sig.name} result {index} ({spec}): {err}") from None
+
+
 def _lowered_signature(
     op: Operation, sigs: dict[str, Signature], rejected: dict[str, str] | None
 ) -> bool:
@@ -157,7 +166,7 @@ class Executable:
         """Call entry function `name`; one result → an array, several → a tuple."""
         sig = self._signature(name)
         inputs = self._check_inputs(sig, arrays)
-        outputs = [np.empty(r.shape, r.dtype) for r in sig.results]
+        outputs = [_allocate_result(sig, i) for i in range(len(sig.results))]
         cfunc = self._cfunc(name, len(inputs) + len(outputs))
         cfunc(*(a.ctypes.data_as(ctypes.c_void_p) for a in (*inputs, *outputs)))
         self._raise_pending_error()

@@ -348,3 +348,15 @@ graph.func @main(%x: tensor<f64>) -> tensor<f64> {
     )
     assert result.returncode == 0, result.stderr
     assert "needs '__truncdfhf2', which no loaded library defines" in result.stdout
+
+
+def test_result_too_large_for_memory_is_an_error_of_run():
+    big_out = """\
+graph.func @main(%x: tensor<4xf32>) -> tensor<100000x250000x4xf32> {
+  %b = graph.broadcast_to %x : (tensor<4xf32>) -> tensor<100000x250000x4xf32>
+  graph.return %b : tensor<100000x250000x4xf32>
+}
+"""
+    exe = lamina.compile(big_out)
+    with pytest.raises(lamina.LaminaRuntimeError, match=r"@main result 0 \(float32\[100000"):
+        exe.run("main", np.ones(4, np.float32))
