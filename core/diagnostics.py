@@ -213,6 +213,12 @@ def parse_module(
     except RecursionError:
         err = ParseError(parser._current_token.span, TOO_DEEP)
         raise DiagnosticError([parse_error_diagnostic(err, line_offset)]) from None
+    except (ValueError, KeyError, IndexError, TypeError, AssertionError) as failure:
+        # A custom op parser that fails with a Python error (found by fuzzing:
+        # `llvm.icmp " " ...` raises ValueError in xDSL) is still bad input here.
+        message = f"cannot parse this: {type(failure).__name__}: {failure}"
+        err = ParseError(parser._current_token.span, message)
+        raise DiagnosticError([parse_error_diagnostic(err, line_offset)]) from None
     except ParseError as err:
         raise DiagnosticError([parse_error_diagnostic(err, line_offset)]) from None
     except VerifyException as err:

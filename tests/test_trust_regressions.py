@@ -360,3 +360,19 @@ graph.func @main(%x: tensor<4xf32>) -> tensor<100000x250000x4xf32> {
     exe = lamina.compile(big_out)
     with pytest.raises(lamina.LaminaRuntimeError, match=r"@main result 0 \(float32\[100000"):
         exe.run("main", np.ones(4, np.float32))
+
+
+def test_parser_errors_of_custom_op_parsers_are_diagnostics():
+    """Found by mutation fuzzing: xDSL's `llvm.icmp` parser raised ValueError on a bad predicate."""
+    text = """\
+builtin.module attributes {lamina.phase = #lamina.phase<build>} {
+  llvm.func @f(%a: i64) {
+    %0 = llvm.icmp " " "slt" %a, %a : i64
+    llvm.return
+  }
+}
+"""
+    with pytest.raises(DiagnosticError) as err:
+        lamina.compile(text, filename="bad.mlir")
+    assert "bad.mlir:3:" in err.value.format()
+    assert "cannot parse this: ValueError" in err.value.format()
