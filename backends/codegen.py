@@ -52,6 +52,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import LLVMTranslationException
 
 from lamina.backends import jit_symbols
+from lamina.backends.binary_constants import attach_bytes, detached_dense_globals
 from lamina.backends.llvm_conversion import LOOP_KIND_ATTR
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
 
@@ -229,11 +230,13 @@ def translate(module: ModuleOp, tm: llvm.TargetMachine | None = None) -> llvm_ir
     _check_build_phase_ops(module)
     tm = tm or _host_target_machine(jit=False)
     try:
-        ir_module = convert_module(
-            module, fallback_target_triple=tm.triple, data_layout=str(tm.target_data)
-        )
+        with detached_dense_globals(module) as blobs:
+            ir_module = convert_module(
+                module, fallback_target_triple=tm.triple, data_layout=str(tm.target_data)
+            )
     except (NotImplementedError, LLVMTranslationException, KeyError) as err:
         raise CodegenError(_translation_diagnostic(module, err)) from None
+    attach_bytes(ir_module, blobs)
     for fn in ir_module.functions:
         if not fn.is_declaration:
             for attr in FUNCTION_ATTRIBUTES:
@@ -425,8 +428,14 @@ _stats = {"hits": 0, "misses": 0}
 
 def module_key(module: ModuleOp) -> str:
     """Content hash of the printed llvm-dialect module (plus the host CPU it is compiled for)."""
-    text = f"{llvm.get_host_cpu_name()}\n{OPT_LEVEL}\n{module}"
-    return hashlib.sha256(text.encode()).hexdigest()
+    digest = hashlib.sha256(f"{llvm.get_host_cpu_name()}\n{OPT_LEVEL}\n".encode())
+    # Constant data is hashed as bytes: xDSL prints a dense value via a Python list.
+    with detached_dense_globals(module) as blobs:
+        digest.update(str(module).encode())
+    for name, data in sorted(blobs.items()):
+        digest.update(f"\n{name}:{len(data)}\n".encode())
+        digest.update(data)
+    return digest.hexdigest()
 
 
 def compile_module(module: ModuleOp, *, use_cache: bool = True) -> CompiledModule:

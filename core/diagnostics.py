@@ -34,6 +34,8 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 from xdsl.utils.mlir_lexer import MLIRLexer
 
+from lamina.core.dense_text import use_fast_string_lexer
+
 
 class Severity(Enum):
     ERROR = "error"
@@ -154,6 +156,7 @@ class LocatedParser(Parser):
         self, ctx: Context, input: str | bytes, name: str = "<stdin>", line_offset: int = 0
     ):
         super().__init__(ctx, input, name)
+        use_fast_string_lexer(self.lexer)  # megabytes of hex weights lex in linear time
         self._line_offset = line_offset
         self._filename_attr = StringAttr(name)
 

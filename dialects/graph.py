@@ -48,12 +48,14 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     FunctionType,
     IntegerAttr,
+    IntegerType,
     ModuleOp,
     ShapedType,
     StringAttr,
     SymbolRefAttr,
     TensorType,
     UnitAttr,
+    i1,
     i64,
 )
 from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
@@ -2203,12 +2205,184 @@ class CallExternOp(_DeviceOp):
             raise VerifyException("callee name must not be empty")
 
 
+# ---------------------------------------------------------------------------
+# Data-movement ops for imported models: gather, slice, where
+# ---------------------------------------------------------------------------
+
+
+def gather_result_shape(data: Sequence[int], indices: Sequence[int], axis: int) -> tuple[int, ...]:
+    """`data.shape[:axis] + indices.shape + data.shape[axis + 1:]` (numpy `take`)."""
+    axis = normalize_axis(axis, len(data))
+    return (*data[:axis], *indices, *data[axis + 1 :])
+
+
+def slice_result_shape(
+    shape: Sequence[int], starts: Sequence[int], sizes: Sequence[int], steps: Sequence[int]
+) -> tuple[int, ...]:
+    """The shape of a strided window: `sizes`, checked to stay inside `shape`."""
+    rank = len(shape)
+    _check_length("starts", starts, [rank])
+    _check_length("sizes", sizes, [rank])
+    _check_length("steps", steps, [rank])
+    for dim, (extent, start, size, step) in enumerate(
+        zip(shape, starts, sizes, steps, strict=True)
+    ):
+        if step == 0:
+            raise ShapeError(f"steps must be non-zero, got 0 in dim {dim}")
+        if size < 0:
+            raise ShapeError(f"sizes must be non-negative, got {size} in dim {dim}")
+        last = start + (size - 1) * step
+        if size > 0 and not (0 <= start < extent and 0 <= last < extent):
+            raise ShapeError(
+                f"dim {dim}: elements {start} to {last} (step {step}) leave the "
+                f"operand extent {extent}"
+            )
+    return tuple(sizes)
+
+
+@irdl_op_definition
+class GatherOp(_ComputeOp):
+    """Take elements along `axis` (default 0) at integer `indices` (numpy `take`,
+    ONNX `Gather`): the result is `data.shape[:axis] + indices.shape +
+    data.shape[axis+1:]`. A negative index counts from the end; an index out of
+    range reads the nearest element (ONNX leaves it undefined), so a read never
+    leaves the buffer.
+    """
+
+    name = "graph.gather"
+
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = opt_prop_def(IntegerAttr[I64])
+
+    def __init__(
+        self,
+        data: SSAValue | Operation,
+        indices: SSAValue | Operation,
+        axis: int | None = None,
+        device: DeviceAttr | None = None,
+    ):
+        dv, iv = SSAValue.get(data), SSAValue.get(indices)
+        shape = gather_result_shape(tensor_shape(dv), tensor_shape(iv), axis or 0)
+        super().__init__(
+            operands=[data, indices],
+            result_types=[_tensor(element_type(dv), shape)],
+            properties={"axis": _i64(axis), "device": device},
+        )
+
+    @property
+    def axis_value(self) -> int:
+        return _axis_value(self.axis, 0, self.data)
+
+    def infer_result_type(self) -> Attribute:
+        index_type = element_type(self.indices)
+        if not isinstance(index_type, IntegerType) or index_type.width.data == 1:
+            raise ShapeError(f"indices must have an integer element type, got {index_type}")
+        shape = gather_result_shape(
+            tensor_shape(self.data), tensor_shape(self.indices), _axis(self.axis, 0)
+        )
+        return _tensor(element_type(self.data), shape)
+
+
+@irdl_op_definition
+class SliceOp(_OneInputOp):
+    """A strided window: `result[i] = input[starts + i * steps]` per dimension,
+    with `sizes` elements along each (`array<i64>`s, one entry per dimension;
+    steps may be negative). Every element read must lie inside the operand,
+    so out-of-range ONNX/NumPy slice bounds are resolved by the builder."""
+
+    name = "graph.slice"
+
+    starts = prop_def(DenseArrayBase.constr(i64))
+    sizes = prop_def(DenseArrayBase.constr(i64))
+    steps = prop_def(DenseArrayBase.constr(i64))
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        starts: Sequence[int],
+        sizes: Sequence[int],
+        steps: Sequence[int] | None = None,
+        device: DeviceAttr | None = None,
+    ):
+        value = SSAValue.get(input)
+        steps = tuple(steps) if steps is not None else (1,) * len(sizes)
+        shape = slice_result_shape(tensor_shape(value), starts, sizes, steps)
+        super().__init__(
+            operands=[input],
+            result_types=[_tensor(element_type(value), shape)],
+            properties={
+                "starts": _i64_array(starts),
+                "sizes": _i64_array(sizes),
+                "steps": _i64_array(steps),
+                "device": device,
+            },
+        )
+
+    @property
+    def starts_value(self) -> tuple[int, ...]:
+        return _int_values(self.starts)
+
+    @property
+    def steps_value(self) -> tuple[int, ...]:
+        return _int_values(self.steps)
+
+    def infer_result_type(self) -> Attribute:
+        shape = slice_result_shape(
+            tensor_shape(self.input),
+            self.starts_value,
+            _int_values(self.sizes),
+            self.steps_value,
+        )
+        return _tensor(element_type(self.input), shape)
+
+
+@irdl_op_definition
+class WhereOp(_ComputeOp):
+    """Elementwise `condition ? lhs : rhs` (an `i1` condition) with NumPy
+    broadcasting of all three operands (numpy `where`, ONNX `Where`)."""
+
+    name = "graph.where"
+
+    condition = operand_def(TensorType)
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    def __init__(
+        self,
+        condition: SSAValue | Operation,
+        lhs: SSAValue | Operation,
+        rhs: SSAValue | Operation,
+        device: DeviceAttr | None = None,
+    ):
+        cv, lv, rv = (SSAValue.get(v) for v in (condition, lhs, rhs))
+        shape = broadcast_shapes(tensor_shape(cv), tensor_shape(lv), tensor_shape(rv))
+        super().__init__(
+            operands=[condition, lhs, rhs],
+            result_types=[_tensor(element_type(lv), shape)],
+            properties={"device": device},
+        )
+
+    def infer_result_type(self) -> Attribute:
+        cond = element_type(self.condition)
+        if cond != i1:
+            raise ShapeError(f"condition must have element type i1, got {cond}")
+        elem = _check_same_element_type([self.lhs, self.rhs], ["lhs", "rhs"])
+        shape = broadcast_shapes(
+            tensor_shape(self.condition), tensor_shape(self.lhs), tensor_shape(self.rhs)
+        )
+        return _tensor(elem, shape)
+
+
 COMPUTE_OPS: tuple[type[IRDLOperation], ...] = (
     AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp,
     NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp, ErfOp, ReluOp, GeluOp,
     MatmulOp, Conv2dOp, MaxPool2dOp, AvgPool2dOp, GlobalAvgPool2dOp, SoftmaxOp, LayerNormOp,
     ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
     ReshapeOp, TransposeOp, ConcatOp, BroadcastToOp, CastOp, LayoutTransformOp,
+    GatherOp, SliceOp, WhereOp,
 )  # fmt: skip
 """Every op with the `GraphCompute` trait."""
 

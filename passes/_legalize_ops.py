@@ -870,6 +870,58 @@ def _unsupported_map(op: Operation, constraint: ConstraintAttr, why: str) -> Dia
 
 
 # ---------------------------------------------------------------------------
+# Data movement for imported models: gather, slice, where
+# ---------------------------------------------------------------------------
+
+
+def build_gather(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
+    """`out[a.., j.., b..] = data[a.., wrap(indices[j..]), b..]`: a negative index
+    counts from the end, and the index is clamped into range so the read
+    never leaves the buffer."""
+    assert isinstance(op, graph.GatherOp)
+    data, indices = inputs
+    axis = op.axis_value
+    extent = shape_of(data)[axis]
+    rank_i = len(shape_of(indices))
+
+    def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        raw = em.read(indices, sp[axis : axis + rank_i])
+        i = em.emit(arith.IndexCastOp(raw, INDEX))
+        i = em.select(em.cmpi("slt", i, 0), em.iadd(i, extent), i)
+        i = em.clamp(i, max(extent - 1, 0))
+        return em.read(data, [*sp[:axis], i, *sp[axis + rank_i :]])
+
+    return [kb.compute(shape_of(op.results[0]), elt(data), body)]
+
+
+def build_slice(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
+    """`out[i] = x[starts + i * steps]` (the verifier keeps every read in bounds)."""
+    assert isinstance(op, graph.SliceOp)
+    (x,) = inputs
+    starts, steps = op.starts_value, op.steps_value
+
+    def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        idx = [
+            em.affine([(i, step)], start) for i, start, step in zip(sp, starts, steps, strict=True)
+        ]
+        return em.read(x, idx)
+
+    return [kb.compute(shape_of(op.results[0]), elt(x), body)]
+
+
+def build_where(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
+    """`out[i] = cond[bcast(i)] ? a[bcast(i)] : b[bcast(i)]`."""
+    cond, a, b = inputs
+    out = op.results[0].type
+
+    def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        c, x, y = (em.read(v, broadcast_indices(em, sp, shape_of(v))) for v in (cond, a, b))
+        return em.select(c, x, y)
+
+    return [kb.compute(shape_of(out), elt(out), body)]
+
+
+# ---------------------------------------------------------------------------
 # Dispatch
 # ---------------------------------------------------------------------------
 
@@ -894,6 +946,9 @@ BUILDERS: dict[str, Builder] = {
     "graph.broadcast_to": build_broadcast_to,
     "graph.cast": build_cast,
     "graph.layout_transform": build_layout_transform,
+    "graph.gather": build_gather,
+    "graph.slice": build_slice,
+    "graph.where": build_where,
 }
 """Graph compute op name → te builder."""
 

@@ -594,6 +594,69 @@ def _zero_size_cases() -> list[OpCase]:
     ]
 
 
+def _data_cases() -> list[OpCase]:
+    """gather (negative and embedding-style indices), slice (strided, reversed), where."""
+
+    def gather_inputs(data, idx):
+        def inputs(rng: np.random.Generator) -> list[np.ndarray]:
+            return [rng.uniform(-2, 2, size=data).astype(np.float32), np.asarray(idx)]
+
+        return inputs
+
+    cases = []
+    for data, idx, axis in [
+        ((5, 3), np.array([4, -1, 0], dtype=np.int64), 0),
+        ((2, 5, 3), np.array([[1, -2], [0, 4]], dtype=np.int32), 1),
+        ((10, 4), np.array([[7, 2, 9], [0, 0, 3]], dtype=np.int64), 0),
+        ((4,), np.array(2, dtype=np.int64), 0),
+    ]:
+        itype = i64 if idx.dtype == np.int64 else i32
+        cases.append(
+            OpCase(
+                f"graph.gather-{data}-{idx.shape}-axis{axis}",
+                (tensor(data), tensor(idx.shape, itype)),
+                lambda a, ax=axis: graph.GatherOp(a[0], a[1], ax),
+                lambda x, i, ax=axis: np.take(x, i, axis=ax),
+                inputs=gather_inputs(data, idx),
+                exact=True,
+            )
+        )
+    for shape, starts, sizes, steps in [
+        ((6, 5), (1, 0), (3, 5), (2, 1)),
+        ((4, 7), (3, 6), (4, 3), (-1, -3)),
+        ((3, 4), (0, 1), (0, 2), (1, 1)),
+    ]:
+        cases.append(
+            OpCase(
+                f"graph.slice-{shape}-{starts}-{sizes}-{steps}",
+                (tensor(shape),),
+                lambda a, st=starts, si=sizes, sp=steps: graph.SliceOp(a[0], st, si, sp),
+                lambda x, st=starts, si=sizes, sp=steps: x[
+                    tuple(
+                        np.arange(s, s + n * p, p)[:n].reshape(
+                            [-1 if d == k else 1 for d in range(len(si))]
+                        )
+                        for k, (s, n, p) in enumerate(zip(st, si, sp, strict=True))
+                    )
+                ],
+                exact=True,
+            )
+        )
+    for shapes, element in [([(2, 3), (2, 3), (2, 3)], f32), ([(3,), (2, 1), ()], f32),
+                            ([(4,), (4,), (1,)], i32)]:  # fmt: skip
+        types = (tensor(shapes[0], i1), tensor(shapes[1], element), tensor(shapes[2], element))
+        cases.append(
+            OpCase(
+                f"graph.where-{shapes}-{element}",
+                types,
+                lambda a: graph.WhereOp(*a),
+                np.where,
+                exact=True,
+            )
+        )
+    return cases
+
+
 CASES: list[OpCase] = [
     *_binary_cases(),
     *_bool_cases(),
@@ -603,6 +666,7 @@ CASES: list[OpCase] = [
     *_movement_cases(),
     *_zero_size_cases(),
     *_f16_cases(),
+    *_data_cases(),
 ]
 """Every graph compute op over several shapes and element types."""
 

@@ -520,6 +520,8 @@ def test_every_design_op_is_registered():
         "global_avg_pool2d softmax layer_norm reduce_sum reduce_mean reduce_max reshape "
         "transpose concat broadcast_to cast"
     ).split()
+    # Beyond the design's list (docs/design-deviations.md): the ops ONNX import needs.
+    expected += ["gather", "slice", "where"]
     assert {f"graph.{n}" for n in expected} == names
 
 

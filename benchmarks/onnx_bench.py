@@ -1,0 +1,71 @@
+"""Imported networks: import and compile time, and run time against onnxruntime.
+
+    python benchmarks/onnx_bench.py [--models mlp,transformer,resnet18] [--rounds 5]
+
+For each network of examples/onnx_models.py (random weights): import time,
+`lamina.compile` time, and the median time per run of Lamina and
+onnxruntime (both on all cores), measured in interleaved rounds so that
+machine load affects both alike; the ratio is Lamina / onnxruntime.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+import lamina
+from lamina.frontends.onnx import import_model
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "examples"))
+import onnx_models  # noqa: E402
+
+
+def bench(name: str, rounds: int) -> dict[str, float]:
+    model = onnx_models.BUILDERS[name]()
+    info = model.graph.input[0]
+    shape = [d.dim_value for d in info.type.tensor_type.shape.dim]
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    start = time.perf_counter()
+    module = import_model(model).module
+    t_import = time.perf_counter() - start
+    start = time.perf_counter()
+    exe = lamina.compile(module)
+    t_compile = time.perf_counter() - start
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = session.run(None, {info.name: x})[0]
+    got = exe.run("main", x)
+    error = float(np.abs(got - want).max() / np.abs(want).max())
+    lamina_times, ort_times = [], []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        exe.run("main", x)
+        lamina_times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        session.run(None, {info.name: x})
+        ort_times.append(time.perf_counter() - start)
+    t_lamina, t_ort = float(np.median(lamina_times)), float(np.median(ort_times))
+    return {"import": t_import, "compile": t_compile, "lamina": t_lamina, "ort": t_ort,
+            "ratio": t_lamina / t_ort, "error": error}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="mlp,transformer,resnet18")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args(argv)
+    print(f"{'model':<12} {'import s':>9} {'compile s':>10} {'lamina ms':>10} {'ort ms':>8} "
+          f"{'ratio':>7} {'rel err':>9}")  # fmt: skip
+    for name in args.models.split(","):
+        r = bench(name, args.rounds)
+        print(f"{name:<12} {r['import']:>9.2f} {r['compile']:>10.2f} {r['lamina'] * 1e3:>10.2f} "
+              f"{r['ort'] * 1e3:>8.2f} {r['ratio']:>7.1f} {r['error']:>9.1e}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

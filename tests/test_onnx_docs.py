@@ -1,0 +1,43 @@
+"""docs/onnx.md's worked example runs as written, and so does examples/resnet18_onnx.py."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+ROOT = Path(__file__).parent.parent
+PAGE = ROOT / "docs" / "onnx.md"
+
+
+def _blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", PAGE.read_text(), re.S)
+
+
+def test_worked_example_runs(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (python,) = _blocks("python")
+    exec(compile(python, str(PAGE), "exec"), {})  # noqa: S102 - the page's own code
+    (shell,) = _blocks("sh")
+    bin_dir = Path(sys.executable).parent
+    for line in shell.strip().splitlines():
+        tool, *args = line.split()
+        done = subprocess.run([str(bin_dir / tool), *args], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    assert "graph.conv2d" in (tmp_path / "small.mlir").read_text()
+
+
+def test_resnet18_example_runs_small() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "resnet18_onnx.py"), "--size", "32",
+         "--repeat", "1"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "time per image: lamina" in done.stdout

@@ -1,0 +1,149 @@
+"""`lamina-import-onnx` and the importer's diagnostics: what cannot be imported
+exactly is an error naming the node (name, op type, opset), exit status 1, no
+traceback and no output file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx_util import make_model, run_ort
+
+import lamina
+from lamina.tools.lamina_import_onnx import main
+
+from onnx import TensorProto, helper, save  # isort: skip
+
+
+def _tool(capsys, *argv: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    return int(exc.value.code or 0), out, err
+
+
+def _save(tmp_path: Path, model, name: str = "m.onnx") -> str:
+    path = tmp_path / name
+    save(model, str(path))
+    return str(path)
+
+
+def _conv_model(opset: int = 17):
+    rng = np.random.default_rng(0)
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+        helper.make_node("Relu", ["c"], ["y"], name="relu"),
+    ]
+    x = rng.standard_normal((1, 2, 5, 5)).astype(np.float32)
+    inits = {"w": rng.standard_normal((3, 2, 3, 3)).astype(np.float32)}
+    return make_model(nodes, {"x": x}, ["y"], inits, opset), x
+
+
+def test_import_writes_a_module_that_compiles_and_matches(tmp_path, capsys) -> None:
+    model, x = _conv_model()
+    out = tmp_path / "m.mlir"
+    code, _, err = _tool(capsys, _save(tmp_path, model), "-o", str(out))
+    assert code == 0, err
+    text = out.read_text()
+    assert "graph.func @main(%x: tensor<1x2x5x5xf32>) -> tensor<1x3x5x5xf32>" in text
+    assert "graph.constant dense<" in text
+    got = lamina.compile(text).run("main", x)
+    np.testing.assert_allclose(got, run_ort(model, {"x": x})[0], rtol=1e-4, atol=1e-5)
+
+
+def test_old_opset_is_upgraded_with_a_note(tmp_path, capsys) -> None:
+    model, _ = _conv_model(opset=11)
+    code, out, err = _tool(capsys, _save(tmp_path, model))
+    assert code == 0, err
+    assert "note: the model was upgraded from opset 11 to 13" in err
+    assert "graph.conv2d" in out
+
+
+def _error_of(tmp_path, capsys, model, *extra: str) -> str:
+    out = tmp_path / "never.mlir"
+    code, _, err = _tool(capsys, _save(tmp_path, model), "-o", str(out), *extra)
+    assert code == 1
+    assert "Traceback" not in err
+    assert not out.exists()
+    return err
+
+
+def test_unknown_operator_names_the_node(tmp_path, capsys) -> None:
+    node = helper.make_node("Celu", ["x"], ["y"], name="act")
+    err = _error_of(tmp_path, capsys, make_model([node], {"x": np.zeros(3, np.float32)}, ["y"]))
+    assert "m.onnx: error: node 'act' (Celu, opset 17): operator is not supported" in err
+
+
+def test_unsupported_attribute_names_it(tmp_path, capsys) -> None:
+    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], dilations=[2, 2],
+                            name="pool")  # fmt: skip
+    x = np.zeros((1, 1, 6, 6), np.float32)
+    err = _error_of(tmp_path, capsys, make_model([node], {"x": x}, ["y"]))
+    assert "node 'pool' (MaxPool, opset 17): dilated pooling is not supported" in err
+    node = helper.make_node("Softmax", ["x"], ["y"], axis=1, foo=3, name="sm")
+    err = _error_of(tmp_path, capsys, make_model([node], {"x": x}, ["y"]))
+    assert "node 'sm' (Softmax, opset 17): attribute 'foo' (= 3) is not supported" in err
+
+
+def test_runtime_shape_input_is_refused(tmp_path, capsys) -> None:
+    node = helper.make_node("Reshape", ["x", "s"], ["y"], name="rs")
+    inputs = {"x": np.zeros((2, 3), np.float32), "s": np.array([3, 2], np.int64)}
+    err = _error_of(tmp_path, capsys, make_model([node], inputs, ["y"]))
+    assert "node 'rs' (Reshape, opset 17): input #1 (shape) must be a constant" in err
+
+
+def test_dynamic_dimension_and_its_override(tmp_path, capsys) -> None:
+    node = helper.make_node("Relu", ["x"], ["y"], name="r")
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    err = _error_of(tmp_path, capsys, model)
+    assert "input 'x' has a dynamic dimension 0 ('batch')" in err
+    assert "--input-shape x=" in err
+    code, out, err = _tool(capsys, _save(tmp_path, model), "--input-shape", "x=2,4")
+    assert code == 0, err
+    assert "graph.func @main(%x: tensor<2x4xf32>) -> tensor<2x4xf32>" in out
+
+
+def test_opset_out_of_range(tmp_path, capsys) -> None:
+    node = helper.make_node("Relu", ["x"], ["y"])
+    model = make_model([node], {"x": np.zeros(3, np.float32)}, ["y"], opset=22)
+    err = _error_of(tmp_path, capsys, model)
+    assert "m.onnx: error: opset 22 is not supported (supported: 13 to 21)" in err
+
+
+def test_inference_only(tmp_path, capsys) -> None:
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"],
+                            training_mode=1, name="bn")  # fmt: skip
+    stats = {k: np.ones(2, np.float32) for k in "sbmv"}
+    err = _error_of(tmp_path, capsys, make_model([node], {"x": np.zeros((1, 2, 2), np.float32)},
+                                                 ["y"], stats))  # fmt: skip
+    assert "node 'bn' (BatchNormalization, opset 17): training_mode = 1 is not supported" in err
+
+
+def test_malformed_and_missing_files(tmp_path, capsys) -> None:
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x08\x07this is not protobuf\xff\xff")
+    code, _, err = _tool(capsys, str(bad), "-o", str(tmp_path / "out.mlir"))
+    assert code == 1 and "bad.onnx: error: not a valid ONNX model" in err
+    assert "Traceback" not in err and not (tmp_path / "out.mlir").exists()
+    code, _, err = _tool(capsys, str(tmp_path / "missing.onnx"))
+    assert code == 1 and "missing.onnx: error: no such file" in err
+
+
+def test_bad_input_shape_flag(tmp_path, capsys) -> None:
+    model, _ = _conv_model()
+    code, _, err = _tool(capsys, _save(tmp_path, model), "--input-shape", "x")
+    assert code == 1
+    assert "--input-shape expects NAME=D0,D1,..." in err
+
+
+def test_inconsistent_node_is_a_diagnostic(tmp_path, capsys) -> None:
+    nodes = [helper.make_node("Expand", ["x", "s"], ["y"], name="ex")]
+    shape = np.array([4, 5], np.int64)
+    model = make_model(nodes, {"x": np.zeros((3, 1), np.float32)}, ["y"], {"s": shape})
+    err = _error_of(tmp_path, capsys, model)
+    assert "node 'ex' (Expand, opset 17): invalid node:" in err

@@ -1,0 +1,79 @@
+"""`lamina-import-onnx MODEL.onnx -o MODEL.mlir`: ONNX model → graph-dialect module.
+
+    lamina-import-onnx resnet18.onnx -o resnet18.mlir
+    lamina-import-onnx bert.onnx --input-shape input_ids=1,128 -o bert.mlir
+
+The module has one entry `@main`: parameters are the graph's inputs
+(initializers excluded) in order, results its outputs in order. Weights
+stay binary in memory and print as hex `dense<"0x...">` attributes. A model
+the importer cannot represent exactly is an error naming the node (name,
+op type, opset) and what is missing; exit status 1, and no output file.
+See docs/onnx.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from lamina.core.cli import UsageError, guarded_main
+from lamina.tools.lamina_run import _ArgumentParser
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _ArgumentParser(prog="lamina-import-onnx", description=__doc__.splitlines()[0])
+    p.add_argument("model", help="ONNX model file (.onnx)")
+    p.add_argument("-o", "--output", default="-", help="output .mlir file (default: stdout)")
+    p.add_argument(
+        "--input-shape",
+        action="append",
+        default=[],
+        metavar="NAME=D0,D1,...",
+        help="static shape for an input with dynamic dimensions (repeatable)",
+    )
+    return p
+
+
+def parse_input_shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
+    shapes: dict[str, tuple[int, ...]] = {}
+    for spec in specs:
+        name, sep, dims = spec.rpartition("=")
+        try:
+            shape = tuple(int(d) for d in dims.split(",") if d.strip())
+        except ValueError:
+            shape = ()
+        if not sep or not name or not shape or any(d < 0 for d in shape):
+            raise UsageError(f"--input-shape expects NAME=D0,D1,... with sizes >= 0, got '{spec}'")
+        shapes[name] = shape
+    return shapes
+
+
+def run(argv: list[str] | None = None) -> int:
+    from lamina.core.dense_text import print_module
+
+    try:
+        from lamina.frontends.onnx import import_file
+    except ImportError as err:
+        raise UsageError(
+            f"the ONNX importer needs the 'onnx' package ({err}); "
+            "install it with: pip install 'lamina[onnx]'"
+        ) from None
+    args = _parser().parse_args(argv)
+    result = import_file(args.model, parse_input_shapes(args.input_shape))
+    for note in result.notes:
+        print(f"{args.model}: note: {note}", file=sys.stderr)
+    text = print_module(result.module) + "\n"
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        Path(args.output).write_text(text)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    sys.exit(guarded_main("lamina-import-onnx", lambda: run(argv)))
+
+
+if __name__ == "__main__":
+    main()
