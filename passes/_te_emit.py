@@ -184,7 +184,7 @@ class ScalarEmitter:
         return self.emit(arith.AndIOp(a, b) if is_bool(a.type) else arith.MuliOp(a, b))
 
     def div(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        """Float division, or integer division rounding toward -inf (NumPy's `//`).
+        """Float division, or integer division truncating toward zero (C, ONNX, TVM `truncdiv`).
 
         Integer division never traps: `x / 0` is 0 (NumPy's result) and
         `MIN / -1` wraps to MIN, both chosen by selects around a division by a
@@ -198,7 +198,7 @@ class ScalarEmitter:
         by_zero = self.emit(arith.CmpiOp(b, self.const(0, t), "eq"))
         by_minus_one = self.emit(arith.CmpiOp(b, self.const(-1, t), "eq"))
         unsafe = self.emit(arith.OrIOp(by_zero, by_minus_one))
-        quotient = self.emit(arith.FloorDivSIOp(a, self.select(unsafe, self.const(1, t), b)))
+        quotient = self.emit(arith.DivSIOp(a, self.select(unsafe, self.const(1, t), b)))
         quotient = self.select(by_minus_one, self.neg(a), quotient)
         return self.select(by_zero, self.const(0, t), quotient)
 

@@ -210,10 +210,12 @@ BROADCAST_SHAPES = [((2, 3), (3,)), ((4, 1, 3), (2, 1)), ((), (2, 2)), ((1,), (5
                     ((3, 1), (1, 4)), ((7,), (7,)), ((2, 1, 1), ())]  # fmt: skip
 
 
-def _floor_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Integer division as NumPy's `//` (floor); `x // 0` is 0 and `MIN // -1` wraps (no trap)."""
-    with np.errstate(all="ignore"):
-        return np.floor_divide(*np.broadcast_arrays(a, b)).astype(a.dtype)
+def _trunc_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer division toward zero; `x / 0` is 0 and `MIN / -1` wraps (no trap)."""
+    a64, b64 = np.broadcast_arrays(a.astype(np.int64), b.astype(np.int64))
+    safe = np.where(b64 == 0, 1, b64)
+    q = np.where(b64 == 0, 0, np.abs(a64) // np.abs(safe) * np.sign(a64) * np.sign(safe))
+    return q.astype(a.dtype)
 
 
 def _bool_cases() -> list[OpCase]:
@@ -251,7 +253,7 @@ def _binary_cases() -> list[OpCase]:
         np.array([[7, -7, 5, -(2**31)], [-9, 8, 0, 6]], dtype=np.int32),
         np.array([2, 0, -3, -1], np.int32),
     ]
-    int_refs = {**BINARY, graph.DivOp: _floor_divide}
+    int_refs = {**BINARY, graph.DivOp: _trunc_divide}
     for cls, ref in int_refs.items():
         cases.append(
             OpCase(
