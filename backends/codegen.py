@@ -225,8 +225,14 @@ def _check_build_phase_ops(module: ModuleOp) -> None:
         )
 
 
-def translate(module: ModuleOp, tm: llvm.TargetMachine | None = None) -> llvm_ir.Module:
-    """llvm dialect → llvmlite IR module, with host triple and data layout."""
+def translate(
+    module: ModuleOp, tm: llvm.TargetMachine | None = None, *, host: bool = True
+) -> llvm_ir.Module:
+    """llvm dialect → llvmlite IR module, with host triple and data layout.
+
+    With `host` (code for this machine, not a portable `cpu`), functions also
+    get the host's vector width (`vector_width_attributes`).
+    """
     _check_build_phase_ops(module)
     tm = tm or _host_target_machine(jit=False)
     try:
@@ -241,10 +247,26 @@ def translate(module: ModuleOp, tm: llvm.TargetMachine | None = None) -> llvm_ir
         if not fn.is_declaration:
             for attr in FUNCTION_ATTRIBUTES:
                 fn.attributes.add(attr)
+            if host:
+                # llvmlite only accepts enum attributes; string ones go in verbatim.
+                set.update(fn.attributes, vector_width_attributes())
     for func in _internal_functions(module):
         ir_module.get_global(func.sym_name.data).linkage = "internal"
     _attach_loop_metadata(module, ir_module)
     return ir_module
+
+
+def vector_width_attributes() -> tuple[str, ...]:
+    """Function attributes that make LLVM use the host's full vector width.
+
+    Without them LLVM follows the CPU's tuning, which on several AVX-512
+    CPUs (Intel's `prefer-256-bit`) keeps loops at 256 bits although the
+    peers run 512-bit kernels there; the width comes from `cpu_facts`.
+    """
+    from lamina.backends.cpu_facts import host_cpu_facts
+
+    bits = host_cpu_facts().vector_bits
+    return (f'"prefer-vector-width"="{bits}"', f'"min-legal-vector-width"="{bits}"')
 
 
 def _internal_functions(module: ModuleOp) -> list[llvm_dialect.FuncOp]:
@@ -375,9 +397,11 @@ def optimize(ref: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
         mpm.run(ref, builder)
 
 
-def _optimized_ref(module: ModuleOp, tm: llvm.TargetMachine, timings: CompileTimings):
+def _optimized_ref(
+    module: ModuleOp, tm: llvm.TargetMachine, timings: CompileTimings, *, host: bool = True
+):
     start = time.perf_counter()
-    ir_module = translate(module, tm)
+    ir_module = translate(module, tm, host=host)
     timings.translate = time.perf_counter() - start
     start = time.perf_counter()
     ref = parse_and_verify(ir_module)
@@ -496,8 +520,8 @@ def emit_llvm_ir(module: ModuleOp, *, optimized: bool = True, cpu: str | None = 
     """Textual LLVM IR for the host (or `cpu`); after O3 unless `optimized=False`."""
     tm = _host_target_machine(jit=False, cpu=cpu)
     if not optimized:
-        return str(translate(module, tm))
-    return str(_optimized_ref(module, tm, CompileTimings()))
+        return str(translate(module, tm, host=cpu is None))
+    return str(_optimized_ref(module, tm, CompileTimings(), host=cpu is None))
 
 
 def emit_object(module: ModuleOp, *, cpu: str | None = None) -> bytes:
@@ -508,13 +532,13 @@ def emit_object(module: ModuleOp, *, cpu: str | None = None) -> bytes:
     an object that also runs on older machines.
     """
     tm = _host_target_machine(jit=False, cpu=cpu)
-    return tm.emit_object(_optimized_ref(module, tm, CompileTimings()))
+    return tm.emit_object(_optimized_ref(module, tm, CompileTimings(), host=cpu is None))
 
 
 def emit_assembly(module: ModuleOp, *, cpu: str | None = None) -> str:
     """Assembly text of the optimized module for the host (or `cpu`)."""
     tm = _host_target_machine(jit=False, cpu=cpu)
-    return tm.emit_assembly(_optimized_ref(module, tm, CompileTimings()))
+    return tm.emit_assembly(_optimized_ref(module, tm, CompileTimings(), host=cpu is None))
 
 
 def system_compiler() -> str:

@@ -2,6 +2,16 @@
 
     python benchmarks/bench.py            # all cases
     python benchmarks/bench.py --quick    # small sizes, few repeats (smoke run)
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench.py
+
+(unset those two only for benchmarks: set in this environment, they slow
+NumPy's OpenBLAS.) Lamina and NumPy run in interleaved rounds at each
+thread count (`--threads 1,2`: Lamina through LAMINA_NUM_THREADS' runtime
+setter, NumPy's OpenBLAS through threadpoolctl or its own setter); the
+ratio is the median of the per-round ratios, with min and max. "% peak" is
+against a measured single-precision peak: a Lamina kernel of independent
+register-only FMA chains (see `measured_peak_gflops`), times the threads.
+Results go to a CSV and, with matplotlib installed, a PNG plot.
 
 For each case prints Lamina's time, NumPy's time, their ratio (>1 means
 Lamina is slower), Lamina's GFLOP/s and the compile time. NumPy's matmul uses
@@ -13,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -21,6 +32,9 @@ from dataclasses import dataclass
 import numpy as np
 
 import lamina
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers  # noqa: E402
 
 
 def _t(shape: tuple[int, ...]) -> str:
@@ -101,16 +115,101 @@ class Case:
     inputs: list[np.ndarray]
     reference: Callable[..., np.ndarray]
     flops: float
+    onnx: Callable[[], bytes] | None = None
+    """The same computation as an ONNX model (for onnxruntime), if any."""
 
 
-def _best_of(fn: Callable[[], object], repeat: int) -> float:
-    fn()  # warm up
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+def _rounds(fns: list[Callable[[], object]], rounds: int, settle: float = 0.0) -> list[list[float]]:
+    """Seconds per call of each function, measured in interleaved rounds (A, B, A, B, ...),
+    so that a noisy neighbour slows every peer alike.
+
+    `settle` seconds of sleep before each call let the previous peer's thread
+    pool go idle: OpenBLAS and onnxruntime workers spin for a while after a
+    call, and on a 2-core machine a spinning worker takes the core the next
+    peer's second thread needs (Lamina's libgomp team waits passively)."""
+    for fn in fns:
+        fn()  # warm up
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(rounds):
+        for fn, out in zip(fns, times, strict=True):
+            if settle:
+                time.sleep(settle)
+            start = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - start)
+    return times
+
+
+def set_numpy_threads(count: int) -> bool:
+    """Set the thread count of the OpenBLAS bundled with NumPy (threadpoolctl if present)."""
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(count)
+        return True
+    except ImportError:
+        pass
+    import ctypes
+    import glob
+
+    libs = glob.glob(os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs", "*openblas*"))
+    for path in libs:
+        lib = ctypes.CDLL(path)
+        for symbol in ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads"):
+            if hasattr(lib, symbol):
+                getattr(lib, symbol)(ctypes.c_int(count))
+                return True
+    return False
+
+
+def measured_peak_gflops(threads: int = 1) -> float:
+    """Single-precision peak of one core, measured: a register-only FMA chain kernel.
+
+    Lamina compiles `acc_i = acc_i * x + y` on 8 independent accumulator
+    rows (enough to hide FMA latency), so the loop is FMA-throughput-bound.
+    """
+    lanes = 64
+    n = 1 << 14
+    text = (
+        f"""builtin.module attributes {{lamina.phase = #lamina.phase<lowering>}} {{
+  loop.func @peak(%out: memref<8x{lanes}xf32>) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %cn = arith.constant {n} : index
+    %cl = arith.constant {lanes} : index
+    %x = arith.constant 0.999 : f32
+    %y = arith.constant 0.001 : f32
+    loop.for %k = %c0 to %cn step %c1 {{
+      loop.for %j = %c0 to %cl step %c1 kind(vectorized) {{
+"""
+        + "".join(
+            f"""        %r{r} = arith.constant {r} : index
+        %a{r} = loop.load %out[%r{r}, %j] : memref<8x{lanes}xf32>
+        %m{r} = arith.mulf %a{r}, %x : f32
+        %s{r} = arith.addf %m{r}, %y : f32
+        loop.store %s{r}, %out[%r{r}, %j] : memref<8x{lanes}xf32>
+"""
+            for r in range(8)
+        )
+        + """      }
+    }
+    loop.return
+  }
+}
+"""
+    )
+    import ctypes
+
+    from lamina.backends.codegen import compile_module
+    from lamina.backends.executable import _as_module, lower_to_build
+
+    module = _as_module(text, "peak")
+    lower_to_build(module)
+    compiled = compile_module(module)
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(compiled.get_function_address("peak"))
+    buf = np.ones((8, lanes), np.float32)
+    (times,) = _rounds([lambda: fn(buf.ctypes.data)], 7)
+    return 2.0 * 8 * lanes * n / min(times) / 1e9 * threads
 
 
 def cases(quick: bool) -> list[Case]:
@@ -123,7 +222,12 @@ def cases(quick: bool) -> list[Case]:
     for n in (64, 128) if quick else (256, 512, 1024):
         out.append(
             Case(
-                f"matmul N={n}", matmul_program(n), [rand(n, n), rand(n, n)], np.matmul, 2.0 * n**3
+                f"matmul N={n}",
+                matmul_program(n),
+                [rand(n, n), rand(n, n)],
+                np.matmul,
+                2.0 * n**3,
+                lambda n=n: peers.onnx_matmul(n),
             )
         )
     batch, sizes = (8, [64, 32, 32, 10]) if quick else (64, [784, 512, 512, 10])
@@ -138,6 +242,7 @@ def cases(quick: bool) -> list[Case]:
             params,
             numpy_mlp,
             flops,
+            lambda: peers.onnx_mlp(batch, sizes),
         )
     )
     n, c, hw, f = (1, 8, 14, 8) if quick else (1, 64, 56, 64)
@@ -148,6 +253,39 @@ def cases(quick: bool) -> list[Case]:
             [rand(n, c, hw, hw), rand(f, c, 3, 3)],
             numpy_conv3x3,
             2.0 * n * f * hw * hw * c * 9,
+            lambda: peers.onnx_conv3x3(n, c, hw, f),
+        )
+    )
+    layers = [
+        ("3x3", [(64, 3, 1, None)]),
+        ("1x1", [(64, 1, 1, None)]),
+        ("3x3 s2", [(64, 3, 2, None)]),
+    ]
+    for label, spec in layers if not quick else layers[1:2]:
+        net = peers.ConvNet((1, 8, 14, 14) if quick else (1, 64, 56, 56), spec)
+        out.append(
+            Case(
+                f"conv {label}+bias+relu",
+                net.program(),
+                net.inputs(rng),
+                net.numpy,
+                net.flops(),
+                net.onnx,
+            )
+        )
+    net = peers.resnet_style(quick)
+    out.append(
+        Case("resnet-style cnn", net.program(), net.inputs(rng), net.numpy, net.flops(), net.onnx)
+    )
+    seq, d, heads = (16, 64, 4) if quick else (128, 256, 4)
+    out.append(
+        Case(
+            f"attention s{seq} d{d} h{heads}",
+            peers.attention_program(seq, d, heads),
+            peers.attention_inputs(rng, seq, d),
+            peers.numpy_attention(heads),
+            peers.attention_flops(seq, d),
+            lambda: peers.onnx_attention(seq, d, heads),
         )
     )
     return out
@@ -156,28 +294,126 @@ def cases(quick: bool) -> list[Case]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
-    parser.add_argument("--repeat", type=int, default=None)
+    parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds")
+    parser.add_argument("--threads", default="1,2", help="thread counts, e.g. 1,2")
+    parser.add_argument("--csv", default="bench.csv", help="CSV output ('' for none)")
+    parser.add_argument("--plot", default="bench.png", help="PNG plot ('' for none)")
+    parser.add_argument(
+        "--settle", type=float, default=0.15, help="pause (s) before each call at >1 thread"
+    )
     args = parser.parse_args()
-    repeat = args.repeat or (3 if args.quick else 10)
-    threads = os.environ.get("LAMINA_NUM_THREADS", "all")
-    print(f"numpy {np.__version__}; LAMINA_NUM_THREADS={threads}; best of {repeat}")
-    header = f"{'case':28} {'lamina ms':>10} {'numpy ms':>10} {'ratio':>7} {'GFLOP/s':>8} {'compile s':>9}  max rel err"
+    rounds = args.rounds or (3 if args.quick else 9)
+    thread_counts = [int(t) for t in args.threads.split(",")]
+    if args.quick:
+        thread_counts = thread_counts[:1]
+    peak = measured_peak_gflops()
+    print(
+        f"numpy {np.__version__}; median of {rounds} interleaved rounds [min-max]; "
+        f"measured f32 peak per core {peak:.0f} GFLOP/s"
+    )
+    header = (
+        f"{'case':28} {'thr':>3} {'lamina ms':>10} {'numpy ms':>10} {'vs numpy [min-max]':>18} "
+        f"{'ort ms':>8} {'vs ort [min-max]':>17} {'GFLOP/s':>8} {'% peak':>6} {'compile s':>9}  err"
+    )
     print(header)
     print("-" * len(header))
-    for case in cases(args.quick):
-        start = time.perf_counter()
-        exe = lamina.compile(case.program)
-        compile_s = time.perf_counter() - start
-        got = exe.run("main", *case.inputs)
-        want = case.reference(*case.inputs)
-        err = float(np.max(np.abs(got - want)) / (np.max(np.abs(want)) or 1.0))
-        t_lamina = _best_of(lambda c=case, e=exe: e.run("main", *c.inputs), repeat)
-        t_numpy = _best_of(lambda c=case: c.reference(*c.inputs), repeat)
-        print(
-            f"{case.name:28} {t_lamina * 1e3:10.3f} {t_numpy * 1e3:10.3f} {t_lamina / t_numpy:7.2f} "
-            f"{case.flops / t_lamina / 1e9:8.2f} {compile_s:9.2f}  {err:.1e}"
-        )
+    rows = []
+    compiled: dict[str, tuple[lamina.Executable, float]] = {}
+    for threads in thread_counts:
+        set_num_threads(threads)
+        numpy_set = set_numpy_threads(threads)
+        for case in cases(args.quick):
+            if case.name not in compiled:
+                start = time.perf_counter()
+                compiled[case.name] = (lamina.compile(case.program), time.perf_counter() - start)
+            exe, compile_s = compiled[case.name]
+            got = exe.run("main", *case.inputs)
+            want = case.reference(*case.inputs)
+            err = float(np.max(np.abs(got - want)) / (np.max(np.abs(want)) or 1.0))
+            fns = [
+                lambda c=case, e=exe: e.run("main", *c.inputs),
+                lambda c=case: c.reference(*c.inputs),
+            ]
+            session = peers.ort_session(case.onnx(), threads) if case.onnx else None
+            if session is not None:
+                feed = {i.name: a for i, a in zip(session.get_inputs(), case.inputs, strict=True)}
+                ort_err = float(np.max(np.abs(session.run(None, feed)[0] - want)))
+                assert ort_err <= 1e-2 * (np.max(np.abs(want)) or 1.0), f"{case.name}: ORT differs"
+                fns.append(lambda s=session, f=feed: s.run(None, f))
+            t_lam, t_np, *t_ort = _rounds(fns, rounds, args.settle if threads > 1 else 0.0)
+            ratios = [a / b for a, b in zip(t_lam, t_np, strict=True)]
+            ort_ratios = [a / b for a, b in zip(t_lam, t_ort[0], strict=True)] if t_ort else [0.0]
+            med_l, med_n = statistics.median(t_lam), statistics.median(t_np)
+            med_o = statistics.median(t_ort[0]) if t_ort else float("nan")
+            gflops = case.flops / med_l / 1e9
+            row = {
+                "case": case.name,
+                "threads": threads,
+                "lamina_ms": med_l * 1e3,
+                "numpy_ms": med_n * 1e3,
+                "ratio": statistics.median(ratios),
+                "ratio_min": min(ratios),
+                "ratio_max": max(ratios),
+                "best_ratio": min(t_lam) / min(t_np),
+                "ort_best_ratio": min(t_lam) / min(t_ort[0]) if t_ort else float("nan"),
+                "ort_ms": med_o * 1e3,
+                "ort_ratio": statistics.median(ort_ratios) if t_ort else float("nan"),
+                "ort_ratio_min": min(ort_ratios) if t_ort else float("nan"),
+                "ort_ratio_max": max(ort_ratios) if t_ort else float("nan"),
+                "gflops": gflops,
+                "pct_peak": 100 * gflops / (peak * threads),
+                "compile_s": compile_s,
+                "numpy_threads_set": numpy_set,
+                "max_rel_err": err,
+            }
+            rows.append(row)
+            print(
+                f"{case.name:28} {threads:3d} {med_l * 1e3:10.3f} {med_n * 1e3:10.3f} "
+                f"{row['ratio']:6.2f} [{row['ratio_min']:.2f}-{row['ratio_max']:.2f}] "
+                f"{med_o * 1e3:8.3f} {row['ort_ratio']:6.2f} "
+                f"[{row['ort_ratio_min']:.2f}-{row['ort_ratio_max']:.2f}] {gflops:8.1f} {row['pct_peak']:6.0f} {compile_s:9.2f}  {err:.1e}"
+            )
+    if args.csv:
+        _write_csv(args.csv, rows)
+    if args.plot:
+        _plot(args.plot, rows)
     return 0
+
+
+def set_num_threads(count: int) -> None:
+    from lamina.backends.codegen import set_num_threads as set_lamina_threads
+
+    set_lamina_threads(count)
+
+
+def _write_csv(path: str, rows: list[dict]) -> None:
+    import csv
+
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"wrote {path}")
+
+
+def _plot(path: str, rows: list[dict]) -> None:
+    """Bar chart of the ratios (Lamina / NumPy) per case and thread count; skipped without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no plot")
+        return
+    labels = [f"{r['case']} ({r['threads']}t)" for r in rows]
+    fig, ax = plt.subplots(figsize=(8, 0.4 * len(rows) + 1))
+    ax.barh(labels, [r["ratio"] for r in rows])
+    ax.axvline(1.0, color="k", linewidth=0.8)
+    ax.set_xlabel("time ratio Lamina / NumPy (< 1: Lamina faster)")
+    fig.tight_layout()
+    fig.savefig(path)
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -14,8 +14,8 @@ graph.func @main(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<2x4xf32> {
 }
 
 // OPT:       builtin.module attributes {lamina.phase = #lamina.phase<optimization>}
-// OPT:       graph.matmul
-// OPT:       graph.relu
+// OPT:       graph.call_te @te_fused_matmul_relu_2x4xf32
+// OPT:       te.func private @te_fused_matmul_relu_2x4xf32
 
 // LOW:       builtin.module attributes {lamina.phase = #lamina.phase<lowering>}
 // LOW-NOT:   graph.

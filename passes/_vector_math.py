@@ -1,0 +1,122 @@
+"""Vectorizable `exp` and `tanh` for f32: polynomials instead of libm calls.
+
+LLVM lowers `llvm.exp.f32` (and `tanhf`) to one libm call per element: a
+loop holding one is not vectorized (16 `call expf` in the attention block).
+`schedule` therefore expands f32 `math.exp` / `math.tanh` in loop functions
+into plain arithmetic (Cephes' single-precision algorithms, ≤ 2 ulp on the
+normal range), which the vectorizer turns into 8- or 16-lane code:
+
+    exp(x):  x clamped to [-104, 89]        (beyond: 0 / +inf, as expf)
+             n = floor(x·log2(e) + ½),  r = x − n·ln2  (ln2 in two parts)
+             p = 1 + r + r²·P5(r)
+             exp(x) = p · 2^⌊n/2⌋ · 2^(n−⌊n/2⌋)   (two exact scalings, so
+                      results down to the denormals are right)
+    tanh(x): |x| < 0.625: x + x³·P4(x²);  else sign(x)·(1 − 2/(exp(2|x|) + 1))
+
+NaN propagates (clamps use `maximumf`/`minimumf`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.dialects import arith, math
+from xdsl.dialects.builtin import Float32Type, FloatAttr, IntegerAttr, f32, i32
+from xdsl.ir import Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+_EXP_POLY = (
+    1.9875691500e-4,
+    1.3981999507e-3,
+    8.3334519073e-3,
+    4.1665795894e-2,
+    1.6666665459e-1,
+    5.0000001201e-1,
+)
+_TANH_POLY = (
+    -5.70498872745e-3,
+    2.06390887954e-2,
+    -5.37397155531e-2,
+    1.33314422036e-1,
+    -3.33332819422e-1,
+)
+_LN2_HI, _LN2_LO = 0.693359375, -2.12194440e-4
+_LOG2E = 1.44269504088896341
+
+
+class _Emitter:
+    """Appends scalar ops before one insertion point."""
+
+    def __init__(self, at: InsertPoint):
+        self.at = at
+
+    def add(self, op: Operation) -> SSAValue:
+        Rewriter.insert_op(op, self.at)
+        return op.results[0]
+
+    def f(self, value: float) -> SSAValue:
+        return self.add(arith.ConstantOp(FloatAttr(value, f32)))
+
+    def i(self, value: int) -> SSAValue:
+        return self.add(arith.ConstantOp(IntegerAttr(value, i32)))
+
+    def mul(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.add(arith.MulfOp(a, b))
+
+    def fadd(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.add(arith.AddfOp(a, b))
+
+    def horner(self, x: SSAValue, coefficients: tuple[float, ...]) -> SSAValue:
+        acc = self.f(coefficients[0])
+        for c in coefficients[1:]:
+            acc = self.fadd(self.mul(acc, x), self.f(c))
+        return acc
+
+
+def emit_exp(em: _Emitter, x: SSAValue) -> SSAValue:
+    """f32 exp(x) in arithmetic only (see the module docstring)."""
+    x = em.add(arith.MinimumfOp(em.add(arith.MaximumfOp(x, em.f(-104.0))), em.f(89.0)))
+    n = em.add(math.FloorOp(em.fadd(em.mul(x, em.f(_LOG2E)), em.f(0.5))))
+    r = em.add(arith.SubfOp(x, em.mul(n, em.f(_LN2_HI))))
+    r = em.add(arith.SubfOp(r, em.mul(n, em.f(_LN2_LO))))
+    p = em.mul(em.mul(em.horner(r, _EXP_POLY), r), r)
+    p = em.fadd(em.fadd(p, r), em.f(1.0))
+    ni = em.add(arith.FPToSIOp(n, i32))
+    half = em.add(arith.ShRSIOp(ni, em.i(1)))
+    rest = em.add(arith.SubiOp(ni, half))
+    for part in (half, rest):
+        bits = em.add(arith.ShLIOp(em.add(arith.AddiOp(part, em.i(127))), em.i(23)))
+        p = em.mul(p, em.add(arith.BitcastOp(bits, f32)))
+    return p
+
+
+def emit_tanh(em: _Emitter, x: SSAValue) -> SSAValue:
+    """f32 tanh(x) in arithmetic only (see the module docstring)."""
+    ax = em.add(math.AbsFOp(x))
+    z = em.mul(x, x)
+    small = em.fadd(em.mul(em.mul(em.horner(z, _TANH_POLY), z), x), x)
+    e = emit_exp(em, em.fadd(ax, ax))
+    big = em.add(arith.SubfOp(em.f(1.0), em.add(arith.DivfOp(em.f(2.0), em.fadd(e, em.f(1.0))))))
+    big = em.add(math.CopySignOp(big, x))
+    is_small = em.add(arith.CmpfOp(ax, em.f(0.625), "olt"))
+    return em.add(arith.SelectOp(is_small, small, big))
+
+
+_EXPANSIONS: dict[type[Operation], Callable[[_Emitter, SSAValue], SSAValue]] = {
+    math.ExpOp: emit_exp,
+    math.TanhOp: emit_tanh,
+}
+
+
+def expand_transcendentals(root: Operation) -> int:
+    """Replace every f32 `math.exp` / `math.tanh` under `root`; returns how many."""
+    targets = [
+        op
+        for op in root.walk()
+        if type(op) in _EXPANSIONS and isinstance(op.results[0].type, Float32Type)
+    ]
+    for op in targets:
+        value = _EXPANSIONS[type(op)](_Emitter(InsertPoint.before(op)), op.operands[0])
+        op.results[0].replace_all_uses_with(value)
+        Rewriter.erase_op(op)
+    return len(targets)

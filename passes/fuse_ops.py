@@ -1,0 +1,311 @@
+"""`fuse-ops`: groups of graph compute ops become one kernel (TVM's FuseOps).
+
+Every compute op has a *pattern kind* (`pattern_kind`), as in TVM:
+
+    elementwise     same-shape unary/binary ops (`relu`, `add`, `exp`, `cast`, ...)
+    broadcast       binary ops whose operands broadcast (`add %x, %bias`), `broadcast_to`
+    injective       index remapping (`reshape`, `transpose`, `concat`)
+    reduction       `reduce_*`, `global_avg_pool2d`
+    output-fusable  `matmul`, `conv2d`, pools, `softmax`, `layer_norm`: an
+                    expensive op whose output elementwise ops can follow
+    opaque          everything else (`layout_transform`, calls): never fused
+
+Walking each block in order, an op joins the group of the producer of one of
+its operands when that operand has no other use, both run on the same
+device (`device`, after `plan-devices`), and the kinds allow it:
+
+    group so far                      may absorb
+    elementwise/broadcast/injective   elementwise, broadcast, injective, a reduction
+                                      (a prologue: the reduction reads it once)
+    anchored by output-fusable        elementwise, broadcast (an epilogue)
+    anchored by a reduction           elementwise, broadcast (an epilogue)
+
+so `matmul → add(bias) → relu`, `conv2d → add → relu`, `exp → reduce_sum`
+and gelu/softmax/layer_norm epilogue chains each become one group. A
+group of two or more ops becomes one `te.func` (`legalize`'s builders, via
+`build_kernel`) called with `graph.call_te` where its last op was; inside it
+a non-reduction `te.compute` read by exactly one other non-reduction compute
+is inlined into that reader, so an elementwise chain is one loop nest. Equal
+groups (same ops, attributes, types and wiring) share one kernel. `legalize`
+then lowers the ops left alone, one kernel each.
+
+Input invariant: phase `optimization`.
+Output IR: fused groups replaced by `graph.call_te @te_fused_<ops>_<type>` of
+new private `te.func`s (keeping the group's `device`); other ops unchanged.
+Invariants: results unchanged; never fuses across devices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from lamina.core.pass_base import LaminaPass
+from lamina.dialects import graph, te
+from lamina.dialects.lamina import Phase
+from lamina.passes._legalize_ops import BUILDERS, build_kernel
+from lamina.passes.legalize import KernelTable, kernel_key, type_suffix
+from lamina.passes.verify_phase import in_codegen
+
+ELEMENTWISE, BROADCAST, INJECTIVE = "elementwise", "broadcast", "injective"
+REDUCTION, OUTPUT_FUSABLE, OPAQUE = "reduction", "output-fusable", "opaque"
+
+_KINDS: dict[str, str] = {
+    **{op.name: ELEMENTWISE for op in graph.UNARY_OPS},
+    graph.CastOp.name: ELEMENTWISE,
+    graph.BroadcastToOp.name: BROADCAST,
+    graph.ReshapeOp.name: INJECTIVE,
+    graph.TransposeOp.name: INJECTIVE,
+    graph.ConcatOp.name: INJECTIVE,
+    graph.ReduceSumOp.name: REDUCTION,
+    graph.ReduceMeanOp.name: REDUCTION,
+    graph.ReduceMaxOp.name: REDUCTION,
+    graph.GlobalAvgPool2dOp.name: REDUCTION,
+    graph.MatmulOp.name: OUTPUT_FUSABLE,
+    graph.Conv2dOp.name: OUTPUT_FUSABLE,
+    graph.MaxPool2dOp.name: OUTPUT_FUSABLE,
+    graph.AvgPool2dOp.name: OUTPUT_FUSABLE,
+    graph.SoftmaxOp.name: OUTPUT_FUSABLE,
+    graph.LayerNormOp.name: OUTPUT_FUSABLE,
+}
+
+MAX_GROUP_OPS = 16
+"""Ops per fused kernel at most (keeps kernels and their compile time small)."""
+
+
+def pattern_kind(op: Operation) -> str:
+    """The op's fusion pattern kind (see the module docstring)."""
+    if not op.has_trait(graph.GraphCompute) or op.name not in BUILDERS or in_codegen(op):
+        return OPAQUE
+    if any(isinstance(op, cls) for cls in graph.BINARY_OPS):
+        same = all(v.type == op.results[0].type for v in op.operands)
+        return ELEMENTWISE if same else BROADCAST
+    return _KINDS.get(op.name, OPAQUE)
+
+
+_FREE = (ELEMENTWISE, BROADCAST, INJECTIVE)
+
+
+@dataclass
+class Group:
+    """Ops fused into one kernel, in block order; `anchor` is its reduction or
+    output-fusable op's kind (None while it holds only free ops)."""
+
+    ops: list[Operation]
+    anchor: str | None
+    device: object = None
+
+    def accepts(self, kind: str) -> bool:
+        if len(self.ops) >= MAX_GROUP_OPS:
+            return False
+        if self.anchor is None:
+            return kind in (*_FREE, REDUCTION)
+        return kind in (ELEMENTWISE, BROADCAST)
+
+
+@dataclass
+class Grouping:
+    """The groups of one block."""
+
+    group_of: dict[Operation, Group] = field(default_factory=dict)
+    groups: list[Group] = field(default_factory=list)
+
+    def place(self, op: Operation) -> None:
+        kind = pattern_kind(op)
+        if kind == OPAQUE:
+            return
+        device = op.properties.get("device")
+        for operand in op.operands:
+            producer = operand.owner
+            group = self.group_of.get(producer) if isinstance(producer, Operation) else None
+            if (
+                group is not None
+                and operand.has_one_use()
+                and group.ops[-1] is producer
+                and group.device == device
+                and group.accepts(kind)
+            ):
+                group.ops.append(op)
+                if kind in (REDUCTION, OUTPUT_FUSABLE):
+                    group.anchor = kind
+                self.group_of[op] = group
+                return
+        group = Group([op], None if kind in _FREE else kind, device)
+        self.groups.append(group)
+        self.group_of[op] = group
+
+
+def group_blocks(module: ModuleOp) -> list[Group]:
+    """Fusable groups (two or more ops) of every block of every graph.func."""
+    groups: list[Group] = []
+    for func in module.ops:
+        if not isinstance(func, graph.FuncOp) or in_codegen(func):
+            continue
+        for op in func.walk():
+            for region in op.regions:
+                for block in region.blocks:
+                    groups += _group_block(block)
+    return groups
+
+
+def _group_block(block: Block) -> list[Group]:
+    grouping = Grouping()
+    for op in block.ops:
+        if len(op.results) == 1:
+            grouping.place(op)
+    return [g for g in grouping.groups if len(g.ops) > 1]
+
+
+def group_inputs(ops: Sequence[Operation]) -> list[SSAValue]:
+    """Values the group reads from outside, in order of first use."""
+    inside = {r for op in ops for r in op.results}
+    seen: list[SSAValue] = []
+    for op in ops:
+        for v in op.operands:
+            if v not in inside and v not in seen:
+                seen.append(v)
+    return seen
+
+
+def group_key(ops: Sequence[Operation], inputs: Sequence[SSAValue]) -> tuple[object, ...]:
+    """Two groups share a kernel when their ops' keys and their wiring are equal."""
+    position = {v: ("in", i) for i, v in enumerate(inputs)}
+    for index, op in enumerate(ops):
+        position[op.results[0]] = ("op", index)
+    return tuple((kernel_key(op), tuple(position[v] for v in op.operands)) for op in ops)
+
+
+# ---------------------------------------------------------------------------
+# te-level inlining of elementwise stages
+# ---------------------------------------------------------------------------
+
+
+def inline_elementwise(func: te.FuncOp) -> None:
+    """Inline every non-reduction compute read by exactly one other non-reduction
+    compute (and not returned) into that reader."""
+    changed = True
+    while changed:
+        changed = False
+        for compute in [op for op in func.body.block.ops if isinstance(op, te.ComputeOp)]:
+            reader = _single_reader(compute)
+            if reader is not None:
+                _inline_into(compute, reader)
+                changed = True
+                break
+
+
+def _single_reader(compute: te.ComputeOp) -> te.ComputeOp | None:
+    if compute.is_reduction or compute.attributes or _has_constraint(compute):
+        return None
+    readers = {_enclosing_compute(use.operation) for use in compute.results[0].uses}
+    if len(readers) != 1:
+        return None
+    reader = readers.pop()
+    if reader is None or reader.is_reduction:
+        return None
+    if not all(isinstance(use.operation, te.ReadOp) for use in compute.results[0].uses):
+        return None
+    return reader
+
+
+def _has_constraint(compute: te.ComputeOp) -> bool:
+    return any("constraint" in key for key in compute.properties)
+
+
+def _enclosing_compute(op: Operation) -> te.ComputeOp | None:
+    while op is not None and not isinstance(op, te.ComputeOp):
+        op = op.parent_op()  # type: ignore[assignment]
+    return op
+
+
+def _inline_into(producer: te.ComputeOp, reader: te.ComputeOp) -> None:
+    """Replace each `te.read %producer[idx]` in `reader` by the producer's region at idx."""
+    for read in [u.operation for u in producer.results[0].uses]:
+        assert isinstance(read, te.ReadOp)
+        mapper: dict[SSAValue, SSAValue] = dict(
+            zip(producer.body.block.args, read.indices, strict=True)
+        )
+        at = InsertPoint.before(read)
+        for op in producer.body.block.ops:
+            if isinstance(op, te.YieldOp):
+                read.result.replace_all_uses_with(mapper.get(op.value, op.value))
+                break
+            new = op.clone(value_mapper=mapper)
+            Rewriter.insert_op(new, at)
+        Rewriter.erase_op(read)
+    Rewriter.erase_op(producer)
+
+
+# ---------------------------------------------------------------------------
+# Pass
+# ---------------------------------------------------------------------------
+
+
+class FusedKernels(KernelTable):
+    """legalize's kernel table, for groups: one te.func per distinct `group_key`."""
+
+    def kernel_for_group(self, ops: Sequence[Operation], inputs: Sequence[SSAValue]) -> str:
+        key = group_key(ops, inputs)
+        if key in self.by_key:
+            return self.by_key[key]
+        names = "_".join(op.name.removeprefix("graph.") for op in ops)
+        name = self._fresh(f"te_fused_{names}_{type_suffix(ops[-1].results[0].type)}")
+        func = build_kernel(name, ops, inputs, [ops[-1].results[0]])
+        inline_elementwise(func)
+        self.new_funcs.append(func)
+        self.by_key[key] = name
+        return name
+
+
+def fuse_group(group: Group, table: FusedKernels) -> None:
+    """Replace the group's ops by one `graph.call_te` where its last op was.
+
+    A group whose kernel cannot be built is left unfused: `legalize` then
+    reports the offending op with its own diagnostic.
+    """
+    last = group.ops[-1]
+    inputs = group_inputs(group.ops)
+    try:
+        callee = table.kernel_for_group(group.ops, inputs)
+    except Exception:  # noqa: BLE001 - any builder failure: legalize reports it per op
+        return
+    result_type = last.results[0].type
+    assert isinstance(result_type, TensorType)
+    call = graph.CallTeOp(callee, inputs, [result_type], device=group.device)  # type: ignore[arg-type]
+    call.results[0].name_hint = last.results[0].name_hint
+    call.location = last.location
+    Rewriter.insert_op(call, InsertPoint.before(last))
+    last.results[0].replace_all_uses_with(call.results[0])
+    for op in reversed(group.ops):
+        Rewriter.erase_op(op)
+
+
+@dataclass(frozen=True)
+class FuseOpsPass(LaminaPass):
+    """Fuse elementwise/broadcast chains into their producers: one te.func per group (TVM FuseOps).
+
+    Input invariant: phase `optimization`.
+    Output IR: each group (an output-fusable or reduction op with its
+    elementwise/broadcast epilogue, a reduction with its elementwise prologue,
+    or a chain of elementwise/broadcast/injective ops) is one `graph.call_te`
+    of a private `te.func` built by legalize's op builders, with single-reader
+    elementwise stages inlined; equal groups share a kernel.
+    Invariants: results unchanged; ops on different devices never fuse; ops
+    claimed by a target and opaque ops are left alone.
+    """
+
+    name = "fuse-ops"
+    phases: ClassVar[frozenset[Phase]] = frozenset({Phase.OPTIMIZATION})
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        table = FusedKernels(op)
+        for group in group_blocks(op):
+            fuse_group(group, table)
+        for func in table.new_funcs:
+            op.body.block.add_op(func)

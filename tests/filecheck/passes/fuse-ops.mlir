@@ -1,0 +1,97 @@
+// RUN: lamina-opt %s -p fuse-ops | filecheck %s
+// RUN: lamina-opt %s -p fuse-ops,legalize | filecheck %s --check-prefix=LEGAL
+
+// fuse-ops groups compute ops by pattern kind (TVM's FuseOps): an
+// output-fusable op (matmul, conv2d, pools, softmax, layer_norm) absorbs its
+// elementwise/broadcast epilogue; a reduction absorbs an elementwise prologue
+// and epilogue; elementwise, broadcast and injective ops chain; opaque ops,
+// values with several uses and device changes end a group.
+
+builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
+  // output-fusable + broadcast + elementwise: one kernel, with the bias add
+  // inlined into the relu stage (one elementwise nest after the matmul).
+  // CHECK-LABEL: graph.func @dense(
+  // CHECK-NEXT:    %r = graph.call_te @te_fused_matmul_add_relu_4x16xf32(%x, %w, %b) : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  // CHECK-NEXT:    graph.return %r
+  graph.func @dense(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
+    %m = graph.matmul %x, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+    %a = graph.add %m, %b : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+    %r = graph.relu %a : (tensor<4x16xf32>) -> tensor<4x16xf32>
+    graph.return %r : tensor<4x16xf32>
+  }
+
+  // The same group again shares the kernel.
+  // CHECK-LABEL: graph.func @dense_again(
+  // CHECK-NEXT:    graph.call_te @te_fused_matmul_add_relu_4x16xf32(%x, %w, %b)
+  graph.func @dense_again(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
+    %m = graph.matmul %x, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+    %a = graph.add %m, %b : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+    %r = graph.relu %a : (tensor<4x16xf32>) -> tensor<4x16xf32>
+    graph.return %r : tensor<4x16xf32>
+  }
+
+  // injective + elementwise chain, then a reduction taking it as a prologue
+  // and a sqrt epilogue.
+  // CHECK-LABEL: graph.func @chain(
+  // CHECK-NEXT:    %s = graph.call_te @te_fused_transpose_exp_reduce_sum_sqrt_3xf32(%x)
+  // CHECK-NEXT:    graph.return %s
+  graph.func @chain(%x: tensor<2x3xf32>) -> tensor<3xf32> {
+    %t = graph.transpose %x {perm = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+    %e = graph.exp %t : (tensor<3x2xf32>) -> tensor<3x2xf32>
+    %r = graph.reduce_sum %e {axes = array<i64: 1>} : (tensor<3x2xf32>) -> tensor<3xf32>
+    %s = graph.sqrt %r : (tensor<3xf32>) -> tensor<3xf32>
+    graph.return %s : tensor<3xf32>
+  }
+
+  // A matmul takes no prologue (it would recompute the exp N times), and a
+  // value with two uses ends its group.
+  // CHECK-LABEL: graph.func @boundaries(
+  // CHECK-NEXT:    %e = graph.exp %x
+  // CHECK-NEXT:    %m = graph.matmul %e, %x
+  // CHECK-NEXT:    %a = graph.add %m, %m
+  graph.func @boundaries(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+    %e = graph.exp %x : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    %m = graph.matmul %e, %x : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+    %a = graph.add %m, %m : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+    graph.return %a : tensor<4x4xf32>
+  }
+
+  // Opaque ops (layout_transform) are never fused.
+  // CHECK-LABEL: graph.func @opaque(
+  // CHECK-NEXT:    %n = graph.neg %x
+  // CHECK-NEXT:    %l = graph.layout_transform %n
+  // CHECK-NEXT:    %r = graph.relu %l
+  graph.func @opaque(%x: tensor<16xf32>) -> tensor<2x8xf32> {
+    %n = graph.neg %x : (tensor<16xf32>) -> tensor<16xf32>
+    %l = graph.layout_transform %n {constraint = #lamina.constraint<affine_map<(d0) -> (d0 floordiv 8, d0 mod 8)>, 0.0 : f32>} : (tensor<16xf32>) -> tensor<2x8xf32>
+    %r = graph.relu %l : (tensor<2x8xf32>) -> tensor<2x8xf32>
+    graph.return %r : tensor<2x8xf32>
+  }
+
+  // Never across devices: the relu on cpu 1 stays apart; the two ops on
+  // cpu 0 fuse and the call keeps their device.
+  // CHECK-LABEL: graph.func @devices(
+  // CHECK-NEXT:    %t = graph.call_te @te_fused_exp_neg_4xf32(%x) {device = #lamina.device<"cpu", 0>}
+  // CHECK-NEXT:    %r = graph.relu %t {device = #lamina.device<"cpu", 1>}
+  graph.func @devices(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %e = graph.exp %x {device = #lamina.device<"cpu", 0>} : (tensor<4xf32>) -> tensor<4xf32>
+    %t = graph.neg %e {device = #lamina.device<"cpu", 0>} : (tensor<4xf32>) -> tensor<4xf32>
+    %r = graph.relu %t {device = #lamina.device<"cpu", 1>} : (tensor<4xf32>) -> tensor<4xf32>
+    graph.return %r : tensor<4xf32>
+  }
+}
+
+// The fused kernel: the matmul, then one elementwise stage (add and relu).
+// CHECK-LABEL: te.func private @te_fused_matmul_add_relu_4x16xf32(
+// CHECK:         te.compute [4, 16] reduce [8] combiner(sum)
+// CHECK:         te.compute [4, 16] (
+// CHECK:           arith.addf
+// CHECK:           arith.maximumf
+// CHECK:         te.return
+// CHECK-NOT:   te_fused_matmul_add_relu_4x16xf32_1
+
+// legalize lowers what fuse-ops left, one kernel per op.
+// LEGAL-LABEL: graph.func @boundaries(
+// LEGAL-NEXT:    graph.call_te @te_exp_4x4xf32(%x)
+// LEGAL-NEXT:    graph.call_te @te_matmul_4x4xf32
+// LEGAL-NEXT:    graph.call_te @te_add_4x4xf32

@@ -1,0 +1,30 @@
+"""benchmarks/bench.py --quick runs every case, checks its numerics and writes the CSV."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench.py"
+
+
+def test_quick_benchmark_runs_every_case(tmp_path):
+    out = subprocess.run(
+        [sys.executable, str(BENCH), "--quick", "--rounds", "1", "--csv", "b.csv", "--plot", ""],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    with (tmp_path / "b.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    cases = {row["case"].split()[0] for row in rows}
+    assert cases == {"matmul", "mlp", "conv2d", "conv", "resnet-style", "attention"}
+    for row in rows:
+        assert float(row["lamina_ms"]) > 0 and float(row["numpy_ms"]) > 0
+        assert float(row["max_rel_err"]) < 1e-4
+        assert 0 < float(row["pct_peak"]) < 150  # against a measured FMA peak
+    assert "measured f32 peak" in out.stdout

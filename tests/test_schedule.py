@@ -1,0 +1,165 @@
+"""`schedule`: register-blocked kernels compute what NumPy computes, on every tail case."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import lamina
+from lamina.backends import codegen
+from lamina.backends.cpu_facts import host_cpu_facts
+from lamina.backends.executable import _as_module, lower_to_build
+from lamina.passes.schedule import choose_block
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import bench  # noqa: E402
+
+RNG = np.random.default_rng(7)
+
+
+def _matmul(m: int, k: int, n: int, batch: int | None = None) -> str:
+    lhs = (batch, m, k) if batch else (m, k)
+    rhs = (batch, k, n) if batch else (k, n)
+    out = (batch, m, n) if batch else (m, n)
+    body = [
+        f'%r = "graph.matmul"(%a0, %a1) : ({bench._t(lhs)}, {bench._t(rhs)}) -> {bench._t(out)}'
+    ]
+    return bench._func([lhs, rhs], out, body, "%r")
+
+
+@pytest.mark.parametrize(
+    "m,k,n,batch",
+    [
+        (64, 64, 64, None),  # whole blocks
+        (13, 7, 40, None),  # tail rows, a row of 2.5 vectors
+        (30, 9, 96, None),  # several column blocks, packed panels
+        (5, 3, 200, None),  # rows too long to block whole and not a multiple: unblocked
+        (17, 16, 48, 3),  # batched (attention-style)
+    ],
+)
+def test_blocked_matmul_matches_numpy(m, k, n, batch):
+    exe = lamina.compile(_matmul(m, k, n, batch))
+    lhs_shape = (batch, m, k) if batch else (m, k)
+    rhs_shape = (batch, k, n) if batch else (k, n)
+    a = RNG.standard_normal(lhs_shape, dtype=np.float32)
+    b = RNG.standard_normal(rhs_shape, dtype=np.float32)
+    np.testing.assert_allclose(exe.run("main", a, b), a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_mlp_with_schedule_matches_numpy():
+    exe = lamina.compile(bench.mlp_program(8, [24, 32, 10]))
+    x = RNG.standard_normal((8, 24), dtype=np.float32)
+    w1, b1 = (
+        RNG.standard_normal((24, 32), dtype=np.float32),
+        RNG.standard_normal(32, dtype=np.float32),
+    )
+    w2, b2 = (
+        RNG.standard_normal((32, 10), dtype=np.float32),
+        RNG.standard_normal(10, dtype=np.float32),
+    )
+    expected = bench.numpy_mlp(x, w1, b1, w2, b2)
+    np.testing.assert_allclose(exe.run("main", x, w1, b1, w2, b2), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_block_shapes_fit_the_registers():
+    avx2 = host_cpu_facts().replace(vector_bits=256, vector_registers=16)
+    avx512 = host_cpu_facts().replace(vector_bits=512, vector_registers=32)
+    shape = choose_block(1024, 1024, 32, avx2)
+    assert shape is not None and (shape.rows, shape.vectors, shape.columns) == (4, 2, 16)
+    shape = choose_block(1024, 1024, 32, avx512)  # rows: a divisor of M in [5, 10]
+    assert shape is not None and (shape.rows, shape.vectors, shape.columns) == (8, 2, 32)
+    shape = choose_block(1020, 1024, 32, avx512)
+    assert shape is not None and (shape.rows, shape.vectors, shape.columns) == (10, 2, 32)
+    for facts in (avx2, avx512):
+        for m, n in ((1024, 1024), (64, 512), (56, 56), (7, 40)):
+            s = choose_block(m, n, 32, facts)
+            assert s is not None
+            assert s.rows * s.vectors + s.vectors + s.rows <= facts.vector_registers
+    assert choose_block(4, 4, 32, avx2) is None  # shorter than a vector
+
+
+@pytest.mark.skipif(host_cpu_facts().vector_bits != 512, reason="needs an AVX-512 host")
+def test_accumulators_stay_in_zmm_registers_across_k():
+    module = _as_module(_matmul(64, 64, 64), "mm")
+    lower_to_build(module)
+    asm = codegen.emit_assembly(module)
+    register_fmas = re.findall(r"vfmadd231ps\s+%zmm\d+, %zmm\d+, %zmm\d+", asm)
+    assert len(register_fmas) >= 16  # an 8 x 2 zmm block: no memory operand in the k loop
+
+
+def _unary(op: str, n: int) -> lamina.Executable:
+    body = [f'%r = "graph.{op}"(%a0) : ({bench._t((n,))}) -> {bench._t((n,))}']
+    return lamina.compile(bench._func([(n,)], (n,), body, "%r"))
+
+
+def test_polynomial_exp_matches_numpy_from_denormals_to_overflow():
+    x = np.concatenate([np.linspace(-110, 95, 4093), [np.nan, np.inf, -np.inf]]).astype(np.float32)
+    got = _unary("exp", x.size).run("main", x)
+    with np.errstate(over="ignore"):  # exp(95) overflows f32: inf, as NumPy's f32 exp
+        want = np.exp(x.astype(np.float64)).astype(np.float32)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-44)
+
+
+@pytest.mark.parametrize("op", ["tanh", "sigmoid"])
+def test_polynomial_tanh_and_sigmoid_match_numpy(op):
+    x = np.concatenate([np.linspace(-30, 30, 4093), [np.nan, np.inf, -np.inf]]).astype(np.float32)
+    got = _unary(op, x.size).run("main", x)
+    x64 = x.astype(np.float64)
+    want = np.tanh(x64) if op == "tanh" else 1 / (1 + np.exp(-x64))
+    np.testing.assert_allclose(got, want.astype(np.float32), rtol=1e-6, atol=1e-7)
+
+
+def test_exp_kernel_calls_no_libm():
+    body = [f'%r = "graph.exp"(%a0) : ({bench._t((256,))}) -> {bench._t((256,))}']
+    module = _as_module(bench._func([(256,)], (256,), body, "%r"), "exp")
+    lower_to_build(module)
+    asm = codegen.emit_assembly(module)
+    assert "expf" not in asm
+    assert re.search(r"vfmadd\w+\s+.*%[yz]mm", asm)  # the polynomial runs in vector lanes
+
+
+def test_docs_performance_worked_example(tmp_path):
+    """The directive example of docs/performance.md does what the page says."""
+    import subprocess
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "performance.md").read_text()
+    example = page.split("```mlir\n", 1)[1].split("```", 1)[0]
+    source = tmp_path / "scale.mlir"
+    source.write_text(example)
+    opt = Path(sys.executable).parent / "lamina-opt"
+    out = subprocess.run(
+        [str(opt), str(source), "-p", "schedule"], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    for expected in (
+        "loop.for %io = %c0 to %c8 step %c4",
+        "%i = arith.addi %io, %ii : index",
+        "loop.for %i_1 = %c8 to %c10 step %c1",
+    ):
+        assert expected in out.stdout
+    assert "lamina.schedule" not in out.stdout
+
+
+def test_convolution_rows_are_not_register_blocked_but_compute_right():
+    data, weight, out = (1, 2, 64, 64), (3, 2, 3, 3), (1, 3, 64, 64)
+    exe = lamina.compile(bench.conv_program(1, 2, 64, 3))
+    x = RNG.standard_normal(data, dtype=np.float32)
+    w = RNG.standard_normal(weight, dtype=np.float32)
+    got = exe.run("main", x, w)
+    assert got.shape == out
+    np.testing.assert_allclose(got, bench.numpy_conv3x3(x, w), rtol=1e-4, atol=1e-4)
+
+
+def test_fused_dense_layer_keeps_its_register_blocked_matmul():
+    """matmul + bias + relu fused into one kernel: the matmul is still blocked
+    (row-stage fusion runs after register blocking and must not swallow it)."""
+    module = _as_module(bench.mlp_program(64, [64, 256, 16]), "mlp")  # parallel epilogue
+    lower_to_build(module)
+    asm = codegen.emit_assembly(module)
+    lanes = "zmm" if host_cpu_facts().vector_bits == 512 else "ymm"
+    register_fmas = re.findall(rf"vfmadd231ps\s+%{lanes}\d+, %{lanes}\d+, %{lanes}\d+", asm)
+    assert len(register_fmas) >= 8
