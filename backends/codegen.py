@@ -51,6 +51,7 @@ from xdsl.dialects import llvm as llvm_dialect
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import LLVMTranslationException
 
+from lamina.backends import jit_symbols
 from lamina.backends.binary_constants import attach_bytes, detached_dense_globals
 from lamina.backends.device_runtime import link_device_runtime
 from lamina.backends.inlining import bound_inlining
@@ -113,6 +114,7 @@ def _ensure_llvm() -> None:
             if path:
                 llvm.load_library_permanently(path)
         _load_openmp()
+        jit_symbols.load_runtime_libraries()
         _initialized = True
 
 
@@ -481,14 +483,21 @@ def compile_module(module: ModuleOp, *, use_cache: bool = True) -> CompiledModul
 
 
 def _jit(module: ModuleOp, key: str) -> CompiledModule:
+    _ensure_llvm()
+    missing = jit_symbols.missing_declared_functions(module)
+    if missing:
+        raise CodegenError(missing)
     timings = CompileTimings()
     tm = _host_target_machine(jit=True)
     ref = _optimized_ref(module, tm, timings)
     start = time.perf_counter()
     engine = llvm.create_mcjit_compiler(ref, tm)
-    objects: list[bytes] = []
-    engine.set_object_cache(notify_func=lambda _module, buffer: objects.append(buffer))
+    objects: list[bytes] = []  # the object code, to check its undefined symbols
+    engine.set_object_cache(lambda _, obj: objects.append(bytes(obj)), lambda _: None)
     engine.finalize_object()
+    names = jit_symbols.unresolved(objects)
+    if names:  # calling the code would jump to address 0
+        raise CodegenError(jit_symbols.unresolved_diagnostic(names))
     engine.run_static_constructors()
     timings.jit = time.perf_counter() - start
     signatures = {name: op.function_type for name, op in exported_functions(module).items()}

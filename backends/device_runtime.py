@@ -53,6 +53,11 @@ declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
 define linkonce_odr hidden ptr @{ALLOC_SYMBOL}(i64 %slot, i64 %size) {{
   %total = add i64 %size, {HEADER_BYTES}
   %raw = call ptr @aligned_alloc(i64 {HEADER_BYTES}, i64 %total)
+  %failed = icmp eq ptr %raw, null
+  br i1 %failed, label %oom, label %ok
+oom:                                      ; the caller reports it (backends/llvm_errors.py)
+  ret ptr null
+ok:
   store i64 %slot, ptr %raw
   %sizep = getelementptr i8, ptr %raw, i64 8
   store i64 %size, ptr %sizep

@@ -27,7 +27,7 @@ from lamina.backends.stats import CompileStats, StatsRecorder
 
 if TYPE_CHECKING:  # xDSL is imported where it is used: a disk-cache hit never needs it
     from xdsl.dialects.builtin import ModuleOp
-    from xdsl.ir import Attribute
+    from xdsl.ir import Attribute, Operation
 
 if TYPE_CHECKING:
     from lamina.backends.device_runtime import DeviceStats
@@ -46,7 +46,8 @@ _DTYPES: dict[str, np.dtype] = {
 
 
 class LaminaRuntimeError(ValueError):
-    """A bad call of compiled code (wrong count, shape or dtype of arguments)."""
+    """A bad call of compiled code (wrong count, shape or dtype of arguments), or a
+    failure the code reported while running (out of memory, `--check-bounds`)."""
 
 
 def numpy_dtype(element_type: Attribute) -> np.dtype:
@@ -97,7 +98,7 @@ def entry_signatures(
 
     sigs: dict[str, Signature] = {}
     for op in module.ops:
-        if not isinstance(op, FuncOp):
+        if _lowered_signature(op, sigs, rejected) or not isinstance(op, FuncOp):
             continue
         ftype = op.function_type
         try:
@@ -110,6 +111,42 @@ def entry_signatures(
         names = tuple(arg.name_hint for arg in op.body.block.args) if op.body.blocks else ()
         sigs[op.sym_name.data] = Signature(op.sym_name.data, params, results, names)
     return sigs
+
+
+def _allocate_result(sig: Signature, index: int) -> np.ndarray:
+    """The output array for result `index`; too large for memory is an error of `run`."""
+    spec = sig.results[index]
+    try:
+        return np.empty(spec.shape, spec.dtype)
+    except (MemoryError, ValueError) as err:
+        raise LaminaRuntimeError(f"@{sig.name} result {index} ({spec}): {err}") from None
+
+
+def _lowered_signature(
+    op: Operation, sigs: dict[str, Signature], rejected: dict[str, str] | None
+) -> bool:
+    """Record the signature of a host function of a later phase (see entry_points.py)."""
+    from lamina.backends.entry_points import (
+        is_private,
+        lowered_buffers,
+        plain_buffer,
+        result_count,
+    )
+
+    buffers = lowered_buffers(op)
+    if buffers is None or is_private(op):
+        return False
+    name = op.sym_name.data
+    bad = [str(t) for t in buffers if not plain_buffer(t)]
+    count = result_count(op)
+    if bad or not 0 <= count <= len(buffers):
+        if rejected is not None:
+            rejected[name] = f"parameters must be static row-major buffers, got {', '.join(bad)}"
+        return True
+    specs = tuple(TensorSpec(tuple(t.get_shape()), numpy_dtype(t.element_type)) for t in buffers)
+    split = len(specs) - count
+    sigs[name] = Signature(name, specs[:split], specs[split:])
+    return True
 
 
 @dataclass
@@ -128,6 +165,15 @@ class Executable:
     stats: CompileStats | None = None
     """Time and memory per phase, when compiled with `stats=True`."""
     _calls: dict[str, EntryCall] = field(default_factory=dict, repr=False)
+    _errors: tuple[int, int] | None = field(default=None, repr=False)
+    """Addresses of the generated code's error globals (None: it cannot fail)."""
+
+    def __post_init__(self) -> None:
+        from lamina.backends.llvm_errors import error_addresses
+
+        engine = getattr(self.compiled, "engine", None)
+        if engine is not None:
+            self._errors = error_addresses(engine, self.llvm_module)
 
     @property
     def functions(self) -> list[str]:
@@ -147,7 +193,17 @@ class Executable:
             call = self._calls[name] = EntryCall(
                 self._signature(name), self.compiled.get_function_address(name)
             )
-        return call(arrays, out)
+        results = call(arrays, out)
+        self._raise_pending_error()
+        return results
+
+    def _raise_pending_error(self) -> None:
+        """Raise what the generated code reported (see backends/llvm_errors.py), if anything."""
+        from lamina.backends.llvm_errors import pending_error
+
+        message = pending_error(self._errors)
+        if message is not None:
+            raise LaminaRuntimeError(message)
 
     def _signature(self, name: str) -> Signature:
         if name in self.not_entries:
@@ -328,10 +384,13 @@ def lower_to_build(
     pipeline: str = "default",
     recorder: StatsRecorder | None = None,
     instruments: Instruments | None = None,
+    *,
+    check_bounds: bool = False,
 ) -> tuple[ModuleOp, dict[str, float]]:
     """Run `pipeline` on `module` (in place) down to the build phase; return it and pass times.
 
-    With an enabled `recorder`, each phase runs under its own pass manager and is measured.
+    With an enabled `recorder`, each phase runs under its own pass manager and
+    is measured. `check_bounds` inserts `check-bounds` right before `lower-to-llvm`.
     """
     from lamina.core.context import make_context
     from lamina.core.devices import with_device_check
@@ -340,12 +399,24 @@ def lower_to_build(
 
     passes = passes_for_module(pipeline, module, targets)  # from the module's phase on
     passes = with_device_check(passes)  # devices no target compiles: refused now, not at run time
+    if check_bounds:
+        passes = with_bounds_checks(passes)
     if recorder is not None and recorder.enabled and instruments is None:
         return module, _run_by_phase(passes, module, recorder)
     # Records pass times; the instruments print IR, phase dumps, progress, report.
     manager = instruments.pass_manager(passes) if instruments else PassManager(passes)
     manager.run(make_context(), module)
     return module, manager.pass_times
+
+
+def with_bounds_checks(passes: list) -> list:
+    """`passes` with `check-bounds` right before `lower-to-llvm` (the last lowering pass)."""
+    from lamina.passes.check_bounds import CheckBoundsPass
+
+    index = next((i for i, p in enumerate(passes) if p.name == "lower-to-llvm"), None)
+    if index is None:
+        return list(passes)  # already past the lowering phase: nothing left to guard
+    return [*passes[:index], CheckBoundsPass(), *passes[index:]]
 
 
 def compile(  # noqa: A001 - the API name is DESIGN §7's
@@ -360,8 +431,9 @@ def compile(  # noqa: A001 - the API name is DESIGN §7's
     print_ir_after_all: bool = False,
     dump_phases_to: str | os.PathLike[str] | None = None,
     verbose: bool = False,
+    check_bounds: bool = False,
 ) -> Executable:
-    """Compile a graph program (module, text or path of a `.mlir` file) to native code.
+    """Compile a graph program (module, text or path of a `.mlir` file; any phase) to native code.
 
     `cache`: use the disk cache of compiled code (backends/cache.py;
     default: on unless `LAMINA_CACHE=0`; off while an instrument below is
@@ -370,12 +442,42 @@ def compile(  # noqa: A001 - the API name is DESIGN §7's
     (docs/instruments.md): `pass_timing` prints a timing report (passes, then
     LLVM's steps) to stderr, `print_ir_after_all` the IR after every pass,
     `dump_phases_to` writes the module as it enters each phase, `verbose`
-    reports progress by phase. Raises `DiagnosticError` (with located
-    diagnostics) for bad IR or a failed pass; `Executable.run` raises
-    `LaminaRuntimeError` for bad arguments.
+    reports progress by phase. `check_bounds`: generated code checks every
+    buffer access (docs/runtime-errors.md).
+
+    Raises `DiagnosticError` (with located diagnostics) for bad IR or a failed
+    pass; `Executable.run` raises `LaminaRuntimeError` for bad arguments and
+    for failures the code reports (out of memory; with `check_bounds`, an
+    out-of-bounds access, named by kernel, buffer and index).
     """
+    instruments = (pass_timing, print_ir_after_all, dump_phases_to, verbose)
+    try:
+        return _compile(
+            module_or_text, targets, pipeline, filename, cache, stats, check_bounds, instruments
+        )
+    except RecursionError:  # deeply nested input that no stage caught itself
+        from lamina.core.diagnostics import TOO_DEEP, Diagnostic, DiagnosticError, SourceLocation
+
+        raise DiagnosticError(
+            Diagnostic(TOO_DEEP, location=SourceLocation(filename, 1, 1))
+        ) from None
+
+
+def _compile(
+    module_or_text: ModuleOp | str | os.PathLike[str],
+    targets: Sequence[str] | None,
+    pipeline: str,
+    filename: str,
+    cache: bool | None,
+    stats: bool,
+    check_bounds: bool,
+    instrument_flags: tuple,
+) -> Executable:
+    """Cache lookup, else a cold compile (then stored)."""
     from lamina.backends import cache as disk
     from lamina.core.instruments import Instruments
+
+    pass_timing, print_ir_after_all, dump_phases_to, verbose = instrument_flags
 
     if _is_path(module_or_text):  # the cache key is the text, not the path
         filename = os.fspath(module_or_text)
@@ -390,13 +492,15 @@ def compile(  # noqa: A001 - the API name is DESIGN §7's
     if (disk.enabled() if cache is None else cache) and not observed:
         start = time.perf_counter()
         with recorder.phase("cache lookup"):
-            key = _cache_key(module_or_text, targets, pipeline, filename)
+            key = _cache_key(module_or_text, targets, pipeline, filename, check_bounds)
             hit = _from_cache(key)
         if hit is not None:
             hit.timings["cache"] = time.perf_counter() - start  # key, read, load: all of it
             hit.stats = recorder.finish(cache_hit=True)
             return hit
-    exe = _compile_cold(module_or_text, targets, pipeline, filename, recorder, instruments)
+    exe = _compile_cold(
+        module_or_text, targets, pipeline, filename, recorder, instruments, check_bounds
+    )
     if key is not None:
         with recorder.phase("cache write"):
             _to_cache(key, exe)
@@ -412,6 +516,7 @@ def _compile_cold(
     filename: str,
     recorder: StatsRecorder,
     instruments: Instruments | None = None,
+    check_bounds: bool = False,
 ) -> Executable:
     """Parse, run the pipeline phase by phase, JIT-compile."""
     from lamina.backends.codegen import cache_stats, compile_module
@@ -421,7 +526,7 @@ def _compile_cold(
         not_entries: dict[str, str] = {}
         signatures = entry_signatures(module, not_entries)
     start = time.perf_counter()
-    lower_to_build(module, targets, pipeline, recorder, instruments)
+    lower_to_build(module, targets, pipeline, recorder, instruments, check_bounds=check_bounds)
     lowering_time = time.perf_counter() - start
     if instruments is not None:
         instruments.progress("codegen: LLVM optimization and JIT compilation")
@@ -468,7 +573,11 @@ def _run_by_phase(passes: list, module: ModuleOp, recorder: StatsRecorder) -> di
 
 
 def _cache_key(
-    module_or_text: ModuleOp | str, targets: Sequence[str] | None, pipeline: str, filename: str
+    module_or_text: ModuleOp | str,
+    targets: Sequence[str] | None,
+    pipeline: str,
+    filename: str,
+    check_bounds: bool = False,
 ) -> str:
     """The disk-cache key. Unknown targets or pipelines get a key too: they fail to
     compile, so nothing is ever stored under it.
@@ -480,7 +589,7 @@ def _cache_key(
     from lamina.backends import cache as disk
 
     source = module_or_text if isinstance(module_or_text, str) else str(module_or_text)
-    options: dict[str, object] = {}  # CODE_OPTIONS: none besides pipeline and targets yet
+    options: dict[str, object] = {"check_bounds": check_bounds}  # CODE_OPTIONS
     return disk.key(
         source, filename=filename, pipeline=pipeline, targets=list(targets or ()), options=options
     )

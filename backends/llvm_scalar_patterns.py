@@ -525,9 +525,44 @@ class _FloatToIntLowering(_SourceLowering):
 
 
 class FPToSILowering(_FloatToIntLowering):
-    """`arith.fptosi` → `llvm.fptosi.sat.iN.fM` (truncation toward zero)."""
+    """`arith.fptosi` → truncation toward zero with NumPy's results (on x86) where C has none.
+
+    In range, `llvm.fptosi.sat` truncates. NaN, ±inf and out-of-range values
+    give what NumPy's `astype` gives on x86 (where NumPy itself says
+    "undefined"): the "integer indefinite" value MIN of i32/i64 (what
+    `cvttss2si` returns), and for i8/i16 the low bits of the i32 conversion
+    (NumPy converts through int32), e.g. 300.7 → i8 44, NaN → i8 0. See
+    docs/design.md §3.2.
+    """
 
     source, intrinsic = arith.FPToSIOp, "llvm.fptosi.sat"
+
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
+        arg = to_llvm(op.operands[0], rewriter)
+        target = convert_type(op.results[0].type)
+        if not isinstance(target, IntegerType) or not isinstance(arg.type, AnyFloat):
+            return super().lower(op, rewriter)  # vectors: saturating conversion
+        width = target.width.data
+        via = IntegerType(max(width, 32))
+        value = _numpy_fptosi(arg, via, rewriter)
+        if via != target:
+            value = rewriter.insert(llvm.TruncOp(value, target)).res
+        replace_with(op, rewriter, value)
+
+
+def _numpy_fptosi(arg: SSAValue, target: IntegerType, rewriter: PatternRewriter) -> SSAValue:
+    """`select(-2^(w-1) <= x < 2^(w-1), fptosi.sat(x), MIN)`; NaN fails both ordered compares."""
+    width = target.width.data
+    name = f"llvm.fptosi.sat.{intrinsic_suffix(target)}.{intrinsic_suffix(arg.type)}"
+    converted = call_intrinsic(rewriter, name, [arg], target).results[0]
+    limit = float(2 ** (width - 1))
+    if isinstance(arg.type, Float16Type) and limit > 65504.0:
+        limit = float("inf")
+    low = rewriter.insert(llvm.FCmpOp(arg, constant(-limit, arg.type, rewriter), "oge")).res
+    high = rewriter.insert(llvm.FCmpOp(arg, constant(limit, arg.type, rewriter), "olt")).res
+    ok = rewriter.insert(llvm.AndOp(low, high)).res
+    minimum = constant(-(2 ** (width - 1)), target, rewriter)
+    return rewriter.insert(llvm.SelectOp(ok, converted, minimum)).res
 
 
 class FPToUILowering(_FloatToIntLowering):

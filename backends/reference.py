@@ -85,7 +85,10 @@ def _binary(fn: Callable[[Array, Array], Array]) -> Callable[[Operation, list[Ar
 
 def _div(a: Array, b: Array) -> Array:
     if np.issubdtype(a.dtype, np.integer):
-        return np.trunc(a / b).astype(a.dtype)  # C semantics: truncate toward zero
+        a64, b64 = np.broadcast_arrays(a.astype(np.int64), b.astype(np.int64))
+        safe = np.where(b64 == 0, 1, b64)  # C/ONNX: truncate toward zero; x / 0 == 0
+        q = np.where(b64 == 0, 0, np.abs(a64) // np.abs(safe) * np.sign(a64) * np.sign(safe))
+        return q.astype(a.dtype)  # MIN / -1 wraps to MIN
     return a / b
 
 

@@ -35,6 +35,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute
 
 from lamina.backends.codegen import CompiledModule, compile_module, exported_functions
+from lamina.backends.llvm_errors import error_addresses, pending_error
 
 BUFFER_ATTR = "lamina.buffer"
 """Argument attribute of an `llvm.func` parameter: the memref type the pointer stands for."""
@@ -42,6 +43,10 @@ BUFFER_ATTR = "lamina.buffer"
 
 class RuntimeCallError(TypeError):
     """A call's arguments do not match the compiled function's signature."""
+
+
+class KernelError(RuntimeError):
+    """The compiled code stopped with an error (out of memory, an out-of-bounds access)."""
 
 
 def numpy_dtype(element_type: Attribute) -> np.dtype:
@@ -109,6 +114,7 @@ class JitFunction:
         self.restype = ctypes_type(fn_type.output)
         argtypes = [ctypes_type(p.type) for p in self.parameters]
         self._cfunc = ctypes.CFUNCTYPE(self.restype, *argtypes)(self.address)
+        self._errors = error_addresses(compiled.engine)
 
     def __repr__(self) -> str:
         return f"<JitFunction {self.name} at {self.address:#x}>"
@@ -119,7 +125,11 @@ class JitFunction:
                 f"{self.name}: expected {len(self.parameters)} argument(s), got {len(args)}"
             )
         converted = [self._convert(p, a) for p, a in zip(self.parameters, args, strict=True)]
-        return self._cfunc(*converted)
+        result = self._cfunc(*converted)
+        message = pending_error(self._errors)
+        if message is not None:  # reported by the generated code (backends/llvm_errors.py)
+            raise KernelError(message)
+        return result
 
     def _convert(self, param: Parameter, value: object) -> object:
         if not param.is_pointer:

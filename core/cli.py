@@ -46,6 +46,11 @@ def guarded_main(tool: str, body: Callable[[], int | None]) -> int:
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         return 130
+    except RecursionError:  # deeply nested input, anywhere the stages above did not catch it
+        from lamina.core.diagnostics import TOO_DEEP
+
+        print(f"{tool}: error: {TOO_DEEP}", file=sys.stderr)
+        return EXIT_USER_ERROR
     except Exception:
         print(f"{tool}: internal error: this is a bug in Lamina, please report it", file=sys.stderr)
         traceback.print_exc()

@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.dialects.builtin import (
+    FileLineColLoc,
+    IntAttr,
+    ModuleOp,
+    StringAttr,
+    UnknownLoc,
+    UnregisteredOp,
+)
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
@@ -122,9 +129,19 @@ class DiagnosticError(DiagnosticException):
         return self.format()
 
 
+def op_name(op: Operation) -> str:
+    """The name the user wrote: an unregistered op (--allow-unregistered-dialect) is not
+    'builtin.unregistered' but the name it was parsed with."""
+    if isinstance(op, UnregisteredOp):
+        name = op.attributes.get("op_name__")
+        if isinstance(name, StringAttr):
+            return name.data
+    return op.name
+
+
 def op_error(op: Operation, message: str) -> DiagnosticError:
     """`'graph.matmul' op <message>` located at `op` — the MLIR convention."""
-    return DiagnosticError([Diagnostic(f"'{op.name}' op {message}", op)])
+    return DiagnosticError([Diagnostic(f"'{op_name(op)}' op {message}", op)])
 
 
 # ---------------------------------------------------------------------------
@@ -171,6 +188,20 @@ class LocatedParser(Parser):
         return op
 
 
+def _is_blank(text: str | bytes) -> bool:
+    """Nothing but whitespace and `//` comments."""
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    return all(not line.strip() or line.strip().startswith("//") for line in text.splitlines())
+
+
+TOO_DEEP = (
+    "input nested too deeply (regions, types or attributes nested hundreds of levels "
+    "exceed Lamina's recursion limit)"
+)
+"""The diagnostic for a Python RecursionError caused by deeply nested input."""
+
+
 def parse_error_diagnostic(err: ParseError, line_offset: int = 0) -> Diagnostic:
     """Turn xDSL's ParseError (file:line:col, source line, carets) into a Diagnostic."""
     loc = err.span.get_location()
@@ -188,8 +219,22 @@ def parse_module(
     ctx: Context, text: str | bytes, name: str = "<stdin>", line_offset: int = 0
 ) -> ModuleOp:
     """Parse `text` into a module with located ops; syntax errors raise DiagnosticError."""
+    if _is_blank(text):  # as MLIR (and lamina-opt): an empty file is an empty module
+        module = ModuleOp([])
+        module.location = FileLineColLoc(StringAttr(name), IntAttr(line_offset + 1), IntAttr(1))
+        return module
+    parser = LocatedParser(ctx, text, name, line_offset)
     try:
-        return LocatedParser(ctx, text, name, line_offset).parse_module()
+        return parser.parse_module()
+    except RecursionError:
+        err = ParseError(parser._current_token.span, TOO_DEEP)
+        raise DiagnosticError([parse_error_diagnostic(err, line_offset)]) from None
+    except (ValueError, KeyError, IndexError, TypeError, AssertionError) as failure:
+        # A custom op parser that fails with a Python error (found by fuzzing:
+        # `llvm.icmp " " ...` raises ValueError in xDSL) is still bad input here.
+        message = f"cannot parse this: {type(failure).__name__}: {failure}"
+        err = ParseError(parser._current_token.span, message)
+        raise DiagnosticError([parse_error_diagnostic(err, line_offset)]) from None
     except ParseError as err:
         raise DiagnosticError([parse_error_diagnostic(err, line_offset)]) from None
     except VerifyException as err:
@@ -208,8 +253,8 @@ def _clean_verify_message(op: Operation, err: Exception) -> str:
     msg = str(err)
     msg = msg.removeprefix("Operation does not verify: ")
     if msg.startswith(f"'{op.name}' op"):
-        return msg
-    return f"'{op.name}' op {msg}"
+        msg = msg.removeprefix(f"'{op.name}' op").lstrip()
+    return f"'{op_name(op)}' op {msg}"
 
 
 def collect_verify_diagnostics(root: Operation) -> list[Diagnostic]:
@@ -233,6 +278,8 @@ def _verify_one(op: Operation, diagnostics: list[Diagnostic]) -> None:
         diagnostics.extend(err.diagnostics)
     except (VerifyException, DiagnosticException) as err:
         diagnostics.append(Diagnostic(_clean_verify_message(op, err), op))
+    except RecursionError:
+        diagnostics.append(Diagnostic(f"'{op.name}' op: {TOO_DEEP}", op))
     except Exception as err:  # a verifier bug must still point at the op
         diagnostics.append(
             Diagnostic(f"'{op.name}' op verifier crashed: {type(err).__name__}: {err}", op)
@@ -241,6 +288,9 @@ def _verify_one(op: Operation, diagnostics: list[Diagnostic]) -> None:
 
 def verify_module(root: Operation) -> None:
     """Verify `root`, raising a DiagnosticError listing every failing op."""
-    diagnostics = collect_verify_diagnostics(root)
+    try:
+        diagnostics = collect_verify_diagnostics(root)
+    except RecursionError:  # walking the nested regions themselves
+        diagnostics = [Diagnostic(TOO_DEEP, root)]
     if diagnostics:
         raise DiagnosticError(diagnostics)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import shlex
 import sys
 import tempfile
 import time
@@ -39,6 +40,7 @@ from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 
 from lamina.core.diagnostics import (
+    TOO_DEEP,
     Diagnostic,
     DiagnosticError,
     SourceLocation,
@@ -256,6 +258,15 @@ def run_phase_checker(module: ModuleOp) -> None:
 # ---------------------------------------------------------------------------
 
 
+REPRODUCER_ENV = "LAMINA_REPRODUCER"
+"""Environment variable: write a reproducer to this file (or a fresh file in this directory)."""
+
+REPRODUCER_HINT = (
+    "to save a reproducer (the IR before this pass and the command that fails), "
+    f"rerun lamina-opt with --reproducer FILE, or set {REPRODUCER_ENV}=FILE"
+)
+
+
 @dataclass
 class PassTiming:
     name: str
@@ -285,6 +296,7 @@ class PassManager:
         timing_stream: TextIO | None = None,
         dump_suffix: str = "",
         progress: TextIO | None = None,
+        reproducer_flags: Sequence[str] = (),
     ):
         self.passes = list(passes)
         self.verify_each = verify_each
@@ -292,7 +304,11 @@ class PassManager:
         self.print_ir_after_failure = print_ir_after_failure
         self.timing = timing
         self.dump_phases_to = Path(dump_phases_to) if dump_phases_to is not None else None
+        if reproducer_path is None:  # only on request: a flag, or the environment for scripts
+            reproducer_path = os.environ.get(REPRODUCER_ENV) or None
         self.reproducer_path = Path(reproducer_path) if reproducer_path is not None else None
+        self.reproducer_flags = list(reproducer_flags)
+        """lamina-opt flags the failure depends on (--allow-unregistered-dialect, ...)."""
         self.timing_stream = timing_stream
         self.dump_suffix = dump_suffix
         self.progress = progress
@@ -346,12 +362,18 @@ class PassManager:
             finally:
                 self.timings.append(PassTiming(pass_.name, time.perf_counter() - started))
             self._after_pass(module, pass_, before_phase)
+        except RecursionError:
+            raise DiagnosticError(
+                module_diagnostic(module, TOO_DEEP, [f"while running pass '{pass_.name}'"])
+            ) from None
         except DiagnosticException as err:
             diagnostics = as_diagnostics(err, module)
             diagnostics[0].notes.append(f"while running pass '{pass_.name}'")
             if snapshot is not None:
                 path = self._write_reproducer(snapshot, index)
                 diagnostics[0].notes.append(f"reproducer written to {path}")
+            else:
+                diagnostics[0].notes.append(REPRODUCER_HINT)
             _dump_ir(self.print_ir_after_failure, f"{pass_.name} Failed", module)
             raise DiagnosticError(diagnostics) from None
         _dump_ir(self.print_ir_after_all, pass_.name, module)
@@ -422,8 +444,12 @@ class PassManager:
             os.close(fd)
             path = Path(name)
         with path.open("w") as out:
-            out.write(f"// configuration: -p '{remaining}'\n")
-            out.write(f"// note: reproduce with: lamina-opt {path} -p '{remaining}'\n")
+            flags = "".join(f"{shlex.quote(flag)} " for flag in self.reproducer_flags)
+            out.write(f"// configuration: {flags}-p '{remaining}'\n")
+            out.write(
+                f"// note: reproduce with: lamina-opt {shlex.quote(str(path))} "
+                f"{flags}-p '{remaining}'\n"
+            )
             Printer(stream=out, print_debuginfo=True).print_op(snapshot)
             out.write("\n")
         return path

@@ -1929,9 +1929,19 @@ class ReduceMeanOp(_ReduceOp):
 
 @irdl_op_definition
 class ReduceMaxOp(_ReduceOp):
-    """Maximum over `axes`."""
+    """Maximum over `axes`. Over an empty axis it is an error, as in NumPy (no identity)."""
 
     name = "graph.reduce_max"
+
+    def infer_result_type(self) -> Attribute:
+        shape = tensor_shape(self.input)
+        empty = [a for a in self.axes_value if shape[a] == 0]
+        if empty:
+            raise ShapeError(
+                f"reduce_max over the empty axis {empty[0]} (extent 0) has no identity "
+                "(NumPy raises too); reduce_sum gives 0 and reduce_mean NaN there"
+            )
+        return super().infer_result_type()
 
 
 @irdl_op_definition

@@ -184,7 +184,7 @@ class ScalarEmitter:
         return self.emit(arith.AndIOp(a, b) if is_bool(a.type) else arith.MuliOp(a, b))
 
     def div(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        """Float division, or integer division truncating toward zero (C, TVM `truncdiv`).
+        """Float division, or integer division truncating toward zero (C, ONNX, TVM `truncdiv`).
 
         Integer division never traps: `x / 0` is 0 (NumPy's result) and
         `MIN / -1` wraps to MIN, both chosen by selects around a division by a

@@ -43,6 +43,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
+    IntegerAttr,
     MemRefType,
     ModuleOp,
     SymbolRefAttr,
@@ -57,6 +58,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from lamina.backends.entry_points import RESULTS_ATTR
 from lamina.core.devices import device_of
 from lamina.core.diagnostics import op_error
 from lamina.core.liveness import BlockOrder
@@ -436,6 +438,8 @@ class GraphFuncLowering(RewritePattern):
             BodyLowering(op, new, self.constants).run()
         for key, value in op.attributes.items():
             new.attributes.setdefault(key, value)
+        # Which trailing parameters are results: the lowered text stays runnable.
+        new.attributes[RESULTS_ATTR] = IntegerAttr(len(op.function_type.outputs), 64)
         rewriter.replace(op, new, [])
 
 

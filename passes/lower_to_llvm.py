@@ -65,6 +65,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 
 from lamina.backends.device_runtime import ALLOC_SYMBOL, COPY_SYMBOL, FREE_SYMBOL, device_slot
+from lamina.backends.entry_points import RESULTS_ATTR
 from lamina.backends.llvm_conversion import (
     ALLOC_ALIGNMENT,
     BUFFER_ATTR,
@@ -83,6 +84,7 @@ from lamina.backends.llvm_conversion import (
     replace_with,
     to_llvm,
 )
+from lamina.backends.llvm_errors import ERROR_ATTR, alloc_message, insert_error_exits
 from lamina.backends.llvm_parallel import ParallelForLowering
 from lamina.backends.llvm_scalar_patterns import ARITH_PATTERNS, MATH_PATTERNS
 from lamina.core.devices import check_usable_devices
@@ -214,10 +216,12 @@ class AllocLowering(RewritePattern):
             slot = constant(device_slot(op, op.device), i64, rewriter)
             args = [slot, constant(size, i64, rewriter)]
             call = call_function(op, rewriter, ALLOC_SYMBOL, args, llvm.LLVMPointerType())
+            call.attributes[ERROR_ATTR] = StringAttr(alloc_message(op, size))  # NULL → error
             replace_with(op, rewriter, call)
             return
         args = [constant(ALLOC_ALIGNMENT, i64, rewriter), constant(size, i64, rewriter)]
         call = call_function(op, rewriter, "aligned_alloc", args, llvm.LLVMPointerType())
+        call.attributes[ERROR_ATTR] = StringAttr(alloc_message(op, size))  # NULL → error
         replace_with(op, rewriter, call)
 
 
@@ -327,6 +331,8 @@ class FuncLowering(RewritePattern):
             body=body,
             other_props={"arg_attrs": _arg_attrs(inputs)} if inputs else None,
         )
+        if RESULTS_ATTR in op.attributes:  # an entry point: keep its results count
+            new.attributes[RESULTS_ATTR] = op.attributes[RESULTS_ATTR]
         if body.blocks:
             _retype_block_args(body.blocks[0], rewriter)
         rewriter.replace(op, new)
@@ -670,6 +676,7 @@ class LowerToLLVMPass(LaminaPass):
             GreedyRewritePatternApplier([TypeDispatch(patterns)]), apply_recursively=True
         ).rewrite_module(op)
         self.check_legality(op)
+        insert_error_exits(op)
         for func in op.ops:
             if isinstance(func, llvm.FuncOp):
                 order_blocks(func)

@@ -53,12 +53,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
+from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr, UnregisteredOp
 from xdsl.ir import Attribute, Operation
 from xdsl.traits import is_side_effect_free
 from xdsl.utils.exceptions import VerifyException
 
-from lamina.core.diagnostics import Diagnostic, DiagnosticError
+from lamina.core.diagnostics import Diagnostic, DiagnosticError, op_name
 from lamina.core.pass_base import ALL_PHASES, LaminaPass
 from lamina.core.symbols import lookup_symbol
 from lamina.dialects.graph import GraphCompute
@@ -253,10 +253,12 @@ def check_dialects(module: ModuleOp) -> Iterator[Violation]:
     phase = get_phase(module)
     for op in _ops(module):
         dialect = op.dialect_name()
-        if dialect not in OPTIMIZATION_DIALECTS and phase not in dialect_phases(dialect):
+        if isinstance(op, UnregisteredOp) or (
+            dialect not in OPTIMIZATION_DIALECTS and phase not in dialect_phases(dialect)
+        ):
             yield (
                 op,
-                f"'{op.name}' is not allowed from phase optimization on",
+                f"'{op_name(op)}' is not allowed from phase optimization on",
                 f"only {allowed} ops are; express it with graph, te or loop ops",
             )
 
@@ -306,7 +308,7 @@ def check_build_ops(module: ModuleOp) -> Iterator[Violation]:
         if op.dialect_name() != "llvm" and op.name != "builtin.module":
             yield (
                 op,
-                f"'{op.name}' is not allowed in phase build (only builtin.module and llvm.* ops)",
+                f"'{op_name(op)}' is not allowed in phase build (only builtin.module and llvm.* ops)",
                 "run lower-to-llvm to lower it",
             )
 

@@ -127,6 +127,8 @@ def eval_scalar_op(op: Operation, v: Callable[[SSAValue], object]) -> object:
             return _wrap(r, rt)  # type: ignore[arg-type]
         case arith.DivSIOp():
             return _wrap(_trunc_div(int(ops[0]), int(ops[1])), rt)  # type: ignore[arg-type]
+        case arith.FloorDivSIOp():
+            return _wrap(int(ops[0]) // int(ops[1]), rt)  # type: ignore[arg-type]
         case arith.DivUIOp() | arith.RemUIOp():
             a, b = int(ops[0]), int(ops[1])  # type: ignore[call-overload]
             assert a >= 0 and b > 0, f"unsigned index op on a negative value: {op}"

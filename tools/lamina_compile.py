@@ -44,6 +44,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--load-plugin", action="append", default=[], metavar="MODULE", help="see lamina-opt"
     )
+    p.add_argument(
+        "--check-bounds",
+        action="store_true",
+        help="check every buffer access; an out-of-bounds index stops with an error "
+        "(read it from the exported lamina_error, see docs/abi.md)",
+    )
     return p
 
 
@@ -72,7 +78,9 @@ def run(argv: list[str] | None = None) -> int:
     module = _as_module(read_source(args.file), args.file)
     signatures = entry_signatures(module)
     already_lowered = not any(op.name == "graph.func" for op in module.ops)
-    lowered, _ = lower_to_build(module, args.targets, instruments=instruments)
+    lowered, _ = lower_to_build(
+        module, args.targets, instruments=instruments, check_bounds=args.check_bounds
+    )
     symbols = abi.export_symbols(lowered, args.symbol_prefix)
     text = abi.c_header(
         signatures,

@@ -184,8 +184,8 @@ class LaminaOptMain(xDSLOptMain):
         arg_parser.add_argument(
             "--reproducer",
             metavar="FILE",
-            help="where to write the reproducer when a pass fails "
-            "(default: a fresh file in the temporary directory)",
+            help="when a pass fails, write the IR before it and the command that reproduces "
+            "the failure to FILE (a directory: a fresh file in it); also LAMINA_REPRODUCER=FILE",
         )
         arg_parser.add_argument(
             "--verify-diagnostics",
@@ -216,6 +216,8 @@ class LaminaOptMain(xDSLOptMain):
             )
             if value
         ]
+        if self.args.pipeline is not None and not self.args.pipeline.strip():
+            raise UsageError("--pipeline needs a pipeline name (e.g. --pipeline default)")
         if len(chosen) > 1 and chosen != ["--pipeline", "--compile-to"]:
             raise UsageError(f"{' and '.join(chosen)} cannot be combined")
         self.stop_phase: Phase | None = (
@@ -272,9 +274,14 @@ class LaminaOptMain(xDSLOptMain):
                 if not self._process_chunk(chunk, index, len(chunks), output):
                     status = 1
                 output.flush()
+        except BaseException:
+            status = 1
+            raise
         finally:
             if output is not sys.stdout:
                 output.close()
+                if status != 0:  # a failed run leaves no (partial) output file behind
+                    Path(self.args.output_file).unlink(missing_ok=True)
         return status
 
     def _read_input(self) -> tuple[str, str]:
@@ -364,11 +371,6 @@ class LaminaOptMain(xDSLOptMain):
             )
         if not passes and not self.args.dump_phases_to:
             return
-        reproducer = self.args.reproducer
-        if reproducer is None and not self.args.verify_diagnostics:
-            import tempfile
-
-            reproducer = tempfile.gettempdir()
         manager = PassManager(
             passes,
             verify_each=not self.args.disable_verify,
@@ -377,10 +379,20 @@ class LaminaOptMain(xDSLOptMain):
             progress=sys.stderr if self.args.verbose else None,
             timing=self.args.pass_timing,
             dump_phases_to=self.args.dump_phases_to,
-            reproducer_path=reproducer,
+            reproducer_path=self.args.reproducer,
             dump_suffix=f".{chunk_index}" if chunk_index is not None else "",
+            reproducer_flags=self._reproducer_flags(),
         )
         manager.run(self.ctx, module)
+
+    def _reproducer_flags(self) -> list[str]:
+        """The flags a reproducer's command needs to fail the same way."""
+        flags = [f"--target={t}" for t in self.args.targets]
+        if self.args.allow_unregistered_dialect:
+            flags.append("--allow-unregistered-dialect")
+        if self.args.disable_verify:
+            flags.append("--disable-verify")
+        return flags
 
     def _check_expectations(
         self,

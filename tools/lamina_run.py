@@ -10,8 +10,10 @@ results `out0, out1, ...` (DESIGN §7).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+import zipfile
 
 import numpy as np
 
@@ -59,15 +61,47 @@ def _parser() -> argparse.ArgumentParser:
         "--load-plugin", action="append", default=[], metavar="MODULE", help="see lamina-opt"
     )
     add_instrument_arguments(p)
+    p.add_argument(
+        "--check-bounds",
+        action="store_true",
+        help="check every buffer access; an out-of-bounds index stops with an error",
+    )
     return p
+
+
+def random_input_limit() -> int:
+    """Bytes `--random-inputs` may allocate: half the available memory, at most 4 GiB."""
+    try:
+        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        available = 8 << 30
+    return min(available // 2, 4 << 30)
+
+
+def _check_input_sizes(signature) -> None:
+    """Fail fast (before generating anything) when the inputs cannot sensibly be allocated."""
+    limit = random_input_limit()
+    sizes = [
+        int(np.prod(spec.shape, dtype=object)) * spec.dtype.itemsize for spec in signature.params
+    ]
+    if sum(sizes, 0) > limit:
+        largest = max(range(len(sizes)), key=sizes.__getitem__)
+        raise UsageError(
+            f"--random-inputs: the parameters of @{signature.name} need {sum(sizes)} bytes "
+            f"(argument {largest}, {signature.params[largest]}, alone {sizes[largest]}), more "
+            f"than the {limit} bytes random inputs may use; pass real inputs with --inputs FILE.npz"
+        )
 
 
 def random_inputs(signature, seed: int) -> list[np.ndarray]:
     """Reproducible inputs: standard normal floats, small integers, random booleans."""
+    _check_input_sizes(signature)
     rng = np.random.default_rng(seed)
     arrays = []
     for spec in signature.params:
-        if spec.dtype.kind == "f":
+        if spec.dtype in (np.float32, np.float64):
+            arrays.append(rng.standard_normal(spec.shape, dtype=spec.dtype))
+        elif spec.dtype.kind == "f":
             arrays.append(rng.standard_normal(spec.shape).astype(spec.dtype))
         elif spec.dtype.kind == "b":
             arrays.append(rng.integers(0, 2, spec.shape).astype(np.bool_))
@@ -77,21 +111,32 @@ def random_inputs(signature, seed: int) -> list[np.ndarray]:
 
 
 def load_inputs(path: str, signature) -> list[np.ndarray]:
-    """Inputs from `path`: each parameter as `arg<i>` or by its name in the source (`x` for %x)."""
-    with np.load(path) as data:
+    """Inputs from `path`: each parameter as `arg<i>` or by its name (`x` for %x); a bad file is a user error."""
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (ValueError, EOFError, zipfile.BadZipFile) as err:
+        raise UsageError(
+            f"{path}: not a .npz file of input arrays ({type(err).__name__})"
+        ) from None
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise UsageError(f"{path}: a single .npy array, expected a .npz with arg0, arg1, ...")
+    with data:
         names = list(signature.param_names) or [None] * len(signature.params)
-        arrays, missing = [], []
+        keys, missing = [], []
         for i, name in enumerate(names):
             key = f"arg{i}" if f"arg{i}" in data or name not in data else name
             if key in data:
-                arrays.append(data[key])
+                keys.append(key)
             else:
                 missing.append(f"arg{i}" + (f" (or {name})" if name else ""))
         if missing:
             raise UsageError(
                 f"{path}: missing {', '.join(missing)} (have: {', '.join(data.files)})"
             )
-        return arrays
+        try:
+            return [data[k] for k in keys]
+        except (ValueError, EOFError, zipfile.BadZipFile) as err:
+            raise UsageError(f"{path}: cannot read the input arrays ({err})") from None
 
 
 def _summary(i: int, arr: np.ndarray) -> str:
@@ -111,6 +156,10 @@ def run(argv: list[str] | None = None) -> int:
         load_plugin(plugin)
     if args.repeat < 0:
         raise UsageError("--repeat must be >= 0")
+    if not 0 <= args.seed < 2**64:
+        raise UsageError(f"--seed must be between 0 and 2**64 - 1, got {args.seed}")
+    if args.output and os.path.isdir(args.output):
+        raise UsageError(f"--output '{args.output}' is a directory; name the .npz file to write")
     if args.print_pipeline:
         return print_pipeline(args)
     exe = lamina.compile(
@@ -118,6 +167,7 @@ def run(argv: list[str] | None = None) -> int:
         targets=args.targets,
         filename=args.file,
         stats=args.stats,
+        check_bounds=args.check_bounds,
         **instrument_options(args),
     )
     if exe.stats is not None:
@@ -143,7 +193,8 @@ def run(argv: list[str] | None = None) -> int:
         per_run = (time.perf_counter() - start) / args.repeat
         print(f"run: {per_run * 1e3:.3f} ms/iter over {args.repeat} iterations")
     if args.output:
-        np.savez(args.output, **{f"out{i}": a for i, a in enumerate(results)})
+        with open(args.output, "wb") as out:  # exactly this file (np.savez would add .npz)
+            np.savez(out, **{f"out{i}": a for i, a in enumerate(results)})
     return 0
 
 

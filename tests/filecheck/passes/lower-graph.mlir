@@ -20,7 +20,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   // Two kernel calls: the intermediate gets an alloc on the call's device,
   // freed after its last use; the result is computed straight into %out0.
   // CHECK-LABEL: loop.func @two_calls(
-  // CHECK-SAME:    %[[X:.*]]: memref<4xf32>, %[[OUT:.*]]: memref<4xf32>) {
+  // CHECK-SAME:    %[[X:.*]]: memref<4xf32>, %[[OUT:.*]]: memref<4xf32>) attributes {lamina.results = 1 : i64} {
   // CHECK-NEXT:    %[[T:.*]] = loop.alloc {device = #lamina.device<"cpu", 0>} : memref<4xf32>
   // CHECK-NEXT:    loop.call @k(%[[X]], %[[T]]) : (memref<4xf32>, memref<4xf32>) -> ()
   // CHECK-NEXT:    loop.call @k(%[[T]], %[[OUT]]) : (memref<4xf32>, memref<4xf32>) -> ()
@@ -36,7 +36,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   // parameter, a value returned twice, a constant. A constant is an internal
   // llvm.mlir.global read through its address.
   // CHECK-LABEL: loop.func @outputs(
-  // CHECK-SAME:    %[[X:.*]]: memref<4xf32>, %[[O0:.*]]: memref<4xf32>, %[[O1:.*]]: memref<4xf32>, %[[O2:.*]]: memref<4xf32>, %[[O3:.*]]: memref<4xf32>) {
+  // CHECK-SAME:    %[[X:.*]]: memref<4xf32>, %[[O0:.*]]: memref<4xf32>, %[[O1:.*]]: memref<4xf32>, %[[O2:.*]]: memref<4xf32>, %[[O3:.*]]: memref<4xf32>) attributes {lamina.results = 4 : i64} {
   // CHECK-NEXT:    %[[P:.*]] = llvm.mlir.addressof @__lamina_constant : !llvm.ptr
   // CHECK-NEXT:    %[[C:.*]] = builtin.unrealized_conversion_cast %[[P]] : !llvm.ptr to memref<4xf32>
   // CHECK-NEXT:    loop.call @k2(%[[X]], %[[C]], %[[O0]])
@@ -51,7 +51,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   }
 
   // CHECK-LABEL: loop.func @helper(
-  // CHECK-SAME:    %[[W:.*]]: memref<4xf32>, %[[X:.*]]: memref<4xf32>, %[[OUT:.*]]: memref<4xf32>) {
+  // CHECK-SAME:    %[[W:.*]]: memref<4xf32>, %[[X:.*]]: memref<4xf32>, %[[OUT:.*]]: memref<4xf32>) attributes {lamina.results = 1 : i64} {
   // CHECK-NEXT:    loop.call @k2(%[[W]], %[[X]], %[[OUT]])
   // CHECK-NEXT:    loop.return
   graph.func @helper(%w: tensor<4xf32>, %x: tensor<4xf32>) -> tensor<4xf32> attributes {force_pure} {
@@ -63,7 +63,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   // known function becomes a direct call with the captured buffers first;
   // an external call gets its inputs then its destinations.
   // CHECK-LABEL: loop.func @calls(
-  // CHECK-SAME:    %[[W:.*]]: memref<4xf32>, %[[X:.*]]: memref<4xf32>, %[[OUT:.*]]: memref<4xf32>) {
+  // CHECK-SAME:    %[[W:.*]]: memref<4xf32>, %[[X:.*]]: memref<4xf32>, %[[OUT:.*]]: memref<4xf32>) attributes {lamina.results = 1 : i64} {
   // CHECK-NEXT:    %[[A:.*]] = loop.alloc : memref<4xf32>
   // CHECK-NEXT:    loop.call @helper(%[[W]], %[[X]], %[[A]])
   // CHECK-NEXT:    %[[B:.*]] = loop.alloc : memref<4xf32>
@@ -83,7 +83,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   // Device copies become loop.copy with src/dst; the copy's destination is
   // allocated on dst; argument/result attributes become parameter attributes.
   // CHECK-LABEL: loop.func @copies(
-  // CHECK-SAME:    %[[X:.*]]: memref<4xf32> {device = #lamina.device<"cpu", 0>}, %[[OUT:.*]]: memref<4xf32> {device = #lamina.device<"cpu", 0>}) {
+  // CHECK-SAME:    %[[X:.*]]: memref<4xf32> {device = #lamina.device<"cpu", 0>}, %[[OUT:.*]]: memref<4xf32> {device = #lamina.device<"cpu", 0>}) attributes {lamina.results = 1 : i64} {
   // CHECK-NEXT:    %[[G:.*]] = loop.alloc {device = #lamina.device<"cpu", 1>} : memref<4xf32>
   // CHECK-NEXT:    loop.copy %[[X]], %[[G]] {src = #lamina.device<"cpu", 0>, dst = #lamina.device<"cpu", 1>} : memref<4xf32> to memref<4xf32>
   // CHECK-NEXT:    %[[Y:.*]] = loop.alloc {device = #lamina.device<"cpu", 1>} : memref<4xf32>
@@ -102,7 +102,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   // A loop function returning its buffer (not DPS) is called directly; its
   // result is copied into the output.
   // CHECK-LABEL: loop.func @direct(
-  // CHECK-SAME:    %[[X:.*]]: memref<4xf32>, %[[OUT:.*]]: memref<4xf32>) {
+  // CHECK-SAME:    %[[X:.*]]: memref<4xf32>, %[[OUT:.*]]: memref<4xf32>) attributes {lamina.results = 1 : i64} {
   // CHECK-NEXT:    %[[Y:.*]] = loop.call @make(%[[X]]) : (memref<4xf32>) -> memref<4xf32>
   // CHECK-NEXT:    loop.copy %[[Y]], %[[OUT]] : memref<4xf32> to memref<4xf32>
   // CHECK-NEXT:    loop.return

@@ -171,6 +171,18 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NEXT:    %[[SLOT:.*]] = llvm.mlir.constant(0) : i64
 // CHECK-NEXT:    %[[SIZE:.*]] = llvm.mlir.constant(64) : i64
 // CHECK-NEXT:    %[[G:.*]] = llvm.call @__lamina_device_alloc(%[[SLOT]], %[[SIZE]]) : (i64, i64) -> !llvm.ptr
+// A failed allocation records its message and returns (backends/llvm_errors.py).
+// CHECK-NEXT:    %[[INT:.*]] = llvm.ptrtoint %[[G]] : !llvm.ptr to i64
+// CHECK-NEXT:    %[[ZERO:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    %[[NULL:.*]] = llvm.icmp "eq" %[[INT]], %[[ZERO]] : i64
+// CHECK-NEXT:    llvm.cond_br %[[NULL]], ^[[FAIL:\w+]], ^[[OK:\w+]]
+// CHECK-NEXT:  ^[[FAIL]]:
+// CHECK-NEXT:    %[[MSG:.*]] = llvm.mlir.addressof @lamina_error_message_0 : !llvm.ptr
+// CHECK-NEXT:    %[[MSGINT:.*]] = llvm.ptrtoint %[[MSG]] : !llvm.ptr to i64
+// CHECK-NEXT:    %[[FLAG:.*]] = llvm.mlir.addressof @lamina_error : !llvm.ptr
+// CHECK-NEXT:    llvm.store %[[MSGINT]], %[[FLAG]] : i64, !llvm.ptr
+// CHECK-NEXT:    llvm.return
+// CHECK-NEXT:  ^[[OK]]:
 // CHECK-NEXT:    %[[BYTES:.*]] = llvm.mlir.constant(40) : i64
 // CHECK-NEXT:    %[[VOL:.*]] = llvm.mlir.constant(false) : i1
 // CHECK-NEXT:    llvm.call_intrinsic "llvm.memcpy.p0.p0.i64"(%[[G]], %[[A]], %[[BYTES]], %[[VOL]]) : (!llvm.ptr, !llvm.ptr, i64, i1) -> ()
@@ -203,7 +215,8 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // -----
 
 // Scalar integer arithmetic and conversions; fptosi truncates toward zero
-// through the saturating intrinsic (xDSL's llvm dialect has no fptosi op).
+// through the saturating intrinsic (xDSL's llvm dialect has no fptosi op),
+// and NaN/inf/out-of-range inputs give NumPy's x86 result, INT_MIN.
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @ints(%a: i32, %b: i32, %f: f32, %n: index) -> i32 {
     %s = arith.addi %a, %b : i32
@@ -231,7 +244,14 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NEXT:    %[[FL:.*]] = llvm.sub %[[Q]], %[[ADJ]] : i32
 // CHECK-NEXT:    %[[LT:.*]] = llvm.icmp "slt" %[[FL]], %[[A]] : i32
 // CHECK-NEXT:    %[[SEL:.*]] = llvm.select %[[LT]], %[[FL]], %[[A]] : i1, i32
-// CHECK-NEXT:    %[[T:.*]] = llvm.call_intrinsic "llvm.fptosi.sat.i32.f32"(%[[F]]) : (f32) -> i32
+// CHECK-NEXT:    %[[SAT:.*]] = llvm.call_intrinsic "llvm.fptosi.sat.i32.f32"(%[[F]]) : (f32) -> i32
+// CHECK-NEXT:    %[[LO:.*]] = llvm.mlir.constant(-2.14748365e+09 : f32) : f32
+// CHECK-NEXT:    %[[GE:.*]] = llvm.fcmp "oge" %[[F]], %[[LO]] : f32
+// CHECK-NEXT:    %[[HI:.*]] = llvm.mlir.constant(2.14748365e+09 : f32) : f32
+// CHECK-NEXT:    %[[LT2:.*]] = llvm.fcmp "olt" %[[F]], %[[HI]] : f32
+// CHECK-NEXT:    %[[OK:.*]] = llvm.and %[[GE]], %[[LT2]] : i1
+// CHECK-NEXT:    %[[MIN:.*]] = llvm.mlir.constant(-2147483648 : i32) : i32
+// CHECK-NEXT:    %[[T:.*]] = llvm.select %[[OK]], %[[SAT]], %[[MIN]] : i1, i32
 // CHECK-NEXT:    %[[NI:.*]] = llvm.trunc %[[N]] : i64 to i32
 // CHECK-NEXT:    %[[X:.*]] = llvm.mul %[[SEL]], %[[T]] : i32
 // CHECK-NEXT:    %[[Y:.*]] = llvm.sub %[[X]], %[[NI]] : i32

@@ -31,7 +31,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   // CHECK-NEXT:    graph.return %e
 
   // HOST-LABEL: loop.func @chain(
-  // HOST-SAME:    %[[X:.*]]: memref<4xf32>, %[[OUT:.*]]: memref<4xf32>) {
+  // HOST-SAME:    %[[X:.*]]: memref<4xf32>, %[[OUT:.*]]: memref<4xf32>) attributes {lamina.results = 1 : i64} {
   // HOST-NEXT:    %[[A:.*]] = loop.alloc : memref<4xf32>
   // HOST-NEXT:    loop.call @k(%[[X]], %[[A]])
   // HOST-NEXT:    %[[B:.*]] = loop.alloc : memref<4xf32>
