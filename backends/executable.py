@@ -169,10 +169,16 @@ class Executable:
     """Addresses of the generated code's error globals (None: it cannot fail)."""
 
     def __post_init__(self) -> None:
-        from lamina.backends.llvm_errors import error_addresses
-
         engine = getattr(self.compiled, "engine", None)
-        if engine is not None:
+        if engine is None:
+            return
+        if self.llvm_module is None:  # a disk-cache hit: no xDSL import, ask the engine
+            from lamina.backends.error_globals import engine_error_addresses
+
+            self._errors = engine_error_addresses(engine)
+        else:
+            from lamina.backends.llvm_errors import error_addresses
+
             self._errors = error_addresses(engine, self.llvm_module)
 
     @property
@@ -199,7 +205,9 @@ class Executable:
 
     def _raise_pending_error(self) -> None:
         """Raise what the generated code reported (see backends/llvm_errors.py), if anything."""
-        from lamina.backends.llvm_errors import pending_error
+        if self._errors is None:
+            return
+        from lamina.backends.error_globals import pending_error
 
         message = pending_error(self._errors)
         if message is not None:
@@ -312,7 +320,10 @@ class EntryCall:
                 arr = _check_input(sig, i, arr, sig.params[i])
             inputs.append(arr)
         if out is None:
-            outputs = [np.empty(shape, dtype) for shape, dtype in self.results]
+            try:
+                outputs = [np.empty(shape, dtype) for shape, dtype in self.results]
+            except (MemoryError, ValueError):  # the same again, as a clear error of `run`
+                outputs = [_allocate_result(sig, i) for i in range(len(self.results))]
         else:
             outputs = self._check_outputs(out, inputs)
         self.cfunc(*[_pointer(a) for a in inputs], *[_pointer(a) for a in outputs])
@@ -618,6 +629,7 @@ def _to_cache(key: str, exe: Executable) -> bool:
             name: {
                 "params": [_spec_json(p) for p in sig.params],
                 "results": [_spec_json(r) for r in sig.results],
+                "param_names": list(sig.param_names),
             }
             for name, sig in exe.signatures.items()
         },
@@ -644,6 +656,7 @@ def _from_cache(key: str) -> Executable | None:
                 name,
                 tuple(_spec_from_json(p) for p in sig["params"]),
                 tuple(_spec_from_json(r) for r in sig["results"]),
+                tuple(sig.get("param_names", ())),
             )
             for name, sig in entry.metadata["signatures"].items()
         }

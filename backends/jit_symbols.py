@@ -44,6 +44,11 @@ def load_runtime_libraries() -> None:
             pass  # then a program needing a helper fails with the diagnostic below
 
 
+RUNTIME_PREFIX = "__lamina_"
+"""Functions of Lamina's own runtimes (backends/device_runtime.py), linked into
+the module before it is compiled: declared here, defined there."""
+
+
 def missing_declared_functions(module: ModuleOp) -> list[Diagnostic]:
     """Functions the module declares (no body) that no loaded library defines."""
     return [
@@ -55,7 +60,7 @@ def missing_declared_functions(module: ModuleOp) -> list[Diagnostic]:
         for op in module.ops
         if isinstance(op, llvm_dialect.FuncOp)
         and not op.body.blocks
-        and not op.sym_name.data.startswith("llvm.")
+        and not op.sym_name.data.startswith(("llvm.", RUNTIME_PREFIX))
         and not llvm.address_of_symbol(op.sym_name.data)
     ]
 

@@ -31,7 +31,6 @@ error); calls that do not fail are unaffected.
 
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Sequence
 
 from xdsl.dialects import llvm
@@ -47,9 +46,13 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, SSAValue
 
-ERROR_SYMBOL = "lamina_error"
-VALUES_SYMBOL = "lamina_error_values"
-MAX_VALUES = 4
+from lamina.backends.error_globals import (  # noqa: E402 - shared with cache hits
+    ERROR_SYMBOL,
+    MAX_VALUES,
+    VALUES_SYMBOL,
+    pending_error,
+)
+
 ERROR_ATTR = "lamina.error"
 """On an `llvm.call @aligned_alloc`: the message if it returns NULL."""
 FAIL_PREFIX = "__lamina_error_"
@@ -117,7 +120,7 @@ def _sites(func: llvm.FuncOp) -> list[llvm.CallOp]:
         if isinstance(op, llvm.CallOp)
         and (
             (_callee(op) or "").startswith(FAIL_PREFIX)
-            or (_callee(op) == "aligned_alloc" and ERROR_ATTR in op.attributes)
+            or ERROR_ATTR in op.attributes  # an allocation: NULL means it failed
         )
     ]
 
@@ -321,25 +324,6 @@ def error_addresses(engine, module: ModuleOp | None = None) -> tuple[int, int] |
         engine.get_global_value_address(ERROR_SYMBOL),
         engine.get_global_value_address(VALUES_SYMBOL),
     )
-
-
-def pending_error(addresses: tuple[int, int] | None) -> str | None:
-    """The message of the error the last call recorded (clearing it), or None."""
-    if addresses is None:
-        return None
-    flag = ctypes.c_int64.from_address(addresses[0])
-    if not flag.value:
-        return None
-    template = ctypes.string_at(flag.value).decode(errors="replace")
-    values = (ctypes.c_int64 * MAX_VALUES).from_address(addresses[1])
-    args = list(values)
-    flag.value = 0
-    for i in range(MAX_VALUES):
-        values[i] = 0
-    try:
-        return template.format(*args)
-    except (IndexError, ValueError, KeyError):
-        return template
 
 
 __all__ = [

@@ -235,7 +235,10 @@ class RequireUsableDevices(ModulePass):
 def with_device_check(passes: Sequence[ModulePass]) -> list[ModulePass]:
     """`passes` with `RequireUsableDevices` right after `plan-devices` (devices
     are planned, ops not yet fused or legalized), else before `legalize`, else
-    before `lower-to-llvm`, else first."""
+    before `lower-to-llvm`, else first. A module already in phase build (no
+    passes left) was checked by `lower-to-llvm` itself."""
+    if not passes:
+        return []
     names = [p.name for p in passes]
     if "plan-devices" in names:  # right after planning: ops still as the user wrote them
         at = names.index("plan-devices") + 1

@@ -124,9 +124,9 @@ def test_lamina_compile_check_bounds_reports_through_the_c_abi(tmp_path):
     result = _tool("lamina_compile", program, "--check-bounds", "-o", so)
     assert result.returncode == 0, result.stderr
     lib = ctypes.CDLL(str(so))
-    lib.shift.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    lib.lamina_shift.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
     a, out = np.ones(8, np.float32), np.zeros(8, np.float32)
-    lib.shift(a.ctypes.data, out.ctypes.data)
+    lib.lamina_shift(a.ctypes.data, out.ctypes.data)  # the C ABI prefix (docs/abi.md)
     message = ctypes.c_int64.in_dll(lib, "lamina_error").value
     values = (ctypes.c_int64 * 4).in_dll(lib, "lamina_error_values")
     template = ctypes.string_at(message).decode()

@@ -11,6 +11,7 @@ of killing pytest.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -116,7 +117,10 @@ def test_failed_allocation_raises_and_the_process_survives():
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert len([line for line in lines if line.startswith("raised:")]) == 2
-    assert "kernel @main: cannot allocate buffer %b" in lines[0]
+    # The buffer is the broadcast (fuse-ops may move it into the fused kernel).
+    assert re.search(
+        r"kernel @\w+: cannot allocate buffer %\w+ of type memref<100000x250000x4xf32>", lines[0]
+    )
     assert "400000000000 bytes" in lines[0]
     assert "still fine: 5.0" in lines[-1]
 
@@ -338,7 +342,7 @@ graph.func @main(%x: tensor<f64>) -> tensor<f64> {
         jit.load_runtime_libraries = lambda: None  # as on a system without libgcc_s
         import lamina
         try:
-            lamina.compile({cast!r})
+            lamina.compile({cast!r}, cache=False)  # the disk cache holds the code above
         except lamina.DiagnosticError as err:
             print(err.format())
         """

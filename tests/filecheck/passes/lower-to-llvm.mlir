@@ -206,7 +206,9 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NEXT:    %[[SLOT:.*]] = llvm.mlir.constant(1) : i64
 // CHECK-NEXT:    %[[SIZE:.*]] = llvm.mlir.constant(64) : i64
 // CHECK-NEXT:    %[[G:.*]] = llvm.call @__lamina_device_alloc(%[[SLOT]], %[[SIZE]])
-// CHECK-NEXT:    %[[DST:.*]] = llvm.mlir.constant(1) : i64
+// The device allocator returns NULL when it fails: checked as for any allocation.
+// CHECK-NEXT:    llvm.ptrtoint %[[G]]
+// CHECK:         %[[DST:.*]] = llvm.mlir.constant(1) : i64
 // CHECK-NEXT:    %[[SRC:.*]] = llvm.mlir.constant(0) : i64
 // CHECK-NEXT:    %[[BYTES:.*]] = llvm.mlir.constant(40) : i64
 // CHECK-NEXT:    llvm.call @__lamina_device_copy(%[[DST]], %[[SRC]], %[[G]], %[[A]], %[[BYTES]]) : (i64, i64, !llvm.ptr, !llvm.ptr, i64) -> ()
