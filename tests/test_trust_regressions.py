@@ -116,7 +116,8 @@ def test_failed_allocation_raises_and_the_process_survives():
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert len([line for line in lines if line.startswith("raised:")]) == 2
-    assert "kernel @main: cannot allocate buffer %b" in lines[0]
+    # The buffer is allocated in @main, or in a fused kernel (fuse-ops): either way named.
+    assert "cannot allocate buffer %" in lines[0] and "kernel @" in lines[0]
     assert "400000000000 bytes" in lines[0]
     assert "still fine: 5.0" in lines[-1]
 
