@@ -1,1 +1,1 @@
-"""Lamina backends (see DESIGN §1)."""
+"""Lamina backends (see docs/design.md §1)."""

@@ -1,6 +1,6 @@
 """Code generation: xDSL's llvm dialect → llvmlite → optimized native code.
 
-This is the `build` phase's back end (DESIGN §4). Input: a module in phase
+This is the `build` phase's back end (docs/design.md §4). Input: a module in phase
 `build` (only `builtin.module` and `llvm.*` ops, as `lower-to-llvm` leaves
 it). Steps, each timed in `CompileTimings`:
 

@@ -1,4 +1,4 @@
-"""`lamina.compile` and `Executable`: the Python API of DESIGN §7.
+"""`lamina.compile` and `Executable`: the Python API of docs/design.md §7.
 
 `compile()` parses (if given text), runs the default pipeline down to the
 `build` phase, JIT-compiles the llvm-dialect module and returns an
@@ -430,7 +430,7 @@ def with_bounds_checks(passes: list) -> list:
     return [*passes[:index], CheckBoundsPass(), *passes[index:]]
 
 
-def compile(  # noqa: A001 - the API name is DESIGN §7's
+def compile(  # noqa: A001 - the API name is docs/design.md §7's
     module_or_text: ModuleOp | str | os.PathLike[str],
     targets: Sequence[str] | None = None,
     *,

@@ -2,7 +2,7 @@
 
 A `loop.for ... kind(parallel)` without iter_args is outlined and run by
 `GOMP_parallel`, the entry point GCC itself emits for `#pragma omp
-parallel` (DESIGN §7: a real threading runtime, not a Python pool):
+parallel` (docs/design.md §7: a real threading runtime, not a Python pool):
 
     loop.func @f(...) {                      llvm.func @f(...) {
       loop.for %i = %lb to %ub step %s         %ctx = llvm.alloca 1 x !llvm.struct<(captures)>

@@ -1,4 +1,4 @@
-"""A NumPy evaluator for graph IR: the executable specification of DESIGN §3.2.
+"""A NumPy evaluator for graph IR: the executable specification of docs/design.md §3.2.
 
 It interprets graph programs op by op with NumPy (no compilation), so it is
 the oracle the compiled code is checked against: per-op numerics tests,

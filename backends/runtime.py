@@ -1,6 +1,6 @@
 """In-process runtime: call JIT-compiled functions with NumPy arrays, without copies.
 
-The low level of the execution API (the `Executable` of DESIGN §7 is built on
+The low level of the execution API (the `Executable` of docs/design.md §7 is built on
 top of it). A function produced by `lower-to-llvm` takes every buffer as a
 bare pointer to its first element (row-major, contiguous) and scalars by
 value; index values are `int64_t`. `JitFunction` turns its llvm-dialect

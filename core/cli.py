@@ -1,6 +1,6 @@
 """What every Lamina command-line tool shares: user errors become diagnostics, exit 1.
 
-A traceback is a bug (DESIGN §5): user errors (bad text, bad IR, wrong phase,
+A traceback is a bug (docs/design.md §5): user errors (bad text, bad IR, wrong phase,
 bad arguments, missing files) print an MLIR-style `error:` line and exit with
 status 1; only genuine internal failures print a traceback, and exit 2.
 """

@@ -35,7 +35,7 @@ def _lamina_dialects() -> dict[str, Callable[[], Dialect]]:
 
 
 UPSTREAM_DIALECTS = ("builtin", "arith", "math", "llvm", "func", "scf", "cf", "memref", "vector")
-"""Upstream xDSL dialects registered in every Lamina context (DESIGN §3)."""
+"""Upstream xDSL dialects registered in every Lamina context (docs/design.md §3)."""
 
 
 def all_dialect_factories() -> dict[str, Callable[[], Dialect]]:

@@ -1,7 +1,7 @@
 """MLIR-style diagnostics: `file:line:col: error: message`, attached to ops.
 
 xDSL's verifier raises at the first failing op and reports no source position.
-Lamina's tools need more (DESIGN §5): every diagnostic names a location, a
+Lamina's tools need more (docs/design.md §5): every diagnostic names a location, a
 checker can report *all* violations, and `--verify-diagnostics` matches them
 against `// expected-error` annotations by line. This module provides:
 

@@ -130,7 +130,7 @@ def passes_markdown() -> str:
         "# Passes\n\n",
         "One pass per file in `passes/`, named after its flag (`-p <flag>`). ",
         "Each pass declares the phases it runs in; a transition pass also declares ",
-        "the phase it produces (DESIGN §2). The pass manager refuses a pass in the ",
+        "the phase it produces (docs/design.md §2). The pass manager refuses a pass in the ",
         "wrong phase and runs the phase checker after every transition.\n\n",
         pass_table(builtin_pass_names()),
     ]
@@ -298,7 +298,7 @@ def dialects_markdown() -> str:
         _HEADER.format(cmd=REGENERATE, source="the IRDL definitions in `dialects/`"),
         "# Dialect reference\n\n",
         "The ops, attributes and types of Lamina's dialects, read from their IRDL ",
-        "definitions. DESIGN.md §3 gives the contract (names and attribute encodings); ",
+        "definitions. docs/design.md §3 gives the contract (names and attribute encodings); ",
         "each op's docstring in `dialects/<dialect>.py` has the full description.\n",
     ]
     for name, dialect in _load_dialects():

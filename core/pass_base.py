@@ -1,4 +1,4 @@
-"""Pass contracts (seed 000, DESIGN §2/§4).
+"""Pass contracts (seed 000, docs/design.md §2/§4).
 
 Every Lamina pass is an xDSL `ModulePass` that also declares:
 

@@ -1,4 +1,4 @@
-"""The phase-aware pass manager (DESIGN §2, §4; STYLE conventions 6–9).
+"""The phase-aware pass manager (docs/design.md §2, §4; STYLE conventions 6–9).
 
 xDSL's `PassPipeline` applies passes one after another and, in `xdsl-opt`,
 verifies between them. Lamina's manager adds the phase contract:
@@ -245,7 +245,7 @@ def check_pass_phase(pass_: ModulePass, module: ModuleOp) -> None:
 
 
 def run_phase_checker(module: ModuleOp) -> None:
-    """The well-formed checker for the module's phase (DESIGN §5); every violation reported."""
+    """The well-formed checker for the module's phase (docs/design.md §5); every violation reported."""
     from lamina.passes.verify_phase import check_phase
 
     diagnostics = check_phase(module)

@@ -1,7 +1,7 @@
-"""Named pass pipelines (DESIGN §4), shared by `lamina-opt` and `lamina.compile`.
+"""Named pass pipelines (docs/design.md §4), shared by `lamina-opt` and `lamina.compile`.
 
 The default pipeline is a list of stages, one per phase. Each stage lists the
-passes that run in its phase, the target hook points (DESIGN §6) where the
+passes that run in its phase, the target hook points (docs/design.md §6) where the
 compile targets' passes are inserted, and the transition pass that leaves
 the phase::
 
@@ -15,7 +15,7 @@ the phase::
 Nothing is skipped silently: `format_pipeline` shows the expanded pipeline
 and marks passes that are not registered (yet); building the pass list for a
 pipeline that names a missing pass raises `PipelineError` naming it. The one
-exception is a `Planned` step: a pass of DESIGN §4 that a later issue
+exception is a `Planned` step: a pass of docs/design.md §4 that a later issue
 implements (e.g. `plan-devices`). It runs as soon as its pass is registered;
 until then `--print-pipeline` shows it as `[planned: not implemented yet]`
 and the pipeline runs without it (the default pipeline is complete without
@@ -51,7 +51,7 @@ class PipelineError(DiagnosticError):
 
 @dataclass(frozen=True)
 class HookPoint:
-    """A place where compile targets insert their own passes (DESIGN §6)."""
+    """A place where compile targets insert their own passes (docs/design.md §6)."""
 
     name: str
     shown_when_empty: bool = True
@@ -60,7 +60,7 @@ class HookPoint:
 
 @dataclass(frozen=True)
 class Planned:
-    """A DESIGN §4 pass implemented by a later issue: runs once registered, else skipped."""
+    """A docs/design.md §4 pass implemented by a later issue: runs once registered, else skipped."""
 
     name: str
 

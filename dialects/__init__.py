@@ -1,1 +1,1 @@
-"""Lamina dialects (see DESIGN §1)."""
+"""Lamina dialects (see docs/design.md §1)."""

@@ -1,4 +1,4 @@
-"""The `graph` dialect: value-semantics functions over tensors (DESIGN §3.2).
+"""The `graph` dialect: value-semantics functions over tensors (docs/design.md §3.2).
 
 This is the Relax/Relay level of Lamina. A model enters as `graph.func`s whose
 bodies are compute ops on whole tensors (`graph.add`, `graph.matmul`,
@@ -2492,4 +2492,4 @@ Graph = Dialect(
     ],
     [FnType],
 )  # fmt: skip
-"""The graph dialect (DESIGN §3.2)."""
+"""The graph dialect (docs/design.md §3.2)."""

@@ -1,4 +1,4 @@
-"""The `lamina` dialect: attributes shared by every level of the IR (DESIGN §3.1).
+"""The `lamina` dialect: attributes shared by every level of the IR (docs/design.md §3.1).
 
 Nothing here is an operation. These attributes carry the compiler's decisions
 *in the IR itself* (phase, device placement, buffer-layout constraints,
@@ -76,7 +76,7 @@ DEVICE_ATTR_NAME = "device"
 
 @irdl_attr_definition
 class PhaseAttr(ParametrizedAttribute):
-    """`#lamina.phase<NAME>`: the phase a module is in (DESIGN §2)."""
+    """`#lamina.phase<NAME>`: the phase a module is in (docs/design.md §2)."""
 
     name = "lamina.phase"
 

@@ -1,4 +1,4 @@
-"""The `loop` dialect: loop nests over buffers, Lamina's TIR level (DESIGN §3.4).
+"""The `loop` dialect: loop nests over buffers, Lamina's TIR level (docs/design.md §3.4).
 
 Values are builtin memrefs (buffers) and scalars; scalar arithmetic uses the
 upstream `arith` and `math` dialects. A kernel is a `loop.func` in

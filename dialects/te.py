@@ -1,4 +1,4 @@
-"""The `te` dialect: tensor expressions, Lamina's TE level (DESIGN §3.3).
+"""The `te` dialect: tensor expressions, Lamina's TE level (docs/design.md §3.3).
 
 A `te.func` is a function over tensors (value semantics) whose body is a DAG
 of `te.compute` ops. Each `te.compute` defines its result tensor element-wise:

@@ -1,1 +1,1 @@
-"""Lamina passes (see DESIGN §1)."""
+"""Lamina passes (see docs/design.md §1)."""

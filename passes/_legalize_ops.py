@@ -7,7 +7,7 @@ kernel and returns the te values of the op's results. A te.func is a DAG of
 `te.compute` (softmax and layer_norm already use several), so a fused kernel
 is several builder calls on one `KernelBuilder`.
 
-Index conventions (DESIGN §3.2 semantics):
+Index conventions (docs/design.md §3.2 semantics):
 
 * NumPy broadcasting: operand dim j of rank r sits under output dim
   `j + R - r`; a size-1 operand dim is read at index 0.
@@ -159,7 +159,7 @@ def drop_at(indices: Sequence[SSAValue], axis: int) -> Indices:
 @dataclass(frozen=True)
 class Window:
     """One sliding-window dimension: output index `o` and window index `k` read input
-    dimension `axis` at `o*stride + k*dilation - lo` (DESIGN §3.2 padding)."""
+    dimension `axis` at `o*stride + k*dilation - lo` (docs/design.md §3.2 padding)."""
 
     axis: int
     stride: int

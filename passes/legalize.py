@@ -1,6 +1,6 @@
 """`legalize`: graph compute ops → `te.func` + `graph.call_te` (optimization → lowering).
 
-Relax's LegalizeOps, the 1→2 transition of DESIGN §2. Every op with the
+Relax's LegalizeOps, the 1→2 transition of docs/design.md §2. Every op with the
 `GraphCompute` trait becomes a call of a tensor-expression kernel whose body
 is built by `_legalize_ops.BUILDERS` (one builder per op kind). The pass also
 flattens `graph.dataflow` blocks and removes purity tracking, so that the

@@ -625,7 +625,7 @@ class SpecializeClosuresPass(LaminaPass):
     name and meaning (the reference evaluator gives the same results);
     compute ops are only added in clones and only removed with unreachable
     functions.
-    Pipeline: not in DESIGN §4; our addition to the default pipeline, right
+    Pipeline: not in docs/design.md §4; our addition to the default pipeline, right
     after `cse` in phase optimization (issue 4: statically known callees
     compile).
     """

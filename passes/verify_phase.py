@@ -1,4 +1,4 @@
-"""The well-formed checker: what a module may contain in each phase (DESIGN §2, §5).
+"""The well-formed checker: what a module may contain in each phase (docs/design.md §2, §5).
 
 Like TVM's `well_formed.cc`, the invariants are numbered, and every diagnostic
 names the phase, the invariant's number and what to run to fix it:
@@ -128,7 +128,7 @@ def callee_name(op: Operation) -> str | None:
 
 
 def is_func_pure(func: Operation) -> bool:
-    """A `graph.func` is pure unless it carries `impure` (DESIGN §3.2)."""
+    """A `graph.func` is pure unless it carries `impure` (docs/design.md §3.2)."""
     return not has_unit(func, "impure")
 
 

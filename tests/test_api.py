@@ -1,4 +1,4 @@
-"""The Python API of DESIGN §7: `lamina.compile` and `Executable.run`.
+"""The Python API of docs/design.md §7: `lamina.compile` and `Executable.run`.
 
 Bad programs raise located `DiagnosticError`s; bad calls raise
 `LaminaRuntimeError` naming the argument and comparing expected vs got; the

@@ -1,7 +1,7 @@
 """The examples compile and run end to end and match the NumPy reference to 1e-4.
 
 Both routes a user takes are covered: `lamina.compile` in Python, and the
-`lamina-run` command with `.npz` inputs and outputs (DESIGN §7). The
+`lamina-run` command with `.npz` inputs and outputs (docs/design.md §7). The
 reference is `lamina.backends.reference`, which evaluates the graph IR with
 NumPy op by op.
 """

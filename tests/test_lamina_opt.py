@@ -2,7 +2,7 @@
 
 Each case runs the real tool in a subprocess and checks the exit status, an
 MLIR-style `error:` line (with `file:line:col` when the error is in the
-input) and that no Python traceback leaks out (DESIGN §5).
+input) and that no Python traceback leaks out (docs/design.md §5).
 """
 
 from __future__ import annotations

@@ -210,7 +210,7 @@ DESIGN_ORDER = [
     "lift-lambdas",
     "canonicalize",
     "cse",
-    "specialize-closures",  # our addition to DESIGN §4 (docs/passes.md)
+    "specialize-closures",  # our addition to docs/design.md §4 (docs/passes.md)
     "fold-constants",
     "plan-devices",
     "plan-layouts",

@@ -1,1 +1,1 @@
-"""Lamina tools (see DESIGN §1)."""
+"""Lamina tools (see docs/design.md §1)."""

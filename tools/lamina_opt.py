@@ -1,4 +1,4 @@
-"""`lamina-opt`: Lamina's modular optimizer driver (DESIGN §7).
+"""`lamina-opt`: Lamina's modular optimizer driver (docs/design.md §7).
 
 Built on xDSL's `xDSLOptMain`: its flags (`-p`, `--split-input-file`,
 `--print-op-generic`, `-o`, `--disable-verify`, `--allow-unregistered-dialect`,

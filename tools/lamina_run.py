@@ -4,7 +4,7 @@
     lamina-run model.mlir --inputs in.npz --output out.npz
 
 In the `.npz` files inputs are `arg0, arg1, ...` in parameter order and
-results `out0, out1, ...` (DESIGN §7).
+results `out0, out1, ...` (docs/design.md §7).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 // RUN: lamina-opt %s --print-op-generic | lamina-opt --print-op-generic | filecheck %s
 // RUN: lamina-opt %s | lamina-opt | filecheck %s --check-prefix=PRETTY
 
-// Whole programs written in the generic form with DESIGN's op and attribute
+// Whole programs written in the generic form with the design's (docs/design.md) op and attribute
 // names: they parse, verify, and print back (generic and pretty) to text that
 // parses to the same module. @conv_blocks and @shapes spell properties as a
 // plain attribute dictionary `{...}`, the others as `<{...}>`.
