@@ -123,13 +123,13 @@ class FoldIf(RewritePattern):
             return
         region = op.then_region if k & 1 else op.else_region
         if not region.blocks:
-            rewriter.erase_op(op)
+            rewriter.erase(op)
             return
         block = region.block
         terminator = block.last_op
         values = list(terminator.operands) if isinstance(terminator, loop.YieldOp) else []
         if isinstance(terminator, loop.YieldOp):
-            rewriter.erase_op(terminator)
+            rewriter.erase(terminator)
         rewriter.inline_block(block, InsertPoint.before(op))
         rewriter.replace(op, [], values)
 
@@ -140,7 +140,7 @@ class RemoveUndefStore(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: loop.StoreOp, rewriter: PatternRewriter, /):
         if isinstance(op.value.owner, loop.UndefOp):
-            rewriter.erase_op(op)
+            rewriter.erase(op)
 
 
 class PaddingSelect(RewritePattern):
