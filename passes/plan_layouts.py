@@ -69,8 +69,12 @@ def conv2d_block(op: graph.Conv2dOp, block: int = 0) -> int | None:
     vectorizes along the output row, which pays off for long rows, while the
     blocked kernel does not yet keep accumulators in registers across output
     columns (measured, benchmarks/bench_layouts.py: 14x14 maps run ~2-5x
-    faster blocked, 56x56 ones ~2x slower)."""
-    from lamina.backends.cpu_facts import host_cpu_facts
+    faster blocked, 56x56 ones ~2x slower). The lanes come from the facts
+    the module records for its cpu target (`lamina.targets` options, else the
+    host's), so a module compiled for 256-bit vectors blocks by 8 on any host."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    from lamina.backends.targets import module_facts
 
     elem = graph.element_type(op.data)
     if not isinstance(elem, AnyFloat) or op.groups_value != 1:
@@ -80,7 +84,9 @@ def conv2d_block(op: graph.Conv2dOp, block: int = 0) -> int | None:
     shapes = (graph.tensor_shape(v) for v in (*op.operands, op.results[0]))
     if any(0 in s for s in shapes):
         return None
-    lanes = block or host_cpu_facts().lanes(elem.bitwidth)
+    top = op.get_toplevel_object()
+    facts = module_facts(top if isinstance(top, ModuleOp) else ModuleOp([]))
+    lanes = block or facts.lanes(elem.bitwidth)
     if not block and graph.tensor_shape(op.results[0])[3] > 2 * lanes:
         return None
     return lanes if lanes > 1 else None
