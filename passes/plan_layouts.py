@@ -47,6 +47,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 from xdsl.rewriter import Rewriter
 
+from lamina.core.diagnostics import op_error
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, Phase, UndefAttr
@@ -428,6 +429,10 @@ class PlanLayoutsPass(LaminaPass):
     """Channel block for conv2d; 0: the target's preference (vector lanes)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.block < 0:
+            raise op_error(
+                op, f"plan-layouts: block must be >= 1 (0: the target's), got {self.block}"
+            )
         flag = op.attributes.get(ENABLE_ATTR_NAME)
         if not self.enable or (isinstance(flag, IntegerAttr) and not flag.value.data):
             return

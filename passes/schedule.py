@@ -76,7 +76,7 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from lamina.backends.cpu_facts import CpuFacts, host_cpu_facts
+from lamina.backends.cpu_facts import CpuFacts
 from lamina.core.diagnostics import op_error
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import loop
@@ -435,8 +435,25 @@ class SchedulePass(LaminaPass):
     polynomial_math: bool = True
     """Expand f32 `math.exp`/`math.tanh` into vectorizable polynomials (`_vector_math`)."""
 
-    def facts(self) -> CpuFacts:
-        facts = host_cpu_facts()
+    def facts(self, module: ModuleOp) -> CpuFacts:
+        """The module's cpu target facts (`lamina.targets`, else the host's), then
+        this pass's overrides; an impossible override is a diagnostic, never
+        silently a different kernel."""
+        from lamina.backends.targets import module_facts
+
+        if self.vector_bits not in (0, 128, 256, 512):
+            raise op_error(
+                module,
+                f"schedule: vector_bits must be 128, 256 or 512 (0: the target's), got {self.vector_bits}",
+            )
+        if self.vector_registers and not 8 <= self.vector_registers <= 64:
+            raise op_error(
+                module,
+                f"schedule: vector_registers must be 8..64 (0: the target's), got {self.vector_registers}",
+            )
+        if self.cores < 0:
+            raise op_error(module, f"schedule: cores must be >= 1 (0: detect), got {self.cores}")
+        facts = module_facts(module)
         if self.vector_bits:
             facts = facts.replace(vector_bits=self.vector_bits)
         if self.vector_registers:
@@ -446,7 +463,7 @@ class SchedulePass(LaminaPass):
         return facts
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        facts = self.facts()
+        facts = self.facts(op)
         for func in [f for f in op.walk() if isinstance(f, loop.FuncOp)]:
             directed = [
                 o
