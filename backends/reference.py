@@ -196,15 +196,32 @@ def _cast(op: Operation, args: list[Array]) -> Array:
 
 
 def _layout_transform(op: Operation, args: list[Array]) -> Array:
-    """Scatter each logical element to MAP(index); padding holds PAD (0 for undef)."""
-    x = args[0]
+    """Scatter each logical element to MAP(index); padding holds PAD (0 for undef);
+    with `crop`, elements mapped outside the result are dropped."""
+    from lamina.dialects.layout_maps import apply_layout
+
     constraint = op.constraint
     pad = 0 if isinstance(constraint.pad, UndefAttr) else constraint.pad.value.data
-    out = np.full(_result_shape(op), pad, dtype=x.dtype)
-    index_map = constraint.index_map.data
-    for index in np.ndindex(*x.shape):
-        out[tuple(index_map.eval(list(index), []))] = x[index]
-    return out
+    return apply_layout(args[0], constraint.index_map.data, _result_shape(op), pad)
+
+
+def _gather(op: Operation, args: list[Array]) -> Array:
+    """`np.take` along `axis`; negative indices count from the end, and an index
+    out of range reads the nearest element (the kernels clamp, never fault)."""
+    data, indices = args
+    extent = data.shape[op.axis_value]
+    wrapped = np.where(indices < 0, indices + extent, indices)
+    return np.take(data, np.clip(wrapped, 0, max(extent - 1, 0)), axis=op.axis_value)
+
+
+def _slice(op: Operation, args: list[Array]) -> Array:
+    index = tuple(
+        np.arange(start, start + size * step, step)[:size] if size else np.arange(0)
+        for start, size, step in zip(
+            op.starts_value, graph._int_values(op.sizes), op.steps_value, strict=True
+        )  # fmt: skip
+    )
+    return args[0][np.ix_(*index)] if index else args[0]
 
 
 _COMPUTE: dict[str, Callable[[Operation, list[Array]], Array]] = {
@@ -244,6 +261,9 @@ _COMPUTE: dict[str, Callable[[Operation, list[Array]], Array]] = {
     ),
     "graph.cast": _cast,
     "graph.layout_transform": _layout_transform,
+    "graph.gather": _gather,
+    "graph.slice": _slice,
+    "graph.where": lambda op, a: np.where(a[0], a[1], a[2]).astype(_result_dtype(op)),
     "graph.on_device": lambda op, a: a[0],
     "graph.device_copy": lambda op, a: a[0].copy(),
 }
@@ -301,12 +321,16 @@ class Evaluator:
 
 
 def _constant(op: Operation) -> Array:
-    values = op.value.get_values()
-    shape = _result_shape(op)
-    arr = np.asarray(values, dtype=_result_dtype(op))
-    if arr.size == math.prod(shape):
-        return arr.reshape(shape)
-    return np.broadcast_to(arr.reshape(()), shape).copy()  # a splat
+    from lamina.frontends.builder import dense_value  # bytes, not a Python list per element
+
+    return dense_value(op.value)
+
+
+def evaluate_op(op: Operation, args: Sequence[Array]) -> Array | None:
+    """One compute op (or layout/device op) on NumPy arrays; None if it has no
+    value semantics here. `fold-constants` evaluates constants with this."""
+    fn = _COMPUTE.get(op.name)
+    return None if fn is None else np.asarray(fn(op, list(args)))
 
 
 def evaluate(module: ModuleOp, name: str, *args: Array) -> tuple[Array, ...]:

@@ -63,6 +63,29 @@ def eval_grid(expr: AffineExpr, grids: dict[int, np.ndarray]) -> np.ndarray | in
     raise LayoutMapError(f"unsupported expression {expr} in a layout map")
 
 
+def apply_layout(
+    x: np.ndarray, index_map: AffineMap, out_shape: Sequence[int], pad: object = 0
+) -> np.ndarray:
+    """`x` laid out by `index_map`: element `x[i]` goes to `out[MAP(i)]`, every
+    slot no element reaches holds `pad`, and elements whose image falls
+    outside `out_shape` are dropped (an inverse transform's `crop`).
+
+    The one NumPy implementation of `graph.layout_transform`, vectorized over
+    index grids: the reference evaluator and constant hoisting share it."""
+    import numpy as np
+
+    out = np.full(tuple(out_shape), pad, dtype=x.dtype)
+    grids = np.meshgrid(*(np.arange(s) for s in x.shape), indexing="ij")
+    index = [
+        np.broadcast_to(eval_grid(e, dict(enumerate(grids))), x.shape) for e in index_map.results
+    ]
+    inside = np.ones(x.shape, dtype=bool)
+    for axis, idx in enumerate(index):
+        inside &= (idx >= 0) & (idx < out.shape[axis])
+    out[tuple(i[inside] for i in index)] = x[inside]
+    return out
+
+
 INJECTIVITY_LIMIT = 1 << 21
 """Largest domain `is_injective` checks point by point; beyond it each
 extent is capped (a map that collides anywhere collides on a small box)."""

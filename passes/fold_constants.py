@@ -11,7 +11,6 @@ TVM's `FoldScaleAxis` does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from math import prod
 
@@ -27,6 +26,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
+from lamina.backends.reference import evaluate_op
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph
 from lamina.dialects.lamina import Phase
@@ -46,67 +46,10 @@ def constant_of(value: SSAValue) -> np.ndarray | None:
     return None
 
 
-def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Integer division truncating toward zero, `x / 0 = 0` (as compiled code)."""
-    safe = np.where(b == 0, 1, b)
-    quotient = np.abs(a) // np.abs(safe) * np.sign(a) * np.sign(safe)
-    return np.where(b == 0, 0, quotient).astype(a.dtype)
-
-
-def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.divide(a, b) if a.dtype.kind == "f" else _int_div(a, b)
-
-
-def _reduce(fn: Callable) -> Callable:
-    def evaluate(op: graph._ReduceOp, x: np.ndarray) -> np.ndarray:
-        return fn(x, axis=op.axes_value, keepdims=op.keepdims is not None)
-
-    return evaluate
-
-
-def _gather(op: graph.GatherOp, data: np.ndarray, indices: np.ndarray) -> np.ndarray:
-    extent = data.shape[op.axis_value]
-    wrapped = np.where(indices < 0, indices + extent, indices)
-    return np.take(data, np.clip(wrapped, 0, max(extent - 1, 0)), axis=op.axis_value)
-
-
-def _slice(op: graph.SliceOp, x: np.ndarray) -> np.ndarray:
-    index = tuple(
-        np.arange(start, start + size * step, step)[:size] if size else np.arange(0)
-        for start, size, step in zip(
-            op.starts_value, graph._int_values(op.sizes), op.steps_value, strict=True
-        )  # fmt: skip
-    )
-    return x[np.ix_(*index)] if index else x
-
-
-EVALUATORS: dict[type[Operation], Callable[..., np.ndarray]] = {
-    graph.AddOp: lambda op, a, b: a + b,
-    graph.SubOp: lambda op, a, b: a - b,
-    graph.MulOp: lambda op, a, b: a * b,
-    graph.DivOp: lambda op, a, b: _div(a, b),
-    graph.MaximumOp: lambda op, a, b: np.maximum(a, b),
-    graph.MinimumOp: lambda op, a, b: np.minimum(a, b),
-    graph.NegOp: lambda op, x: -x,
-    graph.ExpOp: lambda op, x: np.exp(x),
-    graph.LogOp: lambda op, x: np.log(x),
-    graph.SqrtOp: lambda op, x: np.sqrt(x),
-    graph.RsqrtOp: lambda op, x: 1 / np.sqrt(x),
-    graph.TanhOp: lambda op, x: np.tanh(x),
-    graph.ReluOp: lambda op, x: np.maximum(x, 0),
-    graph.MatmulOp: lambda op, a, b: np.matmul(a, b),
-    graph.ReshapeOp: lambda op, x: x.reshape(graph.tensor_shape(op.result)),
-    graph.TransposeOp: lambda op, x: np.transpose(x, op.perm_value),
-    graph.BroadcastToOp: lambda op, x: np.broadcast_to(x, graph.tensor_shape(op.result)),
-    graph.ConcatOp: lambda op, *xs: np.concatenate(xs, axis=op.axis_value),
-    graph.ReduceSumOp: _reduce(np.sum),
-    graph.ReduceMeanOp: _reduce(np.mean),
-    graph.ReduceMaxOp: _reduce(np.max),
-    graph.GatherOp: _gather,
-    graph.SliceOp: _slice,
-    graph.WhereOp: lambda op, c, a, b: np.where(c, a, b),
-}
-"""Graph op → NumPy evaluation on constant operands (same semantics as the kernels)."""
+NOT_FOLDED = frozenset({"graph.on_device", "graph.device_copy", "graph.layout_transform"})
+"""Ops whose constant result would lose what they say: a device (placement is
+`plan-devices`' to decide) or a layout constraint (`plan-layouts` hoists
+constant transforms itself and records the constraint)."""
 
 
 def _result_dtype(op: Operation) -> np.dtype:
@@ -122,8 +65,7 @@ class FoldConstantOp(RewritePattern):
     """
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        evaluate = EVALUATORS.get(type(op))
-        if evaluate is None or in_codegen(op):
+        if op.name in NOT_FOLDED or not op.has_trait(graph.GraphCompute) or in_codegen(op):
             return
         values = [constant_of(v) for v in op.operands]
         if any(v is None for v in values):
@@ -132,7 +74,10 @@ class FoldConstantOp(RewritePattern):
         if size > max(sum(v.size for v in values), GROWTH_LIMIT):  # type: ignore[union-attr]
             return
         with np.errstate(all="ignore"):
-            result = np.asarray(evaluate(op, *values)).astype(_result_dtype(op))
+            result = evaluate_op(op, values)  # the reference semantics (backends/reference.py)
+        if result is None:
+            return
+        result = result.astype(_result_dtype(op))
         if result.shape != graph.tensor_shape(op.results[0]):
             return
         _replace_by_constant(op, result, rewriter)

@@ -51,7 +51,7 @@ from lamina.core.diagnostics import op_error
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, Phase, UndefAttr
-from lamina.dialects.layout_maps import LayoutMapError, eval_grid, invert_map
+from lamina.dialects.layout_maps import LayoutMapError, invert_map
 
 ENABLE_ATTR_NAME = "lamina.plan_layouts"
 
@@ -349,33 +349,23 @@ def fold(op: graph.LayoutTransformOp) -> bool:
 
 
 def hoist_constant(op: graph.LayoutTransformOp) -> bool:
-    """`layout_transform(constant)` → the transformed constant (compile time)."""
-    import numpy as np
+    """`layout_transform(constant)` → the transformed constant (compile time).
+
+    Bytes in, bytes out (no Python number per weight), through the same
+    scatter as the reference evaluator (`layout_maps.apply_layout`)."""
+    from lamina.dialects.layout_maps import apply_layout
+    from lamina.frontends.builder import dense_attr, dense_value
 
     source = op.input.owner
     if not isinstance(source, graph.ConstantOp):
         return False
-    value = source.value
-    if not isinstance(value, DenseIntOrFPElementsAttr):
+    if not isinstance(source.value, DenseIntOrFPElementsAttr):
         return False
-    shape = graph.tensor_shape(op.input)
-    data = np.asarray(value.get_values(), dtype=np.float64).reshape(shape)
-    out_shape = graph.tensor_shape(op.results[0])
     pad = _pad_number(op.constraint)
-    out = np.full(out_shape, pad if pad is not None else 0.0)
-    grids = np.meshgrid(*(np.arange(s) for s in shape), indexing="ij")
-    index = [
-        np.broadcast_to(eval_grid(e, dict(enumerate(grids))), data.shape)
-        for e in op.constraint.index_map.data.results
-    ]
-    inside = np.ones(data.shape, dtype=bool)
-    for axis, idx in enumerate(index):
-        inside &= idx < out_shape[axis]
-    out[tuple(i[inside] for i in index)] = data[inside]
-    result_type = op.results[0].type
-    assert isinstance(result_type, TensorType)
-    const = graph.ConstantOp(DenseIntOrFPElementsAttr.from_list(result_type, out.ravel().tolist()))
-    Rewriter.replace_op(op, const)
+    data = dense_value(source.value)
+    out_shape = graph.tensor_shape(op.results[0])
+    out = apply_layout(data, op.constraint.index_map.data, out_shape, pad or 0)
+    Rewriter.replace_op(op, graph.ConstantOp(dense_attr(out)))
     if not source.results[0].uses:
         Rewriter.erase_op(source)
     return True
