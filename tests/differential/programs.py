@@ -90,7 +90,7 @@ class Program:
     def oracle(self, inputs: list[np.ndarray]) -> np.ndarray:
         env = {p.name: np.asarray(a) for p, a in zip(self.params, inputs, strict=True)}
         for step in self.steps:
-            dtype = FLOATS.get(step.result.dtype) or INTS[step.result.dtype]
+            dtype = FLOATS.get(step.result.dtype) or INTS.get(step.result.dtype) or np.bool_
             env[step.result.name] = np.asarray(step.compute(env)).astype(dtype)
         return env[self.output.name]
 
@@ -516,7 +516,80 @@ def op_layout_transform(draw, prog):
     return step.result
 
 
+def constant(prog: Program, array: np.ndarray, dtype: str) -> Value:
+    """A `graph.constant` step holding `array` (indices, conditions)."""
+
+    def text(a):
+        if a.ndim == 0:
+            return str(a.item()).lower()
+        return "[" + ", ".join(text(x) for x in a) + "]"
+
+    result = Value(prog.fresh("c"), tuple(array.shape), dtype)
+    literal = f"{result.name} = graph.constant dense<{text(array)}> : {result.type}"
+    prog.steps.append(Step(literal, result, lambda env: array))
+    return result
+
+
+def op_gather(draw, prog):
+    """`np.take` with constant indices, negative ones included."""
+    x = _pick(draw, prog, min_rank=1)
+    axis = draw(st.integers(0, len(x.shape) - 1))
+    extent = x.shape[axis]
+    idx_shape = tuple(draw(st.lists(st.integers(1, 3), max_size=2)))
+    flat = draw(
+        st.lists(
+            st.integers(-extent, extent - 1),
+            min_size=math.prod(idx_shape),
+            max_size=math.prod(idx_shape),
+        )
+    )
+    indices = constant(prog, np.array(flat, dtype=np.int64).reshape(idx_shape), "i64")
+    shape = x.shape[:axis] + idx_shape + x.shape[axis + 1 :]
+    step = emit(prog, "gather", [x, indices], shape, f"axis = {axis} : i64")
+    step.compute = lambda env: np.take(_f64(env, x), env[indices.name], axis=axis)
+    return step.result
+
+
+def op_slice(draw, prog):
+    """Strided slices, backwards ones included: `x[start::step][:size]` per axis."""
+    x = _pick(draw, prog, min_rank=1)
+    starts, sizes, steps = [], [], []
+    for d in x.shape:
+        step = draw(st.sampled_from([1, 1, 2, -1, -2]))
+        start = draw(st.integers(0, d - 1))
+        room = (d - start + step - 1) // step if step > 0 else start // -step + 1
+        starts.append(start)
+        sizes.append(draw(st.integers(1, room)))
+        steps.append(step)
+    attrs = ", ".join(
+        f"{k} = array<i64: {', '.join(map(str, v))}>"
+        for k, v in (("starts", starts), ("sizes", sizes), ("steps", steps))
+    )
+    step_ = emit(prog, "slice", [x], tuple(sizes), attrs)
+    index = tuple(slice(a, None, s) for a, s in zip(starts, steps, strict=True))
+    step_.compute = lambda env: _f64(env, x)[index][tuple(slice(0, n) for n in sizes)]
+    return step_.result
+
+
+def op_where(draw, prog):
+    """`np.where` with a constant condition broadcast over the trailing axes."""
+    x = _pick(draw, prog)
+    y = param(prog, x.shape)
+    rank = draw(st.integers(0, len(x.shape)))
+    cond_shape = x.shape[len(x.shape) - rank :]
+    flags = draw(
+        st.lists(st.booleans(), min_size=math.prod(cond_shape), max_size=math.prod(cond_shape))
+    )
+    cond = constant(prog, np.array(flags, dtype=np.bool_).reshape(cond_shape), "i1")
+    step = emit(prog, "where", [cond, x, y], x.shape)
+    step.compute = lambda env: np.where(env[cond.name], _f64(env, x), _f64(env, y))
+    return step.result
+
+
 OP_KINDS: dict[str, Callable] = {
+    "gather": op_gather,
+    "slice": op_slice,
+    "where": op_where,
     "unary": op_unary,
     "binary": op_binary,
     "matmul": op_matmul,
