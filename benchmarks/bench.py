@@ -35,10 +35,7 @@ import lamina
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers  # noqa: E402
-
-
-def _t(shape: tuple[int, ...]) -> str:
-    return f"tensor<{'x'.join(map(str, shape))}xf32>"
+from peers import _t  # noqa: E402  (one tensor-type helper for every benchmark)
 
 
 def _func(params: list[tuple[int, ...]], result: tuple[int, ...], body: list[str], ret: str) -> str:

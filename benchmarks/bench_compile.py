@@ -37,9 +37,8 @@ import numpy as np
 
 import lamina
 
-
-def _t(shape: tuple[int, ...]) -> str:
-    return f"tensor<{'x'.join(map(str, shape))}xf32>"
+sys.path.insert(0, str(Path(__file__).parent))
+from peers import _t  # noqa: E402  (one tensor-type helper for every benchmark)
 
 
 def call_chain(n: int, width: int = 16) -> str:
