@@ -270,14 +270,15 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
     parser.add_argument("--only", choices=sorted(PARTS), action="append", help="run only this part")
     parser.add_argument(
-        "--csv", default="bench_compile.csv", help="CSV output (default: %(default)s)"
+        "--csv", default="bench_compile.csv", help="CSV output (default: %(default)s; '' for none)"
     )
     args = parser.parse_args()
     results = Results()
     for name in args.only or list(PARTS):
         PARTS[name](results, args.quick)
-    results.write(Path(args.csv))
-    print(f"wrote {args.csv}")
+    if args.csv:
+        results.write(Path(args.csv))
+        print(f"wrote {args.csv}")
     return 0
 
 
