@@ -218,7 +218,7 @@ def _slice(op: Operation, args: list[Array]) -> Array:
     index = tuple(
         np.arange(start, start + size * step, step)[:size] if size else np.arange(0)
         for start, size, step in zip(
-            op.starts_value, graph._int_values(op.sizes), op.steps_value, strict=True
+            op.starts_value, op.sizes_value, op.steps_value, strict=True
         )  # fmt: skip
     )
     return args[0][np.ix_(*index)] if index else args[0]
