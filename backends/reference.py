@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, TensorT
 from xdsl.ir import Block, Operation, SSAValue
 
 from lamina.backends.executable import numpy_dtype
+from lamina.core.dense import dense_value
 from lamina.dialects import graph
 from lamina.dialects.lamina import UndefAttr
 
@@ -321,9 +322,7 @@ class Evaluator:
 
 
 def _constant(op: Operation) -> Array:
-    from lamina.frontends.builder import dense_value  # bytes, not a Python list per element
-
-    return dense_value(op.value)
+    return dense_value(op.value)  # bytes, not a Python list per element
 
 
 def evaluate_op(op: Operation, args: Sequence[Array]) -> Array | None:

@@ -5,8 +5,6 @@ inputs), broadcast_to, gather (wrapped and clamped indices) and slice.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
@@ -19,6 +17,7 @@ from lamina.passes._legalize_ops.kernel import (
     elt,
     shape_of,
 )
+from lamina.passes._loop_order import row_major_strides
 from lamina.passes._te_emit import INDEX
 
 
@@ -26,8 +25,8 @@ def build_reshape(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSA
     """Row-major: `lin = sum out[i]*stride_out[i]`, `in[j] = (lin / stride_in[j]) % S[j]`."""
     (x,) = inputs
     src, dst = shape_of(x), shape_of(op.results[0])
-    src_strides = _strides(src)
-    dst_strides = _strides(dst)
+    src_strides = row_major_strides(src)
+    dst_strides = row_major_strides(dst)
 
     def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
         lin = em.affine([(i, s) for i, s, d in zip(sp, dst_strides, dst, strict=True) if d != 1])
@@ -41,14 +40,6 @@ def build_reshape(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSA
         return em.read(x, idx)
 
     return [kb.compute(dst, elt(x), body)]
-
-
-def _strides(shape: Sequence[int]) -> list[int]:
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc *= d
-    return strides[::-1]
 
 
 def build_transpose(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
