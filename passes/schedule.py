@@ -254,18 +254,26 @@ def _distribute(columns: loop.ForOp, rows: loop.ForOp, cores: int) -> None:
 
 
 def fuse_row_stages(func: loop.FuncOp) -> int:
-    """Fuse adjacent top-level loops over the same rows into one; returns how many fused.
+    """Fuse adjacent loops over the same rows into one; returns how many fused.
 
-    A multi-stage kernel (softmax: max, exp, sum, divide) is a chain of
-    top-level loops over the same rows, each a parallel region of its own
-    (a thread-team wake-up each, ~15 µs at two threads). When every buffer
-    the two loops share is accessed at row index = the loop's induction
-    variable in both, iteration i of the second only needs iteration i of
-    the first, and one loop (one region, the row still in L1) does both.
+    A multi-stage kernel (softmax: max, exp, sum, divide; a convolution and
+    its bias+relu epilogue) is a chain of top-level loops over the same rows,
+    each a parallel region of its own (a thread-team wake-up each, ~15 µs at
+    two threads) that streams the intermediate buffer through memory once
+    more. When every buffer the two loops share is accessed at one fixed
+    index position = the loop's induction variable in both, iteration i of
+    the second only needs iteration i of the first, and one loop (one region)
+    does both. Fusion recurses: the fused body's now-adjacent inner loops
+    (a convolution's output rows and its epilogue's) fuse the same way, so
+    the epilogue reads a row the convolution just wrote, still in L1.
     """
-    fused = 0
     block = func.body.blocks[0]
     _gather_allocations(block)
+    return _fuse_adjacent(block)
+
+
+def _fuse_adjacent(block: Block) -> int:
+    fused = 0
     first = block.first_op
     while first is not None:
         second = first.next_op
@@ -276,7 +284,7 @@ def fuse_row_stages(func: loop.FuncOp) -> int:
             and _row_stages_fusable(first, second)
         ):
             prim.fuse(first, second)
-            fused += 1
+            fused += 1 + _fuse_adjacent(first.body.blocks[0])
             continue
         first = second
     return fused
@@ -313,11 +321,23 @@ def _row_stages_fusable(first: loop.ForOp, second: loop.ForOp) -> bool:
     written = {o.buffer for ops in accesses.values() for o in ops if isinstance(o, loop.StoreOp)}
     if any(isinstance(o, loop.CallOp) for loop_op in (first, second) for o in loop_op.walk()):
         return False
+    position: dict[SSAValue, int] = {}
     for loop_op, ops in accesses.items():
         for o in ops:
-            if o.buffer in written and (not o.indices or o.indices[0] is not loop_op.induction_var):
+            if o.buffer not in written:
+                continue
+            at = _iv_position(o.indices, loop_op.induction_var)
+            if at is None or position.setdefault(o.buffer, at) != at:
                 return False
     return True
+
+
+def _iv_position(indices, iv: SSAValue) -> int | None:
+    """The index position holding exactly `iv` (None: none, or `iv` used elsewhere too)."""
+    at = [d for d, index in enumerate(indices) if index is iv]
+    if len(at) != 1 or any(_depends_on(i, iv) for d, i in enumerate(indices) if d != at[0]):
+        return None
+    return at[0]
 
 
 def default_schedule(func: loop.FuncOp, facts: CpuFacts) -> int:
