@@ -290,6 +290,72 @@ def _fuse_adjacent(block: Block) -> int:
     return fused
 
 
+def balance_parallel(func: loop.FuncOp, cores: int) -> int:
+    """Move `parallel` from a top-level loop of one iteration to the loop it
+    holds; returns how many moved.
+
+    A blocked convolution on 16 channels has one output-channel block: its
+    parallel loop runs on one thread while the other cores idle (the
+    ResNet-style CNN's first stage). The loop inside (output rows) is
+    spatial: every buffer written in it is accessed at one fixed index
+    position = its induction variable, so its iterations touch disjoint
+    elements and may run on any thread -- the same test as row-stage
+    fusion. One region per call either way.
+    """
+    if cores < 2:
+        return 0
+    moved = 0
+    for outer in [o for o in func.body.blocks[0].ops if isinstance(o, loop.ForOp)]:
+        try:
+            if outer.kind_name != "parallel" or prim.trip_count(outer) != 1:
+                continue
+        except ScheduleError:
+            continue
+        inner = prim.body_ops(outer)
+        if (
+            len(inner) != 1
+            or not isinstance(inner[0], loop.ForOp)
+            or inner[0].kind_name != "serial"
+        ):
+            continue
+        try:
+            if prim.trip_count(inner[0]) < 2 * cores or not _spatial(inner[0]):
+                continue
+        except ScheduleError:
+            continue
+        outer.properties.pop("kind", None)
+        prim.parallelize(inner[0])
+        moved += 1
+    return moved
+
+
+def _spatial(for_op: loop.ForOp) -> bool:
+    """Do the iterations of `for_op` touch disjoint elements of every buffer written in it?"""
+    return _disjoint_by_iv([for_op])
+
+
+def _disjoint_by_iv(loops: list[loop.ForOp]) -> bool:
+    """Is every buffer written in `loops` accessed, in each loop, only at one
+    fixed index position holding exactly that loop's induction variable?
+    Then iteration i of any of them touches only slice i (no calls, no
+    loop-carried values)."""
+    if any(lp.iter_args or any(isinstance(o, loop.CallOp) for o in lp.walk()) for lp in loops):
+        return False
+    accesses = {
+        lp: [o for o in lp.walk() if isinstance(o, loop.LoadOp | loop.StoreOp)] for lp in loops
+    }
+    written = {o.buffer for ops in accesses.values() for o in ops if isinstance(o, loop.StoreOp)}
+    position: dict[SSAValue, int] = {}
+    for lp, ops in accesses.items():
+        for o in ops:
+            if o.buffer not in written:
+                continue
+            at = _iv_position(o.indices, lp.induction_var)
+            if at is None or position.setdefault(o.buffer, at) != at:
+                return False
+    return True
+
+
 def _gather_allocations(block: Block) -> None:
     """Allocations and constants go before the first loop and frees before the
     terminator, so the stages between them become adjacent (a longer buffer
@@ -307,29 +373,12 @@ def _gather_allocations(block: Block) -> None:
 
 
 def _row_stages_fusable(first: loop.ForOp, second: loop.ForOp) -> bool:
-    if first.iter_args or second.iter_args:
-        return False
     try:
         if prim.bounds(first) != prim.bounds(second):
             return False
     except ScheduleError:
         return False
-    accesses = {
-        loop_op: [o for o in loop_op.walk() if isinstance(o, loop.LoadOp | loop.StoreOp)]
-        for loop_op in (first, second)
-    }
-    written = {o.buffer for ops in accesses.values() for o in ops if isinstance(o, loop.StoreOp)}
-    if any(isinstance(o, loop.CallOp) for loop_op in (first, second) for o in loop_op.walk()):
-        return False
-    position: dict[SSAValue, int] = {}
-    for loop_op, ops in accesses.items():
-        for o in ops:
-            if o.buffer not in written:
-                continue
-            at = _iv_position(o.indices, loop_op.induction_var)
-            if at is None or position.setdefault(o.buffer, at) != at:
-                return False
-    return True
+    return _disjoint_by_iv([first, second])
 
 
 def _iv_position(indices, iv: SSAValue) -> int | None:
@@ -535,6 +584,7 @@ class SchedulePass(LaminaPass):
             elif self.default:
                 default_schedule(func, facts)  # first: fusing stages would hide the nests
                 fuse_row_stages(func)
+                balance_parallel(func, facts.cores)
             if self.polynomial_math:
                 expand_transcendentals(func)
 
