@@ -163,6 +163,34 @@ def test_conv_bias_relu_conv_chain(c, o, k, stride, pad, layouts: bool) -> None:
     np.testing.assert_allclose(_run(text, x), expected, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("layouts", [True, False], ids=["plan-layouts", "no-plan-layouts"])
+@pytest.mark.parametrize("hw", [7, 30])
+def test_conv_with_rank3_biases_stays_blocked_and_fused(hw: int, layouts: bool) -> None:
+    """conv + a `Cx1x1` constant bias + a `Cx1x1` parameter bias + relu (the
+    biases reshaped into the blocked layout by plan-layouts, the epilogue
+    fused into the register-blocked convolution): same numbers as NumPy."""
+    c = 16
+    x = RNG.standard_normal((1, c, hw, hw)).astype(np.float32)
+    w = RNG.standard_normal((c, c, 3, 3)).astype(np.float32)
+    b = RNG.standard_normal((c, 1, 1)).astype(np.float32)
+    p = RNG.standard_normal((c, 1, 1)).astype(np.float32)
+    t = _type(x.shape)
+    flag = "" if layouts else " attributes {lamina.plan_layouts = false}"
+    text = f"""
+    builtin.module{flag} {{
+      graph.func @main(%x: {t}, %w: {_type(w.shape)}, %p: {_type(p.shape)}) -> {t} {{
+        %b = graph.constant {_dense(b)}
+        %0 = graph.conv2d %x, %w {{padding = array<i64: 1, 1, 1, 1>}} : ({t}, {_type(w.shape)}) -> {t}
+        %1 = graph.add %0, %b : ({t}, {_type(b.shape)}) -> {t}
+        %2 = graph.add %1, %p : ({t}, {_type(p.shape)}) -> {t}
+        %3 = graph.relu %2 : ({t}) -> {t}
+        graph.return %3 : {t}
+      }}
+    }}"""
+    expected = np.maximum(_conv(x, w, 1, 1) + b + p, 0)
+    np.testing.assert_allclose(_run(text, x, w, p), expected, rtol=1e-4, atol=1e-4)
+
+
 def test_bad_boundary_constraint_is_a_located_diagnostic() -> None:
     text = """graph.func @main(%x: tensor<2x4x8xf32> {lamina.constraint = #lamina.constraint<affine_map<(d0, d1) -> (d0, d1)>, 0.0 : f32>}) -> tensor<2x4x8xf32> {
       graph.return %x : tensor<2x4x8xf32>

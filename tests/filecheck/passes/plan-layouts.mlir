@@ -80,3 +80,36 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 // CHECK-NEXT:    %[[B:.*]] = graph.layout_transform %x
 // CHECK-NEXT:    %[[N:.*]] = graph.neg %[[B]]
 // CHECK-NEXT:    graph.return %[[N]] : tensor<1x1x2x2x8xf32>
+
+// -----
+
+// A bias of lower rank (`12x1x1` against an NCHW result: numpy broadcasting
+// aligns it to `1x12x1x1`) is reshaped to the result's rank and moved into
+// the blocked layout too; a constant one becomes a blocked constant, and a
+// parameter one is transformed at run time. Either way the add and relu stay
+// blocked and the crop moves to the end (so fuse-ops can fuse them into the
+// convolution).
+builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
+  graph.func @low_rank_bias(%x: tensor<1x8x4x4xf32>, %w: tensor<8x8x3x3xf32>, %p: tensor<8x1x1xf32>) -> tensor<1x8x4x4xf32> {
+    %b = graph.constant dense<0.25> : tensor<8x1x1xf32>
+    %0 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x8x4x4xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x4x4xf32>
+    %1 = graph.add %0, %b : (tensor<1x8x4x4xf32>, tensor<8x1x1xf32>) -> tensor<1x8x4x4xf32>
+    %2 = graph.add %1, %p : (tensor<1x8x4x4xf32>, tensor<8x1x1xf32>) -> tensor<1x8x4x4xf32>
+    %3 = graph.relu %2 : (tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+    graph.return %3 : tensor<1x8x4x4xf32>
+  }
+}
+
+// CHECK-LABEL: graph.func @low_rank_bias
+// CHECK:         %[[C:.*]] = graph.conv2d {{.*}} -> tensor<1x1x4x4x8xf32>
+// CHECK-NEXT:    %[[B:.*]] = graph.constant dense<2.500000e-01> : tensor<1x1x1x1x8xf32>
+// CHECK-NEXT:    %[[A:.*]] = graph.add %[[C]], %[[B]] {lamina.constraint = {{.*}}} : (tensor<1x1x4x4x8xf32>, tensor<1x1x1x1x8xf32>) -> tensor<1x1x4x4x8xf32>
+// CHECK-NEXT:    %[[R:.*]] = graph.reshape %p : (tensor<8x1x1xf32>) -> tensor<1x8x1x1xf32>
+// CHECK-NEXT:    %[[P:.*]] = graph.layout_transform %[[R]] {{.*}} : (tensor<1x8x1x1xf32>) -> tensor<1x1x1x1x8xf32>
+// CHECK-NEXT:    %[[A2:.*]] = graph.add %[[A]], %[[P]] {lamina.constraint = {{.*}}} : (tensor<1x1x4x4x8xf32>, tensor<1x1x1x1x8xf32>) -> tensor<1x1x4x4x8xf32>
+// CHECK-NEXT:    %[[RELU:.*]] = graph.relu %[[A2]] {lamina.constraint = {{.*}}}
+// CHECK-NEXT:    %[[OUT:.*]] = graph.layout_transform %[[RELU]] {{.*}} : (tensor<1x1x4x4x8xf32>) -> tensor<1x8x4x4xf32>
+// CHECK-NEXT:    graph.return %[[OUT]]
+
+// OFF-LABEL: graph.func @low_rank_bias
+// OFF-NOT:     graph.layout_transform

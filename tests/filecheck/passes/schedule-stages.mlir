@@ -51,6 +51,72 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     loop.free %t : memref<4xf32>
     loop.return
   }
+  // A kernel and its epilogue (a blocked convolution's bias+relu): the
+  // shared temporary is indexed by the outer loop at position 1, by the
+  // middle one at 2 and by the inner one at 3, so the stages fuse at every
+  // level and the epilogue reads the element the first stage just wrote.
+  // The temporary then only carries values to the epilogue's store of %y at
+  // the same index: %y itself holds them (no temporary of the output's size).
+  loop.func @epilogue(%x: memref<1x2x3x8xf32>, %y: memref<1x2x3x8xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c8 = arith.constant 8 : index
+    %t = loop.alloc {scope = "local"} : memref<1x2x3x8xf32>
+    loop.for %b = %c0 to %c2 step %c1 kind(parallel) {
+      loop.for %h = %c0 to %c3 step %c1 {
+        loop.for %w = %c0 to %c8 step %c1 kind(vectorized) {
+          %v = loop.load %x[%c0, %b, %h, %w] : memref<1x2x3x8xf32>
+          %d = arith.addf %v, %v : f32
+          loop.store %d, %t[%c0, %b, %h, %w] : memref<1x2x3x8xf32>
+        }
+      }
+    }
+    loop.for %b2 = %c0 to %c2 step %c1 kind(parallel) {
+      loop.for %h2 = %c0 to %c3 step %c1 {
+        loop.for %w2 = %c0 to %c8 step %c1 kind(vectorized) {
+          %v = loop.load %t[%c0, %b2, %h2, %w2] : memref<1x2x3x8xf32>
+          %z = arith.constant 0.0 : f32
+          %r = arith.maximumf %v, %z : f32
+          loop.store %r, %y[%c0, %b2, %h2, %w2] : memref<1x2x3x8xf32>
+        }
+      }
+    }
+    loop.free %t : memref<1x2x3x8xf32>
+    loop.return
+  }
+
+  // The inner loops read another row of the temporary (h2 + 1): only the
+  // outer level fuses.
+  loop.func @epilogue_shifted(%x: memref<1x2x4x8xf32>, %y: memref<1x2x3x8xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    %t = loop.alloc {scope = "local"} : memref<1x2x4x8xf32>
+    loop.for %b = %c0 to %c2 step %c1 kind(parallel) {
+      loop.for %h = %c0 to %c3 step %c1 {
+        loop.for %w = %c0 to %c8 step %c1 kind(vectorized) {
+          %v = loop.load %x[%c0, %b, %h, %w] : memref<1x2x4x8xf32>
+          loop.store %v, %t[%c0, %b, %h, %w] : memref<1x2x4x8xf32>
+        }
+      }
+    }
+    loop.for %b2 = %c0 to %c2 step %c1 kind(parallel) {
+      loop.for %h2 = %c0 to %c3 step %c1 {
+        loop.for %w2 = %c0 to %c8 step %c1 kind(vectorized) {
+          %n = arith.addi %h2, %c1 : index
+          %v = loop.load %t[%c0, %b2, %n, %w2] : memref<1x2x4x8xf32>
+          loop.store %v, %y[%c0, %b2, %h2, %w2] : memref<1x2x3x8xf32>
+        }
+      }
+    }
+    loop.free %t : memref<1x2x4x8xf32>
+    loop.return
+  }
 }
 
 // CHECK-LABEL: loop.func @stages(
@@ -67,3 +133,20 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-LABEL: loop.func @shifted(
 // CHECK:         loop.for %i = %c0 to %c3 step %c1 {
 // CHECK:         loop.for %i2 = %c0 to %c3 step %c1 {
+
+// CHECK-LABEL: loop.func @epilogue(
+// CHECK:         loop.for %b = %c0 to %c2 step %c1 kind(parallel) {
+// CHECK-NEXT:      loop.for %h = %c0 to %c3 step %c1 {
+// CHECK-NEXT:        loop.for %w = %c0 to %c8 step %c1 kind(vectorized) {
+// CHECK-NOT:     loop.alloc
+// CHECK:               loop.store %d, %y[%c0, %b, %h, %w]
+// CHECK-NEXT:          loop.load %y[%c0, %b, %h, %w]
+// CHECK-NOT:     loop.for
+// CHECK-NOT:     loop.free
+// CHECK:         loop.return
+
+// CHECK-LABEL: loop.func @epilogue_shifted(
+// CHECK:         loop.for %b = %c0 to %c2 step %c1 kind(parallel) {
+// CHECK-NEXT:      loop.for %h = %c0 to %c3 step %c1 {
+// CHECK:           loop.for %h2 = %c0 to %c3 step %c1 {
+// CHECK-NOT:     loop.for %b2
