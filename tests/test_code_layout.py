@@ -88,18 +88,12 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
-FRONTEND_IMPORTS_TO_REMOVE = {"passes/plan_layouts.py"}
-"""Still imports `dense_attr` through `lamina.frontends.builder` (which re-exports
-`lamina.core.dense`); switch it to `lamina.core.dense` and drop it from here."""
-
-
 def test_passes_and_backends_do_not_depend_on_frontends():
     offenders = [
         str(path.relative_to(ROOT))
         for folder in ("passes", "backends", "dialects", "core")
         for path in sorted((ROOT / folder).rglob("*.py"))
         if any(m.startswith("lamina.frontends") for m in _imports(path))
-        and str(path.relative_to(ROOT)) not in FRONTEND_IMPORTS_TO_REMOVE
     ]
     assert not offenders, f"import lamina.core.dense instead of the frontends: {offenders}"
 
