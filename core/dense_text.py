@@ -29,21 +29,40 @@ HEX_THRESHOLD = 100
 """Dense values with more elements print as hex (xDSL's own threshold)."""
 
 
+ELIDED = "dense_resource<__elided__>"
+"""What an elided constant prints as: MLIR's marker (with
+`--mlir-elide-elementsattrs-if-larger`), readable, deliberately not
+parseable back into a value."""
+
+
 class DensePrinter(Printer):
-    """An xDSL `Printer` that prints large dense attributes from their bytes."""
+    """An xDSL `Printer` that prints large dense attributes from their bytes,
+    or elides those above `elide_larger_than` elements (0: never), as MLIR's
+    `--mlir-elide-elementsattrs-if-larger` does, so a model's IR stays
+    readable."""
+
+    def __init__(self, *args, elide_larger_than: int = 0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.elide_larger_than = elide_larger_than
 
     def print_attribute(self, attribute: Attribute) -> None:
-        if isinstance(attribute, DenseIntOrFPElementsAttr) and len(attribute) > HEX_THRESHOLD:
-            self.print_string(f'dense<"0x{attribute.data.data.hex().upper()}"> : ')
-            self.print_attribute(attribute.get_type())
-            return
+        if isinstance(attribute, DenseIntOrFPElementsAttr):
+            size = len(attribute)
+            if self.elide_larger_than and size > self.elide_larger_than:
+                self.print_string(f"{ELIDED} : ")
+                self.print_attribute(attribute.get_type())
+                return
+            if size > HEX_THRESHOLD:
+                self.print_string(f'dense<"0x{attribute.data.data.hex().upper()}"> : ')
+                self.print_attribute(attribute.get_type())
+                return
         super().print_attribute(attribute)
 
 
-def print_module(op: Operation) -> str:
-    """The text of `op` (custom form), large constants in hex."""
+def print_module(op: Operation, elide_larger_than: int = 0, **printer_options) -> str:
+    """The text of `op` (custom form), large constants in hex (or elided)."""
     stream = io.StringIO()
-    DensePrinter(stream=stream).print_op(op)
+    DensePrinter(stream=stream, elide_larger_than=elide_larger_than, **printer_options).print_op(op)
     return stream.getvalue()
 
 

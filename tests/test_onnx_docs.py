@@ -31,6 +31,7 @@ def test_worked_example_runs(tmp_path, monkeypatch) -> None:
         done = subprocess.run([str(bin_dir / tool), *args], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
     assert "graph.conv2d" in (tmp_path / "small.mlir").read_text()
+    assert "dense_resource<__elided__>" in (tmp_path / "small-outline.mlir").read_text()
 
 
 def test_resnet18_example_runs_small() -> None:

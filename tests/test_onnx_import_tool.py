@@ -52,6 +52,18 @@ def test_import_writes_a_module_that_compiles_and_matches(tmp_path, capsys) -> N
     np.testing.assert_allclose(got, run_ort(model, {"x": x})[0], rtol=1e-4, atol=1e-5)
 
 
+def test_elided_weights_print_as_mlirs_marker(tmp_path, capsys) -> None:
+    """`--mlir-elide-elementsattrs-if-larger N`: the 54-element weight is
+    elided (a readable structure), and the flag is checked."""
+    model, _ = _conv_model()
+    path = _save(tmp_path, model)
+    code, out, err = _tool(capsys, path, "--mlir-elide-elementsattrs-if-larger", "16")
+    assert code == 0, err
+    assert "graph.constant dense_resource<__elided__> : tensor<3x2x3x3xf32>" in out
+    code, out, err = _tool(capsys, path, "--mlir-elide-elementsattrs-if-larger", "-2")
+    assert code == 1 and "expects N >= 0" in err and not out
+
+
 def test_old_opset_is_upgraded_with_a_note(tmp_path, capsys) -> None:
     model, _ = _conv_model(opset=11)
     code, out, err = _tool(capsys, _save(tmp_path, model))

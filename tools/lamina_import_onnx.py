@@ -5,7 +5,8 @@
 
 The module has one entry `@main`: parameters are the graph's inputs
 (initializers excluded) in order, results its outputs in order. Weights
-stay binary in memory and print as hex `dense<"0x...">` attributes. A model
+stay binary in memory and print as hex `dense<"0x...">` attributes (or, with
+`--mlir-elide-elementsattrs-if-larger N`, as MLIR's elided marker). A model
 the importer cannot represent exactly is an error naming the node (name,
 op type, opset) and what is missing; exit status 1, and no output file.
 See docs/onnx.md.
@@ -31,6 +32,16 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME=D0,D1,...",
         help="static shape for an input with dynamic dimensions (repeatable)",
+    )
+    p.add_argument(
+        "--mlir-elide-elementsattrs-if-larger",
+        "--elide-constants-larger-than",
+        dest="elide_larger_than",
+        type=int,
+        default=0,
+        metavar="N",
+        help="print weights of more than N elements as dense_resource<__elided__> "
+        "(a readable summary; the output cannot be compiled)",
     )
     return p
 
@@ -60,10 +71,12 @@ def run(argv: list[str] | None = None) -> int:
             "install it with: pip install 'lamina[onnx]'"
         ) from None
     args = _parser().parse_args(argv)
+    if args.elide_larger_than < 0:
+        raise UsageError("--mlir-elide-elementsattrs-if-larger expects N >= 0")
     result = import_file(args.model, parse_input_shapes(args.input_shape))
     for note in result.notes:
         print(f"{args.model}: note: {note}", file=sys.stderr)
-    text = print_module(result.module) + "\n"
+    text = print_module(result.module, args.elide_larger_than) + "\n"
     if args.output == "-":
         sys.stdout.write(text)
     else:

@@ -188,6 +188,16 @@ class LaminaOptMain(xDSLOptMain):
             "the failure to FILE (a directory: a fresh file in it); also LAMINA_REPRODUCER=FILE",
         )
         arg_parser.add_argument(
+            "--mlir-elide-elementsattrs-if-larger",
+            "--elide-constants-larger-than",
+            dest="elide_larger_than",
+            type=int,
+            default=0,
+            metavar="N",
+            help="print constants of more than N elements as dense_resource<__elided__> "
+            "(readable, not parseable back; 0: print every value)",
+        )
+        arg_parser.add_argument(
             "--verify-diagnostics",
             action="store_true",
             help="check diagnostics against `// expected-error {{...}}` annotations "
@@ -431,6 +441,20 @@ class LaminaOptMain(xDSLOptMain):
         return not (annotation_errors or result.unmatched or result.unexpected)
 
     def output_resulting_program(self, prog: ModuleOp) -> str:
+        if self.args.elide_larger_than < 0:
+            raise UsageError("--mlir-elide-elementsattrs-if-larger expects N >= 0")
+        if self.args.elide_larger_than and not self.args.print_op_generic:
+            from lamina.core.dense_text import print_module
+
+            return (
+                print_module(
+                    prog,
+                    self.args.elide_larger_than,
+                    print_properties_as_attributes=self.args.print_no_properties,
+                    print_debuginfo=self.args.print_debuginfo,
+                )
+                + "\n"
+            )
         out = StringIO()
         MLIRTarget(
             print_generic_format=self.args.print_op_generic,

@@ -17,6 +17,7 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseIntOrFPElementsAttr,
+    DenseResourceAttr,
     DictionaryAttr,
     FlatSymbolRefAttrConstr,
     FunctionType,
@@ -686,6 +687,13 @@ class ConstantOp(_DeviceOp):
         attrs = parser.parse_optional_attr_dict()
         pos = parser.pos
         value = parser.parse_attribute()
+        if isinstance(value, DenseResourceAttr) and value.resource_handle.data == "__elided__":
+            parser.raise_error(
+                "this constant's value was elided when the IR was printed "
+                "(--mlir-elide-elementsattrs-if-larger): print it without that flag "
+                "to get text that compiles",
+                pos,
+            )
         if not isinstance(value, DenseIntOrFPElementsAttr):
             parser.raise_error(
                 "expected a dense elements attribute, e.g. dense<1.0> : tensor<4xf32>", pos
