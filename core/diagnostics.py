@@ -36,6 +36,7 @@ from xdsl.utils.mlir_lexer import MLIRLexer
 
 from lamina.core.dense_text import use_fast_string_lexer
 from lamina.core.symbols import indexed_symbol_lookup
+from lamina.core.verify_memo import already_verified, memo_key, remember
 
 
 class Severity(Enum):
@@ -271,9 +272,18 @@ def collect_verify_diagnostics(root: Operation) -> list[Diagnostic]:
 
 
 def _verify_one(op: Operation, diagnostics: list[Diagnostic]) -> None:
-    """Verify `op` alone, appending a located diagnostic for each failure."""
+    """Verify `op` alone, appending a located diagnostic for each failure.
+
+    An op whose verification reads only its own types and attributes, and
+    whose key verified before, is not verified again (core/verify_memo.py).
+    """
+    key = memo_key(op)
+    if key is not None and already_verified(key):
+        return
     try:
         op.verify(verify_nested_ops=False)
+        if key is not None:
+            remember(key)
     except DiagnosticError as err:
         diagnostics.extend(err.diagnostics)
     except (VerifyException, DiagnosticException) as err:
