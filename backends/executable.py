@@ -529,7 +529,24 @@ def _compile_cold(
     instruments: Instruments | None = None,
     check_bounds: bool = False,
 ) -> Executable:
-    """Parse, run the pipeline phase by phase, JIT-compile."""
+    """Parse, run the pipeline phase by phase, JIT-compile (with fewer GC pauses)."""
+    from lamina.core.gc_pauses import fewer_gc_pauses
+
+    with fewer_gc_pauses():
+        return _compile_cold_steps(
+            module_or_text, targets, pipeline, filename, recorder, instruments, check_bounds
+        )
+
+
+def _compile_cold_steps(
+    module_or_text: ModuleOp | str,
+    targets: Sequence[str] | None,
+    pipeline: str,
+    filename: str,
+    recorder: StatsRecorder,
+    instruments: Instruments | None,
+    check_bounds: bool,
+) -> Executable:
     from lamina.backends.codegen import cache_stats, compile_module
 
     with recorder.phase("parse + verify"):

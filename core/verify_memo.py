@@ -124,3 +124,62 @@ def remember(key: tuple) -> None:
         _verified.add(key)
     except TypeError:
         pass  # an attribute without a hash: such ops are simply verified every time
+
+
+# ---------------------------------------------------------------------------
+# Whole modules: a pass that changed nothing needs no new verification
+# ---------------------------------------------------------------------------
+
+
+def structure(module: Operation) -> list[tuple]:
+    """An exact, comparable description of the IR under `module` (inclusive).
+
+    Two modules with equal structures are the same IR: the same op classes
+    in the same nesting, with equal attributes, properties, result and block
+    argument types, and the same use-def edges and successors (values and
+    blocks are numbered in walk order). Verification and the phase checker
+    are functions of exactly that (locations only shape the message of a
+    failure), so a module whose structure equals one that passed them passes
+    them again: the pass manager skips re-verifying after a pass that left
+    the module as it was (many passes find nothing to do on most programs).
+    Comparing is cheap: unchanged attributes are the same objects.
+    """
+    numbers: dict[object, int] = {}
+
+    def number(item: object) -> int:
+        found = numbers.get(item)
+        if found is None:
+            found = numbers[item] = len(numbers)
+        return found
+
+    out: list[tuple] = []
+    stack: list[object] = [module]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, tuple):  # an end-of-region / end-of-block marker
+            out.append(item)
+            continue
+        op = item
+        assert isinstance(op, Operation)
+        out.append(
+            (
+                type(op),
+                tuple(number(value) for value in op.operands),
+                tuple((number(result), result.type) for result in op.results),
+                tuple(op.properties.items()),
+                tuple(op.attributes.items()),
+                tuple(number(block) for block in op.successors),
+                len(op.regions),
+            )
+        )
+        pending: list[object] = []
+        for region in op.regions:
+            pending.append(("region",))
+            for block in region.blocks:
+                args = tuple((number(arg), arg.type) for arg in block.args)
+                pending.append(("block", number(block), args))
+                pending.extend(block.ops)
+                pending.append(("end-block",))
+            pending.append(("end-region",))
+        stack.extend(reversed(pending))
+    return out

@@ -7,14 +7,20 @@ verified in full every time.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
+from xdsl.context import Context
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
+from lamina.core import pass_manager
 from lamina.core.context import make_context
-from lamina.core.diagnostics import collect_verify_diagnostics
-from lamina.core.verify_memo import is_local, memo_key
+from lamina.core.diagnostics import DiagnosticError, collect_verify_diagnostics, parse_module
+from lamina.core.pass_base import ALL_PHASES, LaminaPass
+from lamina.core.pass_manager import PassManager
+from lamina.core.verify_memo import is_local, memo_key, structure
 from lamina.dialects import loop
 
 GOOD = """\
@@ -97,3 +103,64 @@ loop.func @h(%x: memref<4xf32>, %y: memref<4xf64>, %i: index) {
     keys = [memo_key(op) for op in loads]
     assert keys[0] == keys[3]
     assert len({keys[0], keys[1], keys[2]}) == 3
+
+
+# ---------------------------------------------------------------------------
+# Whole modules: the pass manager does not re-verify a module no pass changed
+# ---------------------------------------------------------------------------
+
+MATMUL = """\
+graph.func @main(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<2x4xf32> {
+  %c = graph.matmul %a, %b : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  graph.return %c : tensor<2x4xf32>
+}
+"""
+
+
+@dataclass(frozen=True)
+class Noop(LaminaPass):
+    name = "test-memo-noop"
+    phases = ALL_PHASES
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class SwapOperands(Noop):
+    """Swaps the matmul's operands: every op still exists, only a use-def edge changed."""
+
+    name = "test-memo-swap"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        (matmul,) = [inner for inner in op.walk() if inner.name == "graph.matmul"]
+        lhs, rhs = matmul.operands
+        matmul.operands = [rhs, lhs]
+
+
+def _module() -> ModuleOp:
+    return parse_module(make_context(), MATMUL, "m.mlir")
+
+
+def test_structure_is_equal_for_equal_ir_and_differs_on_any_edge_change():
+    module = _module()
+    assert structure(module) == structure(module) == structure(module.clone())
+    before = structure(module)
+    SwapOperands().apply(make_context(), module)
+    assert structure(module) != before
+
+
+def test_an_unchanged_module_is_verified_once(monkeypatch):
+    calls = []
+    real = pass_manager.verify_module
+    monkeypatch.setattr(pass_manager, "verify_module", lambda m: calls.append(1) or real(m))
+    PassManager([Noop(), Noop(), Noop(), Noop()]).run(make_context(), _module())
+    assert len(calls) == 2  # after the first pass, and after the last (no later pass to skip)
+
+
+def test_a_change_after_unchanged_passes_is_still_verified_and_caught():
+    """The swapped matmul (3x4 @ 2x3) is invalid: a skipped verification would miss it."""
+    with pytest.raises(DiagnosticError) as err:
+        PassManager([Noop(), Noop(), SwapOperands(), Noop()]).run(make_context(), _module())
+    text = err.value.format()
+    assert "graph.matmul" in text and "while running pass 'test-memo-swap'" in text
