@@ -22,7 +22,6 @@ This file is shared by the dialects (verification) and the passes
 from __future__ import annotations
 
 import functools
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
@@ -95,7 +94,6 @@ extent is capped (a map that collides anywhere collides on a small box)."""
 
 def is_injective(index_map: AffineMap, shape: Sequence[int]) -> bool:
     """Whether no two indices of the box `shape` map to the same physical index."""
-    import numpy as np
 
     dims = [int(s) for s in shape]
     if prod(dims) > INJECTIVITY_LIMIT:

@@ -81,13 +81,31 @@ def emit_exp(em: _Emitter, x: SSAValue) -> SSAValue:
     r = em.add(arith.SubfOp(r, em.mul(n, em.f(_LN2_LO))))
     p = em.mul(em.mul(em.horner(r, _EXP_POLY), r), r)
     p = em.fadd(em.fadd(p, r), em.f(1.0))
-    ni = em.add(arith.FPToSIOp(n, i32))
+    ni = _small_float_to_int(em, n)
     half = em.add(arith.ShRSIOp(ni, em.i(1)))
     rest = em.add(arith.SubiOp(ni, half))
     for part in (half, rest):
         bits = em.add(arith.ShLIOp(em.add(arith.AddiOp(part, em.i(127))), em.i(23)))
         p = em.mul(p, em.add(arith.BitcastOp(bits, f32)))
     return p
+
+
+_ROUNDING_MAGIC = 12582912.0
+"""1.5 * 2^23: for an integer-valued f32 `n` with |n| < 2^22, the bits of
+`n + 1.5 * 2^23` are those of the magic number plus `n`."""
+
+
+def _small_float_to_int(em: _Emitter, n: SSAValue) -> SSAValue:
+    """i32 of an integer-valued f32 in [-2^22, 2^22], with add + bitcast + sub.
+
+    Not `arith.fptosi`: it lowers to `llvm.fptosi.sat`, which the x86
+    backend scalarizes for vectors (16 `vcvttss2si` and 32 `vucomiss` per
+    16 lanes: the softmax of the attention block spent most of its time
+    there). A NaN `n` gives a garbage exponent, but the polynomial it scales
+    is NaN already."""
+    shifted = em.fadd(n, em.f(_ROUNDING_MAGIC))
+    bits = em.add(arith.BitcastOp(shifted, i32))
+    return em.add(arith.SubiOp(bits, em.i(0x4B400000)))
 
 
 def emit_tanh(em: _Emitter, x: SSAValue) -> SSAValue:

@@ -79,7 +79,8 @@ def test_block_shapes_fit_the_registers():
             s = choose_block(m, n, 32, facts)
             assert s is not None
             assert s.rows * s.vectors + s.vectors + s.rows <= facts.vector_registers
-    assert choose_block(4, 4, 32, avx2) is None  # shorter than a vector
+    assert choose_block(4, 3, 32, avx2) is None  # shorter than half a vector
+    assert choose_block(64, 10, 32, avx512).columns == 10  # one masked vector per row
 
 
 @pytest.mark.skipif(host_cpu_facts().vector_bits != 512, reason="needs an AVX-512 host")

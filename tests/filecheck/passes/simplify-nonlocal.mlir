@@ -31,7 +31,7 @@ graph.func @consumer_undef(%b: tensor<1x1x4x4x8xf32> {lamina.constraint = #lamin
 // CHECK-SAME:    %in0: memref<1x1x4x4x8xf32> {{{.*}}lamina.constraint = #lamina.constraint<{{.*}}, 0.000000e+00 : f32, logical = array<i64: 1, 3, 4, 4>>{{.*}}}
 // CHECK-NOT:     arith.select
 // CHECK:         %[[X:.*]] = loop.load %in0
-// CHECK-NEXT:    %[[W:.*]] = loop.load %in1
+// CHECK:         %[[W:.*]] = loop.load %in1
 // CHECK-NEXT:    %[[P:.*]] = arith.mulf %[[X]], %[[W]] : f32
 // CHECK-NOT:     arith.select
 // CHECK:         loop.return

@@ -1,0 +1,54 @@
+// RUN: lamina-opt %s -p 'schedule{cores=2}' | filecheck %s
+// RUN: lamina-opt %s -p 'schedule{cores=1}' | filecheck %s --check-prefix=ONE
+
+// A parallel loop of one iteration (a blocked convolution with a single
+// output-channel block) hands `parallel` to the loop it holds when that loop
+// is spatial (each iteration writes its own row), so two cores share the
+// work; a loop that accumulates into one element is not spatial and keeps
+// running on one thread.
+
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @one_block(%x: memref<1x8x4xf32>, %y: memref<1x8x4xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    loop.for %b = %c0 to %c1 step %c1 kind(parallel) {
+      loop.for %h = %c0 to %c8 step %c1 {
+        loop.for %w = %c0 to %c4 step %c1 kind(vectorized) {
+          %v = loop.load %x[%b, %h, %w] : memref<1x8x4xf32>
+          %d = arith.addf %v, %v : f32
+          loop.store %d, %y[%b, %h, %w] : memref<1x8x4xf32>
+        }
+      }
+    }
+    loop.return
+  }
+
+  loop.func @accumulate(%x: memref<8xf32>, %y: memref<1xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    loop.for %b = %c0 to %c1 step %c1 kind(parallel) {
+      loop.for %k = %c0 to %c8 step %c1 {
+        %v = loop.load %x[%k] : memref<8xf32>
+        %a = loop.load %y[%b] : memref<1xf32>
+        %s = arith.addf %a, %v : f32
+        loop.store %s, %y[%b] : memref<1xf32>
+      }
+    }
+    loop.return
+  }
+}
+
+// CHECK-LABEL: loop.func @one_block(
+// CHECK:         loop.for %b = %c0 to %c1 step %c1 {
+// CHECK-NEXT:      loop.for %h = %c0 to %c8 step %c1 kind(parallel) {
+
+// CHECK-LABEL: loop.func @accumulate(
+// CHECK:         loop.for %b = %c0 to %c1 step %c1 kind(parallel) {
+// CHECK-NEXT:      loop.for %k = %c0 to %c8 step %c1 {
+
+// ONE-LABEL: loop.func @one_block(
+// ONE:         loop.for %b = %c0 to %c1 step %c1 kind(parallel) {
+// ONE-NEXT:      loop.for %h = %c0 to %c8 step %c1 {
