@@ -96,5 +96,5 @@ def test_located_ops_carry_their_line_and_column():
         if op is module:
             continue
         loc = op.location
-        line, col = loc.line.data - 10, loc.col.data
+        line, col = loc.line.data - 10, loc.column.data
         assert lines[line - 1][col - 1 :].startswith((op.name, "%")), (op.name, line, col)
