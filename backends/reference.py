@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, TensorT
 from xdsl.ir import Block, Operation, SSAValue
 
 from lamina.backends.executable import numpy_dtype
+from lamina.core.dense import dense_value
 from lamina.dialects import graph
 from lamina.dialects.lamina import UndefAttr
 
@@ -218,7 +219,7 @@ def _slice(op: Operation, args: list[Array]) -> Array:
     index = tuple(
         np.arange(start, start + size * step, step)[:size] if size else np.arange(0)
         for start, size, step in zip(
-            op.starts_value, graph._int_values(op.sizes), op.steps_value, strict=True
+            op.starts_value, op.sizes_value, op.steps_value, strict=True
         )  # fmt: skip
     )
     return args[0][np.ix_(*index)] if index else args[0]
@@ -321,9 +322,7 @@ class Evaluator:
 
 
 def _constant(op: Operation) -> Array:
-    from lamina.frontends.builder import dense_value  # bytes, not a Python list per element
-
-    return dense_value(op.value)
+    return dense_value(op.value)  # bytes, not a Python list per element
 
 
 def evaluate_op(op: Operation, args: Sequence[Array]) -> Array | None:

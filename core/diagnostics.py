@@ -160,6 +160,17 @@ MLIRLexer._unescaped_characters_regex = re.compile(
 )
 
 
+_PARSER_FAILURES = (
+    ValueError,
+    KeyError,
+    IndexError,
+    TypeError,
+    AssertionError,
+    NotImplementedError,
+)
+"""Python errors xDSL's parsers raise on some bad input instead of a ParseError."""
+
+
 class LocatedParser(Parser):
     """An xDSL parser that records each op's `file:line:col` as its location.
 
@@ -183,6 +194,12 @@ class LocatedParser(Parser):
         except VerifyException as err:
             # Attribute verifiers run while parsing: report at the op being parsed.
             raise ParseError(start, str(err)) from None
+        except _PARSER_FAILURES as failure:
+            # xDSL's own parsers failing with a Python error on bad input
+            # (see parse_module): reported at the op being parsed.
+            raise ParseError(
+                start, f"cannot parse this: {type(failure).__name__}: {failure}"
+            ) from None
         if isinstance(op.location, UnknownLoc):
             line, col = self._line_col(start.start)
             op.location = FileLineColLoc(
@@ -249,9 +266,11 @@ def parse_module(
     except RecursionError:
         err = ParseError(parser._current_token.span, TOO_DEEP)
         raise DiagnosticError([parse_error_diagnostic(err, line_offset)]) from None
-    except (ValueError, KeyError, IndexError, TypeError, AssertionError) as failure:
+    except _PARSER_FAILURES as failure:
         # A custom op parser that fails with a Python error (found by fuzzing:
-        # `llvm.icmp " " ...` raises ValueError in xDSL) is still bad input here.
+        # `llvm.icmp " " ...` raises ValueError in xDSL; `dense<1> :
+        # tensor<2xi128>` NotImplementedError, no byte format for i128) is
+        # still bad input here.
         message = f"cannot parse this: {type(failure).__name__}: {failure}"
         err = ParseError(parser._current_token.span, message)
         raise DiagnosticError([parse_error_diagnostic(err, line_offset)]) from None

@@ -299,7 +299,8 @@ def dialects_markdown() -> str:
         "# Dialect reference\n\n",
         "The ops, attributes and types of Lamina's dialects, read from their IRDL ",
         "definitions. docs/design.md §3 gives the contract (names and attribute encodings); ",
-        "each op's docstring in `dialects/<dialect>.py` has the full description.\n",
+        "each op's docstring in `dialects/<dialect>.py` (graph: `dialects/graph/<family>.py`) ",
+        "has the full description.\n",
     ]
     for name, dialect in _load_dialects():
         module = importlib.import_module(dict((n, m) for n, m, _ in DIALECT_MODULES)[name])

@@ -26,35 +26,17 @@ from collections.abc import Callable, Sequence
 from math import prod
 
 import numpy as np
-from xdsl.dialects.builtin import (
-    BytesAttr,
-    DenseIntOrFPElementsAttr,
-    FunctionType,
-    IntegerType,
-    ModuleOp,
-    TensorType,
-    f16,
-    f32,
-    f64,
-    i1,
-)
+from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from lamina.backends.executable import numpy_dtype
+from lamina.core.dense import DTypeError, dense_attr, dense_value, element_type_of
 from lamina.core.diagnostics import DiagnosticError, verify_module
 from lamina.dialects import graph
 
 Value = SSAValue
 Padding = int | Sequence[int]
-
-_ELEMENT_TYPES: dict[str, Attribute] = {
-    "float16": f16,
-    "float32": f32,
-    "float64": f64,
-    "bool": i1,
-    **{f"int{w}": IntegerType(w) for w in (8, 16, 32, 64)},
-}
 
 
 class BuilderError(ValueError):
@@ -63,32 +45,14 @@ class BuilderError(ValueError):
 
 def element_type(dtype: np.dtype | type | str) -> Attribute:
     """The tensor element type of a NumPy dtype (`float32` → `f32`, `bool` → `i1`)."""
-    key = np.dtype(dtype).name
-    if key not in _ELEMENT_TYPES:
-        raise BuilderError(f"dtype {key} has no graph element type")
-    return _ELEMENT_TYPES[key]
+    try:
+        return element_type_of(dtype)
+    except DTypeError as err:
+        raise BuilderError(str(err)) from None
 
 
 def tensor_type(shape: Sequence[int], dtype: np.dtype | type | str = np.float32) -> TensorType:
     return TensorType(element_type(dtype), [int(d) for d in shape])
-
-
-def dense_attr(array: np.ndarray) -> DenseIntOrFPElementsAttr:
-    """A bytes-backed dense attribute holding `array` (row-major, little-endian)."""
-    array = np.ascontiguousarray(array)
-    data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
-    return DenseIntOrFPElementsAttr(tensor_type(array.shape, array.dtype), BytesAttr(data))
-
-
-def dense_value(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
-    """The NumPy array a dense attribute holds (splats expanded), without Python lists."""
-    ttype = attr.get_type()
-    dtype = numpy_dtype(ttype.get_element_type()).newbyteorder("<")
-    flat = np.frombuffer(attr.data.data, dtype=dtype)
-    shape = tuple(ttype.get_shape())
-    if flat.size == 1 and prod(shape) != 1:
-        return np.broadcast_to(flat[0], shape).copy()
-    return flat.reshape(shape).astype(dtype.newbyteorder("="))
 
 
 def shape_of(value: Value) -> tuple[int, ...]:
@@ -180,6 +144,7 @@ class GraphBuilder:
     def constant(self, value: np.ndarray | float | int | bool, dtype=None, name=None) -> Value:
         """A constant tensor; the data stays binary (see `dense_attr`)."""
         array = np.asarray(value, dtype=dtype)
+        element_type(array.dtype)  # a dtype with no element type is a BuilderError
         return self._add(graph.ConstantOp(dense_attr(array)), name)
 
     def ret(self, *values: Value) -> None:

@@ -27,10 +27,10 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from lamina.backends.reference import evaluate_op
+from lamina.core.dense import dense_attr, dense_value
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph
 from lamina.dialects.lamina import Phase
-from lamina.frontends.builder import dense_attr, dense_value
 from lamina.passes.verify_phase import in_codegen
 
 GROWTH_LIMIT = 1 << 16

@@ -389,8 +389,8 @@ def hoist_constant(op: graph.LayoutTransformOp) -> bool:
 
     Bytes in, bytes out (no Python number per weight), through the same
     scatter as the reference evaluator (`layout_maps.apply_layout`)."""
+    from lamina.core.dense import dense_attr, dense_value
     from lamina.dialects.layout_maps import apply_layout
-    from lamina.frontends.builder import dense_attr, dense_value
 
     source = op.input.owner
     reshape = source if isinstance(source, graph.ReshapeOp) else None

@@ -61,6 +61,21 @@ def test_constants_stay_binary_and_round_trip() -> None:
         np.testing.assert_array_equal(back, array)
 
 
+def test_dense_helpers_live_in_core_and_builder_reexports_them() -> None:
+    """Passes and backends use `lamina.core.dense`; the builder's names are the same
+    functions, and a dtype without an element type is a `BuilderError` there."""
+    from lamina.core import dense
+    from lamina.frontends import builder
+
+    assert builder.dense_attr is dense.dense_attr and builder.dense_value is dense.dense_value
+    with pytest.raises(dense.DTypeError, match="dtype uint8 has no graph element type"):
+        dense.dense_attr(np.zeros(2, np.uint8))
+    g = GraphBuilder()
+    with pytest.raises(BuilderError, match="dtype uint8 has no graph element type"):
+        g.constant(np.zeros(2, np.uint8))
+    assert len(list(g.block.ops)) == 0
+
+
 def test_shape_errors_name_the_op() -> None:
     g = GraphBuilder()
     a, b = g.param((2, 3)), g.param((4, 3))

@@ -380,3 +380,23 @@ builtin.module attributes {lamina.phase = #lamina.phase<build>} {
         lamina.compile(text, filename="bad.mlir")
     assert "bad.mlir:3:" in err.value.format()
     assert "cannot parse this: ValueError" in err.value.format()
+
+
+def test_dense_of_an_element_type_without_byte_format_is_a_diagnostic(tmp_path):
+    """Found while splitting the graph dialect: xDSL raises NotImplementedError
+    packing `dense<1> : tensor<2xi128>` (no byte format for i128)."""
+    src = tmp_path / "i128.mlir"
+    src.write_text(
+        "graph.func @main() -> tensor<2xi128> {\n"
+        "  %c = graph.constant dense<1> : tensor<2xi128>\n"
+        "  graph.return %c : tensor<2xi128>\n"
+        "}\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "lamina.tools.lamina_opt", str(src)],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 1, run.stderr
+    assert "i128.mlir:2:" in run.stderr and "i128" in run.stderr
+    assert "Traceback" not in run.stderr

@@ -1,0 +1,75 @@
+"""NumPy arrays as dense elements attributes and back, without a Python value per element.
+
+`graph.constant` holds a `DenseIntOrFPElementsAttr`. Everything that makes or
+reads one — the graph builder and the ONNX importer, `fold-constants`,
+`plan-layouts`' constant hoisting, the reference evaluator — goes through
+`dense_attr`/`dense_value`, which keep the data as bytes (row-major,
+little-endian): converting ResNet-18's weights costs a copy, not 11 M Python
+floats. `core/dense_text.py` does the same for the text form.
+
+These live in `core` (not in `frontends/builder.py`, which re-exports them)
+because passes and backends need them and must not depend on a frontend.
+The element type ↔ dtype correspondence is one table each way: NumPy dtype
+names → element types here (`ELEMENT_TYPES`), element types → dtypes in
+`backends/executable.py` (`numpy_dtype`, whose error the tools report as a
+user error).
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    IntegerType,
+    TensorType,
+    f16,
+    f32,
+    f64,
+    i1,
+)
+from xdsl.ir import Attribute
+
+from lamina.backends.executable import numpy_dtype
+
+ELEMENT_TYPES: dict[str, Attribute] = {
+    "float16": f16,
+    "float32": f32,
+    "float64": f64,
+    "bool": i1,
+    **{f"int{w}": IntegerType(w) for w in (8, 16, 32, 64)},
+}
+"""NumPy dtype name → tensor element type (the dtypes a graph tensor can have)."""
+
+
+class DTypeError(ValueError):
+    """A NumPy dtype that no graph element type stands for (`uint8`, `complex64`, ...)."""
+
+
+def element_type_of(dtype: np.dtype | type | str) -> Attribute:
+    """The tensor element type of a NumPy dtype (`float32` → `f32`, `bool` → `i1`)."""
+    key = np.dtype(dtype).name
+    if key not in ELEMENT_TYPES:
+        raise DTypeError(f"dtype {key} has no graph element type")
+    return ELEMENT_TYPES[key]
+
+
+def dense_attr(array: np.ndarray) -> DenseIntOrFPElementsAttr:
+    """A bytes-backed dense attribute holding `array` (row-major, little-endian)."""
+    array = np.ascontiguousarray(array)
+    data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
+    ttype = TensorType(element_type_of(array.dtype), [int(d) for d in array.shape])
+    return DenseIntOrFPElementsAttr(ttype, BytesAttr(data))
+
+
+def dense_value(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
+    """The NumPy array a dense attribute holds (splats expanded), without Python lists."""
+    ttype = attr.get_type()
+    dtype = numpy_dtype(ttype.get_element_type()).newbyteorder("<")
+    flat = np.frombuffer(attr.data.data, dtype=dtype)
+    shape = tuple(ttype.get_shape())
+    if flat.size == 1 and prod(shape) != 1:
+        return np.broadcast_to(flat[0], shape).copy()
+    return flat.reshape(shape).astype(dtype.newbyteorder("="))
