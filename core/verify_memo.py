@@ -15,8 +15,9 @@ An op is *local* (memoizable) when, per its class:
   branch targets are not in the key);
 * it has no custom `verify_`, or one that reads only its own properties,
   attributes and operand/result types: xDSL ops audited here
-  (`AUDITED_VERIFIERS`), Lamina ops that say so with the class attribute
-  `VERIFIES_LOCALLY = True`;
+  (`AUDITED_VERIFIERS`), Lamina ops whose class defining `verify_` says so
+  with the class attribute `VERIFIES_LOCALLY = True` (a subclass that
+  overrides `verify_` must say it again);
 * each of its traits either does not verify anything or only compares the
   op's own types (`LOCAL_TRAITS`); traits that look at the parent, the block
   or a symbol table (`IsTerminator`, `HasParent`, call interfaces) exclude it.
@@ -65,6 +66,16 @@ def _custom_verifier(cls: type[IRDLOperation]) -> object:
     return function.__closure__[names.index("custom_verify")].cell_contents
 
 
+def _declared_local(cls: type[Operation], custom: object) -> bool:
+    """Whether the class that defines `custom` (not a subclass or a base) declares
+    `VERIFIES_LOCALLY = True`: a subclass overriding `verify_` must declare it again."""
+    owner_name = getattr(custom, "__qualname__", "").rpartition(".")[0]
+    for klass in cls.__mro__:
+        if klass.__qualname__ == owner_name:
+            return klass.__dict__.get("VERIFIES_LOCALLY") is True
+    return False
+
+
 def is_local(cls: type[Operation]) -> bool:
     """Whether verifying an op of `cls` reads nothing but its own key (see the module doc)."""
     known = _local_classes.get(cls)
@@ -83,7 +94,7 @@ def _classify(cls: type[Operation]) -> bool:
     if custom is None:
         return False
     if custom is not Operation.verify_ and not (
-        cls in AUDITED_VERIFIERS or getattr(cls, "VERIFIES_LOCALLY", False) is True
+        cls in AUDITED_VERIFIERS or _declared_local(cls, custom)
     ):
         return False
     return all(

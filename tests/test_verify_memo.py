@@ -14,13 +14,14 @@ from xdsl.context import Context
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
+from xdsl.utils.exceptions import VerifyException
 
 from lamina.core import pass_manager
 from lamina.core.context import make_context
 from lamina.core.diagnostics import DiagnosticError, collect_verify_diagnostics, parse_module
 from lamina.core.pass_base import ALL_PHASES, LaminaPass
 from lamina.core.pass_manager import PassManager
-from lamina.core.verify_memo import is_local, memo_key, structure
+from lamina.core.verify_memo import _declared_local, is_local, memo_key, structure
 from lamina.dialects import loop
 
 GOOD = """\
@@ -164,3 +165,28 @@ def test_a_change_after_unchanged_passes_is_still_verified_and_caught():
         PassManager([Noop(), Noop(), SwapOperands(), Noop()]).run(make_context(), _module())
     text = err.value.format()
     assert "graph.matmul" in text and "while running pass 'test-memo-swap'" in text
+
+
+def test_graph_compute_ops_are_local_and_an_override_must_declare_it_again():
+    """`VERIFIES_LOCALLY` counts only on the class that defines `verify_`."""
+    from lamina.dialects import graph
+
+    assert is_local(graph.AddOp) and is_local(graph.Conv2dOp) and is_local(graph.GatherOp)
+    assert not is_local(graph.CallOp) and not is_local(graph.ReturnOp)
+
+    class Declared:
+        VERIFIES_LOCALLY = True
+
+        def verify_(self) -> None:
+            pass
+
+    class Inherits(Declared):
+        pass
+
+    class Overrides(Declared):  # e.g. a verifier that reads beyond the op
+        def verify_(self) -> None:
+            raise VerifyException("looks at the parent")
+
+    assert _declared_local(Declared, Declared.verify_)
+    assert _declared_local(Inherits, Inherits.verify_)
+    assert not _declared_local(Overrides, Overrides.verify_)
