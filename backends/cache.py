@@ -44,6 +44,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 
 CACHE_ENV = "LAMINA_CACHE"
 """Environment variable: `0`/`off`/`false`/`no` disables the disk cache."""
@@ -127,6 +128,32 @@ def source_digest() -> str:
     return digest.hexdigest()
 
 
+def installed_version(package: ModuleType) -> str:
+    """The installed version of `package`, read from its `.dist-info` next to it.
+
+    `importlib.metadata` would cost a hit ~25 ms of imports; it is the
+    fallback when the directory holds no single dist-info for the package.
+    """
+    name = package.__name__
+    folder = Path(package.__file__).resolve().parent.parent
+    infos = list(folder.glob(f"{name}-*.dist-info"))
+    if len(infos) == 1:
+        try:
+            for line in (infos[0] / "METADATA").read_text(encoding="utf-8").splitlines():
+                if line.startswith("Version:"):
+                    return line.partition(":")[2].strip()
+                if not line:
+                    break  # end of the headers
+        except OSError:
+            pass
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return str(getattr(package, "__version__", "unknown"))
+
+
 @cache
 def toolchain() -> dict[str, str]:
     """Versions of everything that shapes the code, besides the input and options.
@@ -144,7 +171,7 @@ def toolchain() -> dict[str, str]:
     return {
         "lamina": lamina.__version__,
         "lamina_source": source_digest(),
-        "xdsl": str(getattr(xdsl, "__version__", "unknown")),
+        "xdsl": installed_version(xdsl),
         "llvmlite": llvmlite.__version__,
         "llvm": ".".join(map(str, llvm.llvm_version_info)),
         "cpu": llvm.get_host_cpu_name(),
@@ -294,19 +321,19 @@ class LoadedCode:
 def load(cache_key: str, object_code: bytes, names: Iterable[str], *, runtime: bool) -> LoadedCode:
     """Link `object_code` into this process; raises RuntimeError if LLVM cannot.
 
-    `runtime`: the code calls libgomp or registered libraries, so LLVM is set
-    up by `codegen._ensure_llvm` (which loads them; the caller registers
-    libraries). Otherwise, the common case, only LLVM's native target is
-    initialized, without importing xDSL or the code generator: libc and libm
+    `runtime`: the code calls libgomp or registered libraries, so they are
+    loaded first by `native_setup.ensure_native` (the caller registers
+    libraries); it imports neither xDSL nor the code generator. Otherwise,
+    the common case, only LLVM's native target is initialized: libc and libm
     are already in the process. The target machine only serves the engine's
     (empty) module; the object was compiled for this CPU (it is in the key).
     """
     import llvmlite.binding as llvm
 
     if runtime:
-        from lamina.backends.codegen import _ensure_llvm
+        from lamina.backends.native_setup import ensure_native
 
-        _ensure_llvm()
+        ensure_native()
     else:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()

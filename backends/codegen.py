@@ -32,8 +32,6 @@ are `int64_t`.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import hashlib
 import os
 import shutil
@@ -51,7 +49,7 @@ from xdsl.dialects import llvm as llvm_dialect
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import LLVMTranslationException
 
-from lamina.backends import jit_symbols
+from lamina.backends import jit_symbols, native_setup
 from lamina.backends.binary_constants import attach_bytes, detached_dense_globals
 from lamina.backends.device_runtime import link_device_runtime
 from lamina.backends.inlining import bound_inlining
@@ -96,59 +94,19 @@ class CompileTimings:
 # LLVM set-up
 # ---------------------------------------------------------------------------
 
-_init_lock = threading.Lock()
-_initialized = False
+NUM_THREADS_ENV = native_setup.NUM_THREADS_ENV
+_libraries = native_setup.libraries  # the same list: abi.py and the disk cache read it
+set_num_threads = native_setup.set_num_threads
+get_max_threads = native_setup.get_max_threads
 
 
 def _ensure_llvm() -> None:
-    """Initialize the native target once, and make libm/libc visible to MCJIT."""
-    global _initialized
-    with _init_lock:
-        if _initialized:
-            return
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        llvm.initialize_native_asmparser()
-        for lib in ("m", "c"):
-            path = ctypes.util.find_library(lib)
-            if path:
-                llvm.load_library_permanently(path)
-        _load_openmp()
-        jit_symbols.load_runtime_libraries()
-        _initialized = True
+    """Initialize the native target once and load the libraries generated code calls.
 
-
-NUM_THREADS_ENV = "LAMINA_NUM_THREADS"
-"""Environment variable: how many threads parallel loops use (default: all cores)."""
-
-_gomp: ctypes.CDLL | None = None
-
-
-def _load_openmp() -> None:
-    """Load libgomp for parallel loops (`GOMP_parallel`), honouring LAMINA_NUM_THREADS.
-
-    libgomp reads OMP_NUM_THREADS (and OMP_WAIT_POLICY, default here
-    `passive`) once, when it is loaded, so the values are exported first; if
-    libgomp was already loaded by someone else, the calling thread's thread
-    count is still changed with `omp_set_num_threads`.
+    The set-up lives in `native_setup` so that a disk-cache hit can do it
+    without importing this module.
     """
-    global _gomp
-    path = ctypes.util.find_library("gomp")
-    if path is None:
-        return  # parallel loops then fail to link with a clear LLVM error
-    threads = os.environ.get(NUM_THREADS_ENV)
-    if threads:
-        os.environ["OMP_NUM_THREADS"] = threads
-    # Idle workers sleep instead of spinning: on a shared or oversubscribed
-    # machine spinning made a 256^3 matmul 30x slower (measured, 2 cores).
-    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-    _gomp = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-    llvm.load_library_permanently(path)
-    if threads:
-        _gomp.omp_set_num_threads(ctypes.c_int(int(threads)))
-
-
-_libraries: list[str] = []
+    native_setup.ensure_native()
 
 
 def register_library(path: str | os.PathLike[str]) -> None:
@@ -157,29 +115,10 @@ def register_library(path: str | os.PathLike[str]) -> None:
     For targets whose kernels call a library (e.g. a CBLAS): the JIT resolves
     the library's symbols from then on, and `build_shared_library` links it.
     """
-    _ensure_llvm()
-    path = os.fspath(path)
-    if path in _libraries:
-        return
     try:
-        ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-        llvm.load_library_permanently(path)
-    except (OSError, RuntimeError) as err:
-        raise CodegenError(f"codegen: cannot load library '{path}': {err}") from None
-    _libraries.append(path)
-
-
-def set_num_threads(count: int) -> None:
-    """Threads used by parallel loops started from the calling thread."""
-    _ensure_llvm()
-    if _gomp is not None:
-        _gomp.omp_set_num_threads(ctypes.c_int(count))
-
-
-def get_max_threads() -> int:
-    """Threads a parallel loop started from the calling thread would use."""
-    _ensure_llvm()
-    return int(_gomp.omp_get_max_threads()) if _gomp is not None else 1
+        native_setup.register_library(path)
+    except native_setup.LibraryLoadError as err:
+        raise CodegenError(f"codegen: {err}") from None
 
 
 def _uses_openmp(module: ModuleOp) -> bool:

@@ -529,7 +529,24 @@ def _compile_cold(
     instruments: Instruments | None = None,
     check_bounds: bool = False,
 ) -> Executable:
-    """Parse, run the pipeline phase by phase, JIT-compile."""
+    """Parse, run the pipeline phase by phase, JIT-compile (with fewer GC pauses)."""
+    from lamina.core.gc_pauses import fewer_gc_pauses
+
+    with fewer_gc_pauses():
+        return _compile_cold_steps(
+            module_or_text, targets, pipeline, filename, recorder, instruments, check_bounds
+        )
+
+
+def _compile_cold_steps(
+    module_or_text: ModuleOp | str,
+    targets: Sequence[str] | None,
+    pipeline: str,
+    filename: str,
+    recorder: StatsRecorder,
+    instruments: Instruments | None,
+    check_bounds: bool,
+) -> Executable:
     from lamina.backends.codegen import cache_stats, compile_module
 
     with recorder.phase("parse + verify"):
@@ -618,8 +635,8 @@ def _spec_from_json(data: list[object]) -> TensorSpec:
 def _to_cache(key: str, exe: Executable) -> bool:
     """Store `exe`'s object code and entry signatures; False if there is nothing to store."""
     from lamina.backends import cache as disk
-    from lamina.backends.codegen import _libraries as codegen_libraries
     from lamina.backends.codegen import _uses_openmp
+    from lamina.backends.native_setup import libraries as registered_libraries
 
     code = getattr(exe.compiled, "object_code", None)
     if code is None:
@@ -637,7 +654,7 @@ def _to_cache(key: str, exe: Executable) -> bool:
         "timings": exe.timings,
         # Libraries the code may call (e.g. a CBLAS a target registered while lowering):
         # a hit skips lowering, so it registers them before loading the object.
-        "libraries": list(codegen_libraries),
+        "libraries": list(registered_libraries),
         "openmp": exe.llvm_module is not None and _uses_openmp(exe.llvm_module),
     }
     return disk.write(key, disk.Entry(code, metadata)) is not None
@@ -676,12 +693,12 @@ def _from_cache(key: str) -> Executable | None:
 
 def _register_libraries(paths: list[str]) -> bool:
     """Register the libraries cached code calls; False if one no longer loads (then rebuild)."""
-    from lamina.backends.codegen import CodegenError, register_library
+    from lamina.backends.native_setup import LibraryLoadError, register_library
 
     try:
         for path in paths:
             register_library(path)
-    except CodegenError:
+    except LibraryLoadError:
         return False
     return True
 

@@ -12,13 +12,12 @@ cleanly at load time instead). Two kinds of symbols can be missing:
   compilation (the engine's object cache hands us the object) and every
   undefined, non-weak symbol is looked up.
 
-`load_runtime_libraries` makes the usual helpers available in the first
-place: libgcc_s carries the f16 conversions (GCC ≥ 12).
+`native_setup.load_runtime_libraries` makes the usual helpers available in
+the first place: libgcc_s carries the f16 conversions (GCC ≥ 12).
 """
 
 from __future__ import annotations
 
-import ctypes.util
 import struct
 from collections.abc import Iterable
 
@@ -32,16 +31,6 @@ HOW_TO_PROVIDE = (
     "load the library that defines it with lamina.backends.codegen.register_library(PATH) "
     "(or use a target that does) before compiling"
 )
-
-
-def load_runtime_libraries() -> None:
-    """Make compiler-runtime helpers (f16 conversions, ...) resolvable by the JIT."""
-    path = ctypes.util.find_library("gcc_s")
-    if path:
-        try:
-            llvm.load_library_permanently(path)
-        except RuntimeError:
-            pass  # then a program needing a helper fails with the diagnostic below
 
 
 RUNTIME_PREFIX = "__lamina_"

@@ -9,6 +9,7 @@ to their original type for users not lowered yet (`from_llvm`,
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -132,8 +133,20 @@ def from_llvm(
 
 def constant(value: int | float, ty: Attribute, rewriter: PatternRewriter, at=None) -> SSAValue:
     """Insert `llvm.mlir.constant(value) : ty`."""
-    attr = FloatAttr(value, ty) if isinstance(ty, AnyFloat) else IntegerAttr(int(value), ty)
+    attr = FloatAttr(value, ty) if isinstance(ty, AnyFloat) else integer_attr(int(value), ty)
     return rewriter.insert(llvm.ConstantOp(attr, ty), at).result
+
+
+@functools.lru_cache(maxsize=4096)
+def integer_attr(value: int, ty: Attribute) -> IntegerAttr:
+    """`IntegerAttr(value, ty)`, shared: attributes are immutable, and building (and
+    verifying) one per index constant was a tenth of lower-to-llvm's time on a CNN."""
+    return IntegerAttr(value, ty)
+
+
+NSW = IntegerAttr(llvm.OverflowAttr((llvm.OverflowFlag.NO_SIGNED_WRAP,)).to_int(), 32)
+"""The `nsw` overflow flags of `llvm.add`/`llvm.mul` (index arithmetic), built once:
+`overflow=OverflowAttr(...)` converts to this per op, doubling the op's build time."""
 
 
 def replace_with(

@@ -38,6 +38,7 @@ from lamina.backends.llvm_conversion import (
     call_intrinsic,
     constant,
     convert_type,
+    integer_attr,
     intrinsic_suffix,
     replace_with,
     to_llvm,
@@ -57,7 +58,7 @@ class ConstantLowering(RewritePattern):
         ty = convert_type(op.result.type)
         value = op.value
         if isinstance(value, IntegerAttr) and value.type != ty:
-            value = IntegerAttr(value.value.data, ty)
+            value = integer_attr(value.value.data, ty)
         elif isinstance(value, DenseIntOrFPElementsAttr) and ty != op.result.type:
             value = DenseIntOrFPElementsAttr.from_list(ty, value.get_values())
         new = rewriter.insert(llvm.ConstantOp(value, ty))
@@ -338,7 +339,7 @@ def _divmod(a: SSAValue, b: SSAValue, rewriter: PatternRewriter):
 
 def _icmp(rewriter: PatternRewriter, pred: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
     flag = llvm.ICmpPredicateFlag(pred)
-    return rewriter.insert(llvm.ICmpOp(lhs, rhs, IntegerAttr(flag.to_int(), i64))).res
+    return rewriter.insert(llvm.ICmpOp(lhs, rhs, integer_attr(flag.to_int(), i64))).res
 
 
 def _zext(rewriter: PatternRewriter, value: SSAValue, ty: Attribute) -> SSAValue:

@@ -23,9 +23,9 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, ModuleOp
 from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.traits import SymbolTable
 
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
+from lamina.core.symbols import lookup_symbol  # O(1): one lookup per call op
 from lamina.dialects.lamina import (
     DEFAULT_DEVICE_ATTR_NAME,
     DEVICE_ATTR_NAME,
@@ -77,7 +77,7 @@ def device_of(value: SSAValue) -> DeviceAttr | None:
     if isinstance(value, OpResult):
         op = value.op
         if op.name == "graph.call":  # each result is where the callee delivers it
-            callee = SymbolTable.lookup_symbol(op, op.properties["callee"])  # type: ignore[arg-type]
+            callee = lookup_symbol(op, op.properties["callee"])  # type: ignore[arg-type]
             found = None
             if callee is not None and callee.name == "graph.func":
                 found = res_device(callee, value.index)

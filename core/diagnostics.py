@@ -15,6 +15,7 @@ against `// expected-error` annotations by line. This module provides:
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from xdsl.utils.mlir_lexer import MLIRLexer
 
 from lamina.core.dense_text import use_fast_string_lexer
 from lamina.core.symbols import indexed_symbol_lookup
+from lamina.core.verify_memo import already_verified, memo_key, remember
 
 
 class Severity(Enum):
@@ -183,6 +185,7 @@ class LocatedParser(Parser):
         use_fast_string_lexer(self.lexer)  # megabytes of hex weights lex in linear time
         self._line_offset = line_offset
         self._filename_attr = StringAttr(name)
+        self._newlines: list[int] | None = None
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span
@@ -198,11 +201,28 @@ class LocatedParser(Parser):
                 start, f"cannot parse this: {type(failure).__name__}: {failure}"
             ) from None
         if isinstance(op.location, UnknownLoc):
-            loc = start.get_location()
+            line, col = self._line_col(start.start)
             op.location = FileLineColLoc(
-                self._filename_attr, IntAttr(loc.line + self._line_offset), IntAttr(loc.col)
+                self._filename_attr,
+                IntAttr(line + start.line_offset + self._line_offset),
+                IntAttr(col),
             )
         return op
+
+    def _line_col(self, pos: int) -> tuple[int, int]:
+        """1-based line and column of `pos`, as xDSL's `Span.get_location` computes them.
+
+        xDSL counts the newlines from the start of the input for every call,
+        which made parsing quadratic (1000 functions: a fifth of the parse).
+        Here the newline offsets are found once and bisected.
+        """
+        if self._newlines is None:
+            source = self.lexer.input
+            pattern = re.escape(source.newline)
+            self._newlines = [m.start() for m in re.finditer(pattern, source.content)]
+        before = bisect.bisect_left(self._newlines, pos)  # newlines before pos
+        line_start = self._newlines[before - 1] + 1 if before else 0
+        return before + 1, pos - line_start + 1
 
 
 def _is_blank(text: str | bytes) -> bool:
@@ -290,9 +310,18 @@ def collect_verify_diagnostics(root: Operation) -> list[Diagnostic]:
 
 
 def _verify_one(op: Operation, diagnostics: list[Diagnostic]) -> None:
-    """Verify `op` alone, appending a located diagnostic for each failure."""
+    """Verify `op` alone, appending a located diagnostic for each failure.
+
+    An op whose verification reads only its own types and attributes, and
+    whose key verified before, is not verified again (core/verify_memo.py).
+    """
+    key = memo_key(op)
+    if key is not None and already_verified(key):
+        return
     try:
         op.verify(verify_nested_ops=False)
+        if key is not None:
+            remember(key)
     except DiagnosticError as err:
         diagnostics.extend(err.diagnostics)
     except (VerifyException, DiagnosticException) as err:

@@ -46,8 +46,10 @@ from lamina.core.diagnostics import (
     SourceLocation,
     verify_module,
 )
+from lamina.core.gc_pauses import fewer_gc_pauses
 from lamina.core.locations import fill_unknown_locations, track_rewrites
 from lamina.core.pass_base import PRE_BUILD, LaminaPass, phase_list
+from lamina.core.verify_memo import structure
 from lamina.dialects.lamina import Phase, get_phase, set_phase
 
 PassFactories = dict[str, Callable[[], type[ModulePass]]]
@@ -338,12 +340,14 @@ class PassManager:
         """Apply every pass in order; a failure raises DiagnosticError (with a reproducer note)."""
         self.timings = []
         self.verify_seconds = 0.0
+        self._verified_structure: list[tuple] | None = None
         start = self._started = time.perf_counter()
         try:
             self._report_progress(module)
             self._dump_phase(module)
-            for index, pass_ in enumerate(self.passes):
-                self._run_one(ctx, module, index, pass_)
+            with fewer_gc_pauses():
+                for index, pass_ in enumerate(self.passes):
+                    self._run_one(ctx, module, index, pass_)
         finally:
             self.total_seconds = time.perf_counter() - start
             if self.timing:
@@ -361,7 +365,7 @@ class PassManager:
                 fill_unknown_locations(module)
             finally:
                 self.timings.append(PassTiming(pass_.name, time.perf_counter() - started))
-            self._after_pass(module, pass_, before_phase)
+            self._after_pass(module, pass_, before_phase, last=index == len(self.passes) - 1)
         except RecursionError:
             raise DiagnosticError(
                 module_diagnostic(module, TOO_DEEP, [f"while running pass '{pass_.name}'"])
@@ -378,7 +382,9 @@ class PassManager:
             raise DiagnosticError(diagnostics) from None
         _dump_ir(self.print_ir_after_all, pass_.name, module)
 
-    def _after_pass(self, module: ModuleOp, pass_: ModulePass, before: Phase) -> None:
+    def _after_pass(
+        self, module: ModuleOp, pass_: ModulePass, before: Phase, *, last: bool = False
+    ) -> None:
         """Record a transition, then check legality, the IR and the phase invariants."""
         produces = getattr(pass_, "produces", None)
         after = get_phase(module)
@@ -403,15 +409,32 @@ class PassManager:
             type(pass_).check_legality(module)
         started = time.perf_counter()
         try:
-            if self.verify_each:
-                verify_module(module)
-            if produces is not None or self.verify_each:
-                run_phase_checker(module)
+            self._verify(module, produces is not None, last)
         finally:
             self.verify_seconds += time.perf_counter() - started
         if produces is not None and produces != before:
             self._report_progress(module)
             self._dump_phase(module)
+
+    def _verify(self, module: ModuleOp, transition: bool, last: bool) -> None:
+        """Verify every op and check the phase invariants, unless the module is exactly
+        the IR that passed both after an earlier pass (`verify_memo.structure`; not
+        computed after the last pass, where no later pass could skip by it)."""
+        if not self.verify_each:
+            if transition:
+                run_phase_checker(module)
+            return
+        if last:
+            verify_module(module)
+            run_phase_checker(module)
+            return
+        current = structure(module)
+        if current == self._verified_structure:
+            return
+        self._verified_structure = None
+        verify_module(module)
+        run_phase_checker(module)
+        self._verified_structure = current
 
     def _report_progress(self, module: ModuleOp) -> None:
         if self.progress is not None:

@@ -512,6 +512,7 @@ class LoadOp(IRDLOperation):
     result = result_def()
 
     traits = traits_def(MemoryReadEffect())
+    VERIFIES_LOCALLY: ClassVar[bool] = True  # verify_ reads only types and properties
 
     def __init__(self, buffer: SSAValue | Operation, indices: Sequence[SSAValue | Operation]):
         mtype = SSAValue.get(buffer).type
@@ -544,6 +545,7 @@ class StoreOp(IRDLOperation):
     indices = var_operand_def()
 
     traits = traits_def(MemoryWriteEffect())
+    VERIFIES_LOCALLY: ClassVar[bool] = True  # verify_ reads only types and properties
 
     def __init__(
         self,
@@ -605,6 +607,7 @@ class AllocOp(IRDLOperation):
     scope = opt_prop_def(StringAttr, default_value=StringAttr("global"))
 
     traits = traits_def(MemoryAllocEffect())
+    VERIFIES_LOCALLY: ClassVar[bool] = True  # verify_ reads only types and properties
 
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "attr-dict `:` type($result)"

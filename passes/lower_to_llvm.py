@@ -73,6 +73,7 @@ from lamina.backends.llvm_conversion import (
     LOOP_HINT_KINDS,
     LOOP_KIND_ATTR,
     MAX_STACK_BYTES,
+    NSW,
     call_function,
     call_intrinsic,
     constant,
@@ -112,21 +113,20 @@ def _element_address(
     offset = mtype.get_offset()
     if strides is None or offset is None or None in strides:
         raise ValueError(f"buffer type {mtype} has no static strides")
-    nsw = llvm.OverflowAttr((llvm.OverflowFlag.NO_SIGNED_WRAP,))
     linear: SSAValue | None = None
     for index, stride in zip(indices, strides, strict=True):
         term = to_llvm(index, rewriter)
         if stride != 1:
             term = rewriter.insert(
-                llvm.MulOp(term, constant(stride, i64, rewriter), overflow=nsw)
+                llvm.MulOp(term, constant(stride, i64, rewriter), overflow=NSW)
             ).res
         linear = (
-            term if linear is None else rewriter.insert(llvm.AddOp(linear, term, overflow=nsw)).res
+            term if linear is None else rewriter.insert(llvm.AddOp(linear, term, overflow=NSW)).res
         )
     if offset:
         off = constant(offset, i64, rewriter)
         linear = (
-            off if linear is None else rewriter.insert(llvm.AddOp(linear, off, overflow=nsw)).res
+            off if linear is None else rewriter.insert(llvm.AddOp(linear, off, overflow=NSW)).res
         )
     if linear is None:
         return ptr
@@ -455,8 +455,7 @@ class ForLowering(RewritePattern):
         body_blocks = list(op.body.blocks)
 
         def latch(values: list[SSAValue], at: InsertPoint) -> Operation:
-            nsw = llvm.OverflowAttr((llvm.OverflowFlag.NO_SIGNED_WRAP,))
-            nxt = rewriter.insert(llvm.AddOp(iv, step, overflow=nsw), at).res
+            nxt = rewriter.insert(llvm.AddOp(iv, step, overflow=NSW), at).res
             back_edge = llvm.BrOp(header, nxt, *values)
             if kind in LOOP_HINT_KINDS:
                 back_edge.attributes[LOOP_KIND_ATTR] = StringAttr(kind)

@@ -36,11 +36,11 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.traits import SymbolTable
 
 from lamina.core.devices import known_device_kinds, with_device
 from lamina.core.diagnostics import Diagnostic, DiagnosticError, location_of
 from lamina.core.pass_base import LaminaPass
+from lamina.core.symbols import lookup_symbol  # O(1): one lookup per call op
 from lamina.dialects import graph
 from lamina.dialects.graph import attr_syntax
 from lamina.dialects.lamina import (
@@ -292,7 +292,7 @@ class Planner:
             case graph.DeviceCopyOp():
                 self._device_copy(op)
             case graph.CallOp():
-                callee = SymbolTable.lookup_symbol(op, op.callee)
+                callee = lookup_symbol(op, op.callee)
                 params, results = self.sigs.get(callee.sym_name.data, ([], []))  # type: ignore[union-attr]
                 self._call_like(op, list(op.arguments), params, results)
             case graph.InvokeOp():
@@ -381,7 +381,7 @@ class Planner:
         self._first_slot(op, [*tensor_results, *params])
 
     def _closure(self, op: graph.ClosureOp) -> None:
-        callee = SymbolTable.lookup_symbol(op, op.callee)
+        callee = lookup_symbol(op, op.callee)
         params, results = self.sigs.get(callee.sym_name.data, ([], []))  # type: ignore[union-attr]
         k = len(op.captures)
         for i, value in enumerate(op.captures):

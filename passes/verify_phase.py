@@ -49,7 +49,7 @@ DiagnosticError listing every violation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -219,12 +219,8 @@ def enclosing_top_level(op: Operation, module: ModuleOp) -> Operation | None:
 Violation = tuple[Operation, str, str]
 
 
-def _ops(module: ModuleOp) -> Iterator[Operation]:
-    return (op for op in module.walk() if op is not module)
-
-
-def check_no_lambda(module: ModuleOp) -> Iterator[Violation]:
-    for op in _ops(module):
+def check_no_lambda(module: ModuleOp, ops: Sequence[Operation]) -> Iterator[Violation]:
+    for op in ops:
         if op.name == "graph.lambda" and not in_codegen(op):
             yield (
                 op,
@@ -233,8 +229,8 @@ def check_no_lambda(module: ModuleOp) -> Iterator[Violation]:
             )
 
 
-def check_closure_callees(module: ModuleOp) -> Iterator[Violation]:
-    for op in _ops(module):
+def check_closure_callees(module: ModuleOp, ops: Sequence[Operation]) -> Iterator[Violation]:
+    for op in ops:
         if op.name != "graph.closure":
             continue
         name = callee_name(op)
@@ -246,12 +242,12 @@ def check_closure_callees(module: ModuleOp) -> Iterator[Violation]:
             )
 
 
-def check_dialects(module: ModuleOp) -> Iterator[Violation]:
+def check_dialects(module: ModuleOp, ops: Sequence[Operation]) -> Iterator[Violation]:
     from lamina.core.plugins import dialect_phases
 
     allowed = ", ".join(sorted(OPTIMIZATION_DIALECTS))
     phase = get_phase(module)
-    for op in _ops(module):
+    for op in ops:
         dialect = op.dialect_name()
         if isinstance(op, UnregisteredOp) or (
             dialect not in OPTIMIZATION_DIALECTS and phase not in dialect_phases(dialect)
@@ -263,8 +259,8 @@ def check_dialects(module: ModuleOp) -> Iterator[Violation]:
             )
 
 
-def check_no_dataflow(module: ModuleOp) -> Iterator[Violation]:
-    for op in _ops(module):
+def check_no_dataflow(module: ModuleOp, ops: Sequence[Operation]) -> Iterator[Violation]:
+    for op in ops:
         if op.name == "graph.dataflow" and not in_codegen(op):
             yield (
                 op,
@@ -273,8 +269,8 @@ def check_no_dataflow(module: ModuleOp) -> Iterator[Violation]:
             )
 
 
-def check_no_compute(module: ModuleOp) -> Iterator[Violation]:
-    for op in _ops(module):
+def check_no_compute(module: ModuleOp, ops: Sequence[Operation]) -> Iterator[Violation]:
+    for op in ops:
         if is_graph_compute(op) and not in_codegen(op):
             yield (
                 op,
@@ -283,8 +279,8 @@ def check_no_compute(module: ModuleOp) -> Iterator[Violation]:
             )
 
 
-def check_purity_removed(module: ModuleOp) -> Iterator[Violation]:
-    for op in _ops(module):
+def check_purity_removed(module: ModuleOp, ops: Sequence[Operation]) -> Iterator[Violation]:
+    for op in ops:
         if op.name == "graph.func" and is_tracked_pure_func(op):
             yield (
                 op,
@@ -293,8 +289,8 @@ def check_purity_removed(module: ModuleOp) -> Iterator[Violation]:
             )
 
 
-def check_no_pure_calls(module: ModuleOp) -> Iterator[Violation]:
-    for op in _ops(module):
+def check_no_pure_calls(module: ModuleOp, ops: Sequence[Operation]) -> Iterator[Violation]:
+    for op in ops:
         if op.name in ("graph.call_extern", "graph.invoke") and has_unit(op, "pure"):
             yield (
                 op,
@@ -303,8 +299,8 @@ def check_no_pure_calls(module: ModuleOp) -> Iterator[Violation]:
             )
 
 
-def check_build_ops(module: ModuleOp) -> Iterator[Violation]:
-    for op in _ops(module):
+def check_build_ops(module: ModuleOp, ops: Sequence[Operation]) -> Iterator[Violation]:
+    for op in ops:
         if op.dialect_name() != "llvm" and op.name != "builtin.module":
             yield (
                 op,
@@ -313,8 +309,8 @@ def check_build_ops(module: ModuleOp) -> Iterator[Violation]:
             )
 
 
-def check_dataflow_purity(module: ModuleOp) -> Iterator[Violation]:
-    for op in _ops(module):
+def check_dataflow_purity(module: ModuleOp, ops: Sequence[Operation]) -> Iterator[Violation]:
+    for op in ops:
         if op.name == "graph.dataflow":
             for inner in _dataflow_body(op):
                 if not is_pure_in_dataflow(inner, module):
@@ -333,8 +329,8 @@ def _dataflow_body(dataflow: Operation) -> Iterator[Operation]:
             yield from block.ops
 
 
-def check_pure_funcs(module: ModuleOp) -> Iterator[Violation]:
-    for func in _ops(module):
+def check_pure_funcs(module: ModuleOp, ops: Sequence[Operation]) -> Iterator[Violation]:
+    for func in ops:
         if func.name != "graph.func" or not is_tracked_pure_func(func):
             continue
         for op in own_ops(func):
@@ -375,7 +371,11 @@ def _callee_suffix(op: Operation) -> str:
     return f" (@{name})" if name is not None else ""
 
 
-CHECKS: dict[int, Callable[[ModuleOp], Iterator[Violation]]] = {
+Check = Callable[[ModuleOp, Sequence[Operation]], Iterator[Violation]]
+"""A check gets the module and its ops (module excluded) in IR order: one walk
+serves every invariant (xDSL's recursive walk costs microseconds per op)."""
+
+CHECKS: dict[int, Check] = {
     1: check_no_lambda,
     2: check_closure_callees,
     3: check_dialects,
@@ -412,10 +412,12 @@ def check_phase(module: ModuleOp, phase: Phase | None = None) -> list[Diagnostic
             phase = get_phase(module)
         except VerifyException as err:
             return [Diagnostic(str(err), module)]
-    order = {op: index for index, op in enumerate(module.walk())}
+    ops = list(module.walk())
+    order = {op: index for index, op in enumerate(ops)}
+    ops = ops[1:]  # the module itself is first
     found: list[tuple[int, int, Diagnostic]] = []
     for inv in invariants_for(phase):
-        for op, what, hint in CHECKS[inv.number](module):
+        for op, what, hint in CHECKS[inv.number](module, ops):
             message = violation_message(phase, inv.number, what, hint)
             found.append((order[op], inv.number, Diagnostic(message, op)))
     found.sort(key=lambda item: item[:2])

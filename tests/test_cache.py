@@ -7,6 +7,7 @@ what the code depends on; concurrent writers; corrupt entries; disabled.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -111,6 +112,40 @@ def test_a_hit_imports_neither_xdsl_nor_the_code_generator(cache_dir):
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "True []"
+
+
+PARALLEL = """\
+graph.func @main(%a: tensor<64x128xf32>, %b: tensor<128x96xf32>) -> tensor<64x96xf32> {
+  %c = graph.matmul %a, %b : (tensor<64x128xf32>, tensor<128x96xf32>) -> tensor<64x96xf32>
+  %r = graph.relu %c : (tensor<64x96xf32>) -> tensor<64x96xf32>
+  graph.return %r : tensor<64x96xf32>
+}
+"""
+
+
+def test_a_hit_of_parallel_code_loads_libgomp_without_the_code_generator(cache_dir):
+    """Parallel loops call libgomp: a hit loads it (native_setup), not codegen or xDSL."""
+    lamina.compile(PARALLEL)
+    (entry,) = [cache.read(path.stem) for path in cache.entries()]
+    assert entry.metadata["openmp"] is True  # the case this test is about
+    script = textwrap.dedent(
+        f"""
+        import sys, numpy as np, lamina
+        from lamina.backends import native_setup
+        exe = lamina.compile({PARALLEL!r})
+        heavy = [m for m in ("xdsl.dialects.builtin", "xdsl.ir", "lamina.backends.codegen")
+                 if m in sys.modules]
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((64, 128), dtype=np.float32)
+        b = rng.standard_normal((128, 96), dtype=np.float32)
+        err = float(np.abs(exe.run("main", a, b) - np.maximum(a @ b, 0)).max())
+        print(exe.cache_hit, heavy, err < 1e-3, native_setup.get_max_threads())
+        """
+    )
+    env = {**os.environ, "LAMINA_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "[]", "True", "1"]
 
 
 def test_changed_target_and_version_miss(cache_dir, monkeypatch):

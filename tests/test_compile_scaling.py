@@ -66,3 +66,35 @@ def test_big_host_functions_do_not_inline_their_kernels():
     assert marked and all(name.startswith("te_") for name in marked)
     small, _ = lower_to_build(_as_module(bench.op_chain(2), "small.mlir"))
     assert bound_inlining(translate(small)) == []
+
+
+@pytest.mark.parametrize("as_bytes", [False, True])
+def test_parser_locations_match_xdsl_at_every_position(as_bytes):
+    """LocatedParser bisects precomputed newlines (xDSL recounts them per op: quadratic)."""
+    from xdsl.utils.lexer import Span
+
+    from lamina.core.context import make_context
+    from lamina.core.diagnostics import LocatedParser
+
+    text = "\n\nfirst line\n  second\n\n\tthird é line\nlast"
+    source = text.encode() if as_bytes else text
+    parser = LocatedParser(make_context(), source, "x.mlir")
+    data = parser.lexer.input  # spans index this input (the lexer may decode bytes)
+    for pos in range(len(data.content) + 1):
+        expected = Span(pos, pos, data).get_location()
+        assert parser._line_col(pos) == (expected.line, expected.col), pos
+
+
+def test_located_ops_carry_their_line_and_column():
+    from lamina.core.context import make_context
+    from lamina.core.diagnostics import parse_module
+
+    text = _bench().call_chain(3)
+    module = parse_module(make_context(), text, "chain.mlir", line_offset=10)
+    lines = text.splitlines()
+    for op in module.walk():
+        if op is module:
+            continue
+        loc = op.location
+        line, col = loc.line.data - 10, loc.column.data
+        assert lines[line - 1][col - 1 :].startswith((op.name, "%")), (op.name, line, col)

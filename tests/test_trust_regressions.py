@@ -338,8 +338,8 @@ graph.func @main(%x: tensor<f64>) -> tensor<f64> {
     assert exe.run("main", np.array(0.1257)) == np.float16(0.1257)
     code = textwrap.dedent(
         f"""
-        import lamina.backends.jit_symbols as jit
-        jit.load_runtime_libraries = lambda: None  # as on a system without libgcc_s
+        import lamina.backends.native_setup as native
+        native.load_runtime_libraries = lambda: None  # as on a system without libgcc_s
         import lamina
         try:
             lamina.compile({cast!r}, cache=False)  # the disk cache holds the code above

@@ -11,6 +11,7 @@ operands, properties and shape rule.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -56,9 +57,11 @@ class _ComputeOp(_DeviceOp):
 
     traits = traits_def(Pure(), GraphCompute())
     assembly_format = COMPUTE_FORMAT
+    VERIFIES_LOCALLY: ClassVar[bool] = True  # verify_: operand/result types and properties only
 
     def infer_result_type(self) -> Attribute:
-        """The result type implied by the operands and properties."""
+        """The result type implied by the operands' types and the properties (nothing else:
+        `verify_` is declared local, so its result is memoized per types and attributes)."""
         raise NotImplementedError
 
     def verify_(self) -> None:
