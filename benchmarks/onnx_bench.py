@@ -1,8 +1,11 @@
 """Imported networks: import and compile time, and run time against onnxruntime.
 
     python benchmarks/onnx_bench.py [--models mlp,transformer,resnet18] [--rounds 5]
+                                    [--source onnx.helper|torchscript|dynamo]
 
-For each network of examples/onnx_models.py (random weights): import time,
+For each network of examples/onnx_models.py (random weights; built with
+`onnx.helper`, or exported from the real PyTorch module by one of PyTorch's
+two exporters, which needs the `torch` extra): import time,
 `lamina.compile` time, and the median time per run of Lamina and
 onnxruntime (both on all cores), measured in interleaved rounds so that
 machine load affects both alike; the ratio is Lamina / onnxruntime.
@@ -12,10 +15,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 
 import lamina
@@ -25,8 +30,22 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "examples"))
 import onnx_models  # noqa: E402
 
 
-def bench(name: str, rounds: int) -> dict[str, float]:
-    model = onnx_models.BUILDERS[name]()
+SOURCES = ("onnx.helper", *onnx_models.EXPORTERS)
+
+
+def load(name: str, source: str) -> onnx.ModelProto:
+    """The network built with onnx.helper, or exported from PyTorch by `source`."""
+    if source == "onnx.helper":
+        return onnx_models.BUILDERS[name]()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = f"{tmp}/{name}.onnx"
+        if onnx_models.export_torch(name, path, source) is None:
+            raise SystemExit(f"error: --source {source} needs PyTorch (pip install -e '.[torch]')")
+        return onnx.load(path)
+
+
+def bench(name: str, rounds: int, source: str = "onnx.helper") -> dict[str, float]:
+    model = load(name, source)
     info = model.graph.input[0]
     shape = [d.dim_value for d in info.type.tensor_type.shape.dim]
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
@@ -57,11 +76,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="mlp,transformer,resnet18")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--source", choices=SOURCES, default="onnx.helper")
     args = parser.parse_args(argv)
     print(f"{'model':<12} {'import s':>9} {'compile s':>10} {'lamina ms':>10} {'ort ms':>8} "
           f"{'ratio':>7} {'rel err':>9}")  # fmt: skip
     for name in args.models.split(","):
-        r = bench(name, args.rounds)
+        r = bench(name, args.rounds, args.source)
         print(f"{name:<12} {r['import']:>9.2f} {r['compile']:>10.2f} {r['lamina'] * 1e3:>10.2f} "
               f"{r['ort'] * 1e3:>8.2f} {r['ratio']:>7.1f} {r['error']:>9.1e}")  # fmt: skip
     return 0

@@ -11,7 +11,8 @@ so the importer sees real networks without needing PyTorch:
   nhead=8)` (dim_feedforward 2048, ReLU, post-norm), sequence 128, batch first;
 * `mlp()` — 784 → 512 → 256 → 10 with ReLU, batch 32.
 
-When PyTorch is installed, `export_torch(name)` exports the real modules instead.
+When PyTorch (and torchvision, for ResNet-18) is installed — the `torch` extra —
+`export_torch(name, path)` exports the real modules with `torch.onnx.export`.
 """
 
 from __future__ import annotations
@@ -193,27 +194,88 @@ def mlp(batch: int = 32, sizes=(784, 512, 256, 10), seed: int = 0):
 BUILDERS = {"resnet18": resnet18, "transformer": transformer_encoder, "mlp": mlp}
 
 
-def export_torch(name: str, path: str) -> bool:
-    """Export the real PyTorch module (random weights) to `path`; False without torch."""
-    try:
-        import torch
-    except ImportError:
-        return False
+def torch_resnet18():
+    """torchvision's `resnet18()` with random weights (the real network, as users export it)."""
+    import torchvision
+
+    return torchvision.models.resnet18()
+
+
+def _randomize_batch_norm(module) -> None:
+    """Random BatchNorm statistics and affine parameters: freshly built modules have
+    mean 0, variance 1, scale 1 and bias 0, which would leave the folding of BatchNorm
+    into the convolutions untested."""
+    import torch
+
+    for m in module.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            with torch.no_grad():
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.normal_(0.0, 0.1)
+                m.running_mean.normal_(0.0, 0.1)
+                m.running_var.uniform_(0.5, 1.5)
+
+
+def torch_module(name: str):
+    """The PyTorch module (eval mode, random weights, seed 0) and an example input."""
+    import torch
+
     torch.manual_seed(0)
     if name == "resnet18":
-        import torchvision
-
-        module, example = torchvision.models.resnet18(), torch.randn(1, 3, 224, 224)
+        module, example = torch_resnet18(), torch.randn(1, 3, 224, 224)
+        _randomize_batch_norm(module)
     elif name == "transformer":
         layer = torch.nn.TransformerEncoderLayer(256, 8, batch_first=True)
-        module, example = torch.nn.TransformerEncoder(layer, 2), torch.randn(1, 128, 256)
-    else:
+        module = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        example = torch.randn(1, 128, 256)
+    elif name == "mlp":
         module = torch.nn.Sequential(
             torch.nn.Flatten(), torch.nn.Linear(784, 512), torch.nn.ReLU(),
             torch.nn.Linear(512, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10),
         )  # fmt: skip
         example = torch.randn(32, 1, 28, 28)
-    module.eval()
-    torch.onnx.export(module, (example,), path, opset_version=17, input_names=["input"],
-                      output_names=["output"], dynamo=False)  # fmt: skip
-    return True
+    else:
+        raise ValueError(f"unknown network {name!r} (known: {', '.join(BUILDERS)})")
+    return module.eval(), example
+
+
+EXPORTERS = ("torchscript", "dynamo")
+
+
+def export_torch(name: str, path: str, exporter: str = "torchscript"):
+    """Export the real PyTorch module (random weights) to `path` and return the exported
+    `(module, example input)`, so callers can compare with PyTorch itself; None without
+    torch.
+
+    `exporter` picks PyTorch's exporter: "torchscript" (`dynamo=False`, opset 17; keeps
+    BatchNormalization and the `Shape` arithmetic of reshapes) or "dynamo" (the
+    torch.export-based default of PyTorch 2.9+, opset 18; needs `onnxscript`; folds
+    BatchNorm itself and writes static shapes). Both print progress and warn about
+    PyTorch's own internals (deprecated APIs, torchvision operators it skips), which say
+    nothing about the model, so that output is silenced here.
+    """
+    try:
+        import torch
+    except ImportError:
+        return None
+    if exporter not in EXPORTERS:
+        raise ValueError(f"unknown exporter {exporter!r} (known: {', '.join(EXPORTERS)})")
+    import contextlib
+    import io
+    import logging
+    import warnings
+
+    module, example = torch_module(name)
+    dynamo = exporter == "dynamo"
+    logger = logging.getLogger("torch.onnx")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            torch.onnx.export(module, (example,), path, opset_version=18 if dynamo else 17,
+                              input_names=["input"], output_names=["output"], dynamo=dynamo,
+                              external_data=False)  # fmt: skip
+    finally:
+        logger.setLevel(level)
+    return module, example

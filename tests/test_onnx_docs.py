@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -22,7 +25,7 @@ def _blocks(language: str) -> list[str]:
 
 def test_worked_example_runs(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    (python,) = _blocks("python")
+    python = _blocks("python")[0]
     exec(compile(python, str(PAGE), "exec"), {})  # noqa: S102 - the page's own code
     (shell,) = _blocks("sh")
     bin_dir = Path(sys.executable).parent
@@ -32,6 +35,20 @@ def test_worked_example_runs(tmp_path, monkeypatch) -> None:
         assert done.returncode == 0, done.stderr
     assert "graph.conv2d" in (tmp_path / "small.mlir").read_text()
     assert "dense_resource<__elided__>" in (tmp_path / "small-outline.mlir").read_text()
+
+
+def test_pytorch_example_runs(tmp_path, monkeypatch) -> None:
+    """The "From PyTorch" block: torchvision's ResNet-18 exported, imported, compiled,
+    checked against PyTorch."""
+    pytest.importorskip("torchvision")
+    pytest.importorskip("onnxscript")
+    monkeypatch.chdir(tmp_path)
+    (python,) = [block for block in _blocks("python") if "torch.onnx.export" in block]
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()) as out:
+        # PyTorch's exporter warns about its own internals (not the model's).
+        warnings.simplefilter("ignore")
+        exec(compile(python, str(PAGE), "exec"), {})  # noqa: S102 - the page's own code
+    assert "Lamina and PyTorch agree" in out.getvalue()
 
 
 def test_resnet18_example_runs_small() -> None:

@@ -2,10 +2,11 @@
 
 ResNet-18 (1×3×224×224), a 2-layer transformer encoder (sequence 128,
 d_model 256) and an MLP, built with `onnx.helper` in the structure PyTorch
-exports (examples/onnx_models.py), with random weights. PyTorch itself is
-not installable in CI from PyPI within its time budget (its Linux wheels
-pull in several GB of CUDA libraries), so the `torch.onnx.export` variants
-run only where torch is already installed, and skip otherwise.
+exports (examples/onnx_models.py), with random weights; and the same three
+networks exported from PyTorch itself (torchvision's `resnet18()`,
+`nn.TransformerEncoder`, an `nn.Sequential` MLP) by both of its exporters,
+checked against onnxruntime and against PyTorch's own output. The PyTorch
+tests need the `torch` extra (installed by `.ci/run`) and skip without it.
 """
 
 from __future__ import annotations
@@ -24,22 +25,29 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "examples"))
 import onnx_models  # noqa: E402
 
 
-def _check(model, seed: int = 1) -> None:
+def _check(module, model, x: np.ndarray | None = None) -> np.ndarray:
+    """Compile the imported `module`, compare it with onnxruntime running `model` on `x`
+    (random when None) and return Lamina's result."""
     info = model.graph.input[0]
-    shape = [d.dim_value for d in info.type.tensor_type.shape.dim]
-    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
-    module = import_model(model).module
+    if x is None:
+        shape = [d.dim_value for d in info.type.tensor_type.shape.dim]
+        x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
     got = lamina.compile(module).run("main", x)
-    want = run_ort(model, {info.name: x})[0]
+    _assert_close(got, run_ort(model, {info.name: x})[0])
+    return got
+
+
+def _assert_close(got: np.ndarray, want: np.ndarray) -> None:
+    """Within 1e-4 relative to the output's magnitude (elementwise relative error is
+    meaningless for outputs that happen to be near zero)."""
     assert got.shape == want.shape
-    # 1e-4 relative to the output's magnitude (elementwise relative error is
-    # meaningless for outputs that happen to be near zero).
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
 
 @pytest.mark.parametrize("name", ["mlp", "transformer", "resnet18"])
 def test_network_matches_onnxruntime(name: str) -> None:
-    _check(onnx_models.BUILDERS[name]())
+    model = onnx_models.BUILDERS[name]()
+    _check(import_model(model).module, model)
 
 
 def test_imported_resnet_is_clean_after_fold_constants() -> None:
@@ -55,12 +63,18 @@ def test_imported_resnet_is_clean_after_fold_constants() -> None:
     assert names.count("graph.add") == 20 + 8 + 1  # conv biases, residuals, fc bias
 
 
+@pytest.mark.parametrize("exporter", onnx_models.EXPORTERS)
 @pytest.mark.parametrize("name", ["mlp", "transformer", "resnet18"])
-def test_pytorch_export_matches_onnxruntime(name: str, tmp_path: Path) -> None:
-    pytest.importorskip("torch")
+def test_pytorch_export_matches_onnxruntime(name: str, exporter: str, tmp_path: Path) -> None:
+    """The real PyTorch module, exported, imported and compiled, computes what onnxruntime
+    computes from the same file and what PyTorch computes itself."""
+    torch = pytest.importorskip("torch")
     if name == "resnet18":
         pytest.importorskip("torchvision")
+    if exporter == "dynamo":
+        pytest.importorskip("onnxscript")
     path = tmp_path / f"{name}.onnx"
-    assert onnx_models.export_torch(name, str(path))
-    _check(__import__("onnx").load(str(path)))
-    assert import_file(str(path)).module is not None
+    module, example = onnx_models.export_torch(name, str(path), exporter)
+    got = _check(import_file(str(path)).module, __import__("onnx").load(str(path)), example.numpy())
+    with torch.no_grad():
+        _assert_close(got, module(example).numpy())
