@@ -29,7 +29,6 @@ from lamina.frontends.onnx import import_model
 sys.path.insert(0, str(Path(__file__).parent.parent / "examples"))
 import onnx_models  # noqa: E402
 
-
 SOURCES = ("onnx.helper", *onnx_models.EXPORTERS)
 
 
