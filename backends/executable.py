@@ -33,17 +33,6 @@ if TYPE_CHECKING:
     from lamina.backends.device_runtime import DeviceStats
     from lamina.core.instruments import Instruments
 
-_DTYPES: dict[str, np.dtype] = {
-    "f16": np.dtype(np.float16),
-    "f32": np.dtype(np.float32),
-    "f64": np.dtype(np.float64),
-    "i1": np.dtype(np.bool_),
-    "i8": np.dtype(np.int8),
-    "i16": np.dtype(np.int16),
-    "i32": np.dtype(np.int32),
-    "i64": np.dtype(np.int64),
-}
-
 
 class LaminaRuntimeError(ValueError):
     """A bad call of compiled code (wrong count, shape or dtype of arguments), or a
@@ -51,11 +40,14 @@ class LaminaRuntimeError(ValueError):
 
 
 def numpy_dtype(element_type: Attribute) -> np.dtype:
-    """The NumPy dtype of a tensor element type."""
-    key = str(element_type)
-    if key not in _DTYPES:
-        raise LaminaRuntimeError(f"element type {key} has no NumPy equivalent")
-    return _DTYPES[key]
+    """The NumPy dtype of a tensor element type (the runtime's mapping, raising this
+    module's error)."""
+    from lamina.backends import runtime
+
+    try:
+        return runtime.numpy_dtype(element_type)
+    except runtime.RuntimeCallError:
+        raise LaminaRuntimeError(f"element type {element_type} has no NumPy equivalent") from None
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,21 @@
 """Imported networks: import and compile time, and run time against onnxruntime.
 
     python benchmarks/onnx_bench.py [--models mlp,transformer,resnet18] [--rounds 5]
-                                    [--source onnx.helper|torchscript|dynamo]
+                                    [--source onnx.helper|torchscript|dynamo] [--threads 1]
 
 For each network of examples/onnx_models.py (random weights; built with
 `onnx.helper`, or exported from the real PyTorch module by one of PyTorch's
 two exporters, which needs the `torch` extra): import time,
-`lamina.compile` time, and the median time per run of Lamina and
-onnxruntime (both on all cores), measured in interleaved rounds so that
+`lamina.compile` time (cold: the disk cache is off), and the median time per
+run of Lamina and onnxruntime (both on `--threads` threads, default all
+cores; onnxruntime configured as in bench.py), measured in interleaved rounds so that
 machine load affects both alike; the ratio is Lamina / onnxruntime.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -21,10 +23,13 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 
 import lamina
+from lamina.backends.codegen import set_num_threads
 from lamina.frontends.onnx import import_model
+
+sys.path.insert(0, str(Path(__file__).parent))
+import peers  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "examples"))
 import onnx_models  # noqa: E402
@@ -43,7 +48,7 @@ def load(name: str, source: str) -> onnx.ModelProto:
         return onnx.load(path)
 
 
-def bench(name: str, rounds: int, source: str = "onnx.helper") -> dict[str, float]:
+def bench(name: str, rounds: int, source: str = "onnx.helper", threads: int = 0) -> dict:
     model = load(name, source)
     info = model.graph.input[0]
     shape = [d.dim_value for d in info.type.tensor_type.shape.dim]
@@ -54,7 +59,7 @@ def bench(name: str, rounds: int, source: str = "onnx.helper") -> dict[str, floa
     start = time.perf_counter()
     exe = lamina.compile(module)
     t_compile = time.perf_counter() - start
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = peers.ort_session(model.SerializeToString(), threads)
     want = session.run(None, {info.name: x})[0]
     got = exe.run("main", x)
     error = float(np.abs(got - want).max() / np.abs(want).max())
@@ -76,11 +81,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default="mlp,transformer,resnet18")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--source", choices=SOURCES, default="onnx.helper")
+    parser.add_argument("--threads", type=int, default=0, help="threads of both (0: all cores)")
     args = parser.parse_args(argv)
+    os.environ["LAMINA_CACHE"] = "0"  # compile times are cold ones
+    if args.threads:
+        set_num_threads(args.threads)
     print(f"{'model':<12} {'import s':>9} {'compile s':>10} {'lamina ms':>10} {'ort ms':>8} "
           f"{'ratio':>7} {'rel err':>9}")  # fmt: skip
     for name in args.models.split(","):
-        r = bench(name, args.rounds, args.source)
+        r = bench(name, args.rounds, args.source, args.threads)
         print(f"{name:<12} {r['import']:>9.2f} {r['compile']:>10.2f} {r['lamina'] * 1e3:>10.2f} "
               f"{r['ort'] * 1e3:>8.2f} {r['ratio']:>7.1f} {r['error']:>9.1e}")  # fmt: skip
     return 0
