@@ -10,14 +10,20 @@ against `// expected-error` annotations by line. This module provides:
 * `Diagnostic` / `DiagnosticError`, a located message and an exception holding
   one or more of them, raised by verifiers and passes;
 * `verify_module`, which verifies every op and collects one diagnostic per
-  failing op instead of stopping at the first.
+  failing op instead of stopping at the first;
+* `emit_remark` / `collecting_remarks`, the channel for diagnostics that do
+  not stop compilation (a pass's report): printed to stderr, or collected by
+  `lamina-opt --verify-diagnostics` so `expected-remark` can match them.
 """
 
 from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -92,6 +98,35 @@ class Diagnostic:
             lines.append(f"note: see operation: {_op_summary(self.op)}")
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
+
+
+_remarks: ContextVar[list[Diagnostic] | None] = ContextVar("lamina_remarks", default=None)
+
+
+def emit_remark(diagnostic: Diagnostic) -> None:
+    """Report a diagnostic that does not stop compilation (a remark or a warning).
+
+    MLIR routes such diagnostics through the context's handler rather than
+    printing them where they arise, so that `-verify-diagnostics` can match
+    them like errors. Here: collected by an enclosing `collecting_remarks()`,
+    else written to stderr at once.
+    """
+    sink = _remarks.get()
+    if sink is None:
+        print(diagnostic.format(), file=sys.stderr)
+    else:
+        sink.append(diagnostic)
+
+
+@contextmanager
+def collecting_remarks() -> Iterator[list[Diagnostic]]:
+    """Collect what `emit_remark` reports inside the block, instead of printing it."""
+    sink: list[Diagnostic] = []
+    token = _remarks.set(sink)
+    try:
+        yield sink
+    finally:
+        _remarks.reset(token)
 
 
 def _op_summary(op: Operation) -> str:

@@ -31,7 +31,6 @@ by the top-level op containing it.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from math import prod
@@ -43,7 +42,7 @@ from xdsl.ir import Block, SSAValue
 from xdsl.rewriter import Rewriter
 
 from lamina.core.devices import arg_device
-from lamina.core.diagnostics import Diagnostic, Severity
+from lamina.core.diagnostics import Diagnostic, Severity, emit_remark
 from lamina.core.liveness import BlockOrder
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, loop
@@ -190,7 +189,8 @@ class PlanMemoryPass(LaminaPass):
 
     With `report=true`, prints a remark per host function with the planned
     peak bytes of each device's pool (`loc: remark: plan-memory: @f: peak
-    bytes per device: cpu:0 = 192 B, cpu:1 = 64 B`) on stderr.
+    bytes per device: cpu:0 = 192 B, cpu:1 = 64 B`) on stderr, which
+    `lamina-opt --verify-diagnostics` matches with `expected-remark`.
 
     Invariants: nothing else changes; a buffer is never shared across
     devices or with a function's parameters; every buffer is freed exactly
@@ -260,7 +260,7 @@ def _report(func: graph.FuncOp | loop.FuncOp, default_device: DeviceAttr) -> Non
         return
     per_device = ", ".join(f"{d} = {b} B" for d, b in sorted(sizes.items()))
     message = f"plan-memory: @{func.sym_name.data}: peak bytes per device: {per_device}"
-    print(Diagnostic(message, func, Severity.REMARK).format(), file=sys.stderr)
+    emit_remark(Diagnostic(message, func, Severity.REMARK))
 
 
 __all__ = ["PlanMemoryPass", "plan_graph_function", "plan_loop_function"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from io import StringIO
 from pathlib import Path
@@ -34,7 +35,13 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from lamina import __version__
 from lamina.core.cli import UsageError, guarded_main
-from lamina.core.diagnostics import Diagnostic, DiagnosticError, SourceLocation, parse_module
+from lamina.core.diagnostics import (
+    Diagnostic,
+    DiagnosticError,
+    Severity,
+    SourceLocation,
+    parse_module,
+)
 from lamina.core.expected_diagnostics import (
     match_diagnostics,
     parse_expectations,
@@ -316,25 +323,30 @@ class LaminaOptMain(xDSLOptMain):
 
     def _process_chunk(self, chunk: Chunk, index: int, count: int, output: IO[str]) -> bool:
         """Parse, verify, transform and print one chunk; False if it failed."""
+        from lamina.core.diagnostics import collecting_remarks
+
         diagnostics: list[Diagnostic] = []
         module: ModuleOp | None = None
-        try:
-            module = self._parse_text(chunk.text, chunk.line_offset)
-            if not self.args.disable_verify:
-                from lamina.core.diagnostics import verify_module
+        # --verify-diagnostics matches remarks too; otherwise they print as they come.
+        collect = collecting_remarks() if self.args.verify_diagnostics else nullcontext([])
+        with collect as remarks:
+            try:
+                module = self._parse_text(chunk.text, chunk.line_offset)
+                if not self.args.disable_verify:
+                    from lamina.core.diagnostics import verify_module
 
-                verify_module(module)
-                get_phase(module)  # a malformed `lamina.phase` is a verification error
-            self._apply_passes(module, index if count > 1 else None)
-        except DiagnosticError as err:
-            diagnostics = err.diagnostics
-        except DiagnosticException as err:
-            from lamina.core.pass_manager import as_diagnostics
+                    verify_module(module)
+                    get_phase(module)  # a malformed `lamina.phase` is a verification error
+                self._apply_passes(module, index if count > 1 else None)
+            except DiagnosticError as err:
+                diagnostics = err.diagnostics
+            except DiagnosticException as err:
+                from lamina.core.pass_manager import as_diagnostics
 
-            diagnostics = as_diagnostics(err, module) if module else [Diagnostic(str(err))]
+                diagnostics = as_diagnostics(err, module) if module else [Diagnostic(str(err))]
 
         if self.args.verify_diagnostics:
-            return self._check_expectations(chunk, diagnostics, module, output)
+            return self._check_expectations(chunk, [*remarks, *diagnostics], module, output)
         if diagnostics:
             if self.args.parsing_diagnostics and module is None:
                 for diagnostic in diagnostics:
@@ -420,8 +432,8 @@ class LaminaOptMain(xDSLOptMain):
         result = match_diagnostics(diagnostics, expectations)
         for diagnostic in result.matched:
             output.write(diagnostic.format().splitlines()[0] + "\n")
-        if not diagnostics and module is not None:
-            output.write(self.output_resulting_program(module))
+        if module is not None and all(d.severity != Severity.ERROR for d in diagnostics):
+            output.write(self.output_resulting_program(module))  # remarks only: it ran
         name = self.input_name
         for error in annotation_errors:
             print(f"{name}:{error.line}: error: {error.message}", file=sys.stderr)
