@@ -152,4 +152,58 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     loop.store %r, %out[%c0] : memref<1xf32>
     loop.return
   }
+  // Div/mod of a flat position split by the constant: (784*i + j) / 784 = i
+  // (j < 784), (784*i + j) / 28 % 28 = (j / 28) % 28 = j / 28, and
+  // (784*i + j) % 28 = j % 28; the load is affine in i again.
+  // CHECK-LABEL: loop.func @reshape_indices
+  // CHECK:         loop.for %[[I:.*]] = {{.*}} {
+  // CHECK-NEXT:      loop.for %[[J:.*]] = {{.*}} {
+  // CHECK-NOT:         arith.muli
+  // CHECK-DAG:         %[[H:.*]] = arith.divui %[[J]], %[[C28:.*]] : index
+  // CHECK-DAG:         %[[W:.*]] = arith.remui %[[J]], %[[C28]] : index
+  // CHECK:             loop.load %{{.*}}[%[[I]], %{{.*}}, %[[H]], %[[W]]] : memref<4x1x28x28xf32>
+  loop.func @reshape_indices(%a: memref<4x1x28x28xf32>, %b: memref<4x784xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c28 = arith.constant 28 : index
+    %c784 = arith.constant 784 : index
+    loop.for %i = %c0 to %c4 step %c1 {
+      loop.for %j = %c0 to %c784 step %c1 {
+        %m = arith.muli %i, %c784 : index
+        %p = arith.addi %m, %j : index
+        %n = arith.divui %p, %c784 : index
+        %q = arith.divui %p, %c28 : index
+        %h = arith.remui %q, %c28 : index
+        %w = arith.remui %p, %c28 : index
+        %v = loop.load %a[%n, %c0, %h, %w] : memref<4x1x28x28xf32>
+        loop.store %v, %b[%i, %j] : memref<4x784xf32>
+      }
+    }
+    loop.return
+  }
+
+  // Not split: in 8*i - j the rest -j may be negative (the identity needs
+  // 0 <= rest), and in i % 3 nothing is a multiple of 3. (A constant goes
+  // into the rest modulo c: 8*i + j - 3 would split as i - 1 + (j + 5) / 8.)
+  // CHECK-LABEL: loop.func @divmod_kept
+  // CHECK:         arith.floordivsi %{{.*}}, %{{.*}} : index
+  // CHECK:         arith.remui %{{.*}}, %{{.*}} : index
+  loop.func @divmod_kept(%a: memref<64xf32>, %b: memref<8xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c3 = arith.constant 3 : index
+    %c8 = arith.constant 8 : index
+    loop.for %i = %c1 to %c8 step %c1 {
+      loop.for %j = %c0 to %c8 step %c1 {
+        %m = arith.muli %i, %c8 : index
+        %p = arith.subi %m, %j : index
+        %n = arith.floordivsi %p, %c8 : index
+        %w = arith.remui %i, %c3 : index
+        %v = loop.load %a[%n] : memref<64xf32>
+        loop.store %v, %b[%w] : memref<8xf32>
+      }
+    }
+    loop.return
+  }
 }
