@@ -13,8 +13,18 @@ compiled today (other kinds are refused at compile time), so the index
 identifies the device. Each slot has its own counters — bytes allocated in
 total, bytes live now, peak live bytes, bytes copied *to* it — updated with
 atomic instructions (kernels may allocate temporaries on several threads).
-Each allocation carries a 64-byte header recording its slot and size, so a
-free is accounted to the device that allocated it.
+Each allocation carries a 64-byte header recording its slot, size and
+capacity, so a free is accounted to the device that allocated it.
+
+Freed blocks of at least `CACHE_MIN_BYTES` are kept for reuse in a small
+lock-free table (`CACHE_SLOTS` entries, claimed and filled with atomic
+compare-and-swap) instead of going back to `free`: a model's temporaries
+are allocated and freed on every call, and glibc hands large blocks back to
+the kernel (mmap/munmap, heap trimming), so each call page-faulted its
+temporaries in again — 1,100 faults per call of the transformer encoder,
+17 % of its time. A block is reused for a request of at most its capacity
+and at least half of it. `__lamina_release_blocks` frees the table
+(`Executable.release_memory()`).
 
 `cpu:0` and `cpu:1` share the host's physical memory, but every buffer
 belongs to exactly one device's allocator and a copy between them is a real
@@ -41,7 +51,10 @@ STATS_SYMBOL = "__lamina_device_stats"
 ALLOC_SYMBOL = "__lamina_device_alloc"
 FREE_SYMBOL = "__lamina_device_free"
 COPY_SYMBOL = "__lamina_device_copy"
+RELEASE_SYMBOL = "__lamina_release_blocks"
 HEADER_BYTES = 64
+CACHE_SLOTS = 32
+CACHE_MIN_BYTES = 16384
 
 RUNTIME_IR = f"""
 @{STATS_SYMBOL} = linkonce_odr hidden global [{MAX_DEVICES * len(COUNTERS)} x i64] zeroinitializer, align 64
@@ -50,14 +63,116 @@ declare ptr @aligned_alloc(i64, i64)
 declare void @free(ptr)
 declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
 
+@__lamina_block_cache = linkonce_odr hidden global [{CACHE_SLOTS} x ptr] zeroinitializer, align 64
+@__lamina_block_caps = linkonce_odr hidden global [{CACHE_SLOTS} x i64] zeroinitializer, align 64
+
+; A cached block for `size` bytes (NULL: none). The capacities table is a hint read
+; before claiming a slot; the claimed block's own header is checked afterwards.
+define linkonce_odr hidden ptr @__lamina_cache_take(i64 %size) {{
+entry:
+  %small = icmp ult i64 %size, {CACHE_MIN_BYTES}
+  %limit = shl i64 %size, 1
+  br i1 %small, label %miss, label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %next, %continue ]
+  %capp = getelementptr [{CACHE_SLOTS} x i64], ptr @__lamina_block_caps, i64 0, i64 %i
+  %cap = load atomic i64, ptr %capp monotonic, align 8
+  %big = icmp uge i64 %cap, %size
+  %tight = icmp ule i64 %cap, %limit
+  %fits = and i1 %big, %tight
+  br i1 %fits, label %try, label %continue
+try:
+  %slotp = getelementptr [{CACHE_SLOTS} x ptr], ptr @__lamina_block_cache, i64 0, i64 %i
+  %p = load atomic ptr, ptr %slotp acquire, align 8
+  %empty = icmp eq ptr %p, null
+  br i1 %empty, label %continue, label %claim
+claim:
+  %pair = cmpxchg ptr %slotp, ptr %p, ptr null acq_rel monotonic
+  %won = extractvalue {{ ptr, i1 }} %pair, 1
+  br i1 %won, label %check, label %continue
+check:
+  %pcapp = getelementptr i8, ptr %p, i64 16
+  %pcap = load i64, ptr %pcapp
+  %big2 = icmp uge i64 %pcap, %size
+  %tight2 = icmp ule i64 %pcap, %limit
+  %ok = and i1 %big2, %tight2
+  br i1 %ok, label %hit, label %giveback
+giveback:
+  call void @__lamina_cache_put(ptr %p)
+  br label %continue
+hit:
+  ret ptr %p
+continue:
+  %next = add i64 %i, 1
+  %done = icmp eq i64 %next, {CACHE_SLOTS}
+  br i1 %done, label %miss, label %loop
+miss:
+  ret ptr null
+}}
+
+; Keep a freed block (its raw pointer) in an empty slot, or free it.
+define linkonce_odr hidden void @__lamina_cache_put(ptr %raw) {{
+entry:
+  %capp = getelementptr i8, ptr %raw, i64 16
+  %cap = load i64, ptr %capp
+  %small = icmp ult i64 %cap, {CACHE_MIN_BYTES}
+  br i1 %small, label %release, label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %next, %continue ]
+  %slotp = getelementptr [{CACHE_SLOTS} x ptr], ptr @__lamina_block_cache, i64 0, i64 %i
+  %pair = cmpxchg ptr %slotp, ptr null, ptr %raw acq_rel monotonic
+  %won = extractvalue {{ ptr, i1 }} %pair, 1
+  br i1 %won, label %stored, label %continue
+stored:
+  %hintp = getelementptr [{CACHE_SLOTS} x i64], ptr @__lamina_block_caps, i64 0, i64 %i
+  store atomic i64 %cap, ptr %hintp monotonic, align 8
+  ret void
+continue:
+  %next = add i64 %i, 1
+  %done = icmp eq i64 %next, {CACHE_SLOTS}
+  br i1 %done, label %release, label %loop
+release:
+  call void @free(ptr %raw)
+  ret void
+}}
+
+; Free every cached block (between runs, when memory should go back); kept in the
+; object by llvm.used so that Executable.release_memory() can call it.
+@llvm.used = appending global [1 x ptr] [ptr @{RELEASE_SYMBOL}], section "llvm.metadata"
+
+define linkonce_odr hidden void @{RELEASE_SYMBOL}() {{
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %next, %loop ]
+  %slotp = getelementptr [{CACHE_SLOTS} x ptr], ptr @__lamina_block_cache, i64 0, i64 %i
+  %p = atomicrmw xchg ptr %slotp, ptr null acq_rel
+  call void @free(ptr %p)
+  %next = add i64 %i, 1
+  %done = icmp eq i64 %next, {CACHE_SLOTS}
+  br i1 %done, label %exit, label %loop
+exit:
+  ret void
+}}
+
 define linkonce_odr hidden ptr @{ALLOC_SYMBOL}(i64 %slot, i64 %size) {{
+entry:
+  %cached = call ptr @__lamina_cache_take(i64 %size)
+  %hit = icmp ne ptr %cached, null
+  br i1 %hit, label %ok, label %fresh
+fresh:
   %total = add i64 %size, {HEADER_BYTES}
-  %raw = call ptr @aligned_alloc(i64 {HEADER_BYTES}, i64 %total)
-  %failed = icmp eq ptr %raw, null
-  br i1 %failed, label %oom, label %ok
+  %new = call ptr @aligned_alloc(i64 {HEADER_BYTES}, i64 %total)
+  %failed = icmp eq ptr %new, null
+  br i1 %failed, label %oom, label %fill
 oom:                                      ; the caller reports it (backends/llvm_errors.py)
   ret ptr null
+fill:
+  %capp = getelementptr i8, ptr %new, i64 16
+  store i64 %size, ptr %capp
+  br label %ok
 ok:
+  %raw = phi ptr [ %cached, %entry ], [ %new, %fill ]
   store i64 %slot, ptr %raw
   %sizep = getelementptr i8, ptr %raw, i64 8
   store i64 %size, ptr %sizep
@@ -67,10 +182,10 @@ ok:
   %livei = add i64 %base, 1
   %livep = getelementptr i64, ptr @{STATS_SYMBOL}, i64 %livei
   %old = atomicrmw add ptr %livep, i64 %size monotonic
-  %new = add i64 %old, %size
+  %now = add i64 %old, %size
   %peaki = add i64 %base, 2
   %peakp = getelementptr i64, ptr @{STATS_SYMBOL}, i64 %peaki
-  %p = atomicrmw umax ptr %peakp, i64 %new monotonic
+  %p = atomicrmw umax ptr %peakp, i64 %now monotonic
   %user = getelementptr i8, ptr %raw, i64 {HEADER_BYTES}
   ret ptr %user
 }}
@@ -84,7 +199,7 @@ define linkonce_odr hidden void @{FREE_SYMBOL}(ptr %user) {{
   %livei = add i64 %base, 1
   %livep = getelementptr i64, ptr @{STATS_SYMBOL}, i64 %livei
   %old = atomicrmw sub ptr %livep, i64 %size monotonic
-  call void @free(ptr %raw)
+  call void @__lamina_cache_put(ptr %raw)
   ret void
 }}
 
@@ -144,6 +259,14 @@ class DeviceStats:
     copied: int
 
 
+def release_cached_blocks(engine: llvm.ExecutionEngine) -> None:
+    """Free the blocks the module's allocator keeps for reuse (none are in use
+    between calls; the next call allocates afresh)."""
+    address = engine.get_function_address(RELEASE_SYMBOL)
+    if address:
+        ctypes.CFUNCTYPE(None)(address)()
+
+
 def read_device_stats(engine: llvm.ExecutionEngine) -> dict[int, DeviceStats]:
     """The counters of every device slot that was used, by slot (empty if the
     module never allocated on or copied to a device)."""
@@ -175,5 +298,6 @@ __all__ = [
     "DeviceStats",
     "link_device_runtime",
     "read_device_stats",
+    "release_cached_blocks",
     "reset_device_stats",
 ]

@@ -224,6 +224,19 @@ class Executable:
         stats = read_device_stats(engine) if engine is not None else {}
         return {f"cpu:{slot}": value for slot, value in sorted(stats.items())}
 
+    def release_memory(self) -> None:
+        """Free the temporaries' blocks that the compiled code keeps for its next call.
+
+        The device runtime reuses freed blocks of 16 KiB and more across calls
+        instead of returning them to the system (docs/performance.md); this
+        hands them back, e.g. after the last call of a large model.
+        """
+        from lamina.backends.device_runtime import release_cached_blocks
+
+        engine = getattr(self.compiled, "engine", None)
+        if engine is not None:
+            release_cached_blocks(engine)
+
     def reset_device_stats(self) -> None:
         """Zero the device counters (between runs)."""
         from lamina.backends.device_runtime import reset_device_stats

@@ -189,3 +189,17 @@ def test_ahead_of_time_library_runs_on_two_devices(tmp_path):
     b, y = rng.standard_normal(8, np.float32), np.zeros((2, 8), np.float32)
     getattr(lib, entry)(*(a.ctypes.data_as(ctypes.c_void_p) for a in (x, w, b, y)))
     np.testing.assert_allclose(y, np.maximum(x @ w + b, 0) + x, rtol=1e-5, atol=1e-5)
+
+
+def test_release_memory_between_calls_keeps_results_and_accounting():
+    """`release_memory()` frees the blocks the runtime keeps for the next call
+    (tests/test_abi.py counts the page faults they save); calls after it
+    allocate afresh and compute the same."""
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.standard_normal(256).astype(np.float32) for _ in range(3))
+    exe = lamina.compile(DIAMOND)
+    first = exe.run("main", a, b, c)
+    exe.release_memory()
+    exe.release_memory()  # nothing kept: a no-op
+    np.testing.assert_array_equal(exe.run("main", a, b, c), first)
+    assert all(s.live == 0 for s in exe.device_stats().values())
