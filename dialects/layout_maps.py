@@ -76,14 +76,18 @@ def apply_layout(
     import numpy as np
 
     out = np.full(tuple(out_shape), pad, dtype=x.dtype)
-    grids = np.meshgrid(*(np.arange(s) for s in x.shape), indexing="ij")
-    index = [
-        np.broadcast_to(eval_grid(e, dict(enumerate(grids))), x.shape) for e in index_map.results
-    ]
-    inside = np.ones(x.shape, dtype=bool)
+    # Sparse grids: each result expression broadcasts over only the dims it uses.
+    grids = dict(enumerate(np.meshgrid(*(np.arange(s) for s in x.shape), indexing="ij",
+                                       sparse=True)))  # fmt: skip
+    index = [np.asarray(eval_grid(e, grids)) for e in index_map.results]
+    inside = np.ones((1,) * x.ndim, dtype=bool)
     for axis, idx in enumerate(index):
-        inside &= (idx >= 0) & (idx < out.shape[axis])
-    out[tuple(i[inside] for i in index)] = x[inside]
+        inside = inside & (idx >= 0) & (idx < out.shape[axis])
+    if inside.all():  # no crop: every element lands (the common, forward case)
+        out[tuple(np.broadcast_to(i, x.shape) for i in index)] = x
+    else:
+        inside = np.broadcast_to(inside, x.shape)
+        out[tuple(np.broadcast_to(i, x.shape)[inside] for i in index)] = x[inside]
     return out
 
 
