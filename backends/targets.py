@@ -111,13 +111,7 @@ class Target:
                 f"target '{self.name}': a target that claims ops must also lower them "
                 "(give both `claim` and `lower`, or neither)"
             )
-        facts = {f.name for f in fields(CpuFacts)}
-        bad = [key for key in self.options if key not in facts]
-        if bad:
-            raise TargetError(
-                f"target '{self.name}': unknown option '{bad[0]}' "
-                f"(code-generation options: {', '.join(sorted(facts))})"
-            )
+        check_target_options(self.name, dict(self.options))
 
     @property
     def facts(self) -> CpuFacts:
@@ -274,6 +268,22 @@ def preferred_layout(op: Operation, targets: Sequence[str]) -> Attribute | None:
     return None
 
 
+def check_target_options(name: str, options: dict[str, object]) -> None:
+    """Refuse an option that is not a code-generation fact (a `CpuFacts` field),
+    or a value no CPU has."""
+    facts = {f.name for f in fields(CpuFacts)}
+    for key, value in options.items():
+        if key not in facts:
+            raise TargetError(
+                f"target '{name}': unknown option '{key}' "
+                f"(code-generation options: {', '.join(sorted(facts))})"
+            )
+        if key == "vector_bits" and value not in (128, 256, 512):
+            raise TargetError(f"target '{name}': vector_bits must be 128, 256 or 512, not {value}")
+        if isinstance(value, int) and value <= 0:
+            raise TargetError(f"target '{name}': option '{key}' must be positive, not {value}")
+
+
 def module_facts(module: ModuleOp, device_kind: str = "cpu") -> CpuFacts:
     """Code-generation facts for `device_kind` as the module records them.
 
@@ -301,6 +311,7 @@ def module_facts(module: ModuleOp, device_kind: str = "cpu") -> CpuFacts:
         if not isinstance(attr, IntegerAttr):
             raise TargetError(f"target option '{key}' must be an integer, got {attr}")
         options[key] = attr.value.data
+    check_target_options(chosen.target_name.data, options)
     merged = Target(target.name, target.device_kind, options={**target.options, **options})
     return merged.facts
 
@@ -311,6 +322,7 @@ __all__ = [
     "Target",
     "TargetError",
     "check_target_available",
+    "check_target_options",
     "claimed_targets",
     "get_target",
     "module_facts",

@@ -87,7 +87,8 @@ def add_target_argument(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="T",
-        help="compile target (repeatable), e.g. cpu; see docs/passes.md",
+        help="compile target (repeatable), e.g. cpu or 'cpu{vector_bits=256 cores=1}' "
+        "(options override the host's code-generation facts; docs/performance.md)",
     )
 
 

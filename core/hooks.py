@@ -9,6 +9,9 @@ here so that the pipeline itself only expands hook points:
   read (default: cpu). A target that claimed ops in the module
   (`lamina.codegen`) is in use too; an unknown one is an error at the op.
   So the module alone says how to rebuild its pipeline (seed 003).
+  A target given as `NAME{option=N ...}` (`--target 'cpu{vector_bits=256}'`)
+  is recorded with those options (`#lamina.target<"cpu", {vector_bits =
+  256 : i64}>`), which override the host's code-generation facts.
 
   `lamina.targets` is a dictionary from device kind to the targets that
   compile it: one `#lamina.target<"cpu">`, or an array when a library
@@ -30,7 +33,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -74,14 +77,65 @@ def read_module_targets(module: ModuleOp) -> list[str] | None:
     )
 
 
-def write_module_targets(module: ModuleOp, names: Sequence[str]) -> None:
-    """Record `names` in `lamina.targets`, grouped by the targets' device kinds."""
-    from lamina.backends.targets import get_target
+def split_target_spec(spec: str) -> tuple[str, dict[str, int]]:
+    """`"cpu{vector_bits=256 cores=1}"` → `("cpu", {"vector_bits": 256, "cores": 1})`.
 
+    The options are spelled like a pass's (`-p 'schedule{vector_bits=256}'`),
+    separated by spaces or commas; each is an integer code-generation fact.
+    """
+    name, brace, rest = spec.partition("{")
+    options: dict[str, int] = {}
+    if not brace:
+        return spec.strip(), options
+    if not rest.endswith("}"):
+        raise _bad_spec(spec, "the options do not end with '}'")
+    for item in rest[:-1].replace(",", " ").split():
+        key, eq, value = item.partition("=")
+        try:
+            options[key] = int(value)
+        except ValueError:
+            raise _bad_spec(spec, f"option '{item}' is not KEY=INTEGER") from None
+        if not eq or not key:
+            raise _bad_spec(spec, f"option '{item}' is not KEY=INTEGER")
+    return name.strip(), options
+
+
+def _bad_spec(spec: str, why: str) -> DiagnosticError:
+    return DiagnosticError(
+        Diagnostic(f"bad target '{spec}': {why} (expected NAME or NAME{{option=N ...}})")
+    )
+
+
+def _module_target_options(module: ModuleOp) -> dict[str, DictionaryAttr]:
+    """The options each target of the module's `lamina.targets` carries."""
+    attr = module.attributes.get(TARGETS_ATTR_NAME)
+    found: dict[str, DictionaryAttr] = {}
+    if isinstance(attr, DictionaryAttr):
+        for value in attr.data.values():
+            for item in value.data if isinstance(value, ArrayAttr) else (value,):
+                if isinstance(item, TargetAttr) and item.options.data:
+                    found[item.target_name.data] = item.options
+    return found
+
+
+def write_module_targets(
+    module: ModuleOp, names: Sequence[str], options: dict[str, dict[str, int]] | None = None
+) -> None:
+    """Record `names` in `lamina.targets`, grouped by the targets' device kinds,
+    with the given `options` per target (else the ones the module has)."""
+    from lamina.backends.targets import check_target_options, get_target
+
+    kept = _module_target_options(module)
     by_kind: dict[str, list[TargetAttr]] = {}
     for name in names:
         target = get_target(name)
-        by_kind.setdefault(target.device_kind, []).append(TargetAttr(target.name))
+        given = (options or {}).get(name)
+        if given is not None:
+            check_target_options(target.name, given)
+            attrs = DictionaryAttr({k: IntegerAttr(v, i64) for k, v in given.items()})
+        else:
+            attrs = kept.get(target.name, DictionaryAttr({}))
+        by_kind.setdefault(target.device_kind, []).append(TargetAttr(target.name, attrs.data))
     module.attributes[TARGETS_ATTR_NAME] = DictionaryAttr(
         {kind: attrs[0] if len(attrs) == 1 else ArrayAttr(attrs) for kind, attrs in by_kind.items()}
     )
@@ -93,7 +147,9 @@ def module_targets(module: ModuleOp, targets: Sequence[str] | None = None) -> li
     from lamina.core.pipeline import resolve_targets
 
     given = bool(targets)
-    names = resolve_targets(targets if given else read_module_targets(module))
+    specs = [split_target_spec(t) for t in targets or ()]
+    options = {name: opts for name, opts in specs if opts}
+    names = resolve_targets([name for name, _ in specs] if given else read_module_targets(module))
     for claimer, op in claimed_targets(module).items():
         try:
             target = get_target(claimer)
@@ -112,7 +168,9 @@ def module_targets(module: ModuleOp, targets: Sequence[str] | None = None) -> li
         if target.name not in names:
             names += resolve_targets([target.name])
     if given or names != resolve_targets(None):
-        write_module_targets(module, names)
+        write_module_targets(
+            module, names, {resolve_targets([k])[-1]: v for k, v in options.items()}
+        )
     return names
 
 

@@ -177,6 +177,7 @@ def _target_registry() -> dict[str, Callable] | None:
         ("names", ("target_names", "available_targets", "list_targets")),
         ("get", ("get_target",)),
         ("check", ("check_target_available",)),
+        ("check_options", ("check_target_options",)),
     ):
         for candidate in candidates:
             if callable(getattr(module, candidate, None)):
@@ -191,13 +192,18 @@ def resolve_targets(targets: Iterable[str] | None) -> list[str]:
     With the target registry, an unknown name gets a did-you-mean, a target
     whose library is missing says what to install, and `host` means `cpu`.
     """
-    targets = list(targets) if targets else list(DEFAULT_TARGETS)
+    from lamina.core.hooks import split_target_spec
+
+    specs = [split_target_spec(t) for t in targets] if targets else []
+    targets = [name for name, _ in specs] if specs else list(DEFAULT_TARGETS)
     registry = _target_registry()
     if registry is not None and "get" in registry:
         resolved: list[str] = []
-        for target in targets:
+        for target, options in specs or [(t, {}) for t in targets]:
             if "check" in registry:
                 registry["check"](target)  # raises TargetError (a diagnostic)
+            if options and "check_options" in registry:
+                registry["check_options"](target, options)
             found = registry["get"](target)
             base = getattr(found, "extends", None)
             for name in ([base] if base else []) + [getattr(found, "name", target)]:

@@ -330,3 +330,36 @@ def test_examples_on_cblas_equal_cpu(example):
     np.testing.assert_allclose(
         blas.run("main", *args), cpu.run("main", *args), rtol=2e-4, atol=2e-3
     )
+
+
+def test_target_options_from_the_command_line_spelling_override_the_facts():
+    """`targets=["cpu{vector_bits=256 cores=1}"]` (as `--target` spells it) records
+    the options in the module and compiles for them; the result is unchanged."""
+    import numpy as np
+
+    from lamina.backends.targets import module_facts
+    from lamina.core.hooks import module_targets, split_target_spec
+
+    assert split_target_spec("cpu{vector_bits=256, cores=1}") == (
+        "cpu",
+        {"vector_bits": 256, "cores": 1},
+    )
+    src = """
+    graph.func @main(%a: tensor<33x40xf32>, %b: tensor<40x70xf32>) -> tensor<33x70xf32> {
+      %c = graph.matmul %a, %b : (tensor<33x40xf32>, tensor<40x70xf32>) -> tensor<33x70xf32>
+      graph.return %c : tensor<33x70xf32>
+    }
+    """
+    from lamina.core.context import make_context
+    from lamina.core.diagnostics import parse_module
+
+    module = parse_module(make_context(), src)
+    assert module_targets(module, ["cpu{vector_bits=256 cores=1}"]) == ["cpu"]
+    facts = module_facts(module)
+    assert (facts.vector_bits, facts.cores) == (256, 1)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((33, 40)).astype(np.float32)
+    b = rng.standard_normal((40, 70)).astype(np.float32)
+    for spec in ("cpu{vector_bits=128}", "cpu{vector_bits=256 vector_registers=16}"):
+        got = lamina.compile(src, targets=[spec]).run("main", a, b)
+        np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-5)
