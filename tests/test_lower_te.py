@@ -160,7 +160,7 @@ def test_softmax_temporaries_are_local_and_freed_once_after_their_last_use() -> 
 def test_only_big_nests_get_a_parallel_outermost_loop() -> None:
     small = run_passes(parse(MATMUL_SOFTMAX), "legalize,lower-te")
     assert not [op for op in small.walk() if getattr(op, "kind_name", "") == "parallel"]
-    big = run_passes(parse(matmul_softmax(128, 64, 256)), "legalize,lower-te")
+    big = run_passes(parse(matmul_softmax(512, 64, 512)), "legalize,lower-te")
     parallel = [op for op in big.walk() if getattr(op, "kind_name", "") == "parallel"]
     assert len(parallel) == 5  # matmul, and softmax's max, exp, sum, div
     for op in parallel:

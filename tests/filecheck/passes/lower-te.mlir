@@ -174,24 +174,25 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     te.return %m, %p : tensor<2xf64>, tensor<2xf64>
   }
 
-  // Nests with at least 2^14 region evaluations run their outermost loop on
-  // a thread team (kind(parallel)): elementwise and reductions alike.
+  // Nests with at least 2^18 region evaluations run their outermost loop on
+  // a thread team (kind(parallel)): elementwise and reductions alike; smaller
+  // ones stay on the calling thread (waking the team costs more).
   // CHECK-LABEL: loop.func @big_loop(
   // CHECK:         loop.for %{{.*}} kind(parallel) {
   // CHECK-NEXT:      loop.for %{{.*}} kind(vectorized) {
   // CHECK:         loop.for %{{.*}} kind(parallel) {
   // CHECK-NEXT:      %{{.*}} = loop.for %{{.*}} iter_args(
-  te.func @big(%a: tensor<128x256xf32>) -> (tensor<128x256xf32>, tensor<128xf32>) {
-    %e = te.compute [128, 256] (%i, %j) {
-      %x = te.read %a[%i, %j] : tensor<128x256xf32>
+  te.func @big(%a: tensor<512x512xf32>) -> (tensor<512x512xf32>, tensor<512xf32>) {
+    %e = te.compute [512, 512] (%i, %j) {
+      %x = te.read %a[%i, %j] : tensor<512x512xf32>
       %y = math.exp %x : f32
       te.yield %y : f32
-    } : tensor<128x256xf32>
-    %s = te.compute [128] reduce [256] combiner(sum) (%i, %k) {
-      %x = te.read %a[%i, %k] : tensor<128x256xf32>
+    } : tensor<512x512xf32>
+    %s = te.compute [512] reduce [512] combiner(sum) (%i, %k) {
+      %x = te.read %a[%i, %k] : tensor<512x512xf32>
       te.yield %x : f32
-    } : tensor<128xf32>
-    te.return %e, %s : tensor<128x256xf32>, tensor<128xf32>
+    } : tensor<512xf32>
+    te.return %e, %s : tensor<512x512xf32>, tensor<512xf32>
   }
 
   // Matmul: the column loop j is innermost (C and B contiguous, A invariant),
