@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.models.split(","):
         r = bench(name, args.rounds, args.source, args.threads)
         print(f"{name:<12} {r['import']:>9.2f} {r['compile']:>10.2f} {r['lamina'] * 1e3:>10.2f} "
-              f"{r['ort'] * 1e3:>8.2f} {r['ratio']:>7.1f} {r['error']:>9.1e}")  # fmt: skip
+              f"{r['ort'] * 1e3:>8.2f} {r['ratio']:>7.2f} {r['error']:>9.1e}")  # fmt: skip
     return 0
 
 
