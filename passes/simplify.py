@@ -29,7 +29,7 @@ from typing import ClassVar
 from xdsl.context import Context
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, ModuleOp, i1
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -44,6 +44,7 @@ from lamina.dialects import loop
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, Phase
 from lamina.dialects.layout_maps import LayoutMapError, invert_map
 from lamina.passes._int_analysis import PREDICATES, Analyzer, LinearForm, Range, int_constant
+from lamina.passes._te_emit import ScalarEmitter
 
 
 class FoldCmpi(RewritePattern):
@@ -108,21 +109,19 @@ class SplitDivMod(RewritePattern):
         floor = isinstance(op, arith.FloorDivSIOp)
         if r.lo < 0 or not (floor or self.analyzer.range(op.lhs, op).lo >= 0):
             return
-        divides = not isinstance(op, arith.RemUIOp | arith.RemSIOp)
-        new_ops: list[Operation] = []
-        rest_value = _materialize(rest, const % c, new_ops)
-        if divides:
-            q = _materialize(quotient, const // c, new_ops)
-            if r.hi >= c:  # Q + R / c
-                new_ops.append(part := type(op)(rest_value, op.rhs))
-                new_ops.append(arith.AddiOp(q, part.result))
-                q = new_ops[-1].results[0]
-            result = q
-        elif r.hi >= c:  # R % c
-            new_ops.append(type(op)(rest_value, op.rhs))
-            result = new_ops[-1].results[0]
-        else:
-            result = rest_value
+        em = ScalarEmitter(Block())  # the new ops, moved before `op` below
+        if isinstance(op, arith.RemUIOp | arith.RemSIOp):  # R (% c)
+            result = em.affine(rest, const % c)
+            if r.hi >= c:
+                result = em.emit(type(op)(result, op.rhs))
+        else:  # Q (+ R / c)
+            result = em.affine(quotient, const // c)
+            if r.hi >= c:
+                part = em.emit(type(op)(em.affine(rest, const % c), op.rhs))
+                result = em.iadd(result, part)
+        new_ops = list(em.block.ops)
+        for new in new_ops:
+            new.detach()
         rewriter.replace(op, new_ops, [result])
 
     def _form_range(self, terms, const: int) -> Range:
@@ -131,28 +130,6 @@ class SplitDivMod(RewritePattern):
             r = self.analyzer.range(value)
             lo, hi = lo + min(k * r.lo, k * r.hi), hi + max(k * r.lo, k * r.hi)
         return Range(lo, hi)
-
-
-def _materialize(terms, const: int, new_ops: list[Operation]) -> SSAValue:
-    """`sum(k * v) + const` as index arithmetic appended to `new_ops`."""
-    total: SSAValue | None = None
-    for value, k in terms:
-        if k != 1:
-            new_ops.append(factor := arith.ConstantOp(IntegerAttr(k, IndexType())))
-            new_ops.append(arith.MuliOp(value, factor.result))
-            value = new_ops[-1].results[0]
-        if total is None:
-            total = value
-        else:
-            new_ops.append(arith.AddiOp(total, value))
-            total = new_ops[-1].results[0]
-    if const or total is None:
-        new_ops.append(k_op := arith.ConstantOp(IntegerAttr(const, IndexType())))
-        if total is None:
-            return k_op.result
-        new_ops.append(arith.AddiOp(total, k_op.result))
-        total = new_ops[-1].results[0]
-    return total
 
 
 FOLDABLE_INDEX_OPS = (
