@@ -311,7 +311,6 @@ def module_facts(module: ModuleOp, device_kind: str = "cpu") -> CpuFacts:
         if not isinstance(attr, IntegerAttr):
             raise TargetError(f"target option '{key}' must be an integer, got {attr}")
         options[key] = attr.value.data
-    check_target_options(chosen.target_name.data, options)
     merged = Target(target.name, target.device_kind, options={**target.options, **options})
     return merged.facts
 

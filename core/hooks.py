@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp, i64
+from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -106,36 +107,30 @@ def _bad_spec(spec: str, why: str) -> DiagnosticError:
     )
 
 
-def _module_target_options(module: ModuleOp) -> dict[str, DictionaryAttr]:
+def _module_target_options(module: ModuleOp) -> dict[str, dict[str, Attribute]]:
     """The options each target of the module's `lamina.targets` carries."""
     attr = module.attributes.get(TARGETS_ATTR_NAME)
-    found: dict[str, DictionaryAttr] = {}
+    found: dict[str, dict[str, Attribute]] = {}
     if isinstance(attr, DictionaryAttr):
         for value in attr.data.values():
             for item in value.data if isinstance(value, ArrayAttr) else (value,):
                 if isinstance(item, TargetAttr) and item.options.data:
-                    found[item.target_name.data] = item.options
+                    found[item.target_name.data] = dict(item.options.data)
     return found
 
 
 def write_module_targets(
-    module: ModuleOp, names: Sequence[str], options: dict[str, dict[str, int]] | None = None
+    module: ModuleOp, names: Sequence[str], options: dict[str, dict[str, Attribute]] | None = None
 ) -> None:
     """Record `names` in `lamina.targets`, grouped by the targets' device kinds,
-    with the given `options` per target (else the ones the module has)."""
-    from lamina.backends.targets import check_target_options, get_target
+    each with its `options` (none for a target `options` does not name)."""
+    from lamina.backends.targets import get_target
 
-    kept = _module_target_options(module)
     by_kind: dict[str, list[TargetAttr]] = {}
     for name in names:
         target = get_target(name)
-        given = (options or {}).get(name)
-        if given is not None:
-            check_target_options(target.name, given)
-            attrs = DictionaryAttr({k: IntegerAttr(v, i64) for k, v in given.items()})
-        else:
-            attrs = kept.get(target.name, DictionaryAttr({}))
-        by_kind.setdefault(target.device_kind, []).append(TargetAttr(target.name, attrs.data))
+        attr = TargetAttr(target.name, (options or {}).get(target.name))
+        by_kind.setdefault(target.device_kind, []).append(attr)
     module.attributes[TARGETS_ATTR_NAME] = DictionaryAttr(
         {kind: attrs[0] if len(attrs) == 1 else ArrayAttr(attrs) for kind, attrs in by_kind.items()}
     )
@@ -147,9 +142,16 @@ def module_targets(module: ModuleOp, targets: Sequence[str] | None = None) -> li
     from lamina.core.pipeline import resolve_targets
 
     given = bool(targets)
-    specs = [split_target_spec(t) for t in targets or ()]
-    options = {name: opts for name, opts in specs if opts}
-    names = resolve_targets([name for name, _ in specs] if given else read_module_targets(module))
+    # Given targets carry their own options (checked by resolve_targets);
+    # otherwise the module's stay.
+    names = resolve_targets(targets if given else read_module_targets(module))
+    options = _module_target_options(module)
+    if given:
+        specs = [split_target_spec(t) for t in targets or ()]
+        options = {
+            get_target(name).name: {k: IntegerAttr(v, i64) for k, v in opts.items()}
+            for name, opts in specs
+        }
     for claimer, op in claimed_targets(module).items():
         try:
             target = get_target(claimer)
@@ -168,9 +170,7 @@ def module_targets(module: ModuleOp, targets: Sequence[str] | None = None) -> li
         if target.name not in names:
             names += resolve_targets([target.name])
     if given or names != resolve_targets(None):
-        write_module_targets(
-            module, names, {resolve_targets([k])[-1]: v for k, v in options.items()}
-        )
+        write_module_targets(module, names, options)
     return names
 
 

@@ -40,6 +40,7 @@ from lamina.core.diagnostics import (
     DiagnosticError,
     Severity,
     SourceLocation,
+    collecting_remarks,
     parse_module,
 )
 from lamina.core.expected_diagnostics import (
@@ -323,8 +324,6 @@ class LaminaOptMain(xDSLOptMain):
 
     def _process_chunk(self, chunk: Chunk, index: int, count: int, output: IO[str]) -> bool:
         """Parse, verify, transform and print one chunk; False if it failed."""
-        from lamina.core.diagnostics import collecting_remarks
-
         diagnostics: list[Diagnostic] = []
         module: ModuleOp | None = None
         # --verify-diagnostics matches remarks too; otherwise they print as they come.
