@@ -232,11 +232,26 @@ def exported_functions(module: ModuleOp) -> dict[str, llvm_dialect.FuncOp]:
     }
 
 
-LOOP_METADATA = {
-    "vectorized": ("llvm.loop.vectorize.enable", 1),
-    "unrolled": ("llvm.loop.unroll.full", None),
+LOOP_METADATA: dict[str, tuple[tuple[str, int | None], ...]] = {
+    "vectorized": (
+        ("llvm.loop.vectorize.enable", 1),
+        ("llvm.loop.unroll.disable", None),
+        ("llvm.loop.vectorize.followup_vectorized", None),
+    ),
+    "vectorized-tail": (("llvm.loop.vectorize.enable", 1),),
+    "unrolled": (("llvm.loop.unroll.full", None),),
 }
-"""`lamina.loop_kind` on a back edge → the `!llvm.loop` property it requests."""
+"""`lamina.loop_kind` on a back edge → the `!llvm.loop` properties it requests.
+
+A `vectorized` loop (a constant trip count in whole vectors; one with a
+remainder is `vectorized-tail`, see `lower-to-llvm`) is kept from being
+unrolled until it is vectorized:
+LLVM fully unrolls loops of short constant trip count (a 16-lane channel
+block) before the loop vectorizer runs, which then vectorizes the
+enclosing loop instead, with gathers (measured: Winograd's input transform
+8x slower). The empty `followup_vectorized` gives the vectorized loop none
+of these properties, so LLVM unrolls it as usual (a register-blocked row
+of two vectors must become straight-line code to stay in registers)."""
 
 
 def _attach_loop_metadata(module: ModuleOp, ir_module: llvm_ir.Module) -> None:
@@ -283,13 +298,14 @@ def _is_simple_innermost_loop(blocks: list, latch: int) -> bool:
 
 def _loop_id(ir_module: llvm_ir.Module, kind: str) -> llvm_ir.MDValue:
     """A fresh self-referential loop ID `!N = !{!N, !{!"<property>", ...}}`."""
-    name, value = LOOP_METADATA[kind]
-    operands: list[object] = [llvm_ir.MetaDataString(ir_module, name)]
-    if value is not None:
-        operands.append(llvm_ir.Constant(llvm_ir.IntType(1), value))
-    prop = ir_module.add_metadata(operands)
-    loop_id = ir_module.add_metadata([prop, _fresh_token(ir_module)])
-    loop_id.operands = (loop_id, *loop_id.operands[:1])
+    props = []
+    for name, value in LOOP_METADATA[kind]:
+        operands: list[object] = [llvm_ir.MetaDataString(ir_module, name)]
+        if value is not None:
+            operands.append(llvm_ir.Constant(llvm_ir.IntType(1), value))
+        props.append(ir_module.add_metadata(operands))
+    loop_id = ir_module.add_metadata([*props, _fresh_token(ir_module)])
+    loop_id.operands = (loop_id, *loop_id.operands[: len(props)])
     return loop_id
 
 

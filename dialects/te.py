@@ -187,6 +187,13 @@ class YieldOp(IRDLOperation):
         super().__init__(operands=[value])
 
 
+MATERIALIZE_ATTR = "lamina.materialize"
+"""Discardable unit attribute of a `te.compute`: keep it as its own loop nest
+(a buffer), never inlined into its reader by `fuse-ops`. For a producer
+whose reader would otherwise recompute it per read or read it under a
+condition (the zero-padded input of Winograd's input transform)."""
+
+
 @irdl_op_definition
 class ComputeOp(IRDLOperation):
     """A tensor defined element-wise: `result[i...] = combine_k region(i..., k...)`.

@@ -21,7 +21,7 @@ kernel (seed 002's non-local use).
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import AffineMapAttr, FloatAttr, IntegerAttr
+from xdsl.dialects.builtin import AffineMapAttr, FloatAttr, IntegerAttr, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 
@@ -32,12 +32,17 @@ from lamina.dialects.lamina import ConstraintAttr
 def build_blocked_conv2d(op: Operation, kb, inputs: list[SSAValue]) -> list[SSAValue]:
     """The te.compute of a channel-blocked convolution (see the module docstring)."""
     from lamina.passes._legalize_ops import Window, window_input
+    from lamina.passes._winograd_conv import build_winograd_conv2d
 
     assert isinstance(op, graph.Conv2dOp)
     data, weight = inputs
     blocks = graph.blocked_conv_layout(op.data_layout_value, op.kernel_layout_value)
     assert blocks is not None
     c = blocks[0]
+    algorithm = op.attributes.get(graph.CONV_ALGORITHM_ATTR)
+    if isinstance(algorithm, StringAttr) and algorithm.data == "winograd":
+        channels = _logical_channels(kb.operand_constraints[0], c)
+        return build_winograd_conv2d(op, kb, inputs, channels)
     ws, os_ = graph.tensor_shape(weight), graph.tensor_shape(op.results[0])
     (sh, sw), (dh, dw) = op.strides_value, op.dilation_value
     top, left, _, _ = op.padding_value

@@ -189,7 +189,9 @@ def group_key(ops: Sequence[Operation], inputs: Sequence[SSAValue]) -> tuple[obj
 
 def inline_elementwise(func: te.FuncOp) -> None:
     """Inline every non-reduction compute read by exactly one other non-reduction
-    compute (and not returned) into that reader."""
+    compute (and not returned) into that reader -- except a compute carrying
+    attributes (`te.MATERIALIZE_ATTR` asks for its own buffer) or a
+    constraint."""
     changed = True
     while changed:
         changed = False

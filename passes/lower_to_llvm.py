@@ -40,7 +40,7 @@ from types import UnionType
 from typing import ClassVar, Union, get_args, get_origin
 
 from xdsl.context import Context
-from xdsl.dialects import llvm
+from xdsl.dialects import arith, llvm
 from xdsl.dialects import memref as memrefd
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -398,6 +398,40 @@ def _lower_yields(
         rewriter.erase(term)
 
 
+WHOLE_VECTOR_LANES = 8
+"""A `vectorized` loop whose constant trip count is a multiple of this (the f32
+lanes of the narrowest vector unit codegen targets) is vectorized in whole
+vectors with no scalar remainder; codegen keeps LLVM from unrolling it first."""
+
+
+def _hint_kind(op: loop.ForOp) -> str:
+    """The loop kind codegen sees: `vectorized` loops of a constant trip count in
+    whole vectors are told apart from those with a remainder (`vectorized-tail`),
+    which LLVM may still unroll and vectorize its own way (a padded row's
+    clamped border reads would become gathers, backends/codegen.py)."""
+    kind = op.kind.data
+    if kind != "vectorized":
+        return kind
+    bounds = [_constant_index(v) for v in (op.lb, op.ub, op.step)]
+    if None in bounds:
+        return "vectorized-tail"
+    lb, ub, step = bounds
+    trips = max(0, -(-(ub - lb) // step))
+    return "vectorized" if trips % WHOLE_VECTOR_LANES == 0 else "vectorized-tail"
+
+
+def _constant_index(value: SSAValue) -> int | None:
+    """The value of an index constant, before or after its own lowering."""
+    owner = value.owner
+    if isinstance(owner, UnrealizedConversionCastOp) and len(owner.inputs) == 1:
+        owner = owner.inputs[0].owner
+    if isinstance(owner, arith.ConstantOp | llvm.ConstantOp) and isinstance(
+        owner.value, IntegerAttr
+    ):
+        return owner.value.value.data
+    return None
+
+
 class ForLowering(RewritePattern):
     """`loop.for` → a header block with the induction variable and iter_args as block arguments.
 
@@ -405,8 +439,9 @@ class ForLowering(RewritePattern):
     reductions, see `ParallelForLowering`). For `vectorized` and `unrolled`
     the back edge carries `lamina.loop_kind`, which codegen turns into
     `llvm.loop.vectorize.enable` (forced vectorization, which also lets LLVM
-    reorder a floating-point reduction across lanes) or
-    `llvm.loop.unroll.full` metadata::
+    reorder a floating-point reduction across lanes; a loop whose trip count
+    is not known to be whole vectors is marked `vectorized-tail`, see
+    `_hint_kind`) or `llvm.loop.unroll.full` metadata::
 
         ^pre:     ...ops before the loop...
                   llvm.br ^header(%lb, %init...)
@@ -433,7 +468,7 @@ class ForLowering(RewritePattern):
         pre = op.parent_block()
         if pre is None:
             return
-        kind = op.kind.data
+        kind = _hint_kind(op)
         before = InsertPoint.before(op)
         lb, ub, step = (to_llvm(v, rewriter, before) for v in (op.lb, op.ub, op.step))
         inits = [to_llvm(v, rewriter, before) for v in op.iter_args]

@@ -41,6 +41,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     ModuleOp,
+    StringAttr,
     TensorType,
 )
 from xdsl.ir import Operation, SSAValue
@@ -100,6 +101,24 @@ def conv2d_block(op: graph.Conv2dOp, block: int = 0) -> int | None:
     if not block and (min(channels) * 2 < lanes or _pointwise_on_nchw(op)):
         return None
     return lanes if lanes > 1 else None
+
+
+WINOGRAD_MIN_OUTPUT = 14 * 14
+"""Smallest output image (OH*OW) computed by Winograd: its weight transform runs
+on every call and costs 16/(OH*OW) of the products (8 % at 14x14)."""
+
+
+def winograd_pays(op: graph.Conv2dOp) -> bool:
+    """Does the CPU target compute this blocked conv2d by Winograd F(2x2, 3x3)?
+
+    Where it applies (3x3, stride and dilation 1) and the output image is at
+    least `WINOGRAD_MIN_OUTPUT`: 16 products per 2x2 output tile instead of
+    36 take the direct kernel's FMA bound away (measured, AVX-512, 3x3
+    64->64 56x56 with bias and relu: see docs/performance.md)."""
+    if graph.winograd_unsupported(op) is not None:
+        return False
+    _, _, oh, ow, _ = graph.tensor_shape(op.results[0])
+    return oh * ow >= WINOGRAD_MIN_OUTPUT
 
 
 def _pointwise_on_nchw(op: graph.Conv2dOp) -> bool:
@@ -218,8 +237,9 @@ def _pad_after(op: Operation, pads: list[float | None], elem) -> FloatAttr | Und
 # ---------------------------------------------------------------------------
 
 
-def block_conv2d(op: graph.Conv2dOp, c: int) -> None:
-    """conv2d(x, w) → crop(conv2d_blocked(block(x), block(w)))."""
+def block_conv2d(op: graph.Conv2dOp, c: int, winograd: bool = False) -> None:
+    """conv2d(x, w) → crop(conv2d_blocked(block(x), block(w))), computed by
+    Winograd F(2x2, 3x3) when `winograd` and it pays (`winograd_pays`)."""
     elem = graph.element_type(op.data)
     zero = _zero(elem)
     x = _transform(op.data, blocked_data_map(c), zero)
@@ -236,6 +256,11 @@ def block_conv2d(op: graph.Conv2dOp, c: int) -> None:
         kernel_layout=f"OIHW{c}i{c}o",
         device=op.device,
     )
+    chosen = op.attributes.get(graph.CONV_ALGORITHM_ATTR)  # a user's choice stays
+    if chosen is None and winograd and winograd_pays(conv):
+        chosen = StringAttr("winograd")
+    if chosen is not None:
+        conv.attributes[graph.CONV_ALGORITHM_ATTR] = chosen
     # Padded output channels see only zero-padded weights: they hold 0.
     conv.attributes[CONSTRAINT_ATTR_NAME] = ConstraintAttr(AffineMapAttr(out_map), zero, logical)
     back_map = inverse_map(out_map, logical)
@@ -443,7 +468,10 @@ class PlanLayoutsPass(LaminaPass):
     back-to-back inverse transforms are folded; transforms of constants are
     constants; blocked graph ops carry `lamina.constraint` (map, the PAD
     they guarantee or `#lamina.undef`, logical shape), blocked function
-    results carry it in `res_attrs`.
+    results carry it in `res_attrs`. A blocked 3x3 stride-1 conv2d with an
+    output of at least 14x14 also records `lamina.algorithm = "winograd"`
+    (legalize computes it by Winograd F(2x2, 3x3); `winograd=false`, or
+    `lamina.algorithm = "direct"` on the op, keeps the direct kernel).
 
     Invariants: every function computes the same values; running the pass
     twice equals running it once; `enable=false` (or the module attribute
@@ -457,6 +485,8 @@ class PlanLayoutsPass(LaminaPass):
     enable: bool = True
     block: int = 0
     """Channel block for conv2d; 0: the target's preference (vector lanes)."""
+    winograd: bool = True
+    """Let 3x3 stride-1 convolutions use Winograd F(2x2, 3x3) where it pays."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.block < 0:
@@ -470,7 +500,7 @@ class PlanLayoutsPass(LaminaPass):
         for func in funcs:
             for conv in [o for o in func.walk() if isinstance(o, graph.Conv2dOp)]:
                 if (c := conv2d_block(conv, self.block)) is not None:
-                    block_conv2d(conv, c)
+                    block_conv2d(conv, c, self.winograd)
             _fixpoint(func)
             for t in [o for o in func.walk() if isinstance(o, graph.LayoutTransformOp)]:
                 hoist_constant(t)

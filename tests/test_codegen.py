@@ -624,6 +624,58 @@ def test_vectorized_reduction_gets_loop_metadata_and_vectorizes():
     assert result == pytest.approx(float(a.astype(np.float64) @ b), rel=1e-5)
 
 
+# v[t, c, j] = x[c, 2t, j] - x[c, 2t+2, j] + s * (x[c, 2t+1, j] - x[c, 2t+3, j]):
+# four rows of a channel block, 16 lanes along j (Winograd's input transform).
+SHORT_VECTOR_ROWS = """
+  loop.func @rows(%x: memref<4x10x16xf32>, %v: memref<4x4x16xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    %c16 = arith.constant 16 : index
+    %s = arith.constant -0.5 : f32
+    loop.for %t = %c0 to %c4 step %c1 {
+      loop.for %c = %c0 to %c4 step %c1 {
+        loop.for %j = %c0 to %c16 step %c1 kind(vectorized) {
+          %r0 = arith.muli %t, %c2 : index
+          %r1 = arith.addi %r0, %c1 : index
+          %r2 = arith.addi %r0, %c2 : index
+          %r3 = arith.addi %r0, %c3 : index
+          %a = loop.load %x[%c, %r0, %j] : memref<4x10x16xf32>
+          %b = loop.load %x[%c, %r1, %j] : memref<4x10x16xf32>
+          %d = loop.load %x[%c, %r2, %j] : memref<4x10x16xf32>
+          %e = loop.load %x[%c, %r3, %j] : memref<4x10x16xf32>
+          %ad = arith.subf %a, %d : f32
+          %be = arith.subf %b, %e : f32
+          %m = arith.mulf %s, %be : f32
+          %u = arith.addf %ad, %m : f32
+          loop.store %u, %v[%t, %c, %j] : memref<4x4x16xf32>
+        }
+      }
+    }
+    loop.return
+  }
+"""
+
+
+def test_a_short_vectorized_loop_is_vectorized_not_unrolled_first():
+    """A `vectorized` loop of 16 lanes stays a loop until LLVM vectorizes it:
+    fully unrolled first, the vectorizer took the outer loop, with gathers."""
+    module = lower(SHORT_VECTOR_ROWS)
+    raw = codegen.emit_llvm_ir(module, optimized=False)
+    assert '!"llvm.loop.unroll.disable"' in raw
+    assert '!"llvm.loop.vectorize.followup_vectorized"' in raw
+    kernel = Kernel(module)
+    assert "gather" not in kernel.compiled.optimized_ir
+    x = RNG.random((4, 10, 16), dtype=np.float32)
+    v = np.zeros((4, 4, 16), np.float32)
+    kernel.call("rows", x, v)
+    r = 2 * np.arange(4)
+    expected = x[:, r] - x[:, r + 2] - 0.5 * (x[:, r + 1] - x[:, r + 3])
+    np.testing.assert_allclose(v, expected.transpose(1, 0, 2), rtol=1e-6)
+
+
 def test_serial_reduction_keeps_sequential_order():
     module = lower(HINTED_DOT, KIND="serial")
     assert "!llvm.loop" not in codegen.emit_llvm_ir(module, optimized=False)

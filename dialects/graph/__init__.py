@@ -111,6 +111,8 @@ from lamina.dialects.graph.layout import (
 )
 from lamina.dialects.graph.linalg import MatmulOp, matmul_result_shape
 from lamina.dialects.graph.nn import (
+    CONV_ALGORITHM_ATTR,
+    CONV_ALGORITHMS,
     AvgPool2dOp,
     Conv2dOp,
     GlobalAvgPool2dOp,
@@ -121,6 +123,7 @@ from lamina.dialects.graph.nn import (
     conv2d_output_shape,
     normalize_padding2d,
     pool2d_output_shape,
+    winograd_unsupported,
 )
 from lamina.dialects.graph.reduce import (
     ReduceMaxOp,
@@ -182,6 +185,7 @@ __all__ = [
     "normalize_axis", "normalize_axes", "normalize_padding2d",
     "broadcast_shapes", "broadcast_to_shape", "matmul_result_shape", "conv2d_output_shape",
     "blocked_conv_layout", "pool2d_output_shape", "reduce_result_shape",
+    "CONV_ALGORITHM_ATTR", "CONV_ALGORITHMS", "winograd_unsupported",
     "transpose_result_shape", "concat_result_shape", "gather_result_shape",
     "slice_result_shape", "layout_transform_shape",
 ]  # fmt: skip

@@ -15,6 +15,7 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
+    AnyFloat,
     DenseArrayBase,
     FloatAttr,
     IntegerAttr,
@@ -24,6 +25,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def
+from xdsl.utils.exceptions import VerifyException
 
 from lamina.dialects.graph.base import _ComputeOp, _OneInputOp
 from lamina.dialects.graph.common import (
@@ -307,6 +309,21 @@ class Conv2dOp(_Window2dOp):
     def kernel_layout_value(self) -> str:
         return self.kernel_layout.data if self.kernel_layout is not None else "OIHW"
 
+    VERIFIES_LOCALLY: ClassVar[bool] = True  # reads its types and attributes only
+
+    def verify_(self) -> None:
+        super().verify_()
+        algorithm = self.attributes.get(CONV_ALGORITHM_ATTR)
+        if algorithm is None:
+            return
+        if not isinstance(algorithm, StringAttr) or algorithm.data not in CONV_ALGORITHMS:
+            raise VerifyException(
+                f"{CONV_ALGORITHM_ATTR} must be one of "
+                f"{', '.join(repr(a) for a in CONV_ALGORITHMS)}, got {algorithm}"
+            )
+        if algorithm.data == "winograd" and (why := winograd_unsupported(self)) is not None:
+            raise VerifyException(f'{CONV_ALGORITHM_ATTR} = "winograd": {why}')
+
     def infer_result_type(self) -> Attribute:
         elem = _check_same_element_type([self.data, self.weight], ["data", "weight"])
         shape = conv2d_output_shape(
@@ -320,6 +337,30 @@ class Conv2dOp(_Window2dOp):
             self.kernel_layout_value,
         )
         return _tensor(elem, shape)
+
+
+CONV_ALGORITHM_ATTR = "lamina.algorithm"
+"""Discardable attribute of `graph.conv2d`: how `legalize` computes it, `"direct"`
+(the default) or `"winograd"` (F(2x2, 3x3); docs/performance.md). `plan-layouts`
+sets it where the target prefers Winograd; a user may set it too."""
+
+CONV_ALGORITHMS = ("direct", "winograd")
+
+
+def winograd_unsupported(op: Conv2dOp) -> str | None:
+    """Why `op` cannot be computed by Winograd F(2x2, 3x3); None when it can."""
+    if blocked_conv_layout(op.data_layout_value, op.kernel_layout_value) is None:
+        return "it needs the channel-blocked layouts (NCHW<c>c, OIHW<c>i<o>o)"
+    kh, kw = tensor_shape(op.weight)[2:4]
+    if (kh, kw) != (3, 3):
+        return f"it needs a 3x3 kernel, got {kh}x{kw}"
+    if op.strides_value != (1, 1) or op.dilation_value != (1, 1):
+        return "it needs strides and dilation 1"
+    if op.groups_value != 1:
+        return "it needs groups = 1"
+    if not isinstance(element_type(op.data), AnyFloat):
+        return "it needs a floating-point element type"
+    return None
 
 
 class _Pool2dOp(_Window2dOp, _OneInputOp):

@@ -419,12 +419,15 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // -----
 
 // vectorized / unrolled loops mark their back edge; codegen turns the mark
-// into !llvm.loop metadata (the llvm dialect has no loop metadata).
+// into !llvm.loop metadata (the llvm dialect has no loop metadata). A
+// vectorized loop whose trip count is not known to be whole vectors (42, or
+// a bound only known at run time) is marked `vectorized-tail`.
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
-  loop.func @hinted(%a: memref<64xf32>) -> f32 {
+  loop.func @hinted(%a: memref<64xf32>, %n: index) -> f32 {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c4 = arith.constant 4 : index
+    %c42 = arith.constant 42 : index
     %c64 = arith.constant 64 : index
     %zero = arith.constant 0.0 : f32
     %r = loop.for %i = %c0 to %c64 step %c1 kind(vectorized) iter_args(%acc = %zero) -> (f32) {
@@ -435,9 +438,17 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     loop.for %j = %c0 to %c4 step %c1 kind(unrolled) {
       loop.store %r, %a[%j] : memref<64xf32>
     }
+    loop.for %k = %c0 to %c42 step %c1 kind(vectorized) {
+      loop.store %r, %a[%k] : memref<64xf32>
+    }
+    loop.for %m = %c0 to %n step %c1 kind(vectorized) {
+      loop.store %r, %a[%m] : memref<64xf32>
+    }
     loop.return %r : f32
   }
 }
 // CHECK-LABEL: llvm.func @hinted(
 // CHECK:         llvm.br ^{{.*}}(%{{.*}}, %{{.*}} : i64, f32) {lamina.loop_kind = "vectorized"}
 // CHECK:         llvm.br ^{{.*}}(%{{.*}} : i64) {lamina.loop_kind = "unrolled"}
+// CHECK:         llvm.br ^{{.*}}(%{{.*}} : i64) {lamina.loop_kind = "vectorized-tail"}
+// CHECK:         llvm.br ^{{.*}}(%{{.*}} : i64) {lamina.loop_kind = "vectorized-tail"}

@@ -86,3 +86,39 @@ graph.func @blocked_conv_blocks(%x: tensor<1x1x4x4x8xf32>, %w: tensor<1x1x3x3x4x
   graph.return
 }
 // CHECK: data block 8 must equal the kernel input block 4
+
+// -----
+
+graph.func @winograd_needs_3x3(%x: tensor<1x1x6x6x8xf32>, %w: tensor<1x1x5x5x8x8xf32>) {
+  // expected-error @+1 {{lamina.algorithm = "winograd": it needs a 3x3 kernel, got 5x5}}
+  %0 = graph.conv2d %x, %w {data_layout = "NCHW8c", kernel_layout = "OIHW8i8o", lamina.algorithm = "winograd"} : (tensor<1x1x6x6x8xf32>, tensor<1x1x5x5x8x8xf32>) -> tensor<1x1x2x2x8xf32>
+  graph.return
+}
+// CHECK: it needs a 3x3 kernel, got 5x5
+
+// -----
+
+graph.func @winograd_needs_stride_1(%x: tensor<1x1x6x6x8xf32>, %w: tensor<1x1x3x3x8x8xf32>) {
+  // expected-error @+1 {{lamina.algorithm = "winograd": it needs strides and dilation 1}}
+  %0 = graph.conv2d %x, %w {strides = array<i64: 2, 2>, data_layout = "NCHW8c", kernel_layout = "OIHW8i8o", lamina.algorithm = "winograd"} : (tensor<1x1x6x6x8xf32>, tensor<1x1x3x3x8x8xf32>) -> tensor<1x1x2x2x8xf32>
+  graph.return
+}
+// CHECK: it needs strides and dilation 1
+
+// -----
+
+graph.func @winograd_needs_blocked(%x: tensor<1x8x6x6xf32>, %w: tensor<8x8x3x3xf32>) {
+  // expected-error @+1 {{lamina.algorithm = "winograd": it needs the channel-blocked layouts (NCHW<c>c, OIHW<c>i<o>o)}}
+  %0 = graph.conv2d %x, %w {lamina.algorithm = "winograd"} : (tensor<1x8x6x6xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x4x4xf32>
+  graph.return
+}
+// CHECK: it needs the channel-blocked layouts
+
+// -----
+
+graph.func @unknown_algorithm(%x: tensor<1x8x6x6xf32>, %w: tensor<8x8x3x3xf32>) {
+  // expected-error @+1 {{lamina.algorithm must be one of 'direct', 'winograd', got "fft"}}
+  %0 = graph.conv2d %x, %w {lamina.algorithm = "fft"} : (tensor<1x8x6x6xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x4x4xf32>
+  graph.return
+}
+// CHECK: lamina.algorithm must be one of 'direct', 'winograd', got "fft"

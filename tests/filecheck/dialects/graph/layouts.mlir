@@ -15,3 +15,11 @@ graph.func @layouts(%x: tensor<1x3x4x4xf32>, %w: tensor<1x1x3x3x8x8xf32>) -> (te
   %2 = graph.layout_transform %1 {constraint = #lamina.constraint<affine_map<(d0, d1, d2, d3, d4) -> (d0, d1 * 8 + d4, d2, d3)>, #lamina.undef>, crop} : (tensor<1x1x2x2x8xf32>) -> tensor<1x3x2x2xf32>
   graph.return %2 : tensor<1x3x2x2xf32>
 }
+
+// The algorithm a blocked conv2d is computed by (docs/performance.md).
+// CHECK-LABEL: graph.func @winograd
+// CHECK-NEXT:    %0 = graph.conv2d %x, %w {lamina.algorithm = "winograd", padding = array<i64: 1, 1, 1, 1>, data_layout = "NCHW8c", kernel_layout = "OIHW8i8o"} : (tensor<1x1x4x4x8xf32>, tensor<1x1x3x3x8x8xf32>) -> tensor<1x1x4x4x8xf32>
+graph.func @winograd(%x: tensor<1x1x4x4x8xf32>, %w: tensor<1x1x3x3x8x8xf32>) -> tensor<1x1x4x4x8xf32> {
+  %0 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, data_layout = "NCHW8c", kernel_layout = "OIHW8i8o", lamina.algorithm = "winograd"} : (tensor<1x1x4x4x8xf32>, tensor<1x1x3x3x8x8xf32>) -> tensor<1x1x4x4x8xf32>
+  graph.return %0 : tensor<1x1x4x4x8xf32>
+}
