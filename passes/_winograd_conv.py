@@ -8,7 +8,7 @@ position (a, b), which `schedule` blocks in registers like any matmul. The
 kernel is four `te.compute`s:
 
     U[a, b, kb, cb, ci, ki] = sum_{kh, kw} G[a, kh] G[b, kw] w[kb, cb, kh, kw, ci, ki]
-    V[a, b, t, cb, ci]      = sum_{i, j} Bt[a, i] Bt[b, j] x[n, cb, 2th+i-top, 2tw+j-left, ci]
+    V[a, b, t, cb, ci]      = sum_{i, j} Bt[a, i] Bt[b, j] xp[n, cb, 2th+i, 2tw+j, ci]
     M[a, b, kb, t, ki]      = sum_{cb, ci} V[a, b, t, cb, ci] * U[a, b, kb, cb, ci, ki]
     y[n, kb, oh, ow, ki]    = sum_{a, b} At[oh%2, a] At[ow%2, b] M[a, b, kb, t(oh/2, ow/2), ki]
 
@@ -23,10 +23,11 @@ Every row of Bt and At has at most three nonzeros, so V and y are not
 written as reductions (which would multiply by the zeros): row `a` of Bt is
 `e[p] + s*e[q]` and a row of At is `e[1] + s*(e[2] + e[q])`, and the body
 reads only those rows, chosen by index arithmetic on `a` (or the output
-parity). Their innermost loop is the channel block, contiguous everywhere:
-out-of-image rows and columns of a tile are a scalar condition per vector
-(no padded copy of the input), and channels past the data's logical count
-(an undef pad) are masked to 0.
+parity). V reads `xp`, the data zero-padded so that every tile lies inside
+it (`window_input`), kept in its own buffer (`te.MATERIALIZE_ATTR`):
+inlined, each of V's reads would clamp and select. The innermost loop of
+every stage is the channel block, contiguous in every buffer; channels
+past the data's logical count (an undef pad) are masked to 0.
 
 Why: the direct blocked kernel is bound by its FMAs (about 80 % of peak on
 AVX-512); 2.25x fewer products is the only way past that. The transforms
