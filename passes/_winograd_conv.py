@@ -70,13 +70,15 @@ def build_winograd_conv2d(
     _, _, oh, ow, _ = shape_of(op.results[0])
     tiles = (-(-oh // 2), -(-ow // 2))
     count = n * tiles[0] * tiles[1]
-    u = kb.compute([4, 4, kblocks, cb, c, o], t, _weight_body(weight, t), reduce_extents=[3, 3])
     top, left, _, _ = op.padding_value
     # Every 4x4 tile inside the padded data: rows [2*th, 2*th + 4) of 2*TH + 2.
     windows = [Window(2, 2, 1, top, tiles[0], 4), Window(3, 2, 1, left, tiles[1], 4)]
     source = window_input(kb, data, windows, 0).tensor
     if source is not data:
         source.owner.attributes[te.MATERIALIZE_ATTR] = UnitAttr()
+    # U, V and M loop over (a, b) first: `schedule` fuses them into one parallel
+    # loop, where M reads the slices of U and V just written.
+    u = kb.compute([4, 4, kblocks, cb, c, o], t, _weight_body(weight, t), reduce_extents=[3, 3])
     v = kb.compute([4, 4, count, cb, c], t, _input_body(source, tiles, channels))
 
     def product(em: TeEmitter, sp: list[SSAValue], red: list[SSAValue]) -> SSAValue:

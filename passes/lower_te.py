@@ -91,14 +91,19 @@ from lamina.passes._loop_order import choose_innermost
 LOOP_SUFFIX = "_loop"
 """`te.func @f` becomes `loop.func @f_loop`."""
 
-PARALLEL_MIN_WORK = 1 << 18
-"""Region evaluations below which a nest stays serial. Each parallel region
-wakes the sleeping workers (libgomp's passive wait policy, which Lamina
-sets: docs/environment.md), measured at 20-30 us on a 2-vCPU VM, more than
-a nest of 2**18 vectorized evaluations takes on one core. Raised from 2**14:
-at two threads the MLP of examples/onnx_models.py went from 0.53 to 0.37 ms
-and the transformer encoder from 6.7 to 5.4 ms (its reshapes, bias adds and
-small matmuls now run on the calling thread alone)."""
+PARALLEL_MIN_WORK = 1 << 19
+"""Tensor reads (region evaluations times the region's `te.read`s, counted
+as at least two) below which a nest stays serial. Each parallel region wakes the
+sleeping workers (libgomp's passive wait policy, which Lamina sets:
+docs/environment.md), measured at 20-30 us on a 2-vCPU VM, more than a nest
+of 2**18 vectorized two-read evaluations takes on one core. Raised from
+2**14 evaluations: at two threads the MLP of examples/onnx_models.py went
+from 0.53 to 0.37 ms and the transformer encoder from 6.7 to 5.4 ms (its
+reshapes, bias adds and small matmuls now run on the calling thread alone).
+Counted in reads rather than evaluations so that a region that reads much
+per element (Winograd's output transform: ten reads) gets the team as
+soon as it is worth it, while a nest of one or two reads (an `exp`, a bias
+add) keeps the 2**18-evaluation threshold."""
 
 SCRATCH_SCOPE = "local"
 """Memory scope of the temporaries holding intermediate `te.compute` results."""
@@ -311,8 +316,10 @@ class ComputeLowering:
         return f"i{axis}" if axis < self.rank else f"k{axis - self.rank}"
 
     def _work(self) -> int:
-        """How many times the region runs: every spatial and reduction point."""
-        return prod(self.extents)
+        """Tensor reads of the nest: every spatial and reduction point times the
+        region's reads (counted as at least two, see `PARALLEL_MIN_WORK`)."""
+        reads = sum(isinstance(o, te.ReadOp) for o in self.compute.body.block.ops)
+        return prod(self.extents) * max(2, reads)
 
     # -- bodies ----------------------------------------------------------------------
 
@@ -661,7 +668,7 @@ class LowerTePass(LaminaPass):
     innermost first stores `init` into the row, then loads, combines and
     stores each element inside the reduction loops. The outermost loop is
     `kind(parallel)` when it is a spatial loop around the whole nest and
-    the nest evaluates its region at least `PARALLEL_MIN_WORK` times; an
+    the nest reads at least `PARALLEL_MIN_WORK` tensor elements; an
     innermost spatial loop nested in another loop is `kind(vectorized)`.
     Returned computes are stored straight into their output buffer;
     intermediate ones into `loop.alloc {scope = "local"}` temporaries,

@@ -1,9 +1,9 @@
 // RUN: lamina-opt %s -p legalize | filecheck %s
 
 // A blocked conv2d marked `lamina.algorithm = "winograd"` becomes Winograd
-// F(2x2, 3x3) (passes/_winograd_conv.py): the weight transform U (a 3x3
-// reduction per tile position a, b), the zero-padded input (materialized:
-// the input transform reads whole tiles of it), the input transform V, the
+// F(2x2, 3x3) (passes/_winograd_conv.py): the zero-padded input
+// (materialized: the input transform reads whole tiles of it), the weight
+// transform U (a 3x3 reduction per tile position a, b), the input transform V, the
 // 16 matrix products M (a reduction over the input channels) and the output
 // transform, which reads M at the output's tile.
 builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
@@ -14,10 +14,10 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 }
 
 // CHECK-LABEL: te.func private @te_conv2d_1x3x6x5x8xf32
-// CHECK:         %[[U:.*]] = te.compute [4, 4, 3, 2, 8, 8] reduce [3, 3] combiner(sum)
-// CHECK:         } : tensor<4x4x3x2x8x8xf32>
 // CHECK:         %[[P:.*]] = te.compute [1, 2, 8, 8, 8]
 // CHECK:         } {lamina.materialize} : tensor<1x2x8x8x8xf32>
+// CHECK:         %[[U:.*]] = te.compute [4, 4, 3, 2, 8, 8] reduce [3, 3] combiner(sum)
+// CHECK:         } : tensor<4x4x3x2x8x8xf32>
 // CHECK:         %[[V:.*]] = te.compute [4, 4, 9, 2, 8]
 // CHECK-COUNT-4:   te.read %[[P]]
 // CHECK:         } : tensor<4x4x9x2x8xf32>

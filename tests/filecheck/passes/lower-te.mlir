@@ -174,9 +174,10 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     te.return %m, %p : tensor<2xf64>, tensor<2xf64>
   }
 
-  // Nests with at least 2^18 region evaluations run their outermost loop on
-  // a thread team (kind(parallel)): elementwise and reductions alike; smaller
-  // ones stay on the calling thread (waking the team costs more).
+  // Nests with at least 2^19 tensor reads (region evaluations times the
+  // region's reads, at least two) run their outermost loop on a thread team
+  // (kind(parallel)): elementwise and reductions alike; smaller ones stay on
+  // the calling thread (waking the team costs more).
   // CHECK-LABEL: loop.func @big_loop(
   // CHECK:         loop.for %{{.*}} kind(parallel) {
   // CHECK-NEXT:      loop.for %{{.*}} kind(vectorized) {
@@ -193,6 +194,30 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
       te.yield %x : f32
     } : tensor<512xf32>
     te.return %e, %s : tensor<512x512xf32>, tensor<512xf32>
+  }
+
+  // 2^17 evaluations: serial with two reads each, parallel with four.
+  // CHECK-LABEL: loop.func @reads_loop(
+  // CHECK:         loop.for %{{[a-z0-9_]+}} = %c0 to %c256 step %c1 {{{$}}
+  // CHECK:         loop.for %{{[a-z0-9_]+}} = %c0 to %c256 step %c1 kind(parallel) {
+  te.func @reads(%a: tensor<512x512xf32>) -> (tensor<256x512xf32>, tensor<256x512xf32>) {
+    %two = te.compute [256, 512] (%i, %j) {
+      %x = te.read %a[%i, %j] : tensor<512x512xf32>
+      %y = te.read %a[%j, %i] : tensor<512x512xf32>
+      %s = arith.addf %x, %y : f32
+      te.yield %s : f32
+    } : tensor<256x512xf32>
+    %four = te.compute [256, 512] (%i, %j) {
+      %x = te.read %a[%i, %j] : tensor<512x512xf32>
+      %y = te.read %two[%i, %j] : tensor<256x512xf32>
+      %z = te.read %a[%j, %i] : tensor<512x512xf32>
+      %w = te.read %a[%j, %j] : tensor<512x512xf32>
+      %s = arith.addf %x, %y : f32
+      %t = arith.addf %z, %w : f32
+      %u = arith.addf %s, %t : f32
+      te.yield %u : f32
+    } : tensor<256x512xf32>
+    te.return %two, %four : tensor<256x512xf32>, tensor<256x512xf32>
   }
 
   // Matmul: the column loop j is innermost (C and B contiguous, A invariant),
