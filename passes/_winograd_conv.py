@@ -43,7 +43,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import UnitAttr
+import numpy as np
+from xdsl.dialects.builtin import TensorType, UnitAttr
 from xdsl.ir import Operation, SSAValue
 
 from lamina.dialects import graph, te
@@ -77,8 +78,12 @@ def build_winograd_conv2d(
     if source is not data:
         source.owner.attributes[te.MATERIALIZE_ATTR] = UnitAttr()
     # U, V and M loop over (a, b) first: `schedule` fuses them into one parallel
-    # loop, where M reads the slices of U and V just written.
-    u = kb.compute([4, 4, kblocks, cb, c, o], t, _weight_body(weight, t), reduce_extents=[3, 3])
+    # loop, where M reads the slices of U and V just written. Constant weights
+    # are transformed at compile time (a parameter of the kernel).
+    u_type = TensorType(t, [4, 4, kblocks, cb, c, o])
+    u = kb.derived_input(weight, winograd_weights, u_type)
+    if u is None:
+        u = kb.compute(u_type.get_shape(), t, _weight_body(weight, t), reduce_extents=[3, 3])
     v = kb.compute([4, 4, count, cb, c], t, _input_body(source, tiles, channels))
 
     def product(em: TeEmitter, sp: list[SSAValue], red: list[SSAValue]) -> SSAValue:
@@ -88,6 +93,13 @@ def build_winograd_conv2d(
 
     m = kb.compute([4, 4, kblocks, count, o], t, product, reduce_extents=[cb, c])
     return [kb.compute(shape_of(op.results[0]), t, _output_body(m, tiles))]
+
+
+def winograd_weights(w: np.ndarray) -> np.ndarray:
+    """U = G w G^T for blocked weights `w[kb, cb, kh, kw, ci, ki]`, as
+    `U[a, b, kb, cb, ci, ki]` (in float64, then w's type)."""
+    g = np.array(_G)
+    return np.einsum("ah,bw,kchwio->abkcio", g, g, w.astype(np.float64)).astype(w.dtype)
 
 
 def _pick(em: TeEmitter, i: SSAValue, table: Sequence[int | float], t=None) -> SSAValue:

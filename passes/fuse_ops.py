@@ -50,7 +50,7 @@ from lamina.core.devices import mark_kernel_device, op_device
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, te
 from lamina.dialects.lamina import Phase
-from lamina.passes._legalize_ops import BUILDERS, build_kernel
+from lamina.passes._legalize_ops import BUILDERS, build_kernel_deriving
 from lamina.passes.legalize import KernelTable, kernel_key, type_suffix
 from lamina.passes.verify_phase import in_codegen
 
@@ -259,7 +259,7 @@ class FusedKernels(KernelTable):
             return self.by_key[key]
         names = "_".join(op.name.removeprefix("graph.") for op in ops)
         name = self._fresh(f"te_fused_{names}_{type_suffix(ops[-1].results[0].type)}")
-        func = build_kernel(name, ops, inputs, [ops[-1].results[0]])
+        func, self.parameters[name] = build_kernel_deriving(name, ops, inputs, [ops[-1].results[0]])
         inline_elementwise(func)
         mark_kernel_device(func, op_device(ops[-1]))  # the group's device (never mixed)
         self.new_funcs.append(func)
@@ -281,7 +281,8 @@ def fuse_group(group: Group, table: FusedKernels) -> None:
         return
     result_type = last.results[0].type
     assert isinstance(result_type, TensorType)
-    call = graph.CallTeOp(callee, inputs, [result_type], device=group.device)  # type: ignore[arg-type]
+    operands = table.call_operands(callee, inputs, last)
+    call = graph.CallTeOp(callee, operands, [result_type], device=group.device)  # type: ignore[arg-type]
     call.results[0].name_hint = last.results[0].name_hint
     call.location = last.location
     Rewriter.insert_op(call, InsertPoint.before(last))
@@ -311,5 +312,6 @@ class FuseOpsPass(LaminaPass):
         table = FusedKernels(op)
         for group in group_blocks(op):
             fuse_group(group, table)
+        table.erase_unused_constants()
         for func in table.new_funcs:
             op.body.block.add_op(func)

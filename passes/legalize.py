@@ -14,12 +14,13 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType, UnitAttr
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import (
     PatternRewriter,
     PatternRewriteWalker,
     RewritePattern,
 )
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from lamina.core.devices import mark_kernel_device, op_device
@@ -32,7 +33,13 @@ from lamina.passes._constraints import (
     record_arg_constraints,
     record_result_constraint,
 )
-from lamina.passes._legalize_ops import BUILDERS, build_kernel
+from lamina.passes._legalize_ops import (
+    BUILDERS,
+    KernelParameters,
+    build_kernel_deriving,
+    constant_value,
+    may_derive,
+)
 from lamina.passes.verify_phase import in_codegen
 
 COMPUTE_OP_NAMES: tuple[str, ...] = tuple(cls.name for cls in graph.COMPUTE_OPS)
@@ -55,7 +62,10 @@ def kernel_key(op: Operation) -> tuple[object, ...]:
     operand and result types."""
     props = tuple(sorted(op.properties.items()))
     attrs = tuple(sorted(op.attributes.items()))
-    return (op.name, props, attrs, tuple(op.operand_types), tuple(op.result_types))
+    key = (op.name, props, attrs, tuple(op.operand_types), tuple(op.result_types))
+    if may_derive(op):  # its kernel depends on which operands are constants
+        return (*key, tuple(constant_value(v) is not None for v in op.operands))
+    return key
 
 
 class KernelTable:
@@ -73,6 +83,28 @@ class KernelTable:
         }
         self.by_key: dict[tuple[object, ...], str] = {}
         self.new_funcs: list[te.FuncOp] = []
+        self.parameters: dict[str, KernelParameters] = {}
+        """Per kernel: how its calls pass their inputs (`KernelParameters`)."""
+        self.dropped_inputs: list[SSAValue] = []
+
+    def call_operands(self, name: str, inputs: list[SSAValue], before: Operation) -> list[SSAValue]:
+        """The operands of a call of kernel `name` with `inputs`; the constants
+        it derives from them are inserted before `before`."""
+        params = self.parameters.get(name, KernelParameters())
+        operands, constants = params.call_operands(inputs)
+        for constant in constants:
+            Rewriter.insert_op(constant, InsertPoint.before(before))
+        self.dropped_inputs.extend(inputs[n] for n in params.dropped)
+        return operands
+
+    def erase_unused_constants(self) -> None:
+        """Erase the constant inputs that kernels dropped (they read what was
+        derived from them instead) once nothing else uses them: the original
+        weights need not be stored beside their transform."""
+        for value in self.dropped_inputs:
+            owner = value.owner
+            if isinstance(owner, graph.ConstantOp) and owner.parent and not owner.results[0].uses:
+                Rewriter.erase_op(owner)
 
     def kernel_for(self, op: Operation) -> str:
         """The name of the te.func computing `op`, building it on first use. The
@@ -84,7 +116,9 @@ class KernelTable:
         if key in self.by_key:
             return self.by_key[key]
         name = self._fresh(f"te_{op.name.removeprefix('graph.')}_{type_suffix(op.results[0].type)}")
-        kernel = build_kernel(name, [op], list(op.operands), list(op.results), constraints)
+        kernel, self.parameters[name] = build_kernel_deriving(
+            name, [op], list(op.operands), list(op.results), constraints
+        )
         record_arg_constraints(kernel, constraints)
         record_result_constraint(kernel, op)
         mark_kernel_device(kernel, op_device(op))
@@ -129,7 +163,8 @@ class ComputeOpLowering(RewritePattern):
             self.failures.extend(err.diagnostics)
             return
         device = op.properties.get("device")
-        call = graph.CallTeOp(callee, list(op.operands), list(op.result_types), device=device)  # type: ignore[arg-type]
+        operands = self.table.call_operands(callee, list(op.operands), op)
+        call = graph.CallTeOp(callee, operands, list(op.result_types), device=device)  # type: ignore[arg-type]
         for old, new in zip(op.results, call.results, strict=True):
             new.name_hint = old.name_hint
         rewriter.replace(op, call)
@@ -230,6 +265,7 @@ class LegalizePass(LaminaPass):
         table = KernelTable(op)
         lowering = ComputeOpLowering(table)
         PatternRewriteWalker(lowering, apply_recursively=False).rewrite_module(op)
+        table.erase_unused_constants()
         for func in table.new_funcs:
             op.body.block.add_op(func)
         if lowering.failures:

@@ -82,10 +82,6 @@ def conv2d_block(op: graph.Conv2dOp, block: int = 0) -> int | None:
     0.5-0.8 ms blocked, half of it the two transforms). The lanes come from the facts
     the module records for its cpu target (`lamina.targets` options, else the
     host's), so a module compiled for 256-bit vectors blocks by 8 on any host."""
-    from xdsl.dialects.builtin import ModuleOp
-
-    from lamina.backends.targets import module_facts
-
     elem = graph.element_type(op.data)
     if not isinstance(elem, AnyFloat) or op.groups_value != 1:
         return None
@@ -94,9 +90,7 @@ def conv2d_block(op: graph.Conv2dOp, block: int = 0) -> int | None:
     shapes = (graph.tensor_shape(v) for v in (*op.operands, op.results[0]))
     if any(0 in s for s in shapes):
         return None
-    top = op.get_toplevel_object()
-    facts = module_facts(top if isinstance(top, ModuleOp) else ModuleOp([]))
-    lanes = block or facts.lanes(elem.bitwidth)
+    lanes = block or _target_facts(op).lanes(elem.bitwidth)
     channels = (graph.tensor_shape(op.data)[1], graph.tensor_shape(op.results[0])[1])
     if not block and (min(channels) * 2 < lanes or _pointwise_on_nchw(op)):
         return None
@@ -104,21 +98,42 @@ def conv2d_block(op: graph.Conv2dOp, block: int = 0) -> int | None:
 
 
 WINOGRAD_MIN_OUTPUT = 14 * 14
-"""Smallest output image (OH*OW) computed by Winograd: its weight transform runs
-on every call and costs 16/(OH*OW) of the products (8 % at 14x14)."""
+"""Smallest output image (OH*OW) computed by Winograd when the weights are a
+parameter: their transform then runs on every call and costs 16/(OH*OW) of
+the products (8 % at 14x14)."""
 
 
-def winograd_pays(op: graph.Conv2dOp) -> bool:
+def winograd_pays(op: graph.Conv2dOp, constant_weights: bool) -> bool:
     """Does the CPU target compute this blocked conv2d by Winograd F(2x2, 3x3)?
 
-    Where it applies (3x3, stride and dilation 1) and the output image is at
-    least `WINOGRAD_MIN_OUTPUT`: 16 products per 2x2 output tile instead of
-    36 take the direct kernel's FMA bound away (measured, AVX-512, 3x3
-    64->64 56x56 with bias and relu: see docs/performance.md)."""
+    Wherever it applies (3x3, stride and dilation 1) when the weights are
+    constant: legalize transforms them at compile time, and 16 products per
+    2x2 output tile instead of 36 take the direct kernel's FMA bound away
+    (measured, AVX-512, one thread, 3x3 with bias and relu, direct ->
+    Winograd: 64->64 at 56x56 2.3 -> 1.5 ms, 256->256 at 14x14 2.1 -> 1.3
+    ms, 512->512 at 7x7 2.2 -> 1.9 ms). Weights passed as a parameter are
+    transformed on every call: only for outputs of at least
+    `WINOGRAD_MIN_OUTPUT` and transformed weights (16*C*K elements) that fit
+    L2 (256->256 at 14x14 streams 4 MiB of them through L3 and loses: 2.2 ms
+    against 2.1)."""
     if graph.winograd_unsupported(op) is not None:
         return False
+    if constant_weights:
+        return True
     _, _, oh, ow, _ = graph.tensor_shape(op.results[0])
-    return oh * ow >= WINOGRAD_MIN_OUTPUT
+    kb, cb, _, _, ci, ko = graph.tensor_shape(op.weight)
+    u_bytes = 16 * kb * cb * ci * ko * graph.element_type(op.data).bitwidth // 8
+    return oh * ow >= WINOGRAD_MIN_OUTPUT and u_bytes <= _target_facts(op).l2_bytes
+
+
+def _target_facts(op: Operation):
+    """The CPU facts of the module `op` is in (its `lamina.targets`, else the host's)."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    from lamina.backends.targets import module_facts
+
+    top = op.get_toplevel_object()
+    return module_facts(top if isinstance(top, ModuleOp) else ModuleOp([]))
 
 
 def _pointwise_on_nchw(op: graph.Conv2dOp) -> bool:
@@ -257,7 +272,8 @@ def block_conv2d(op: graph.Conv2dOp, c: int, winograd: bool = False) -> None:
         device=op.device,
     )
     chosen = op.attributes.get(graph.CONV_ALGORITHM_ATTR)  # a user's choice stays
-    if chosen is None and winograd and winograd_pays(conv):
+    constant = isinstance(op.weight.owner, graph.ConstantOp)
+    if chosen is None and winograd and winograd_pays(conv, constant):
         chosen = StringAttr("winograd")
     if chosen is not None:
         conv.attributes[graph.CONV_ALGORITHM_ATTR] = chosen

@@ -125,3 +125,25 @@ def test_infinities_in_the_padded_border_do_not_leak() -> None:
     far = got[:, :, 3:, 3:]
     assert np.all(far == 0), "an output far from the infinite pixel changed"
     assert np.all(np.isinf(got[:, :, 0, 0]) | np.isnan(got[:, :, 0, 0]))
+
+
+def test_constant_weights_are_transformed_per_call_and_parameters_at_run_time() -> None:
+    """Two convolutions with different constant weights share one kernel, each
+    call passing the transform of its own weights (computed at compile time);
+    a third with the weights as a parameter transforms them at run time."""
+    x = RNG.standard_normal((1, 16, 14, 14)).astype(np.float32)
+    w1, w2, w3 = (RNG.standard_normal((16, 16, 3, 3)).astype(np.float32) for _ in range(3))
+    t, wt = _type(x.shape), _type(w1.shape)
+    attrs = "{padding = array<i64: 1, 1, 1, 1>}"
+    text = f"""
+    graph.func @main(%x: {t}, %w3: {wt}) -> ({t}, {t}, {t}) {{
+      %w1 = graph.constant dense<{json.dumps(w1.tolist())}> : {wt}
+      %w2 = graph.constant dense<{json.dumps(w2.tolist())}> : {wt}
+      %0 = graph.conv2d %x, %w1 {attrs} : ({t}, {wt}) -> {t}
+      %1 = graph.conv2d %x, %w2 {attrs} : ({t}, {wt}) -> {t}
+      %2 = graph.conv2d %x, %w3 {attrs} : ({t}, {wt}) -> {t}
+      graph.return %0, %1, %2 : {t}, {t}, {t}
+    }}"""
+    got = lamina.compile(text).run("main", x, w3)
+    for out, w in zip(got, (w1, w2, w3), strict=True):
+        np.testing.assert_allclose(out, _conv(x, w, (1, 1, 1, 1)), rtol=1e-4, atol=1e-4)

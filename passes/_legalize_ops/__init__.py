@@ -47,11 +47,15 @@ and `build_kernel`, and re-exports what `legalize`, `fuse-ops` and
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
+import numpy as np
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, StringAttr
 from xdsl.ir import Operation, SSAValue
 
+from lamina.core.dense import dense_attr, dense_value
 from lamina.core.diagnostics import op_error
-from lamina.dialects import te
+from lamina.dialects import graph, te
 from lamina.dialects.lamina import ConstraintAttr
 from lamina.passes._layout_lowering import build_layout_transform
 from lamina.passes._legalize_ops.elementwise import (
@@ -63,7 +67,13 @@ from lamina.passes._legalize_ops.elementwise import (
     build_where,
     convert_scalar,
 )
-from lamina.passes._legalize_ops.kernel import Body, Indices, KernelBuilder, TeEmitter
+from lamina.passes._legalize_ops.kernel import (
+    Body,
+    DerivedInput,
+    Indices,
+    KernelBuilder,
+    TeEmitter,
+)
 from lamina.passes._legalize_ops.linalg import build_matmul
 from lamina.passes._legalize_ops.nn import (
     Window,
@@ -128,7 +138,35 @@ def build_kernel(
     `legalize` calls it with a single op; a fusion pass can pass a whole
     group, which becomes one DAG of `te.compute`.
     """
-    kb = KernelBuilder([v.type for v in inputs])
+    return build_kernel_deriving(name, ops, inputs, outputs, constraints)[0]
+
+
+@dataclass(frozen=True)
+class KernelParameters:
+    """How a call passes its inputs to a kernel: all but `dropped` (positions
+    in the inputs), then a constant per `derived` parameter."""
+
+    derived: tuple[DerivedInput, ...] = ()
+    dropped: tuple[int, ...] = ()
+
+    def call_operands(self, inputs: Sequence[SSAValue]) -> tuple[list[SSAValue], list[Operation]]:
+        """The call's operands, and the `graph.constant`s to insert before it."""
+        constants = derived_constants(self.derived, inputs)
+        kept = [v for n, v in enumerate(inputs) if n not in self.dropped]
+        return [*kept, *(c.results[0] for c in constants)], constants
+
+
+def build_kernel_deriving(
+    name: str,
+    ops: Sequence[Operation],
+    inputs: Sequence[SSAValue],
+    outputs: Sequence[SSAValue],
+    constraints: Sequence[ConstraintAttr | None] = (),
+) -> tuple[te.FuncOp, KernelParameters]:
+    """`build_kernel`, with how its calls pass their inputs: the parameters
+    the builders derived from constant inputs (`KernelBuilder.derived_input`)
+    come after the inputs, and inputs read only through them are dropped."""
+    kb = KernelBuilder([v.type for v in inputs], [constant_value(v) is not None for v in inputs])
     if constraints:
         kb.operand_constraints = list(constraints)
     values: dict[SSAValue, SSAValue] = dict(zip(inputs, kb.args, strict=True))
@@ -145,10 +183,42 @@ def build_kernel(
             operands = list(kb.args)
         results = BUILDERS[op.name](op, kb, operands)
         values.update(zip(op.results, results, strict=True))
-    return kb.finish(name, [values[v] for v in outputs])
+    func = kb.finish(name, [values[v] for v in outputs])
+    return func, KernelParameters(tuple(kb.derived), tuple(kb.dropped))
+
+
+def may_derive(op: Operation) -> bool:
+    """Does `op`'s builder derive parameters from constant operands? Its kernel
+    then depends on which operands are constants (part of the sharing key):
+    Winograd's transformed weights."""
+    algorithm = op.attributes.get(graph.CONV_ALGORITHM_ATTR)
+    return isinstance(op, graph.Conv2dOp) and algorithm == StringAttr("winograd")
+
+
+def constant_value(value: SSAValue) -> np.ndarray | None:
+    """The array a `graph.constant` operand holds (None for any other value)."""
+    owner = value.owner
+    if isinstance(owner, graph.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr):
+        return dense_value(owner.value)
+    return None
+
+
+def derived_constants(
+    derived: Sequence[DerivedInput], inputs: Sequence[SSAValue]
+) -> list[Operation]:
+    """The `graph.constant`s a call of a kernel passes after `inputs`."""
+    ops: list[Operation] = []
+    for d in derived:
+        source = constant_value(inputs[d.source])
+        assert source is not None, "a derived parameter needs a constant operand"
+        array = np.asarray(d.fn(source), dtype=source.dtype)
+        ops.append(graph.ConstantOp(dense_attr(array)))
+    return ops
 
 
 __all__ = [
-    "BINARY", "BUILDERS", "UNARY", "Body", "Builder", "Indices", "KernelBuilder", "TeEmitter",
-    "Window", "WindowInput", "build_kernel", "convert_scalar", "window_input",
+    "BINARY", "BUILDERS", "UNARY", "Body", "Builder", "DerivedInput", "Indices", "KernelBuilder",
+    "KernelParameters",
+    "TeEmitter", "Window", "WindowInput", "build_kernel", "build_kernel_deriving",
+    "constant_value", "convert_scalar", "derived_constants", "may_derive", "window_input",
 ]  # fmt: skip

@@ -11,7 +11,9 @@ axis, and the clamp-and-select of a padded index (`shifted_index`,
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
+import numpy as np
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
@@ -35,16 +37,48 @@ class TeEmitter(ScalarEmitter):
         return self.emit(te.UndefOp(t))
 
 
+@dataclass(frozen=True)
+class DerivedInput:
+    """A kernel parameter computed at compile time from a constant operand:
+    every call passes `fn(value of its operand #source)` as a constant (calls
+    sharing the kernel have their own constants, hence a function)."""
+
+    source: int
+    fn: Callable[[np.ndarray], np.ndarray]
+    type: TensorType
+
+
 class KernelBuilder:
     """Builds one `te.func`: parameters, a DAG of `te.compute`, `te.return`."""
 
-    def __init__(self, input_types: Sequence[Attribute]):
+    def __init__(self, input_types: Sequence[Attribute], constant: Sequence[bool] = ()):
         self.block = Block(arg_types=input_types)
         self.args: list[SSAValue] = list(self.block.args)
         self.operand_constraints: list[ConstraintAttr | None] = [None] * len(self.args)
         """Layout constraints the kernel's inputs are known to satisfy."""
+        self.constant = list(constant) or [False] * len(self.args)
+        """Which inputs are constants in every call of the kernel."""
+        self.derived: list[DerivedInput] = []
+        """Parameters appended by `derived_input`, after the inputs."""
+        self.dropped: list[int] = []
+        """Inputs `finish` removed: read only through what was derived from them."""
         for n, arg in enumerate(self.args):
             arg.name_hint = f"in{n}"
+
+    def derived_input(
+        self, source: SSAValue, fn: Callable[[np.ndarray], np.ndarray], result: TensorType
+    ) -> SSAValue | None:
+        """A parameter holding `fn(source)` computed at compile time, or None
+        when `source` is not an input that every call passes as a constant (a
+        transform of constant weights, such as Winograd's, then costs nothing
+        at run time)."""
+        index = next((n for n, a in enumerate(self.args) if a is source), None)
+        if index is None or index >= len(self.constant) or not self.constant[index]:
+            return None
+        arg = self.block.insert_arg(result, len(self.block.args))
+        arg.name_hint = f"in{len(self.block.args) - 1}"
+        self.derived.append(DerivedInput(index, fn, result))
+        return arg
 
     def compute(
         self,
@@ -86,8 +120,15 @@ class KernelBuilder:
         return op.results[0]
 
     def finish(self, name: str, results: Sequence[SSAValue]) -> te.FuncOp:
-        """Terminate the body with `te.return results` and wrap it in `te.func @name`."""
+        """Terminate the body with `te.return results` and wrap it in `te.func @name`.
+
+        An input that the kernel reads only through a derived parameter is no
+        parameter at all (`dropped`; its calls do not pass it)."""
         self.block.add_op(te.ReturnOp(*results))
+        sources = {d.source for d in self.derived}
+        self.dropped = sorted(n for n in sources if not self.args[n].uses)
+        for n in reversed(self.dropped):
+            self.block.erase_arg(self.args[n])
         inputs = [a.type for a in self.block.args]
         # Kernels are private: only host functions are entry points, and internal
         # linkage lets LLVM inline them into their callers.

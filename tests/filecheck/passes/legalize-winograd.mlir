@@ -1,4 +1,5 @@
-// RUN: lamina-opt %s -p legalize | filecheck %s
+// RUN: lamina-opt %s --split-input-file -p legalize | filecheck %s
+// RUN: lamina-opt %s --split-input-file -p legalize | filecheck %s --check-prefix=CONST
 
 // A blocked conv2d marked `lamina.algorithm = "winograd"` becomes Winograd
 // F(2x2, 3x3) (passes/_winograd_conv.py): the zero-padded input
@@ -29,3 +30,30 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 // CHECK-COUNT-9:   te.read %[[M]]
 // CHECK:         } : tensor<1x3x6x5x8xf32>
 // CHECK-NEXT:    te.return %[[Y]]
+
+// -----
+
+// Constant weights are transformed at compile time: the kernel takes U as a
+// parameter instead of the weights (no weight-transform compute, and the
+// original constants go), and each call passes the constant derived from its
+// own weights -- two calls share the kernel.
+builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
+  graph.func @constant(%x: tensor<1x1x4x4x8xf32>) -> (tensor<1x1x4x4x8xf32>, tensor<1x1x4x4x8xf32>) {
+    %w1 = graph.constant dense<1.0> : tensor<1x1x3x3x8x8xf32>
+    %w2 = graph.constant dense<2.0> : tensor<1x1x3x3x8x8xf32>
+    %0 = graph.conv2d %x, %w1 {padding = array<i64: 1, 1, 1, 1>, data_layout = "NCHW8c", kernel_layout = "OIHW8i8o", lamina.algorithm = "winograd"} : (tensor<1x1x4x4x8xf32>, tensor<1x1x3x3x8x8xf32>) -> tensor<1x1x4x4x8xf32>
+    %1 = graph.conv2d %x, %w2 {padding = array<i64: 1, 1, 1, 1>, data_layout = "NCHW8c", kernel_layout = "OIHW8i8o", lamina.algorithm = "winograd"} : (tensor<1x1x4x4x8xf32>, tensor<1x1x3x3x8x8xf32>) -> tensor<1x1x4x4x8xf32>
+    graph.return %0, %1 : tensor<1x1x4x4x8xf32>, tensor<1x1x4x4x8xf32>
+  }
+}
+
+// CONST-LABEL: graph.func @constant
+// CONST-NOT:     tensor<1x1x3x3x8x8xf32>
+// CONST:         %[[U1:.*]] = graph.constant dense<{{.*}}> : tensor<4x4x1x1x8x8xf32>
+// CONST-NEXT:    graph.call_te @[[K:te_conv2d_1x1x4x4x8xf32]](%x, %[[U1]])
+// CONST:         %[[U2:.*]] = graph.constant dense<{{.*}}> : tensor<4x4x1x1x8x8xf32>
+// CONST-NEXT:    graph.call_te @[[K]](%x, %[[U2]])
+// CONST:       te.func private @[[K]](%in0: tensor<1x1x4x4x8xf32>, %in2: tensor<4x4x1x1x8x8xf32>)
+// CONST-NOT:     reduce [3, 3]
+// CONST:         te.compute [4, 4, 1, 4, 8] reduce [1, 8] combiner(sum)
+// CONST:           te.read %in2[

@@ -23,7 +23,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 // CHECK-LABEL: graph.func @chain
 // CHECK-NEXT:    %[[XB:.*]] = graph.layout_transform %x {constraint = #lamina.constraint<affine_map<(d0, d1, d2, d3) -> (d0, (d1 floordiv 8), d2, d3, (d1 mod 8))>, 0.000000e+00 : f32>} : (tensor<1x3x6x6xf32>) -> tensor<1x1x6x6x8xf32>
 // CHECK-NEXT:    %[[W1:.*]] = graph.constant {{.*}} : tensor<2x1x3x3x8x8xf32>
-// CHECK-NEXT:    %[[C1:.*]] = graph.conv2d %[[XB]], %[[W1]] {lamina.constraint = #lamina.constraint<{{.*}}, 0.000000e+00 : f32, logical = array<i64: 1, 12, 6, 6>>, {{.*}}data_layout = "NCHW8c", kernel_layout = "OIHW8i8o"} : (tensor<1x1x6x6x8xf32>, tensor<2x1x3x3x8x8xf32>) -> tensor<1x2x6x6x8xf32>
+// CHECK-NEXT:    %[[C1:.*]] = graph.conv2d %[[XB]], %[[W1]] {lamina.algorithm = "winograd", lamina.constraint = #lamina.constraint<{{.*}}, 0.000000e+00 : f32, logical = array<i64: 1, 12, 6, 6>>, {{.*}}data_layout = "NCHW8c", kernel_layout = "OIHW8i8o"} : (tensor<1x1x6x6x8xf32>, tensor<2x1x3x3x8x8xf32>) -> tensor<1x2x6x6x8xf32>
 // The bias pads with 0 past channel 12: the sum's padding stays 0.
 // CHECK-NEXT:    %[[B:.*]] = graph.constant dense<{{.*}}2.500000e-01, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00]]]]]> : tensor<1x2x1x1x8xf32>
 // CHECK-NEXT:    %[[ADD:.*]] = graph.add %[[C1]], %[[B]] {lamina.constraint = #lamina.constraint<{{.*}}, 0.000000e+00 : f32, logical = array<i64: 1, 12, 6, 6>>} : (tensor<1x2x6x6x8xf32>, tensor<1x2x1x1x8xf32>) -> tensor<1x2x6x6x8xf32>
