@@ -27,6 +27,11 @@ the target's vector width and register count (`cpu_facts`):
       }
     }
 
+Index divisions that ranges make affine (a fused reshape's `(256*i + k) /
+256`) are rewritten first (`simplify`'s rules), so that tiles and packed
+panels see sums of loop variables; a panel of an operand read down its
+columns is stored transposed (`pack`).
+
 NR = nv vectors (nv ≤ 4 dividing the row, preferring 2) and MR rows such
 that MR·nv accumulators + nv B vectors + MR broadcasts fit the vector
 registers: up to 10×32 on AVX-512 (8×32 at M = 1024), 4×16 on AVX2. The C tile's addresses are invariant in `k`, so LLVM
@@ -84,6 +89,7 @@ from lamina.dialects.lamina import Phase
 from lamina.passes import _schedule_primitives as prim
 from lamina.passes._schedule_primitives import ScheduleError
 from lamina.passes._vector_math import expand_transcendentals
+from lamina.passes.simplify import make_indices_affine
 
 DIRECTIVE_ATTR = "lamina.schedule"
 """Discardable attribute on a `loop.for`: the primitive to apply to it."""
@@ -690,6 +696,7 @@ class SchedulePass(LaminaPass):
                 for loop_op in directed:
                     self._apply_directive(loop_op, facts)
             elif self.default:
+                make_indices_affine(func)
                 default_schedule(func, facts)  # first: fusing stages would hide the nests
                 fuse_row_stages(func)
                 write_through_output(func)
