@@ -50,6 +50,19 @@ def test_blocked_matmul_matches_numpy(m, k, n, batch):
     np.testing.assert_allclose(exe.run("main", a, b), a @ b, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("seq,d,heads", [(32, 64, 2), (13, 20, 2), (24, 48, 3), (40, 96, 4)])
+def test_attention_with_fused_transposes_matches_numpy(seq, d, heads):
+    """The head split (reshape + transpose) and merge fuse into the matmuls that
+    read them; `schedule` packs the transposed K per panel (tail rows and
+    columns included at the odd sizes)."""
+    import peers
+
+    exe = lamina.compile(peers.attention_program(seq, d, heads))
+    inputs = peers.attention_inputs(RNG, seq, d)
+    want = peers.numpy_attention(heads)(*inputs)
+    np.testing.assert_allclose(exe.run("main", *inputs), want, rtol=1e-4, atol=1e-4)
+
+
 def test_mlp_with_schedule_matches_numpy():
     exe = lamina.compile(bench.mlp_program(8, [24, 32, 10]))
     x = RNG.standard_normal((8, 24), dtype=np.float32)
