@@ -19,9 +19,13 @@ stored once per point). A reduction candidate keeps the accumulator in a
 register (`iter_args`), so the result access leaves the innermost loop.
 
 The candidate with the best total wins; loops of extent 1 only when nothing
-else is left; ties go to the result's last dimension, then to the last
-reduction dimension (the unscheduled row-major order), then to later
-dimensions.
+else is left; ties go to the candidate with fewer strided accesses (a
+strided access in a vectorized loop is a gather: layer_norm's variance
+`sum((x[i, k] - mean[i])^2)` scores +1 along `i`, with the mean and the
+result contiguous, and +1 along `k`, but `i` gathers a column of `x` --
+the reduction along `k` keeps its accumulator in a register), then to the
+result's last dimension, then to the last reduction dimension (the
+unscheduled row-major order), then to later dimensions.
 """
 
 from __future__ import annotations
@@ -164,17 +168,17 @@ def choose_innermost(compute: te.ComputeOp) -> Innermost | None:
     result = (compute.shape_values, compute.spatial_indices)
     last_reduction = len(extents) - 1 if compute.is_reduction else None
 
-    def key(axis: int) -> tuple[bool, int, int, int]:
+    def key(axis: int) -> tuple[bool, int, int, int, int]:
         affine = AffineIndex(block, block.args[axis])
         accesses = reads if axis >= rank else [*reads, result]
-        score = sum(access_score(shape, indices, affine) for shape, indices in accesses)
+        scores = [access_score(shape, indices, affine) for shape, indices in accesses]
         if axis == rank - 1:
             tier = 3
         elif axis == last_reduction:
             tier = 2
         else:
             tier = 1 if axis < rank else 0
-        return (extents[axis] > 1, score, tier, axis)
+        return (extents[axis] > 1, sum(scores), -scores.count(STRIDED), tier, axis)
 
     best = max(range(len(extents)), key=key)
     return Innermost(best, best >= rank)

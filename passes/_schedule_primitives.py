@@ -324,11 +324,16 @@ def pack(for_op: loop.ForOp, buffer: SSAValue, max_bytes: int | None = None) -> 
 
     The tile is the box of indices the nest's `loop.load`s of `buffer` can
     reach, given the constant bounds of the loops inside `for_op` (indices
-    must be sums of induction variables of those loops and values defined
-    outside `for_op`). Before `for_op` a copy nest fills a
+    must be sums of induction variables of those loops and values invariant
+    in `for_op`; index arithmetic on invariant values, e.g. a head's column
+    offset `h * 64` that a fused reshape left in the loop body, is hoisted
+    before `for_op` first). Before `for_op` a copy nest fills a
     `loop.alloc {scope = "local"}` of the tile's shape; the loads read it
-    (index minus the tile's origin); it is freed after `for_op`. Legal when
-    the nest does not write `buffer`.
+    (index minus the tile's origin); it is freed after `for_op`. The tile
+    keeps `buffer`'s dimension order, except that the dimension a
+    vectorized loop of the nest walks goes last: a transposed operand
+    (`B[j, k]` read along `j`) is transposed once by the copy instead of
+    gathered on every use. Legal when the nest does not write `buffer`.
     """
     loads = [op for op in for_op.walk() if isinstance(op, loop.LoadOp) and op.buffer is buffer]
     if not loads:
@@ -338,7 +343,11 @@ def pack(for_op: loop.ForOp, buffer: SSAValue, max_bytes: int | None = None) -> 
     memref = buffer.type
     assert isinstance(memref, MemRefType)
     rank = len(memref.get_shape())
-    boxes = [_index_box(load.indices, for_op) for load in loads]
+    for load in loads:
+        for index in load.indices:
+            _hoist_invariant(index, for_op)
+    sums: dict[tuple[SSAValue, SSAValue], SSAValue] = {}
+    boxes = [_index_box(load.indices, for_op, sums) for load in loads]
     origins: list[SSAValue] = []
     extents: list[int] = []
     for d in range(rank):
@@ -350,12 +359,13 @@ def pack(for_op: loop.ForOp, buffer: SSAValue, max_bytes: int | None = None) -> 
     tile_bytes = prod(extents) * memref.element_type.bitwidth // 8  # type: ignore[attr-defined]
     if max_bytes is not None and tile_bytes > max_bytes:
         raise ScheduleError(f"pack: the tile ({tile_bytes} bytes) exceeds {max_bytes} bytes")
-    tile = loop.AllocOp(MemRefType(memref.element_type, extents), scope="local")
+    order = _tile_order(loads, for_op, rank)
+    tile = loop.AllocOp(MemRefType(memref.element_type, [extents[d] for d in order]), scope="local")
     Rewriter.insert_op(tile, InsertPoint.before(for_op))
-    _copy_nest(buffer, tile.results[0], origins, extents, InsertPoint.before(for_op), for_op)
+    _copy_nest(buffer, tile.results[0], origins, extents, order, InsertPoint.before(for_op), for_op)
     for load in loads:
         local = [_offset_of(i, for_op, InsertPoint.before(load)) for i in load.indices]
-        new = loop.LoadOp(tile.results[0], local)
+        new = loop.LoadOp(tile.results[0], [local[d] for d in order])
         Rewriter.insert_op(new, InsertPoint.before(load))
         load.results[0].replace_all_uses_with(new.results[0])
         Rewriter.erase_op(load)
@@ -363,13 +373,77 @@ def pack(for_op: loop.ForOp, buffer: SSAValue, max_bytes: int | None = None) -> 
     return tile.results[0]
 
 
-def _index_box(indices: Sequence[SSAValue], nest: loop.ForOp) -> list[tuple[SSAValue, int]]:
+_HOISTABLE = (arith.ConstantOp, arith.AddiOp, arith.SubiOp, arith.MuliOp)
+_BY_CONSTANT = (arith.DivUIOp, arith.RemUIOp, arith.FloorDivSIOp, arith.RemSIOp, arith.DivSIOp)
+
+
+def _hoist_invariant(value: SSAValue, nest: loop.ForOp) -> bool:
+    """Move the pure index arithmetic computing `value` inside `nest` before it when
+    it depends on nothing defined inside (loop-invariant code motion); True when
+    `value` is then defined outside `nest`."""
+    if not _inside(value, nest):
+        return True
+    op = value.owner
+    if not isinstance(op, Operation) or not (  # pure, and no division by zero
+        isinstance(op, _HOISTABLE)
+        or (isinstance(op, _BY_CONSTANT) and (constant_int(op.operands[1]) or 0) > 0)
+    ):
+        return False
+    hoisted = [_hoist_invariant(operand, nest) for operand in op.operands]  # each, even
+    if not all(hoisted):  # when another depends on the nest: `64*h + k` hoists `64*h`
+        return False
+    op.detach()
+    Rewriter.insert_op(op, InsertPoint.before(nest))
+    return True
+
+
+def _tile_order(loads: Sequence[loop.LoadOp], nest: loop.ForOp, rank: int) -> list[int]:
+    """The tile's dimensions, `buffer`'s order with the one that the nest's
+    vectorized loops walk moved last (unchanged when that is not one dimension)."""
+    ivs = [
+        o.induction_var
+        for o in nest.walk()
+        if isinstance(o, loop.ForOp) and o is not nest and o.kind_name == "vectorized"
+    ]
+    walked = {
+        d
+        for load in loads
+        for d, index in enumerate(load.indices)
+        if any(_uses(index, iv, nest) for iv in ivs)
+    }
+    if len(walked) != 1 or rank < 2:
+        return list(range(rank))
+    (last,) = walked
+    return [d for d in range(rank) if d != last] + [last]
+
+
+def _uses(value: SSAValue, iv: SSAValue, nest: loop.ForOp) -> bool:
+    """Does `value` (computed inside `nest`) depend on the induction variable `iv`?"""
+    if value is iv:
+        return True
+    owner = value.owner
+    return (
+        isinstance(owner, Operation)
+        and _inside(value, nest)
+        and any(_uses(v, iv, nest) for v in owner.operands)
+    )
+
+
+def _index_box(
+    indices: Sequence[SSAValue], nest: loop.ForOp, sums: dict[tuple[SSAValue, SSAValue], SSAValue]
+) -> list[tuple[SSAValue, int]]:
     """Per index: (origin value defined outside `nest`, extent reached inside it)."""
-    return [_decompose(i, nest) for i in indices]
+    return [_decompose(i, nest, sums) for i in indices]
 
 
-def _decompose(value: SSAValue, nest: loop.ForOp) -> tuple[SSAValue, int]:
-    """`value = origin + Σ ivs of loops inside nest` → (origin, max offset + 1)."""
+def _decompose(
+    value: SSAValue, nest: loop.ForOp, sums: dict[tuple[SSAValue, SSAValue], SSAValue]
+) -> tuple[SSAValue, int]:
+    """`value = origin + Σ ivs of loops inside nest` → (origin, max offset + 1).
+
+    Two outside parts (`64*h + (j0 + jj)`: a head's offset and a column
+    block's) make one origin, their sum emitted before `nest` once per pair
+    (`sums`), so that every load of the tile names the same origin value."""
     if not _inside(value, nest):
         return value, 1
     owner = value.owner
@@ -382,11 +456,16 @@ def _decompose(value: SSAValue, nest: loop.ForOp) -> tuple[SSAValue, int]:
             zero = index_constant(nest, 0)
             return zero, ub - step + 1
     if isinstance(owner, arith.AddiOp):
-        lhs, rhs = (_decompose(v, nest) for v in (owner.lhs, owner.rhs))
+        lhs, rhs = (_decompose(v, nest, sums) for v in (owner.lhs, owner.rhs))
         if _is_zero(lhs[0]):
             return rhs[0], lhs[1] + rhs[1] - 1
         if _is_zero(rhs[0]):
             return lhs[0], lhs[1] + rhs[1] - 1
+        if (lhs[0], rhs[0]) not in sums:
+            add = arith.AddiOp(lhs[0], rhs[0])
+            Rewriter.insert_op(add, InsertPoint.before(nest))
+            sums[lhs[0], rhs[0]] = add.result
+        return sums[lhs[0], rhs[0]], lhs[1] + rhs[1] - 1
     raise ScheduleError("pack: an index is not an origin plus induction variables")
 
 
@@ -426,16 +505,18 @@ def _copy_nest(
     dst: SSAValue,
     origins: Sequence[SSAValue],
     extents: Sequence[int],
+    order: Sequence[int],
     at: InsertPoint,
     near: Operation,
 ) -> None:
-    """`dst[t] = src[origin + t]` for every t in the tile (innermost loop vectorized)."""
-    ivs: list[SSAValue] = []
-    for d, extent in enumerate(extents):
-        kind = "vectorized" if d == len(extents) - 1 and d > 0 else "serial"
-        copy_loop = _new_loop(near, 0, extent, 1, kind, f"p{d}")
+    """`dst[t[order]] = src[origin + t]` for every t in the tile: loops in the tile's
+    dimension order, the innermost vectorized (its stores contiguous)."""
+    ivs: list[SSAValue] = [None] * len(extents)  # type: ignore[list-item]
+    for position, d in enumerate(order):
+        kind = "vectorized" if position == len(order) - 1 and position > 0 else "serial"
+        copy_loop = _new_loop(near, 0, extents[d], 1, kind, f"p{position}")
         Rewriter.insert_op(copy_loop, at)
-        ivs.append(copy_loop.induction_var)
+        ivs[d] = copy_loop.induction_var
         at = InsertPoint.before(copy_loop.yield_op)
     src_index = []
     for origin, iv in zip(origins, ivs, strict=True):
@@ -446,7 +527,7 @@ def _copy_nest(
             Rewriter.insert_op(add, at)
             src_index.append(add.result)
     value = loop.LoadOp(src, src_index)
-    Rewriter.insert_op([value, loop.StoreOp(value.results[0], dst, ivs)], at)
+    Rewriter.insert_op([value, loop.StoreOp(value.results[0], dst, [ivs[d] for d in order])], at)
 
 
 __all__ = [

@@ -19,13 +19,23 @@ device (`device`, after `plan-devices`), and the kinds allow it:
                                       (a prologue: the reduction reads it once)
     anchored by output-fusable        elementwise, broadcast (an epilogue)
     anchored by a reduction           elementwise, broadcast (an epilogue)
+    injective only                    a matmul (a prologue, for every operand)
 
 so `matmul → add(bias) → relu`, `conv2d → add → relu`, `exp → reduce_sum`
 and gelu/softmax/layer_norm epilogue chains each become one group. A
+matmul also absorbs every operand's group of reshapes and transposes
+(attention's `transpose(reshape(q)) · transpose(reshape(k))`): those only
+remap indices, so the matmul reads the original tensors in place instead
+of a copy each (`schedule` packs the operand read along the row, which then
+does the transposition once per panel). A group of elementwise ops is no
+prologue: the matmul reads each operand element N times and would
+recompute it each time. A
 group of two or more ops becomes one `te.func` (`legalize`'s builders, via
 `build_kernel`) called with `graph.call_te` where its last op was; inside it
 a non-reduction `te.compute` read by exactly one other non-reduction compute
-is inlined into that reader, so an elementwise chain is one loop nest. Equal
+is inlined into that reader, so an elementwise chain is one loop nest, and
+in a matmul's group a pure index remapping (one read at remapped indices)
+is inlined into the matmul's reduction. Equal
 groups (same ops, attributes, types and wiring) share one kernel. `legalize`
 then lowers the ops left alone, one kernel each.
 
@@ -42,7 +52,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import IndexType, ModuleOp, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -109,6 +119,10 @@ class Group:
             return kind in (*_FREE, REDUCTION)
         return kind in (ELEMENTWISE, BROADCAST)
 
+    def is_remapping(self) -> bool:
+        """Only injective ops: every element is a copy of an input element."""
+        return all(pattern_kind(op) == INJECTIVE for op in self.ops)
+
 
 @dataclass
 class Grouping:
@@ -122,16 +136,11 @@ class Grouping:
         if kind == OPAQUE:
             return
         device = op.properties.get("device")
+        if isinstance(op, graph.MatmulOp) and self._absorb_prologues(op, device):
+            return
         for operand in op.operands:
-            producer = operand.owner
-            group = self.group_of.get(producer) if isinstance(producer, Operation) else None
-            if (
-                group is not None
-                and operand.has_one_use()
-                and group.ops[-1] is producer
-                and group.device == device
-                and group.accepts(kind)
-            ):
+            group = self._open_group(operand, device)
+            if group is not None and group.accepts(kind):
                 group.ops.append(op)
                 if kind in (REDUCTION, OUTPUT_FUSABLE):
                     group.anchor = kind
@@ -140,6 +149,35 @@ class Grouping:
         group = Group([op], None if kind in _FREE else kind, device)
         self.groups.append(group)
         self.group_of[op] = group
+
+    def _open_group(self, operand: SSAValue, device: object) -> Group | None:
+        """The group `operand`'s producer ends, if a consumer on `device` may join it."""
+        producer = operand.owner
+        group = self.group_of.get(producer) if isinstance(producer, Operation) else None
+        if (
+            group is None
+            or not operand.has_one_use()
+            or group.ops[-1] is not producer
+            or group.device != device
+        ):
+            return None
+        return group
+
+    def _absorb_prologues(self, op: graph.MatmulOp, device: object) -> bool:
+        """Merge the remapping groups of the matmul's operands into one group ending
+        with it (see the module docstring); False when no operand has one."""
+        prologues: list[Group] = []
+        for operand in op.operands:
+            group = self._open_group(operand, device)
+            if group is not None and group.is_remapping() and group not in prologues:
+                prologues.append(group)
+        if not prologues or sum(len(g.ops) for g in prologues) >= MAX_GROUP_OPS:
+            return False
+        merged = Group([o for g in prologues for o in g.ops] + [op], OUTPUT_FUSABLE, device)
+        self.groups = [g for g in self.groups if g not in prologues] + [merged]
+        for member in merged.ops:
+            self.group_of[member] = merged
+        return True
 
 
 def group_blocks(module: ModuleOp) -> list[Group]:
@@ -187,34 +225,56 @@ def group_key(ops: Sequence[Operation], inputs: Sequence[SSAValue]) -> tuple[obj
 # ---------------------------------------------------------------------------
 
 
-def inline_elementwise(func: te.FuncOp) -> None:
+def inline_elementwise(func: te.FuncOp, remap_into_reductions: bool = False) -> None:
     """Inline every non-reduction compute read by exactly one other non-reduction
-    compute (and not returned) into that reader -- except a compute carrying
-    attributes (`te.MATERIALIZE_ATTR` asks for its own buffer) or a
-    constraint."""
+    compute (and not returned) into that reader; with `remap_into_reductions`
+    (a matmul's prologue), also a pure index remapping into a reduction. A
+    compute carrying attributes (`te.MATERIALIZE_ATTR` asks for its own
+    buffer) or a constraint is never inlined."""
     changed = True
     while changed:
         changed = False
         for compute in [op for op in func.body.block.ops if isinstance(op, te.ComputeOp)]:
-            reader = _single_reader(compute)
+            reader = _single_reader(compute, remap_into_reductions)
             if reader is not None:
                 _inline_into(compute, reader)
                 changed = True
                 break
 
 
-def _single_reader(compute: te.ComputeOp) -> te.ComputeOp | None:
+def _single_reader(compute: te.ComputeOp, remap_into_reductions: bool) -> te.ComputeOp | None:
     if compute.is_reduction or compute.attributes or _has_constraint(compute):
         return None
     readers = {_enclosing_compute(use.operation) for use in compute.results[0].uses}
     if len(readers) != 1:
         return None
     reader = readers.pop()
-    if reader is None or reader.is_reduction:
+    if reader is None or (
+        reader.is_reduction and not (remap_into_reductions and _is_remapping(compute))
+    ):
         return None
     if not all(isinstance(use.operation, te.ReadOp) for use in compute.results[0].uses):
         return None
     return reader
+
+
+def _is_remapping(compute: te.ComputeOp) -> bool:
+    """Is the compute one read at indices computed from its own (a reshape, a
+    transpose)? Inlined into a reduction, it costs index arithmetic, no flops."""
+    ops = list(compute.body.block.ops)
+    reads = [o for o in ops if isinstance(o, te.ReadOp)]
+    if (
+        len(reads) != 1
+        or not isinstance(ops[-1], te.YieldOp)
+        or ops[-1].value is not reads[0].result
+    ):
+        return False
+    return all(
+        isinstance(r.type, IndexType)
+        for o in ops
+        if o is not ops[-1] and o is not reads[0]
+        for r in o.results
+    ) and not any(o.regions for o in ops)
 
 
 def _has_constraint(compute: te.ComputeOp) -> bool:
@@ -260,7 +320,7 @@ class FusedKernels(KernelTable):
         names = "_".join(op.name.removeprefix("graph.") for op in ops)
         name = self._fresh(f"te_fused_{names}_{type_suffix(ops[-1].results[0].type)}")
         func, self.parameters[name] = build_kernel_deriving(name, ops, inputs, [ops[-1].results[0]])
-        inline_elementwise(func)
+        inline_elementwise(func, any(isinstance(op, graph.MatmulOp) for op in ops))
         mark_kernel_device(func, op_device(ops[-1]))  # the group's device (never mixed)
         self.new_funcs.append(func)
         self.by_key[key] = name
@@ -298,9 +358,11 @@ class FuseOpsPass(LaminaPass):
     Input invariant: phase `optimization`.
     Output IR: each group (an output-fusable or reduction op with its
     elementwise/broadcast epilogue, a reduction with its elementwise prologue,
-    or a chain of elementwise/broadcast/injective ops) is one `graph.call_te`
+    a matmul with its operands' reshapes/transposes, or a chain of
+    elementwise/broadcast/injective ops) is one `graph.call_te`
     of a private `te.func` built by legalize's op builders, with single-reader
-    elementwise stages inlined; equal groups share a kernel.
+    elementwise stages (and, into a matmul, pure index remappings) inlined;
+    equal groups share a kernel.
     Invariants: results unchanged; ops on different devices never fuse; ops
     claimed by a target and opaque ops are left alone.
     """

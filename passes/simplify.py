@@ -353,6 +353,20 @@ def padding_halfspaces(
     return result
 
 
+def make_indices_affine(func: loop.FuncOp) -> None:
+    """Rewrite the index divisions and remainders of `func` that ranges make affine
+    (`SplitDivMod`, `FoldIndexArith`): the part of this pass that `schedule` needs
+    first, since it can only tile and pack accesses whose indices are sums of
+    loop variables (a reshape fused into a matmul reads `x[(256*i + 64*h + k) / 256,
+    (256*i + 64*h + k) % 256]`, which is `x[i, 64*h + k]`)."""
+    analyzer = Analyzer()
+    PatternRewriteWalker(
+        GreedyRewritePatternApplier(
+            [FoldIndexArith(analyzer), SplitDivMod(analyzer)], dce_enabled=False
+        )
+    ).rewrite_region(func.body)  # dead code stays, for `simplify` itself
+
+
 @dataclass(frozen=True)
 class SimplifyPass(LaminaPass):
     """Remove guards, selects and undef stores that integer facts and buffer constraints make redundant.
@@ -395,4 +409,4 @@ class SimplifyPass(LaminaPass):
         ).rewrite_module(op)
 
 
-__all__ = ["SimplifyPass", "buffer_constraint", "padding_halfspaces"]
+__all__ = ["SimplifyPass", "buffer_constraint", "make_indices_affine", "padding_halfspaces"]

@@ -145,6 +145,23 @@ def test_plain_transpose_ties_and_keeps_the_last_dimension() -> None:
     assert choose_innermost(compute) == Innermost(1, is_reduction=False)
 
 
+def test_a_tie_goes_to_the_loop_without_gathers() -> None:
+    """layer_norm's variance: along i the mean and the result are contiguous but x
+    is read down a column (+1 +1 -1); along k x is contiguous (+1) and the sum
+    stays in a register. Equal totals: k, which gathers nothing, goes innermost."""
+    compute = te_compute(
+        "(%x: tensor<8x16xf32>, %mean: tensor<8xf32>) -> tensor<8xf32>",
+        """te.compute [8] reduce [16] combiner(sum) (%i, %k) {
+      %a = te.read %x[%i, %k] : tensor<8x16xf32>
+      %m = te.read %mean[%i] : tensor<8xf32>
+      %d = arith.subf %a, %m : f32
+      %s = arith.mulf %d, %d : f32
+      te.yield %s : f32
+    } : tensor<8xf32>""",
+    )
+    assert choose_innermost(compute) == Innermost(1, is_reduction=True)
+
+
 def test_extent_one_dimensions_are_not_chosen() -> None:
     """In [8, 1] the last dimension has one iteration: the other one goes innermost."""
     compute = te_compute(

@@ -50,6 +50,19 @@ def test_blocked_matmul_matches_numpy(m, k, n, batch):
     np.testing.assert_allclose(exe.run("main", a, b), a @ b, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("seq,d,heads", [(32, 64, 2), (13, 20, 2), (24, 48, 3), (40, 96, 4)])
+def test_attention_with_fused_transposes_matches_numpy(seq, d, heads):
+    """The head split (reshape + transpose) and merge fuse into the matmuls that
+    read them; `schedule` packs the transposed K per panel (tail rows and
+    columns included at the odd sizes)."""
+    import peers
+
+    exe = lamina.compile(peers.attention_program(seq, d, heads))
+    inputs = peers.attention_inputs(RNG, seq, d)
+    want = peers.numpy_attention(heads)(*inputs)
+    np.testing.assert_allclose(exe.run("main", *inputs), want, rtol=1e-4, atol=1e-4)
+
+
 def test_mlp_with_schedule_matches_numpy():
     exe = lamina.compile(bench.mlp_program(8, [24, 32, 10]))
     x = RNG.standard_normal((8, 24), dtype=np.float32)
@@ -164,3 +177,37 @@ def test_fused_dense_layer_keeps_its_register_blocked_matmul():
     lanes = "zmm" if host_cpu_facts().vector_bits == 512 else "ymm"
     register_fmas = re.findall(rf"vfmadd231ps\s+%{lanes}\d+, %{lanes}\d+, %{lanes}\d+", asm)
     assert len(register_fmas) >= 8
+
+
+def test_only_divisions_by_a_loop_invariant_value_get_arcp():
+    """x / t[1] (t not written in the loop) may become x * (1 / t[1]); x / x[j] and
+    a divisor from a buffer the loop stores to may not."""
+    from lamina.core.context import make_context
+    from lamina.core.diagnostics import parse_module
+    from lamina.dialects import loop
+    from lamina.passes.schedule import reciprocal_divisions
+
+    text = """builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @f(%x: memref<8xf32>, %t: memref<2xf32>, %s: memref<2xf32>, %y: memref<8xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    loop.for %j = %c0 to %c8 step %c1 kind(vectorized) {
+      %v = loop.load %x[%j] : memref<8xf32>
+      %d = loop.load %t[%c1] : memref<2xf32>
+      %a = arith.divf %v, %d : f32
+      %b = arith.divf %a, %v : f32
+      %e = loop.load %s[%c0] : memref<2xf32>
+      %c = arith.divf %b, %e : f32
+      loop.store %c, %s[%c0] : memref<2xf32>
+      loop.store %c, %y[%j] : memref<8xf32>
+    }
+    loop.return
+  }
+}
+"""
+    module = parse_module(make_context(), text, "t.mlir")
+    (func,) = [op for op in module.walk() if isinstance(op, loop.FuncOp)]
+    assert reciprocal_divisions(func) == 1
+    divs = [op for op in func.walk() if op.name == "arith.divf"]
+    assert ["arcp" in op.fastmath.data for op in divs] == [True, False, False]

@@ -56,6 +56,27 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
     graph.return %a : tensor<4x4xf32>
   }
 
+  // A matmul absorbs the reshape/transpose groups of both operands (the
+  // head split of attention's Q·Kᵀ): one kernel reading %q and %k in place,
+  // its reduction reading them at remapped indices (no copy stage). The
+  // transpose with a second use stays a kernel of its own.
+  // CHECK-LABEL: graph.func @heads(
+  // CHECK-NEXT:    %s = graph.call_te @te_fused_reshape_transpose_reshape_transpose_matmul_2x4x4xf32(%q, %k)
+  // CHECK-NEXT:    %vt = graph.call_te @te_fused_reshape_transpose_2x4x3xf32(%v)
+  // CHECK-NEXT:    %c = graph.call_te @te_fused_matmul_add_2x4x3xf32(%s, %vt)
+  graph.func @heads(%q: tensor<4x6xf32>, %k: tensor<4x6xf32>, %v: tensor<4x6xf32>) -> tensor<2x4x3xf32> {
+    %q2 = graph.reshape %q : (tensor<4x6xf32>) -> tensor<4x2x3xf32>
+    %qh = graph.transpose %q2 {perm = array<i64: 1, 0, 2>} : (tensor<4x2x3xf32>) -> tensor<2x4x3xf32>
+    %k2 = graph.reshape %k : (tensor<4x6xf32>) -> tensor<4x2x3xf32>
+    %kt = graph.transpose %k2 {perm = array<i64: 1, 2, 0>} : (tensor<4x2x3xf32>) -> tensor<2x3x4xf32>
+    %s = graph.matmul %qh, %kt : (tensor<2x4x3xf32>, tensor<2x3x4xf32>) -> tensor<2x4x4xf32>
+    %v2 = graph.reshape %v : (tensor<4x6xf32>) -> tensor<4x2x3xf32>
+    %vt = graph.transpose %v2 {perm = array<i64: 1, 0, 2>} : (tensor<4x2x3xf32>) -> tensor<2x4x3xf32>
+    %m = graph.matmul %s, %vt : (tensor<2x4x4xf32>, tensor<2x4x3xf32>) -> tensor<2x4x3xf32>
+    %c = graph.add %m, %vt : (tensor<2x4x3xf32>, tensor<2x4x3xf32>) -> tensor<2x4x3xf32>
+    graph.return %c : tensor<2x4x3xf32>
+  }
+
   // Opaque ops (layout_transform) are never fused.
   // CHECK-LABEL: graph.func @opaque(
   // CHECK-NEXT:    %n = graph.neg %x
@@ -89,6 +110,15 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 // CHECK:           arith.maximumf
 // CHECK:         te.return
 // CHECK-NOT:   te_fused_matmul_add_relu_4x16xf32_1
+
+// The head-split kernel: one reduction, reading both parameters through the
+// reshapes' index arithmetic.
+// CHECK-LABEL: te.func private @te_fused_reshape_transpose_reshape_transpose_matmul_2x4x4xf32(
+// CHECK-NEXT:    te.compute [2, 4, 4] reduce [3] combiner(sum)
+// CHECK:           te.read %in0[
+// CHECK:           te.read %in1[
+// CHECK-NOT:     te.compute
+// CHECK:         te.return
 
 // legalize lowers what fuse-ops left, one kernel per op.
 // LEGAL-LABEL: graph.func @boundaries(

@@ -187,4 +187,70 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     } {lamina.schedule = "pack(0)"}
     loop.return
   }
+  // pack of an operand read down a column (`b[o + j, 2*h + k]`, j vectorized:
+  // attention's Kᵀ): the tile puts the vectorized dimension last, so the copy
+  // transposes it once and the nest reads it contiguously. `2*h`, computed in
+  // the body from values outside the nest, is hoisted before it, and with
+  // `o` forms the tile origin.
+  // CHECK-LABEL: loop.func @pack_transposed(
+  // CHECK:         %[[H2:.*]] = arith.muli %h, %c2 : index
+  // CHECK-NEXT:    %[[T:.*]] = loop.alloc {scope = "local"} : memref<3x4xf32>
+  // CHECK-NEXT:    loop.for %p0 = %c0 to %c3 step %c1 {
+  // CHECK-NEXT:      loop.for %p1 = %c0 to %c4 step %c1 kind(vectorized) {
+  // CHECK-NEXT:        %[[R:.*]] = arith.addi %o, %p1 : index
+  // CHECK-NEXT:        %[[C:.*]] = arith.addi %[[H2]], %p0 : index
+  // CHECK-NEXT:        %[[V:.*]] = loop.load %b[%[[R]], %[[C]]] : memref<8x8xf32>
+  // CHECK-NEXT:        loop.store %[[V]], %[[T]][%p0, %p1] : memref<3x4xf32>
+  // CHECK:         loop.for %k = %c0 to %c3 step %c1 {
+  // CHECK-NEXT:      loop.for %j = %c0 to %c4 step %c1 kind(vectorized) {
+  // CHECK:             loop.load %[[T]][%k, %j] : memref<3x4xf32>
+  // CHECK:         loop.free %[[T]] : memref<3x4xf32>
+  loop.func @pack_transposed(%b: memref<8x8xf32>, %y: memref<4xf32>, %o: index, %h: index) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    loop.for %k = %c0 to %c3 step %c1 {
+      loop.for %j = %c0 to %c4 step %c1 kind(vectorized) {
+        %row = arith.addi %o, %j : index
+        %head = arith.muli %h, %c2 : index
+        %col = arith.addi %head, %k : index
+        %v = loop.load %b[%row, %col] : memref<8x8xf32>
+        %acc = loop.load %y[%j] : memref<4xf32>
+        %s = arith.addf %acc, %v : f32
+        loop.store %s, %y[%j] : memref<4xf32>
+      }
+    } {lamina.schedule = "pack(0)"}
+    loop.return
+  }
+
+  // Two outside parts of one index (`2*h + (o + j)`: a head's offset and a
+  // column block's) make one origin, emitted once before the nest.
+  // CHECK-LABEL: loop.func @pack_two_origins(
+  // CHECK:         %[[H2:.*]] = arith.muli %h, %c2 : index
+  // CHECK-NEXT:    %[[ORG:.*]] = arith.addi %[[H2]], %o : index
+  // CHECK-NEXT:    %[[T:.*]] = loop.alloc {scope = "local"} : memref<3x4xf32>
+  // CHECK:             arith.addi %[[ORG]], %p1 : index
+  // CHECK:         loop.for %k = %c0 to %c3 step %c1 {
+  // CHECK:             loop.load %[[T]][%k, %j] : memref<3x4xf32>
+  loop.func @pack_two_origins(%b: memref<8x16xf32>, %y: memref<4xf32>, %o: index, %h: index) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    loop.for %k = %c0 to %c3 step %c1 {
+      loop.for %j = %c0 to %c4 step %c1 kind(vectorized) {
+        %head = arith.muli %h, %c2 : index
+        %oj = arith.addi %o, %j : index
+        %col = arith.addi %head, %oj : index
+        %v = loop.load %b[%k, %col] : memref<8x16xf32>
+        %acc = loop.load %y[%j] : memref<4xf32>
+        %s = arith.addf %acc, %v : f32
+        loop.store %s, %y[%j] : memref<4xf32>
+      }
+    } {lamina.schedule = "pack(0)"}
+    loop.return
+  }
 }

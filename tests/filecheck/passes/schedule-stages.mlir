@@ -3,7 +3,9 @@
 // Row stages (softmax-like: a row reduction, then an elementwise pass reading
 // it) over the same rows become one loop, so one parallel region; the
 // temporary's allocation moves before it and its free to the end. A stage
-// that reads another row of a buffer the first stage writes stays apart.
+// that reads another row of a buffer the first stage writes stays apart. The
+// division of a row by its sum, invariant in the vectorized loop, is marked
+// `arcp` (LLVM then multiplies by one reciprocal computed before the loop).
 
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @stages(%x: memref<4x8xf32>, %y: memref<4x8xf32>) {
@@ -126,6 +128,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK:           loop.store %s, %t[%i]
 // CHECK-NEXT:      loop.for %j = %c0 to %c8 step %c1 kind(vectorized) {
 // CHECK:             loop.load %t[%i]
+// CHECK-NEXT:        arith.divf %{{.*}}, %{{.*}} fastmath<arcp> : f32
 // CHECK-NOT:     loop.for
 // CHECK:         loop.free %t
 // CHECK-NEXT:    loop.return
