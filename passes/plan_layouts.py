@@ -484,8 +484,9 @@ class PlanLayoutsPass(LaminaPass):
     back-to-back inverse transforms are folded; transforms of constants are
     constants; blocked graph ops carry `lamina.constraint` (map, the PAD
     they guarantee or `#lamina.undef`, logical shape), blocked function
-    results carry it in `res_attrs`. A blocked 3x3 stride-1 conv2d with an
-    output of at least 14x14 also records `lamina.algorithm = "winograd"`
+    results carry it in `res_attrs`. A blocked 3x3 stride-1 conv2d with
+    constant weights (or with an output of at least 14x14, when the
+    weights are a parameter) also records `lamina.algorithm = "winograd"`
     (legalize computes it by Winograd F(2x2, 3x3); `winograd=false`, or
     `lamina.algorithm = "direct"` on the op, keeps the direct kernel).
 
