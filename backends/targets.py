@@ -284,6 +284,13 @@ def check_target_options(name: str, options: dict[str, object]) -> None:
             raise TargetError(f"target '{name}': option '{key}' must be positive, not {value}")
 
 
+def op_facts(op: Operation) -> CpuFacts:
+    """The CPU facts of the module `op` is in (`module_facts`; the host's
+    when `op` is not in a module)."""
+    top = op.get_toplevel_object()
+    return module_facts(top if isinstance(top, ModuleOp) else ModuleOp([]))
+
+
 def module_facts(module: ModuleOp, device_kind: str = "cpu") -> CpuFacts:
     """Code-generation facts for `device_kind` as the module records them.
 

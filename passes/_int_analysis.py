@@ -13,6 +13,7 @@ The analyzer plays the role of TVM's `arith::Analyzer`: it knows
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import gcd
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType
@@ -146,6 +147,21 @@ class Analyzer:
         if isinstance(value.type, IntegerType) and value.type.width.data == 1:
             return Range(0, 1)
         return FULL
+
+    def divisor(self, value: SSAValue) -> int:
+        """A positive number `value` is always a multiple of: a constant's own
+        value, a loop variable's gcd of its constant lower bound and step (a
+        column block's offset, `for jo = 0 to N step 32`), else 1."""
+        c = int_constant(value)
+        if c is not None:
+            return abs(c) or 1
+        if isinstance(value, BlockArgument) and value.index == 0:
+            parent = value.block.parent_op()
+            if isinstance(parent, loop.ForOp):
+                lb, step = int_constant(parent.lb), int_constant(parent.step)
+                if lb is not None and step:
+                    return gcd(lb, step) or 1
+        return 1
 
     def _block_arg_range(self, arg: BlockArgument) -> Range:
         parent = arg.block.parent_op()

@@ -60,6 +60,7 @@ from lamina.core.devices import mark_kernel_device, op_device
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, te
 from lamina.dialects.lamina import Phase
+from lamina.passes._constraints import record_arg_constraints
 from lamina.passes._legalize_ops import BUILDERS, build_kernel_deriving
 from lamina.passes.legalize import KernelTable, kernel_key, type_suffix
 from lamina.passes.verify_phase import in_codegen
@@ -319,7 +320,9 @@ class FusedKernels(KernelTable):
             return self.by_key[key]
         names = "_".join(op.name.removeprefix("graph.") for op in ops)
         name = self._fresh(f"te_fused_{names}_{type_suffix(ops[-1].results[0].type)}")
-        func, self.parameters[name] = build_kernel_deriving(name, ops, inputs, [ops[-1].results[0]])
+        func, params = build_kernel_deriving(name, ops, inputs, [ops[-1].results[0]])
+        self.parameters[name] = params
+        record_arg_constraints(func, params.arg_constraints([None] * len(inputs)))
         inline_elementwise(func, any(isinstance(op, graph.MatmulOp) for op in ops))
         mark_kernel_device(func, op_device(ops[-1]))  # the group's device (never mixed)
         self.new_funcs.append(func)

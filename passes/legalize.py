@@ -119,7 +119,7 @@ class KernelTable:
         kernel, self.parameters[name] = build_kernel_deriving(
             name, [op], list(op.operands), list(op.results), constraints
         )
-        record_arg_constraints(kernel, constraints)
+        record_arg_constraints(kernel, self.parameters[name].arg_constraints(constraints))
         record_result_constraint(kernel, op)
         mark_kernel_device(kernel, op_device(op))
         self.new_funcs.append(kernel)

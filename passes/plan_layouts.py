@@ -128,12 +128,9 @@ def winograd_pays(op: graph.Conv2dOp, constant_weights: bool) -> bool:
 
 def _target_facts(op: Operation):
     """The CPU facts of the module `op` is in (its `lamina.targets`, else the host's)."""
-    from xdsl.dialects.builtin import ModuleOp
+    from lamina.backends.targets import op_facts
 
-    from lamina.backends.targets import module_facts
-
-    top = op.get_toplevel_object()
-    return module_facts(top if isinstance(top, ModuleOp) else ModuleOp([]))
+    return op_facts(op)
 
 
 def _pointwise_on_nchw(op: graph.Conv2dOp) -> bool:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from math import gcd
 from typing import ClassVar
 
 from xdsl.context import Context
@@ -101,10 +102,15 @@ class SplitDivMod(RewritePattern):
         if not c or c <= 0 or not isinstance(op.result.type, IndexType):
             return
         terms, const = self.analyzer.linear(op.lhs)
-        quotient = tuple((v, k // c) for v, k in terms if k % c == 0)
-        rest = tuple((v, k) for v, k in terms if k % c)
+        # k*v is a multiple of c when k*d is, d a known divisor of v (a loop
+        # variable stepping by a multiple of c: a column block's offset).
+        divisors = {v: self.analyzer.divisor(v) for v, _ in terms}
+        quotient = tuple((v, k) for v, k in terms if (k * divisors[v]) % c == 0)
+        rest = tuple((v, k) for v, k in terms if (k * divisors[v]) % c)
         if not quotient:  # nothing to take out of the division
             return
+        if not rest and const == 0 and len(quotient) == 1 and quotient[0][1] % c:
+            return  # `v / c` itself (v a multiple of c): already as split as it gets
         r = self._form_range(rest, const % c)
         floor = isinstance(op, arith.FloorDivSIOp)
         if r.lo < 0 or not (floor or self.analyzer.range(op.lhs, op).lo >= 0):
@@ -115,7 +121,7 @@ class SplitDivMod(RewritePattern):
             if r.hi >= c:
                 result = em.emit(type(op)(result, op.rhs))
         else:  # Q (+ R / c)
-            result = em.affine(quotient, const // c)
+            result = em.affine([_exact_quotient(em, v, k, c) for v, k in quotient], const // c)
             if r.hi >= c:
                 part = em.emit(type(op)(em.affine(rest, const % c), op.rhs))
                 result = em.iadd(result, part)
@@ -130,6 +136,15 @@ class SplitDivMod(RewritePattern):
             r = self.analyzer.range(value)
             lo, hi = lo + min(k * r.lo, k * r.hi), hi + max(k * r.lo, k * r.hi)
         return Range(lo, hi)
+
+
+def _exact_quotient(em: ScalarEmitter, v: SSAValue, k: int, c: int) -> tuple[SSAValue, int]:
+    """`k*v / c` as a term (value, coefficient), where it is exact: `(v, k/c)`,
+    or `(v / (c/g), k/g)` with `g = gcd(k, c)` when v is a multiple of c/g."""
+    if k % c == 0:
+        return v, k // c
+    g = gcd(k, c)
+    return em.idiv(v, c // g), k // g
 
 
 FOLDABLE_INDEX_OPS = (

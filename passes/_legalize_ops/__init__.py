@@ -149,6 +149,13 @@ class KernelParameters:
     derived: tuple[DerivedInput, ...] = ()
     dropped: tuple[int, ...] = ()
 
+    def arg_constraints(
+        self, constraints: Sequence[ConstraintAttr | None]
+    ) -> list[ConstraintAttr | None]:
+        """The constraints of the kernel's parameters, from its inputs' ones."""
+        kept = [c for n, c in enumerate(constraints) if n not in self.dropped]
+        return [*kept, *(d.constraint for d in self.derived)]
+
     def call_operands(self, inputs: Sequence[SSAValue]) -> tuple[list[SSAValue], list[Operation]]:
         """The call's operands, and the `graph.constant`s to insert before it."""
         constants = derived_constants(self.derived, inputs)
@@ -190,7 +197,9 @@ def build_kernel_deriving(
 def may_derive(op: Operation) -> bool:
     """Does `op`'s builder derive parameters from constant operands? Its kernel
     then depends on which operands are constants (part of the sharing key):
-    Winograd's transformed weights."""
+    Winograd's transformed weights, a matmul's packed rhs."""
+    if isinstance(op, graph.MatmulOp):  # a constant rhs is stored pre-packed
+        return True
     algorithm = op.attributes.get(graph.CONV_ALGORITHM_ATTR)
     return isinstance(op, graph.Conv2dOp) and algorithm == StringAttr("winograd")
 

@@ -46,6 +46,8 @@ class DerivedInput:
     source: int
     fn: Callable[[np.ndarray], np.ndarray]
     type: TensorType
+    constraint: ConstraintAttr | None = None
+    """How the parameter lays out the source's elements, when it is a layout."""
 
 
 class KernelBuilder:
@@ -66,7 +68,11 @@ class KernelBuilder:
             arg.name_hint = f"in{n}"
 
     def derived_input(
-        self, source: SSAValue, fn: Callable[[np.ndarray], np.ndarray], result: TensorType
+        self,
+        source: SSAValue,
+        fn: Callable[[np.ndarray], np.ndarray],
+        result: TensorType,
+        constraint: ConstraintAttr | None = None,
     ) -> SSAValue | None:
         """A parameter holding `fn(source)` computed at compile time, or None
         when `source` is not an input that every call passes as a constant (a
@@ -77,7 +83,7 @@ class KernelBuilder:
             return None
         arg = self.block.insert_arg(result, len(self.block.args))
         arg.name_hint = f"in{len(self.block.args) - 1}"
-        self.derived.append(DerivedInput(index, fn, result))
+        self.derived.append(DerivedInput(index, fn, result, constraint))
         return arg
 
     def compute(

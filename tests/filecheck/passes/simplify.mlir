@@ -183,6 +183,32 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     loop.return
   }
 
+  // A loop variable stepping by 32 is a multiple of 32: the column index
+  // jo + jj of a split loop reads a panel `P[(jo + jj) / 32, k, (jo + jj) % 32]`
+  // as `P[jo / 32, k, jj]` (a matmul's pre-packed rhs after `schedule`).
+  // CHECK-LABEL: loop.func @column_blocks
+  // CHECK:         loop.for %[[JO:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+  // CHECK-NEXT:      loop.for %[[JJ:.*]] = {{.*}} {
+  // CHECK:             %[[JB:.*]] = arith.divui %[[JO]], %{{.*}} : index
+  // CHECK-NOT:         arith.remui
+  // CHECK:             loop.load %{{.*}}[%[[JB]], %[[JJ]]] : memref<4x32xf32>
+  loop.func @column_blocks(%p: memref<4x32xf32>, %out: memref<128xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    %c128 = arith.constant 128 : index
+    loop.for %jo = %c0 to %c128 step %c32 {
+      loop.for %jj = %c0 to %c32 step %c1 {
+        %j = arith.addi %jo, %jj : index
+        %b = arith.divui %j, %c32 : index
+        %r = arith.remui %j, %c32 : index
+        %v = loop.load %p[%b, %r] : memref<4x32xf32>
+        loop.store %v, %out[%j] : memref<128xf32>
+      }
+    }
+    loop.return
+  }
+
   // Not split: in 8*i - j the rest -j may be negative (the identity needs
   // 0 <= rest), and in i % 3 nothing is a multiple of 3. (A constant goes
   // into the rest modulo c: 8*i + j - 3 would split as i - 1 + (j + 5) / 8.)

@@ -1,0 +1,42 @@
+// RUN: lamina-opt %s --split-input-file -p legalize | filecheck %s
+
+// A constant matmul rhs is stored pre-packed for the register-blocked
+// micro-kernel (passes/_legalize_ops/linalg.py): panels of NR columns
+// (NR = 32 with 512-bit vectors, the block `schedule` picks for 64x256),
+// `P[j / 32, k, j % 32] = B[k, j]`, computed at compile time. The kernel's
+// parameter records the layout as its constraint and the call passes the
+// packed constant instead of B.
+builtin.module attributes {lamina.phase = #lamina.phase<optimization>, lamina.targets = {cpu = #lamina.target<"cpu", {vector_bits = 512 : i64, vector_registers = 32 : i64}>}} {
+  graph.func @packed(%a: tensor<64x128xf32>) -> tensor<64x256xf32> {
+    %b = graph.constant dense<0.5> : tensor<128x256xf32>
+    %0 = graph.matmul %a, %b : (tensor<64x128xf32>, tensor<128x256xf32>) -> tensor<64x256xf32>
+    graph.return %0 : tensor<64x256xf32>
+  }
+}
+
+// CHECK-LABEL: graph.func @packed
+// CHECK-NEXT:    %[[P:.*]] = graph.constant dense<5.000000e-01> : tensor<8x128x32xf32>
+// CHECK-NEXT:    graph.call_te @[[K:.*]](%a, %[[P]]) : (tensor<64x128xf32>, tensor<8x128x32xf32>) -> tensor<64x256xf32>
+// CHECK:       te.func private @[[K]](%in0: tensor<64x128xf32>, %in2: tensor<8x128x32xf32> {lamina.constraint = #lamina.constraint<affine_map<(d0, d1) -> ((d1 floordiv 32), d0, (d1 mod 32))>, 0.000000e+00 : f32, logical = array<i64: 128, 256>>})
+// CHECK:         %[[JB:.*]] = arith.divui %i1, %{{.*}} : index
+// CHECK-NEXT:    %[[R:.*]] = arith.remui %i1, %{{.*}} : index
+// CHECK-NEXT:    te.read %in2[%[[JB]], %k0, %[[R]]] : tensor<8x128x32xf32>
+
+// -----
+
+// A rhs passed as a parameter, one a single column block covers (N = 16) and
+// a batched rhs are read as they are.
+builtin.module attributes {lamina.phase = #lamina.phase<optimization>, lamina.targets = {cpu = #lamina.target<"cpu", {vector_bits = 512 : i64, vector_registers = 32 : i64}>}} {
+  graph.func @unpacked(%a: tensor<64x128xf32>, %b: tensor<128x256xf32>, %c: tensor<2x128x64xf32>) -> (tensor<64x256xf32>, tensor<64x16xf32>, tensor<2x64x64xf32>) {
+    %n = graph.constant dense<0.5> : tensor<128x16xf32>
+    %0 = graph.matmul %a, %b : (tensor<64x128xf32>, tensor<128x256xf32>) -> tensor<64x256xf32>
+    %1 = graph.matmul %a, %n : (tensor<64x128xf32>, tensor<128x16xf32>) -> tensor<64x16xf32>
+    %2 = graph.matmul %a, %c : (tensor<64x128xf32>, tensor<2x128x64xf32>) -> tensor<2x64x64xf32>
+    graph.return %0, %1, %2 : tensor<64x256xf32>, tensor<64x16xf32>, tensor<2x64x64xf32>
+  }
+}
+
+// CHECK-LABEL: graph.func @unpacked
+// CHECK-NOT:     lamina.constraint
+// CHECK-COUNT-3: te.return
+// CHECK-NOT:     lamina.constraint
