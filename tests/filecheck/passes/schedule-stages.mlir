@@ -119,6 +119,51 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     loop.free %t : memref<1x2x4x8xf32>
     loop.return
   }
+  // A local temporary every access of which indexes dimension 0 by the same
+  // serial loop's variable keeps one slice (iteration i only touches slice
+  // i); under a parallel loop, whose iterations run together, it keeps all.
+  loop.func @contract(%x: memref<4x8xf32>, %y: memref<4x8xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    %t = loop.alloc {scope = "local"} : memref<4x8xf32>
+    loop.for %i = %c0 to %c4 step %c1 {
+      loop.for %j = %c0 to %c8 step %c1 {
+        %v = loop.load %x[%i, %j] : memref<4x8xf32>
+        loop.store %v, %t[%i, %j] : memref<4x8xf32>
+      }
+      loop.for %j2 = %c0 to %c8 step %c1 {
+        %r = arith.subi %c8, %j2 : index
+        %k = arith.subi %r, %c1 : index
+        %v = loop.load %t[%i, %k] : memref<4x8xf32>
+        loop.store %v, %y[%i, %j2] : memref<4x8xf32>
+      }
+    }
+    loop.free %t : memref<4x8xf32>
+    loop.return
+  }
+  loop.func @keep_parallel(%x: memref<4x8xf32>, %y: memref<4x8xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    %t = loop.alloc {scope = "local"} : memref<4x8xf32>
+    loop.for %i = %c0 to %c4 step %c1 kind(parallel) {
+      loop.for %j = %c0 to %c8 step %c1 {
+        %v = loop.load %x[%i, %j] : memref<4x8xf32>
+        loop.store %v, %t[%i, %j] : memref<4x8xf32>
+      }
+      loop.for %j2 = %c0 to %c8 step %c1 {
+        %r = arith.subi %c8, %j2 : index
+        %k = arith.subi %r, %c1 : index
+        %v = loop.load %t[%i, %k] : memref<4x8xf32>
+        loop.store %v, %y[%i, %j2] : memref<4x8xf32>
+      }
+    }
+    loop.free %t : memref<4x8xf32>
+    loop.return
+  }
 }
 
 // CHECK-LABEL: loop.func @stages(
@@ -153,3 +198,10 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NEXT:      loop.for %h = %c0 to %c3 step %c1 {
 // CHECK:           loop.for %h2 = %c0 to %c3 step %c1 {
 // CHECK-NOT:     loop.for %b2
+// CHECK-LABEL: loop.func @contract
+// CHECK:         %[[T:.*]] = loop.alloc {scope = "local"} : memref<8xf32>
+// CHECK:         loop.store %{{.*}}, %[[T]][%{{.*}}] : memref<8xf32>
+// CHECK:         loop.load %[[T]][%{{.*}}] : memref<8xf32>
+// CHECK:         loop.free %[[T]] : memref<8xf32>
+// CHECK-LABEL: loop.func @keep_parallel
+// CHECK:         loop.alloc {scope = "local"} : memref<4x8xf32>
