@@ -37,7 +37,7 @@ from lamina.passes._legalize_ops import (
     BUILDERS,
     KernelParameters,
     build_kernel_deriving,
-    constant_value,
+    is_constant,
     may_derive,
 )
 from lamina.passes.verify_phase import in_codegen
@@ -64,7 +64,7 @@ def kernel_key(op: Operation) -> tuple[object, ...]:
     attrs = tuple(sorted(op.attributes.items()))
     key = (op.name, props, attrs, tuple(op.operand_types), tuple(op.result_types))
     if may_derive(op):  # its kernel depends on which operands are constants
-        return (*key, tuple(constant_value(v) is not None for v in op.operands))
+        return (*key, tuple(is_constant(v) for v in op.operands))
     return key
 
 

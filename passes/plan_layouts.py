@@ -48,6 +48,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 from xdsl.rewriter import Rewriter
 
+from lamina.backends.targets import op_facts
 from lamina.core.diagnostics import op_error
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph
@@ -90,7 +91,7 @@ def conv2d_block(op: graph.Conv2dOp, block: int = 0) -> int | None:
     shapes = (graph.tensor_shape(v) for v in (*op.operands, op.results[0]))
     if any(0 in s for s in shapes):
         return None
-    lanes = block or _target_facts(op).lanes(elem.bitwidth)
+    lanes = block or op_facts(op).lanes(elem.bitwidth)
     channels = (graph.tensor_shape(op.data)[1], graph.tensor_shape(op.results[0])[1])
     if not block and (min(channels) * 2 < lanes or _pointwise_on_nchw(op)):
         return None
@@ -123,14 +124,7 @@ def winograd_pays(op: graph.Conv2dOp, constant_weights: bool) -> bool:
     _, _, oh, ow, _ = graph.tensor_shape(op.results[0])
     kb, cb, _, _, ci, ko = graph.tensor_shape(op.weight)
     u_bytes = 16 * kb * cb * ci * ko * graph.element_type(op.data).bitwidth // 8
-    return oh * ow >= WINOGRAD_MIN_OUTPUT and u_bytes <= _target_facts(op).l2_bytes
-
-
-def _target_facts(op: Operation):
-    """The CPU facts of the module `op` is in (its `lamina.targets`, else the host's)."""
-    from lamina.backends.targets import op_facts
-
-    return op_facts(op)
+    return oh * ow >= WINOGRAD_MIN_OUTPUT and u_bytes <= op_facts(op).l2_bytes
 
 
 def _pointwise_on_nchw(op: graph.Conv2dOp) -> bool:

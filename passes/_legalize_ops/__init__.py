@@ -173,7 +173,7 @@ def build_kernel_deriving(
     """`build_kernel`, with how its calls pass their inputs: the parameters
     the builders derived from constant inputs (`KernelBuilder.derived_input`)
     come after the inputs, and inputs read only through them are dropped."""
-    kb = KernelBuilder([v.type for v in inputs], [constant_value(v) is not None for v in inputs])
+    kb = KernelBuilder([v.type for v in inputs], [is_constant(v) for v in inputs])
     if constraints:
         kb.operand_constraints = list(constraints)
     values: dict[SSAValue, SSAValue] = dict(zip(inputs, kb.args, strict=True))
@@ -204,12 +204,10 @@ def may_derive(op: Operation) -> bool:
     return isinstance(op, graph.Conv2dOp) and algorithm == StringAttr("winograd")
 
 
-def constant_value(value: SSAValue) -> np.ndarray | None:
-    """The array a `graph.constant` operand holds (None for any other value)."""
+def is_constant(value: SSAValue) -> bool:
+    """Is `value` a dense `graph.constant` (a test only: nothing is decoded)?"""
     owner = value.owner
-    if isinstance(owner, graph.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr):
-        return dense_value(owner.value)
-    return None
+    return isinstance(owner, graph.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr)
 
 
 def derived_constants(
@@ -218,8 +216,9 @@ def derived_constants(
     """The `graph.constant`s a call of a kernel passes after `inputs`."""
     ops: list[Operation] = []
     for d in derived:
-        source = constant_value(inputs[d.source])
-        assert source is not None, "a derived parameter needs a constant operand"
+        owner = inputs[d.source].owner
+        assert isinstance(owner, graph.ConstantOp), "a derived parameter needs a constant operand"
+        source = dense_value(owner.value)  # type: ignore[arg-type]
         array = np.asarray(d.fn(source), dtype=source.dtype)
         ops.append(graph.ConstantOp(dense_attr(array)))
     return ops
@@ -229,5 +228,5 @@ __all__ = [
     "BINARY", "BUILDERS", "UNARY", "Body", "Builder", "DerivedInput", "Indices", "KernelBuilder",
     "KernelParameters",
     "TeEmitter", "Window", "WindowInput", "build_kernel", "build_kernel_deriving",
-    "constant_value", "convert_scalar", "derived_constants", "may_derive", "window_input",
+    "convert_scalar", "derived_constants", "is_constant", "may_derive", "window_input",
 ]  # fmt: skip

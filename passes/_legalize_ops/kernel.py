@@ -79,7 +79,7 @@ class KernelBuilder:
         transform of constant weights, such as Winograd's, then costs nothing
         at run time)."""
         index = next((n for n, a in enumerate(self.args) if a is source), None)
-        if index is None or index >= len(self.constant) or not self.constant[index]:
+        if index is None or not self.constant[index]:
             return None
         arg = self.block.insert_arg(result, len(self.block.args))
         arg.name_hint = f"in{len(self.block.args) - 1}"
