@@ -56,6 +56,9 @@ serial loop's variable keeps a single slice along it (`contract_temporaries`,
 storage folding): after fusion, Winograd's input transform is written and
 read per tile position and stays in L2.
 
+A copy whose vectorized loop gathers (reading out of a channel-blocked
+layout) gets the loop that walks the gathered cache lines just outside the
+vectorized one (`_gather_reuse`): the gathers sharing a line run back to back.
 In every loop function, f32 `math.exp` and `math.tanh` become polynomials
 (`_vector_math`): a libm call per element blocks vectorization.
 
@@ -100,6 +103,7 @@ from lamina.core.pass_base import LaminaPass
 from lamina.dialects import loop
 from lamina.dialects.lamina import Phase
 from lamina.passes import _schedule_primitives as prim
+from lamina.passes._gather_reuse import reuse_gathered_lines
 from lamina.passes._schedule_primitives import ScheduleError
 from lamina.passes._vector_math import expand_transcendentals
 from lamina.passes.simplify import make_indices_affine
@@ -821,6 +825,7 @@ class SchedulePass(LaminaPass):
                     self._apply_directive(loop_op, facts)
             elif self.default:
                 make_indices_affine(func)
+                reuse_gathered_lines(func)
                 default_schedule(func, facts)  # first: fusing stages would hide the nests
                 fuse_row_stages(func)
                 write_through_output(func)
