@@ -27,12 +27,12 @@ loop's own variable at one fixed position) and no written buffer is read.
 from __future__ import annotations
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerAttr, MemRefType
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import MemRefType
 from xdsl.traits import is_side_effect_free
 
 from lamina.dialects import loop
 from lamina.passes import _schedule_primitives as prim
+from lamina.passes._int_analysis import int_constant
 from lamina.passes._schedule_primitives import ScheduleError
 
 LINE_BYTES = 64
@@ -70,9 +70,7 @@ def _perfect_nest(top: loop.ForOp) -> list[loop.ForOp] | None:
         nest.append(loops[0])
     if len(nest) < 3 or nest[-1].kind_name != "vectorized":
         return None
-    if any(lp.iter_args for lp in nest) or any(isinstance(o, loop.CallOp) for o in top.walk()):
-        return None
-    return nest
+    return nest  # iter_args and calls are refused by `_permutable`
 
 
 def _permutable(nest: list[loop.ForOp]) -> bool:
@@ -116,7 +114,7 @@ def _period_loop(load: loop.LoadOp, nest: list[loop.ForOp]) -> tuple[int, int] |
     last = load.indices[-1]
     period = None
     if isinstance(last.owner, arith.RemUIOp | arith.RemSIOp):
-        period = _constant(last.owner.rhs)
+        period = int_constant(last.owner.rhs)
         last = last.owner.lhs
     ivs = [lp.induction_var for lp in nest]
     if last not in ivs:
@@ -135,13 +133,6 @@ def _period_loop(load: loop.LoadOp, nest: list[loop.ForOp]) -> tuple[int, int] |
 
 def _held_loop(for_op: loop.ForOp) -> loop.ForOp | None:
     return next((op for op in prim.body_ops(for_op) if isinstance(op, loop.ForOp)), None)
-
-
-def _constant(value: SSAValue) -> int | None:
-    owner = value.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return owner.value.value.data
-    return None
 
 
 __all__ = ["reuse_gathered_lines"]

@@ -91,7 +91,7 @@ from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr
+from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
 from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -104,6 +104,7 @@ from lamina.dialects import loop
 from lamina.dialects.lamina import Phase
 from lamina.passes import _schedule_primitives as prim
 from lamina.passes._gather_reuse import reuse_gathered_lines
+from lamina.passes._int_analysis import int_constant
 from lamina.passes._schedule_primitives import ScheduleError
 from lamina.passes._vector_math import expand_transcendentals
 from lamina.passes.simplify import make_indices_affine
@@ -482,16 +483,9 @@ def _enclosing_func_op(value: SSAValue) -> Operation:
 def _same_indices(first, second) -> bool:
     """Equal index lists (the same values, or constants of the same value)."""
     return len(first) == len(second) and all(
-        a is b or (_constant(a) is not None and _constant(a) == _constant(b))
+        a is b or (int_constant(a) is not None and int_constant(a) == int_constant(b))
         for a, b in zip(first, second, strict=True)
     )
-
-
-def _constant(value: SSAValue) -> int | None:
-    owner = value.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return owner.value.value.data
-    return None
 
 
 def reciprocal_divisions(func: loop.FuncOp) -> int:
