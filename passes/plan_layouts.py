@@ -63,26 +63,33 @@ ENABLE_ATTR_NAME = "lamina.plan_layouts"
 # ---------------------------------------------------------------------------
 
 
-def conv2d_block(op: graph.Conv2dOp, block: int = 0) -> int | None:
-    """The channel block the CPU target wants for `op` (None: keep NCHW): the
-    vector lanes of its element type, so that the innermost output-channel
-    loop fills one vector register (`block` > 0 forces that block).
+def conv2d_block(op: graph.Conv2dOp, block: int = 0) -> tuple[int, int] | None:
+    """The (input, output) channel blocks the CPU target wants for `op` (None:
+    keep NCHW): the vector lanes of its element type, so that the innermost
+    output-channel loop fills one vector register (`block` > 0 forces that
+    block on both sides).
 
-    Only when input and output have at least half a block of channels:
-    `schedule` keeps a block of output columns x one vector of output
-    channels in registers, each weight vector feeding one FMA per column,
-    which beats the NCHW kernel (accumulating along the output row in
-    memory) on every shape measured (benchmarks/bench_layouts.py, AVX-512:
-    3x3 64->64 56x56 1.8x faster, 1x1 1.3x, stride 2 1.9x); but a stem conv
-    on 3 input channels would compute 5x the products on padding
-    (measured: the ResNet-style CNN is 8 % faster with its 3-channel stem
-    left in NCHW). A pointwise (1x1, stride 1, unpadded) convolution whose
-    input is not blocked already stays NCHW too: there it is a matrix
-    product whose rows (output channels) `schedule` blocks in registers,
-    with no transform in or out (measured, 1x64x56x56 64->64: 0.42 ms NCHW,
-    0.5-0.8 ms blocked, half of it the two transforms). The lanes come from the facts
-    the module records for its cpu target (`lamina.targets` options, else the
-    host's), so a module compiled for 256-bit vectors blocks by 8 on any host."""
+    Only when the output has at least half a block of channels: `schedule`
+    keeps a block of output columns x one vector of output channels in
+    registers, each weight vector feeding one FMA per column, which beats
+    the NCHW kernel (accumulating along the output row in memory) on every
+    shape measured (benchmarks/bench_layouts.py, AVX-512: 3x3 64->64 56x56
+    1.8x faster, 1x1 1.3x, stride 2 1.9x). An input of fewer than half a
+    block of channels (a stem on 3 colour channels) would multiply 5x the
+    products by padding; it is read with input block 1 (`NCHW1c` is NCHW's
+    own bytes) when the result feeds only blocked convolutions (through
+    elementwise ops): the output is then produced blocked, with no
+    transform (measured, the ResNet-style CNN, 3x3 3->16 at 64x64: 1.19 ->
+    1.13 ms). A stem followed by anything else (ResNet-18's max pool) stays
+    NCHW, where the blocked result would have to be transformed back at full
+    resolution (ResNet-18: 24.4 -> 25.0 ms). A pointwise (1x1, stride 1,
+    unpadded) convolution whose input is not blocked already stays NCHW
+    too: there it is a matrix product whose rows (output channels)
+    `schedule` blocks in registers, with no transform in or out (measured,
+    1x64x56x56 64->64: 0.42 ms NCHW, 0.5-0.8 ms blocked, half of it the two
+    transforms). The lanes come from the facts the module records for its
+    cpu target (`lamina.targets` options, else the host's), so a module
+    compiled for 256-bit vectors blocks by 8 on any host."""
     elem = graph.element_type(op.data)
     if not isinstance(elem, AnyFloat) or op.groups_value != 1:
         return None
@@ -92,10 +99,32 @@ def conv2d_block(op: graph.Conv2dOp, block: int = 0) -> int | None:
     if any(0 in s for s in shapes):
         return None
     lanes = block or op_facts(op).lanes(elem.bitwidth)
-    channels = (graph.tensor_shape(op.data)[1], graph.tensor_shape(op.results[0])[1])
-    if not block and (min(channels) * 2 < lanes or _pointwise_on_nchw(op)):
+    if lanes <= 1:
         return None
-    return lanes if lanes > 1 else None
+    if block:
+        return lanes, lanes
+    cin, cout = graph.tensor_shape(op.data)[1], graph.tensor_shape(op.results[0])[1]
+    if cout * 2 < lanes or _pointwise_on_nchw(op):
+        return None
+    if cin * 2 >= lanes:
+        return lanes, lanes
+    return (1, lanes) if _feeds_only_convs(op.results[0]) else None
+
+
+def _feeds_only_convs(value: SSAValue, depth: int = 4) -> bool:
+    """Is every use of `value` (through a few elementwise ops) a conv2d's data?"""
+    uses = list(value.uses)
+    if not uses:
+        return False
+    for use in uses:
+        user = use.operation
+        if isinstance(user, graph.Conv2dOp) and use.index == 0:
+            continue
+        if depth and isinstance(user, graph.UNARY_OPS + graph.BINARY_OPS):
+            if _feeds_only_convs(user.results[0], depth - 1):
+                continue
+        return False
+    return True
 
 
 WINOGRAD_MIN_OUTPUT = 14 * 14
@@ -243,14 +272,15 @@ def _pad_after(op: Operation, pads: list[float | None], elem) -> FloatAttr | Und
 # ---------------------------------------------------------------------------
 
 
-def block_conv2d(op: graph.Conv2dOp, c: int, winograd: bool = False) -> None:
+def block_conv2d(op: graph.Conv2dOp, blocks: tuple[int, int], winograd: bool = False) -> None:
     """conv2d(x, w) → crop(conv2d_blocked(block(x), block(w))), computed by
     Winograd F(2x2, 3x3) when `winograd` and it pays (`winograd_pays`)."""
     elem = graph.element_type(op.data)
     zero = _zero(elem)
+    c, o = blocks
     x = _transform(op.data, blocked_data_map(c), zero)
-    w = _transform(op.weight, blocked_weight_map(c, c), zero)
-    out_map = blocked_data_map(c)
+    w = _transform(op.weight, blocked_weight_map(c, o), zero)
+    out_map = blocked_data_map(o)
     logical = graph.tensor_shape(op.results[0])
     conv = graph.Conv2dOp(
         x,
@@ -259,12 +289,12 @@ def block_conv2d(op: graph.Conv2dOp, c: int, winograd: bool = False) -> None:
         padding=op.padding_value,
         dilation=op.dilation_value,
         data_layout=f"NCHW{c}c",
-        kernel_layout=f"OIHW{c}i{c}o",
+        kernel_layout=f"OIHW{c}i{o}o",
         device=op.device,
     )
     chosen = op.attributes.get(graph.CONV_ALGORITHM_ATTR)  # a user's choice stays
     constant = isinstance(op.weight.owner, graph.ConstantOp)
-    if chosen is None and winograd and winograd_pays(conv, constant):
+    if chosen is None and winograd and c > 1 and winograd_pays(conv, constant):
         chosen = StringAttr("winograd")
     if chosen is not None:
         conv.attributes[graph.CONV_ALGORITHM_ATTR] = chosen

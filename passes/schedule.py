@@ -45,7 +45,10 @@ channel blocking is what pays (`register_block` directive still applies).
 Adjacent top-level loops over the same rows whose shared buffers are only
 accessed at row = induction variable (softmax's max, exp, sum and divide
 stages; layer_norm's) are fused into one loop (`fuse_row_stages`): one
-parallel region per kernel instead of one per stage.
+parallel region per kernel instead of one per stage. A stage that `lower-te`
+left serial (too little work for a thread team of its own: a bias+relu
+epilogue, a padded copy) joins a parallel neighbour's loop rather than
+running on the calling thread while the other cores wait.
 
 A float division in a vectorized loop by a value invariant in it
 (softmax's `e / sum`) is marked `fastmath<arcp>`: LLVM multiplies by one
@@ -306,10 +309,13 @@ def _fuse_adjacent(block: Block) -> int:
         if (
             isinstance(first, loop.ForOp)
             and isinstance(second, loop.ForOp)
-            and first.kind_name == second.kind_name
+            and _kinds_fusable(first, second)
             and _row_stages_fusable(first, second)
         ):
+            parallel = second.kind_name == "parallel"
             prim.fuse(first, second)
+            if parallel:
+                prim.parallelize(first)
             fused += 1 + _fuse_adjacent(first.body.blocks[0])
             continue
         first = second
@@ -603,6 +609,16 @@ def _gather_allocations(block: Block) -> None:
         elif isinstance(op, loop.FreeOp):
             op.detach()
             Rewriter.insert_op(op, InsertPoint.before(block.last_op))
+
+
+def _kinds_fusable(first: loop.ForOp, second: loop.ForOp) -> bool:
+    """Same kind, or one parallel and one serial: the fused loop is parallel
+    (its iterations are independent, `_disjoint_by_iv`), and the stage too
+    small for a thread team of its own (a bias+relu epilogue, `lower-te`'s
+    `PARALLEL_MIN_WORK`) joins its neighbour's instead of running on the
+    calling thread alone while the other cores wait."""
+    kinds = {first.kind_name, second.kind_name}
+    return len(kinds) == 1 or kinds == {"parallel", "serial"}
 
 
 def _row_stages_fusable(first: loop.ForOp, second: loop.ForOp) -> bool:

@@ -89,6 +89,38 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     loop.return
   }
 
+  // An epilogue too small for a thread team of its own (serial) after a
+  // parallel stage: it joins the parallel loop instead of running on the
+  // calling thread alone; a serial stage before a parallel one joins it too.
+  loop.func @serial_epilogue(%x: memref<2x8xf32>, %y: memref<2x8xf32>, %z: memref<2x8xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c8 = arith.constant 8 : index
+    loop.for %p = %c0 to %c2 step %c1 {
+      loop.for %w = %c0 to %c8 step %c1 kind(vectorized) {
+        %v = loop.load %x[%p, %w] : memref<2x8xf32>
+        loop.store %v, %z[%p, %w] : memref<2x8xf32>
+      }
+    }
+    loop.for %b = %c0 to %c2 step %c1 kind(parallel) {
+      loop.for %w = %c0 to %c8 step %c1 kind(vectorized) {
+        %v = loop.load %z[%b, %w] : memref<2x8xf32>
+        %d = arith.addf %v, %v : f32
+        loop.store %d, %y[%b, %w] : memref<2x8xf32>
+      }
+    }
+    loop.for %e = %c0 to %c2 step %c1 {
+      loop.for %w = %c0 to %c8 step %c1 kind(vectorized) {
+        %v = loop.load %y[%e, %w] : memref<2x8xf32>
+        %f = arith.constant 0.0 : f32
+        %r = arith.maximumf %v, %f : f32
+        loop.store %r, %y[%e, %w] : memref<2x8xf32>
+      }
+    }
+    loop.return
+  }
+
   // The inner loops read another row of the temporary (h2 + 1): only the
   // outer level fuses.
   loop.func @epilogue_shifted(%x: memref<1x2x4x8xf32>, %y: memref<1x2x3x8xf32>) {
@@ -191,6 +223,14 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NEXT:          loop.load %y[%c0, %b, %h, %w]
 // CHECK-NOT:     loop.for
 // CHECK-NOT:     loop.free
+// CHECK:         loop.return
+
+// CHECK-LABEL: loop.func @serial_epilogue(
+// CHECK:         loop.for %p = %c0 to %c2 step %c1 kind(parallel) {
+// CHECK:             loop.store %v, %z[%p, %w]
+// CHECK:             loop.store %d, %y[%p, %w{{.*}}]
+// CHECK:             arith.maximumf
+// CHECK-NOT:     loop.for %{{[be]}} =
 // CHECK:         loop.return
 
 // CHECK-LABEL: loop.func @epilogue_shifted(

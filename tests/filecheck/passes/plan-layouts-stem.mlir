@@ -1,0 +1,37 @@
+// RUN: lamina-opt %s -p plan-layouts | filecheck %s
+
+// A stem on fewer than half a block of input channels (8 lanes here, from the
+// module's cpu target options): when its result feeds only convolutions
+// (through elementwise ops) it reads its input with block 1 (`NCHW1c`, the
+// same bytes as NCHW) and produces the blocked output directly; followed by
+// anything else (a max pool) it stays NCHW, so that no full-resolution
+// result is transformed back.
+builtin.module attributes {lamina.phase = #lamina.phase<optimization>, lamina.targets = {cpu = #lamina.target<"cpu", {vector_bits = 256 : i64}>}} {
+  graph.func @into_conv(%x: tensor<1x3x8x8xf32>, %w0: tensor<8x3x3x3xf32>, %b0: tensor<8x1x1xf32>, %w1: tensor<8x8x3x3xf32>) -> tensor<1x8x8x8xf32> {
+    %0 = graph.conv2d %x, %w0 {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x3x8x8xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x8x8xf32>
+    %1 = graph.add %0, %b0 : (tensor<1x8x8x8xf32>, tensor<8x1x1xf32>) -> tensor<1x8x8x8xf32>
+    %2 = graph.relu %1 : (tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+    %3 = graph.conv2d %2, %w1 {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x8x8x8xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x8x8xf32>
+    graph.return %3 : tensor<1x8x8x8xf32>
+  }
+
+  graph.func @into_pool(%x: tensor<1x3x8x8xf32>, %w0: tensor<8x3x3x3xf32>) -> tensor<1x8x4x4xf32> {
+    %0 = graph.conv2d %x, %w0 {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x3x8x8xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x8x8xf32>
+    %1 = graph.relu %0 : (tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+    %2 = graph.max_pool2d %1 {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x8x8x8xf32>) -> tensor<1x8x4x4xf32>
+    graph.return %2 : tensor<1x8x4x4xf32>
+  }
+}
+
+// CHECK-LABEL: graph.func @into_conv
+// CHECK:         graph.layout_transform %x {{.*}} : (tensor<1x3x8x8xf32>) -> tensor<1x3x8x8x1xf32>
+// CHECK:         graph.layout_transform %w0 {{.*}} : (tensor<8x3x3x3xf32>) -> tensor<1x3x3x3x1x8xf32>
+// CHECK:         %[[STEM:.*]] = graph.conv2d {{.*}}data_layout = "NCHW1c"{{.*}}kernel_layout = "OIHW1i8o"{{.*}} : (tensor<1x3x8x8x1xf32>, tensor<1x3x3x3x1x8xf32>) -> tensor<1x1x8x8x8xf32>
+// CHECK:         %[[BIAS:.*]] = graph.add %[[STEM]], {{.*}} -> tensor<1x1x8x8x8xf32>
+// CHECK:         %[[RELU:.*]] = graph.relu %[[BIAS]]
+// CHECK:         graph.conv2d %[[RELU]], {{.*}}data_layout = "NCHW8c"{{.*}} : (tensor<1x1x8x8x8xf32>, tensor<1x1x3x3x8x8xf32>) -> tensor<1x1x8x8x8xf32>
+
+// CHECK-LABEL: graph.func @into_pool
+// CHECK-NEXT:    graph.conv2d %x, %w0 {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x3x8x8xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x8x8xf32>
+// CHECK-NOT:     data_layout
+// CHECK:         graph.max_pool2d
