@@ -373,6 +373,17 @@ def pack(for_op: loop.ForOp, buffer: SSAValue, max_bytes: int | None = None) -> 
     return tile.results[0]
 
 
+def pack_transposes(for_op: loop.ForOp, buffer: SSAValue) -> bool:
+    """Would `pack(for_op, buffer)` store the tile transposed (the nest's
+    vectorized loops walk a dimension of `buffer` other than its last)?"""
+    loads = [op for op in for_op.walk() if isinstance(op, loop.LoadOp) and op.buffer is buffer]
+    memref = buffer.type
+    if not loads or not isinstance(memref, MemRefType):
+        return False
+    rank = len(memref.get_shape())
+    return _tile_order(loads, for_op, rank) != list(range(rank))
+
+
 _HOISTABLE = (arith.ConstantOp, arith.AddiOp, arith.SubiOp, arith.MuliOp)
 _BY_CONSTANT = (arith.DivUIOp, arith.RemUIOp, arith.FloorDivSIOp, arith.RemSIOp, arith.DivSIOp)
 

@@ -162,32 +162,23 @@ def test_a_tie_goes_to_the_loop_without_gathers() -> None:
     assert choose_innermost(compute) == Innermost(1, is_reduction=True)
 
 
-def test_a_tie_avoids_a_gather_whose_lanes_share_one_cache_set() -> None:
-    """NCHW -> NCHW16c of 16 channels of 64x64 f32: along the channel block the
-    store is contiguous and the read gathers across planes 16 KiB apart (all
-    16 lines in one L1 set); along w the read is contiguous and the store
-    moves by 64 bytes (16 different sets). Equal totals: w goes innermost."""
+@pytest.mark.parametrize(("hw", "axis"), [(64, 3), (56, 4)], ids=["64x64", "56x56"])
+def test_a_tie_avoids_a_gather_whose_lanes_share_one_cache_set(hw: int, axis: int) -> None:
+    """NCHW -> NCHW16c of 16 channels of hw x hw f32: along the channel block
+    the store is contiguous and the read gathers across planes; along w the
+    read is contiguous and the store moves by 64 bytes. Equal totals. At 64x64
+    the planes are 16 KiB apart (all 16 lines of a gather in one L1 set): w
+    goes innermost; at 56x56 (12.25 KiB, the lines spread over the sets) the
+    contiguous store keeps the channel block innermost."""
+    x, y = f"tensor<1x16x{hw}x{hw}xf32>", f"tensor<1x1x{hw}x{hw}x16xf32>"
     compute = te_compute(
-        "(%x: tensor<1x16x64x64xf32>) -> tensor<1x1x64x64x16xf32>",
-        """te.compute [1, 1, 64, 64, 16] (%n, %cb, %h, %w, %ci) {
-      %x0 = te.read %x[%n, %ci, %h, %w] : tensor<1x16x64x64xf32>
+        f"(%x: {x}) -> {y}",
+        f"""te.compute [1, 1, {hw}, {hw}, 16] (%n, %cb, %h, %w, %ci) {{
+      %x0 = te.read %x[%n, %ci, %h, %w] : {x}
       te.yield %x0 : f32
-    } : tensor<1x1x64x64x16xf32>""",
+    }} : {y}""",
     )
-    assert choose_innermost(compute) == Innermost(3, is_reduction=False)
-
-
-def test_a_gather_across_planes_of_other_sizes_keeps_the_last_dimension() -> None:
-    """The same copy at 56x56 (planes 12.25 KiB apart: the lanes spread over the
-    sets) keeps the contiguous store."""
-    compute = te_compute(
-        "(%x: tensor<1x16x56x56xf32>) -> tensor<1x1x56x56x16xf32>",
-        """te.compute [1, 1, 56, 56, 16] (%n, %cb, %h, %w, %ci) {
-      %x0 = te.read %x[%n, %ci, %h, %w] : tensor<1x16x56x56xf32>
-      te.yield %x0 : f32
-    } : tensor<1x1x56x56x16xf32>""",
-    )
-    assert choose_innermost(compute) == Innermost(4, is_reduction=False)
+    assert choose_innermost(compute) == Innermost(axis, is_reduction=False)
 
 
 def test_extent_one_dimensions_are_not_chosen() -> None:
