@@ -108,20 +108,24 @@ def conv2d_block(op: graph.Conv2dOp, block: int = 0) -> tuple[int, int] | None:
         return None
     if cin * 2 >= lanes:
         return lanes, lanes
-    return (1, lanes) if _feeds_only_convs(op.results[0]) else None
+    return (1, lanes) if _feeds_only_blocked_convs(op.results[0], lanes) else None
 
 
-def _feeds_only_convs(value: SSAValue, depth: int = 4) -> bool:
-    """Is every use of `value` (through a few elementwise ops) a conv2d's data?"""
+def _feeds_only_blocked_convs(value: SSAValue, lanes: int, depth: int = 4) -> bool:
+    """Is every use of `value` (through a few elementwise ops) the data of a
+    conv2d that will be blocked too (one group, at least `lanes / 2` output
+    channels; its input, `value`'s channels, has that many already)?"""
     uses = list(value.uses)
     if not uses:
         return False
     for use in uses:
         user = use.operation
         if isinstance(user, graph.Conv2dOp) and use.index == 0:
-            continue
+            if user.groups_value == 1 and graph.tensor_shape(user.results[0])[1] * 2 >= lanes:
+                continue
+            return False
         if depth and isinstance(user, graph.UNARY_OPS + graph.BINARY_OPS):
-            if _feeds_only_convs(user.results[0], depth - 1):
+            if _feeds_only_blocked_convs(user.results[0], lanes, depth - 1):
                 continue
         return False
     return True

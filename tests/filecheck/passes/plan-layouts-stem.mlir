@@ -4,8 +4,8 @@
 // module's cpu target options): when its result feeds only convolutions
 // (through elementwise ops) it reads its input with block 1 (`NCHW1c`, the
 // same bytes as NCHW) and produces the blocked output directly; followed by
-// anything else (a max pool) it stays NCHW, so that no full-resolution
-// result is transformed back.
+// anything else (a max pool, a convolution that stays NCHW) it stays NCHW,
+// so that no full-resolution result is transformed back.
 builtin.module attributes {lamina.phase = #lamina.phase<optimization>, lamina.targets = {cpu = #lamina.target<"cpu", {vector_bits = 256 : i64}>}} {
   graph.func @into_conv(%x: tensor<1x3x8x8xf32>, %w0: tensor<8x3x3x3xf32>, %b0: tensor<8x1x1xf32>, %w1: tensor<8x8x3x3xf32>) -> tensor<1x8x8x8xf32> {
     %0 = graph.conv2d %x, %w0 {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x3x8x8xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x8x8xf32>
@@ -13,6 +13,12 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>, lamina.ta
     %2 = graph.relu %1 : (tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
     %3 = graph.conv2d %2, %w1 {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x8x8x8xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x8x8xf32>
     graph.return %3 : tensor<1x8x8x8xf32>
+  }
+
+  graph.func @into_narrow_conv(%x: tensor<1x3x8x8xf32>, %w0: tensor<8x3x3x3xf32>, %w1: tensor<2x8x3x3xf32>) -> tensor<1x2x8x8xf32> {
+    %0 = graph.conv2d %x, %w0 {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x3x8x8xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x8x8xf32>
+    %1 = graph.conv2d %0, %w1 {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x8x8x8xf32>, tensor<2x8x3x3xf32>) -> tensor<1x2x8x8xf32>
+    graph.return %1 : tensor<1x2x8x8xf32>
   }
 
   graph.func @into_pool(%x: tensor<1x3x8x8xf32>, %w0: tensor<8x3x3x3xf32>) -> tensor<1x8x4x4xf32> {
@@ -30,6 +36,14 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>, lamina.ta
 // CHECK:         %[[BIAS:.*]] = graph.add %[[STEM]], {{.*}} -> tensor<1x1x8x8x8xf32>
 // CHECK:         %[[RELU:.*]] = graph.relu %[[BIAS]]
 // CHECK:         graph.conv2d %[[RELU]], {{.*}}data_layout = "NCHW8c"{{.*}} : (tensor<1x1x8x8x8xf32>, tensor<1x1x3x3x8x8xf32>) -> tensor<1x1x8x8x8xf32>
+
+// A consumer with too few output channels to be blocked (2 < 8/2) would
+// need the stem's output back in NCHW: both stay NCHW.
+// CHECK-LABEL: graph.func @into_narrow_conv
+// CHECK-NEXT:    graph.conv2d %x, %w0 {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x3x8x8xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x8x8xf32>
+// CHECK-NEXT:    graph.conv2d
+// CHECK-NOT:     data_layout
+// CHECK:         graph.return
 
 // CHECK-LABEL: graph.func @into_pool
 // CHECK-NEXT:    graph.conv2d %x, %w0 {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x3x8x8xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x8x8xf32>
