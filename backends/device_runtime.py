@@ -155,7 +155,11 @@ exit:
   ret void
 }}
 
-define linkonce_odr hidden ptr @{ALLOC_SYMBOL}(i64 %slot, i64 %size) {{
+; `noalias` as malloc's: the block is no one else's (fresh, or freed back to the
+; cache). `noinline` keeps that fact at every call site (inlining drops it):
+; with it LLVM keeps a kernel's accumulators in registers even when they live
+; in a temporary next to the temporaries it reads (tests/test_codegen.py).
+define linkonce_odr hidden noalias ptr @{ALLOC_SYMBOL}(i64 %slot, i64 %size) noinline {{
 entry:
   %cached = call ptr @__lamina_cache_take(i64 %size)
   %hit = icmp ne ptr %cached, null

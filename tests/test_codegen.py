@@ -312,6 +312,66 @@ def test_temporary_buffer_alloc_free(scope):
     np.testing.assert_allclose(o, 2 * np.exp(a), rtol=1e-6)
 
 
+# A row accumulated over k in one temporary while reading another: both on
+# the device allocator, the situation of Winograd's product stage when it
+# runs serially (its V, U and M are temporaries).
+TEMPORARY_ACCUMULATOR = """
+  loop.func @column_sums(%x: memref<64x16xf32>, %y: memref<16xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %c64 = arith.constant 64 : index
+    %zero = arith.constant 0.0 : f32
+    %a = loop.alloc {scope = "global"} : memref<64x16xf32>
+    %s = loop.alloc {scope = "global"} : memref<16xf32>
+    loop.for %i = %c0 to %c64 step %c1 {
+      loop.for %j = %c0 to %c16 step %c1 kind(vectorized) {
+        %v = loop.load %x[%i, %j] : memref<64x16xf32>
+        loop.store %v, %a[%i, %j] : memref<64x16xf32>
+      }
+    }
+    loop.for %j = %c0 to %c16 step %c1 kind(vectorized) {
+      loop.store %zero, %s[%j] : memref<16xf32>
+    }
+    loop.for %k = %c0 to %c64 step %c1 {
+      loop.for %j = %c0 to %c16 step %c1 kind(vectorized) {
+        %v = loop.load %a[%k, %j] : memref<64x16xf32>
+        %acc = loop.load %s[%j] : memref<16xf32>
+        %n = arith.addf %acc, %v : f32
+        loop.store %n, %s[%j] : memref<16xf32>
+      }
+    }
+    loop.for %j = %c0 to %c16 step %c1 kind(vectorized) {
+      %v = loop.load %s[%j] : memref<16xf32>
+      loop.store %v, %y[%j] : memref<16xf32>
+    }
+    loop.free %a : memref<64x16xf32>
+    loop.free %s : memref<16xf32>
+    loop.return
+  }
+"""
+
+
+def test_an_accumulator_in_a_temporary_stays_in_registers():
+    """The device allocator returns `noalias` memory (and is not inlined, which
+    would drop that), so LLVM knows that temporaries do not alias and keeps
+    an accumulated row in registers across k. Without it, a Winograd 3x3
+    64->64 at 16x16 whose product stage ran serially (a larger
+    `PARALLEL_MIN_WORK`) loaded and stored its accumulators on every step:
+    0.31 ms against 0.15 ms."""
+    kernel = Kernel(lower(TEMPORARY_ACCUMULATOR))
+    ir = kernel.compiled.optimized_ir
+    assert "noalias ptr @__lamina_device_alloc" in ir
+    blocks = ir.split("\n\n")
+    summing = [b for b in blocks if "fadd" in b and "phi <" in b]
+    assert summing, "the k loop accumulates in a vector phi (a register)"
+    assert not any("store <" in b for b in summing)
+    x = RNG.standard_normal((64, 16)).astype(np.float32)
+    y = np.zeros(16, np.float32)
+    kernel.call("column_sums", x, y)
+    np.testing.assert_allclose(y, x.sum(axis=0), rtol=1e-5)
+
+
 def test_loop_if_with_and_without_results():
     kernel = lower_and_jit(CONTROL)
     a = RNG.standard_normal(20) * 3
