@@ -196,14 +196,18 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     te.return %e, %s : tensor<512x512xf32>, tensor<512xf32>
   }
 
-  // 2^17 evaluations: serial with two reads each, parallel with four.
+  // 2^17 evaluations: serial with two reads each, parallel with four. 2^16
+  // evaluations of one read: serial when contiguous, parallel when the
+  // vectorized loop gathers it (a transpose: it counts as GATHER_READS).
   // CHECK-LABEL: loop.func @reads_loop(
   // CHECK:         loop.for %{{[a-z0-9_]+}} = %c0 to %c256 step %c1 {{{$}}
   // CHECK:         loop.for %{{[a-z0-9_]+}} = %c0 to %c256 step %c1 kind(parallel) {
-  te.func @reads(%a: tensor<512x512xf32>) -> (tensor<256x512xf32>, tensor<256x512xf32>) {
+  // CHECK:         loop.for %{{[a-z0-9_]+}} = %c0 to %c256 step %c1 {{{$}}
+  // CHECK:         loop.for %{{[a-z0-9_]+}} = %c0 to %c256 step %c1 kind(parallel) {
+  te.func @reads(%a: tensor<512x512xf32>, %b: tensor<300x300xf32>) -> (tensor<256x512xf32>, tensor<256x512xf32>, tensor<256x256xf32>, tensor<256x256xf32>) {
     %two = te.compute [256, 512] (%i, %j) {
       %x = te.read %a[%i, %j] : tensor<512x512xf32>
-      %y = te.read %a[%j, %i] : tensor<512x512xf32>
+      %y = te.read %a[%i, %j] : tensor<512x512xf32>
       %s = arith.addf %x, %y : f32
       te.yield %s : f32
     } : tensor<256x512xf32>
@@ -217,7 +221,15 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
       %u = arith.addf %s, %t : f32
       te.yield %u : f32
     } : tensor<256x512xf32>
-    te.return %two, %four : tensor<256x512xf32>, tensor<256x512xf32>
+    %copy = te.compute [256, 256] (%i, %j) {
+      %x = te.read %a[%i, %j] : tensor<512x512xf32>
+      te.yield %x : f32
+    } : tensor<256x256xf32>
+    %transposed = te.compute [256, 256] (%i, %j) {
+      %x = te.read %b[%j, %i] : tensor<300x300xf32>
+      te.yield %x : f32
+    } : tensor<256x256xf32>
+    te.return %two, %four, %copy, %transposed : tensor<256x512xf32>, tensor<256x512xf32>, tensor<256x256xf32>, tensor<256x256xf32>
   }
 
   // Matmul: the column loop j is innermost (C and B contiguous, A invariant),
