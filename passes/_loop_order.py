@@ -222,4 +222,11 @@ def choose_innermost(compute: te.ComputeOp) -> Innermost | None:
     return Innermost(best, best >= rank)
 
 
-__all__ = ["AffineIndex", "Innermost", "access_score", "choose_innermost"]
+def gathered_reads(compute: te.ComputeOp, inner: Innermost) -> int:
+    """How many of the region's reads the vectorized loop over `inner` gathers
+    (strided along it)."""
+    affine = AffineIndex(compute.body.block, compute.body.block.args[inner.axis])
+    return sum(access_score(s, i, affine) == STRIDED for s, i, _ in _reads(compute))
+
+
+__all__ = ["AffineIndex", "Innermost", "access_score", "choose_innermost", "gathered_reads"]

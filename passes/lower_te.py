@@ -86,7 +86,7 @@ from lamina.core.liveness import BlockOrder
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, loop, te
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, Phase
-from lamina.passes._loop_order import STRIDED, AffineIndex, access_score, choose_innermost
+from lamina.passes._loop_order import Innermost, choose_innermost, gathered_reads
 
 LOOP_SUFFIX = "_loop"
 """`te.func @f` becomes `loop.func @f_loop`."""
@@ -116,12 +116,6 @@ one thread, as long as a 2-read contiguous copy of about 2**20 elements."""
 
 SCRATCH_SCOPE = "local"
 """Memory scope of the temporaries holding intermediate `te.compute` results."""
-
-
-def _shape(tensor: SSAValue) -> tuple[int, ...]:
-    ttype = tensor.type
-    assert isinstance(ttype, TensorType)
-    return ttype.get_shape()
 
 
 def _moved_last(axes: Iterable[int], last: int) -> list[int]:
@@ -236,6 +230,8 @@ class ComputeLowering:
     scope: FunctionScope
     buffers: dict[SSAValue, SSAValue]
     outer: dict[SSAValue, SSAValue]
+    inner: Innermost | None = field(default=None, init=False)
+    """The innermost loop's axis, chosen when the nest is emitted."""
 
     @property
     def rank(self) -> int:
@@ -246,7 +242,7 @@ class ComputeLowering:
         return (*self.compute.shape_values, *self.compute.reduce_values)
 
     def emit(self) -> None:
-        inner = choose_innermost(self.compute)
+        inner = self.inner = choose_innermost(self.compute)
         spatial = list(range(self.rank))
         reduction = list(range(self.rank, len(self.extents)))
         # Built in a detached block, then moved: the index constants the nest
@@ -334,17 +330,10 @@ class ComputeLowering:
         """Tensor reads of the nest: every spatial and reduction point times the
         region's reads (counted as at least two, see `PARALLEL_MIN_WORK`; a
         read the vectorized loop gathers as `GATHER_READS`)."""
-        reads = [o for o in self.compute.body.block.ops if isinstance(o, te.ReadOp)]
-        inner = choose_innermost(self.compute)
-        gathered = 0
-        if inner is not None and not self.compute.is_reduction:
-            block = self.compute.body.block
-            affine = AffineIndex(block, block.args[inner.axis])
-            gathered = sum(
-                access_score(_shape(r.tensor), r.indices, affine) == STRIDED for r in reads
-            )
-        weight = len(reads) + (GATHER_READS - 1) * gathered
-        return prod(self.extents) * max(2, weight)
+        reads = sum(isinstance(o, te.ReadOp) for o in self.compute.body.block.ops)
+        if self.inner is not None and not self.compute.is_reduction:
+            reads += (GATHER_READS - 1) * gathered_reads(self.compute, self.inner)
+        return prod(self.extents) * max(2, reads)
 
     # -- bodies ----------------------------------------------------------------------
 
