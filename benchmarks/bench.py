@@ -393,8 +393,8 @@ def _write_csv(path: str, rows: list[dict]) -> None:
     print(f"wrote {path}")
 
 
-def _plot(path: str, rows: list[dict]) -> None:
-    """Bar chart of the ratios (Lamina / NumPy) per case and thread count; skipped without matplotlib."""
+def _plot(path: str, rows: list[dict], peer: str = "NumPy") -> None:
+    """Bar chart of the ratios (Lamina / `peer`) per case and thread count; skipped without matplotlib."""
     try:
         import matplotlib
 
@@ -407,7 +407,7 @@ def _plot(path: str, rows: list[dict]) -> None:
     fig, ax = plt.subplots(figsize=(8, 0.4 * len(rows) + 1))
     ax.barh(labels, [r["ratio"] for r in rows])
     ax.axvline(1.0, color="k", linewidth=0.8)
-    ax.set_xlabel("time ratio Lamina / NumPy (< 1: Lamina faster)")
+    ax.set_xlabel(f"time ratio Lamina / {peer} (< 1: Lamina faster)")
     fig.tight_layout()
     fig.savefig(path)
     print(f"wrote {path}")

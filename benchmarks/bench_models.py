@@ -1,0 +1,191 @@
+"""Real networks: torchvision's classification models through ONNX, Lamina against onnxruntime.
+
+    python benchmarks/bench_models.py [--models resnet18,mobilenet_v2,...] [--threads 1,2]
+                                      [--rounds 9] [--target 'cpu{vector_bits=256}']
+                                      [--profile] [--csv out.csv] [--plot out.png]
+
+Each model is torchvision's (random weights, eval mode, batch 1, 224×224; needs
+the `torch` extra) exported to ONNX by PyTorch's TorchScript exporter (opset 17),
+cached in `--export-dir` so later runs skip the export. For each model:
+
+- compile time: `lamina.compile` of the imported module, cold (disk cache off);
+- numerics: the largest difference to onnxruntime relative to its largest
+  output (must stay within 1e-4);
+- run time: medians of interleaved rounds (Lamina, onnxruntime, Lamina, …) at
+  each thread count, and the ratio Lamina / onnxruntime (below 1: Lamina faster);
+- with `--profile`: onnxruntime's own profile (`enable_profiling`) summed by op
+  kind, beside Lamina's per-kernel time, so a slow model shows where.
+
+`--target` passes a target (with options) to `lamina.compile`, e.g.
+`'cpu{vector_bits=256}'` for a 256-bit (AVX2-class) build on an AVX-512 host.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+import lamina
+from lamina.frontends.onnx import import_model
+
+sys.path.insert(0, str(Path(__file__).parent))
+import bench  # noqa: E402
+import peers  # noqa: E402
+
+MODELS = (
+    "resnet18",
+    "resnet50",
+    "mobilenet_v2",
+    "mobilenet_v3_large",
+    "squeezenet1_1",
+    "shufflenet_v2_x1_0",
+    "densenet121",
+    "googlenet",
+    "efficientnet_b0",
+)
+
+
+def export(name: str, directory: Path) -> Path:
+    """`directory/name.onnx`, exported from torchvision on first use."""
+    path = directory / f"{name}.onnx"
+    if path.exists():
+        return path
+    try:
+        import torch
+        import torchvision
+    except ImportError:
+        raise SystemExit(
+            "error: bench_models.py needs PyTorch (pip install -e '.[torch]')"
+        ) from None
+    import contextlib
+    import io
+    import warnings
+
+    kwargs = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
+    model = getattr(torchvision.models, name)(weights=None, **kwargs).eval()
+    example = torch.randn(1, 3, 224, 224)
+    directory.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (example,), str(path), opset_version=17, dynamo=False,
+                          input_names=["input"], output_names=["output"])  # fmt: skip
+    return path
+
+
+def ort_profile(model: bytes, x: np.ndarray, runs: int) -> dict[str, float]:
+    """Milliseconds per run that onnxruntime spends in each op kind (its own profiler)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.enable_profiling = True
+    with tempfile.TemporaryDirectory() as tmp:
+        options.profile_file_prefix = os.path.join(tmp, "ort")
+        session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        name = session.get_inputs()[0].name
+        for _ in range(runs):
+            session.run(None, {name: x})
+        events = json.loads(Path(session.end_profiling()).read_text())
+    by_kind: dict[str, float] = defaultdict(float)
+    for event in events:
+        if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
+            by_kind[event["args"]["op_name"]] += event["dur"] / 1000 / runs
+    return dict(by_kind)
+
+
+def bench_model(name: str, args: argparse.Namespace) -> list[dict]:
+    path = export(name, Path(args.export_dir))
+    model = onnx.load(str(path))
+    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    module = import_model(model).module
+    os.environ["LAMINA_CACHE"] = "0"
+    start = time.perf_counter()
+    exe = lamina.compile(module, targets=[args.target] if args.target else None)
+    compile_s = time.perf_counter() - start
+
+    rows = []
+    for threads in args.threads:
+        bench.set_num_threads(threads)
+        session = peers.ort_session(model.SerializeToString(), threads)
+        feed = {session.get_inputs()[0].name: x}
+        want = session.run(None, feed)[0]
+        got = exe.run("main", x)
+        error = float(np.abs(got - want).max() / np.abs(want).max())
+        peer = functools.partial(session.run, None, feed)
+        lam, ort_t = bench._rounds([functools.partial(exe.run, "main", x), peer], args.rounds)
+        row = {
+            "model": name,
+            "threads": threads,
+            "compile_s": round(compile_s, 2),
+            "lamina_ms": round(1e3 * float(np.median(lam)), 3),
+            "onnxruntime_ms": round(1e3 * float(np.median(ort_t)), 3),
+            "error": f"{error:.1e}",
+        }
+        row["ratio"] = round(row["lamina_ms"] / row["onnxruntime_ms"], 2)
+        rows.append(row)
+        print(
+            f"{name:20s} {threads}t  compile {compile_s:6.2f} s  lamina {row['lamina_ms']:8.2f} ms"
+            f"  onnxruntime {row['onnxruntime_ms']:8.2f} ms  ratio {row['ratio']:.2f}"
+            f"  error {error:.1e}{'  (> 1e-4!)' if error > 1e-4 else ''}",
+            flush=True,
+        )
+    if args.profile:
+        for kind, ms in sorted(ort_profile(model.SerializeToString(), x, 5).items(),
+                               key=lambda kv: -kv[1]):  # fmt: skip
+            print(f"    onnxruntime {kind:28s} {ms:8.3f} ms")
+    return rows
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=",".join(MODELS), help="comma-separated names")
+    parser.add_argument("--threads", default="1", help="comma-separated thread counts")
+    parser.add_argument("--rounds", type=int, default=9, help="interleaved rounds (medians)")
+    parser.add_argument("--target", default=None, help="a target with options for lamina.compile")
+    parser.add_argument("--profile", action="store_true", help="onnxruntime's time by op kind")
+    parser.add_argument("--export-dir", default=str(Path.home() / ".cache" / "lamina-bench"))
+    parser.add_argument("--csv", help="write the rows as CSV")
+    parser.add_argument("--plot", help="write a bar chart of the ratios (needs matplotlib)")
+    args = parser.parse_args(argv)
+    args.threads = [int(t) for t in args.threads.split(",")]
+    names = [m for m in args.models.split(",") if m]
+    unknown = [m for m in names if m not in MODELS]
+    if unknown:
+        parser.error(f"unknown model(s) {', '.join(unknown)} (known: {', '.join(MODELS)})")
+
+    rows: list[dict] = []
+    for name in names:
+        try:
+            rows += bench_model(name, args)
+        except Exception as err:  # one model's failure must not hide the others' numbers
+            print(f"{name:20s} failed: {str(err).splitlines()[0]}", flush=True)
+    for threads in args.threads:
+        ratios = [r["ratio"] for r in rows if r["threads"] == threads]
+        if ratios:
+            print(
+                f"geomean ratio at {threads} thread(s): {_geomean(ratios):.2f} over {len(ratios)}"
+            )
+    if rows and args.csv:
+        bench._write_csv(args.csv, rows)
+    if rows and args.plot:
+        bench._plot(args.plot, [{**r, "case": r["model"]} for r in rows], peer="onnxruntime")
+    return 0 if rows else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
