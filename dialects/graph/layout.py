@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from math import prod
+from typing import TypeGuard
 
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, TensorType, UnitAttr
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -111,8 +112,18 @@ def layout_transform_shape(
                 "at the start is a positive offset, e.g. `d0 + 1`; only a transform marked "
                 "`crop` may drop what falls outside)"
             )
+        if not crop and _is_mod(expr) and _exact_bounds(expr.lhs, shape)[0] < 0:
+            raise ShapeError(
+                f"constraint map result #{i} ({expr}) wraps negative positions around to the "
+                "end of the axis: an element before slot 0 would land in the last slots (padding "
+                "at the start is a positive offset, e.g. `(d0 + 1) floordiv 4, (d0 + 1) mod 4`)"
+            )
         result.append(max(_padded_extent(expr, shape, hi + 1), 0))
     return tuple(result)
+
+
+def _is_mod(expr: AffineExpr) -> TypeGuard[AffineBinaryOpExpr]:
+    return isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Mod
 
 
 def _padded_extent(expr: AffineExpr, shape: Sequence[int], tight: int) -> int:
@@ -223,7 +234,7 @@ def _check_trailing_padding(index_map: AffineMap, got: Sequence[int], image: Seq
     makes sense where the slot number grows with the data: a `mod` result
     wraps around, so its extent is exactly its modulus."""
     for i, (expr, g, s) in enumerate(zip(index_map.results, got, image, strict=True)):
-        if g > s and isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Mod:
+        if g > s and _is_mod(expr):
             raise ShapeError(
                 f"result dimension #{i} is `{expr}`: its extent is {s}, got {g} (only a result "
                 "that is not a `mod` may be declared longer than the image to pad after the data)"
