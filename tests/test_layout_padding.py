@@ -7,13 +7,20 @@ every transform is lowered on its own)."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from xdsl.context import Context
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineExpr, AffineMap
 from xdsl.parser import Parser
 
 import lamina
-from lamina.core.diagnostics import DiagnosticError
+from lamina.backends.reference import evaluate
+from lamina.core.context import make_context
+from lamina.core.diagnostics import DiagnosticError, parse_module
 from lamina.dialects import graph
 from lamina.dialects.layout_maps import apply_layout, same_map
 from lamina.passes.plan_layouts import inverse_map
@@ -279,13 +286,51 @@ def test_tvm_nonsurjective_inverse_cases(case: str) -> None:
             f"  graph.return %p, %r : {_type(post)}, {_type(pre)}",
         ]
     )
-    physical, restored = lamina.compile(_module(body, [("x", pre)], [post, pre], False)).run(
-        "main", x
-    )
+    text = _module(body, [("x", pre)], [post, pre], False)
+    physical, restored = lamina.compile(text).run("main", x)
     expected_padding = predicate(*np.indices(post))
     np.testing.assert_array_equal(physical == -7.0, expected_padding)
     np.testing.assert_array_equal(physical, apply_layout(x, fmap, post, -7.0))
     np.testing.assert_array_equal(restored, x)
+    # The NumPy reference evaluator agrees with the compiled code.
+    ref_physical, ref_restored = evaluate(parse_module(make_context(), text, "t.mlir"), "main", x)
+    np.testing.assert_array_equal(ref_physical, physical)
+    np.testing.assert_array_equal(ref_restored, x)
+
+
+def _brute_force_image(shape, index_map: AffineMap) -> tuple[tuple[int, ...], int]:
+    """(image shape counted from slot 0, smallest position) by evaluating every point."""
+    points = list(itertools.product(*(range(n) for n in shape)))
+    extents, lowest = [], 0
+    for expr in index_map.results:
+        values = [AffineMap(len(shape), 0, (expr,)).eval(p, [])[0] for p in points]
+        lowest = min(lowest, *values)
+        if isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Mod:
+            extents.append(expr.rhs.value)  # type: ignore[union-attr]
+        elif isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.FloorDiv:
+            inner = [AffineMap(len(shape), 0, (expr.lhs,)).eval(p, [])[0] for p in points]
+            extents.append(max(-(-(max(inner) + 1) // expr.rhs.value), 0))  # type: ignore[union-attr]
+        else:
+            extents.append(max(max(values) + 1, 0))
+    return tuple(extents), lowest
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 12), st.integers(1, 5), st.integers(2, 6), st.integers(-5, 5))
+def test_padded_shape_with_offsets_matches_brute_force(n, m, tile, offset):
+    """The shape rule with offsets of either sign: a negative position is an
+    error unless the transform crops, and then only slots from 0 count."""
+    d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
+    tiled = AffineMap(2, 0, ((d0 + offset) // tile, d1 + offset, (d0 + offset) % tile))
+    flat = AffineMap(2, 0, (d0 * m + d1 + offset,))
+    for index_map in (tiled, flat):
+        image, lowest = _brute_force_image((n, m), index_map)
+        assert graph.layout_transform_shape((n, m), index_map, crop=True) == image
+        if lowest < 0:
+            with pytest.raises(graph.ShapeError, match="can be negative|wraps"):
+                graph.layout_transform_shape((n, m), index_map)
+        else:
+            assert graph.layout_transform_shape((n, m), index_map) == image
 
 
 # ---------------------------------------------------------------------------
