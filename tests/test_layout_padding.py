@@ -93,14 +93,16 @@ def _maps(rank: int, tiles, left) -> tuple[str, str]:
 
 
 TILE_CASES = {
-    # name: (logical shape, tiles, padding before each axis)
+    # name: (logical shape, tiles, padding before each axis[, slots added after])
     "1d-left": ((15,), (4,), (1,)),
     "1d-right": ((15,), (4,), (0,)),
     "1d-left-right": ((14,), (4,), (1,)),
     "1d-left-3-blocks": ((6,), (4,), (3,)),
+    "1d-left-extra-tile": ((14,), (4,), (1,), (4,)),
     "2d-left": ((15, 29), (4, 8), (1, 3)),
     "2d-right": ((14, 30), (4, 8), (0, 0)),
     "2d-left-right": ((14, 31), (4, 8), (1, 5)),
+    "2d-left-right-extra-tile": ((14, 31), (4, 8), (1, 5), (0, 8)),
 }
 
 
@@ -111,11 +113,12 @@ def test_tile_padding_round_trip(case: str, pad: str, plan: bool) -> None:
     """Forward (padding before and/or after the data), then the cropping inverse:
     the physical tensor matches NumPy (its padding holds PAD), and the inverse
     of it, and of `exp` of it, gives back x and exp(x)."""
-    shape, tiles, left = TILE_CASES[case]
+    shape, tiles, left, *more = TILE_CASES[case]
+    extra = more[0] if more else None  # a declared outer extent beyond the image
     x = RNG.standard_normal(shape).astype(np.float32)
     forward, back = _maps(len(shape), tiles, left)
     fill = _pad_number(pad)
-    reference = _tiled(x, tiles, left, np.nan if fill is None else fill)
+    reference = _tiled(x, tiles, left, np.nan if fill is None else fill, extra)
     phys = reference.shape
     body = "\n".join(
         [
@@ -128,7 +131,7 @@ def test_tile_padding_round_trip(case: str, pad: str, plan: bool) -> None:
     )
     text = _module(body, [("x", shape)], [phys, shape, shape], plan)
     physical, restored, exp_restored = lamina.compile(text).run("main", x)
-    data = ~np.isnan(_tiled(x, tiles, left, np.nan))
+    data = ~np.isnan(_tiled(x, tiles, left, np.nan, extra))
     np.testing.assert_array_equal(physical[data], reference[data])
     if fill is not None:
         assert np.all(physical[~data] == fill)
