@@ -170,3 +170,12 @@ graph.func @boundary_negative(%x: tensor<4x4xf32> {lamina.constraint = #lamina.c
   graph.return
 }
 // CHECK: puts the first element before slot 0 (result #0 has offset -1)
+
+// -----
+
+// The same on a kernel's buffer: padding before the data is a positive offset.
+// expected-error @+1 {{'lamina.constraint' of parameter #0: constraint map (d0) -> ((d0 + -2)) puts the first element before slot 0 (result #0 has offset -2)}}
+loop.func @loop_boundary_negative(%x: memref<8xf32> {lamina.constraint = #lamina.constraint<affine_map<(d0) -> (d0 - 2)>, 0.0 : f32, logical = array<i64: 6>>}) {
+  loop.return
+}
+// CHECK: constraint map (d0) -> ((d0 + -2)) puts the first element before slot 0
