@@ -195,6 +195,18 @@ def _collect(expr: AffineExpr, scale: int, coefs: dict[int, int]) -> int | None:
     return None
 
 
+def same_map(a: AffineMap, b: AffineMap) -> bool:
+    """Whether two maps are the same function: equal, or equal result by result
+    as affine sums (`d1 + d0 * 4 - 1` is `d0 * 4 + d1 + -1`; a user writes an
+    inverse map one way, plan-layouts builds it another)."""
+    if a == b:
+        return True
+    if (a.num_dims, a.num_symbols, len(a.results)) != (b.num_dims, b.num_symbols, len(b.results)):
+        return False
+    forms = [(_split(x), _split(y)) for x, y in zip(a.results, b.results, strict=True)]
+    return all(fx == fy and fx[1] is not None for fx, fy in forms)
+
+
 @dataclass(frozen=True)
 class Group:
     """One recoverable inner sum: its value is `idx[plain]`, or
@@ -253,6 +265,11 @@ def _group(inner: Linear, slot: dict[str, tuple[int, int]], logical: Sequence[in
         group = Group(inner, slot["plain"][0], None, None, 1)
     elif kinds == {"floordiv", "mod"} and slot["floordiv"][1] == slot["mod"][1]:
         group = Group(inner, None, slot["floordiv"][0], slot["mod"][0], slot["mod"][1])
+    elif kinds == {"mod"} and inner.const < 0:
+        raise LayoutMapError(
+            f"`({_linear_text(inner)}) mod {slot['mod'][1]}` wraps negative positions around "
+            "to the end of the axis; pair it with its `floordiv` to pad at the start"
+        )
     elif kinds == {"mod"} and logical is not None and _max_value(inner, logical) < slot["mod"][1]:
         group = Group(inner, None, None, slot["mod"][0], slot["mod"][1])
     elif kinds == {"floordiv", "mod"}:
@@ -320,9 +337,17 @@ def constraint_problem(
     if index_map.num_symbols:
         return "constraint map must not have symbols"
     try:
-        invert_map(index_map, logical)
+        groups = invert_map(index_map, logical)
     except LayoutMapError as err:
         return f"constraint map {index_map} is not injective: {err}"
+    for g in groups:
+        if g.inner.const < 0 and g.inner.terms:
+            p = next(p for p in (g.plain, g.outer, g.inner_pos) if p is not None)
+            return (
+                f"constraint map {index_map} puts the first element before slot 0 (result "
+                f"#{p} has offset {g.inner.const}): every logical element is stored, so "
+                "padding at the start is a positive offset (e.g. `d0 + 1`)"
+            )
     if logical is not None and not is_injective(index_map, logical):
         return f"constraint map {index_map} is not injective on {list(logical)}"
     return None

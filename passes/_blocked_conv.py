@@ -13,7 +13,8 @@ Padded channels. The blocked tensors are the physical buffers of
 the data's constraint is known (`legalize` passes the operand constraints
 into the `KernelBuilder`) and records a logical channel count below the
 physical one, the reduction masks the padded channels
-(`select(cb*c + ci < C, x*w, 0)`). Whether the mask is needed is decided
+(`select(cb*c + ci < C, x*w, 0)`; with `k` channels of padding before the
+data, `k <= cb*c + ci < k + C`). Whether the mask is needed is decided
 later, at loop level: `simplify` removes it when the constraint says the
 padding holds 0 -- even when the producer is another, separately compiled
 kernel (seed 002's non-local use).
@@ -27,12 +28,13 @@ from xdsl.ir.affine import AffineMap
 
 from lamina.dialects import graph, te
 from lamina.dialects.lamina import ConstraintAttr
+from lamina.dialects.layout_maps import LayoutMapError, invert_map
 
 
 def build_blocked_conv2d(op: Operation, kb, inputs: list[SSAValue]) -> list[SSAValue]:
     """The te.compute of a channel-blocked convolution (see the module docstring)."""
     from lamina.passes._legalize_ops import Window, window_input
-    from lamina.passes._winograd_conv import build_winograd_conv2d
+    from lamina.passes._winograd_conv import build_winograd_conv2d, channel_mask
 
     assert isinstance(op, graph.Conv2dOp)
     data, weight = inputs
@@ -59,9 +61,9 @@ def build_blocked_conv2d(op: Operation, kb, inputs: list[SSAValue]) -> list[SSAV
         cb, kh, kw, ci = red
         x = source.read(em, [n, cb, oh, ow, ci], [(win_h, oh, kh), (win_w, ow, kw)])
         product = em.mul(x, em.read(weight, [ko, cb, kh, kw, ci, ki]))
-        if channels is None or channels >= ws[1] * c:
+        inside = channel_mask(em, em.affine([(cb, c), (ci, 1)]), channels, ws[1] * c)
+        if inside is None:
             return product
-        inside = em.cmpi("slt", em.affine([(cb, c), (ci, 1)]), channels)
         return em.select(inside, product, em.const(0, graph.element_type(data)))
 
     extents = [ws[1], ws[2], ws[3], ws[4]]
@@ -93,9 +95,22 @@ def _is_zero(pad) -> bool:
     return isinstance(pad, FloatAttr | IntegerAttr) and pad.value.data == 0
 
 
-def _logical_channels(constraint: ConstraintAttr | None, block: int) -> int | None:
-    """The logical channel count of blocked data, when its constraint records it."""
+def _logical_channels(constraint: ConstraintAttr | None, block: int) -> tuple[int, int] | None:
+    """The physical channel slots `[first, end)` that hold the data of blocked
+    data, when its constraint records the logical shape. `first` is the
+    padding before the data (`(d1 + 1) floordiv 8, ..., (d1 + 1) mod 8`: slot
+    0 is padding)."""
     if constraint is None or constraint.logical_shape is None:
         return None
     logical = constraint.logical_shape
-    return logical[1] if len(logical) == 4 else None
+    if len(logical) != 4:
+        return None
+    first = 0
+    try:
+        groups = invert_map(constraint.index_map.data, logical)
+    except LayoutMapError:
+        groups = []
+    for g in groups:
+        if g.inner.terms == ((1, 1),):
+            first = g.inner.const
+    return first, first + logical[1]

@@ -13,7 +13,10 @@ layout of a channel count divisible by the block has none.
 
 The same code runs the other way round: the inverse of a blocked layout is
 the map `(.., c, .., ci) -> (.., c * 8 + ci, ..)` on the physical tensor,
-whose declared (`crop`) result is the smaller logical tensor.
+whose declared (`crop`) result is the smaller logical tensor. The inverse of
+a layout padded at the start has a negative offset (`(d0, d1) -> (d0 * 4 +
+d1 - 1)`): result slot `q` reads the physical slot whose sum is `q + 1`, so
+the leading padding is never read.
 """
 
 from __future__ import annotations
@@ -78,9 +81,11 @@ def logical_indices(
     conds: list[SSAValue] = []
     for g in groups:
         value, vmax = _group_value(em, g, physical_index, physical)
-        if g.inner.const > 0:
+        if g.inner.const > 0:  # padding before the data: slots below the offset
             conds.append(em.cmpi("sge", value, g.inner.const))
             value = em.select(conds[-1], em.iadd(value, -g.inner.const), em.index(0))
+        elif g.inner.const < 0:  # an inverse that crops leading padding: skip it
+            value = em.iadd(value, -g.inner.const)
         vmax -= g.inner.const
         for n, (d, coef) in enumerate(g.inner.terms):
             last = n == len(g.inner.terms) - 1

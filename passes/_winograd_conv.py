@@ -57,10 +57,11 @@ _G = ((1.0, 0.0, 0.0), (0.5, 0.5, 0.5), (0.5, -0.5, 0.5), (0.0, 0.0, 1.0))
 
 
 def build_winograd_conv2d(
-    op: Operation, kb: KernelBuilder, inputs: list[SSAValue], channels: int | None
+    op: Operation, kb: KernelBuilder, inputs: list[SSAValue], channels: tuple[int, int] | None
 ) -> list[SSAValue]:
-    """The te.computes of the module docstring; `channels`: the data's logical
-    channel count when below the physical one (those past it are masked)."""
+    """The te.computes of the module docstring; `channels`: the physical channel
+    slots `[first, end)` that hold the data's logical channels, when known
+    (those outside are masked)."""
     from lamina.passes._legalize_ops.nn import Window, window_input
 
     assert isinstance(op, graph.Conv2dOp)
@@ -127,7 +128,7 @@ def _weight_body(weight: SSAValue, t):
     return body
 
 
-def _input_body(source: SSAValue, tiles, channels: int | None):
+def _input_body(source: SSAValue, tiles, channels: tuple[int, int] | None):
     """V's body: `source` is the data zero-padded so that every tile lies inside it."""
     th_count, tw_count = tiles
     t = elt(source)
@@ -149,9 +150,9 @@ def _input_body(source: SSAValue, tiles, channels: int | None):
         row_p = em.add(at(p[0], p[1]), em.mul(s[1], at(p[0], q[1])))
         row_q = em.add(at(q[0], p[1]), em.mul(s[1], at(q[0], q[1])))
         value = em.add(row_p, em.mul(s[0], row_q))
-        if channels is None or channels >= cblocks * c:
+        inside = channel_mask(em, em.affine([(cbi, c), (ci, 1)]), channels, cblocks * c)
+        if inside is None:
             return value
-        inside = em.cmpi("slt", em.affine([(cbi, c), (ci, 1)]), channels)
         return em.select(inside, value, em.const(0, t))
 
     return body
@@ -179,3 +180,19 @@ def _output_body(m: SSAValue, tiles):
         return em.add(y[0], em.mul(sign[0], em.add(y[1], y[2])))
 
     return body
+
+
+def channel_mask(
+    em: TeEmitter, channel: SSAValue, span: tuple[int, int] | None, slots: int
+) -> SSAValue | None:
+    """The condition that physical channel slot `channel` holds data (None:
+    every one of the `slots` slots does)."""
+    if span is None:
+        return None
+    first, end = span
+    conds = []
+    if first > 0:
+        conds.append(em.cmpi("sge", channel, first))
+    if end < slots:
+        conds.append(em.cmpi("slt", channel, end))
+    return em.and_(conds)

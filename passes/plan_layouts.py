@@ -53,7 +53,7 @@ from lamina.core.diagnostics import op_error
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, Phase, UndefAttr
-from lamina.dialects.layout_maps import LayoutMapError, invert_map
+from lamina.dialects.layout_maps import LayoutMapError, invert_map, same_map
 
 ENABLE_ATTR_NAME = "lamina.plan_layouts"
 
@@ -198,14 +198,16 @@ def blocked_weight_map(i: int, o: int) -> AffineMap:
 
 def inverse_map(index_map: AffineMap, logical: tuple[int, ...]) -> AffineMap | None:
     """The map from physical back to logical indices (for maps whose groups are
-    single dims, possibly tiled), or None."""
+    single dims, possibly tiled and offset), or None. An offset is padding
+    before the data and comes back negated: the inverse of `((d0 + 1) floordiv
+    4, (d0 + 1) mod 4)` is `(d0, d1) -> (d0 * 4 + d1 - 1)` (with `crop`)."""
     try:
         groups = invert_map(index_map, logical)
     except LayoutMapError:
         return None
     results: list[AffineExpr | None] = [None] * index_map.num_dims
     for g in groups:
-        if len(g.inner.terms) != 1 or g.inner.terms[0][1] != 1 or g.inner.const:
+        if len(g.inner.terms) != 1 or g.inner.terms[0][1] != 1 or g.inner.const < 0:
             return None
         dim = g.inner.terms[0][0]
         if g.plain is not None:
@@ -214,6 +216,8 @@ def inverse_map(index_map: AffineMap, logical: tuple[int, ...]) -> AffineMap | N
             results[dim] = _d(g.outer) * g.tile + _d(g.inner_pos)
         else:
             return None
+        if g.inner.const:
+            results[dim] = results[dim] + (-g.inner.const)
     if any(r is None for r in results):
         return None
     return AffineMap(len(index_map.results), 0, tuple(r for r in results if r is not None))
@@ -319,7 +323,7 @@ def _inverse_source(value: SSAValue) -> tuple[graph.LayoutTransformOp, Constrain
     if known is None or known.logical_shape != graph.tensor_shape(value):
         return None
     back = inverse_map(known.index_map.data, known.logical_shape)
-    if back != owner.constraint.index_map.data:
+    if back is None or not same_map(back, owner.constraint.index_map.data):
         return None
     return owner, known
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from math import prod
+from typing import TypeGuard
 
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, TensorType, UnitAttr
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -78,12 +79,20 @@ def _exact_bounds(expr: AffineExpr, dims: Sequence[int]) -> tuple[int, int]:
     return int(values.min()), int(values.max())
 
 
-def layout_transform_shape(shape: Sequence[int], index_map: AffineMap) -> tuple[int, ...]:
+def layout_transform_shape(
+    shape: Sequence[int], index_map: AffineMap, crop: bool = False
+) -> tuple[int, ...]:
     """The physical shape of a layout constraint (seed 002's padding rule): a
     result `e mod m` has extent `m`, `e floordiv m` has ⌈extent(e)/m⌉, any other
     result its maximum over the logical domain + 1. So
     `(d0) -> (d0 floordiv 8, d0 mod 8)` on 20 gives 3x8, and on 3 gives 1x8:
-    the 5 slots no element reaches are padding."""
+    the 5 slots no element reaches are padding; `((d0 + 1) floordiv 4, (d0 +
+    1) mod 4)` on 14 gives 4x4 with one slot of padding before the data.
+
+    A result that can be negative would put an element before slot 0: an
+    error, unless the transform crops (`crop`: the inverse of a left-padded
+    layout, `(d0, d1) -> (d0 * 4 + d1 - 1)`, whose negative positions are the
+    dropped padding); then only the non-negative part of the image counts."""
     if index_map.num_dims != len(shape):
         raise ShapeError(
             f"constraint map has {index_map.num_dims} dimensions but the operand has rank "
@@ -96,10 +105,25 @@ def layout_transform_shape(shape: Sequence[int], index_map: AffineMap) -> tuple[
     result: list[int] = []
     for i, expr in enumerate(index_map.results):
         lo, hi = _exact_bounds(expr, shape)
-        if lo < 0:
-            raise ShapeError(f"constraint map result #{i} ({expr}) can be negative (minimum {lo})")
-        result.append(_padded_extent(expr, shape, hi + 1))
+        if lo < 0 and not crop:
+            raise ShapeError(
+                f"constraint map result #{i} ({expr}) can be negative (minimum {lo}) on the "
+                f"operand shape {list(shape)}: an element would land before slot 0 (padding "
+                "at the start is a positive offset, e.g. `d0 + 1`; only a transform marked "
+                "`crop` may drop what falls outside)"
+            )
+        if not crop and _is_mod(expr) and _exact_bounds(expr.lhs, shape)[0] < 0:
+            raise ShapeError(
+                f"constraint map result #{i} ({expr}) wraps negative positions around to the "
+                "end of the axis: an element before slot 0 would land in the last slots (padding "
+                "at the start is a positive offset, e.g. `(d0 + 1) floordiv 4, (d0 + 1) mod 4`)"
+            )
+        result.append(max(_padded_extent(expr, shape, hi + 1), 0))
     return tuple(result)
+
+
+def _is_mod(expr: AffineExpr) -> TypeGuard[AffineBinaryOpExpr]:
+    return isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Mod
 
 
 def _padded_extent(expr: AffineExpr, shape: Sequence[int], tight: int) -> int:
@@ -121,10 +145,15 @@ class LayoutTransformOp(_OneInputOp):
 
     Element `x[i]` goes to `result[MAP(i)]`. The result shape follows the map
     (`layout_transform_shape`: `e mod m` → m, `e floordiv m` → ⌈extent(e)/m⌉);
-    slots no element reaches hold PAD (or are unspecified for `#lamina.undef`).
-    The map must be injective on the operand. With `crop` (the inverse of a
-    padded layout) the declared result may be smaller than the map's image:
-    elements whose image falls outside it (the padding) are dropped.
+    slots no element reaches hold PAD (or are unspecified for `#lamina.undef`):
+    before the data when the map adds an offset (`d0 + 1`), after it where a
+    tile is not full. A result that is not a `mod` may be declared longer than
+    the image, which pads after the data too (`(d0 + 1)` on 4 elements into 6
+    slots: a halo of one on each side). The map must be injective on the
+    operand. With `crop` (the inverse of a padded layout) the declared result
+    may be smaller than the map's image, and the map may reach negative
+    positions: elements whose image falls outside the result (the padding)
+    are dropped.
     """
 
     name = "graph.layout_transform"
@@ -140,12 +169,15 @@ class LayoutTransformOp(_OneInputOp):
         result_type: Attribute | None = None,
     ):
         value = SSAValue.get(input)
+        shape, index_map = tensor_shape(value), constraint.index_map.data
         if result_type is None:
-            shape = layout_transform_shape(tensor_shape(value), constraint.index_map.data)
-            result_type = _tensor(element_type(value), shape)
-        image = layout_transform_shape(tensor_shape(value), constraint.index_map.data)
+            result_type = _tensor(element_type(value), layout_transform_shape(shape, index_map))
         assert isinstance(result_type, TensorType)
-        crop = tuple(result_type.get_shape()) != image
+        image = layout_transform_shape(shape, index_map, crop=True)
+        got = tuple(result_type.get_shape())
+        crop = _reaches_negative(shape, index_map) or any(
+            g < s for g, s in zip(got, image, strict=False)
+        )
         super().__init__(
             operands=[input],
             result_types=[result_type],
@@ -159,7 +191,7 @@ class LayoutTransformOp(_OneInputOp):
             raise ShapeError(f"pad value type {pad.type} does not match the element type {elem}")
         operand = tensor_shape(self.input)
         index_map = self.constraint.index_map.data
-        shape = layout_transform_shape(operand, index_map)
+        shape = layout_transform_shape(operand, index_map, crop=self.crop is not None)
         if not is_injective(index_map, operand):
             raise ShapeError(
                 f"constraint map {index_map} is not injective on the operand shape "
@@ -178,6 +210,9 @@ class LayoutTransformOp(_OneInputOp):
                     f"result shape {list(got)} is smaller than the map's image {list(shape)}: "
                     "it would lose elements (mark the op `crop` to drop the padding)"
                 )
+            if all(g >= s for g, s in zip(got, shape, strict=True)):
+                _check_trailing_padding(index_map, got, shape)
+                shape = tuple(got)
         logical = self.constraint.logical_shape
         if logical is not None and logical != tuple(operand):
             raise ShapeError(
@@ -185,3 +220,22 @@ class LayoutTransformOp(_OneInputOp):
                 f"{list(operand)}"
             )
         return _tensor(elem, shape)
+
+
+def _reaches_negative(shape: Sequence[int], index_map: AffineMap) -> bool:
+    """Whether some result of `index_map` is negative on the box `shape`."""
+    if any(d == 0 for d in shape) or index_map.num_dims != len(shape):
+        return False
+    return any(_exact_bounds(e, shape)[0] < 0 for e in index_map.results)
+
+
+def _check_trailing_padding(index_map: AffineMap, got: Sequence[int], image: Sequence[int]):
+    """A result declared longer than its image pads after the data, which only
+    makes sense where the slot number grows with the data: a `mod` result
+    wraps around, so its extent is exactly its modulus."""
+    for i, (expr, g, s) in enumerate(zip(index_map.results, got, image, strict=True)):
+        if g > s and _is_mod(expr):
+            raise ShapeError(
+                f"result dimension #{i} is `{expr}`: its extent is {s}, got {g} (only a result "
+                "that is not a `mod` may be declared longer than the image to pad after the data)"
+            )

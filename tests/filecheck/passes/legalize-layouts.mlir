@@ -26,6 +26,14 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
     %r = graph.relu %b : (tensor<1x1x2x2x8xf32>) -> tensor<1x1x2x2x8xf32>
     graph.return %r : tensor<1x1x2x2x8xf32>
   }
+
+  // Padding before the data: 14 elements in tiles of 4 from slot 1 (slot 0
+  // and slot 15 are padding), and the inverse that crops both ends.
+  graph.func @left_padding(%x: tensor<14xf32>, %p: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<14xf32>) {
+    %b = graph.layout_transform %x {constraint = #lamina.constraint<affine_map<(d0) -> ((d0 + 1) floordiv 4, (d0 + 1) mod 4)>, 0.0 : f32>} : (tensor<14xf32>) -> tensor<4x4xf32>
+    %l = graph.layout_transform %p {constraint = #lamina.constraint<affine_map<(d0, d1) -> (d0 * 4 + d1 - 1)>, #lamina.undef>, crop} : (tensor<4x4xf32>) -> tensor<14xf32>
+    graph.return %b, %l : tensor<4x4xf32>, tensor<14xf32>
+  }
 }
 
 // CHECK-LABEL: te.func private @te_layout_transform_1x1x2x2x8xf32(%in0: tensor<1x3x2x2xf32>) -> tensor<1x1x2x2x8xf32> {
@@ -69,3 +77,31 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 // CHECK:         } : tensor<1x3x2x2xf32>
 
 // CHECK-LABEL: te.func private @te_relu_1x1x2x2x8xf32(%in0: tensor<1x1x2x2x8xf32> {lamina.constraint = #lamina.constraint<affine_map<(d0, d1, d2, d3) -> (d0, (d1 floordiv 8), d2, d3, (d1 mod 8))>, 0.000000e+00 : f32, logical = array<i64: 1, 3, 2, 2>>}) -> tensor<1x1x2x2x8xf32>
+
+// The forward transform: slot (i, j) holds x[4*i + j - 1] when 1 <= 4*i + j
+// < 15, else the pad.
+// CHECK-LABEL: te.func private @te_layout_transform_4x4xf32(%in0: tensor<14xf32>) -> tensor<4x4xf32> {
+// CHECK:         %[[P:.*]] = arith.addi %{{.*}}, %i1 : index
+// CHECK-NEXT:    %[[ONE:.*]] = arith.constant 1 : index
+// CHECK-NEXT:    %[[AFTER:.*]] = arith.cmpi sge, %[[P]], %[[ONE]] : index
+// CHECK-NEXT:    %[[MINUS:.*]] = arith.constant -1 : index
+// CHECK-NEXT:    %[[Q:.*]] = arith.addi %[[P]], %[[MINUS]] : index
+// CHECK:         %[[BEFORE:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : index
+// CHECK-NEXT:    %[[OK:.*]] = arith.andi %[[AFTER]], %[[BEFORE]] : i1
+// CHECK:         %[[X:.*]] = te.read %in0[%{{.*}}] : tensor<14xf32>
+// CHECK-NEXT:    %[[PAD:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    arith.select %[[OK]], %[[X]], %[[PAD]] : f32
+// CHECK:         } {constraint = #lamina.constraint<affine_map<(d0) -> (((d0 + 1) floordiv 4), ((d0 + 1) mod 4))>, 0.000000e+00 : f32, logical = array<i64: 14>>} : tensor<4x4xf32>
+
+// The inverse: element q is at physical sum q + 1 (block (q + 1) / 4, lane
+// (q + 1) mod 4); the leading padding is never read, nothing is guarded.
+// CHECK-LABEL: te.func private @te_layout_transform_14xf32(%in0: tensor<4x4xf32>) -> tensor<14xf32> {
+// CHECK-NEXT:    %0 = te.compute [14] (%i0) {
+// CHECK-NEXT:      %[[ONE:.*]] = arith.constant 1 : index
+// CHECK-NEXT:      %[[S:.*]] = arith.addi %i0, %[[ONE]] : index
+// CHECK-NEXT:      %[[FOUR:.*]] = arith.constant 4 : index
+// CHECK-NEXT:      %[[B:.*]] = arith.divui %[[S]], %[[FOUR]] : index
+// CHECK-NEXT:      %[[L:.*]] = arith.remui %[[S]], %[[FOUR]] : index
+// CHECK-NEXT:      %[[V:.*]] = te.read %in0[%[[B]], %[[L]]] : tensor<4x4xf32>
+// CHECK-NEXT:      te.yield %[[V]] : f32
+// CHECK-NEXT:    } : tensor<14xf32>

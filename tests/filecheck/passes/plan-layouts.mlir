@@ -83,6 +83,30 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 
 // -----
 
+// The same folds for padding before the data: the inverse of `(d0 + 1)
+// floordiv 4, (d0 + 1) mod 4` is `d0 * 4 + d1 - 1` (however it is written),
+// so the round trip is %x and the re-padding of the cropped neg is the neg.
+builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
+  graph.func @fold_left(%x: tensor<14xf32>) -> (tensor<14xf32>, tensor<4x4xf32>) {
+    %b = graph.layout_transform %x {constraint = #lamina.constraint<affine_map<(d0) -> ((d0 + 1) floordiv 4, (d0 + 1) mod 4)>, 0.0 : f32>} : (tensor<14xf32>) -> tensor<4x4xf32>
+    %l = graph.layout_transform %b {constraint = #lamina.constraint<affine_map<(d0, d1) -> (d1 + d0 * 4 - 1)>, #lamina.undef>, crop} : (tensor<4x4xf32>) -> tensor<14xf32>
+    %n = graph.neg %b : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    %c = graph.layout_transform %n {constraint = #lamina.constraint<affine_map<(d0, d1) -> (d0 * 4 + d1 - 1)>, #lamina.undef>, crop} : (tensor<4x4xf32>) -> tensor<14xf32>
+    %r = graph.layout_transform %c {constraint = #lamina.constraint<affine_map<(d0) -> ((d0 + 1) floordiv 4, (d0 + 1) mod 4)>, #lamina.undef>} : (tensor<14xf32>) -> tensor<4x4xf32>
+    graph.return %l, %r : tensor<14xf32>, tensor<4x4xf32>
+  }
+}
+
+// CHECK-LABEL: graph.func @fold_left
+// CHECK-NEXT:    %[[B:.*]] = graph.layout_transform %x
+// CHECK-NEXT:    %[[N:.*]] = graph.neg %[[B]] {lamina.constraint = #lamina.constraint<affine_map<(d0) -> (((d0 + 1) floordiv 4), ((d0 + 1) mod 4))>, 0.000000e+00 : f32, logical = array<i64: 14>>}
+// CHECK-NEXT:    graph.return %x, %[[N]] : tensor<14xf32>, tensor<4x4xf32>
+
+// OFF-LABEL: graph.func @fold_left
+// OFF-COUNT-4: graph.layout_transform
+
+// -----
+
 // A bias of lower rank (`12x1x1` against an NCHW result: numpy broadcasting
 // aligns it to `1x12x1x1`) is reshaped to the result's rank and moved into
 // the blocked layout too; a constant one becomes a blocked constant, and a

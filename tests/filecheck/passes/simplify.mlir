@@ -152,6 +152,65 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     loop.store %r, %out[%c0] : memref<1xf32>
     loop.return
   }
+  // Padding at both ends: 14 elements in tiles of 4 from slot 1, so the flat
+  // slot 4*i + j is padding when it is 0 or 15 (padding 0.0). A reduction over
+  // all 16 slots masks 1 <= 4*i + j < 15; both guards fall: each slot they
+  // exclude already holds 0.
+  // CHECK-LABEL: loop.func @reduce_left_padded_with_constraint
+  // CHECK-NOT:     arith.cmpi
+  // CHECK-NOT:     arith.select
+  // CHECK:         %[[X:.*]] = loop.load %x[%{{.*}}, %{{.*}}] : memref<4x4xf32>
+  // CHECK-NEXT:    %{{.*}} = arith.addf %{{.*}}, %[[X]] : f32
+  loop.func @reduce_left_padded_with_constraint(%x: memref<4x4xf32> {lamina.constraint = #lamina.constraint<affine_map<(d0) -> ((d0 + 1) floordiv 4, (d0 + 1) mod 4)>, 0.0 : f32, logical = array<i64: 14>>}, %out: memref<1xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c15 = arith.constant 15 : index
+    %zero = arith.constant 0.0 : f32
+    %r = loop.for %i = %c0 to %c4 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %r2 = loop.for %j = %c0 to %c4 step %c1 iter_args(%acc2 = %acc) -> (f32) {
+        %i4 = arith.muli %i, %c4 : index
+        %flat = arith.addi %i4, %j : index
+        %after = arith.cmpi sge, %flat, %c1 : index
+        %before = arith.cmpi slt, %flat, %c15 : index
+        %ok = arith.andi %after, %before : i1
+        %xv = loop.load %x[%i, %j] : memref<4x4xf32>
+        %m = arith.select %ok, %xv, %zero : f32
+        %s = arith.addf %acc2, %m : f32
+        loop.yield %s : f32
+      }
+      loop.yield %r2 : f32
+    }
+    loop.store %r, %out[%c0] : memref<1xf32>
+    loop.return
+  }
+
+  // A guard that excludes data is kept: slot 1 holds x[0], not the pad.
+  // CHECK-LABEL: loop.func @reduce_left_padded_guard_excludes_data
+  // CHECK:         %[[C:.*]] = arith.cmpi sge
+  // CHECK:         arith.select %[[C]]
+  loop.func @reduce_left_padded_guard_excludes_data(%x: memref<4x4xf32> {lamina.constraint = #lamina.constraint<affine_map<(d0) -> ((d0 + 1) floordiv 4, (d0 + 1) mod 4)>, 0.0 : f32, logical = array<i64: 14>>}, %out: memref<1xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c4 = arith.constant 4 : index
+    %zero = arith.constant 0.0 : f32
+    %r = loop.for %i = %c0 to %c4 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %r2 = loop.for %j = %c0 to %c4 step %c1 iter_args(%acc2 = %acc) -> (f32) {
+        %i4 = arith.muli %i, %c4 : index
+        %flat = arith.addi %i4, %j : index
+        %after = arith.cmpi sge, %flat, %c2 : index
+        %xv = loop.load %x[%i, %j] : memref<4x4xf32>
+        %m = arith.select %after, %xv, %zero : f32
+        %s = arith.addf %acc2, %m : f32
+        loop.yield %s : f32
+      }
+      loop.yield %r2 : f32
+    }
+    loop.store %r, %out[%c0] : memref<1xf32>
+    loop.return
+  }
+
   // Div/mod of a flat position split by the constant: (784*i + j) / 784 = i
   // (j < 784), (784*i + j) / 28 % 28 = (j / 28) % 28 = j / 28, and
   // (784*i + j) % 28 = j % 28; the load is affine in i again.

@@ -122,3 +122,60 @@ graph.func @unknown_algorithm(%x: tensor<1x8x6x6xf32>, %w: tensor<8x8x3x3xf32>) 
   graph.return
 }
 // CHECK: lamina.algorithm must be one of 'direct', 'winograd', got "fft"
+
+// -----
+
+// A negative offset drops an element unless the op crops: padding at the
+// start is a positive offset in the forward map.
+graph.func @negative_without_crop(%a: tensor<4x4xf32>) {
+  // expected-error @+1 {{constraint map result #0 ((((d0 * 4) + d1) + -1)) can be negative (minimum -1) on the operand shape [4, 4]: an element would land before slot 0 (padding at the start is a positive offset, e.g. `d0 + 1`; only a transform marked `crop` may drop what falls outside)}}
+  %0 = graph.layout_transform %a {constraint = #lamina.constraint<affine_map<(d0, d1) -> (d0 * 4 + d1 - 1)>, #lamina.undef>} : (tensor<4x4xf32>) -> tensor<15xf32>
+  graph.return
+}
+// CHECK: can be negative (minimum -1) on the operand shape [4, 4]
+
+// -----
+
+graph.func @negative_mod_wraps(%a: tensor<4xf32>) {
+  // expected-error @+1 {{constraint map result #0 (((d0 + -1) mod 4)) wraps negative positions around to the end of the axis}}
+  %0 = graph.layout_transform %a {constraint = #lamina.constraint<affine_map<(d0) -> ((d0 - 1) mod 4)>, 0.0 : f32>} : (tensor<4xf32>) -> tensor<4xf32>
+  graph.return
+}
+// CHECK: wraps negative positions around to the end of the axis
+
+// -----
+
+graph.func @longer_mod(%a: tensor<6xf32>) {
+  // expected-error @+1 {{result dimension #1 is `(d0 mod 4)`: its extent is 4, got 5 (only a result that is not a `mod` may be declared longer than the image to pad after the data)}}
+  %0 = graph.layout_transform %a {constraint = #lamina.constraint<affine_map<(d0) -> (d0 floordiv 4, d0 mod 4)>, 0.0 : f32>} : (tensor<6xf32>) -> tensor<2x5xf32>
+  graph.return
+}
+// CHECK: result dimension #1 is `(d0 mod 4)`: its extent is 4, got 5
+
+// -----
+
+graph.func @crop_left_too_big(%a: tensor<4x4xf32>) {
+  // The image of `d0 * 4 + d1 - 1` on 4x4 is [-1, 14]: 15 slots from 0.
+  // expected-error @+1 {{cropped result shape [16] exceeds the image [15] of the map}}
+  %0 = graph.layout_transform %a {constraint = #lamina.constraint<affine_map<(d0, d1) -> (d0 * 4 + d1 - 1)>, #lamina.undef>, crop} : (tensor<4x4xf32>) -> tensor<16xf32>
+  graph.return
+}
+// CHECK: cropped result shape [16] exceeds the image [15] of the map
+
+// -----
+
+// A stored buffer holds every logical element: a negative offset cannot describe it.
+// expected-error @+1 {{'lamina.constraint' of parameter #0: constraint map (d0) -> (((d0 + -1) floordiv 4), ((d0 + -1) mod 4)) puts the first element before slot 0 (result #0 has offset -1): every logical element is stored, so padding at the start is a positive offset (e.g. `d0 + 1`)}}
+graph.func @boundary_negative(%x: tensor<4x4xf32> {lamina.constraint = #lamina.constraint<affine_map<(d0) -> ((d0 - 1) floordiv 4, (d0 - 1) mod 4)>, 0.0 : f32, logical = array<i64: 14>>}) {
+  graph.return
+}
+// CHECK: puts the first element before slot 0 (result #0 has offset -1)
+
+// -----
+
+// The same on a kernel's buffer: padding before the data is a positive offset.
+// expected-error @+1 {{'lamina.constraint' of parameter #0: constraint map (d0) -> ((d0 + -2)) puts the first element before slot 0 (result #0 has offset -2)}}
+loop.func @loop_boundary_negative(%x: memref<8xf32> {lamina.constraint = #lamina.constraint<affine_map<(d0) -> (d0 - 2)>, 0.0 : f32, logical = array<i64: 6>>}) {
+  loop.return
+}
+// CHECK: constraint map (d0) -> ((d0 + -2)) puts the first element before slot 0

@@ -23,3 +23,20 @@ graph.func @winograd(%x: tensor<1x1x4x4x8xf32>, %w: tensor<1x1x3x3x8x8xf32>) -> 
   %0 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, data_layout = "NCHW8c", kernel_layout = "OIHW8i8o", lamina.algorithm = "winograd"} : (tensor<1x1x4x4x8xf32>, tensor<1x1x3x3x8x8xf32>) -> tensor<1x1x4x4x8xf32>
   graph.return %0 : tensor<1x1x4x4x8xf32>
 }
+
+// Padding before the data: a positive offset in the forward map (one slot
+// before 14 elements, one after, in tiles of 4), the inverse's negative offset
+// with `crop`, and a symmetric halo (a plain result declared longer than its
+// image pads after the data too).
+// CHECK-LABEL: graph.func @left_padding
+// CHECK-NEXT:    %0 = graph.layout_transform %x {constraint = #lamina.constraint<affine_map<(d0) -> (((d0 + 1) floordiv 4), ((d0 + 1) mod 4))>, 0.000000e+00 : f32>} : (tensor<14xf32>) -> tensor<4x4xf32>
+// CHECK-NEXT:    %1 = graph.layout_transform %0 {constraint = #lamina.constraint<affine_map<(d0, d1) -> ((((d0 * 4) + d1) + -1))>, #lamina.undef>, crop} : (tensor<4x4xf32>) -> tensor<14xf32>
+// CHECK-NEXT:    %2 = graph.layout_transform %h {constraint = #lamina.constraint<affine_map<(d0, d1) -> ((d0 + 1), (d1 + 2))>, #lamina.undef>} : (tensor<4x5xf32>) -> tensor<6x9xf32>
+// CHECK-NEXT:    %3 = graph.layout_transform %2 {constraint = #lamina.constraint<affine_map<(d0, d1) -> ((d0 + -1), (d1 + -2))>, #lamina.undef>, crop} : (tensor<6x9xf32>) -> tensor<4x5xf32>
+graph.func @left_padding(%x: tensor<14xf32>, %h: tensor<4x5xf32>) -> (tensor<14xf32>, tensor<4x5xf32>) {
+  %0 = graph.layout_transform %x {constraint = #lamina.constraint<affine_map<(d0) -> ((d0 + 1) floordiv 4, (d0 + 1) mod 4)>, 0.0 : f32>} : (tensor<14xf32>) -> tensor<4x4xf32>
+  %1 = graph.layout_transform %0 {constraint = #lamina.constraint<affine_map<(d0, d1) -> (d0 * 4 + d1 - 1)>, #lamina.undef>, crop} : (tensor<4x4xf32>) -> tensor<14xf32>
+  %2 = graph.layout_transform %h {constraint = #lamina.constraint<affine_map<(d0, d1) -> (d0 + 1, d1 + 2)>, #lamina.undef>} : (tensor<4x5xf32>) -> tensor<6x9xf32>
+  %3 = graph.layout_transform %2 {constraint = #lamina.constraint<affine_map<(d0, d1) -> (d0 - 1, d1 - 2)>, #lamina.undef>, crop} : (tensor<6x9xf32>) -> tensor<4x5xf32>
+  graph.return %1, %3 : tensor<14xf32>, tensor<4x5xf32>
+}
