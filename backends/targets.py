@@ -137,8 +137,14 @@ class Target:
 # ---------------------------------------------------------------------------
 
 _REGISTERED: dict[str, Target] = {}
-_ENTRY_POINTS_LOADED = False
-_LOCK = threading.Lock()
+_PENDING: dict[str, Any] | None = None
+"""Entry points of `lamina.targets` not loaded yet (None: not discovered yet)."""
+_BROKEN: dict[str, str] = {}
+"""Target name -> why its entry point failed to load (reported when the target is named)."""
+_PACKAGES: dict[str, str] = {}
+"""Target name -> the distribution whose entry point gave it."""
+_BUILTIN = ("cpu", "cblas")
+_LOCK = threading.RLock()  # re-entrant: a plugin's import may register targets itself
 
 
 def _builtin_targets() -> list[Target]:
@@ -156,10 +162,13 @@ def register_target(target: Target, *, replace: bool = False) -> Target:
     """Register `target` under its name; a second target of the same name is an error."""
     if not isinstance(target, Target):
         raise TargetError(f"register_target expects a Target, got {type(target).__name__}")
-    _ensure_loaded()
+    pending = _discover()
     with _LOCK:
-        if target.name in _REGISTERED and not replace and _REGISTERED[target.name] is not target:
+        taken = target.name in _REGISTERED and _REGISTERED[target.name] is not target
+        if (taken or target.name in pending) and not replace:
             raise TargetError(f"a target named '{target.name}' is already registered")
+        pending.pop(target.name, None)
+        _BROKEN.pop(target.name, None)
         _REGISTERED[target.name] = target
     return target
 
@@ -169,61 +178,77 @@ def unregister_target(name: str) -> None:
     _REGISTERED.pop(name, None)
 
 
-def _ensure_loaded() -> None:
-    """Register the built-ins, then every `lamina.targets` entry point, once."""
-    global _ENTRY_POINTS_LOADED
-    if _ENTRY_POINTS_LOADED:
-        return
-    with _LOCK:
-        if _ENTRY_POINTS_LOADED:
-            return
-        for target in _builtin_targets():
-            _REGISTERED.setdefault(target.name, target)
-        errors = []
-        for name, target in _entry_point_targets(errors):
-            _REGISTERED.setdefault(name, target)
-        _ENTRY_POINTS_LOADED = True
-    if errors:
-        raise TargetError(errors[0])
+def _discover() -> dict[str, Any]:
+    """Register the built-ins and list the `lamina.targets` entry points, once.
 
-
-def _entry_point_targets(errors: list[str]) -> list[tuple[str, Target]]:
-    """(name, Target) for every entry point of the group; failures go to `errors`."""
+    Entry points are only listed here: each is loaded when its target is
+    first named (`get_target`), so a broken plugin fails the compiles that
+    use it and no other.
+    """
+    global _PENDING
+    if _PENDING is not None:
+        return _PENDING
     from importlib.metadata import entry_points
 
-    found = []
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        where = f"target plugin '{entry.name}' ({entry.value}"
+    with _LOCK:
+        if _PENDING is None:
+            for target in _builtin_targets():
+                _REGISTERED.setdefault(target.name, target)
+            pending: dict[str, Any] = {}
+            for entry in entry_points(group=ENTRY_POINT_GROUP):
+                if entry.name not in _REGISTERED:
+                    pending.setdefault(entry.name, entry)  # the first on sys.path wins
+            _PENDING = pending
+    return _PENDING
+
+
+def _load_entry_point(name: str) -> None:
+    """Load the entry point of target `name` (if any); a broken one raises TargetError."""
+    pending = _discover()
+    with _LOCK:
+        if name in _BROKEN:
+            raise TargetError(_BROKEN[name])
+        entry = pending.pop(name, None)
+        if entry is None:
+            return
         dist = getattr(entry, "dist", None)
+        where = f"target plugin '{name}' ({entry.value}"
         where += f", from package '{dist.name}')" if dist is not None else ")"
         try:
             value = entry.load()
             target = value if isinstance(value, Target) else value()
         except Exception as err:  # a plugin's bug: report it, never a traceback
-            errors.append(f"{where} failed to load: {type(err).__name__}: {err}")
-            continue
-        if not isinstance(target, Target):
-            errors.append(f"{where} gave {type(target).__name__}, not a lamina Target")
-            continue
-        if target.name != entry.name:
-            errors.append(f"{where} gave a target named '{target.name}', not '{entry.name}'")
-            continue
-        found.append((entry.name, target))
-    return found
+            _BROKEN[name] = f"{where} failed to load: {type(err).__name__}: {err}"
+        else:
+            if not isinstance(target, Target):
+                _BROKEN[name] = f"{where} gave {type(target).__name__}, not a lamina Target"
+            elif target.name != name:
+                _BROKEN[name] = f"{where} gave a target named '{target.name}', not '{name}'"
+            else:
+                _REGISTERED.setdefault(name, target)
+                if dist is not None:
+                    _PACKAGES[name] = dist.name
+        if name in _BROKEN:
+            raise TargetError(_BROKEN[name])
 
 
 def target_names() -> tuple[str, ...]:
-    """Every registered target name (built-ins, Python registrations, entry points)."""
-    _ensure_loaded()
-    return tuple(_REGISTERED)
+    """Every known target name: built-ins, Python registrations and entry points
+    (loaded or not, broken or not)."""
+    pending = _discover()
+    return tuple(dict.fromkeys([*_REGISTERED, *pending, *_BROKEN]))
 
 
 def get_target(name: str) -> Target:
-    """The target called `name` (or an alias); unknown names get a did-you-mean."""
-    _ensure_loaded()
+    """The target called `name` (or an alias); unknown names get a did-you-mean.
+
+    A target from an entry point is loaded here, the first time it is named.
+    """
     name = ALIASES.get(name, name)
     if name not in _REGISTERED:
-        known = sorted(_REGISTERED)
+        _load_entry_point(name)
+    if name not in _REGISTERED:
+        known = sorted(target_names())
         raise TargetError(
             f"unknown target '{name}'{_did_you_mean(name, known)} "
             f"(known targets: {', '.join(known)})"
@@ -231,11 +256,85 @@ def get_target(name: str) -> Target:
     return _REGISTERED[name]
 
 
+def target_origin(name: str) -> str:
+    """Where target `name` comes from, for diagnostics: its package, or the module
+    that registered it from Python."""
+    if name in _PACKAGES:
+        return f"from package '{_PACKAGES[name]}'"
+    if name in _BUILTIN and _REGISTERED.get(name) is not None:
+        return "built into Lamina"
+    target = _REGISTERED.get(name)
+    for hook in (target.lower, target.claim, target.layout_preference) if target else ():
+        module = getattr(hook, "__module__", None)
+        if module:
+            return f"registered by module '{module}'"
+    return "registered from Python"
+
+
+@dataclass(frozen=True)
+class TargetListing:
+    """One line of `lamina-opt --list-targets`."""
+
+    name: str
+    origin: str
+    description: str = ""
+    extends: str | None = None
+    error: str | None = None
+    """Why the target cannot be used (a broken entry point), or None."""
+
+
+def list_targets() -> list[TargetListing]:
+    """Every known target, loading each entry point; a broken one is listed with its error."""
+    listing = []
+    for name in sorted(target_names()):
+        try:
+            target = get_target(name)
+        except TargetError as err:
+            listing.append(TargetListing(name, "entry point", error=err.diagnostics[0].message))
+            continue
+        listing.append(
+            TargetListing(name, target_origin(name), target.description, target.extends)
+        )
+    return listing
+
+
+def call_target_hook(target: Target, hook: str, *args: Any) -> Any:
+    """Call `target`'s `hook` (`claim`, `lower`, ...) on `args`.
+
+    A plugin's hook that raises is the plugin's bug: it becomes a
+    diagnostic naming the target and its package (exit status 1), at the
+    op it was called on, like a failing hook pass. A diagnostic the hook
+    raises itself passes through; a built-in target's failure keeps its
+    traceback (a bug in Lamina).
+    """
+    from xdsl.utils.exceptions import DiagnosticException
+
+    from lamina.core.diagnostics import Diagnostic
+
+    function = getattr(target, hook)
+    try:
+        return function(*args)
+    except DiagnosticException:
+        raise
+    except Exception as err:
+        if target.name in _BUILTIN and _REGISTERED.get(target.name) is target:
+            raise
+        op = next((a for a in args if isinstance(a, Operation)), None)
+        on = f" on '{op.name}'" if op is not None else ""
+        raise TargetError(
+            Diagnostic(
+                f"target '{target.name}' ({target_origin(target.name)}) failed in its "
+                f"`{hook}`{on}: {type(err).__name__}: {err}",
+                op,
+            )
+        ) from None
+
+
 def check_target_available(name: str) -> None:
     """Raise TargetError if target `name` cannot be used here (e.g. a missing library)."""
     target = get_target(name)
     if target.requires is not None:
-        target.requires()
+        call_target_hook(target, "requires")
 
 
 def _did_you_mean(name: str, known: Sequence[str] | Mapping[str, object]) -> str:
@@ -261,8 +360,9 @@ def preferred_layout(op: Operation, targets: Sequence[str]) -> Attribute | None:
     For the layouts work (`plan-layouts`): targets are asked in order.
     """
     for name in targets:
-        hook = get_target(name).layout_preference
-        choice = hook(op) if hook is not None else None
+        target = get_target(name)
+        hook = target.layout_preference
+        choice = call_target_hook(target, "layout_preference", op) if hook is not None else None
         if choice is not None:
             return choice
     return None
@@ -294,32 +394,38 @@ def op_facts(op: Operation) -> CpuFacts:
 def module_facts(module: ModuleOp, device_kind: str = "cpu") -> CpuFacts:
     """Code-generation facts for `device_kind` as the module records them.
 
-    The first target of that kind in `lamina.targets` (default: cpu), with
-    the options of its `#lamina.target<"name", {vector_bits = 256 : i64}>`
-    applied over the target's own: schedules and layouts read these, so a
-    module carries the facts it was compiled for.
+    Every target of that kind in `lamina.targets` (default: cpu) applies,
+    in order, its own `options` and then those its
+    `#lamina.target<"name", {vector_bits = 256 : i64}>` records, over the
+    host's facts. The targets are recorded base first (`cpu`, then a
+    target that extends it), so the target the user named has the last
+    word: `--target 'satx{cores=3}'` reaches schedules and layouts even
+    though `satx` compiles through `cpu`. A module carries the facts it
+    was compiled for.
     """
     from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr
 
     from lamina.dialects.lamina import TARGETS_ATTR_NAME, TargetAttr
 
     targets = module.attributes.get(TARGETS_ATTR_NAME)
-    chosen = TargetAttr("cpu")
+    chosen: tuple[Attribute, ...] = (TargetAttr("cpu"),)
     if isinstance(targets, DictionaryAttr) and device_kind in targets.data:
         value = targets.data[device_kind]
-        chosen = value.data[0] if isinstance(value, ArrayAttr) else value
-    if not isinstance(chosen, TargetAttr):
-        raise TargetError(
-            f"'{TARGETS_ATTR_NAME}' entry for '{device_kind}' is not a #lamina.target"
-        )
-    target = get_target(chosen.target_name.data)
-    options = {}
-    for key, attr in chosen.options.data.items():
-        if not isinstance(attr, IntegerAttr):
-            raise TargetError(f"target option '{key}' must be an integer, got {attr}")
-        options[key] = attr.value.data
-    merged = Target(target.name, target.device_kind, options={**target.options, **options})
-    return merged.facts
+        chosen = tuple(value.data) if isinstance(value, ArrayAttr) else (value,)
+    options: dict[str, Any] = {}
+    for attr in chosen:
+        if not isinstance(attr, TargetAttr):
+            raise TargetError(
+                f"'{TARGETS_ATTR_NAME}' entry for '{device_kind}' is not a #lamina.target"
+            )
+        target = get_target(attr.target_name.data)
+        options.update(target.options)
+        for key, value in attr.options.data.items():
+            if not isinstance(value, IntegerAttr):
+                raise TargetError(f"target option '{key}' must be an integer, got {value}")
+            options[key] = value.value.data
+    check_target_options(chosen[-1].target_name.data, options)  # type: ignore[union-attr]
+    return host_cpu_facts().replace(**options)
 
 
 __all__ = [
@@ -328,12 +434,15 @@ __all__ = [
     "Target",
     "TargetError",
     "check_target_available",
+    "call_target_hook",
     "check_target_options",
     "claimed_targets",
     "get_target",
+    "list_targets",
     "module_facts",
     "preferred_layout",
     "register_target",
     "target_names",
+    "target_origin",
     "unregister_target",
 ]

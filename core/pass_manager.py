@@ -193,7 +193,12 @@ def module_diagnostic(module: ModuleOp, message: str, notes: Sequence[str] = ())
 
 
 def transitions_to(phase: Phase) -> list[str]:
-    """Flags of registered passes whose `produces` is `phase`."""
+    """Flags of registered passes whose `produces` is `phase`.
+
+    A plugin's plain xDSL `ModulePass` has no `produces` (it never changes
+    the phase), so every class attribute of the phase contract is read with
+    a default here.
+    """
     from lamina.core.registry import get_pass_class, pass_names
 
     found = []
@@ -202,7 +207,7 @@ def transitions_to(phase: Phase) -> list[str]:
             cls = get_pass_class(name)
         except Exception:  # a broken pass file must not hide the refusal message
             continue
-        if cls.produces == phase:
+        if getattr(cls, "produces", None) == phase:
             found.append(name)
     return found
 

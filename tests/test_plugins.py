@@ -128,15 +128,24 @@ def _fake_dist(tmp_path: Path, entry_points: str) -> Path:
     return tmp_path
 
 
-def test_a_failing_target_entry_point_is_named(tmp_path):
+def test_a_broken_target_entry_point_fails_only_the_compiles_naming_it(tmp_path):
+    """Entry points load on first use: a broken plugin does not stop a cpu compile,
+    is a diagnostic when named, and is listed by --list-targets with its error."""
     site = _fake_dist(tmp_path, "[lamina.targets]\nbroken = lamina_missing_mod:target\n")
-    result = run(["lamina-opt", "--print-pipeline", "--target", "cpu"], site)
-    assert result.returncode == 1
-    assert "Traceback" not in result.stderr
+    for target in (["--target", "cpu"], []):
+        fine = run(["lamina-opt", "relu2.mlir", *target, "--compile-to", "lowering"], site)
+        assert fine.returncode == 0 and fine.stderr == ""
+    named = run(["lamina-opt", "relu2.mlir", "--target", "broken", "--compile-to", "lowering"], site)
+    assert named.returncode == 1
+    assert "Traceback" not in named.stderr
     assert (
-        "target plugin 'broken' (lamina_missing_mod:target, from package 'broken-plugin') "
-        "failed to load: ModuleNotFoundError" in result.stderr
+        "error: target plugin 'broken' (lamina_missing_mod:target, from package 'broken-plugin') "
+        "failed to load: ModuleNotFoundError" in named.stderr
     )
+    listing = run(["lamina-opt", "--list-targets"], site)
+    assert listing.returncode == 0, listing.stderr
+    assert "| cpu |  | built into Lamina |" in listing.stdout
+    assert "| broken |  |  | broken: target plugin 'broken' (" in listing.stdout
 
 
 def test_a_failing_xdsl_universe_entry_point_is_named(tmp_path):
