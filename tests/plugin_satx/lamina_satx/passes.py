@@ -28,6 +28,6 @@ class SatxStampPass(ModulePass):
 
     def apply(self, ctx, op):
         for inner in op.walk():
-            if inner.attributes.get("sym_name") == StringAttr("refuse_stamp"):
+            if getattr(inner, "sym_name", None) == StringAttr("refuse_stamp"):
                 raise DiagnosticException("satx-stamp refuses a module with @refuse_stamp")
         op.attributes["satx.stamp"] = StringAttr(self.tag)
