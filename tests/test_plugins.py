@@ -44,7 +44,7 @@ def run(args: list[str], site: Path | None, **kwargs) -> subprocess.CompletedPro
     env = dict(os.environ)
     env["PYTHONPATH"] = str(site) if site else ""
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    return subprocess.run(args, env=env, capture_output=True, text=True, cwd=PKG, **kwargs)
+    return subprocess.run(args, env=env, capture_output=True, text=True, **{"cwd": PKG, **kwargs})
 
 
 def test_entry_points_are_discovered_by_importlib_metadata(toy_site):
@@ -135,7 +135,9 @@ def test_a_broken_target_entry_point_fails_only_the_compiles_naming_it(tmp_path)
     for target in (["--target", "cpu"], []):
         fine = run(["lamina-opt", "relu2.mlir", *target, "--compile-to", "lowering"], site)
         assert fine.returncode == 0 and fine.stderr == ""
-    named = run(["lamina-opt", "relu2.mlir", "--target", "broken", "--compile-to", "lowering"], site)
+    named = run(
+        ["lamina-opt", "relu2.mlir", "--target", "broken", "--compile-to", "lowering"], site
+    )
     assert named.returncode == 1
     assert "Traceback" not in named.stderr
     assert (
@@ -154,6 +156,166 @@ def test_a_failing_xdsl_universe_entry_point_is_named(tmp_path):
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert "xDSL plugin 'broken' (lamina_missing_mod:U) failed to load" in result.stderr
+
+
+# ---------------------------------------------------------------------------
+# tests/plugin_satx: a target extending cpu, as an outside author writes one
+# ---------------------------------------------------------------------------
+
+SATX = Path(__file__).parent / "plugin_satx"
+
+
+def pip_install(source: Path, work: Path) -> Path:
+    """`source` pip-installed (no dependencies) into a fresh directory under `work`."""
+    shutil.copytree(source, work / "src", ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    site = work / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site),
+         str(work / "src")],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return site
+
+
+@pytest.fixture(scope="module")
+def satx_site(tmp_path_factory) -> Path:
+    return pip_install(SATX, tmp_path_factory.mktemp("satx"))
+
+
+def satx(args: list[str], site: Path, **kwargs) -> subprocess.CompletedProcess:
+    return run(args, site, **{"cwd": SATX, **kwargs})
+
+
+def test_a_plain_xdsl_pass_of_a_plugin_leaves_phase_refusals_intact(satx_site):
+    """`satx-mark` (a plain ModulePass, no `produces`) is registered while the
+    refusal lists the transition passes of every registered pass."""
+    listing = satx(["lamina-opt", "--list-passes"], satx_site, check=True).stdout
+    assert "| `satx-mark` | ingestion, optimization, lowering |" in listing
+    result = satx(["lamina-opt", "sigmoid.mlir", "-p", "lower-te"], satx_site)
+    assert result.returncode == 1, result.stderr
+    assert "internal error" not in result.stderr
+    assert (
+        "error: pass 'lower-te' cannot run in phase 'ingestion' (it runs in: lowering); "
+        "run 'lift-lambdas', then 'legalize' first" in result.stderr
+    )
+
+
+FACTS = """
+import sys
+from lamina.backends.targets import module_facts, op_facts
+from lamina.core.context import make_context
+from lamina.core.diagnostics import parse_module
+module = parse_module(make_context(), sys.stdin.read(), "<in>")
+matmul = next(op for op in module.walk() if op.name == "graph.matmul")
+for facts in (module_facts(module), op_facts(matmul)):
+    print(facts.vector_bits, facts.cores)
+"""
+
+
+def test_options_of_a_target_extending_cpu_reach_the_facts_layouts_and_schedules_read(satx_site):
+    """satx's own `options` (vector_bits=256) and `--target 'satx{cores=3}'` are the facts
+    of the module, not the host's: the schedule blocks columns by 16 only at 256 bits."""
+    for spec, expected in (("satx", "256 2"), ("satx{cores=3}", "256 3"),
+                           ("satx{vector_bits=128 cores=1}", "128 1")):  # fmt: skip
+        ir = satx(
+            ["lamina-opt", "matmul.mlir", "--target", spec, "--compile-to", "optimization"],
+            satx_site,
+            check=True,
+        ).stdout
+        facts = satx([sys.executable, "-c", FACTS], satx_site, input=ir, check=True).stdout
+        got = facts.split()
+        assert got[0::2] == [expected.split()[0]] * 2, (spec, facts)
+        if spec != "satx":  # cores default to the host's
+            assert got[1::2] == [expected.split()[1]] * 2, (spec, facts)
+
+    def lowered(spec: str) -> str:
+        args = ["lamina-opt", "matmul.mlir", "--target", spec, "--compile-to", "lowering"]
+        return satx(args, satx_site, check=True).stdout
+
+    assert "step %c16 kind(parallel)" in lowered("satx")
+    assert "step %c16 kind(parallel)" not in lowered("satx{vector_bits=512}")
+
+
+def test_a_satx_sigmoid_runs_its_own_kernel_and_equals_numpy(satx_site):
+    code = (
+        "import sys, numpy as np, lamina\n"
+        "exe = lamina.compile(open('sigmoid.mlir').read(), targets=['satx'])\n"
+        "assert 'satx_sigmoid_4x8' in str(exe.llvm_module)\n"
+        "x = np.linspace(-4, 4, 32, dtype=np.float32).reshape(4, 8)\n"
+        "print(np.abs(exe.run('main', x) - 1 / (1 + np.exp(-x))).max())\n"
+    )
+    result = satx([sys.executable, "-c", code], satx_site, check=True)
+    assert float(result.stdout) < 1e-6
+
+
+@pytest.mark.parametrize("hook, error", [("claim", "ValueError: satx-bad-claim cannot decide"),
+                                         ("lower", "RuntimeError: satx-bad-lower has no kernel")])  # fmt: skip
+def test_a_raising_claim_or_lower_is_a_diagnostic_naming_target_and_package(satx_site, hook, error):
+    args = [
+        "lamina-opt",
+        "sigmoid.mlir",
+        "--target",
+        f"satx-bad-{hook}",
+        "--compile-to",
+        "lowering",
+    ]
+    result = satx(args, satx_site)
+    assert result.returncode == 1
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+    assert (
+        f"error: target 'satx-bad-{hook}' (from package 'lamina-satx') failed in its "
+        f"`{hook}` on '" in result.stderr
+    )
+    assert error in result.stderr
+    if hook == "lower":  # located at the op the hook was called on
+        assert result.stderr.startswith("sigmoid.mlir:2:3: error:")
+
+
+def _reproducer_command(path: Path) -> str:
+    (line,) = [x for x in path.read_text().splitlines() if "reproduce with:" in x]
+    return line.split("reproduce with: ", 1)[1]
+
+
+def test_an_instance_hook_replays_from_print_pipeline_and_from_a_reproducer(satx_site, tmp_path):
+    """satx's build hook is a pass instance whose class no registry knows: the
+    pipeline spells it target-hook{...}, and both printed commands run."""
+    printed = satx(["lamina-opt", "--print-pipeline", "--target", "satx"], satx_site, check=True)
+    spec = printed.stdout.strip().splitlines()[-1]
+    assert 'target-hook{target="satx" point="build" index=0}' in spec
+    replayed = satx(["bash", "-c", f"lamina-opt sigmoid.mlir {spec}"], satx_site)
+    assert replayed.returncode == 0, replayed.stderr
+    assert 'satx.stamp = "build"' in replayed.stdout and "llvm.func @main" in replayed.stdout
+
+    refused = tmp_path / "refuse.mlir"
+    refused.write_text((SATX / "sigmoid.mlir").read_text().replace("@main", "@refuse_stamp"))
+    repro = tmp_path / "repro.mlir"
+    args = ["lamina-opt", str(refused), "--target", "satx", "--compile-to", "build"]
+    first = satx([*args, "--reproducer", str(repro)], satx_site)
+    assert first.returncode == 1
+    assert "satx-stamp refuses a module with @refuse_stamp" in first.stderr
+    command = _reproducer_command(repro)
+    assert "--target=satx" in command and "target-hook{" in command
+    again = satx(["bash", "-c", command], satx_site, cwd=tmp_path)
+    assert again.returncode == 1
+    assert "error: satx-stamp refuses a module with @refuse_stamp" in again.stderr
+    assert "unknown pass" not in again.stderr
+
+
+def test_a_reproducer_of_a_load_plugin_target_loads_the_plugin(tmp_path):
+    script = Path(__file__).parent / "filecheck" / "targets" / "Inputs" / "hook_targets.py"
+    source = tmp_path / "refuse.mlir"
+    source.write_text((SATX / "sigmoid.mlir").read_text().replace("@main", "@refuse_stamp"))
+    repro = tmp_path / "repro.mlir"
+    relative = os.path.relpath(script, PKG)
+    args = ["lamina-opt", str(source), "--load-plugin", relative, "--target", "stamper"]
+    first = run([*args, "--compile-to", "build", "--reproducer", str(repro)], None)
+    assert first.returncode == 1 and "test-stamp refuses" in first.stderr
+    command = _reproducer_command(repro)
+    assert f"--load-plugin={script}" in command  # absolute: runs from anywhere
+    again = run(["bash", "-c", command], None, cwd=tmp_path)
+    assert again.returncode == 1
+    assert "error: test-stamp refuses a module with @refuse_stamp" in again.stderr
 
 
 # ---------------------------------------------------------------------------
