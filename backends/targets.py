@@ -271,6 +271,25 @@ def target_origin(name: str) -> str:
     return "registered from Python"
 
 
+def python_target_modules() -> dict[str, list[str]]:
+    """Target name -> the modules defining its code, for every target registered from
+    Python (not built in, not from an installed package: the disk cache keys those
+    by their package, `backends/cache.py`)."""
+    found = {}
+    for name, target in list(_REGISTERED.items()):
+        if name in _BUILTIN or name in _PACKAGES:
+            continue
+        code: list[Any] = [target.claim, target.lower, target.layout_preference, target.requires]
+        code += [item for items in target.hooks.values() for item in items]
+        modules = {
+            type(item).__module__ if isinstance(item, ModulePass) else item.__module__
+            for item in code
+            if item is not None and not isinstance(item, str)
+        }
+        found[name] = sorted(m for m in modules if isinstance(m, str))
+    return found
+
+
 @dataclass(frozen=True)
 class TargetListing:
     """One line of `lamina-opt --list-targets`."""
@@ -292,9 +311,7 @@ def list_targets() -> list[TargetListing]:
         except TargetError as err:
             listing.append(TargetListing(name, "entry point", error=err.diagnostics[0].message))
             continue
-        listing.append(
-            TargetListing(name, target_origin(name), target.description, target.extends)
-        )
+        listing.append(TargetListing(name, target_origin(name), target.description, target.extends))
     return listing
 
 
@@ -441,6 +458,7 @@ __all__ = [
     "list_targets",
     "module_facts",
     "preferred_layout",
+    "python_target_modules",
     "register_target",
     "target_names",
     "target_origin",

@@ -311,3 +311,80 @@ def test_a_hit_of_code_with_parallel_loops_sets_up_openmp(cache_dir):
     assert warm.cache_hit is True
     np.testing.assert_allclose(warm.run("main", a, b), a @ b, rtol=1e-4, atol=1e-4)
     np.testing.assert_array_equal(warm.run("main", a, b), cold.run("main", a, b))
+
+
+# ---------------------------------------------------------------------------
+# Plugins are in the key
+# ---------------------------------------------------------------------------
+
+SATX = os.path.join(os.path.dirname(__file__), "plugin_satx")
+
+SIGMOID = """\
+import sys, numpy as np, lamina
+exe = lamina.compile(open(sys.argv[1]).read(), targets=["satx"])
+x = np.linspace(-4, 4, 32, dtype=np.float32).reshape(4, 8)
+print(exe.cache_hit, float(np.abs(exe.run("main", x) - 1 / (1 + np.exp(-x))).max()))
+"""
+
+
+def test_a_changed_plugin_lower_recompiles(tmp_path):
+    """The installed plugin's code is in the key: editing its kernel (same version)
+    misses, and the new code runs."""
+    import shutil
+
+    shutil.copytree(SATX, tmp_path / "src")
+    site = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site),
+         str(tmp_path / "src")],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(site), cache.CACHE_DIR_ENV: str(tmp_path / "cache")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+
+    def compile_sigmoid() -> tuple[str, float]:
+        args = [sys.executable, "-c", SIGMOID, os.path.join(SATX, "sigmoid.mlir")]
+        out = subprocess.run(args, env=env, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        hit, error = out.stdout.split()
+        return hit, float(error)
+
+    assert compile_sigmoid()[0] == "False"
+    hit, error = compile_sigmoid()
+    assert hit == "True" and error < 1e-6
+    kernel = site / "lamina_satx" / "target.py"
+    kernel.write_text(
+        kernel.read_text().replace("%r = arith.divf %one, %d", "%r = arith.divf %d, %d")
+    )
+    hit, error = compile_sigmoid()  # the kernel now computes 1 everywhere
+    assert hit == "False" and error > 0.4
+
+
+def test_plugin_identity_covers_installed_packages_and_load_plugin_scripts(tmp_path, monkeypatch):
+    info = tmp_path / "demo_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: demo-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[lamina.targets]\ndemo = demo_mod:target\n")
+    module = tmp_path / "demo_mod.py"
+    module.write_text("target = None\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cache.installed_plugins.cache_clear()
+    first = cache.plugin_identity()["package demo-plugin"]
+    assert first.startswith("1.0:")
+    module.write_text("target = 1\n")
+    cache.installed_plugins.cache_clear()
+    assert cache.plugin_identity()["package demo-plugin"] != first
+
+    from lamina.core import plugins
+
+    script = tmp_path / "script_plugin.py"
+    script.write_text("VALUE = 1\n")
+    monkeypatch.setattr(plugins, "_loaded_files", {})
+    base = _key()
+    plugins.load_plugin(str(script))
+    with_script = _key()
+    assert with_script != base
+    script.write_text("VALUE = 2\n")
+    assert _key() != with_script
+    cache.installed_plugins.cache_clear()
