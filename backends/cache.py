@@ -35,6 +35,12 @@ contents; an entry that does not check out (truncated, corrupt, from
 another format version) is ignored, deleted and rebuilt, never loaded. A
 failed compile writes nothing. A cache that cannot be written (read-only
 directory, full disk) only costs the next compile its speed.
+
+Trust: loading an entry runs its machine code, and its SHA-256 catches
+corruption, not tampering. So the cache directory is created owner-only
+(0700), and a directory or entry that another user owns, or that group or
+others can write, is ignored with a one-line warning on stderr (the
+compile goes on without it), as ssh and pip treat their files.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ import hashlib
 import json
 import os
 import platform
+import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -389,10 +396,21 @@ def decode(data: bytes) -> Entry | None:
 
 
 def read(cache_key: str) -> Entry | None:
-    """The intact entry stored under `cache_key`, or None (a bad entry is deleted)."""
+    """The intact entry stored under `cache_key`, or None (a bad entry is deleted).
+
+    An entry of an untrusted directory, or one another user owns or that
+    group or others can write (`untrusted`), is ignored with a warning.
+    """
+    if not _usable_directory():
+        return None
     path = _path(cache_key)
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            why = untrusted(os.fstat(f.fileno()))
+            if why is not None:
+                _warn(f"ignoring the compile cache entry '{path}': {why}")
+                return None
+            data = f.read()
     except OSError:
         return None
     entry = decode(data)
@@ -402,11 +420,17 @@ def read(cache_key: str) -> Entry | None:
 
 
 def write(cache_key: str, entry: Entry) -> Path | None:
-    """Store `entry` atomically (temporary file + os.replace); None if the cache is not writable."""
+    """Store `entry` atomically (temporary file + os.replace); None if the cache is not writable.
+
+    A new cache directory is created owner-only (0700); entries are 0600
+    (`mkstemp`), and replace an untrusted entry of the same key.
+    """
     folder = directory()
     tmp_name = None
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _usable_directory():
+            return None
         fd, tmp_name = tempfile.mkstemp(
             prefix=f".{cache_key[:16]}-", suffix=f"{SUFFIX}.tmp", dir=folder
         )
@@ -420,6 +444,51 @@ def write(cache_key: str, entry: Entry) -> Path | None:
         if tmp_name is not None:
             _unlink(Path(tmp_name))
         return None
+
+
+# ---------------------------------------------------------------------------
+# Who may write the cache
+# ---------------------------------------------------------------------------
+
+
+def untrusted(st: os.stat_result) -> str | None:
+    """Why a cache directory or entry with status `st` must not be used, or None.
+
+    Loading an entry runs its machine code, so, as ssh and pip do with their
+    files, only what this user owns and only this user can write is used:
+    anyone else who can write there could choose the code the next compile
+    runs. (Not checked on Windows, where ownership and modes mean otherwise.)
+    """
+    if os.name == "nt":
+        return None
+    if st.st_uid != os.geteuid():
+        return f"it belongs to another user (uid {st.st_uid})"
+    if st.st_mode & 0o022:
+        return f"group or others can write to it (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def _usable_directory() -> bool:
+    """Is the cache directory trusted (`untrusted`)? A missing one is: write creates it 0700."""
+    folder = directory()
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return True
+    why = untrusted(st)
+    if why is not None:
+        _warn(f"not using the compile cache directory '{folder}': {why}")
+    return why is None
+
+
+_warned: set[str] = set()
+
+
+def _warn(message: str) -> None:
+    """A one-line warning on stderr, once per process; the compile goes on without the cache."""
+    if message not in _warned:
+        _warned.add(message)
+        print(f"lamina: warning: {message}; compiling without it", file=sys.stderr)
 
 
 # ---------------------------------------------------------------------------
@@ -489,5 +558,6 @@ __all__ = [
     "key",
     "plugin_identity",
     "read",
+    "untrusted",
     "write",
 ]

@@ -388,3 +388,84 @@ def test_plugin_identity_covers_installed_packages_and_load_plugin_scripts(tmp_p
     script.write_text("VALUE = 2\n")
     assert _key() != with_script
     cache.installed_plugins.cache_clear()
+
+
+# ---------------------------------------------------------------------------
+# Only this user's files are trusted
+# ---------------------------------------------------------------------------
+
+posix_only = pytest.mark.skipif(os.name == "nt", reason="POSIX ownership and modes")
+OTHER_UID = 4242
+
+
+@posix_only
+def test_a_new_cache_directory_is_owner_only(cache_dir):
+    lamina.compile(PROGRAM)
+    assert cache_dir.stat().st_mode & 0o777 == 0o700
+    (path,) = cache.entries()
+    assert path.stat().st_mode & 0o077 == 0
+
+
+@posix_only
+def test_a_group_writable_cache_directory_is_ignored_with_a_warning(cache_dir, capfd):
+    lamina.compile(PROGRAM)  # a good entry, that must not be loaded from now on
+    cache_dir.chmod(0o775)
+    capfd.readouterr()
+    for _ in range(2):
+        exe = lamina.compile(PROGRAM)
+        assert not exe.cache_hit
+        np.testing.assert_array_equal(exe.run("main", A, B), EXPECTED)
+    (line,) = capfd.readouterr().err.splitlines()  # one line, once
+    assert line == (
+        f"lamina: warning: not using the compile cache directory '{cache_dir}': group or "
+        "others can write to it (mode 0775); compiling without it"
+    )
+    assert len(cache.entries()) == 1  # nothing written there either
+
+
+@posix_only
+@pytest.mark.skipif(os.name != "nt" and os.geteuid() != 0, reason="chown needs root")
+def test_a_foreign_owned_directory_is_ignored_with_a_warning(cache_dir, capfd):
+    lamina.compile(PROGRAM)
+    os.chown(cache_dir, OTHER_UID, -1)
+    exe = lamina.compile(PROGRAM)
+    assert not exe.cache_hit
+    np.testing.assert_array_equal(exe.run("main", A, B), EXPECTED)
+    assert f"belongs to another user (uid {OTHER_UID}); compiling without it" in (
+        capfd.readouterr().err
+    )
+
+
+@posix_only
+@pytest.mark.skipif(os.name != "nt" and os.geteuid() != 0, reason="chown needs root")
+def test_a_foreign_owned_entry_is_ignored_then_replaced_by_this_users(cache_dir, capfd):
+    """An entry someone else planted (here: the right code, under another owner) is not
+    loaded; this compile's own entry replaces it and is loaded next time."""
+    lamina.compile(PROGRAM)
+    (path,) = cache.entries()
+    os.chown(path, OTHER_UID, -1)
+    capfd.readouterr()
+    exe = lamina.compile(PROGRAM)
+    assert not exe.cache_hit
+    np.testing.assert_array_equal(exe.run("main", A, B), EXPECTED)
+    (line,) = capfd.readouterr().err.splitlines()
+    assert line == (
+        f"lamina: warning: ignoring the compile cache entry '{path}': it belongs to another "
+        f"user (uid {OTHER_UID}); compiling without it"
+    )
+    assert path.stat().st_uid == os.geteuid()
+    warm = lamina.compile(PROGRAM)
+    assert warm.cache_hit
+    np.testing.assert_array_equal(warm.run("main", A, B), EXPECTED)
+
+
+@posix_only
+def test_a_group_writable_entry_is_ignored(cache_dir, capfd):
+    lamina.compile(PROGRAM)
+    (path,) = cache.entries()
+    path.chmod(0o664)
+    assert cache.read(path.stem) is None
+    assert "group or others can write to it (mode 0664)" in capfd.readouterr().err
+    exe = lamina.compile(PROGRAM)
+    assert not exe.cache_hit
+    np.testing.assert_array_equal(exe.run("main", A, B), EXPECTED)
