@@ -3,7 +3,8 @@
 A target (seed 003, tvm-rfcs PR 10) customises compilation without a code
 path of its own through the compiler: it contributes `module → module`
 passes at named **hook points** of the one standard pipeline
-(`optimization`, `lowering`, `build`, see `core/pipeline.py`), and may
+(`claim`, `optimization`, `lowering`, `build`: `HOOK_POINTS`, see
+`core/pipeline.py`), and may
 **claim** graph ops or functions — mark them `lamina.codegen = "<target>"`
 — and lower what it claimed itself (to a library call, or straight to
 `loop`), bypassing te. Everything a target decides is written into the
@@ -18,8 +19,10 @@ Targets come from three places, looked up in this order:
   `lamina-opt --load-plugin`, or any imported module);
 * the entry-point group `lamina.targets` of installed packages: the entry's
   name is the target's name, its value a `Target` or a zero-argument
-  callable returning one. Entry points are loaded on first use; one that
-  fails is reported with the plugin's name and its error.
+  callable returning one. An entry point is loaded when its target is
+  first named, so a broken plugin fails only the compiles that name it
+  (reported with the plugin's name, its package and its error) and is
+  listed as broken by `lamina-opt --list-targets`.
 
 Every user error here is a `TargetError` (a diagnostic, exit status 1).
 """
@@ -69,8 +72,8 @@ HookItem = str | ModulePass
 class Target:
     """A compile target: a device kind, its hooks, its claims and its code-generation facts.
 
-    `hooks` maps a hook point (`optimization`, `lowering`, `build`) to the
-    passes inserted there. A target that claims ops gives `claim` (a
+    `hooks` maps a hook point (`claim`, `optimization`, `lowering`,
+    `build`; `HOOK_POINTS`) to the passes inserted there. A target that claims ops gives `claim` (a
     predicate on graph ops and `graph.func`s) and `lower` (called once per
     claimed op or function in phase lowering, it must replace it, e.g. by a
     `graph.call_loop` of a kernel it adds to the module); the generic passes
@@ -79,8 +82,11 @@ class Target:
     the layouts work (`plan-layouts`): the `#lamina.constraint` this target
     prefers for an op's result, or None. `options` override the host's
     code-generation facts (`vector_bits=256`, `cores=1`, ...; see
-    `backends/cpu_facts.py`). `requires`, if given, raises `TargetError`
-    when something the target needs (a library) is missing.
+    `backends/cpu_facts.py`; `module_facts` applies them after those of the
+    target this one extends). `requires`, if given, raises `TargetError`
+    when something the target needs (a library) is missing. A `claim`,
+    `lower`, `layout_preference` or `requires` of a plugin that raises is
+    a diagnostic naming the target and its package (`call_target_hook`).
     """
 
     name: str

@@ -6,8 +6,8 @@ compile targets' passes are inserted, and the transition pass that leaves
 the phase::
 
     ingestion     normalize                                   -> lift-lambdas
-    optimization  canonicalize, cse, specialize-closures, fold-constants, plan-devices,
-                  plan-layouts, fuse-ops, [hooks: optimization] -> legalize
+    optimization  canonicalize, cse, specialize-closures, fold-constants, [hooks: claim],
+                  plan-devices, plan-layouts, fuse-ops, [hooks: optimization] -> legalize
     lowering      [hooks: lowering], lower-te, schedule, simplify,
                   plan-memory, lower-graph, [hooks: build]    -> lower-to-llvm
     build         (codegen is done by the backend, not by a pass)

@@ -376,3 +376,23 @@ def test_register_dialect_from_python_with_phases(monkeypatch):
         plugins.register_dialect("graph", Dialect("graph", []))
     with pytest.raises(plugins.PluginError, match="cannot be legal in phase build"):
         plugins.declare_dialect_phases("mark", ["build"])
+
+
+def test_every_list_of_hook_points_is_the_registry_s():
+    """HOOK_POINTS, the pipeline's hook points, and every place that lists them in words."""
+    import lamina.backends.targets as targets
+    from lamina.backends.targets import HOOK_POINTS
+    from lamina.core.pipeline import DEFAULT_STAGES, HookPoint
+
+    points = list(HOOK_POINTS)
+    assert points == [s.name for st in DEFAULT_STAGES for s in st.steps if isinstance(s, HookPoint)]
+    root = Path(__file__).parents[1]
+    table = re.findall(r"^\| `(\w+)` \|", DOC.read_text().split("The hook points")[1], re.M)
+    assert table == points
+    design = (root / "docs" / "design.md").read_text()
+    (sentence,) = re.findall(r"hook points ((?:`\w+`,? )+and `\w+`)", design)
+    assert re.findall(r"`(\w+)`", sentence) == points
+    diagram = design.split("```")[1]
+    assert re.findall(r"\[hooks: (\w+)\]", diagram) == points
+    assert all(f"`{p}`" in (targets.__doc__ or "") for p in points)
+    assert all(f"`{p}`" in (targets.Target.__doc__ or "") for p in points)
