@@ -30,6 +30,7 @@ Every user error here is a `TargetError` (a diagnostic, exit status 1).
 from __future__ import annotations
 
 import difflib
+import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -149,6 +150,8 @@ _BROKEN: dict[str, str] = {}
 """Target name -> why its entry point failed to load (reported when the target is named)."""
 _PACKAGES: dict[str, str] = {}
 """Target name -> the distribution whose entry point gave it."""
+_REGISTERED_BY: dict[str, str] = {}
+"""Target name -> the module that called `register_target` (diagnostics, cache keys)."""
 _BUILTIN = ("cpu", "cblas")
 _LOCK = threading.RLock()  # re-entrant: a plugin's import may register targets itself
 
@@ -176,12 +179,14 @@ def register_target(target: Target, *, replace: bool = False) -> Target:
         pending.pop(target.name, None)
         _BROKEN.pop(target.name, None)
         _REGISTERED[target.name] = target
+        _REGISTERED_BY[target.name] = sys._getframe(1).f_globals.get("__name__", "")
     return target
 
 
 def unregister_target(name: str) -> None:
     """Forget a target registered from Python (tests, scripts)."""
     _REGISTERED.pop(name, None)
+    _REGISTERED_BY.pop(name, None)
 
 
 def _discover() -> dict[str, Any]:
@@ -269,11 +274,8 @@ def target_origin(name: str) -> str:
         return f"from package '{_PACKAGES[name]}'"
     if name in _BUILTIN and _REGISTERED.get(name) is not None:
         return "built into Lamina"
-    target = _REGISTERED.get(name)
-    for hook in (target.lower, target.claim, target.layout_preference) if target else ():
-        module = getattr(hook, "__module__", None)
-        if module:
-            return f"registered by module '{module}'"
+    if _REGISTERED_BY.get(name):
+        return f"registered by module '{_REGISTERED_BY[name]}'"
     return "registered from Python"
 
 
@@ -292,7 +294,8 @@ def python_target_modules() -> dict[str, list[str]]:
             for item in code
             if item is not None and not isinstance(item, str)
         }
-        found[name] = sorted(m for m in modules if isinstance(m, str))
+        modules.add(_REGISTERED_BY.get(name))
+        found[name] = sorted(m for m in modules if isinstance(m, str) and m)
     return found
 
 
