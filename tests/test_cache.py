@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -330,16 +331,9 @@ print(exe.cache_hit, float(np.abs(exe.run("main", x) - 1 / (1 + np.exp(-x))).max
 def test_a_changed_plugin_lower_recompiles(tmp_path):
     """The installed plugin's code is in the key: editing its kernel (same version)
     misses, and the new code runs."""
-    import shutil
+    from plugin_util import pip_install
 
-    shutil.copytree(SATX, tmp_path / "src")
-    site = tmp_path / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site),
-         str(tmp_path / "src")],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
+    site = pip_install(Path(SATX), tmp_path)
     env = {**os.environ, "PYTHONPATH": str(site), cache.CACHE_DIR_ENV: str(tmp_path / "cache")}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from plugin_util import pip_install
 
 PKG = Path(__file__).parent / "plugin_pkg"
 BIN = Path(sys.executable).parent
@@ -29,16 +29,7 @@ BIN = Path(sys.executable).parent
 @pytest.fixture(scope="module")
 def toy_site(tmp_path_factory) -> Path:
     """The plugin package, pip-installed into a fresh directory."""
-    work = tmp_path_factory.mktemp("toy")
-    shutil.copytree(PKG, work / "src", ignore=shutil.ignore_patterns("build", "*.egg-info"))
-    site = work / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site),
-         str(work / "src")],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    return site
+    return pip_install(PKG, tmp_path_factory.mktemp("toy"))
 
 
 def run(args: list[str], site: Path | None, **kwargs) -> subprocess.CompletedProcess:
@@ -164,19 +155,6 @@ def test_a_failing_xdsl_universe_entry_point_is_named(tmp_path):
 # ---------------------------------------------------------------------------
 
 SATX = Path(__file__).parent / "plugin_satx"
-
-
-def pip_install(source: Path, work: Path) -> Path:
-    """`source` pip-installed (no dependencies) into a fresh directory under `work`."""
-    shutil.copytree(source, work / "src", ignore=shutil.ignore_patterns("build", "*.egg-info"))
-    site = work / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site),
-         str(work / "src")],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    return site
 
 
 @pytest.fixture(scope="module")
