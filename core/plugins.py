@@ -157,6 +157,15 @@ def loaded_plugin_files() -> dict[str, str]:
     return dict(_loaded_files)
 
 
+def load_plugin_flags() -> list[str]:
+    """`--load-plugin` flags that load this process's plugins again, from any directory
+    (a script by its absolute path): what a reproducer's command needs."""
+    return [
+        f"--load-plugin={path if spec.endswith('.py') else spec}"
+        for spec, path in _loaded_files.items()
+    ]
+
+
 def python_pass_modules() -> dict[str, str]:
     """Each pass registered from Python (`register_pass`) -> the module defining it."""
     return dict(_python_passes)
@@ -180,7 +189,7 @@ def load_plugin(spec: str) -> None:
             if not path.is_file():
                 raise FileNotFoundError(f"no such file: '{spec}'")
             name = f"lamina_plugin_{path.stem}"
-            module_spec = importlib.util.spec_from_file_location(name, path)
+            module_spec = importlib.util.spec_from_file_location(name, path.resolve())
             assert module_spec is not None and module_spec.loader is not None
             module = importlib.util.module_from_spec(module_spec)
             sys.modules[name] = module
@@ -199,6 +208,7 @@ __all__ = [
     "declare_dialect_phases",
     "dialect_phases",
     "load_plugin",
+    "load_plugin_flags",
     "loaded_plugin_files",
     "python_pass_modules",
     "plugin_dialect_factories",

@@ -32,8 +32,10 @@ def toy_site(tmp_path_factory) -> Path:
     return pip_install(PKG, tmp_path_factory.mktemp("toy"))
 
 
-def run(args: list[str], site: Path | None, **kwargs) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
+def run(
+    args: list[str], site: Path | None, env_extra: dict[str, str] | None = None, **kwargs
+) -> subprocess.CompletedProcess:
+    env = {**os.environ, **(env_extra or {})}
     env["PYTHONPATH"] = str(site) if site else ""
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     return subprocess.run(args, env=env, capture_output=True, text=True, **{"cwd": PKG, **kwargs})
@@ -281,14 +283,21 @@ def test_an_instance_hook_replays_from_print_pipeline_and_from_a_reproducer(satx
     assert "unknown pass" not in again.stderr
 
 
-def test_a_reproducer_of_a_load_plugin_target_loads_the_plugin(tmp_path):
+@pytest.mark.parametrize("tool", ["lamina-opt", "lamina-run"])
+def test_a_reproducer_of_a_load_plugin_target_loads_the_plugin(tmp_path, tool):
+    """The reproducer's command repeats --load-plugin (a script by its absolute path),
+    whichever tool wrote it (lamina-run: through LAMINA_REPRODUCER)."""
     script = Path(__file__).parent / "filecheck" / "targets" / "Inputs" / "hook_targets.py"
     source = tmp_path / "refuse.mlir"
     source.write_text((SATX / "sigmoid.mlir").read_text().replace("@main", "@refuse_stamp"))
     repro = tmp_path / "repro.mlir"
     relative = os.path.relpath(script, PKG)
-    args = ["lamina-opt", str(source), "--load-plugin", relative, "--target", "stamper"]
-    first = run([*args, "--compile-to", "build", "--reproducer", str(repro)], None)
+    args = [tool, str(source), "--load-plugin", relative, "--target", "stamper"]
+    if tool == "lamina-opt":
+        args += ["--compile-to", "build", "--reproducer", str(repro)]
+        first = run(args, None)
+    else:
+        first = run([*args, "--random-inputs"], None, env_extra={"LAMINA_REPRODUCER": str(repro)})
     assert first.returncode == 1 and "test-stamp refuses" in first.stderr
     command = _reproducer_command(repro)
     assert f"--load-plugin={script}" in command  # absolute: runs from anywhere

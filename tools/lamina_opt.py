@@ -18,7 +18,6 @@ A Python traceback (exit status 2, `internal error:`) is a bug.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -417,13 +416,9 @@ class LaminaOptMain(xDSLOptMain):
         manager.run(self.ctx, module)
 
     def _reproducer_flags(self) -> list[str]:
-        """The flags a reproducer's command needs to fail the same way: the plugins
-        (a script by absolute path, so the command runs from anywhere), the targets."""
-        flags = [
-            f"--load-plugin={os.path.abspath(p) if p.endswith('.py') else p}"
-            for p in self.args.load_plugin
-        ]
-        flags += [f"--target={t}" for t in self.args.targets]
+        """The flags a reproducer's command needs to fail the same way (the pass
+        manager adds the `--load-plugin`s, `core/plugins.py`)."""
+        flags = [f"--target={t}" for t in self.args.targets]
         if self.args.allow_unregistered_dialect:
             flags.append("--allow-unregistered-dialect")
         if self.args.disable_verify:
