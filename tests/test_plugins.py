@@ -366,6 +366,7 @@ def test_following_the_extending_guide_literally_builds_a_working_plugin(tmp_pat
     assert "    toy-lower   (hook optimization (target toy))" in out
     assert "loop.call @toy_relu_4(" in out
     assert "[0. 4. 0. 8.]" in out  # lamina.compile(..., targets=['toy']): relu(2x)
+    assert "| toy | cpu | from package 'lamina-toy' |" in out  # --list-targets
 
 
 def test_register_dialect_from_python_with_phases(monkeypatch):
