@@ -74,7 +74,8 @@ class Target:
     """A compile target: a device kind, its hooks, its claims and its code-generation facts.
 
     `hooks` maps a hook point (`claim`, `optimization`, `lowering`,
-    `build`; `HOOK_POINTS`) to the passes inserted there. A target that claims ops gives `claim` (a
+    `build`; `HOOK_POINTS`) to the passes inserted there. A target that
+    claims ops gives `claim` (a
     predicate on graph ops and `graph.func`s) and `lower` (called once per
     claimed op or function in phase lowering, it must replace it, e.g. by a
     `graph.call_loop` of a kernel it adds to the module); the generic passes
@@ -425,9 +426,9 @@ def module_facts(module: ModuleOp, device_kind: str = "cpu") -> CpuFacts:
     `#lamina.target<"name", {vector_bits = 256 : i64}>` records, over the
     host's facts. The targets are recorded base first (`cpu`, then a
     target that extends it), so the target the user named has the last
-    word: `--target 'satx{cores=3}'` reaches schedules and layouts even
-    though `satx` compiles through `cpu`. A module carries the facts it
-    was compiled for.
+    word: `--target 'mine{cores=3}'` reaches schedules and layouts even
+    though a target `mine` that extends `cpu` compiles through it. A module
+    carries the facts it was compiled for.
     """
     from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr
 
@@ -446,10 +447,10 @@ def module_facts(module: ModuleOp, device_kind: str = "cpu") -> CpuFacts:
             )
         target = get_target(attr.target_name.data)
         options.update(target.options)
-        for key, value in attr.options.data.items():
-            if not isinstance(value, IntegerAttr):
-                raise TargetError(f"target option '{key}' must be an integer, got {value}")
-            options[key] = value.value.data
+        for key, option in attr.options.data.items():
+            if not isinstance(option, IntegerAttr):
+                raise TargetError(f"target option '{key}' must be an integer, got {option}")
+            options[key] = option.value.data
     check_target_options(chosen[-1].target_name.data, options)  # type: ignore[union-attr]
     return host_cpu_facts().replace(**options)
 
