@@ -11,7 +11,12 @@ needs, is stored on disk under a key that covers everything it depends on:
   included), the targets, the compile options;
 * the versions of Lamina (its version *and* a digest of its source files,
   so an edited checkout never reuses a stale entry), xDSL, llvmlite and
-  LLVM, the host CPU and its features, the Python version.
+  LLVM, the host CPU and its features, the Python version;
+* the plugins (`plugin_identity`): every installed package with a
+  `lamina.targets` or `xdsl.universe` entry point, by name, version and a
+  digest of its code, and every module registered from Python in this
+  process (`--load-plugin` scripts, `register_target`, `register_pass`), by
+  a digest of its file, so that a changed plugin `lower` recompiles.
 
 A hit skips parsing, every pass and LLVM: it reads one file, checks it and
 hands the object code to a fresh MCJIT engine (`load`).
@@ -30,6 +35,12 @@ contents; an entry that does not check out (truncated, corrupt, from
 another format version) is ignored, deleted and rebuilt, never loaded. A
 failed compile writes nothing. A cache that cannot be written (read-only
 directory, full disk) only costs the next compile its speed.
+
+Trust: loading an entry runs its machine code, and its SHA-256 catches
+corruption, not tampering. So the cache directory is created owner-only
+(0700), and a directory or entry that another user owns, or that group or
+others can write, is ignored with a one-line warning on stderr (the
+compile goes on without it), as ssh and pip treat their files.
 """
 
 from __future__ import annotations
@@ -38,6 +49,7 @@ import hashlib
 import json
 import os
 import platform
+import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -181,6 +193,132 @@ def toolchain() -> dict[str, str]:
     }
 
 
+PLUGIN_GROUPS = ("lamina.targets", "xdsl.universe")
+"""Entry-point groups whose packages change what a compile produces."""
+
+
+def _file_digest(paths: Iterable[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        try:
+            data = path.read_bytes()
+        except OSError:
+            data = b"<unreadable>"
+        digest.update(path.as_posix().encode() + b"\0" + data + b"\0")
+    return digest.hexdigest()
+
+
+def _module_files(module: str) -> list[Path]:
+    """The source files of top-level module or package `module` (not imported)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return []
+    if spec is None:
+        return []
+    if spec.submodule_search_locations:
+        return [f for folder in spec.submodule_search_locations for f in Path(folder).rglob("*.py")]
+    return [Path(spec.origin)] if spec.origin and Path(spec.origin).is_file() else []
+
+
+def _plugin_distributions() -> dict[str, tuple[str, set[str]]]:
+    """Installed distributions with a plugin entry point: name -> (version, top-level modules).
+
+    Reads the `entry_points.txt` of each `.dist-info` on `sys.path` directly:
+    `importlib.metadata` would cost every hit its import. The first
+    distribution of a name on `sys.path` wins, as for importlib.metadata.
+    """
+    found: dict[str, tuple[str, set[str]]] = {}
+    for folder in sys.path:
+        try:
+            infos = [
+                e for e in os.scandir(folder or ".") if e.name.endswith((".dist-info", ".egg-info"))
+            ]
+        except OSError:
+            continue
+        for info in sorted(infos, key=lambda e: e.name):
+            modules = _plugin_modules(Path(info.path) / "entry_points.txt")
+            if not modules:
+                continue
+            name, version = _name_version(Path(info.path), info.name)
+            found.setdefault(name, (version, modules))
+    return found
+
+
+def _plugin_modules(entry_points_file: Path) -> set[str]:
+    """Top-level modules of the plugin entry points (`PLUGIN_GROUPS`) a file declares."""
+    try:
+        text = entry_points_file.read_text(encoding="utf-8")
+    except OSError:
+        return set()
+    modules, group = set(), None
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            group = line.strip("[]").strip()
+        elif group in PLUGIN_GROUPS and "=" in line:
+            entry, _, value = line.partition("=")
+            if group == "xdsl.universe" and entry.strip() == "xdsl":
+                continue  # xDSL's own universe: its version is in the toolchain
+            modules.add(value.strip().split(":")[0].split(".")[0])
+    return modules
+
+
+def _name_version(info: Path, folder: str) -> tuple[str, str]:
+    """A distribution's name and version, from its METADATA (or the folder's name)."""
+    name, _, version = folder.rsplit(".", 1)[0].partition("-")
+    for metadata in ("METADATA", "PKG-INFO"):
+        try:
+            lines = (info / metadata).read_text(encoding="utf-8").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            if line.startswith("Name:"):
+                name = line.partition(":")[2].strip()
+            elif line.startswith("Version:"):
+                version = line.partition(":")[2].strip()
+            elif not line:
+                break
+        break
+    return name.lower().replace("_", "-"), version
+
+
+@cache
+def installed_plugins() -> dict[str, str]:
+    """Each installed plugin distribution -> `version:digest of its modules' source`."""
+    return {
+        name: f"{version}:{_file_digest(f for m in sorted(modules) for f in _module_files(m))}"
+        for name, (version, modules) in sorted(_plugin_distributions().items())
+    }
+
+
+def plugin_identity() -> dict[str, str]:
+    """What identifies the plugins a compile in this process may run (see the module doc).
+
+    Installed packages are read once per process; code registered from
+    Python is looked up each time (only when Lamina's registries are
+    loaded, which a cache hit never needs otherwise).
+    """
+    found = {f"package {k}": v for k, v in installed_plugins().items()}
+    plugins = sys.modules.get("lamina.core.plugins")
+    modules: dict[str, list[str]] = {}
+    if plugins is not None:
+        for spec, path in plugins.loaded_plugin_files().items():
+            found[f"load-plugin {spec}"] = _file_digest([Path(path)] if path else [])
+        for name, module in plugins.python_pass_modules().items():
+            modules[f"pass {name}"] = [module]
+    targets = sys.modules.get("lamina.backends.targets")
+    if targets is not None:
+        for name, names in targets.python_target_modules().items():
+            modules[f"target {name}"] = names
+    for label, names in modules.items():
+        files = [Path(f) for m in names if (f := getattr(sys.modules.get(m), "__file__", None))]
+        found[label] = _file_digest(files)
+    return found
+
+
 def key(
     source: str,
     *,
@@ -193,9 +331,8 @@ def key(
     """The cache key (hex SHA-256) of compiling `source` with these settings.
 
     The pipeline is named, not expanded: its definition, and every built-in
-    pass and target, is Lamina source (in `source_digest`). Code from another
-    package (a plugin target's hooks) is not in the key: clear the cache
-    after changing such code.
+    pass and target, is Lamina source (in `source_digest`); code from another
+    package or script is in `plugin_identity`.
     """
     fields = {
         "format": FORMAT.decode().strip(),
@@ -204,6 +341,7 @@ def key(
         "targets": list(targets),
         "options": {k: repr(v) for k, v in sorted((options or {}).items())},
         "toolchain": toolchain(),
+        "plugins": plugin_identity(),
         "extra": dict(extra or {}),
     }
     digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode())
@@ -258,10 +396,21 @@ def decode(data: bytes) -> Entry | None:
 
 
 def read(cache_key: str) -> Entry | None:
-    """The intact entry stored under `cache_key`, or None (a bad entry is deleted)."""
+    """The intact entry stored under `cache_key`, or None (a bad entry is deleted).
+
+    An entry of an untrusted directory, or one another user owns or that
+    group or others can write (`untrusted`), is ignored with a warning.
+    """
+    if not _usable_directory():
+        return None
     path = _path(cache_key)
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            why = untrusted(os.fstat(f.fileno()))
+            if why is not None:
+                _warn(f"ignoring the compile cache entry '{path}': {why}")
+                return None
+            data = f.read()
     except OSError:
         return None
     entry = decode(data)
@@ -271,11 +420,17 @@ def read(cache_key: str) -> Entry | None:
 
 
 def write(cache_key: str, entry: Entry) -> Path | None:
-    """Store `entry` atomically (temporary file + os.replace); None if the cache is not writable."""
+    """Store `entry` atomically (temporary file + os.replace); None if the cache is not writable.
+
+    A new cache directory is created owner-only (0700); entries are 0600
+    (`mkstemp`), and replace an untrusted entry of the same key.
+    """
     folder = directory()
     tmp_name = None
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _usable_directory():
+            return None
         fd, tmp_name = tempfile.mkstemp(
             prefix=f".{cache_key[:16]}-", suffix=f"{SUFFIX}.tmp", dir=folder
         )
@@ -289,6 +444,51 @@ def write(cache_key: str, entry: Entry) -> Path | None:
         if tmp_name is not None:
             _unlink(Path(tmp_name))
         return None
+
+
+# ---------------------------------------------------------------------------
+# Who may write the cache
+# ---------------------------------------------------------------------------
+
+
+def untrusted(st: os.stat_result) -> str | None:
+    """Why a cache directory or entry with status `st` must not be used, or None.
+
+    Loading an entry runs its machine code, so, as ssh and pip do with their
+    files, only what this user owns and only this user can write is used:
+    anyone else who can write there could choose the code the next compile
+    runs. (Not checked on Windows, where ownership and modes mean otherwise.)
+    """
+    if os.name == "nt":
+        return None
+    if st.st_uid != os.geteuid():
+        return f"it belongs to another user (uid {st.st_uid})"
+    if st.st_mode & 0o022:
+        return f"group or others can write to it (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def _usable_directory() -> bool:
+    """Is the cache directory trusted (`untrusted`)? A missing one is: write creates it 0700."""
+    folder = directory()
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return True
+    why = untrusted(st)
+    if why is not None:
+        _warn(f"not using the compile cache directory '{folder}': {why}")
+    return why is None
+
+
+_warned: set[str] = set()
+
+
+def _warn(message: str) -> None:
+    """A one-line warning on stderr, once per process; the compile goes on without the cache."""
+    if message not in _warned:
+        _warned.add(message)
+        print(f"lamina: warning: {message}; compiling without it", file=sys.stderr)
 
 
 # ---------------------------------------------------------------------------
@@ -356,6 +556,8 @@ __all__ = [
     "enabled",
     "entries",
     "key",
+    "plugin_identity",
     "read",
+    "untrusted",
     "write",
 ]

@@ -3,7 +3,8 @@
 A target (seed 003, tvm-rfcs PR 10) customises compilation without a code
 path of its own through the compiler: it contributes `module → module`
 passes at named **hook points** of the one standard pipeline
-(`optimization`, `lowering`, `build`, see `core/pipeline.py`), and may
+(`claim`, `optimization`, `lowering`, `build`: `HOOK_POINTS`, see
+`core/pipeline.py`), and may
 **claim** graph ops or functions — mark them `lamina.codegen = "<target>"`
 — and lower what it claimed itself (to a library call, or straight to
 `loop`), bypassing te. Everything a target decides is written into the
@@ -18,8 +19,10 @@ Targets come from three places, looked up in this order:
   `lamina-opt --load-plugin`, or any imported module);
 * the entry-point group `lamina.targets` of installed packages: the entry's
   name is the target's name, its value a `Target` or a zero-argument
-  callable returning one. Entry points are loaded on first use; one that
-  fails is reported with the plugin's name and its error.
+  callable returning one. An entry point is loaded when its target is
+  first named, so a broken plugin fails only the compiles that name it
+  (reported with the plugin's name, its package and its error) and is
+  listed as broken by `lamina-opt --list-targets`.
 
 Every user error here is a `TargetError` (a diagnostic, exit status 1).
 """
@@ -27,6 +30,7 @@ Every user error here is a `TargetError` (a diagnostic, exit status 1).
 from __future__ import annotations
 
 import difflib
+import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -69,8 +73,9 @@ HookItem = str | ModulePass
 class Target:
     """A compile target: a device kind, its hooks, its claims and its code-generation facts.
 
-    `hooks` maps a hook point (`optimization`, `lowering`, `build`) to the
-    passes inserted there. A target that claims ops gives `claim` (a
+    `hooks` maps a hook point (`claim`, `optimization`, `lowering`,
+    `build`; `HOOK_POINTS`) to the passes inserted there. A target that
+    claims ops gives `claim` (a
     predicate on graph ops and `graph.func`s) and `lower` (called once per
     claimed op or function in phase lowering, it must replace it, e.g. by a
     `graph.call_loop` of a kernel it adds to the module); the generic passes
@@ -79,8 +84,11 @@ class Target:
     the layouts work (`plan-layouts`): the `#lamina.constraint` this target
     prefers for an op's result, or None. `options` override the host's
     code-generation facts (`vector_bits=256`, `cores=1`, ...; see
-    `backends/cpu_facts.py`). `requires`, if given, raises `TargetError`
-    when something the target needs (a library) is missing.
+    `backends/cpu_facts.py`; `module_facts` applies them after those of the
+    target this one extends). `requires`, if given, raises `TargetError`
+    when something the target needs (a library) is missing. A `claim`,
+    `lower`, `layout_preference` or `requires` of a plugin that raises is
+    a diagnostic naming the target and its package (`call_target_hook`).
     """
 
     name: str
@@ -137,8 +145,16 @@ class Target:
 # ---------------------------------------------------------------------------
 
 _REGISTERED: dict[str, Target] = {}
-_ENTRY_POINTS_LOADED = False
-_LOCK = threading.Lock()
+_PENDING: dict[str, Any] | None = None
+"""Entry points of `lamina.targets` not loaded yet (None: not discovered yet)."""
+_BROKEN: dict[str, str] = {}
+"""Target name -> why its entry point failed to load (reported when the target is named)."""
+_PACKAGES: dict[str, str] = {}
+"""Target name -> the distribution whose entry point gave it."""
+_REGISTERED_BY: dict[str, str] = {}
+"""Target name -> the module that called `register_target` (diagnostics, cache keys)."""
+_BUILTIN = ("cpu", "cblas")
+_LOCK = threading.RLock()  # re-entrant: a plugin's import may register targets itself
 
 
 def _builtin_targets() -> list[Target]:
@@ -156,74 +172,95 @@ def register_target(target: Target, *, replace: bool = False) -> Target:
     """Register `target` under its name; a second target of the same name is an error."""
     if not isinstance(target, Target):
         raise TargetError(f"register_target expects a Target, got {type(target).__name__}")
-    _ensure_loaded()
+    pending = _discover()
     with _LOCK:
-        if target.name in _REGISTERED and not replace and _REGISTERED[target.name] is not target:
+        taken = target.name in _REGISTERED and _REGISTERED[target.name] is not target
+        if (taken or target.name in pending) and not replace:
             raise TargetError(f"a target named '{target.name}' is already registered")
+        pending.pop(target.name, None)
+        _BROKEN.pop(target.name, None)
         _REGISTERED[target.name] = target
+        _REGISTERED_BY[target.name] = sys._getframe(1).f_globals.get("__name__", "")
     return target
 
 
 def unregister_target(name: str) -> None:
     """Forget a target registered from Python (tests, scripts)."""
     _REGISTERED.pop(name, None)
+    _REGISTERED_BY.pop(name, None)
 
 
-def _ensure_loaded() -> None:
-    """Register the built-ins, then every `lamina.targets` entry point, once."""
-    global _ENTRY_POINTS_LOADED
-    if _ENTRY_POINTS_LOADED:
-        return
-    with _LOCK:
-        if _ENTRY_POINTS_LOADED:
-            return
-        for target in _builtin_targets():
-            _REGISTERED.setdefault(target.name, target)
-        errors = []
-        for name, target in _entry_point_targets(errors):
-            _REGISTERED.setdefault(name, target)
-        _ENTRY_POINTS_LOADED = True
-    if errors:
-        raise TargetError(errors[0])
+def _discover() -> dict[str, Any]:
+    """Register the built-ins and list the `lamina.targets` entry points, once.
 
-
-def _entry_point_targets(errors: list[str]) -> list[tuple[str, Target]]:
-    """(name, Target) for every entry point of the group; failures go to `errors`."""
+    Entry points are only listed here: each is loaded when its target is
+    first named (`get_target`), so a broken plugin fails the compiles that
+    use it and no other.
+    """
+    global _PENDING
+    if _PENDING is not None:
+        return _PENDING
     from importlib.metadata import entry_points
 
-    found = []
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        where = f"target plugin '{entry.name}' ({entry.value}"
+    with _LOCK:
+        if _PENDING is None:
+            for target in _builtin_targets():
+                _REGISTERED.setdefault(target.name, target)
+            pending: dict[str, Any] = {}
+            for entry in entry_points(group=ENTRY_POINT_GROUP):
+                if entry.name not in _REGISTERED:
+                    pending.setdefault(entry.name, entry)  # the first on sys.path wins
+            _PENDING = pending
+    return _PENDING
+
+
+def _load_entry_point(name: str) -> None:
+    """Load the entry point of target `name` (if any); a broken one raises TargetError."""
+    pending = _discover()
+    with _LOCK:
+        if name in _BROKEN:
+            raise TargetError(_BROKEN[name])
+        entry = pending.pop(name, None)
+        if entry is None:
+            return
         dist = getattr(entry, "dist", None)
+        where = f"target plugin '{name}' ({entry.value}"
         where += f", from package '{dist.name}')" if dist is not None else ")"
         try:
             value = entry.load()
             target = value if isinstance(value, Target) else value()
         except Exception as err:  # a plugin's bug: report it, never a traceback
-            errors.append(f"{where} failed to load: {type(err).__name__}: {err}")
-            continue
-        if not isinstance(target, Target):
-            errors.append(f"{where} gave {type(target).__name__}, not a lamina Target")
-            continue
-        if target.name != entry.name:
-            errors.append(f"{where} gave a target named '{target.name}', not '{entry.name}'")
-            continue
-        found.append((entry.name, target))
-    return found
+            _BROKEN[name] = f"{where} failed to load: {type(err).__name__}: {err}"
+        else:
+            if not isinstance(target, Target):
+                _BROKEN[name] = f"{where} gave {type(target).__name__}, not a lamina Target"
+            elif target.name != name:
+                _BROKEN[name] = f"{where} gave a target named '{target.name}', not '{name}'"
+            else:
+                _REGISTERED.setdefault(name, target)
+                if dist is not None:
+                    _PACKAGES[name] = dist.name
+        if name in _BROKEN:
+            raise TargetError(_BROKEN[name])
 
 
 def target_names() -> tuple[str, ...]:
-    """Every registered target name (built-ins, Python registrations, entry points)."""
-    _ensure_loaded()
-    return tuple(_REGISTERED)
+    """Every known target name: built-ins, Python registrations and entry points
+    (loaded or not, broken or not)."""
+    pending = _discover()
+    return tuple(dict.fromkeys([*_REGISTERED, *pending, *_BROKEN]))
 
 
 def get_target(name: str) -> Target:
-    """The target called `name` (or an alias); unknown names get a did-you-mean."""
-    _ensure_loaded()
+    """The target called `name` (or an alias); unknown names get a did-you-mean.
+
+    A target from an entry point is loaded here, the first time it is named.
+    """
     name = ALIASES.get(name, name)
     if name not in _REGISTERED:
-        known = sorted(_REGISTERED)
+        _load_entry_point(name)
+    if name not in _REGISTERED:
+        known = sorted(target_names())
         raise TargetError(
             f"unknown target '{name}'{_did_you_mean(name, known)} "
             f"(known targets: {', '.join(known)})"
@@ -231,11 +268,100 @@ def get_target(name: str) -> Target:
     return _REGISTERED[name]
 
 
+def target_origin(name: str) -> str:
+    """Where target `name` comes from, for diagnostics: its package, or the module
+    that registered it from Python."""
+    if name in _PACKAGES:
+        return f"from package '{_PACKAGES[name]}'"
+    if name in _BUILTIN and _REGISTERED.get(name) is not None:
+        return "built into Lamina"
+    if _REGISTERED_BY.get(name):
+        return f"registered by module '{_REGISTERED_BY[name]}'"
+    return "registered from Python"
+
+
+def python_target_modules() -> dict[str, list[str]]:
+    """Target name -> the modules defining its code, for every target registered from
+    Python (not built in, not from an installed package: the disk cache keys those
+    by their package, `backends/cache.py`)."""
+    found = {}
+    for name, target in list(_REGISTERED.items()):
+        if name in _BUILTIN or name in _PACKAGES:
+            continue
+        code: list[Any] = [target.claim, target.lower, target.layout_preference, target.requires]
+        code += [item for items in target.hooks.values() for item in items]
+        modules = {
+            type(item).__module__ if isinstance(item, ModulePass) else item.__module__
+            for item in code
+            if item is not None and not isinstance(item, str)
+        }
+        modules.add(_REGISTERED_BY.get(name))
+        found[name] = sorted(m for m in modules if isinstance(m, str) and m)
+    return found
+
+
+@dataclass(frozen=True)
+class TargetListing:
+    """One line of `lamina-opt --list-targets`."""
+
+    name: str
+    origin: str
+    description: str = ""
+    extends: str | None = None
+    error: str | None = None
+    """Why the target cannot be used (a broken entry point), or None."""
+
+
+def list_targets() -> list[TargetListing]:
+    """Every known target, loading each entry point; a broken one is listed with its error."""
+    listing = []
+    for name in sorted(target_names()):
+        try:
+            target = get_target(name)
+        except TargetError as err:
+            listing.append(TargetListing(name, "entry point", error=err.diagnostics[0].message))
+            continue
+        listing.append(TargetListing(name, target_origin(name), target.description, target.extends))
+    return listing
+
+
+def call_target_hook(target: Target, hook: str, *args: Any) -> Any:
+    """Call `target`'s `hook` (`claim`, `lower`, ...) on `args`.
+
+    A plugin's hook that raises is the plugin's bug: it becomes a
+    diagnostic naming the target and its package (exit status 1), at the
+    op it was called on, like a failing hook pass. A diagnostic the hook
+    raises itself passes through; a built-in target's failure keeps its
+    traceback (a bug in Lamina).
+    """
+    from xdsl.utils.exceptions import DiagnosticException
+
+    from lamina.core.diagnostics import Diagnostic
+
+    function = getattr(target, hook)
+    try:
+        return function(*args)
+    except DiagnosticException:
+        raise
+    except Exception as err:
+        if target.name in _BUILTIN and _REGISTERED.get(target.name) is target:
+            raise
+        op = next((a for a in args if isinstance(a, Operation)), None)
+        on = f" on '{op.name}'" if op is not None else ""
+        raise TargetError(
+            Diagnostic(
+                f"target '{target.name}' ({target_origin(target.name)}) failed in its "
+                f"`{hook}`{on}: {type(err).__name__}: {err}",
+                op,
+            )
+        ) from None
+
+
 def check_target_available(name: str) -> None:
     """Raise TargetError if target `name` cannot be used here (e.g. a missing library)."""
     target = get_target(name)
     if target.requires is not None:
-        target.requires()
+        call_target_hook(target, "requires")
 
 
 def _did_you_mean(name: str, known: Sequence[str] | Mapping[str, object]) -> str:
@@ -261,8 +387,9 @@ def preferred_layout(op: Operation, targets: Sequence[str]) -> Attribute | None:
     For the layouts work (`plan-layouts`): targets are asked in order.
     """
     for name in targets:
-        hook = get_target(name).layout_preference
-        choice = hook(op) if hook is not None else None
+        target = get_target(name)
+        hook = target.layout_preference
+        choice = call_target_hook(target, "layout_preference", op) if hook is not None else None
         if choice is not None:
             return choice
     return None
@@ -294,32 +421,38 @@ def op_facts(op: Operation) -> CpuFacts:
 def module_facts(module: ModuleOp, device_kind: str = "cpu") -> CpuFacts:
     """Code-generation facts for `device_kind` as the module records them.
 
-    The first target of that kind in `lamina.targets` (default: cpu), with
-    the options of its `#lamina.target<"name", {vector_bits = 256 : i64}>`
-    applied over the target's own: schedules and layouts read these, so a
-    module carries the facts it was compiled for.
+    Every target of that kind in `lamina.targets` (default: cpu) applies,
+    in order, its own `options` and then those its
+    `#lamina.target<"name", {vector_bits = 256 : i64}>` records, over the
+    host's facts. The targets are recorded base first (`cpu`, then a
+    target that extends it), so the target the user named has the last
+    word: `--target 'mine{cores=3}'` reaches schedules and layouts even
+    though a target `mine` that extends `cpu` compiles through it. A module
+    carries the facts it was compiled for.
     """
     from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr
 
     from lamina.dialects.lamina import TARGETS_ATTR_NAME, TargetAttr
 
     targets = module.attributes.get(TARGETS_ATTR_NAME)
-    chosen = TargetAttr("cpu")
+    chosen: tuple[Attribute, ...] = (TargetAttr("cpu"),)
     if isinstance(targets, DictionaryAttr) and device_kind in targets.data:
         value = targets.data[device_kind]
-        chosen = value.data[0] if isinstance(value, ArrayAttr) else value
-    if not isinstance(chosen, TargetAttr):
-        raise TargetError(
-            f"'{TARGETS_ATTR_NAME}' entry for '{device_kind}' is not a #lamina.target"
-        )
-    target = get_target(chosen.target_name.data)
-    options = {}
-    for key, attr in chosen.options.data.items():
-        if not isinstance(attr, IntegerAttr):
-            raise TargetError(f"target option '{key}' must be an integer, got {attr}")
-        options[key] = attr.value.data
-    merged = Target(target.name, target.device_kind, options={**target.options, **options})
-    return merged.facts
+        chosen = tuple(value.data) if isinstance(value, ArrayAttr) else (value,)
+    options: dict[str, Any] = {}
+    for attr in chosen:
+        if not isinstance(attr, TargetAttr):
+            raise TargetError(
+                f"'{TARGETS_ATTR_NAME}' entry for '{device_kind}' is not a #lamina.target"
+            )
+        target = get_target(attr.target_name.data)
+        options.update(target.options)
+        for key, option in attr.options.data.items():
+            if not isinstance(option, IntegerAttr):
+                raise TargetError(f"target option '{key}' must be an integer, got {option}")
+            options[key] = option.value.data
+    check_target_options(chosen[-1].target_name.data, options)  # type: ignore[union-attr]
+    return host_cpu_facts().replace(**options)
 
 
 __all__ = [
@@ -328,12 +461,16 @@ __all__ = [
     "Target",
     "TargetError",
     "check_target_available",
+    "call_target_hook",
     "check_target_options",
     "claimed_targets",
     "get_target",
+    "list_targets",
     "module_facts",
     "preferred_layout",
+    "python_target_modules",
     "register_target",
     "target_names",
+    "target_origin",
     "unregister_target",
 ]

@@ -182,15 +182,18 @@ def module_targets(module: ModuleOp, targets: Sequence[str] | None = None) -> li
 class HookPass(LaminaPass):
     """A target's pass at a hook point: the inner pass, plus who put it there.
 
-    Its name and `-p` spec are the inner pass's, so pipelines and
-    reproducers print as before; its phases are the inner pass's (all
-    phases before build for a plain xDSL pass).
+    Its name is the inner pass's, so diagnostics and timings name it; its
+    `-p` spec is the inner pass's too, except for a pass the target gave as
+    an instance (`replay`): that one is spelled `target-hook{...}`, which
+    `-p` can run again (`passes/target_hook.py`). Its phases are the inner
+    pass's (all phases before build for a plain xDSL pass).
     """
 
-    def __init__(self, inner: ModulePass, target: str, point: str):
+    def __init__(self, inner: ModulePass, target: str, point: str, replay: str | None = None):
         self.inner = inner
         self.target = target
         self.point = point
+        self.replay = replay
         self.name = inner.name
         self.phases = inner.phases if isinstance(inner, LaminaPass) else PRE_BUILD
 
@@ -198,6 +201,10 @@ class HookPass(LaminaPass):
         return f"HookPass({self.inner!r}, target={self.target!r}, point={self.point!r})"
 
     def spec(self, *, include_default: bool = False):
+        if self.replay is not None:
+            from xdsl.utils.arg_spec import parse_pipeline
+
+            return next(iter(parse_pipeline(self.replay)))
         return self.inner.spec(include_default=include_default)
 
     @property
@@ -235,8 +242,9 @@ def wrap_hook_passes(passes: Sequence[ModulePass], entry: PipelineEntry) -> list
 
     point, target = _hook_of(entry.origin)
     wrapped = []
+    replay = entry.spec if entry.instance is not None else None
     for pass_ in passes:
-        hook = HookPass(pass_, target, point)
+        hook = HookPass(pass_, target, point, replay)
         if getattr(pass_, "produces", None) is not None:
             raise PipelineError(
                 f"{hook.origin} is a transition pass; hooks may not change the phase"
@@ -250,10 +258,49 @@ def wrap_hook_passes(passes: Sequence[ModulePass], entry: PipelineEntry) -> list
     return wrapped
 
 
+def replay_spec(target: str, point: str, index: int) -> str:
+    """The `-p` spec that runs the pass at `index` of `target`'s hook `point` again."""
+    return f'target-hook{{target="{target}" point="{point}" index={index}}}'
+
+
+def hook_pass(target: str, point: str, index: int, module: ModuleOp) -> HookPass:
+    """The pass at `index` of `target`'s hook `point`, as the pipeline runs it."""
+    from lamina.backends.targets import HOOK_POINTS, get_target
+    from lamina.core.pass_manager import module_diagnostic, parse_pass_pipeline
+
+    if point not in HOOK_POINTS:
+        raise DiagnosticError(
+            module_diagnostic(
+                module, f"unknown hook point '{point}' (hook points: {', '.join(HOOK_POINTS)})"
+            )
+        )
+    items = get_target(target).hook_passes(point)
+    if not 0 <= index < len(items):
+        raise DiagnosticError(
+            module_diagnostic(
+                module,
+                f"target '{target}' has {len(items)} pass(es) at hook point '{point}', "
+                f"no pass #{index}",
+            )
+        )
+    item = items[index]
+    if isinstance(item, ModulePass):
+        return HookPass(item, target, point, replay_spec(target, point, index))
+    (inner,) = parse_pass_pipeline(str(item))
+    return HookPass(inner, target, point)
+
+
 def _hook_of(origin: str) -> tuple[str, str]:
     """(point, target) from a PipelineEntry origin `hook <point> (target <t>)`."""
     point, _, rest = origin.removeprefix("hook ").partition(" (target ")
     return point, rest.rstrip(")")
 
 
-__all__ = ["HookPass", "module_targets", "read_module_targets", "wrap_hook_passes"]
+__all__ = [
+    "HookPass",
+    "hook_pass",
+    "module_targets",
+    "read_module_targets",
+    "replay_spec",
+    "wrap_hook_passes",
+]

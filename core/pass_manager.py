@@ -193,7 +193,12 @@ def module_diagnostic(module: ModuleOp, message: str, notes: Sequence[str] = ())
 
 
 def transitions_to(phase: Phase) -> list[str]:
-    """Flags of registered passes whose `produces` is `phase`."""
+    """Flags of registered passes whose `produces` is `phase`.
+
+    A plugin's plain xDSL `ModulePass` has no `produces` (it never changes
+    the phase), so every class attribute of the phase contract is read with
+    a default here.
+    """
     from lamina.core.registry import get_pass_class, pass_names
 
     found = []
@@ -202,7 +207,7 @@ def transitions_to(phase: Phase) -> list[str]:
             cls = get_pass_class(name)
         except Exception:  # a broken pass file must not hide the refusal message
             continue
-        if cls.produces == phase:
+        if getattr(cls, "produces", None) == phase:
             found.append(name)
     return found
 
@@ -458,7 +463,8 @@ class PassManager:
             raise DiagnosticError(f"cannot write the phase dump '{path}': {err.strerror}") from None
 
     def _write_reproducer(self, snapshot: ModuleOp, index: int) -> Path:
-        """IR before the failing pass, headed by the pipeline that reproduces the failure."""
+        """IR before the failing pass, headed by the pipeline that reproduces the failure
+        and the flags it needs: the plugins loaded in this process, then the caller's."""
         assert self.reproducer_path is not None
         remaining = pipeline_spec_string(self.passes[index:])
         path = self.reproducer_path
@@ -466,8 +472,11 @@ class PassManager:
             fd, name = tempfile.mkstemp(prefix="lamina-reproducer-", suffix=".mlir", dir=path)
             os.close(fd)
             path = Path(name)
+        from lamina.core.plugins import load_plugin_flags
+
+        plugins = [f for f in load_plugin_flags() if f not in self.reproducer_flags]
+        flags = "".join(f"{shlex.quote(flag)} " for flag in [*plugins, *self.reproducer_flags])
         with path.open("w") as out:
-            flags = "".join(f"{shlex.quote(flag)} " for flag in self.reproducer_flags)
             out.write(f"// configuration: {flags}-p '{remaining}'\n")
             out.write(
                 f"// note: reproduce with: lamina-opt {shlex.quote(str(path))} "

@@ -6,8 +6,8 @@ compile targets' passes are inserted, and the transition pass that leaves
 the phase::
 
     ingestion     normalize                                   -> lift-lambdas
-    optimization  canonicalize, cse, specialize-closures, fold-constants, plan-devices,
-                  plan-layouts, fuse-ops, [hooks: optimization] -> legalize
+    optimization  canonicalize, cse, specialize-closures, fold-constants, [hooks: claim],
+                  plan-devices, plan-layouts, fuse-ops, [hooks: optimization] -> legalize
     lowering      [hooks: lowering], lower-te, schedule, simplify,
                   plan-memory, lower-graph, [hooks: build]    -> lower-to-llvm
     build         (codegen is done by the backend, not by a pass)
@@ -24,10 +24,12 @@ these optimizations; see docs/passes.md).
 Targets contribute hook passes through the module `lamina.backends.targets`
 (the target registry), which provides `target_names() -> Sequence[str]` and
 `get_target(name)` returning a target whose `hook_passes(point)` (or, for a
-plain object, `hooks[point]`) lists the passes of hook point `optimization`,
-`lowering` or `build`: `-p` specs (`str`) or pass instances (`ModulePass`,
-which need not be in the registry). `core/hooks.py` wraps them so that they
-run under the phase contracts and are named with their target on failure,
+plain object, `hooks[point]`) lists the passes of hook point `claim`,
+`optimization`, `lowering` or `build`: `-p` specs (`str`) or pass
+instances (`ModulePass`, which need not be in the registry; the pipeline
+spells those `target-hook{target=T point=P index=N}`, so that `-p` can
+replay them). `core/hooks.py` wraps them so that they run under the phase
+contracts and are named with their target on failure,
 and records the targets a module is compiled for in its `lamina.targets`.
 Without the registry module the known targets are `cpu` and `host`, with
 no hooks.
@@ -219,11 +221,11 @@ def resolve_targets(targets: Iterable[str] | None) -> list[str]:
 
 def hook_entries(targets: Iterable[str], point: str, stage: Phase) -> list[PipelineEntry]:
     """The passes `targets` register at hook `point`, in target order."""
-    from lamina.core.pass_manager import pass_spec_string
-
     registry = _target_registry()
     if not registry or "get" not in registry:
         return []
+    from lamina.core.hooks import replay_spec
+
     entries = []
     for target_name in targets:
         target = registry["get"](target_name)
@@ -231,10 +233,11 @@ def hook_entries(targets: Iterable[str], point: str, stage: Phase) -> list[Pipel
             items = target.hook_passes(point)
         else:
             items = (getattr(target, "hooks", None) or {}).get(point, ())
-        for item in items:
+        for index, item in enumerate(items):
             origin = f"hook {point} (target {target_name})"
-            if isinstance(item, ModulePass):
-                entries.append(PipelineEntry(pass_spec_string(item), stage, origin, item))
+            if isinstance(item, ModulePass):  # replayable by position, not by its own name
+                spec = replay_spec(target_name, point, index)
+                entries.append(PipelineEntry(spec, stage, origin, item))
             else:
                 entries.append(PipelineEntry(str(item), stage, origin))
     return entries
@@ -365,5 +368,6 @@ def _format_entry(entry: PipelineEntry, indent: int = 2) -> str:
     if entry.origin == "transition":
         text += f"   (transition to {Phase(entry.stage + 1).label})"
     elif entry.origin != "pipeline":
-        text += f"   ({entry.origin})"
+        text += f"   ({entry.origin}"
+        text += f": pass '{entry.instance.name}')" if entry.instance is not None else ")"
     return text + ("" if entry.available else "   [not registered]")

@@ -53,6 +53,10 @@ _passes: dict[str, PassFactory] = {}
 _dialects: dict[str, DialectFactory] = {}
 _dialect_phases: dict[str, frozenset[Phase]] = {}
 _universes_loaded = False
+_python_passes: dict[str, str] = {}
+"""Pass name -> the module of a pass registered from Python (`register_pass`)."""
+_loaded_files: dict[str, str] = {}
+"""`--load-plugin` spec -> the file it loaded (for the disk cache's key, backends/cache.py)."""
 
 
 # ---------------------------------------------------------------------------
@@ -66,6 +70,7 @@ def register_pass(pass_class: type[ModulePass], name: str | None = None) -> None
     if not isinstance(name, str) or not name:
         raise PluginError(f"plugin pass {pass_class!r} has no `name`")
     _add_pass(name, lambda cls=pass_class: cls, f"pass class {pass_class.__qualname__}")
+    _python_passes[name] = pass_class.__module__
 
 
 def register_dialect(
@@ -147,6 +152,25 @@ def _load_universes() -> None:
             _add_pass(name, factory, f"{where}: pass {name}")
 
 
+def loaded_plugin_files() -> dict[str, str]:
+    """Each `--load-plugin` spec loaded in this process -> the file it imported."""
+    return dict(_loaded_files)
+
+
+def load_plugin_flags() -> list[str]:
+    """`--load-plugin` flags that load this process's plugins again, from any directory
+    (a script by its absolute path): what a reproducer's command needs."""
+    return [
+        f"--load-plugin={path if spec.endswith('.py') else spec}"
+        for spec, path in _loaded_files.items()
+    ]
+
+
+def python_pass_modules() -> dict[str, str]:
+    """Each pass registered from Python (`register_pass`) -> the module defining it."""
+    return dict(_python_passes)
+
+
 def plugin_pass_factories() -> dict[str, PassFactory]:
     _load_universes()
     return dict(_passes)
@@ -165,13 +189,14 @@ def load_plugin(spec: str) -> None:
             if not path.is_file():
                 raise FileNotFoundError(f"no such file: '{spec}'")
             name = f"lamina_plugin_{path.stem}"
-            module_spec = importlib.util.spec_from_file_location(name, path)
+            module_spec = importlib.util.spec_from_file_location(name, path.resolve())
             assert module_spec is not None and module_spec.loader is not None
             module = importlib.util.module_from_spec(module_spec)
             sys.modules[name] = module
             module_spec.loader.exec_module(module)
         else:
-            importlib.import_module(spec)
+            module = importlib.import_module(spec)
+        _loaded_files[spec] = str(getattr(module, "__file__", None) or "")
     except PluginError:
         raise
     except Exception as err:  # the plugin's error, reported as a diagnostic
@@ -183,6 +208,9 @@ __all__ = [
     "declare_dialect_phases",
     "dialect_phases",
     "load_plugin",
+    "load_plugin_flags",
+    "loaded_plugin_files",
+    "python_pass_modules",
     "plugin_dialect_factories",
     "plugin_pass_factories",
     "register_dialect",

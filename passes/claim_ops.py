@@ -32,7 +32,8 @@ class ClaimOpsPass(LaminaPass):
     `matmul`).
     Invariants: no op is added, removed or moved. An op another target
     already claimed is not taken over: the later claim is refused with a
-    diagnostic naming both targets.
+    diagnostic naming both targets. A plugin's `claim` that raises is a
+    diagnostic at the op naming the target and its package.
     """
 
     name = "claim-ops"
@@ -42,7 +43,7 @@ class ClaimOpsPass(LaminaPass):
     target: str = "cpu"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from lamina.backends.targets import get_target
+        from lamina.backends.targets import call_target_hook, get_target
 
         target = get_target(self.target)
         if target.claim is None:
@@ -51,7 +52,7 @@ class ClaimOpsPass(LaminaPass):
         for candidate in op.walk():
             if candidate is op or candidate.dialect_name() != "graph":
                 continue
-            if not target.claim(candidate):
+            if not call_target_hook(target, "claim", candidate):
                 continue
             owner = codegen_target(candidate)
             if owner is None:

@@ -29,7 +29,9 @@ class LowerClaimedPass(LaminaPass):
     Output IR: every op claimed by `target` replaced by what the target's
     `lower` builds; other ops untouched.
     Invariants: no op claimed by `target` survives (one that does is
-    reported at the op, naming the target); the phase stays lowering.
+    reported at the op, naming the target); the phase stays lowering. A
+    plugin's `lower` that raises is a diagnostic at the op naming the
+    target and its package.
     """
 
     name = "lower-claimed"
@@ -40,14 +42,14 @@ class LowerClaimedPass(LaminaPass):
     target: str = "cpu"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from lamina.backends.targets import get_target
+        from lamina.backends.targets import call_target_hook, get_target
 
         target = get_target(self.target)
         if target.lower is None:
             return
         for claimed in self._claimed(op):
             if _inside(claimed, op):  # not removed while lowering an earlier claim
-                target.lower(claimed)
+                call_target_hook(target, "lower", claimed)
         left = self._claimed(op)
         if left:
             raise DiagnosticError(

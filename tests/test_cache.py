@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -311,3 +312,154 @@ def test_a_hit_of_code_with_parallel_loops_sets_up_openmp(cache_dir):
     assert warm.cache_hit is True
     np.testing.assert_allclose(warm.run("main", a, b), a @ b, rtol=1e-4, atol=1e-4)
     np.testing.assert_array_equal(warm.run("main", a, b), cold.run("main", a, b))
+
+
+# ---------------------------------------------------------------------------
+# Plugins are in the key
+# ---------------------------------------------------------------------------
+
+SATX = os.path.join(os.path.dirname(__file__), "plugin_satx")
+
+SIGMOID = """\
+import sys, numpy as np, lamina
+exe = lamina.compile(open(sys.argv[1]).read(), targets=["satx"])
+x = np.linspace(-4, 4, 32, dtype=np.float32).reshape(4, 8)
+print(exe.cache_hit, float(np.abs(exe.run("main", x) - 1 / (1 + np.exp(-x))).max()))
+"""
+
+
+def test_a_changed_plugin_lower_recompiles(tmp_path):
+    """The installed plugin's code is in the key: editing its kernel (same version)
+    misses, and the new code runs."""
+    from plugin_util import pip_install
+
+    site = pip_install(Path(SATX), tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(site), cache.CACHE_DIR_ENV: str(tmp_path / "cache")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+
+    def compile_sigmoid() -> tuple[str, float]:
+        args = [sys.executable, "-c", SIGMOID, os.path.join(SATX, "sigmoid.mlir")]
+        out = subprocess.run(args, env=env, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        hit, error = out.stdout.split()
+        return hit, float(error)
+
+    assert compile_sigmoid()[0] == "False"
+    hit, error = compile_sigmoid()
+    assert hit == "True" and error < 1e-6
+    kernel = site / "lamina_satx" / "target.py"
+    kernel.write_text(
+        kernel.read_text().replace("%r = arith.divf %one, %d", "%r = arith.divf %d, %d")
+    )
+    hit, error = compile_sigmoid()  # the kernel now computes 1 everywhere
+    assert hit == "False" and error > 0.4
+
+
+def test_plugin_identity_covers_installed_packages_and_load_plugin_scripts(tmp_path, monkeypatch):
+    info = tmp_path / "demo_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: demo-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[lamina.targets]\ndemo = demo_mod:target\n")
+    module = tmp_path / "demo_mod.py"
+    module.write_text("target = None\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cache.installed_plugins.cache_clear()
+    first = cache.plugin_identity()["package demo-plugin"]
+    assert first.startswith("1.0:")
+    module.write_text("target = 1\n")
+    cache.installed_plugins.cache_clear()
+    assert cache.plugin_identity()["package demo-plugin"] != first
+
+    from lamina.core import plugins
+
+    script = tmp_path / "script_plugin.py"
+    script.write_text("VALUE = 1\n")
+    monkeypatch.setattr(plugins, "_loaded_files", {})
+    base = _key()
+    plugins.load_plugin(str(script))
+    with_script = _key()
+    assert with_script != base
+    script.write_text("VALUE = 2\n")
+    assert _key() != with_script
+    cache.installed_plugins.cache_clear()
+
+
+# ---------------------------------------------------------------------------
+# Only this user's files are trusted
+# ---------------------------------------------------------------------------
+
+posix_only = pytest.mark.skipif(os.name == "nt", reason="POSIX ownership and modes")
+OTHER_UID = 4242
+
+
+@posix_only
+def test_a_new_cache_directory_is_owner_only(cache_dir):
+    lamina.compile(PROGRAM)
+    assert cache_dir.stat().st_mode & 0o777 == 0o700
+    (path,) = cache.entries()
+    assert path.stat().st_mode & 0o077 == 0
+
+
+@posix_only
+def test_a_group_writable_cache_directory_is_ignored_with_a_warning(cache_dir, capfd):
+    lamina.compile(PROGRAM)  # a good entry, that must not be loaded from now on
+    cache_dir.chmod(0o775)
+    capfd.readouterr()
+    for _ in range(2):
+        exe = lamina.compile(PROGRAM)
+        assert not exe.cache_hit
+        np.testing.assert_array_equal(exe.run("main", A, B), EXPECTED)
+    (line,) = capfd.readouterr().err.splitlines()  # one line, once
+    assert line == (
+        f"lamina: warning: not using the compile cache directory '{cache_dir}': group or "
+        "others can write to it (mode 0775); compiling without it"
+    )
+    assert len(cache.entries()) == 1  # nothing written there either
+
+
+@posix_only
+@pytest.mark.skipif(os.name != "nt" and os.geteuid() != 0, reason="chown needs root")
+def test_a_foreign_owned_directory_is_ignored_with_a_warning(cache_dir, capfd):
+    lamina.compile(PROGRAM)
+    os.chown(cache_dir, OTHER_UID, -1)
+    exe = lamina.compile(PROGRAM)
+    assert not exe.cache_hit
+    np.testing.assert_array_equal(exe.run("main", A, B), EXPECTED)
+    assert f"belongs to another user (uid {OTHER_UID}); compiling without it" in (
+        capfd.readouterr().err
+    )
+
+
+@posix_only
+@pytest.mark.skipif(os.name != "nt" and os.geteuid() != 0, reason="chown needs root")
+def test_a_foreign_owned_entry_is_ignored_then_replaced_by_this_users(cache_dir, capfd):
+    """An entry someone else planted (here: the right code, under another owner) is not
+    loaded; this compile's own entry replaces it and is loaded next time."""
+    lamina.compile(PROGRAM)
+    (path,) = cache.entries()
+    os.chown(path, OTHER_UID, -1)
+    capfd.readouterr()
+    exe = lamina.compile(PROGRAM)
+    assert not exe.cache_hit
+    np.testing.assert_array_equal(exe.run("main", A, B), EXPECTED)
+    (line,) = capfd.readouterr().err.splitlines()
+    assert line == (
+        f"lamina: warning: ignoring the compile cache entry '{path}': it belongs to another "
+        f"user (uid {OTHER_UID}); compiling without it"
+    )
+    assert path.stat().st_uid == os.geteuid()
+    warm = lamina.compile(PROGRAM)
+    assert warm.cache_hit
+    np.testing.assert_array_equal(warm.run("main", A, B), EXPECTED)
+
+
+@posix_only
+def test_a_group_writable_entry_is_ignored(cache_dir, capfd):
+    lamina.compile(PROGRAM)
+    (path,) = cache.entries()
+    path.chmod(0o664)
+    assert cache.read(path.stem) is None
+    assert "group or others can write to it (mode 0664)" in capfd.readouterr().err
+    exe = lamina.compile(PROGRAM)
+    assert not exe.cache_hit
+    np.testing.assert_array_equal(exe.run("main", A, B), EXPECTED)

@@ -289,13 +289,16 @@ def test_target_hooks_are_expanded_in_place(monkeypatch):
 
     entries = pipeline_entries("default", ["cpu", "fancy"])
     hooked = [(e.spec, e.origin) for e in entries if e.origin.startswith("hook")]
+    # A pass instance is spelled by its place among the target's hooks, which -p replays.
+    replay = 'target-hook{target="fancy" point="build" index=0}'
     assert hooked == [
         ("cse", "hook optimization (target fancy)"),
-        ("test-noop", "hook build (target fancy)"),
+        (replay, "hook build (target fancy)"),
     ]
     names = [e.name for e in entries]
     assert names.index("cse") < names.index("cse", 4) < names.index("legalize")
-    assert names.index("lower-graph") < names.index("test-noop") < names.index("lower-to-llvm")
+    assert names.index("lower-graph") < names.index("target-hook") < names.index("lower-to-llvm")
     text = format_pipeline("default", ["cpu", "fancy"])
     assert "  [hooks: optimization]\n    cse   (hook optimization (target fancy))" in text
     assert "  [hooks: lowering]   (none)" in text
+    assert f"    {replay}   (hook build (target fancy): pass 'test-noop')" in text

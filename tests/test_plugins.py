@@ -1,6 +1,7 @@
 """Plugins from outside the repository: a real pip-installed package with entry points.
 
-`tests/plugin_pkg` is the package docs/extending.md walks through: a dialect
+`tests/plugin_pkg` is the package docs/extending.md walks through (the
+page itself is tested by building the package from its text alone): a dialect
 (`toy`) and a pass (`toy-lower`) registered through xDSL's `xdsl.universe`
 entry point, and a target (`toy`, one hook and a claim) through
 `lamina.targets`. It is pip-installed into a temporary `--target` directory
@@ -13,13 +14,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from plugin_util import pip_install
 
 PKG = Path(__file__).parent / "plugin_pkg"
 BIN = Path(sys.executable).parent
@@ -28,23 +29,16 @@ BIN = Path(sys.executable).parent
 @pytest.fixture(scope="module")
 def toy_site(tmp_path_factory) -> Path:
     """The plugin package, pip-installed into a fresh directory."""
-    work = tmp_path_factory.mktemp("toy")
-    shutil.copytree(PKG, work / "src", ignore=shutil.ignore_patterns("build", "*.egg-info"))
-    site = work / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site),
-         str(work / "src")],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    return site
+    return pip_install(PKG, tmp_path_factory.mktemp("toy"))
 
 
-def run(args: list[str], site: Path | None, **kwargs) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
+def run(
+    args: list[str], site: Path | None, env_extra: dict[str, str] | None = None, **kwargs
+) -> subprocess.CompletedProcess:
+    env = {**os.environ, **(env_extra or {})}
     env["PYTHONPATH"] = str(site) if site else ""
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    return subprocess.run(args, env=env, capture_output=True, text=True, cwd=PKG, **kwargs)
+    return subprocess.run(args, env=env, capture_output=True, text=True, **{"cwd": PKG, **kwargs})
 
 
 def test_entry_points_are_discovered_by_importlib_metadata(toy_site):
@@ -128,15 +122,26 @@ def _fake_dist(tmp_path: Path, entry_points: str) -> Path:
     return tmp_path
 
 
-def test_a_failing_target_entry_point_is_named(tmp_path):
+def test_a_broken_target_entry_point_fails_only_the_compiles_naming_it(tmp_path):
+    """Entry points load on first use: a broken plugin does not stop a cpu compile,
+    is a diagnostic when named, and is listed by --list-targets with its error."""
     site = _fake_dist(tmp_path, "[lamina.targets]\nbroken = lamina_missing_mod:target\n")
-    result = run(["lamina-opt", "--print-pipeline", "--target", "cpu"], site)
-    assert result.returncode == 1
-    assert "Traceback" not in result.stderr
-    assert (
-        "target plugin 'broken' (lamina_missing_mod:target, from package 'broken-plugin') "
-        "failed to load: ModuleNotFoundError" in result.stderr
+    for target in (["--target", "cpu"], []):
+        fine = run(["lamina-opt", "relu2.mlir", *target, "--compile-to", "lowering"], site)
+        assert fine.returncode == 0 and fine.stderr == ""
+    named = run(
+        ["lamina-opt", "relu2.mlir", "--target", "broken", "--compile-to", "lowering"], site
     )
+    assert named.returncode == 1
+    assert "Traceback" not in named.stderr
+    assert (
+        "error: target plugin 'broken' (lamina_missing_mod:target, from package 'broken-plugin') "
+        "failed to load: ModuleNotFoundError" in named.stderr
+    )
+    listing = run(["lamina-opt", "--list-targets"], site)
+    assert listing.returncode == 0, listing.stderr
+    assert "| cpu |  | built into Lamina |" in listing.stdout
+    assert "| broken |  |  | broken: target plugin 'broken' (" in listing.stdout
 
 
 def test_a_failing_xdsl_universe_entry_point_is_named(tmp_path):
@@ -148,7 +153,161 @@ def test_a_failing_xdsl_universe_entry_point_is_named(tmp_path):
 
 
 # ---------------------------------------------------------------------------
-# docs/extending.md: its snippets are the package's files, its commands run
+# tests/plugin_satx: a target extending cpu, as an outside author writes one
+# ---------------------------------------------------------------------------
+
+SATX = Path(__file__).parent / "plugin_satx"
+
+
+@pytest.fixture(scope="module")
+def satx_site(tmp_path_factory) -> Path:
+    return pip_install(SATX, tmp_path_factory.mktemp("satx"))
+
+
+def satx(args: list[str], site: Path, **kwargs) -> subprocess.CompletedProcess:
+    return run(args, site, **{"cwd": SATX, **kwargs})
+
+
+def test_a_plain_xdsl_pass_of_a_plugin_leaves_phase_refusals_intact(satx_site):
+    """`satx-mark` (a plain ModulePass, no `produces`) is registered while the
+    refusal lists the transition passes of every registered pass."""
+    listing = satx(["lamina-opt", "--list-passes"], satx_site, check=True).stdout
+    assert "| `satx-mark` | ingestion, optimization, lowering |" in listing
+    result = satx(["lamina-opt", "sigmoid.mlir", "-p", "lower-te"], satx_site)
+    assert result.returncode == 1, result.stderr
+    assert "internal error" not in result.stderr
+    assert (
+        "error: pass 'lower-te' cannot run in phase 'ingestion' (it runs in: lowering); "
+        "run 'lift-lambdas', then 'legalize' first" in result.stderr
+    )
+
+
+FACTS = """
+import sys
+from lamina.backends.targets import module_facts, op_facts
+from lamina.core.context import make_context
+from lamina.core.diagnostics import parse_module
+module = parse_module(make_context(), sys.stdin.read(), "<in>")
+matmul = next(op for op in module.walk() if op.name == "graph.matmul")
+for facts in (module_facts(module), op_facts(matmul)):
+    print(facts.vector_bits, facts.cores)
+"""
+
+
+def test_options_of_a_target_extending_cpu_reach_the_facts_layouts_and_schedules_read(satx_site):
+    """satx's own `options` (vector_bits=256) and `--target 'satx{cores=3}'` are the facts
+    of the module, not the host's: the schedule blocks columns by 16 only at 256 bits."""
+    for spec, expected in (("satx", "256 2"), ("satx{cores=3}", "256 3"),
+                           ("satx{vector_bits=128 cores=1}", "128 1")):  # fmt: skip
+        ir = satx(
+            ["lamina-opt", "matmul.mlir", "--target", spec, "--compile-to", "optimization"],
+            satx_site,
+            check=True,
+        ).stdout
+        facts = satx([sys.executable, "-c", FACTS], satx_site, input=ir, check=True).stdout
+        got = facts.split()
+        assert got[0::2] == [expected.split()[0]] * 2, (spec, facts)
+        if spec != "satx":  # cores default to the host's
+            assert got[1::2] == [expected.split()[1]] * 2, (spec, facts)
+
+    def lowered(spec: str) -> str:
+        args = ["lamina-opt", "matmul.mlir", "--target", spec, "--compile-to", "lowering"]
+        return satx(args, satx_site, check=True).stdout
+
+    assert "step %c16 kind(parallel)" in lowered("satx")
+    assert "step %c16 kind(parallel)" not in lowered("satx{vector_bits=512}")
+
+
+def test_a_satx_sigmoid_runs_its_own_kernel_and_equals_numpy(satx_site):
+    code = (
+        "import sys, numpy as np, lamina\n"
+        "exe = lamina.compile(open('sigmoid.mlir').read(), targets=['satx'])\n"
+        "assert 'satx_sigmoid_4x8' in str(exe.llvm_module)\n"
+        "x = np.linspace(-4, 4, 32, dtype=np.float32).reshape(4, 8)\n"
+        "print(np.abs(exe.run('main', x) - 1 / (1 + np.exp(-x))).max())\n"
+    )
+    result = satx([sys.executable, "-c", code], satx_site, check=True)
+    assert float(result.stdout) < 1e-6
+
+
+@pytest.mark.parametrize("hook, error", [("claim", "ValueError: satx-bad-claim cannot decide"),
+                                         ("lower", "RuntimeError: satx-bad-lower has no kernel")])  # fmt: skip
+def test_a_raising_claim_or_lower_is_a_diagnostic_naming_target_and_package(satx_site, hook, error):
+    args = [
+        "lamina-opt",
+        "sigmoid.mlir",
+        "--target",
+        f"satx-bad-{hook}",
+        "--compile-to",
+        "lowering",
+    ]
+    result = satx(args, satx_site)
+    assert result.returncode == 1
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+    assert (
+        f"error: target 'satx-bad-{hook}' (from package 'lamina-satx') failed in its "
+        f"`{hook}` on '" in result.stderr
+    )
+    assert error in result.stderr
+    if hook == "lower":  # located at the op the hook was called on
+        assert result.stderr.startswith("sigmoid.mlir:2:3: error:")
+
+
+def _reproducer_command(path: Path) -> str:
+    (line,) = [x for x in path.read_text().splitlines() if "reproduce with:" in x]
+    return line.split("reproduce with: ", 1)[1]
+
+
+def test_an_instance_hook_replays_from_print_pipeline_and_from_a_reproducer(satx_site, tmp_path):
+    """satx's build hook is a pass instance whose class no registry knows: the
+    pipeline spells it target-hook{...}, and both printed commands run."""
+    printed = satx(["lamina-opt", "--print-pipeline", "--target", "satx"], satx_site, check=True)
+    spec = printed.stdout.strip().splitlines()[-1]
+    assert 'target-hook{target="satx" point="build" index=0}' in spec
+    replayed = satx(["bash", "-c", f"lamina-opt sigmoid.mlir {spec}"], satx_site)
+    assert replayed.returncode == 0, replayed.stderr
+    assert 'satx.stamp = "build"' in replayed.stdout and "llvm.func @main" in replayed.stdout
+
+    refused = tmp_path / "refuse.mlir"
+    refused.write_text((SATX / "sigmoid.mlir").read_text().replace("@main", "@refuse_stamp"))
+    repro = tmp_path / "repro.mlir"
+    args = ["lamina-opt", str(refused), "--target", "satx", "--compile-to", "build"]
+    first = satx([*args, "--reproducer", str(repro)], satx_site)
+    assert first.returncode == 1
+    assert "satx-stamp refuses a module with @refuse_stamp" in first.stderr
+    command = _reproducer_command(repro)
+    assert "--target=satx" in command and "target-hook{" in command
+    again = satx(["bash", "-c", command], satx_site, cwd=tmp_path)
+    assert again.returncode == 1
+    assert "error: satx-stamp refuses a module with @refuse_stamp" in again.stderr
+    assert "unknown pass" not in again.stderr
+
+
+@pytest.mark.parametrize("tool", ["lamina-opt", "lamina-run"])
+def test_a_reproducer_of_a_load_plugin_target_loads_the_plugin(tmp_path, tool):
+    """The reproducer's command repeats --load-plugin (a script by its absolute path),
+    whichever tool wrote it (lamina-run: through LAMINA_REPRODUCER)."""
+    script = Path(__file__).parent / "filecheck" / "targets" / "Inputs" / "hook_targets.py"
+    source = tmp_path / "refuse.mlir"
+    source.write_text((SATX / "sigmoid.mlir").read_text().replace("@main", "@refuse_stamp"))
+    repro = tmp_path / "repro.mlir"
+    relative = os.path.relpath(script, PKG)
+    args = [tool, str(source), "--load-plugin", relative, "--target", "stamper"]
+    if tool == "lamina-opt":
+        args += ["--compile-to", "build", "--reproducer", str(repro)]
+        first = run(args, None)
+    else:
+        first = run([*args, "--random-inputs"], None, env_extra={"LAMINA_REPRODUCER": str(repro)})
+    assert first.returncode == 1 and "test-stamp refuses" in first.stderr
+    command = _reproducer_command(repro)
+    assert f"--load-plugin={script}" in command  # absolute: runs from anywhere
+    again = run(["bash", "-c", command], None, cwd=tmp_path)
+    assert again.returncode == 1
+    assert "error: test-stamp refuses a module with @refuse_stamp" in again.stderr
+
+
+# ---------------------------------------------------------------------------
+# docs/extending.md, followed literally: the package is built from the page alone
 # ---------------------------------------------------------------------------
 
 DOC = Path(__file__).parents[1] / "docs" / "extending.md"
@@ -160,21 +319,54 @@ def doc_blocks() -> list[tuple[str | None, str]]:
     return [(m["path"], m["body"]) for m in _BLOCK.finditer(DOC.read_text())]
 
 
-def test_every_file_in_the_extending_guide_is_the_tested_package_file():
-    files = [(path, body) for path, body in doc_blocks() if path]
-    assert len(files) >= 9
-    for path, body in files:
-        assert (PKG / path).read_text() == body, f"docs/extending.md shows a stale {path}"
+def page_script() -> str:
+    """The page as one shell session: each file block written where the page says,
+    each command block run, in the page's order; the first failure stops it."""
+    lines = ["set -ex"]
+    for path, body in doc_blocks():
+        if path is None:
+            lines.append(body)
+        else:
+            lines += [
+                f'mkdir -p "$(dirname {path})"',
+                f"cat > {path} <<'PAGE_EOF'",
+                body + "PAGE_EOF",
+            ]
+    return "\n".join(lines) + "\n"
 
 
-def test_every_command_in_the_extending_guide_runs(toy_site):
-    commands = [
-        line for path, body in doc_blocks() if path is None for line in body.splitlines() if line
-    ]
-    assert len(commands) >= 8
-    for command in commands:
-        result = run(["bash", "-c", command], toy_site)
-        assert result.returncode == 0, f"{command}\n{result.stderr}"
+def test_following_the_extending_guide_literally_builds_a_working_plugin(tmp_path):
+    """Nothing but the page's text: its files in an empty folder, its commands in order.
+    The page's `pip install .` installs into a temporary directory (a `pip` on PATH
+    that adds `--target DIR --no-deps`, so the suite's environment stays as it is
+    and nothing is downloaded), which the tools then see on PYTHONPATH."""
+    files = [path for path, _ in doc_blocks() if path]
+    assert {"pyproject.toml", "lamina_toy/__init__.py", "lamina_toy/tests/lit.cfg"} <= set(files)
+    site, shims = tmp_path / "site", tmp_path / "shims"
+    shims.mkdir()
+    pip = shims / "pip"
+    pip.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m pip "$@" --target "{site}" --no-deps\n')
+    pip.chmod(0o755)
+    env = dict(os.environ)
+    env.update(
+        PATH=os.pathsep.join([str(shims), str(BIN), env.get("PATH", "")]),
+        PYTHONPATH=str(site),
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    result = subprocess.run(
+        ["bash", "-c", page_script()], cwd=work, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    out = result.stdout
+    assert (work / "lamina-toy" / "lamina_toy" / "tests" / "lit.cfg").is_file()
+    assert "PASS: lamina-toy :: toy-lower.mlir" in out  # lit found and ran the test
+    assert "| `toy-lower` | ingestion, optimization |" in out
+    assert "    toy-lower   (hook optimization (target toy))" in out
+    assert "loop.call @toy_relu_4(" in out
+    assert "[0. 4. 0. 8.]" in out  # lamina.compile(..., targets=['toy']): relu(2x)
+    assert "| toy | cpu | from package 'lamina-toy' |" in out  # --list-targets
 
 
 def test_register_dialect_from_python_with_phases(monkeypatch):
@@ -205,3 +397,23 @@ def test_register_dialect_from_python_with_phases(monkeypatch):
         plugins.register_dialect("graph", Dialect("graph", []))
     with pytest.raises(plugins.PluginError, match="cannot be legal in phase build"):
         plugins.declare_dialect_phases("mark", ["build"])
+
+
+def test_every_list_of_hook_points_is_the_registry_s():
+    """HOOK_POINTS, the pipeline's hook points, and every place that lists them in words."""
+    import lamina.backends.targets as targets
+    from lamina.backends.targets import HOOK_POINTS
+    from lamina.core.pipeline import DEFAULT_STAGES, HookPoint
+
+    points = list(HOOK_POINTS)
+    assert points == [s.name for st in DEFAULT_STAGES for s in st.steps if isinstance(s, HookPoint)]
+    root = Path(__file__).parents[1]
+    table = re.findall(r"^\| `(\w+)` \|", DOC.read_text().split("The hook points")[1], re.M)
+    assert table == points
+    design = (root / "docs" / "design.md").read_text()
+    (sentence,) = re.findall(r"hook points ((?:`\w+`,? )+and `\w+`)", design)
+    assert re.findall(r"`(\w+)`", sentence) == points
+    diagram = design.split("```")[1]
+    assert re.findall(r"\[hooks: (\w+)\]", diagram) == points
+    assert all(f"`{p}`" in (targets.__doc__ or "") for p in points)
+    assert all(f"`{p}`" in (targets.Target.__doc__ or "") for p in points)

@@ -5,7 +5,7 @@ Built on xDSL's `xDSLOptMain`: its flags (`-p`, `--split-input-file`,
 `--print-debuginfo`, ...), with Lamina's dialects and passes registered, every
 op parsed with its `file:line:col` location, verification reporting every
 failing op, and Lamina's phase-aware pass manager. Lamina adds
-`--list-passes`, `--pipeline`, `--print-pipeline`, `--print-ir-after-all`,
+`--list-passes`, `--list-targets`, `--pipeline`, `--print-pipeline`, `--print-ir-after-all`,
 `--pass-timing`, `--compile-to`, `--dump-phases-to`, `--reproducer` and
 `--target` (a compile target; xdsl-opt's output-format `-t/--target` is gone:
 the output is always MLIR text).
@@ -175,6 +175,12 @@ class LaminaOptMain(xDSLOptMain):
             help="list the registered passes with their phases and exit",
         )
         arg_parser.add_argument(
+            "--list-targets",
+            action="store_true",
+            help="list the compile targets (built in, registered, installed plugins; "
+            "a plugin that fails to load is listed with its error) and exit",
+        )
+        arg_parser.add_argument(
             "--pipeline", metavar="NAME", help="run a named pipeline (e.g. default)"
         )
         arg_parser.add_argument(
@@ -265,6 +271,9 @@ class LaminaOptMain(xDSLOptMain):
             from lamina.core.docs_gen import pass_options_listing, pass_table
 
             print(pass_table() + pass_options_listing(), end="")
+            return 0
+        if self.args.list_targets:
+            print(target_table(), end="")
             return 0
         if self.args.print_pipeline and self.args.passes:
             from lamina.core.pass_manager import pipeline_spec_string
@@ -407,7 +416,8 @@ class LaminaOptMain(xDSLOptMain):
         manager.run(self.ctx, module)
 
     def _reproducer_flags(self) -> list[str]:
-        """The flags a reproducer's command needs to fail the same way."""
+        """The flags a reproducer's command needs to fail the same way (the pass
+        manager adds the `--load-plugin`s, `core/plugins.py`)."""
         flags = [f"--target={t}" for t in self.args.targets]
         if self.args.allow_unregistered_dialect:
             flags.append("--allow-unregistered-dialect")
@@ -474,6 +484,20 @@ class LaminaOptMain(xDSLOptMain):
             syntax_highlight=self.args.syntax_highlight,
         ).emit(self.ctx, prog, out)
         return out.getvalue()
+
+
+def target_table() -> str:
+    """`--list-targets`: a Markdown table of every target; a broken plugin says why."""
+    from lamina.backends.targets import list_targets
+
+    lines = ["| target | extends | from | description |", "|---|---|---|---|"]
+    for item in list_targets():
+        if item.error is not None:
+            row = [item.name, "", "", f"broken: {item.error}"]
+        else:
+            row = [item.name, item.extends or "", item.origin, item.description]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def _load_plugins(argv: Sequence[str] | None) -> None:
