@@ -37,6 +37,7 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, TensorTyp
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from lamina.core import min_copies
 from lamina.core.devices import known_device_kinds, with_device
 from lamina.core.diagnostics import Diagnostic, DiagnosticError, location_of
 from lamina.core.pass_base import LaminaPass
@@ -411,10 +412,37 @@ class Planner:
     # -- defaulting -----------------------------------------------------------------
 
     def resolve(self, default: DeviceAttr) -> None:
-        """Give every free variable a device; see `PlanDevicesPass` for the rule."""
+        """Give every free variable a device: fewest copies over the whole module,
+        ties broken toward the first-consumer rule (`_first_consumer`)."""
+        uf = self.uf
+        prefer = self._first_consumer(default)
+        free = sorted(prefer)
+        fixed = {
+            n: d
+            for n in range(len(uf.parent))
+            if uf.find(n) == n and uf.signature[n] is None and (d := uf.device(n)) is not None
+        }
+        order = sorted({*fixed.values(), *prefer.values()}, key=attr_syntax)
+        chosen = min_copies.choose(self.copy_values(), fixed, free, prefer, order)
+        for n in free:
+            uf.fix(n, chosen[n], "the fewest copies", self.module, "")  # type: ignore[arg-type]
+
+    def copy_values(self) -> list[min_copies.Value]:
+        """Each copyable value (an `on_device` is its operand) with the variables reading it."""
+        readers: dict[SSAValue, tuple[int, set[int]]] = {}
+        for use in self.uses:
+            value = _root_value(use.value)
+            home = self.uf.find(self.values[use.value])
+            readers.setdefault(value, (home, set()))[1].add(self.uf.find(use.slot))
+        return [min_copies.Value(home, frozenset(r)) for home, r in readers.values()]
+
+    def _first_consumer(self, default: DeviceAttr) -> dict[int, DeviceAttr]:
+        """The greedy placement of the free variables (the tie-break of `resolve`),
+        computed on the side: the unifier is left as it was."""
+        uf = self.uf
+        saved = list(uf.fixed)
         backward = sorted(self.uses, key=lambda u: (-u.def_order, u.order, u.index))
         forward = sorted(self.uses, key=lambda u: (u.order, u.index))
-        uf = self.uf
         while True:
             changed = True
             while changed:
@@ -433,9 +461,13 @@ class Planner:
                     progress = True
             if not progress:
                 break
-        for n in range(len(uf.parent)):
-            if uf.signature[n] is None and uf.device(n) is None:
-                uf.fix(n, default, "lamina.default_device", self.module, "")
+        prefer = {
+            n: uf.device(n) or default
+            for n in range(len(uf.parent))
+            if uf.find(n) == n and uf.signature[n] is None and saved[n] is None
+        }
+        uf.fixed[:] = saved
+        return prefer
 
 
 # ---------------------------------------------------------------------------
