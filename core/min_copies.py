@@ -16,8 +16,10 @@ minimal keep it). The objective is the lexicographic pair, made one integer
 as `WEIGHT * copies + disagreements` with `WEIGHT` above any disagreement
 count.
 
-Free nodes are solved per group connected through values (a group touching
-no fixed node, or fixed nodes of one device, has a zero-copy labelling).
+Free nodes are solved per group connected through values. A group touching
+no fixed node, or fixed nodes of one device only, goes on one device (the
+only zero-copy labellings): that device, or the one most of its nodes
+prefer.
 Merging two devices never adds copies, so a group only ever uses the devices
 fixed next to it. With two such devices, one minimum s-t cut is the exact
 optimum (a value with all its readers is a hyperedge that costs one copy iff
@@ -74,8 +76,10 @@ def choose(
         devices = sorted(
             {fixed[n] for v in touching for n in (v.home, *v.readers) if n in fixed}, key=rank.get
         )
-        if len(devices) <= 1:
-            result.update({n: devices[0] if devices else prefer[n] for n in group})
+        if len(devices) <= 1:  # zero copies: the whole group on one device
+            votes = [prefer[n] for n in group]
+            only = devices[0] if devices else min(votes, key=lambda d: (-votes.count(d), rank[d]))
+            result.update(dict.fromkeys(group, only))
             continue
         problem = _Problem(touching, dict(fixed), group, prefer)
         if len(devices) == 2 or len(devices) ** len(group) > EXACT_LIMIT:
