@@ -24,6 +24,10 @@ The analysis has two kinds of edges between device variables:
 An equality between two different fixed devices is a conflict no copy can
 resolve; it is reported at the op that imposed it, naming both devices and
 where each came from.
+
+What the constraints leave free is then placed so that the module needs the
+fewest copies (`lamina.core.min_copies`: a minimum cut between the fixed
+values for two devices), ties broken by the first-consumer rule.
 """
 
 from __future__ import annotations
@@ -594,15 +598,18 @@ class PlanDevicesPass(LaminaPass):
     closures and `graph.invoke` (a function value's parameter/result devices
     unify with every function it may be), and `lamina.default_device`.
 
-    Defaulting rule (for whatever no constraint places), in this order:
-    1. a value lives where its first consumer (in program order) runs;
-       consumers are settled before producers, so an unannotated chain follows
-       the first annotated op downstream of it;
-    2. an op (or a function result, or a callee parameter) still unplaced
-       runs where its first operand (the first value passed to it) lives;
-       then rule 1 is applied again, and so on;
-    3. anything still unplaced (nothing connects it to a placed value) goes on
-       `lamina.default_device` (default `#lamina.device<"cpu", 0>`).
+    Choice (for whatever no constraint places): the devices that need the
+    fewest `graph.device_copy` ops over the whole module (one copy per value
+    and foreign device it is read on; copies are counted, not bytes). Among
+    plans with that many copies, the one agreeing most with the
+    first-consumer rule: a value lives where its first consumer (in program
+    order) runs, an op still unplaced runs where its first operand lives,
+    and what nothing connects to a placed value goes on
+    `lamina.default_device` (default `#lamina.device<"cpu", 0>`). Exact for
+    two devices (a minimum cut) and for groups of free values with at most
+    `lamina.core.min_copies.EXACT_LIMIT` labellings; otherwise a local
+    optimum under alpha-beta swaps, never worse than the first-consumer
+    rule (docs/devices.md).
 
     Output IR: `device` on every graph op that runs on or passes tensors
     (compute ops, constants, kernel calls, `graph.device_copy` = its `dst`;
