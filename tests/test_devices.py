@@ -128,7 +128,6 @@ def test_docs_worked_example_is_what_the_tools_print(capsys):
     assert [line for line in printed if not line.startswith("compile:")] == expected
 
 
-
 def test_docs_fewest_copies_example_is_what_lamina_opt_prints(tmp_path, capsys):
     """docs/devices.md, "Example: the fewest copies": planning the page's
     source prints the page's plan, with the two copies the text counts."""
@@ -141,6 +140,7 @@ def test_docs_fewest_copies_example_is_what_lamina_opt_prints(tmp_path, capsys):
     printed = capsys.readouterr().out.strip()
     assert printed == planned.strip()
     assert printed.count("graph.device_copy") == 2
+
 
 CALLS = """
 builtin.module {
