@@ -4,8 +4,8 @@ Every input of tests/filecheck is mutated a few characters at a time
 (deletions, insertions — control bytes, quotes, brackets, digits —,
 duplications of a span, byte flips) and run through `lamina-opt` in-process
 with the flags of the file's first RUN line that shape parsing and passes
-(`--split-input-file`, `-p`). Whatever the mutant, the tool must exit 0, or
-exit 1 with a located `file:line:col: error:` diagnostic — never exit 2
+(`--split-input-file`, `--verify-diagnostics`, `-p`). Whatever the mutant,
+the tool must exit 0, or exit 1 with a located `file:line:col: error:` diagnostic — never exit 2
 (`internal error`, a Python traceback).
 
 Seeded and bounded (a few hundred mutants, parse-dominated) so it runs in
@@ -60,7 +60,7 @@ INSERTS = [
     "\ufeff",
 ]
 LOCATED = re.compile(r"^\S.*:\d+:\d+: error: ", re.M)
-KEPT_FLAGS = {"--split-input-file": 0, "-p": 1}
+KEPT_FLAGS = {"--split-input-file": 0, "--verify-diagnostics": 0, "-p": 1}
 
 
 @dataclass(frozen=True)
