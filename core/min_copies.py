@@ -35,7 +35,7 @@ devices' free nodes improves it.
 from __future__ import annotations
 
 import itertools
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -74,11 +74,12 @@ def choose(
     result: dict[int, Hashable] = {}
     for group, touching in _groups(values, free):
         devices = sorted(
-            {fixed[n] for v in touching for n in (v.home, *v.readers) if n in fixed}, key=rank.get
+            {fixed[n] for v in touching for n in (v.home, *v.readers) if n in fixed},
+            key=lambda d: rank[d],
         )
         if len(devices) <= 1:  # zero copies: the whole group on one device
-            votes = [prefer[n] for n in group]
-            only = devices[0] if devices else min(votes, key=lambda d: (-votes.count(d), rank[d]))
+            votes = Counter(prefer[n] for n in group)
+            only = devices[0] if devices else min(votes, key=lambda d: (-votes[d], rank[d]))
             result.update(dict.fromkeys(group, only))
             continue
         problem = _Problem(touching, dict(fixed), group, prefer)
@@ -148,6 +149,9 @@ class _Problem:
         for n in self.free:
             pref = self.prefer[n]
             self.label[n] = pref if pref in devices else devices[0]
+        if len(devices) == 2:  # one cut over all the free nodes: the global optimum
+            self._swap(*devices)
+            return {n: self.label[n] for n in self.free}
         score = self.objective()
         improved = True
         while improved:
@@ -170,12 +174,14 @@ class _Problem:
         graph = _CutGraph(moving)
         for v in self.values:
             self._value_edges(graph, v, alpha, beta)
-        for n in moving:
+        graph.max_flow()  # the copies first: a few augmentations of `weight` each
+        for n in moving:  # then the preference, from that flow: few units more
             pref = self.prefer[n]
             if pref == alpha:
                 graph.edge(graph.source, graph.node[n], 1)  # cut when n goes to beta
             elif pref == beta:
                 graph.edge(graph.node[n], graph.sink, 1)
+        graph.max_flow()
         on_alpha = graph.source_side()
         for n in moving:
             self.label[n] = alpha if graph.node[n] in on_alpha else beta
@@ -213,49 +219,90 @@ class _Problem:
 
 
 class _CutGraph:
-    """A small flow network; `source_side` is the minimal source set of a minimum cut."""
+    """A flow network; `source_side` is the minimal source set of a minimum cut.
+
+    Dinic's algorithm (level graph, blocking flows with per-node edge
+    pointers). `_swap` saturates the copy edges (capacity `weight`) before it
+    adds the preference edges (capacity 1): routed first, the unit edges
+    would carry up to `weight` separate paths across every cut copy edge.
+    """
 
     def __init__(self, nodes: Sequence[int]) -> None:
         self.source, self.sink = 0, 1
         self.node = {n: i + 2 for i, n in enumerate(nodes)}
-        self.cap: list[dict[int, int]] = [{} for _ in range(len(nodes) + 2)]
+        self.adj: list[list[int]] = [[] for _ in range(len(nodes) + 2)]
+        self.to: list[int] = []
+        self.cap: list[int] = []
 
     def new(self) -> int:
-        self.cap.append({})
-        return len(self.cap) - 1
+        self.adj.append([])
+        return len(self.adj) - 1
 
     def edge(self, u: int, w: int, c: int) -> None:
-        self.cap[u][w] = self.cap[u].get(w, 0) + c
-        self.cap[w].setdefault(u, 0)
+        """An edge u -> w of capacity c (its reverse, index ^ 1, starts empty)."""
+        self.adj[u].append(len(self.to))
+        self.to.append(w)
+        self.cap.append(c)
+        self.adj[w].append(len(self.to))
+        self.to.append(u)
+        self.cap.append(0)
 
-    def _path(self) -> list[int] | None:
-        prev = {self.source: self.source}
+    def _levels(self) -> list[int] | None:
+        level = [-1] * len(self.adj)
+        level[self.source] = 0
         queue = deque([self.source])
         while queue:
             u = queue.popleft()
-            for w, c in self.cap[u].items():
-                if c > 0 and w not in prev:
-                    prev[w] = u
-                    if w == self.sink:
-                        path = [w]
-                        while path[-1] != self.source:
-                            path.append(prev[path[-1]])
-                        return path[::-1]
+            for e in self.adj[u]:
+                w = self.to[e]
+                if self.cap[e] > 0 and level[w] < 0:
+                    level[w] = level[u] + 1
                     queue.append(w)
-        return None
+        return level if level[self.sink] >= 0 else None
+
+    def _blocking_flow(self, level: list[int]) -> None:
+        """Augment along shortest paths until none is left (iterative DFS)."""
+        nxt = [0] * len(self.adj)
+        while True:
+            path: list[int] = []  # edge indices from the source
+            u = self.source
+            while u != self.sink:
+                edges = self.adj[u]
+                while nxt[u] < len(edges):
+                    e = edges[nxt[u]]
+                    w = self.to[e]
+                    if self.cap[e] > 0 and level[w] == level[u] + 1:
+                        break
+                    nxt[u] += 1
+                if nxt[u] == len(edges):  # dead end: retreat
+                    if not path:
+                        return
+                    level[u] = -1
+                    e = path.pop()
+                    u = self.to[e ^ 1]
+                    nxt[u] += 1
+                    continue
+                e = edges[nxt[u]]
+                path.append(e)
+                u = self.to[e]
+            flow = min(self.cap[e] for e in path)
+            for e in path:
+                self.cap[e] -= flow
+                self.cap[e ^ 1] += flow
+
+    def max_flow(self) -> None:
+        """Augment the current flow to a maximum one (edges may be added between calls)."""
+        while (level := self._levels()) is not None:
+            self._blocking_flow(level)
 
     def source_side(self) -> set[int]:
-        """Edmonds-Karp, then the nodes still reachable from the source."""
-        while (path := self._path()) is not None:
-            flow = min(self.cap[u][w] for u, w in itertools.pairwise(path))
-            for u, w in itertools.pairwise(path):
-                self.cap[u][w] -= flow
-                self.cap[w][u] += flow
+        """After `max_flow`: the nodes still reachable from the source."""
         seen, stack = {self.source}, [self.source]
         while stack:
             u = stack.pop()
-            for w, c in self.cap[u].items():
-                if c > 0 and w not in seen:
+            for e in self.adj[u]:
+                w = self.to[e]
+                if self.cap[e] > 0 and w not in seen:
                     seen.add(w)
                     stack.append(w)
         return seen
