@@ -59,7 +59,9 @@ INSERTS = [
     "\u2028",
     "\ufeff",
 ]
-LOCATED = re.compile(r"^\S.*:\d+:\d+: error: ", re.M)
+LOCATED = re.compile(r"^\S.*:\d+:\d+: error: |^\S.*:\d+: error: expected[- ]", re.M)
+"""A located error: `file:line:col:`, or (`--verify-diagnostics` verdicts on the
+annotations, which name a line, as MLIR's do) `file:line: error: expected...`."""
 KEPT_FLAGS = {"--split-input-file": 0, "--verify-diagnostics": 0, "-p": 1}
 
 
