@@ -22,17 +22,18 @@ import itertools
 import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from test_plan_devices_property import plan
 from xdsl.dialects.builtin import ModuleOp
 
 import lamina
 from lamina.core import min_copies
 from lamina.core.context import make_context
 from lamina.core.devices import device_of
-from lamina.core.diagnostics import parse_module, verify_module
+from lamina.core.diagnostics import parse_module
 from lamina.dialects import graph
 from lamina.dialects.graph import attr_syntax
 from lamina.dialects.lamina import get_default_device
-from lamina.passes.plan_devices import PlanDevicesPass, Planner
+from lamina.passes.plan_devices import Planner
 
 T = "tensor<4xf32>"
 DEVICES = tuple(f'#lamina.device<"cpu", {i}>' for i in range(3))
@@ -86,13 +87,6 @@ def programs(draw) -> str:
         + "\n".join(lines)
         + f"\n    graph.return {', '.join(results)} : {plain}\n  }}\n}}\n"
     )
-
-
-def plan(text: str) -> ModuleOp:
-    module = parse_module(make_context(), text)
-    PlanDevicesPass().apply(make_context(), module)
-    verify_module(module)
-    return module
 
 
 def count_copies(module: ModuleOp) -> int:
