@@ -9,8 +9,9 @@ the tool must exit 0, or exit 1 with a located `file:line:col: error:` diagnosti
 (`internal error`, a Python traceback).
 
 Seeded and bounded (a few hundred mutants, parse-dominated) so it runs in
-seconds; `python tests/test_malformed_text_fuzz.py N SEED` runs a larger
-campaign and prints every failing mutant.
+seconds; `python tests/test_malformed_text_fuzz.py N SEED [FLAGS...]` runs a
+larger campaign (FLAGS, e.g. `--compile-to lowering`, instead of the RUN
+lines') and prints every failing mutant.
 """
 
 from __future__ import annotations
@@ -131,15 +132,18 @@ def run_mutant(text: str, flags: tuple[str, ...], tmp: Path) -> Outcome:
     return Outcome(status, err.getvalue())
 
 
-def campaign(count: int, seed: int, tmp: Path) -> list[tuple[Seed, str, Outcome]]:
-    """`count` mutants (seeded); the ones whose outcome is not acceptable."""
+def campaign(
+    count: int, seed: int, tmp: Path, extra: tuple[str, ...] = ()
+) -> list[tuple[Seed, str, Outcome]]:
+    """`count` mutants (seeded); the ones whose outcome is not acceptable.
+    `extra` flags replace the RUN line's (e.g. `--compile-to lowering`)."""
     rng = random.Random(seed)
     inputs = seeds()
     bad = []
     for _ in range(count):
         source = rng.choice(inputs)
         text = mutate(source.text, rng)
-        outcome = run_mutant(text, source.flags, tmp)
+        outcome = run_mutant(text, extra or source.flags, tmp)
         if not outcome.acceptable:
             bad.append((source, text, outcome))
     return bad
@@ -169,7 +173,7 @@ if __name__ == "__main__":
 
     n, s = (int(a) for a in sys.argv[1:3])
     with tempfile.TemporaryDirectory() as tmp:
-        failures = campaign(n, s, Path(tmp))
+        failures = campaign(n, s, Path(tmp), tuple(sys.argv[3:]))
     for source, text, outcome in failures:
         print(f"=== {source.path} {source.flags} -> {outcome.status}")
         print(repr(text[:4000]))
