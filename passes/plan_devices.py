@@ -413,7 +413,7 @@ class Planner:
         if op in self.op_slot:
             self.op_slot[output] = self.op_slot[op]
 
-    # -- defaulting -----------------------------------------------------------------
+    # -- placing the free variables -------------------------------------------------
 
     def resolve(self, default: DeviceAttr) -> None:
         """Give every free variable a device: fewest copies over the whole module,
