@@ -50,12 +50,12 @@ def _pin(device: str | None) -> str:
 def programs(draw) -> str:
     """@main over 3 parameters: 1-7 ops and calls, each optionally pinned."""
     devices = DEVICES[: draw(st.integers(2, 3))]
-    maybe = st.sampled_from([None, None, *devices])
+    maybe = st.sampled_from([None, None, None, *devices])
     lines: list[str] = []
     values = ["%p0", "%p1", "%p2"]
     callee = draw(maybe)
-    for i in range(draw(st.integers(1, 7))):
-        kind = draw(st.sampled_from(["binary", "unary", "call", "on_device"]))
+    for i in range(draw(st.integers(2, 10))):
+        kind = draw(st.sampled_from(["binary", "binary", "unary", "call", "call", "on_device"]))
         if kind == "call" and callee is not None:
             a = draw(st.sampled_from(values))
             lines.append(f"    %v{i} = graph.call @pinned({a}) : ({T}) -> {T}")
@@ -71,7 +71,7 @@ def programs(draw) -> str:
             a, op, d = draw(st.sampled_from(values)), draw(st.sampled_from(UNARY)), draw(maybe)
             lines.append(f"    %v{i} = graph.{op} {a}{_pin(d)} : ({T}) -> {T}")
         values.append(f"%v{i}")
-    results = draw(st.lists(st.sampled_from(values), min_size=1, max_size=2))
+    results = draw(st.lists(st.sampled_from(values), min_size=1, max_size=3))
     params = ", ".join(f"%p{i}: {T}{_pin(draw(maybe))}" for i in range(3))
     types = ", ".join(f"{T}{_pin(draw(maybe))}" for _ in results)
     plain = ", ".join([T] * len(results))
@@ -126,9 +126,11 @@ def brute_force_minimum(text: str) -> int | None:
     return best
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
 def test_copy_count_is_the_brute_force_minimum(text: str):
+    """(The first-consumer rule alone needs more than the minimum on about 8% of
+    these programs, measured on 300.)"""
     minimum = brute_force_minimum(text)
     assume(minimum is not None)
     assert count_copies(plan(text)) == minimum, text
