@@ -75,6 +75,11 @@ class CompileTimings:
     parse_verify: float = 0.0
     optimize: float = 0.0
     jit: float = 0.0
+    build_wall: float = 0.0
+    """Wall time of the parallel build of a split module (parse, optimize and codegen
+    above are then thread time summed over its units); 0 for a module compiled whole."""
+    kernels: dict[str, str] = field(default_factory=dict)
+    """Kernel symbol → "built", "memory" or "disk" (backends/kernel_cache.py)."""
 
     @property
     def total(self) -> float:
@@ -174,6 +179,18 @@ def translate(
     With `host` (code for this machine, not a portable `cpu`), functions also
     get the host's vector width (`vector_width_attributes`).
     """
+    return _translate(module, tm, host=host)[0]
+
+
+def _translate(
+    module: ModuleOp,
+    tm: llvm.TargetMachine | None,
+    *,
+    host: bool = True,
+    attach_limit: int | None = None,
+) -> tuple[llvm_ir.Module, dict[str, bytes]]:
+    """`translate`, and the detached constants' bytes. With `attach_limit`, constants of
+    that many bytes or more are not attached (they go to a blob, backends/constant_blob.py)."""
     _check_build_phase_ops(module)
     tm = tm or _host_target_machine(jit=False)
     try:
@@ -183,7 +200,10 @@ def translate(
             )
     except (NotImplementedError, LLVMTranslationException, KeyError) as err:
         raise CodegenError(_translation_diagnostic(module, err)) from None
-    attach_bytes(ir_module, blobs)
+    if attach_limit is None:
+        attach_bytes(ir_module, blobs)
+    else:
+        attach_bytes(ir_module, {n: d for n, d in blobs.items() if len(d) < attach_limit})
     for fn in ir_module.functions:
         if not fn.is_declaration:
             for attr in FUNCTION_ATTRIBUTES:
@@ -195,7 +215,7 @@ def translate(
         ir_module.get_global(func.sym_name.data).linkage = "internal"
     _attach_loop_metadata(module, ir_module)
     bound_inlining(ir_module)  # no function grows with the graph (backends/inlining.py)
-    return ir_module
+    return ir_module, blobs
 
 
 def vector_width_attributes() -> tuple[str, ...]:
@@ -339,8 +359,12 @@ def parse_and_verify(ir_module: llvm_ir.Module) -> llvm.ModuleRef:
     return ref
 
 
-def optimize(ref: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
-    """Run LLVM's O3 pipeline (with loop and SLP vectorization) for `tm`'s CPU, in place."""
+def optimize(ref: llvm.ModuleRef, tm: llvm.TargetMachine, run=None) -> None:
+    """Run LLVM's O3 pipeline (with loop and SLP vectorization) for `tm`'s CPU, in place.
+
+    `run(mpm, ref, builder)` runs the pass manager (default: `mpm.run`); the
+    parallel build passes one that does not take llvmlite's global lock.
+    """
     ref.triple = tm.triple
     ref.data_layout = str(tm.target_data)
     options = llvm.PipelineTuningOptions(speed_level=OPT_LEVEL)
@@ -352,15 +376,25 @@ def optimize(ref: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
         llvm.create_pass_builder(tm, options) as builder,
         builder.getModulePassManager() as mpm,
     ):
-        mpm.run(ref, builder)
+        if run is None:
+            mpm.run(ref, builder)
+        else:
+            run(mpm, ref, builder)
 
 
 def _optimized_ref(
-    module: ModuleOp, tm: llvm.TargetMachine, timings: CompileTimings, *, host: bool = True
+    module: ModuleOp,
+    tm: llvm.TargetMachine,
+    timings: CompileTimings,
+    *,
+    host: bool = True,
+    ir_module: llvm_ir.Module | None = None,
 ):
-    start = time.perf_counter()
-    ir_module = translate(module, tm, host=host)
-    timings.translate = time.perf_counter() - start
+    """Translate (unless given `ir_module`), parse, link the runtime and optimize, timed."""
+    if ir_module is None:
+        start = time.perf_counter()
+        ir_module = translate(module, tm, host=host)
+        timings.translate = time.perf_counter() - start
     start = time.perf_counter()
     ref = parse_and_verify(ir_module)
     link_device_runtime(ref)  # per-device allocators and counters, if the code uses them
@@ -388,7 +422,11 @@ class CompiledModule:
     """Type of every function the module exports (defined, not internal), by name."""
     timings: CompileTimings = field(default_factory=CompileTimings)
     object_code: bytes | None = None
-    """The object file MCJIT loaded (what the disk cache stores, backends/cache.py)."""
+    """The object file MCJIT loaded (what the disk cache stores, backends/cache.py); for a
+    module compiled in units, all their objects and the constant blob, packed."""
+    unit_modules: list[llvm.ModuleRef | None] = field(default_factory=list)
+    """The optimized host and kernel modules of a module compiled in units (None: a kernel
+    whose object came from the disk cache)."""
 
     def get_function_address(self, name: str) -> int:
         """Address of the jitted function `name`; KeyError if the module defines no such function."""
@@ -402,8 +440,13 @@ class CompiledModule:
 
     @property
     def optimized_ir(self) -> str:
-        """The LLVM IR after O3, for inspection."""
-        return str(self.llvm_module)
+        """The LLVM IR after O3, for inspection (every unit's, for a module compiled in units)."""
+        if not self.unit_modules:
+            return str(self.llvm_module)
+        return "\n".join(
+            str(ref) if ref is not None else "; a kernel loaded from the disk cache (object code)"
+            for ref in self.unit_modules
+        )
 
 
 _cache: dict[str, CompiledModule] = {}
@@ -431,20 +474,41 @@ def compile_module(module: ModuleOp, *, use_cache: bool = True) -> CompiledModul
             _stats["hits"] += 1
             return _cache[key]
         _stats["misses"] += 1
-        compiled = _jit(module, key)
+        compiled = _jit(module, key, use_cache)
         if use_cache:
             _cache[key] = compiled
         return compiled
 
 
-def _jit(module: ModuleOp, key: str) -> CompiledModule:
+SPLIT_ENV = "LAMINA_SPLIT_KERNELS"
+"""Environment variable: `0` compiles every module as one LLVM module (no kernel units)."""
+
+
+def split_enabled() -> bool:
+    """Compile modules in units (one per kernel, backends/kernel_split.py)? On by default."""
+    return os.environ.get(SPLIT_ENV, "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+def _jit(module: ModuleOp, key: str, use_cache: bool = True) -> CompiledModule:
     _ensure_llvm()
     missing = jit_symbols.missing_declared_functions(module)
     if missing:
         raise CodegenError(missing)
     timings = CompileTimings()
     tm = _host_target_machine(jit=True)
-    ref = _optimized_ref(module, tm, timings)
+    ir_module = None
+    if split_enabled():
+        from lamina.backends import kernel_cache
+        from lamina.backends.kernel_split import BLOB_MIN_BYTES, split_module
+
+        start = time.perf_counter()
+        ir_module, blobs = _translate(module, tm, attach_limit=BLOB_MIN_BYTES)
+        split = split_module(ir_module, blobs, kernel_cache.facts())
+        timings.translate = time.perf_counter() - start
+        if split is not None:
+            return _jit_units(module, key, split, tm, timings, use_cache)
+        attach_bytes(ir_module, {n: d for n, d in blobs.items() if len(d) >= BLOB_MIN_BYTES})
+    ref = _optimized_ref(module, tm, timings, ir_module=ir_module)
     start = time.perf_counter()
     engine = llvm.create_mcjit_compiler(ref, tm)
     objects: list[bytes] = []  # the object code, to check its undefined symbols
@@ -458,6 +522,36 @@ def _jit(module: ModuleOp, key: str) -> CompiledModule:
     signatures = {name: op.function_type for name, op in exported_functions(module).items()}
     code = objects[0] if len(objects) == 1 else None
     return CompiledModule(key, engine, tm, ref, signatures, timings, code)
+
+
+def _jit_units(module: ModuleOp, key: str, split, tm, timings, use_cache: bool) -> CompiledModule:
+    """Compile a split module (backends/kernel_split.py): kernels from the kernel cache or
+    built in parallel with the host unit, all loaded into one engine with the constants."""
+    from lamina.backends import cache as disk
+    from lamina.backends import constant_blob, kernel_cache
+
+    built = kernel_cache.build_split(split, timings, use_memory=use_cache)
+    timings.kernels = built.kernels
+    start = time.perf_counter()
+    constant_blob.register(split.constants)
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+    for obj in built.objects:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    engine.finalize_object()
+    needed = {name for obj in built.objects for name in jit_symbols.undefined_symbols(obj)}
+    names = sorted(
+        n for n in needed if not llvm.address_of_symbol(n) and not engine.get_global_value_address(n)
+    )
+    if names:  # calling the code would jump to address 0
+        raise CodegenError(jit_symbols.unresolved_diagnostic(names))
+    engine.run_static_constructors()
+    timings.jit += time.perf_counter() - start
+    signatures = {name: op.function_type for name, op in exported_functions(module).items()}
+    code = None
+    if disk.enabled():  # what the model's disk-cache entry stores
+        code = disk.pack_objects(built.objects, constant_blob.pack(split.constants))
+    host = built.modules[0]
+    return CompiledModule(key, engine, tm, host, signatures, timings, code, built.modules)
 
 
 def cache_stats() -> dict[str, int]:
