@@ -36,7 +36,9 @@ from lamina.backends.device_runtime import RUNTIME_IR
 from lamina.backends.kernel_split import KERNEL_RUNTIME_IR, KernelUnit, Split
 
 _RUNTIME_SYMBOLS = tuple(
-    re.findall(r"(?:define linkonce_odr hidden [^@]*@|^@)([\w.]+)", RUNTIME_IR, re.MULTILINE)
+    name
+    for name in re.findall(r"(?:define linkonce_odr hidden [^@]*@|^@)([\w.]+)", RUNTIME_IR, re.M)
+    if not name.startswith("llvm.")
 )
 """Functions and globals the device runtime defines (the host exports them to the kernels)."""
 
