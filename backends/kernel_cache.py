@@ -197,7 +197,9 @@ def _link_runtime(ref: llvm.ModuleRef, context, *, export: bool) -> None:
     if export:
         for value in [*ref.functions, *ref.global_variables]:
             if value.name in _RUNTIME_SYMBOLS and not value.is_declaration:
-                value.linkage = llvm.Linkage.external
+                # weak_odr, as ODR as linkonce_odr (LLVM infers no more about it than
+                # it did in a whole module) but kept though the host may not call it.
+                value.linkage = llvm.Linkage.weak_odr
                 value.visibility = llvm.Visibility.default
 
 
