@@ -59,6 +59,15 @@ BLOB_ALIGN = 64
 
 _PLACEHOLDER = "__lamina_kernel_entry"
 
+MESSAGE_PREFIX = "lamina_error_message_"
+"""Names of the error-message constants (backends/llvm_errors.py). A kernel's messages
+name the kernel, so they stay out of its unit: the host defines them as
+`<kernel symbol>_m<i>`, with this model's names in them, and the kernel's
+object code, which only stores their address, is the same in every model."""
+
+_TYPED_MESSAGE = re.compile(r'\[\d+ x i8\]\* (@"' + MESSAGE_PREFIX + r'\d+")')
+"""A message's address in llvmlite's typed-pointer syntax (its length is in the type)."""
+
 KERNEL_RUNTIME_IR = (
     RUNTIME_IR.replace("linkonce_odr hidden ", "available_externally ")
     .replace("@llvm.used = appending global [1 x ptr]", "; @llvm.used", 1)
@@ -78,6 +87,8 @@ class KernelUnit:
     text: str
     names: tuple[str, ...]
     """The kernel's names in the module this unit was split from (inspection, messages)."""
+    messages: tuple[str, ...] = ()
+    """The module's message globals the kernel refers to, as `<symbol>_m0`, `_m1`, ..."""
 
     @property
     def uses_runtime(self) -> bool:
@@ -163,8 +174,9 @@ def split_module(ir_module: llvm_ir.Module, blobs: dict[str, bytes], facts: str)
         if known is None:
             units[unit.key] = unit
         else:
-            units[unit.key] = KernelUnit(known.key, known.symbol, known.text, (*known.names, root))
-    host = _host_unit(parts, roots, symbol_of, constants, blobs)
+            names = (*known.names, root)
+            units[unit.key] = KernelUnit(known.key, known.symbol, known.text, names, known.messages)
+    host = _host_unit(parts, roots, symbol_of, constants, list(units.values()))
     blob = {symbol: blobs[name] for name, symbol in constants.items()}
     return Split(host, list(units.values()), blob)
 
@@ -203,9 +215,14 @@ def _kernel_unit(
                 declared.append(ref)
     lines = []
     constant = 0
+    messages: list[str] = []
     for name in used_globals:
         gv = parts.globals[name]
-        if name in constants:
+        if name.startswith(MESSAGE_PREFIX):
+            rename[name] = f"{_PLACEHOLDER}_m{len(messages)}"
+            messages.append(name)
+            lines.append(f'@"{name}" = external constant i8')
+        elif name in constants:
             if constants[name] not in rename.values():
                 lines.append(_blob_declaration(constants[name], gv))
             rename[name] = constants[name]
@@ -218,11 +235,14 @@ def _kernel_unit(
     lines += [parts.declarations[name] for name in declared]
     bodies = [parts.functions[name] for name in functions]
     bodies[functions.index(root)] = _exported_definition(parts.functions[root])
+    if messages:
+        bodies = [_TYPED_MESSAGE.sub(r"ptr \1", body) for body in bodies]
     body, metadata = _renumbered_metadata(bodies, parts.metadata)
     text = _renamed("\n".join([parts.header, *lines, "", *body, *metadata, ""]), rename)
     key = hashlib.sha256(f"{facts}\n{KERNEL_RUNTIME_IR}\n{text}".encode()).hexdigest()
     symbol = f"{KERNEL_PREFIX}{key[:32]}"
-    return KernelUnit(key, symbol, text.replace(f'@"{_PLACEHOLDER}"', f'@"{symbol}"'), (root,))
+    text = text.replace(f'@"{_PLACEHOLDER}', f'@"{symbol}')  # the entry and its messages
+    return KernelUnit(key, symbol, text, (root,), tuple(messages))
 
 
 def _external_global(gv: llvm_ir.GlobalVariable) -> str:
@@ -238,11 +258,14 @@ def _blob_declaration(symbol: str, gv: llvm_ir.GlobalVariable) -> str:
 
 
 def _exported_definition(text: str) -> str:
-    """A kernel entry's definition with external linkage (the host calls it from another object)."""
+    """A kernel entry's definition with external linkage (the host calls it from another
+    object), without `noinline`: whether the host may inline it (backends/inlining.py)
+    depends on the host, and nothing in its unit calls it."""
+    first, _, rest = text.partition("\n")
     for linkage in ("define internal ", "define private "):
-        if text.startswith(linkage):
-            return "define " + text[len(linkage) :]
-    return text
+        if first.startswith(linkage):
+            first = "define " + first[len(linkage) :]
+    return first.replace(" noinline ", " ") + "\n" + rest
 
 
 def _declaration(text: str) -> str:
@@ -286,10 +309,10 @@ def _host_unit(
     roots: list[str],
     symbol_of: dict[str, str],
     constants: dict[str, str],
-    blobs: dict[str, bytes],
+    kernels: list[KernelUnit],
 ) -> str:
     """The host functions, every global (large constants as external blob symbols), the
-    declarations, and a declaration of every kernel entry."""
+    kernels' messages, the declarations, and a declaration of every kernel entry."""
     rename = {**symbol_of, **constants}
     used = {ref for name in parts.exported for ref in parts.refs[name]}
     lines = [parts.header]
@@ -304,6 +327,10 @@ def _host_unit(
             lines.append(str(gv).replace(" = weak global ", " = global ", 1))
         elif name in used:
             lines.append(str(gv))
+    for unit in kernels:
+        for i, name in enumerate(unit.messages):
+            definition = str(parts.globals[name]).partition(" = internal constant ")[2]
+            lines.append(f'@"{unit.symbol}_m{i}" = constant {definition}')
     lines += parts.declarations.values()
     lines += sorted({_renamed(_declaration(parts.functions[root]), symbol_of) for root in roots})
     bodies = [parts.functions[name] for name in parts.exported]
