@@ -449,6 +449,31 @@ class CompiledModule:
         )
 
 
+@dataclass(eq=False)
+class UnitsModule(CompiledModule):
+    """A module compiled in units (backends/kernel_split.py). Its `object_code`, every
+    unit's object and the constant blob packed for the disk cache, is assembled on
+    first use: most compiles never store it."""
+
+    objects: list[bytes] = field(default_factory=list)
+    constants: dict[str, bytes] = field(default_factory=dict)
+
+    @property  # type: ignore[override]
+    def object_code(self) -> bytes:
+        packed = self.__dict__.get("_packed")
+        if packed is None:
+            from lamina.backends import cache as disk
+            from lamina.backends import constant_blob
+
+            packed = disk.pack_objects(self.objects, constant_blob.pack(self.constants))
+            self.__dict__["_packed"] = packed
+        return packed
+
+    @object_code.setter
+    def object_code(self, value: bytes | None) -> None:
+        self.__dict__["_packed"] = value
+
+
 _cache: dict[str, CompiledModule] = {}
 _cache_lock = threading.Lock()
 _stats = {"hits": 0, "misses": 0}
@@ -527,7 +552,6 @@ def _jit(module: ModuleOp, key: str, use_cache: bool = True) -> CompiledModule:
 def _jit_units(module: ModuleOp, key: str, split, tm, timings, use_cache: bool) -> CompiledModule:
     """Compile a split module (backends/kernel_split.py): kernels from the kernel cache or
     built in parallel with the host unit, all loaded into one engine with the constants."""
-    from lamina.backends import cache as disk
     from lamina.backends import constant_blob, kernel_cache
 
     built = kernel_cache.build_split(split, timings, use_memory=use_cache)
@@ -547,11 +571,11 @@ def _jit_units(module: ModuleOp, key: str, split, tm, timings, use_cache: bool) 
     engine.run_static_constructors()
     timings.jit += time.perf_counter() - start
     signatures = {name: op.function_type for name, op in exported_functions(module).items()}
-    code = None
-    if disk.enabled():  # what the model's disk-cache entry stores
-        code = disk.pack_objects(built.objects, constant_blob.pack(split.constants))
     host = built.modules[0]
-    return CompiledModule(key, engine, tm, host, signatures, timings, code, built.modules)
+    return UnitsModule(
+        key, engine, tm, host, signatures, timings, None, built.modules,
+        objects=built.objects, constants=split.constants,
+    )  # fmt: skip
 
 
 def cache_stats() -> dict[str, int]:
