@@ -76,8 +76,11 @@ class CompileTimings:
     optimize: float = 0.0
     jit: float = 0.0
     build_wall: float = 0.0
-    """Wall time of the parallel build of a split module (parse, optimize and codegen
-    above are then thread time summed over its units); 0 for a module compiled whole."""
+    """Wall time of the parallel build of a module compiled in units (parse_verify,
+    optimize and jit then share it in proportion to their CPU time); 0 for a module
+    compiled whole."""
+    build_cpu: float = 0.0
+    """CPU time of that build, summed over its threads (÷ build_wall: cores used)."""
     kernels: dict[str, str] = field(default_factory=dict)
     """Kernel symbol → "built", "memory" or "disk" (backends/kernel_cache.py)."""
 
@@ -564,7 +567,9 @@ def _jit_units(module: ModuleOp, key: str, split, tm, timings, use_cache: bool) 
     engine.finalize_object()
     needed = {name for obj in built.objects for name in jit_symbols.undefined_symbols(obj)}
     names = sorted(
-        n for n in needed if not llvm.address_of_symbol(n) and not engine.get_global_value_address(n)
+        n
+        for n in needed
+        if not llvm.address_of_symbol(n) and not engine.get_global_value_address(n)
     )
     if names:  # calling the code would jump to address 0
         raise CodegenError(jit_symbols.unresolved_diagnostic(names))

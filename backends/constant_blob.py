@@ -75,7 +75,9 @@ def register(constants: dict[str, bytes]) -> int:
 def register_packed(data: bytes | memoryview) -> None:
     """`register` the constants of a `pack`ed blob without copying them twice."""
     table, blob = unpack(data)
-    register({symbol: bytes(blob[offset : offset + size]) for symbol, (offset, size) in table.items()})
+    register(
+        {symbol: bytes(blob[offset : offset + size]) for symbol, (offset, size) in table.items()}
+    )
 
 
 def pack(constants: dict[str, bytes]) -> bytes:

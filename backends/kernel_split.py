@@ -92,7 +92,7 @@ class KernelUnit:
 
     @property
     def uses_runtime(self) -> bool:
-        return "@\"__lamina_device_" in self.text
+        return '@"__lamina_device_' in self.text
 
 
 @dataclass
@@ -120,7 +120,9 @@ class _Parts:
 def _parts(ir_module: llvm_ir.Module) -> _Parts | None:
     if ir_module.namedmetadata or ir_module.get_identified_types():
         return None  # not produced by Lamina's translation: compile whole
-    header = f'target triple = "{ir_module.triple}"\ntarget datalayout = "{ir_module.data_layout}"\n'
+    header = (
+        f'target triple = "{ir_module.triple}"\ntarget datalayout = "{ir_module.data_layout}"\n'
+    )
     parts = _Parts(header, {}, {}, {}, [], {}, {})
     for value in ir_module.globals.values():
         if isinstance(value, llvm_ir.Function):
@@ -282,7 +284,9 @@ def _renamed(text: str, rename: dict[str, str]) -> str:
     return _REF.sub(replace, text)
 
 
-def _renumbered_metadata(bodies: list[str], metadata: dict[str, str]) -> tuple[list[str], list[str]]:
+def _renumbered_metadata(
+    bodies: list[str], metadata: dict[str, str]
+) -> tuple[list[str], list[str]]:
     """The bodies with their metadata renumbered 0, 1, ... in order of use, and the nodes."""
     order: dict[str, str] = {}
     queue: list[str] = []

@@ -63,7 +63,7 @@ class BuiltUnit:
     object_code: bytes
     module: llvm.ModuleRef
     seconds: dict[str, float] = field(default_factory=dict)
-    """Thread time per step: parse (and link, verify), optimize, codegen."""
+    """CPU time of its thread per step: parse (and link, verify), optimize, codegen."""
 
 
 def parse(text: str, context: llvm.ContextRef) -> llvm.ModuleRef:
@@ -95,7 +95,9 @@ def emit_object(tm: llvm.TargetMachine, ref: llvm.ModuleRef) -> bytes:
         if not buffer:
             raise RuntimeError(str(error))
     try:
-        return string_at(ffi.lib.LLVMPY_GetBufferStart(buffer), ffi.lib.LLVMPY_GetBufferSize(buffer))
+        return string_at(
+            ffi.lib.LLVMPY_GetBufferStart(buffer), ffi.lib.LLVMPY_GetBufferSize(buffer)
+        )
     finally:
         ffi.lib.LLVMPY_DisposeMemoryBuffer(buffer)
 
@@ -127,8 +129,11 @@ def _size(unit: object) -> int:
 
 
 def timed(step: str, seconds: dict[str, float], start: float) -> float:
-    """Add the time since `start` to `seconds[step]`; return now."""
-    now = time.perf_counter()
+    """Add the thread's CPU time since `start` to `seconds[step]`; return now.
+
+    CPU time, not wall time: on a busy machine a thread's wall time counts
+    the time it waited for a core, and the steps' shares would be wrong."""
+    now = time.thread_time()
     seconds[step] = seconds.get(step, 0.0) + now - start
     return now
 
