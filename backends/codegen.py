@@ -495,14 +495,23 @@ def module_key(module: ModuleOp) -> str:
 
 
 def compile_module(module: ModuleOp, *, use_cache: bool = True) -> CompiledModule:
-    """JIT-compile a build-phase module for the host CPU (cached by content)."""
-    key = module_key(module)
+    """JIT-compile a build-phase module for the host CPU (cached by content).
+
+    A module compiled in units is keyed by its units (the host's text and the
+    kernels' keys), which translation produces anyway: printing the whole
+    llvm-dialect module only to hash it cost as much as translating it.
+    """
+    prepared = _prepare_units(module) if split_enabled() else None
+    if prepared is not None and prepared.split is not None:
+        key = prepared.key
+    else:
+        key = module_key(module)
     with _cache_lock:
         if use_cache and key in _cache:
             _stats["hits"] += 1
             return _cache[key]
         _stats["misses"] += 1
-        compiled = _jit(module, key, use_cache)
+        compiled = _jit(module, key, use_cache, prepared)
         if use_cache:
             _cache[key] = compiled
         return compiled
@@ -517,7 +526,42 @@ def split_enabled() -> bool:
     return os.environ.get(SPLIT_ENV, "1").strip().lower() not in ("0", "off", "false", "no")
 
 
-def _jit(module: ModuleOp, key: str, use_cache: bool = True) -> CompiledModule:
+@dataclass
+class _Prepared:
+    """A module translated and split into units (`split` None: it compiles whole)."""
+
+    tm: llvm.TargetMachine
+    ir_module: llvm_ir.Module
+    blobs: dict[str, bytes]
+    split: object
+    seconds: float
+
+    @property
+    def key(self) -> str:
+        digest = hashlib.sha256(b"units\n" + self.split.host.encode())
+        for unit in self.split.kernels:
+            digest.update(f"\n{unit.key}".encode())
+        return digest.hexdigest()
+
+
+def _prepare_units(module: ModuleOp) -> _Prepared:
+    from lamina.backends import kernel_cache
+    from lamina.backends.kernel_split import BLOB_MIN_BYTES, split_module
+
+    _ensure_llvm()
+    missing = jit_symbols.missing_declared_functions(module)
+    if missing:
+        raise CodegenError(missing)
+    start = time.perf_counter()
+    tm = _host_target_machine(jit=True)
+    ir_module, blobs = _translate(module, tm, attach_limit=BLOB_MIN_BYTES)
+    split = split_module(ir_module, blobs, kernel_cache.facts())
+    return _Prepared(tm, ir_module, blobs, split, time.perf_counter() - start)
+
+
+def _jit(
+    module: ModuleOp, key: str, use_cache: bool = True, prepared: _Prepared | None = None
+) -> CompiledModule:
     _ensure_llvm()
     missing = jit_symbols.missing_declared_functions(module)
     if missing:
@@ -525,17 +569,14 @@ def _jit(module: ModuleOp, key: str, use_cache: bool = True) -> CompiledModule:
     timings = CompileTimings()
     tm = _host_target_machine(jit=True)
     ir_module = None
-    if split_enabled():
-        from lamina.backends import kernel_cache
-        from lamina.backends.kernel_split import BLOB_MIN_BYTES, split_module
+    if prepared is not None:
+        from lamina.backends.kernel_split import BLOB_MIN_BYTES
 
-        start = time.perf_counter()
-        ir_module, blobs = _translate(module, tm, attach_limit=BLOB_MIN_BYTES)
-        split = split_module(ir_module, blobs, kernel_cache.facts())
-        timings.translate = time.perf_counter() - start
-        if split is not None:
-            return _jit_units(module, key, split, tm, timings, use_cache)
-        attach_bytes(ir_module, {n: d for n, d in blobs.items() if len(d) >= BLOB_MIN_BYTES})
+        tm, ir_module, timings.translate = prepared.tm, prepared.ir_module, prepared.seconds
+        if prepared.split is not None:
+            return _jit_units(module, key, prepared.split, tm, timings, use_cache)
+        large = {n: d for n, d in prepared.blobs.items() if len(d) >= BLOB_MIN_BYTES}
+        attach_bytes(ir_module, large)
     ref = _optimized_ref(module, tm, timings, ir_module=ir_module)
     start = time.perf_counter()
     engine = llvm.create_mcjit_compiler(ref, tm)
