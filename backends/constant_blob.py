@@ -52,7 +52,7 @@ def _aligned_buffer(size: int) -> np.ndarray:
     return raw[start : start + size]
 
 
-def register(constants: dict[str, bytes]) -> int:
+def register(constants: dict[str, bytes] | dict[str, memoryview]) -> int:
     """Make every constant's symbol resolvable by the JIT; return how many bytes were new."""
     import llvmlite.binding as llvm
 
