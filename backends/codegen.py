@@ -710,6 +710,25 @@ def system_compiler() -> str:
     )
 
 
+def _aot_unit_objects(
+    module: ModuleOp, cpu: str | None, timings: CompileTimings | None
+) -> list[bytes] | None:
+    """The objects of `module`'s units (backends/kernel_split.py) for a shared library,
+    built in parallel, constants inside the host's object; None if it does not split."""
+    from lamina.backends import kernel_cache
+    from lamina.backends.kernel_split import split_module
+
+    timings = timings if timings is not None else CompileTimings()
+    tm = _host_target_machine(jit=False, cpu=cpu)
+    start = time.perf_counter()
+    ir_module, _ = _translate(module, tm, host=cpu is None)
+    split = split_module(ir_module, {}, f"aot cpu={cpu}")  # the constants stay in the IR
+    if split is None:
+        return None
+    timings.translate = time.perf_counter() - start
+    return kernel_cache.build_objects_aot(split, timings, cpu)
+
+
 def build_shared_library(
     module: ModuleOp,
     path: str | os.PathLike[str],
@@ -720,14 +739,22 @@ def build_shared_library(
     """Compile `module` to a shared library at `path` (object file → `cc -shared`, libm linked).
 
     The library exports every function defined in the module with the C ABI
-    described in this module's docstring; `cpu` as for `emit_object`.
+    described in this module's docstring; `cpu` as for `emit_object`. The
+    module's units (one per kernel, backends/kernel_split.py) are compiled in
+    parallel and linked together, in a fixed order: the library is the same
+    whatever the number of threads.
     """
     path = Path(path)
     compiler = system_compiler()  # before the (slow) compile: a missing cc fails fast
+    objects = _aot_unit_objects(module, cpu, timings) if split_enabled() else None
+    if objects is None:
+        objects = [emit_object(module, cpu=cpu, timings=timings)]
     with tempfile.TemporaryDirectory(prefix="lamina-") as tmp:
-        obj = Path(tmp) / "module.o"
-        obj.write_bytes(emit_object(module, cpu=cpu, timings=timings))
-        cmd = [*compiler.split(), "-shared", "-fPIC", "-o", str(path), str(obj), "-lm"]
+        files = []
+        for i, code in enumerate(objects):  # host first, then the kernels, in a fixed order
+            files.append(Path(tmp) / f"unit{i}.o")
+            files[-1].write_bytes(code)
+        cmd = [*compiler.split(), "-shared", "-fPIC", "-o", str(path), *map(str, files), "-lm"]
         if _uses_openmp(module):
             cmd.append("-fopenmp")  # links libgomp for GOMP_parallel
         for library in _libraries:

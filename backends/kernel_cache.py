@@ -122,8 +122,6 @@ def _lookup(unit: KernelUnit, use_disk: bool) -> tuple[KernelObject | None, str]
 def build_split(split: Split, timings, *, use_memory: bool = True) -> BuildResult:
     """Object code for every unit of `split`: kernels from the caches where possible,
     the rest (and the host) compiled in parallel. `timings`: a `codegen.CompileTimings`."""
-    from lamina.backends.codegen import _host_target_machine, optimize
-
     use_disk = disk.enabled()
     found: dict[str, tuple[KernelObject, str]] = {}
     missing: list[KernelUnit] = []
@@ -134,27 +132,8 @@ def build_split(split: Split, timings, *, use_memory: bool = True) -> BuildResul
         else:
             found[unit.key] = (obj, where)
 
-    def build(unit: KernelUnit | str):
-        seconds: dict[str, float] = {}
-        start = time.thread_time()
-        context = llvm.create_context()
-        is_host = isinstance(unit, str)
-        ref = parallel_build.parse(unit if is_host else unit.text, context)
-        if is_host:
-            _link_runtime(ref, context, export=True)
-        elif unit.uses_runtime:
-            _link_runtime(ref, context, export=False)
-        parallel_build.verify(ref)
-        start = parallel_build.timed("parse", seconds, start)
-        tm = _host_target_machine(jit=True)
-        optimize(ref, tm, run=parallel_build.run_module_passes)
-        start = parallel_build.timed("optimize", seconds, start)
-        code = parallel_build.emit_object(tm, ref)
-        parallel_build.timed("codegen", seconds, start)
-        return parallel_build.BuiltUnit(code, ref, seconds)
-
     wall = time.perf_counter()
-    built = parallel_build.build_all(build, [split.host, *missing])
+    built = parallel_build.build_all(_build_unit, [split.host, *missing])
     _record(timings, built, time.perf_counter() - wall)
     host, kernel_builds = built[0], built[1:]
     for unit, result in zip(missing, kernel_builds, strict=True):
@@ -176,6 +155,53 @@ def build_split(split: Split, timings, *, use_memory: bool = True) -> BuildResul
     return result
 
 
+def _build_unit(unit: KernelUnit | str, cpu: str | None = None, jit: bool = True):
+    """Parse (into a context of its own), link the runtime, verify, optimize and compile
+    one unit (`str`: the host) for the host CPU (or `cpu`), timed per step."""
+    from lamina.backends.codegen import _host_target_machine, optimize
+
+    seconds: dict[str, float] = {}
+    start = time.thread_time()
+    context = llvm.create_context()
+    is_host = isinstance(unit, str)
+    ref = parallel_build.parse(unit if is_host else unit.text, context)
+    if is_host:
+        _link_runtime(ref, context, export=True, hidden=not jit)
+    elif unit.uses_runtime:
+        _link_runtime(ref, context, export=False)
+    if not jit:  # a shared library exports the graph functions only
+        _hide_lamina_symbols(ref)
+    parallel_build.verify(ref)
+    start = parallel_build.timed("parse", seconds, start)
+    tm = _host_target_machine(jit=jit, cpu=cpu)
+    optimize(ref, tm, run=parallel_build.run_module_passes)
+    start = parallel_build.timed("optimize", seconds, start)
+    code = parallel_build.emit_object(tm, ref)
+    parallel_build.timed("codegen", seconds, start)
+    return parallel_build.BuiltUnit(code, ref, seconds)
+
+
+def build_objects_aot(split: Split, timings, cpu: str | None) -> list[bytes]:
+    """Relocatable (PIC) objects of every unit of `split` for `cpu` (None: this machine),
+    host first, compiled in parallel, for a shared library. No kernel cache: its keys
+    are for JIT code of this machine."""
+    wall = time.perf_counter()
+    built = parallel_build.build_all(
+        lambda unit: _build_unit(unit, cpu=cpu, jit=False), [split.host, *split.kernels]
+    )
+    _record(timings, built, time.perf_counter() - wall)
+    return [result.object_code for result in built]
+
+
+def _hide_lamina_symbols(ref: llvm.ModuleRef) -> None:
+    """Kernel entries, their messages and the runtime: hidden, resolved inside the
+    library when it is linked, never by another library loaded in the same process."""
+    for value in [*ref.functions, *ref.global_variables]:
+        local = value.linkage in (llvm.Linkage.internal, llvm.Linkage.private)
+        if value.name.startswith("__lamina_") and not value.is_declaration and not local:
+            value.visibility = llvm.Visibility.hidden
+
+
 def _record(timings, built: list[parallel_build.BuiltUnit], wall: float) -> None:
     """The build's wall time, shared among parse, optimize and codegen in proportion
     to their CPU time, so the steps still add up to the compile's wall time; the
@@ -192,7 +218,7 @@ def _record(timings, built: list[parallel_build.BuiltUnit], wall: float) -> None
     timings.jit += steps["codegen"] * share
 
 
-def _link_runtime(ref: llvm.ModuleRef, context, *, export: bool) -> None:
+def _link_runtime(ref: llvm.ModuleRef, context, *, export: bool, hidden: bool = False) -> None:
     """Link the device runtime into a unit that declares it.
 
     The host defines it, exported (the kernels' objects call it); a kernel
@@ -212,7 +238,15 @@ def _link_runtime(ref: llvm.ModuleRef, context, *, export: bool) -> None:
                 # weak_odr, as ODR as linkonce_odr (LLVM infers no more about it than
                 # it did in a whole module) but kept though the host may not call it.
                 value.linkage = llvm.Linkage.weak_odr
-                value.visibility = llvm.Visibility.default
+                value.visibility = llvm.Visibility.hidden if hidden else llvm.Visibility.default
 
 
-__all__ = ["BuildResult", "KernelObject", "build_split", "clear", "facts", "stats"]
+__all__ = [
+    "BuildResult",
+    "KernelObject",
+    "build_objects_aot",
+    "build_split",
+    "clear",
+    "facts",
+    "stats",
+]

@@ -169,3 +169,30 @@ def test_the_constant_blob_is_aligned_and_packs_losslessly():
         address = llvm.address_of_symbol(symbol)
         assert address % constant_blob.ALIGN == 0
         assert ctypes.string_at(address, len(data)) == data
+
+
+def test_a_shared_library_links_the_units_deterministically(tmp_path, monkeypatch):
+    """The units' objects are linked in a fixed order: the same bytes with one thread or
+    two; the library exports the graph function, not the kernels or the runtime."""
+    import shutil
+    import subprocess
+
+    from lamina.backends.executable import _as_module, lower_to_build
+
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler to link a shared library")
+    module, _ = lower_to_build(_as_module(conv_program(extra_relu=True), "a.mlir"))
+    libraries = []
+    for threads in ("1", "2"):
+        monkeypatch.setenv(THREADS_ENV, threads)
+        libraries.append(codegen.build_shared_library(module, tmp_path / f"t{threads}.so"))
+    assert libraries[0].read_bytes() == libraries[1].read_bytes()
+    if shutil.which("nm"):
+        exported = subprocess.run(
+            ["nm", "-D", "--defined-only", str(libraries[0])], capture_output=True, text=True
+        ).stdout
+        assert " main" in exported and "__lamina_" not in exported
+    library = ctypes.CDLL(str(libraries[0]))
+    out = np.zeros((1, 4, 8, 8), np.float32)
+    library.main(X.ctypes.data_as(ctypes.c_void_p), out.ctypes.data_as(ctypes.c_void_p))
+    np.testing.assert_allclose(out, reference(True), rtol=1e-4, atol=1e-5)
