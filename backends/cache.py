@@ -14,7 +14,13 @@ needs, is stored on disk under a key that covers everything it depends on:
   LLVM, the host CPU and its features, the Python version.
 
 A hit skips parsing, every pass and LLVM: it reads one file, checks it and
-hands the object code to a fresh MCJIT engine (`load`).
+hands the object code to a fresh MCJIT engine (`load`). A module compiled in
+units (backends/kernel_split.py) stores all their objects and its constant
+blob in one entry (`pack_objects`).
+
+Kernels have entries of their own in `kernels/`, keyed by the kernel
+(`read_kernel`/`write_kernel`, backends/kernel_cache.py): a model that shares
+layers with one compiled before builds only its new kernels.
 
 Where: `$LAMINA_CACHE_DIR` if set, else the platform's per-user cache
 directory (`$XDG_CACHE_HOME/lamina` or `~/.cache/lamina` on Linux,
