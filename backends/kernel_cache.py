@@ -70,14 +70,15 @@ _stats = {"built": 0, "memory": 0, "disk": 0}
 @cache
 def facts() -> str:
     """Everything besides a kernel's text that shapes its object code."""
+    import sys
+
     import llvmlite
 
-    from lamina.backends import codegen
+    from lamina.backends import codegen, kernel_split
 
-    here = Path(__file__).resolve().parent
     sources = hashlib.sha256()
-    for name in ("codegen.py", "kernel_split.py", "kernel_cache.py", "parallel_build.py"):
-        sources.update((here / name).read_bytes())
+    for module in (codegen, kernel_split, parallel_build, sys.modules[__name__]):
+        sources.update(Path(module.__file__).read_bytes())  # wherever the modules live
     return "\n".join(
         [
             f"cpu={llvm.get_host_cpu_name()}",
