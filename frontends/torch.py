@@ -84,6 +84,17 @@ _NON_COMPUTE = (
 """Operators that do not make a partition worth compiling on their own."""
 
 
+STATS = {"compiled": 0, "cache_hits": 0, "eager_partitions": 0}
+"""Counters of this process's partition compiles: `compiled` (Lamina executables
+made), `cache_hits` (of those, loaded from the disk cache), `eager_partitions`
+(partitions left to eager PyTorch after a failed import or compile)."""
+
+
+def stats() -> dict[str, int]:
+    """A copy of `STATS`."""
+    return dict(STATS)
+
+
 class LaminaFallbackWarning(UserWarning):
     """Part of a model runs in eager PyTorch: an unsupported operator, or a partition
     Lamina failed to compile."""
@@ -246,9 +257,12 @@ class LaminaPartition(torch.nn.Module):
             exe = lamina.compile(text, self.targets, filename=CACHE_FILENAME, cache=self.cache)
         except (DiagnosticError, ValueError) as err:
             return self._fallback(str(err))
+        STATS["compiled"] += 1
+        STATS["cache_hits"] += exe.cache_hit is True
         return _Compiled(exe, runtime, constants)
 
     def _fallback(self, reason: str) -> None:
+        STATS["eager_partitions"] += 1
         warnings.warn(
             f"lamina: partition '{self.label}' runs in eager PyTorch: {reason}",
             LaminaFallbackWarning,
@@ -369,4 +383,5 @@ __all__ = [
     "from_exported_program",
     "lamina_backend",
     "partition_graph",
+    "stats",
 ]
