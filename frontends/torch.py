@@ -115,15 +115,22 @@ def decompositions() -> dict:
 # ---------------------------------------------------------------------------
 
 
-def lamina_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, **options):
+def lamina_backend(
+    gm: torch.fx.GraphModule, example_inputs: Sequence, options: dict | None = None, mode=None
+):
     """The `lamina` backend of `torch.compile` (see the module docstring).
 
     `options` (`torch.compile(..., options={...})`): `targets` (Lamina
     targets, default the host CPU) and `cache` (the disk cache, default on).
+    `mode` (`torch.compile(..., mode=...)`) is accepted and has no effect.
     """
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch.aot_autograd import make_boxed_func
 
+    options = dict(options or {})
+    unknown = sorted(set(options) - {"targets", "cache"})
+    if unknown:
+        raise ValueError(f"unknown lamina backend option(s) {unknown} (known: cache, targets)")
     settings = {"targets": options.get("targets"), "cache": options.get("cache")}
 
     def compile_forward(aten_gm: torch.fx.GraphModule, inputs: Sequence):
@@ -255,8 +262,10 @@ class LaminaPartition(torch.nn.Module):
             module, constants = import_graph(self.eager.graph, specs, self.eager)
             text = print_module(module)
             exe = lamina.compile(text, self.targets, filename=CACHE_FILENAME, cache=self.cache)
-        except (DiagnosticError, ValueError) as err:
+        except DiagnosticError as err:
             return self._fallback(str(err))
+        except Exception as err:  # any failure in Lamina costs speed, not the run
+            return self._fallback(f"{type(err).__name__}: {err}")
         STATS["compiled"] += 1
         STATS["cache_hits"] += exe.cache_hit is True
         return _Compiled(exe, runtime, constants)

@@ -232,3 +232,43 @@ def test_backend_is_found_by_name() -> None:
     from torch._dynamo import list_backends
 
     assert "lamina" in list_backends()
+
+
+def test_options_reach_lamina_compile() -> None:
+    """`options={"cache": False}` compiles without touching the disk cache; an unknown
+    option is refused by name."""
+    model = _small_net()
+    x = torch.randn(1, 3, 8, 8)
+    before = lamina.cache.entries()
+    with torch.no_grad():
+        got = torch.compile(model, backend="lamina", options={"cache": False})(x)
+        _assert_close(got, model(x))
+    assert lamina.cache.entries() == before
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match=r"unknown lamina backend option\(s\) \['fast'\]"):
+        with torch.no_grad():
+            torch.compile(model, backend="lamina", options={"fast": True})(x)
+
+
+class MaskedSoftmax(nn.Module):
+    """Attention-style masking: row 1 fully masked (-inf), row 2 partly."""
+
+    def __init__(self):
+        super().__init__()
+        mask = torch.zeros(4, 6)
+        mask[1, :] = float("-inf")
+        mask[2, :3] = float("-inf")
+        self.register_buffer("mask", mask)
+
+    def forward(self, x):
+        return torch.ops.aten._safe_softmax.default(x + self.mask, -1)
+
+
+def test_safe_softmax_zeroes_fully_masked_rows() -> None:
+    model = MaskedSoftmax().eval()
+    x = torch.randn(4, 6)
+    with torch.no_grad():
+        want = model(x)
+        got = torch.compile(model, backend="lamina")(x)
+    assert torch.equal(got[1], torch.zeros(6)) and torch.equal(want[1], torch.zeros(6))
+    _assert_close(got, want)
