@@ -81,7 +81,8 @@ _NON_COMPUTE = (
     "torch.ops.aten.squeeze.dim",
     "torch.ops.aten.squeeze.dims",
 )
-"""Operators that do not make a partition worth compiling on their own."""
+"""Operators that do not make a partition worth compiling on their own: a partition
+of only these runs in eager PyTorch (where they are views, not copies)."""
 
 
 STATS = {"compiled": 0, "cache_hits": 0, "eager_partitions": 0}
@@ -151,6 +152,9 @@ def lamina_backend(
 class _Support(torch.fx.passes.operator_support.OperatorSupportBase):
     """Lamina takes the nodes whose operator it translates, on tensors of dtypes it has."""
 
+    def __call__(self, node: torch.fx.Node) -> bool:
+        return self.is_node_supported({}, node)
+
     def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
         if node.op != "call_function" or node.target not in SUPPORTED:
             return False
@@ -169,12 +173,10 @@ def partition_graph(gm: torch.fx.GraphModule, targets=None, cache=None) -> torch
     (named in one `LaminaFallbackWarning`) runs in eager PyTorch."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
-    partitioner = CapabilityBasedPartitioner(
-        gm, _Support(), allows_single_node_partition=True, non_compute_ops=_NON_COMPUTE
-    )
-    partitions = partitioner.propose_partitions()
-    taken = {node for p in partitions for node in p.nodes}
-    _warn_unsupported([n for n in gm.graph.nodes if n.op == "call_function" and n not in taken])
+    support = _Support()
+    partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
+    partitions = [p for p in partitioner.propose_partitions() if _computes(p.nodes)]
+    _warn_unsupported([n for n in gm.graph.nodes if n.op == "call_function" and not support(n)])
     if not partitions:
         return gm
     fused = partitioner.fuse_partitions(partitions)
@@ -182,6 +184,17 @@ def partition_graph(gm: torch.fx.GraphModule, targets=None, cache=None) -> torch
         if name.startswith("fused_") and isinstance(sub, torch.fx.GraphModule):
             setattr(fused, name, LaminaPartition(sub, name, targets, cache))
     return fused
+
+
+def _computes(nodes) -> bool:
+    """Is a partition worth compiling: does it do more than move data (views, getitem)?"""
+    return any(_qualified_name(n.target) not in _NON_COMPUTE for n in nodes)
+
+
+def _qualified_name(target) -> str:
+    from torch.fx.node import _get_qualified_name
+
+    return _get_qualified_name(target)
 
 
 def _warn_unsupported(nodes: list[torch.fx.Node]) -> None:

@@ -286,8 +286,15 @@ _BINARY = {
 
 
 def _operand(c: Ctx, i: int, like: Value | None) -> object:
-    """A graph value, or a Python scalar left for the builder (made `like`'s dtype)."""
+    """A graph value, or a Python scalar left for the builder (made `like`'s dtype).
+
+    A 0-d constant tensor is a scalar too: in PyTorch's type promotion it does
+    not change the dtype of a tensor with dimensions of the same kind.
+    """
     item = c.arg(i)
+    if isinstance(item, np.ndarray) and item.ndim == 0 and like is not None:
+        if np.dtype(item.dtype).kind == _np_dtype_of(like).kind:
+            item = item.item()
     if isinstance(item, bool | int | float):
         return item
     return c.value(i, like)
@@ -299,8 +306,8 @@ def _binary(c: Ctx) -> Value:
     like = a if isinstance(a, Value) else b if isinstance(b, Value) else None
     lhs, rhs = _operand(c, 0, like), _operand(c, 1, like)
     alpha = c.arg(2, 1, name="alpha")
-    if alpha != 1:  # add/sub: a ± alpha * b
-        rhs = c.g.mul(rhs, alpha)
+    if alpha != 1:  # add/sub: a ± alpha · b
+        rhs = rhs * alpha if isinstance(rhs, bool | int | float) else c.g.mul(rhs, alpha)
     return getattr(c.g, _BINARY[c.node.target])(lhs, rhs)
 
 

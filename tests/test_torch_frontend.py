@@ -272,3 +272,41 @@ def test_safe_softmax_zeroes_fully_masked_rows() -> None:
         got = torch.compile(model, backend="lamina")(x)
     assert torch.equal(got[1], torch.zeros(6)) and torch.equal(want[1], torch.zeros(6))
     _assert_close(got, want)
+
+
+class OperatorZoo(nn.Module):
+    """Most translated operators in one small graph (one compile)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1d = nn.Conv1d(4, 6, 3, padding=2, dilation=2)
+        self.grouped = nn.Conv2d(4, 8, 3, stride=2, padding=1, groups=2)
+        self.embed = nn.Embedding(10, 8)
+
+    def forward(self, x, ids):
+        f = nn.functional
+        a = f.hardswish(self.grouped(x))  # (1, 8, 4, 4)
+        b = f.hardsigmoid(a) + f.silu(a) * f.gelu(a, approximate="tanh") - torch.tanh(a)
+        c = f.avg_pool2d(b, 3, stride=1, padding=1)  # count_include_pad
+        d = f.max_pool2d(c, 3, stride=2, ceil_mode=True)  # (1, 8, 2, 2)
+        e = torch.cat([d, torch.sigmoid(d)], dim=1)[:, 2:14:3]  # (1, 4, 2, 2)
+        left, right = torch.split(e, [1, 3], dim=1)
+        g = (left * right.sum(dim=1, keepdim=True)).squeeze(1).transpose(1, 2)
+        h = self.conv1d(x.flatten(2)[:, :, 1:9])  # (1, 6, 8)
+        h = f.log_softmax(h, dim=-1).amax(dim=1) + h.mean(dim=(1, 2)).unsqueeze(-1)
+        k = self.embed(ids).pow(2).clamp(0.1, 2.0).rsqrt()  # (1, 5, 8)
+        k = k.expand(2, 5, 8).select(0, 1) * f.gelu(h)
+        return g.reshape(1, -1), torch.abs(k) / 3.0 - 1.0
+
+
+def test_operator_zoo_matches_eager() -> None:
+    torch.manual_seed(0)
+    model = OperatorZoo().eval()
+    x, ids = torch.randn(1, 4, 8, 8), torch.tensor([[1, 3, 5, 7, 9]])
+    with torch.no_grad():
+        want = model(x, ids)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", LaminaFallbackWarning)
+            got = torch.compile(model, backend="lamina")(x, ids)
+    for g, w in zip(got, want, strict=True):
+        _assert_close(g, w)
