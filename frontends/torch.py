@@ -37,6 +37,7 @@ the first node it cannot translate.
 
 from __future__ import annotations
 
+import operator
 import warnings
 from collections.abc import Sequence
 
@@ -44,7 +45,6 @@ import numpy as np
 import torch
 
 from lamina.frontends.torch_import import (
-    SUPPORTED,
     Input,
     TorchImportError,
     import_graph,
@@ -52,6 +52,7 @@ from lamina.frontends.torch_import import (
     numpy_dtype,
     op_name,
     source_of,
+    unsupported,
 )
 
 aten = torch.ops.aten
@@ -150,22 +151,10 @@ def lamina_backend(
 
 
 class _Support(torch.fx.passes.operator_support.OperatorSupportBase):
-    """Lamina takes the nodes whose operator it translates, on tensors of dtypes it has."""
-
-    def __call__(self, node: torch.fx.Node) -> bool:
-        return self.is_node_supported({}, node)
+    """Lamina takes the nodes the importer translates (`torch_import.unsupported`)."""
 
     def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
-        if node.op != "call_function" or node.target not in SUPPORTED:
-            return False
-        value = node.meta.get("val")
-        values = value if isinstance(value, list | tuple) else [value]
-        for item in values:
-            if isinstance(item, torch.Tensor) and numpy_dtype(item.dtype) is None:
-                return False
-            if isinstance(item, torch.SymInt | torch.SymFloat | torch.SymBool):
-                return False  # shape arithmetic stays with PyTorch; sizes come in as ints
-        return True
+        return unsupported(node) is None
 
 
 def partition_graph(gm: torch.fx.GraphModule, targets=None, cache=None) -> torch.fx.GraphModule:
@@ -173,10 +162,9 @@ def partition_graph(gm: torch.fx.GraphModule, targets=None, cache=None) -> torch
     (named in one `LaminaFallbackWarning`) runs in eager PyTorch."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
-    support = _Support()
-    partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
+    partitioner = CapabilityBasedPartitioner(gm, _Support(), allows_single_node_partition=True)
     partitions = [p for p in partitioner.propose_partitions() if _computes(p.nodes)]
-    _warn_unsupported([n for n in gm.graph.nodes if n.op == "call_function" and not support(n)])
+    _warn_unsupported(gm)
     if not partitions:
         return gm
     fused = partitioner.fuse_partitions(partitions)
@@ -197,20 +185,27 @@ def _qualified_name(target) -> str:
     return _get_qualified_name(target)
 
 
-def _warn_unsupported(nodes: list[torch.fx.Node]) -> None:
+def _warn_unsupported(gm: torch.fx.GraphModule) -> None:
+    """One warning naming the nodes left to eager PyTorch, why, and where they come from
+    (a `getitem` of such a node is not named again)."""
+    nodes = []
+    for node in gm.graph.nodes:
+        reason = unsupported(node) if node.op == "call_function" else None
+        if reason is not None and node.target is not operator.getitem:
+            nodes.append((node, reason))
     if not nodes:
         return
-    ops = sorted({op_name(n) for n in nodes})
+    ops = sorted({op_name(n) for n, _ in nodes})
     lines = []
-    for node in nodes[:20]:
+    for node, reason in nodes[:20]:
         location, code = source_of(node)
         where = f" at {location.file}:{location.line}: {code}" if location else ""
-        lines.append(f"  FX node '{node.name}' ({op_name(node)}){where}")
+        lines.append(f"  FX node '{node.name}' ({op_name(node)}, {reason}){where}")
     if len(nodes) > 20:
         lines.append(f"  ... and {len(nodes) - 20} more")
     message = (
-        f"lamina: {len(nodes)} node(s) run in eager PyTorch, their operators are not "
-        f"supported by Lamina: {', '.join(ops)}\n" + "\n".join(lines)
+        f"lamina: {len(nodes)} node(s) run in eager PyTorch, Lamina does not translate "
+        f"them: {', '.join(ops)}\n" + "\n".join(lines)
     )
     warnings.warn(message, LaminaFallbackWarning, stacklevel=2)
 

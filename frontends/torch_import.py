@@ -880,6 +880,41 @@ def _attention(g: GraphBuilder, x: Value, heads: int, linear) -> Value:
 SUPPORTED = frozenset(HANDLERS)
 """Every operator (`OpOverload` or Python callable) the importer translates."""
 
+VALUES_ONLY = frozenset(
+    {
+        aten.max_pool2d_with_indices.default,
+        aten._native_batch_norm_legit_no_training.default,
+        aten.native_layer_norm.default,
+    }
+)
+"""Operators of which only output 0 is translated (not pooling indices, not the
+saved statistics a training graph keeps for its backward pass)."""
+
+
+def unsupported(node: torch.fx.Node) -> str | None:
+    """Why the importer does not translate `node` (its operator, the outputs used,
+    a dtype), or None when it does."""
+    if node.op != "call_function":
+        return f"'{node.op}' nodes are not translated"
+    if node.target not in SUPPORTED:
+        return "operator not supported"
+    if node.target is operator.getitem:
+        source = node.args[0]
+        return unsupported(source) if isinstance(source, torch.fx.Node) else None
+    if node.target in VALUES_ONLY:
+        used = sorted({u.args[1] for u in node.users if u.target is operator.getitem} - {0})
+        if used:
+            return f"output {', '.join(map(str, used))} used (only output 0 is translated)"
+        if any(u.target is not operator.getitem for u in node.users):
+            return "its tuple of outputs used whole (only output 0 is translated)"
+    value = node.meta.get("val")
+    for item in value if isinstance(value, list | tuple) else [value]:
+        if isinstance(item, torch.Tensor) and numpy_dtype(item.dtype) is None:
+            return f"dtype {item.dtype} not supported"
+        if isinstance(item, torch.SymInt | torch.SymFloat | torch.SymBool):
+            return "shape arithmetic (left to PyTorch)"
+    return None
+
 
 __all__ = [
     "HANDLERS",
@@ -887,6 +922,7 @@ __all__ = [
     "Input",
     "TorchImportError",
     "import_graph",
+    "unsupported",
     "node_error",
     "numpy_dtype",
     "op_name",

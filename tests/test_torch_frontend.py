@@ -310,3 +310,20 @@ def test_operator_zoo_matches_eager() -> None:
             got = torch.compile(model, backend="lamina")(x, ids)
     for g, w in zip(got, want, strict=True):
         _assert_close(g, w)
+
+
+def test_with_gradients_forward_compiles_and_backward_runs_eagerly() -> None:
+    """With autograd on, the forward graph keeps the pooling indices for the backward
+    pass: the pooling runs in eager PyTorch (named in the warning), the rest in Lamina,
+    and the gradients are PyTorch's."""
+    model = _small_net()
+    x = torch.randn(2, 3, 8, 8)
+    with pytest.warns(LaminaFallbackWarning, match=r"max_pool2d_with_indices.*output 1 used"):
+        got = torch.compile(model, backend="lamina")(x)
+    got.sum().backward()
+    compiled_grad = model.conv.weight.grad.clone()
+    model.zero_grad()
+    want = model(x)
+    want.sum().backward()
+    _assert_close(got.detach(), want.detach())
+    _assert_close(compiled_grad, model.conv.weight.grad)
