@@ -613,21 +613,12 @@ def _avg_pool(c: Ctx) -> Value:
     y = c.g.avg_pool2d(x, kernel, strides, pads)
     base = _pair(padding)
     if include_pad and any(base):
-        ratio = _window_ratio(shape_of(x)[2:], shape_of(y)[2:], kernel, strides, pads, base)
+        from lamina.frontends.onnx import _window_count_ratio  # ONNX's count_include_pad
+
+        size, out = shape_of(x)[2:], shape_of(y)[2:]
+        ratio = _window_count_ratio(size, out, kernel, strides, pads, base + base)
         y = c.g.mul(y, c.g.constant(ratio.astype(_np_dtype_of(x))))
     return y
-
-
-def _window_ratio(size, out, kernel, strides, pads, base) -> np.ndarray:
-    """Per output position: elements inside the image / inside the padded image."""
-    factors = []
-    for axis in range(2):
-        start = np.arange(out[axis]) * strides[axis] - pads[axis]
-        stop = start + kernel[axis]
-        inside = np.minimum(stop, size[axis]) - np.maximum(start, 0)
-        padded = np.minimum(stop, size[axis] + base[axis]) - np.maximum(start, -base[axis])
-        factors.append(np.maximum(inside, 0) / np.maximum(padded, 1))
-    return np.outer(*factors).reshape(1, 1, out[0], out[1])
 
 
 @handles(aten._adaptive_avg_pool2d.default, aten.adaptive_avg_pool2d.default)
