@@ -370,13 +370,13 @@ def _user_input(node: torch.fx.Node) -> Input:
     dtype = numpy_dtype(value.dtype)
     if dtype is None:
         raise node_error(node, f"input dtype {value.dtype} is not supported")
-    try:
-        shape = tuple(int(d) for d in value.shape)
-    except (TypeError, ValueError):
+    if not all(type(d) is int for d in value.shape):
         raise node_error(
-            node, f"input has a dynamic shape {list(value.shape)}; Lamina needs static shapes"
-        ) from None
-    return Input(shape, dtype)
+            node,
+            f"input '{node.name}' has a dynamic shape {list(value.shape)}; Lamina needs "
+            "static shapes (export without dynamic_shapes, with example inputs of that shape)",
+        )
+    return Input(tuple(value.shape), dtype)
 
 
 def _weight(node: torch.fx.Node, tensor) -> np.ndarray:

@@ -77,6 +77,8 @@ def source_of(node: torch.fx.Node) -> tuple[SourceLocation | None, str]:
 def op_name(node: torch.fx.Node) -> str:
     """`aten.convolution.default`, `operator.getitem`, ... for messages."""
     target = node.target
+    if node.op != "call_function":
+        return node.op
     if isinstance(target, torch._ops.OpOverload):
         return str(target)
     return f"{getattr(target, '__module__', '') or ''}.{getattr(target, '__name__', target)}"

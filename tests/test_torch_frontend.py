@@ -327,3 +327,23 @@ def test_with_gradients_forward_compiles_and_backward_runs_eagerly() -> None:
     want.sum().backward()
     _assert_close(got.detach(), want.detach())
     _assert_close(compiled_grad, model.conv.weight.grad)
+
+
+def test_from_exported_program_transformer_encoder() -> None:
+    """torch.export keeps `scaled_dot_product_attention` and `layer_norm` whole; the
+    decompositions take them apart before the import."""
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
+    model = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False).eval()
+    x = torch.randn(2, 8, 32)
+    module = from_exported_program(torch.export.export(model, (x,)))
+    with torch.no_grad():
+        _assert_close(lamina.compile(module).run("main", x.numpy()), model(x))
+
+
+def test_from_exported_program_refuses_dynamic_shapes() -> None:
+    model = _small_net()
+    batch = torch.export.Dim("batch")
+    ep = torch.export.export(model, (torch.randn(2, 3, 8, 8),), dynamic_shapes=({0: batch},))
+    with pytest.raises(TorchImportError, match=r"input 'x' has a dynamic shape \[s\d+, 3, 8, 8\]"):
+        from_exported_program(ep)
