@@ -59,12 +59,15 @@ aten = torch.ops.aten
 
 KEEP = (
     aten._safe_softmax.default,
+    aten.adaptive_avg_pool2d.default,
     aten.hardswish.default,
     aten.hardsigmoid.default,
     aten.silu.default,
 )
 """Operators with a core ATen decomposition that Lamina translates directly instead
-(one graph op, or a composite without the decomposition's boolean masks)."""
+(one graph op, or a composite without the decomposition's boolean masks or
+strided views). Where Lamina refuses one's arguments (an adaptive pooling
+whose output size does not divide the input's), PyTorch runs the operator."""
 
 CACHE_FILENAME = "<torch.compile>"
 """The file name a partition's IR is compiled under (part of the disk cache's key)."""

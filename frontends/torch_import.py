@@ -906,7 +906,52 @@ def unsupported(node: torch.fx.Node) -> str | None:
             return f"dtype {item.dtype} not supported"
         if isinstance(item, torch.SymInt | torch.SymFloat | torch.SymBool):
             return "shape arithmetic (left to PyTorch)"
+    check = _ARGUMENT_CHECKS.get(node.target)
+    return check(node) if check is not None else None
+
+
+def _static_shape(item: object) -> tuple | None:
+    """The static shape FX recorded for an argument node, if any."""
+    value = item.meta.get("val") if isinstance(item, torch.fx.Node) else None
+    if not isinstance(value, torch.Tensor) or not all(type(d) is int for d in value.shape):
+        return None
+    return tuple(value.shape)
+
+
+def _check_convolution(node: torch.fx.Node) -> str | None:
+    if len(node.args) > 6 and node.args[6]:
+        return "transposed convolution not supported"
+    shape = _static_shape(node.args[0])
+    if shape is not None and len(shape) not in (3, 4):
+        return f"{len(shape) - 2}-D convolution not supported (1-D and 2-D are)"
     return None
+
+
+def _check_adaptive_pool(node: torch.fx.Node) -> str | None:
+    shape = _static_shape(node.args[0])
+    out = _pair(node.args[1]) if len(node.args) > 1 else None
+    if shape is None or out is None or out == (1, 1):
+        return None
+    if any(s % o for s, o in zip(shape[-2:], out, strict=True)):
+        return f"output size {list(out)} does not divide the input size {list(shape[-2:])}"
+    return None
+
+
+def _check_pow(node: torch.fx.Node) -> str | None:
+    exponent = node.args[1] if len(node.args) > 1 else None
+    if not isinstance(exponent, int | float) or float(exponent) not in _POW_EXPONENTS:
+        return f"exponent {exponent} not supported"
+    return None
+
+
+_ARGUMENT_CHECKS: dict[object, Callable[[torch.fx.Node], str | None]] = {
+    aten.convolution.default: _check_convolution,
+    aten.adaptive_avg_pool2d.default: _check_adaptive_pool,
+    aten._adaptive_avg_pool2d.default: _check_adaptive_pool,
+    aten.pow.Tensor_Scalar: _check_pow,
+}
+"""Argument values a handler refuses, checked before partitioning: such a node runs
+in eager PyTorch alone instead of failing its whole partition's import."""
 
 
 __all__ = [

@@ -347,3 +347,33 @@ def test_from_exported_program_refuses_dynamic_shapes() -> None:
     ep = torch.export.export(model, (torch.randn(2, 3, 8, 8),), dynamic_shapes=({0: batch},))
     with pytest.raises(TorchImportError, match=r"input 'x' has a dynamic shape \[s\d+, 3, 8, 8\]"):
         from_exported_program(ep)
+
+
+class RefusedArguments(nn.Module):
+    """Operators Lamina has, with argument values it refuses."""
+
+    def __init__(self):
+        super().__init__()
+        self.up = nn.ConvTranspose2d(4, 4, 2, stride=2)
+        self.conv = nn.Conv2d(4, 4, 3)
+
+    def forward(self, x):
+        y = torch.relu(self.up(x))  # transposed
+        return nn.functional.adaptive_avg_pool2d(self.conv(y), 4)  # 6x6 -> 4x4
+
+
+def test_refused_argument_values_run_in_eager_alone() -> None:
+    torch.manual_seed(0)
+    model = RefusedArguments().eval()
+    x = torch.randn(1, 4, 4, 4)
+    before = lamina_torch.stats()
+    with torch.no_grad(), pytest.warns(LaminaFallbackWarning) as record:
+        got = torch.compile(model, backend="lamina")(x)
+        want = model(x)
+    _assert_close(got, want)
+    message = "\n".join(str(w.message) for w in record)
+    assert "transposed convolution not supported" in message
+    assert "output size [4, 4] does not divide the input size [6, 6]" in message
+    after = lamina_torch.stats()
+    assert after["compiled"] - before["compiled"] == 1  # relu + conv between them
+    assert after["eager_partitions"] == before["eager_partitions"]
