@@ -69,6 +69,10 @@ KEEP = (
 strided views). Where Lamina refuses one's arguments (an adaptive pooling
 whose output size does not divide the input's), PyTorch runs the operator."""
 
+MAX_VARIANTS = 16
+"""Executables a partition keeps in memory (per input shapes and weight versions);
+the oldest is dropped first (the disk cache still has it)."""
+
 CACHE_FILENAME = "<torch.compile>"
 """The file name a partition's IR is compiled under (part of the disk cache's key)."""
 
@@ -243,6 +247,8 @@ class LaminaPartition(torch.nn.Module):
         key = tuple(_arg_key(a) for a in args)
         entry = self.compiled.get(key, False)
         if entry is False:
+            if len(self.compiled) >= MAX_VARIANTS:  # the oldest shapes or weight versions
+                del self.compiled[next(iter(self.compiled))]
             entry = self.compiled[key] = self._compile(args)
         if entry is None:
             return self.eager(*args)
