@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRLexer
 
 from lamina.core.dense_text import use_fast_string_lexer
@@ -274,10 +275,19 @@ TOO_DEEP = (
 """The diagnostic for a Python RecursionError caused by deeply nested input."""
 
 
+def _visible(message: str) -> str:
+    """`message` with control characters spelled out (xDSL quotes the offending
+    character raw: "Unexpected character: \x01" would print an invisible byte)."""
+    return "".join(
+        f"U+{ord(c):04X}" if (ord(c) < 32 and c not in "\n\t") or ord(c) == 127 else c
+        for c in message
+    )
+
+
 def parse_error_diagnostic(err: ParseError, line_offset: int = 0) -> Diagnostic:
     """Turn xDSL's ParseError (file:line:col, source line, carets) into a Diagnostic."""
     loc = err.span.get_location()
-    message = err.msg.strip()
+    message = _visible(err.msg.strip())
     if err.span.start >= len(err.span.input.content):  # xDSL says little at end of input
         message = "unexpected end of input" + (f" ({message})" if message else "")
     return Diagnostic(
@@ -285,6 +295,14 @@ def parse_error_diagnostic(err: ParseError, line_offset: int = 0) -> Diagnostic:
         location=SourceLocation(loc.file, loc.line + line_offset, loc.col),
         context=err.span.print_with_context().splitlines()[1:3],
     )
+
+
+def _current_span(parser: LocatedParser | None, text: str | bytes, name: str) -> Span:
+    """Where parsing stopped (the start of the input if the parser was never made)."""
+    if parser is not None:
+        return parser._current_token.span
+    content = text.decode(errors="replace") if isinstance(text, bytes) else text
+    return Span(0, 0, Input(content, name))
 
 
 def parse_module(
@@ -295,11 +313,14 @@ def parse_module(
         module = ModuleOp([])
         module.location = FileLineColLoc(StringAttr(name), IntAttr(line_offset + 1), IntAttr(1))
         return module
-    parser = LocatedParser(ctx, text, name, line_offset)
+    parser: LocatedParser | None = None
     try:
+        # Inside the try: the parser lexes the first token as it is made, so an
+        # unclosed string or a stray control byte at the start fails right here.
+        parser = LocatedParser(ctx, text, name, line_offset)
         return parser.parse_module()
     except RecursionError:
-        err = ParseError(parser._current_token.span, TOO_DEEP)
+        err = ParseError(_current_span(parser, text, name), TOO_DEEP)
         raise DiagnosticError([parse_error_diagnostic(err, line_offset)]) from None
     except _PARSER_FAILURES as failure:
         # A custom op parser that fails with a Python error (found by fuzzing:
@@ -307,7 +328,7 @@ def parse_module(
         # tensor<2xi128>` NotImplementedError, no byte format for i128) is
         # still bad input here.
         message = f"cannot parse this: {type(failure).__name__}: {failure}"
-        err = ParseError(parser._current_token.span, message)
+        err = ParseError(_current_span(parser, text, name), message)
         raise DiagnosticError([parse_error_diagnostic(err, line_offset)]) from None
     except ParseError as err:
         raise DiagnosticError([parse_error_diagnostic(err, line_offset)]) from None

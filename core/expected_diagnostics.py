@@ -108,6 +108,10 @@ def parse_expectations(
                 expectation.line = last_plain_line
             elif designator is not None:
                 expectation.line = number + int(designator)
+                if not line_offset < expectation.line <= line_offset + len(lines):
+                    message = f"expected-*@{designator} points outside the input (line {expectation.line})"
+                    errors.append(AnnotationError(number, message))
+                    continue
             expectations.append(expectation)
     for expectation in pending_below:
         errors.append(

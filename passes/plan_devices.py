@@ -24,6 +24,10 @@ The analysis has two kinds of edges between device variables:
 An equality between two different fixed devices is a conflict no copy can
 resolve; it is reported at the op that imposed it, naming both devices and
 where each came from.
+
+What the constraints leave free is then placed so that the module needs the
+fewest copies (`lamina.core.min_copies`: a minimum cut between the fixed
+values for two devices), ties broken by the first-consumer rule.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, TensorTyp
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from lamina.core import min_copies
 from lamina.core.devices import known_device_kinds, with_device
 from lamina.core.diagnostics import Diagnostic, DiagnosticError, location_of
 from lamina.core.pass_base import LaminaPass
@@ -408,13 +413,40 @@ class Planner:
         if op in self.op_slot:
             self.op_slot[output] = self.op_slot[op]
 
-    # -- defaulting -----------------------------------------------------------------
+    # -- placing the free variables -------------------------------------------------
 
     def resolve(self, default: DeviceAttr) -> None:
-        """Give every free variable a device; see `PlanDevicesPass` for the rule."""
+        """Give every free variable a device: fewest copies over the whole module,
+        ties broken toward the first-consumer rule (`_first_consumer`)."""
+        uf = self.uf
+        prefer = self._first_consumer(default)
+        free = sorted(prefer)
+        fixed = {
+            n: d
+            for n in range(len(uf.parent))
+            if uf.find(n) == n and uf.signature[n] is None and (d := uf.device(n)) is not None
+        }
+        order = sorted({*fixed.values(), *prefer.values()}, key=attr_syntax)
+        chosen = min_copies.choose(self.copy_values(), fixed, free, prefer, order)
+        for n in free:
+            uf.fix(n, chosen[n], "the fewest copies", self.module, "")  # type: ignore[arg-type]
+
+    def copy_values(self) -> list[min_copies.Value]:
+        """Each copyable value (an `on_device` is its operand) with the variables reading it."""
+        readers: dict[SSAValue, tuple[int, set[int]]] = {}
+        for use in self.uses:
+            value = _root_value(use.value)
+            home = self.uf.find(self.values[use.value])
+            readers.setdefault(value, (home, set()))[1].add(self.uf.find(use.slot))
+        return [min_copies.Value(home, frozenset(r)) for home, r in readers.values()]
+
+    def _first_consumer(self, default: DeviceAttr) -> dict[int, DeviceAttr]:
+        """The greedy placement of the free variables (the tie-break of `resolve`),
+        computed on the side: the unifier is left as it was."""
+        uf = self.uf
+        saved = list(uf.fixed)
         backward = sorted(self.uses, key=lambda u: (-u.def_order, u.order, u.index))
         forward = sorted(self.uses, key=lambda u: (u.order, u.index))
-        uf = self.uf
         while True:
             changed = True
             while changed:
@@ -433,9 +465,13 @@ class Planner:
                     progress = True
             if not progress:
                 break
-        for n in range(len(uf.parent)):
-            if uf.signature[n] is None and uf.device(n) is None:
-                uf.fix(n, default, "lamina.default_device", self.module, "")
+        prefer = {
+            n: uf.device(n) or default
+            for n in range(len(uf.parent))
+            if uf.find(n) == n and uf.signature[n] is None and saved[n] is None
+        }
+        uf.fixed[:] = saved
+        return prefer
 
 
 # ---------------------------------------------------------------------------
@@ -562,15 +598,18 @@ class PlanDevicesPass(LaminaPass):
     closures and `graph.invoke` (a function value's parameter/result devices
     unify with every function it may be), and `lamina.default_device`.
 
-    Defaulting rule (for whatever no constraint places), in this order:
-    1. a value lives where its first consumer (in program order) runs;
-       consumers are settled before producers, so an unannotated chain follows
-       the first annotated op downstream of it;
-    2. an op (or a function result, or a callee parameter) still unplaced
-       runs where its first operand (the first value passed to it) lives;
-       then rule 1 is applied again, and so on;
-    3. anything still unplaced (nothing connects it to a placed value) goes on
-       `lamina.default_device` (default `#lamina.device<"cpu", 0>`).
+    Choice (for whatever no constraint places): the devices that need the
+    fewest `graph.device_copy` ops over the whole module (one copy per value
+    and foreign device it is read on; copies are counted, not bytes). Among
+    plans with that many copies, the one agreeing most with the
+    first-consumer rule: a value lives where its first consumer (in program
+    order) runs, an op still unplaced runs where its first operand lives,
+    and what nothing connects to a placed value goes on
+    `lamina.default_device` (default `#lamina.device<"cpu", 0>`). Exact for
+    two devices (a minimum cut) and for groups of free values with at most
+    `lamina.core.min_copies.EXACT_LIMIT` labellings; otherwise a local
+    optimum under alpha-beta swaps, never worse than the first-consumer
+    rule (docs/devices.md).
 
     Output IR: `device` on every graph op that runs on or passes tensors
     (compute ops, constants, kernel calls, `graph.device_copy` = its `dst`;

@@ -847,6 +847,8 @@ class SchedulePass(LaminaPass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         facts = self.facts(op)
         for func in [f for f in op.walk() if isinstance(f, loop.FuncOp)]:
+            if func.is_declaration:  # an external function: nothing to schedule
+                continue
             directed = [
                 o
                 for o in func.walk()

@@ -116,7 +116,7 @@ def test_docs_worked_example_is_what_the_tools_print(capsys):
     from lamina.tools.lamina_opt import main as opt_main
     from lamina.tools.lamina_run import run
 
-    source, planned = _doc_blocks("mlir")
+    source, planned = _doc_blocks("mlir")[:2]
     example = Path(__file__).parents[1] / "examples" / "two_devices.mlir"
     assert example.read_text() == source
     assert opt_main([str(example), "-p", "lift-lambdas,plan-devices"]) == 0
@@ -126,6 +126,20 @@ def test_docs_worked_example_is_what_the_tools_print(capsys):
     assert run(command.split()[2:]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert [line for line in printed if not line.startswith("compile:")] == expected
+
+
+def test_docs_fewest_copies_example_is_what_lamina_opt_prints(tmp_path, capsys):
+    """docs/devices.md, "Example: the fewest copies": planning the page's
+    source prints the page's plan, with the two copies the text counts."""
+    from lamina.tools.lamina_opt import main as opt_main
+
+    source, planned = _doc_blocks("mlir")[2:4]
+    path = tmp_path / "fewest_copies.mlir"
+    path.write_text(source)
+    assert opt_main([str(path), "-p", "lift-lambdas,plan-devices"]) == 0
+    printed = capsys.readouterr().out.strip()
+    assert printed == planned.strip()
+    assert printed.count("graph.device_copy") == 2
 
 
 CALLS = """

@@ -42,6 +42,16 @@ def test_dangling_above_and_below_are_errors():
     assert [e.message for e in errors] == ["expected-*@below has no line below it"]
 
 
+def test_a_designator_outside_the_input_is_an_error():
+    text = "op\n// expected-error @-5 {{x}}\n// expected-error @+2 {{y}}\n"
+    expectations, errors = parse_expectations(text)
+    assert expectations == []
+    assert [e.message for e in errors] == [
+        "expected-*@-5 points outside the input (line -3)",
+        "expected-*@+2 points outside the input (line 5)",
+    ]
+
+
 def test_matching_needs_line_severity_and_substring():
     expectations, _ = parse_expectations(TEXT)
     result = match_diagnostics(

@@ -122,3 +122,35 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 // CHECK-NEXT:      graph.output {device = #lamina.device<"cpu", 0>} %[[B]]
 // CHECK-NEXT:    }
 // CHECK-NEXT:    graph.relu %[[R]] {device = #lamina.device<"cpu", 0>}
+
+// -----
+
+// The fewest copies over the whole function, not the first consumer: the
+// returned value's device (cpu:0) would pull both adds to cpu:0 and copy the
+// three call results there (four copies with %b's). Running the adds on
+// cpu:1, next to the call results, needs two: %b in, the sum out. The free
+// %a lives on cpu:1 where the callee reads it.
+builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
+  graph.func @on_1(%x: tensor<4xf32> {device = #lamina.device<"cpu", 1>}) -> (tensor<4xf32> {device = #lamina.device<"cpu", 1>}) {
+    graph.return %x : tensor<4xf32>
+  }
+  graph.func @fewest(%a: tensor<4xf32>, %b: tensor<4xf32> {device = #lamina.device<"cpu", 0>}, %c: tensor<4xf32> {device = #lamina.device<"cpu", 1>}) -> (tensor<4xf32> {device = #lamina.device<"cpu", 0>}) {
+    %0 = graph.call @on_1(%a) : (tensor<4xf32>) -> tensor<4xf32>
+    %1 = graph.call @on_1(%b) : (tensor<4xf32>) -> tensor<4xf32>
+    %2 = graph.call @on_1(%c) : (tensor<4xf32>) -> tensor<4xf32>
+    %3 = graph.add %0, %1 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %4 = graph.add %3, %2 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    graph.return %4 : tensor<4xf32>
+  }
+}
+// CHECK-LABEL: graph.func @fewest(
+// CHECK-SAME:      %[[A:[a-z0-9_]+]]: tensor<4xf32> {device = #lamina.device<"cpu", 1>}, %[[B:[a-z0-9_]+]]: tensor<4xf32> {device = #lamina.device<"cpu", 0>}, %[[C:[a-z0-9_]+]]: tensor<4xf32> {device = #lamina.device<"cpu", 1>})
+// CHECK-NEXT:    %[[B1:.*]] = graph.device_copy %[[B]] {src = #lamina.device<"cpu", 0>, dst = #lamina.device<"cpu", 1>, device = #lamina.device<"cpu", 1>}
+// CHECK-NEXT:    %[[R0:.*]] = graph.call @on_1(%[[A]]) {device = #lamina.device<"cpu", 1>}
+// CHECK-NEXT:    %[[R1:.*]] = graph.call @on_1(%[[B1]]) {device = #lamina.device<"cpu", 1>}
+// CHECK-NEXT:    %[[R2:.*]] = graph.call @on_1(%[[C]]) {device = #lamina.device<"cpu", 1>}
+// CHECK-NEXT:    %[[S:.*]] = graph.add %[[R0]], %[[R1]] {device = #lamina.device<"cpu", 1>}
+// CHECK-NEXT:    %[[T:.*]] = graph.add %[[S]], %[[R2]] {device = #lamina.device<"cpu", 1>}
+// CHECK-NEXT:    %[[T0:.*]] = graph.device_copy %[[T]] {src = #lamina.device<"cpu", 1>, dst = #lamina.device<"cpu", 0>, device = #lamina.device<"cpu", 0>}
+// CHECK-NEXT:    graph.return {device = #lamina.device<"cpu", 0>} %[[T0]]
+// CHECK-NOT:   graph.device_copy

@@ -78,6 +78,8 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     }
     loop.return
   }
+  // An external function (a declaration) has nothing to schedule: kept as is.
+  loop.func private @ext(memref<4xf32>)
 }
 
 // CHECK-LABEL: loop.func @matmul(
@@ -128,3 +130,6 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // OFF-LABEL: loop.func @matmul(
 // OFF:         loop.for %i = %c0 to %c12 step %c1 kind(parallel) {
 // OFF-NEXT:      loop.for %j = %c0 to %c32 step %c1 kind(vectorized) {
+
+// CHECK-LABEL: loop.func private @ext(memref<4xf32>)
+// OFF-LABEL: loop.func private @ext(memref<4xf32>)
