@@ -2,9 +2,11 @@
 
 The result has one entry function `@main` whose parameters are the graph's
 inputs (initializers excluded) in ONNX order and whose results are its
-outputs in order. Opsets 13–21 of the default domain are read with their own
-semantics; an older model is first upgraded with `onnx.version_converter`
-(and a note says so).
+outputs in order. Opsets 13 to the installed onnx package's newest
+(`MAX_OPSET`) of the default domain are read with their own semantics; an
+older model is first upgraded with `onnx.version_converter` (and a note says
+so). An operator whose definition changed after `AUDITED_OPSET` (a newer onnx
+package than the importer was written against) is refused by name.
 
 How a node becomes graph IR:
 
@@ -40,8 +42,25 @@ import numpy as np
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
 from lamina.frontends.builder import BuilderError, GraphBuilder, Value, build_module, shape_of
 
-MIN_OPSET, MAX_OPSET = 13, 21
-"""The default-domain opsets whose semantics the importer implements."""
+
+def _installed_max_opset() -> int:
+    try:
+        import onnx.defs
+    except ImportError:  # the importer needs onnx anyway; importing this module does not
+        return AUDITED_OPSET
+    return int(onnx.defs.onnx_opset_version())
+
+
+MIN_OPSET = 13
+"""The oldest default-domain opset read directly (older ones are converted to it)."""
+
+AUDITED_OPSET = 28
+"""The newest opset whose operator changes the handlers were checked against
+(attribute→input moves, new attributes and element types up to here are
+handled or refused by name)."""
+
+MAX_OPSET = _installed_max_opset()
+"""The newest default-domain opset accepted: the installed onnx package's."""
 
 FOLD_LIMIT = 1 << 16
 """Nodes whose constant inputs have at most this many elements in all are
@@ -93,23 +112,104 @@ def load_model(path: str):
         raise _error(path, f"not a valid ONNX model: {err}") from None
 
 
-def import_file(path: str, input_shapes: dict[str, Sequence[int]] | None = None) -> ImportResult:
+def import_file(
+    path: str, input_shapes: dict[str, Sequence[int]] | None = None, *, cli: bool = False
+) -> ImportResult:
     """Import the ONNX model at `path` (see `import_model`)."""
-    return import_model(load_model(path), input_shapes=input_shapes, path=path)
+    return import_model(load_model(path), input_shapes=input_shapes, path=path, cli=cli)
 
 
 def import_model(
-    model, input_shapes: dict[str, Sequence[int]] | None = None, path: str = "<model>"
+    model,
+    input_shapes: dict[str, Sequence[int]] | None = None,
+    path: str = "<model>",
+    *,
+    cli: bool = False,
 ) -> ImportResult:
     """Translate an `onnx.ModelProto` into a verified graph-dialect module.
 
-    `input_shapes` fixes dynamic input dimensions (`{"input": (1, 3, 224, 224)}`).
-    Raises `OnnxImportError`.
+    `input_shapes` fixes dynamic input dimensions (`{"input": (1, 3, 224, 224)}`);
+    each entry must name a graph input, have its rank and agree with its static
+    dimensions. `cli`: diagnostics name the `--input-shape` flag instead of the
+    `input_shapes=` argument. Raises `OnnxImportError`.
     """
     notes: list[str] = []
     model = _checked_opset(model, path, notes)
-    importer = _Importer(model, path, input_shapes or {})
+    importer = _Importer(model, path, dict(input_shapes or {}), cli)
     return ImportResult(importer.run(), notes)
+
+
+def is_model_proto(source: object) -> bool:
+    """Is `source` an `onnx.ModelProto`? (Without importing onnx for other sources.)"""
+    kind = type(source)
+    return kind.__name__ == "ModelProto" and kind.__module__.startswith("onnx")
+
+
+def import_source(
+    source: object,
+    input_shapes: dict[str, Sequence[int]] | None = None,
+    *,
+    cli: bool = False,
+    filename: str = "<model>",
+) -> ImportResult | None:
+    """`source` imported if it is an ONNX model, else None (graph IR text or its path).
+
+    An ONNX model is an `onnx.ModelProto`, a path ending in `.onnx`, or a path to
+    a file that is not UTF-8 text and loads as an ONNX model; any other binary
+    file is a user error (never a `UnicodeDecodeError`). This is how
+    `lamina.compile`, `lamina-run` and `lamina-compile` take ONNX models.
+    """
+    if is_model_proto(source):
+        return import_model(source, input_shapes, filename, cli=cli)
+    path = _onnx_path(source)
+    if path is None:
+        if input_shapes:
+            what = "--input-shape" if cli else "input_shapes"
+            raise _error(filename, f"{what} applies to ONNX models only")
+        return None
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        raise _error(
+            path, "reading ONNX models needs the 'onnx' package: pip install 'lamina[onnx]'"
+        ) from None
+    return import_file(path, input_shapes, cli=cli)
+
+
+def _onnx_path(source: object) -> str | None:
+    """The path of the ONNX model `source` names, None if it is not one."""
+    if not isinstance(source, str | os.PathLike):
+        return None
+    path = os.fspath(source)
+    if isinstance(path, bytes) or "\n" in path:
+        return None
+    if path.endswith(".onnx"):
+        return path
+    if not os.path.isfile(path):
+        return None
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        data.decode("utf-8")
+        return None
+    except UnicodeDecodeError:
+        pass
+    if not _loads_as_onnx(data):
+        raise _error(path, "neither UTF-8 text (graph IR) nor an ONNX model")
+    return path
+
+
+def _loads_as_onnx(data: bytes) -> bool:
+    try:
+        import onnx
+        from google.protobuf.message import DecodeError
+    except ImportError:
+        return False
+    try:
+        model = onnx.load_model_from_string(data)
+    except (DecodeError, ValueError, RuntimeError):
+        return False
+    return bool(model.opset_import) and bool(model.graph.output)
 
 
 def _checked_opset(model, path: str, notes: list[str]):
@@ -120,14 +220,19 @@ def _checked_opset(model, path: str, notes: list[str]):
         raise _error(path, "the model imports no default-domain ('ai.onnx') opset")
     if opset > MAX_OPSET:
         raise _error(
-            path, f"opset {opset} is not supported (supported: {MIN_OPSET} to {MAX_OPSET})"
+            path,
+            f"opset {opset} is not supported (supported: {MIN_OPSET} to {MAX_OPSET}, the "
+            f"installed onnx package's newest); convert the model with "
+            f"onnx.version_converter.convert_version(model, {MAX_OPSET})",
         )
     if opset < MIN_OPSET:
         try:
             model = onnx.version_converter.convert_version(model, MIN_OPSET)
         except Exception as err:  # the converter raises bare RuntimeErrors and more
             raise _error(
-                path, f"cannot upgrade opset {opset} to {MIN_OPSET}: {err}".strip()
+                path,
+                f"opset {opset} is older than {MIN_OPSET} and onnx.version_converter cannot "
+                f"upgrade it: {err}".strip(),
             ) from None
         notes.append(f"the model was upgraded from opset {opset} to {MIN_OPSET}")
     return model
@@ -146,11 +251,12 @@ def _default_opset(model) -> int | None:
 
 
 class _Importer:
-    def __init__(self, model, path: str, input_shapes: dict[str, Sequence[int]]):
+    def __init__(self, model, path: str, input_shapes: dict[str, Sequence[int]], cli: bool):
         self.model = model
         self.path = path
         self.opset = _default_opset(model) or MIN_OPSET
         self.input_shapes = input_shapes
+        self.cli = cli
         self.g = GraphBuilder("main")
         self.env: dict[str, Value | np.ndarray] = {}
         self.materialized: dict[str, Value] = {}
@@ -163,9 +269,10 @@ class _Importer:
             self.env[init.name] = numpy_helper.to_array(init)
         for sparse in graph.sparse_initializer:
             self.env[sparse.values.name] = numpy_helper.to_array(sparse)
-        for info in graph.input:
-            if info.name not in self.env:
-                self.env[info.name] = self._param(info)
+        params = [info for info in graph.input if info.name not in self.env]
+        self._check_shape_names([info.name for info in params])
+        for info in params:
+            self.env[info.name] = self._param(info)
         for index, node in enumerate(graph.node):
             self._node(node, index)
         results = [self._output(info) for info in graph.output]
@@ -179,28 +286,85 @@ class _Importer:
 
     # -- inputs and outputs ----------------------------------------------------
 
+    def _shape_option(self, name: str, shape: Sequence[object] | None = None) -> str:
+        """How the user gives `name`'s shape: the tools' flag or the Python argument."""
+        if self.cli:
+            dims = ",".join(str(d) for d in shape) if shape else "D0,D1,..."
+            return f"--input-shape {name}={dims}"
+        dims = ", ".join(str(d) for d in shape) if shape else "D0, D1, ..."
+        return f"input_shapes={{{name!r}: ({dims})}}"
+
+    def _check_shape_names(self, names: list[str]) -> None:
+        """Every given shape names a graph input (a typo would be silently ignored)."""
+        import difflib
+
+        what = "--input-shape" if self.cli else "input_shapes"
+        for name in self.input_shapes:
+            if name not in names:
+                folded = {n.lower(): n for n in names}
+                close = difflib.get_close_matches(name.lower(), list(folded), n=1, cutoff=0.5)
+                hint = f"; did you mean '{folded[close[0]]}'?" if close else ""
+                raise _error(
+                    self.path,
+                    f"{what} names '{name}', which is not an input of the model (inputs: "
+                    f"{', '.join(repr(n) for n in names) or 'none'}){hint}",
+                )
+
     def _param(self, info) -> Value:
         ttype = info.type.tensor_type
         if not info.type.HasField("tensor_type"):
             raise _error(self.path, f"input '{info.name}' is not a tensor")
         dtype = _np_dtype(ttype.elem_type, self.path, f"input '{info.name}'")
+        declared: list[int | str] | None = None
+        if ttype.HasField("shape"):
+            declared = [
+                d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
+                for d in ttype.shape.dim
+            ]
         if info.name in self.input_shapes:
-            shape = tuple(int(d) for d in self.input_shapes[info.name])
+            shape = self._given_shape(info.name, declared)
         else:
-            if not ttype.HasField("shape"):
-                raise _error(self.path, f"input '{info.name}' has no shape (pass its shape)")
-            shape = []
-            for k, dim in enumerate(ttype.shape.dim):
-                if not dim.HasField("dim_value"):
-                    what = f"'{dim.dim_param}'" if dim.dim_param else "unknown"
-                    raise _error(
-                        self.path,
-                        f"input '{info.name}' has a dynamic dimension {k} ({what}); Lamina "
-                        "needs static shapes: give the input's shape (lamina-import-onnx "
-                        f"--input-shape {info.name}=D0,D1,...)",
-                    )
-                shape.append(dim.dim_value)
+            if declared is None:
+                raise _error(
+                    self.path,
+                    f"input '{info.name}' has no shape; give it with "
+                    f"{self._shape_option(info.name)}",
+                )
+            dynamic = [k for k, d in enumerate(declared) if not isinstance(d, int)]
+            if dynamic:
+                k = dynamic[0]
+                raise _error(
+                    self.path,
+                    f"input '{info.name}' has a dynamic dimension {k} ('{declared[k]}'); Lamina "
+                    "needs static shapes: give the input's shape with "
+                    f"{self._shape_option(info.name, declared)}",
+                )
+            shape = declared
         return self.g.param(shape, dtype, name=info.name)
+
+    def _given_shape(self, name: str, declared: list[int | str] | None) -> list[int]:
+        """The user's shape for input `name`, checked against the model's rank and static dims."""
+        what = "--input-shape" if self.cli else "input_shapes"
+        given = [int(d) for d in self.input_shapes[name]]
+        if any(d < 0 for d in given):
+            raise _error(self.path, f"{what} gives input '{name}' a negative size: {given}")
+        if declared is None:
+            return given
+        shown = "[" + ", ".join(str(d) for d in declared) + "]"
+        if len(given) != len(declared):
+            raise _error(
+                self.path,
+                f"input '{name}' has rank {len(declared)} (shape {shown}), but {what} gives "
+                f"{len(given)} dimensions {given}",
+            )
+        for k, (want, got) in enumerate(zip(declared, given, strict=True)):
+            if isinstance(want, int) and want != got:
+                raise _error(
+                    self.path,
+                    f"input '{name}' has the static dimension {k} = {want} (shape {shown}); "
+                    f"{what} cannot change it to {got}",
+                )
+        return given
 
     def _output(self, info) -> Value:
         if info.name not in self.env:
@@ -258,6 +422,13 @@ class _Importer:
                     "operator is not supported (supported: "
                     f"{', '.join(sorted(HANDLERS))}, and any operator on constants)"
                 )
+            since = _since_version(node.op_type, self.opset)
+            if since > AUDITED_OPSET:
+                raise ctx.error(
+                    f"the operator's definition changed in opset {since}, after the newest "
+                    f"the importer knows ({AUDITED_OPSET}); convert the model to opset "
+                    f"{AUDITED_OPSET} with onnx.version_converter"
+                )
             fn, known_attrs = handler
             for attr in node.attribute:
                 if attr.name not in known_attrs:
@@ -297,6 +468,16 @@ class _Importer:
                 return [np.asarray(v) for v in evaluator.run(None, feeds)]
         except Exception as err:  # the reference runtime raises anything
             raise ctx.error(f"cannot evaluate the node on its constant inputs: {err}") from None
+
+
+def _since_version(op_type: str, opset: int) -> int:
+    """The opset that introduced the definition of `op_type` in force at `opset`."""
+    import onnx.defs
+
+    try:
+        return int(onnx.defs.get_schema(op_type, opset).since_version)
+    except onnx.defs.SchemaError:
+        return 0
 
 
 def _np_dtype(elem_type: int, path: str, what: str) -> np.dtype:
@@ -934,6 +1115,7 @@ def _split(n: Node) -> list:
 
 
 __all__ = [
+    "AUDITED_OPSET",
     "HANDLERS",
     "MAX_OPSET",
     "MIN_OPSET",
@@ -941,5 +1123,7 @@ __all__ = [
     "OnnxImportError",
     "import_file",
     "import_model",
+    "import_source",
+    "is_model_proto",
     "load_model",
 ]

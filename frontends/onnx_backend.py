@@ -52,8 +52,10 @@ class LaminaBackend(Backend):
 
     @classmethod
     def prepare(cls, model, device: str = "CPU", **kwargs) -> LaminaBackendRep:
+        """Import and compile `model`; `input_shapes={name: shape}` fixes dynamic inputs."""
+        input_shapes = kwargs.pop("input_shapes", None)
         super().prepare(model, device, **kwargs)
-        module = import_model(model).module
+        module = import_model(model, input_shapes).module
         return LaminaBackendRep(lamina.compile(module), "main", _input_names(model))
 
     @classmethod
