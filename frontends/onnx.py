@@ -653,13 +653,24 @@ _POW_EXPONENTS = (0.5, -0.5, 1.0, 2.0, 3.0, -1.0)
 
 @handles("Pow")
 def _pow(n: Node) -> list:
-    """Constant scalar exponents only (x², √x, 1/x, ...): what LayerNorm patterns use."""
+    """`graph.pow`, with the exponents LayerNorm patterns use (x², √x, 1/x, ...)
+    as exact arithmetic. The result has the base's type (ONNX): a float base
+    takes the exponent converted to its type; an integer base is computed in
+    f64 and truncated (exact while the result fits 53 bits)."""
     x = n.input(0)
-    if not n.is_const(1) or n.const(1, "exponent").size != 1:
-        raise n.error("only a constant scalar exponent is supported")
-    e = float(n.const(1, "exponent").reshape(()))
-    if e not in _POW_EXPONENTS:
-        raise n.error(f"exponent {e} is not supported (supported: {list(_POW_EXPONENTS)})")
+    if n.is_const(1) and n.const(1, "exponent").size == 1:
+        e = float(n.const(1, "exponent").reshape(()))
+        if e in _POW_EXPONENTS and _dtype_of(x).kind == "f":
+            return [_pow_special(n, x, e)]
+    y = n.input(1)
+    dtype = _dtype_of(x)
+    if dtype.kind == "f":
+        return [n.g.pow(x, y if _dtype_of(y) == dtype else n.g.cast(y, dtype))]
+    wide = n.g.pow(n.g.cast(x, np.float64), n.g.cast(y, np.float64))
+    return [n.g.cast(wide, dtype)]
+
+
+def _pow_special(n: Node, x: Value, e: float) -> Value:
     g = n.g
     table = {
         0.5: lambda: g.sqrt(x),
@@ -669,7 +680,7 @@ def _pow(n: Node) -> list:
         3.0: lambda: g.mul(g.mul(x, x), x),
         -1.0: lambda: g.div(n.scalar(1, x), x),
     }
-    return [table[e]()]
+    return table[e]()
 
 
 @handles("Clip")
@@ -1112,6 +1123,633 @@ def _split(n: Node) -> list:
         outputs.append(n.g.slice(x, [offset], [offset + size], [axis]))
         offset += size
     return outputs
+
+
+# ---------------------------------------------------------------------------
+# Comparisons, logic, predicates (i1 results)
+# ---------------------------------------------------------------------------
+
+_COMPARE = {"Equal": "eq", "Less": "lt", "Greater": "gt", "LessOrEqual": "le",
+            "GreaterOrEqual": "ge"}  # fmt: skip
+
+
+@handles(*_COMPARE)
+def _compare(n: Node) -> list:
+    return [n.g.compare(n.input(0), n.input(1), _COMPARE[n.node.op_type])]
+
+
+def _bool_input(n: Node, i: int) -> Value:
+    x = n.input(i)
+    if _dtype_of(x) != np.bool_:
+        raise n.error(f"input #{i} must be a bool tensor, got {_dtype_of(x)}")
+    return x
+
+
+@handles("And", "Or", "Xor")
+def _logical(n: Node) -> list:
+    """On i1, `minimum` is and, `maximum` is or, and `!=` is xor."""
+    a, b = _bool_input(n, 0), _bool_input(n, 1)
+    op = n.node.op_type
+    if op == "And":
+        return [n.g.minimum(a, b)]
+    if op == "Or":
+        return [n.g.maximum(a, b)]
+    return [n.g.compare(a, b, "ne")]
+
+
+@handles("Not")
+def _not(n: Node) -> list:
+    x = _bool_input(n, 0)
+    return [n.g.compare(x, n.g.constant(np.asarray(False)), "eq")]
+
+
+@handles("IsNaN")
+def _isnan(n: Node) -> list:
+    """NaN is the one value unequal to itself."""
+    x = n.input(0)
+    return [n.g.compare(x, x, "ne")]
+
+
+@handles("IsInf", attrs=["detect_negative", "detect_positive"])
+def _isinf(n: Node) -> list:
+    x = n.input(0)
+    checks = []
+    if n.attr("detect_positive", 1):
+        checks.append(n.g.compare(x, n.scalar(np.inf, x), "eq"))
+    if n.attr("detect_negative", 1):
+        checks.append(n.g.compare(x, n.scalar(-np.inf, x), "eq"))
+    if not checks:
+        return [n.g.constant(np.zeros(shape_of(x), bool))]
+    return [checks[0] if len(checks) == 1 else n.g.maximum(*checks)]
+
+
+# ---------------------------------------------------------------------------
+# Activations built from elementwise ops
+# ---------------------------------------------------------------------------
+
+
+def _float_input(n: Node, i: int = 0) -> Value:
+    x = n.input(i)
+    if _dtype_of(x).kind != "f":
+        raise n.error(f"input #{i} must be a floating-point tensor, got {_dtype_of(x)}")
+    return x
+
+
+def _hard_sigmoid_of(n: Node, x: Value, alpha: float, beta: float) -> Value:
+    """`max(0, min(1, alpha·x + beta))`."""
+    y = n.g.add(n.g.mul(x, n.scalar(alpha, x)), n.scalar(beta, x))
+    return n.g.maximum(n.g.minimum(y, n.scalar(1, x)), n.scalar(0, x))
+
+
+@handles("HardSigmoid", attrs=["alpha", "beta"])
+def _hard_sigmoid(n: Node) -> list:
+    x = _float_input(n)
+    return [_hard_sigmoid_of(n, x, float(n.attr("alpha", 0.2)), float(n.attr("beta", 0.5)))]
+
+
+@handles("HardSwish")
+def _hard_swish(n: Node) -> list:
+    """`x · HardSigmoid(x)` with alpha = 1/6, beta = 1/2."""
+    x = _float_input(n)
+    return [n.g.mul(x, _hard_sigmoid_of(n, x, 1 / 6, 0.5))]
+
+
+def _softplus_of(n: Node, x: Value) -> Value:
+    """Overflow-free `log(1 + exp(x))` = `max(x, 0) + log(1 + exp(-|x|))`."""
+    g = n.g
+    minus_abs = g.minimum(x, g.neg(x))
+    return g.add(g.relu(x), g.log(g.add(n.scalar(1, x), g.exp(minus_abs))))
+
+
+@handles("Softplus")
+def _softplus(n: Node) -> list:
+    return [_softplus_of(n, _float_input(n))]
+
+
+@handles("Mish")
+def _mish(n: Node) -> list:
+    """`x · tanh(softplus(x))`."""
+    x = _float_input(n)
+    return [n.g.mul(x, n.g.tanh(_softplus_of(n, x)))]
+
+
+@handles("Softsign")
+def _softsign(n: Node) -> list:
+    x = _float_input(n)
+    return [n.g.div(x, n.g.add(n.scalar(1, x), n.g.maximum(x, n.g.neg(x))))]
+
+
+@handles("LeakyRelu", attrs=["alpha"])
+def _leaky_relu(n: Node) -> list:
+    x = _float_input(n)
+    negative = n.g.compare(x, n.scalar(0, x), "lt")
+    return [n.g.where(negative, n.g.mul(x, n.scalar(float(n.attr("alpha", 0.01)), x)), x)]
+
+
+@handles("PRelu")
+def _prelu(n: Node) -> list:
+    """`x < 0 ? slope·x : x`, the slope broadcasting (unidirectionally) to x."""
+    x, slope = n.input(0), n.input(1)
+    negative = n.g.compare(x, n.scalar(0, x), "lt")
+    return [n.g.where(negative, n.g.mul(x, slope), x)]
+
+
+def _elu_of(n: Node, x: Value, alpha: float) -> Value:
+    negative = n.g.compare(x, n.scalar(0, x), "lt")
+    below = n.g.mul(n.g.sub(n.g.exp(n.g.minimum(x, n.scalar(0, x))), n.scalar(1, x)),
+                    n.scalar(alpha, x))  # fmt: skip
+    return n.g.where(negative, below, x)
+
+
+@handles("Elu", attrs=["alpha"])
+def _elu(n: Node) -> list:
+    return [_elu_of(n, _float_input(n), float(n.attr("alpha", 1.0)))]
+
+
+@handles("Selu", attrs=["alpha", "gamma"])
+def _selu(n: Node) -> list:
+    x = _float_input(n)
+    alpha = float(n.attr("alpha", 1.67326319217681884765625))
+    gamma = float(n.attr("gamma", 1.05070102214813232421875))
+    return [n.g.mul(_elu_of(n, x, alpha), n.scalar(gamma, x))]
+
+
+# ---------------------------------------------------------------------------
+# Index reductions, top-k, prefix sums
+# ---------------------------------------------------------------------------
+
+
+def _norm_axis(n: Node, axis: int, rank: int) -> int:
+    if not -max(rank, 1) <= axis < max(rank, 1):
+        raise n.error(f"axis {axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+def _iota(n: Node, extent: int, axis: int, rank: int) -> Value:
+    """0, 1, ..., extent-1 (int64) along `axis` of a rank-`rank` broadcastable tensor."""
+    shape = [1] * rank
+    shape[axis] = extent
+    return n.g.constant(np.arange(extent, dtype=np.int64).reshape(shape))
+
+
+@handles("ArgMax", "ArgMin", attrs=["axis", "keepdims", "select_last_index"])
+def _arg_extremum(n: Node) -> list:
+    """The first (or last) index where x equals its max (min) along the axis:
+    `reduce_min(where(x == max, iota, extent))`. A NaN counts as the extremum
+    (the first NaN wins, as in NumPy), since max/min propagate it."""
+    g, x = n.g, n.input(0)
+    shape = shape_of(x)
+    axis = _norm_axis(n, int(n.attr("axis", 0)), len(shape))
+    extreme = (g.reduce_max if n.node.op_type == "ArgMax" else g.reduce_min)(
+        x, (axis,), keepdims=True
+    )
+    hit = g.compare(x, extreme, "eq")
+    if _dtype_of(x).kind == "f":
+        hit = g.maximum(hit, g.compare(x, x, "ne"))
+    iota = _iota(n, shape[axis], axis, len(shape))
+    keepdims = bool(n.attr("keepdims", 1))
+    if n.attr("select_last_index", 0):
+        candidates = g.where(hit, iota, g.constant(np.asarray(-1, np.int64)))
+        return [g.reduce_max(candidates, (axis,), keepdims=keepdims)]
+    candidates = g.where(hit, iota, g.constant(np.asarray(shape[axis], np.int64)))
+    return [g.reduce_min(candidates, (axis,), keepdims=keepdims)]
+
+
+TOPK_LIMIT = 1 << 24
+"""TopK compares every pair along its axis: at most this many comparisons."""
+
+
+@handles("TopK", attrs=["axis", "largest", "sorted"])
+def _topk(n: Node) -> list:
+    """Exact top-k by rank: element i's rank is the number of elements that
+    beat it (larger, or equal at a smaller index: ONNX's tie order), and the
+    r-th output is the element of rank r. Quadratic in the axis extent."""
+    g, x = n.g, n.input(0)
+    shape = list(shape_of(x))
+    k = int(n.const(1, "K").reshape(-1)[0])
+    axis = _norm_axis(n, int(n.attr("axis", -1)), len(shape))
+    extent = shape[axis]
+    if not 0 <= k <= extent:
+        raise n.error(f"K = {k} is out of range for an axis of extent {extent}")
+    if math.prod(shape) * extent > TOPK_LIMIT:
+        raise n.error(
+            f"the axis extent {extent} is too large for TopK's pairwise ranking "
+            f"({math.prod(shape) * extent} comparisons, limit {TOPK_LIMIT})"
+        )
+    rank = len(shape)
+    perm = [d for d in range(rank) if d != axis] + [axis]
+    inverse = list(np.argsort(perm))
+    xt = g.transpose(x, perm) if axis != rank - 1 else x
+    lead = shape_of(xt)[:-1]
+    xi = g.reshape(xt, (*lead, extent, 1))
+    xj = g.reshape(xt, (*lead, 1, extent))
+    better = g.compare(xj, xi, "gt" if n.attr("largest", 1) else "lt")
+    earlier = g.constant(np.tri(extent, extent, -1, dtype=bool))  # [i, j]: j < i
+    beats = g.maximum(better, g.minimum(g.compare(xj, xi, "eq"), earlier))
+    ranks = g.reduce_sum(g.cast(beats, np.int64), (rank,), keepdims=True)  # (..., n, 1)
+    slots = g.constant(np.arange(k, dtype=np.int64).reshape(1, k))
+    onehot = g.compare(ranks, slots, "eq")  # (..., n, k)
+    iota = g.constant(np.arange(extent, dtype=np.int64).reshape(extent, 1))
+    indices = g.reduce_max(g.where(onehot, iota, g.constant(np.asarray(-1, np.int64))),
+                           (rank - 1,))  # fmt: skip
+    low = np.asarray(-np.inf if _dtype_of(x).kind == "f" else np.iinfo(_dtype_of(x)).min,
+                     dtype=_dtype_of(x))  # fmt: skip
+    values = g.reduce_max(g.where(onehot, xi, g.constant(low)), (rank - 1,))
+    if axis != rank - 1:
+        values, indices = g.transpose(values, inverse), g.transpose(indices, inverse)
+    return [values, indices]
+
+
+@handles("CumSum", attrs=["exclusive", "reverse"])
+def _cumsum(n: Node) -> list:
+    """A product with a triangular 0/1 matrix along the axis (moved last)."""
+    g, x = n.g, n.input(0)
+    shape = shape_of(x)
+    axis = _norm_axis(n, int(n.const(1, "axis").reshape(-1)[0]), len(shape))
+    extent = shape[axis]
+    j, i = np.meshgrid(np.arange(extent), np.arange(extent), indexing="ij")
+    exclusive, reverse = bool(n.attr("exclusive", 0)), bool(n.attr("reverse", 0))
+    if reverse:
+        mask = j > i if exclusive else j >= i
+    else:
+        mask = j < i if exclusive else j <= i
+    rank = len(shape)
+    perm = [d for d in range(rank) if d != axis] + [axis]
+    xt = g.transpose(x, perm) if axis != rank - 1 else x
+    y = g.matmul(xt, g.constant(mask.astype(_dtype_of(x))))
+    return [g.transpose(y, list(np.argsort(perm))) if axis != rank - 1 else y]
+
+
+# ---------------------------------------------------------------------------
+# Einsum, Tile, Range
+# ---------------------------------------------------------------------------
+
+
+@handles("Einsum", attrs=["equation"])
+def _einsum(n: Node) -> list:
+    """One or two operands: indices only in one operand and not in the output are
+    summed first; then a batched `matmul` over (shared kept, left, contracted) x
+    (shared kept, contracted, right), reshaped and transposed to the output."""
+    values = n.inputs()
+    terms, output = _einsum_terms(n, str(n.attr("equation")), [len(shape_of(v)) for v in values])
+    if len(values) not in (1, 2):
+        raise n.error(f"{len(values)} operands are not supported (one or two)")
+    sizes: dict[str, int] = {}
+    for term, v in zip(terms, values, strict=True):
+        for c, d in zip(term, shape_of(v), strict=True):
+            if sizes.setdefault(c, d) != d and d != 1 and sizes[c] != 1:
+                raise n.error(f"index '{c}' has extents {sizes[c]} and {d}")
+            sizes[c] = max(sizes[c], d)
+    reduced = []
+    for k, (term, v) in enumerate(zip(terms, values, strict=True)):
+        others = set(output).union(*(t for m, t in enumerate(terms) if m != k))
+        drop = [a for a, c in enumerate(term) if c not in others]
+        if drop:
+            v = n.g.reduce_sum(v, tuple(drop))
+            term = "".join(c for c in term if c in others)
+        reduced.append((term, v))
+    if len(reduced) == 1:
+        term, v = reduced[0]
+        return [n.g.transpose(v, [term.index(c) for c in output]) if term != output else v]
+    (ta, a), (tb, b) = reduced
+    batch = [c for c in output if c in ta and c in tb]
+    left = [c for c in output if c in ta and c not in tb]
+    right = [c for c in output if c in tb and c not in ta]
+    contract = [c for c in ta if c in tb and c not in output]
+
+    def arrange(term: str, v: Value, order: list[str]) -> Value:
+        v = n.g.broadcast_to(v, [sizes[c] if c in batch else d
+                                 for c, d in zip(term, shape_of(v), strict=True)])  # fmt: skip
+        perm = [term.index(c) for c in order]
+        return n.g.transpose(v, perm) if perm != list(range(len(perm))) else v
+
+    def size(cs: list[str]) -> int:
+        return math.prod(sizes[c] for c in cs)
+
+    a3 = n.g.reshape(arrange(ta, a, batch + left + contract),
+                     (size(batch), size(left), size(contract)))  # fmt: skip
+    b3 = n.g.reshape(arrange(tb, b, batch + contract + right),
+                     (size(batch), size(contract), size(right)))  # fmt: skip
+    y = n.g.reshape(n.g.matmul(a3, b3), [sizes[c] for c in batch + left + right])
+    order = batch + left + right
+    perm = [order.index(c) for c in output]
+    return [n.g.transpose(y, perm) if perm != list(range(len(perm))) else y]
+
+
+def _einsum_terms(n: Node, equation: str, ranks: list[int]) -> tuple[list[str], str]:
+    """The operand terms and the output term, with `...` spelled out as letters."""
+    equation = equation.replace(" ", "")
+    lhs, arrow, out = equation.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(ranks):
+        raise n.error(f"equation '{equation}' names {len(terms)} operands, got {len(ranks)}")
+    spare = [c for c in "ZYXWVUTSRQPONMLKJIHGFEDCBA" if c not in equation]
+    ell = ""
+    expanded = []
+    for term, rank in zip(terms, ranks, strict=True):
+        if "..." in term:
+            count = rank - (len(term) - 3)
+            width = max(count, len(ell))
+            ell = "".join(spare[:width])
+            term = term.replace("...", ell[width - count :])
+        if len(term) != rank:
+            raise n.error(f"term '{term}' of '{equation}' does not match a rank-{rank} operand")
+        if len(set(term)) != len(term):
+            raise n.error(f"a repeated index in '{term}' (a diagonal) is not supported")
+        expanded.append(term)
+    if not arrow:
+        letters = "".join(expanded)
+        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1
+                                   and c not in ell))  # fmt: skip
+    else:
+        out = out.replace("...", ell)
+    return expanded, out
+
+
+@handles("Tile")
+def _tile(n: Node) -> list:
+    """`x` viewed as (1, d0, 1, d1, ...), broadcast to (r0, d0, r1, d1, ...), flattened pairwise."""
+    x = n.input(0)
+    shape = shape_of(x)
+    repeats = [int(r) for r in n.const(1, "repeats").reshape(-1)]
+    if len(repeats) != len(shape):
+        raise n.error(f"{len(repeats)} repeats for a rank-{len(shape)} input")
+    if all(r == 1 for r in repeats):
+        return [x]
+    spread = [d for pair in zip([1] * len(shape), shape, strict=True) for d in pair]
+    target = [d for pair in zip(repeats, shape, strict=True) for d in pair]
+    y = n.g.broadcast_to(n.g.reshape(x, spread), target)
+    return [n.g.reshape(y, [r * d for r, d in zip(repeats, shape, strict=True)])]
+
+
+@handles("Range")
+def _range(n: Node) -> list:
+    """Only reached when an input is computed at run time (constants fold)."""
+    raise n.error("start, limit and delta must be constants (the output shape depends on them)")
+
+
+# ---------------------------------------------------------------------------
+# More reductions
+# ---------------------------------------------------------------------------
+
+
+def _reduce_args(n: Node) -> tuple[Value, tuple[int, ...] | None, bool] | None:
+    """(x, axes, keepdims), or None for noop_with_empty_axes with no axes."""
+    x = n.input(0)
+    axes = n.attr("axes")
+    if n.has(1):
+        axes = [int(a) for a in n.const(1, "axes")]
+    if not axes:
+        if n.attr("noop_with_empty_axes", 0):
+            return None
+        axes = None
+    return x, None if axes is None else tuple(axes), bool(n.attr("keepdims", 1))
+
+
+@handles("ReduceMin", "ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceLogSumExp",
+         attrs=["axes", "keepdims", "noop_with_empty_axes"])  # fmt: skip
+def _reduce_more(n: Node) -> list:
+    args = _reduce_args(n)
+    if args is None:
+        return [n.input(0)]
+    x, axes, keep = args
+    g, op = n.g, n.node.op_type
+    if op == "ReduceMin":
+        return [g.reduce_min(x, axes, keepdims=keep)]
+    if op == "ReduceL1":
+        return [g.reduce_sum(g.maximum(x, g.neg(x)), axes, keepdims=keep)]
+    if op == "ReduceLogSumExp":
+        m = g.reduce_max(x, axes, keepdims=True)
+        total = g.reduce_sum(g.exp(g.sub(x, m)), axes, keepdims=True)
+        y = g.add(g.log(total), m)
+        return [y if keep else g.reshape(y, _squeezed(shape_of(x), axes))]
+    squares = g.reduce_sum(g.mul(x, x), axes, keepdims=keep)
+    return [g.sqrt(squares) if op == "ReduceL2" else squares]
+
+
+def _squeezed(shape: Sequence[int], axes: tuple[int, ...] | None) -> list[int]:
+    rank = len(shape)
+    drop = set(range(rank)) if axes is None else {a + rank if a < 0 else a for a in axes}
+    return [d for k, d in enumerate(shape) if k not in drop]
+
+
+# ---------------------------------------------------------------------------
+# Normalizations over channels and groups
+# ---------------------------------------------------------------------------
+
+
+def _normalize(n: Node, x: Value, axes: tuple[int, ...], eps: float) -> Value:
+    """`(x - mean) / sqrt(var + eps)` over `axes` (biased variance)."""
+    g = n.g
+    mean = g.reduce_mean(x, axes, keepdims=True)
+    centered = g.sub(x, mean)
+    var = g.reduce_mean(g.mul(centered, centered), axes, keepdims=True)
+    return g.mul(centered, g.rsqrt(g.add(var, n.scalar(eps, var))))
+
+
+@handles("InstanceNormalization", attrs=["epsilon"])
+def _instance_norm(n: Node) -> list:
+    x = _float_input(n)
+    rank = len(shape_of(x))
+    if rank < 3:
+        raise n.error(f"expected an (N, C, D1, ...) input of rank >= 3, got rank {rank}")
+    y = _normalize(n, x, tuple(range(2, rank)), float(n.attr("epsilon", 1e-5)))
+    channel = (-1,) + (1,) * (rank - 2)
+    scale, bias = n.g.reshape(n.input(1), channel), n.g.reshape(n.input(2), channel)
+    return [n.g.add(n.g.mul(y, scale), bias)]
+
+
+@handles("GroupNormalization", attrs=["epsilon", "num_groups", "stash_type"])
+def _group_norm(n: Node) -> list:
+    """Normalize (N, G, C/G · spatial); scale and bias are per channel from
+    opset 21 and per group in opset 18 (where the definition first appeared)."""
+    x = _float_input(n)
+    shape = shape_of(x)
+    groups = int(n.attr("num_groups"))
+    if len(shape) < 2 or groups <= 0 or shape[1] % groups:
+        raise n.error(f"num_groups = {groups} does not divide the channels of {list(shape)}")
+    batch, channels = shape[0], shape[1]
+    grouped = n.g.reshape(x, (batch, groups, -1))
+    y = n.g.reshape(_normalize(n, grouped, (2,), float(n.attr("epsilon", 1e-5))), shape)
+    params = [n.input(1), n.input(2)]
+    if n.opset < 21:  # per group: repeat each group's value over its channels
+        params = [n.g.reshape(n.g.broadcast_to(n.g.reshape(p, (groups, 1)),
+                                               (groups, channels // groups)), (channels,))
+                  for p in params]  # fmt: skip
+    channel = (-1,) + (1,) * (len(shape) - 2)
+    scale, bias = (n.g.reshape(p, channel) for p in params)
+    return [n.g.add(n.g.mul(y, scale), bias)]
+
+
+# ---------------------------------------------------------------------------
+# ConvTranspose
+# ---------------------------------------------------------------------------
+
+
+@handles("ConvTranspose", attrs=["auto_pad", "dilations", "group", "kernel_shape",
+                                 "output_padding", "output_shape", "pads", "strides"])  # fmt: skip
+def _conv_transpose(n: Node) -> list:
+    """A convolution of the stride-dilated input (zeros between the elements),
+    padded by `dilation·(k-1) - pad`, with the spatially flipped kernel whose
+    in/out channels are swapped per group. 1-D runs as 2-D with unit height."""
+    g = n.g
+    one_d = len(shape_of(n.input(0))) == 3
+    x, w = _as_2d(n, n.input(0)), _as_2d(n, n.input(1))
+    _attrs_2d(n, ("dilations", "kernel_shape", "strides"), one_d)
+    if one_d:
+        for name in ("output_padding", "output_shape"):
+            if name in n.attrs:
+                n.attrs[name] = [0 if name == "output_padding" else 1, *n.attrs[name]]
+        if "pads" in n.attrs:
+            p = list(n.attrs["pads"])
+            n.attrs["pads"] = [0, p[0], 0, p[1]]
+    if len(shape_of(x)) != 4:
+        raise n.error(f"only 1-D and 2-D transposed convolution are supported, got rank "
+                      f"{len(shape_of(n.input(0)))}")  # fmt: skip
+    nb, c_in, h, wd = shape_of(x)
+    groups = int(n.attr("group", 1))
+    kh, kw = (int(k) for k in n.attr("kernel_shape", list(shape_of(w)[2:])))
+    sh, sw = (int(s) for s in n.attr("strides", [1, 1]))
+    dh, dw = (int(d) for d in n.attr("dilations", [1, 1]))
+    out_pad = [int(v) for v in n.attr("output_padding", [0, 0])]
+    pads = _conv_transpose_pads(n, (h, wd), (kh, kw), (sh, sw), (dh, dw), out_pad)
+    # Stride-dilate: (N, C, H, 1, W, 1) padded with zeros to (N, C, H, s, W, s), cut to (H-1)s+1.
+    if sh > 1 or sw > 1:
+        z = g.reshape(x, (nb, c_in, h, 1, wd, 1))
+        dt = _dtype_of(x)
+        if sh > 1:
+            z = g.concat([z, g.constant(np.zeros((nb, c_in, h, sh - 1, wd, 1), dt))], 3)
+        if sw > 1:
+            z = g.concat([z, g.constant(np.zeros((nb, c_in, h, sh, wd, sw - 1), dt))], 5)
+        z = g.reshape(z, (nb, c_in, h * sh, wd * sw))
+        x = g.slice(z, [0, 0], [(h - 1) * sh + 1, (wd - 1) * sw + 1], [2, 3])
+    # Weight (C_in, C_out/g, kh, kw) -> (C_out, C_in/g, kh, kw), flipped spatially.
+    c_out_g = shape_of(w)[1]
+    wg = g.reshape(w, (groups, c_in // groups, c_out_g, kh, kw))
+    wg = g.transpose(wg, (0, 2, 1, 3, 4))
+    wf = g.reshape(wg, (groups * c_out_g, c_in // groups, kh, kw))
+    wf = g.slice(wf, [kh - 1, kw - 1], [-(2**62), -(2**62)], [2, 3], [-1, -1])
+    crop = [max(-p, 0) for p in pads]
+    y = g.conv2d(x, wf, (1, 1), tuple(max(p, 0) for p in pads), (dh, dw), groups)
+    if any(crop):
+        _, _, yh, yw = shape_of(y)
+        y = g.slice(y, [crop[0], crop[1]], [yh - crop[2], yw - crop[3]], [2, 3])
+    if n.has(2):
+        y = g.add(y, g.reshape(n.input(2), (-1, 1, 1)))
+    return [_from_2d(n, y, one_d)]
+
+
+def _conv_transpose_pads(n: Node, size, kernel, strides, dilations, out_pad) -> tuple:
+    """Padding (top, left, bottom, right) of the equivalent convolution (may be
+    negative: a crop). With `output_shape` or SAME auto_pad, the total padding
+    is what gives that output, split as ONNX says (SAME_UPPER: less at the start)."""
+    auto_pad = n.attr("auto_pad", "NOTSET")
+    if auto_pad not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"):
+        raise n.error(f"auto_pad '{auto_pad}' is not supported")
+    begin, end = [], []
+    for axis in range(2):
+        span = dilations[axis] * (kernel[axis] - 1)
+        full = (size[axis] - 1) * strides[axis] + span + 1 + out_pad[axis]
+        if "output_shape" in n.attrs or auto_pad.startswith("SAME"):
+            target = (int(n.attrs["output_shape"][-2 + axis]) if "output_shape" in n.attrs
+                      else size[axis] * strides[axis])  # fmt: skip
+            total = full - target
+            lo = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+            hi = total - lo
+        else:
+            p = list(n.attr("pads", [0, 0, 0, 0])) if auto_pad == "NOTSET" else [0, 0, 0, 0]
+            lo, hi = int(p[axis]), int(p[axis + 2])
+        begin.append(span - lo)
+        end.append(span - hi + out_pad[axis])
+    return begin[0], begin[1], end[0], end[1]
+
+
+# ---------------------------------------------------------------------------
+# Resize
+# ---------------------------------------------------------------------------
+
+
+@handles("Resize", attrs=["antialias", "axes", "coordinate_transformation_mode", "cubic_coeff_a",
+                          "exclude_outside", "extrapolation_value", "keep_aspect_ratio_policy",
+                          "mode", "nearest_mode"])  # fmt: skip
+def _resize(n: Node) -> list:
+    """Separable: per resized axis, a `gather` of the source indices (nearest)
+    or two gathers blended with constant weights (linear), all computed at import."""
+    x = n.input(0)
+    shape = shape_of(x)
+    rank = len(shape)
+    mode = n.attr("mode", "nearest")
+    if mode not in ("nearest", "linear"):
+        raise n.error(f"mode '{mode}' is not supported (nearest, linear)")
+    if n.attr("antialias", 0):
+        raise n.error("antialias = 1 is not supported")
+    ctm = n.attr("coordinate_transformation_mode", "half_pixel")
+    if ctm not in _RESIZE_COORDINATES:
+        raise n.error(f"coordinate_transformation_mode '{ctm}' is not supported")
+    if n.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
+        raise n.error("keep_aspect_ratio_policy other than 'stretch' is not supported")
+    axes = [_norm_axis(n, int(a), rank) for a in n.attr("axes", list(range(rank)))]
+    sizes = n.opt_const(3, "sizes") if n.has(3) else None
+    scales = n.opt_const(2, "scales") if n.has(2) else None
+    if sizes is not None and sizes.size:
+        out = [int(v) for v in sizes.reshape(-1)]
+        factors = [o / shape[a] for o, a in zip(out, axes, strict=True)]
+    elif scales is not None and scales.size:
+        factors = [float(v) for v in scales.reshape(-1)]
+        out = [int(math.floor(shape[a] * f)) for a, f in zip(axes, factors, strict=True)]
+    else:
+        raise n.error("needs constant scales or sizes")
+    y = x
+    for axis, size, factor in zip(axes, out, factors, strict=True):
+        if size == shape[axis] and factor == 1.0:
+            continue
+        coords = _RESIZE_COORDINATES[ctm](np.arange(size, dtype=np.float64), factor,
+                                          shape[axis], size)  # fmt: skip
+        y = _resize_axis(n, y, axis, coords, shape[axis], mode)
+    return [y]
+
+
+_RESIZE_COORDINATES = {
+    "half_pixel": lambda o, s, size, out: (o + 0.5) / s - 0.5,
+    "half_pixel_symmetric": lambda o, s, size, out: (
+        size / 2 * (1 - out / (s * size)) + (o + 0.5) / s - 0.5
+    ),
+    "pytorch_half_pixel": lambda o, s, size, out: (o + 0.5) / s - 0.5 if out > 1 else 0 * o,
+    "align_corners": lambda o, s, size, out: o * (size - 1) / (out - 1) if out > 1 else 0 * o,
+    "asymmetric": lambda o, s, size, out: o / s,
+}
+"""Output index → source coordinate, per ONNX `coordinate_transformation_mode`."""
+
+
+def _resize_axis(n: Node, x: Value, axis: int, coords: np.ndarray, size: int, mode: str) -> Value:
+    g = n.g
+    if mode == "nearest":
+        rounding = n.attr("nearest_mode", "round_prefer_floor")
+        pick = {
+            "round_prefer_floor": lambda c: np.where(
+                c == np.floor(c) + 0.5, np.floor(c), np.round(c)
+            ),  # fmt: skip
+            "round_prefer_ceil": lambda c: np.where(
+                c == np.floor(c) + 0.5, np.ceil(c), np.round(c)
+            ),  # fmt: skip
+            "floor": np.floor,
+            "ceil": np.ceil,
+        }.get(rounding)
+        if pick is None:
+            raise n.error(f"nearest_mode '{rounding}' is not supported")
+        index = np.clip(pick(coords), 0, size - 1).astype(np.int64)
+        return g.gather(x, index, axis)
+    lo = np.floor(coords)
+    frac = coords - lo
+    i0 = np.clip(lo, 0, size - 1).astype(np.int64)
+    i1 = np.clip(lo + 1, 0, size - 1).astype(np.int64)
+    rank = len(shape_of(x))
+    wshape = [1] * rank
+    wshape[axis] = len(coords)
+    dt = _dtype_of(x)
+    w0 = g.constant((1 - frac).reshape(wshape).astype(dt))
+    w1 = g.constant(frac.reshape(wshape).astype(dt))
+    return g.add(g.mul(g.gather(x, i0, axis), w0), g.mul(g.gather(x, i1, axis), w1))
 
 
 __all__ = [
