@@ -84,6 +84,13 @@ class OnnxImportError(DiagnosticError):
     """The model cannot be imported; the message names the node and what is missing."""
 
 
+class NeedsConstantInput(OnnxImportError):
+    """A graph input decides a shape (axes, a target shape, K, ...) and must be
+    bound to a value (`bind_inputs`); `input_name` names it."""
+
+    input_name: str = ""
+
+
 def _error(path: str, message: str) -> OnnxImportError:
     return OnnxImportError(Diagnostic(message, location=ModelLocation(path)))  # type: ignore[arg-type]
 
@@ -113,10 +120,16 @@ def load_model(path: str):
 
 
 def import_file(
-    path: str, input_shapes: dict[str, Sequence[int]] | None = None, *, cli: bool = False
+    path: str,
+    input_shapes: dict[str, Sequence[int]] | None = None,
+    *,
+    cli: bool = False,
+    bind_inputs: dict[str, np.ndarray] | None = None,
 ) -> ImportResult:
     """Import the ONNX model at `path` (see `import_model`)."""
-    return import_model(load_model(path), input_shapes=input_shapes, path=path, cli=cli)
+    return import_model(
+        load_model(path), input_shapes=input_shapes, path=path, cli=cli, bind_inputs=bind_inputs
+    )
 
 
 def import_model(
@@ -125,17 +138,23 @@ def import_model(
     path: str = "<model>",
     *,
     cli: bool = False,
+    bind_inputs: dict[str, np.ndarray] | None = None,
 ) -> ImportResult:
     """Translate an `onnx.ModelProto` into a verified graph-dialect module.
 
     `input_shapes` fixes dynamic input dimensions (`{"input": (1, 3, 224, 224)}`);
     each entry must name a graph input, have its rank and agree with its static
     dimensions. `cli`: diagnostics name the `--input-shape` flag instead of the
-    `input_shapes=` argument. Raises `OnnxImportError`.
+    `input_shapes=` argument. `bind_inputs={name: array}` makes graph inputs
+    constants (they leave `@main`'s parameters): how a model whose axes,
+    target shapes or K arrive as inputs becomes static (`NeedsConstantInput`
+    names one that must be bound). Raises `OnnxImportError`.
     """
     notes: list[str] = []
     model = _checked_opset(model, path, notes)
     importer = _Importer(model, path, dict(input_shapes or {}), cli)
+    for name, value in (bind_inputs or {}).items():
+        importer.bind(name, value)
     return ImportResult(importer.run(), notes)
 
 
@@ -257,9 +276,19 @@ class _Importer:
         self.opset = _default_opset(model) or MIN_OPSET
         self.input_shapes = input_shapes
         self.cli = cli
+        self.bound: dict[str, np.ndarray] = {}
+        self.param_names: set[str] = set()
         self.g = GraphBuilder("main")
         self.env: dict[str, Value | np.ndarray] = {}
         self.materialized: dict[str, Value] = {}
+
+    def bind(self, name: str, value) -> None:
+        """Graph input `name` becomes the constant `value` (in its declared element type)."""
+        info = next((i for i in self.model.graph.input if i.name == name), None)
+        if info is None:
+            raise _error(self.path, f"bind_inputs names '{name}', which is not a graph input")
+        dtype = _np_dtype(info.type.tensor_type.elem_type, self.path, f"input '{name}'")
+        self.bound[name] = np.asarray(value, dtype=dtype)
 
     def run(self):
         from onnx import numpy_helper
@@ -269,7 +298,9 @@ class _Importer:
             self.env[init.name] = numpy_helper.to_array(init)
         for sparse in graph.sparse_initializer:
             self.env[sparse.values.name] = numpy_helper.to_array(sparse)
+        self.env.update(self.bound)
         params = [info for info in graph.input if info.name not in self.env]
+        self.param_names = {info.name for info in params}
         self._check_shape_names([info.name for info in params])
         for info in params:
             self.env[info.name] = self._param(info)
@@ -538,8 +569,17 @@ class Node:
         """Input `i` as a known constant (a user error if it is computed at run time)."""
         if not self.has(i):
             raise self.error(f"input #{i} ({what}) is required")
-        item = self.importer.env[self.node.input[i]]
+        name = self.node.input[i]
+        item = self.importer.env[name]
         if not isinstance(item, np.ndarray):
+            if name in self.importer.param_names:
+                error = NeedsConstantInput(self.error(
+                    f"input #{i} ({what}) is the graph input '{name}', which must be a "
+                    "constant: make it an initializer, or bind its value (Python: "
+                    f"bind_inputs={{{name!r}: ...}})"
+                ).diagnostics)  # fmt: skip
+                error.input_name = name
+                raise error
             raise self.error(
                 f"input #{i} ({what}) must be a constant (an initializer or computed from "
                 "constants and static shapes), but it is computed at run time"
@@ -1679,21 +1719,26 @@ def _resize(n: Node) -> list:
     shape = shape_of(x)
     rank = len(shape)
     mode = n.attr("mode", "nearest")
-    if mode not in ("nearest", "linear"):
-        raise n.error(f"mode '{mode}' is not supported (nearest, linear)")
+    if mode not in ("nearest", "linear", "cubic"):
+        raise n.error(f"mode '{mode}' is not supported (nearest, linear, cubic)")
     if n.attr("antialias", 0):
         raise n.error("antialias = 1 is not supported")
     ctm = n.attr("coordinate_transformation_mode", "half_pixel")
     if ctm not in _RESIZE_COORDINATES:
         raise n.error(f"coordinate_transformation_mode '{ctm}' is not supported")
-    if n.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
-        raise n.error("keep_aspect_ratio_policy other than 'stretch' is not supported")
+    policy = n.attr("keep_aspect_ratio_policy", "stretch")
+    if policy not in ("stretch", "not_larger", "not_smaller"):
+        raise n.error(f"keep_aspect_ratio_policy '{policy}' is not supported")
     axes = [_norm_axis(n, int(a), rank) for a in n.attr("axes", list(range(rank)))]
     sizes = n.opt_const(3, "sizes") if n.has(3) else None
     scales = n.opt_const(2, "scales") if n.has(2) else None
     if sizes is not None and sizes.size:
         out = [int(v) for v in sizes.reshape(-1)]
         factors = [o / shape[a] for o, a in zip(out, axes, strict=True)]
+        if policy != "stretch":  # one scale for every axis, the smallest or the largest
+            scale = (min if policy == "not_larger" else max)(factors)
+            factors = [scale] * len(axes)
+            out = [int(scale * shape[a] + 0.5) for a in axes]
     elif scales is not None and scales.size:
         factors = [float(v) for v in scales.reshape(-1)]
         out = [int(math.floor(shape[a] * f)) for a, f in zip(axes, factors, strict=True)]
@@ -1741,21 +1786,46 @@ def _resize_axis(n: Node, x: Value, axis: int, coords: np.ndarray, size: int, mo
         return g.gather(x, index, axis)
     lo = np.floor(coords)
     frac = coords - lo
-    i0 = np.clip(lo, 0, size - 1).astype(np.int64)
-    i1 = np.clip(lo + 1, 0, size - 1).astype(np.int64)
+    if mode == "linear":
+        taps, weights = [lo, lo + 1], [1 - frac, frac]
+    else:
+        taps = [lo - 1, lo, lo + 1, lo + 2]
+        weights = _cubic_weights(frac, float(n.attr("cubic_coeff_a", -0.75)))
+        if n.attr("exclude_outside", 0):  # taps outside the input weigh 0, the rest renormalized
+            weights = [np.where((t >= 0) & (t < size), w, 0) for t, w in zip(taps, weights,
+                                                                           strict=True)]  # fmt: skip
+            total = sum(weights)
+            weights = [w / total for w in weights]
     rank = len(shape_of(x))
     wshape = [1] * rank
     wshape[axis] = len(coords)
     dt = _dtype_of(x)
-    w0 = g.constant((1 - frac).reshape(wshape).astype(dt))
-    w1 = g.constant(frac.reshape(wshape).astype(dt))
-    return g.add(g.mul(g.gather(x, i0, axis), w0), g.mul(g.gather(x, i1, axis), w1))
+    acc = None
+    for tap, weight in zip(taps, weights, strict=True):
+        index = np.clip(tap, 0, size - 1).astype(np.int64)
+        term = g.mul(g.gather(x, index, axis), g.constant(weight.reshape(wshape).astype(dt)))
+        acc = term if acc is None else g.add(acc, term)
+    assert acc is not None
+    return acc
+
+
+def _cubic_weights(r: np.ndarray, a: float) -> list[np.ndarray]:
+    """Keys' cubic convolution weights of the taps at -1, 0, 1, 2 for a fraction `r`."""
+
+    def far(d: np.ndarray) -> np.ndarray:  # 1 < |d| < 2
+        return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+
+    def near(d: np.ndarray) -> np.ndarray:  # |d| <= 1
+        return ((a + 2) * d - (a + 3)) * d * d + 1
+
+    return [far(r + 1), near(r), near(1 - r), far(2 - r)]
 
 
 __all__ = [
     "AUDITED_OPSET",
     "HANDLERS",
     "MAX_OPSET",
+    "NeedsConstantInput",
     "MIN_OPSET",
     "ImportResult",
     "OnnxImportError",

@@ -91,6 +91,8 @@ CASES = [
      {"a": f32(1, 2, 3, 4)}, {"s": np.array([1, 1, 2, 2], np.float32)}, 13, {}),
     ("Resize-linear", [node("Resize", ["a", "", "s"], mode="linear")], {"a": f32(1, 2, 3, 4)},
      {"s": np.array([1, 1, 2, 2], np.float32)}, 19, {}),
+    ("Resize-cubic", [node("Resize", ["a", "", "s"], mode="cubic")], {"a": f32(1, 2, 4, 5)},
+     {"s": np.array([1, 1, 2, 1.5], np.float32)}, 19, {}),
     ("Resize-linear-sizes-align",
      [node("Resize", ["a", "", "", "z"], mode="linear",
            coordinate_transformation_mode="align_corners")],
@@ -176,9 +178,9 @@ def test_attention_mask_with_greater_and_where() -> None:
 @pytest.mark.parametrize(
     ("nodes", "inputs", "inits", "message"),
     [
-        ([node("Resize", ["a", "", "s"], mode="cubic")], {"a": f32(1, 1, 2, 2)},
-         {"s": np.array([1, 1, 2, 2], np.float32)},
-         "node 'resize_node' (Resize, opset 19): mode 'cubic' is not supported"),
+        ([node("Resize", ["a", "", "s"], mode="linear", antialias=1)], {"a": f32(1, 1, 2, 2)},
+         {"s": np.array([1, 1, 0.5, 0.5], np.float32)},
+         "node 'resize_node' (Resize, opset 19): antialias = 1 is not supported"),
         ([node("Einsum", ["a"], equation="ii->i")], {"a": f32(3, 3)}, {},
          "node 'einsum_node' (Einsum, opset 19): a repeated index in 'ii'"),
         ([node("Not", ["a"])], {"a": f32(3)}, {},
