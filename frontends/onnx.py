@@ -1759,11 +1759,17 @@ _RESIZE_COORDINATES = {
     "half_pixel_symmetric": lambda o, s, size, out: (
         size / 2 * (1 - out / (s * size)) + (o + 0.5) / s - 0.5
     ),
-    "pytorch_half_pixel": lambda o, s, size, out: (o + 0.5) / s - 0.5 if out > 1 else 0 * o,
-    "align_corners": lambda o, s, size, out: o * (size - 1) / (out - 1) if out > 1 else 0 * o,
+    "pytorch_half_pixel": lambda o, s, size, out: (
+        (o + 0.5) / s - 0.5 if s * size != 1 else 0 * o - 0.5
+    ),
+    "align_corners": lambda o, s, size, out: (
+        o * (size - 1) / (s * size - 1) if s * size != 1 else 0 * o
+    ),
     "asymmetric": lambda o, s, size, out: o / s,
 }
-"""Output index → source coordinate, per ONNX `coordinate_transformation_mode`."""
+"""Output index → source coordinate, per ONNX `coordinate_transformation_mode`. The
+resized length in these formulas is `scale · size` unrounded, as ONNX defines it
+(the output size itself whenever `sizes` is given)."""
 
 
 def _resize_axis(n: Node, x: Value, axis: int, coords: np.ndarray, size: int, mode: str) -> Value:

@@ -101,8 +101,14 @@ def _model(case):
 
 
 def _data_sets(case) -> list[tuple[list[np.ndarray], list[np.ndarray]]]:
-    if case.data_sets is not None:
-        return case.data_sets
+    if case.data_sets is not None:  # in-memory sets may hold TensorProtos
+        from onnx import numpy_helper
+
+        def arrays(values) -> list[np.ndarray]:
+            return [numpy_helper.to_array(v) if isinstance(v, onnx.TensorProto) else v
+                    for v in values]  # fmt: skip
+
+        return [(arrays(i), arrays(o)) for i, o in case.data_sets]
     import glob
 
     from onnx import numpy_helper
