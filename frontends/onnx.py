@@ -679,10 +679,12 @@ def _identity(n: Node) -> list:
 
 @handles("Dropout", attrs=["seed"])
 def _dropout(n: Node) -> list:
-    """Inference: the identity, and an all-true mask."""
+    """Inference (or training with ratio 0): the identity, and an all-true mask."""
     training = n.opt_const(2, "training_mode")
     if training is not None and bool(training):
-        raise n.error("training_mode = true is not supported (inference only)")
+        ratio = n.opt_const(1, "ratio")
+        if ratio is None or float(ratio) != 0.0:
+            raise n.error("training_mode = true with a ratio above 0 (random) is not supported")
     data = n.importer.env[n.node.input[0]]
     mask = np.ones(data.shape if isinstance(data, np.ndarray) else shape_of(data), dtype=bool)
     return [data, mask]
@@ -869,7 +871,10 @@ def _from_2d(n: Node, y: Value, one_d: bool) -> Value:
 
 @handles("Conv", attrs=["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"])
 def _conv(n: Node) -> list:
-    """2-D convolution; a 1-D one runs as 2-D with a unit height."""
+    """2-D convolution; a 1-D one runs as 2-D with a unit height, a 3-D one as
+    a sum of 2-D ones (`_conv3d`)."""
+    if len(shape_of(n.input(0))) == 5:
+        return [_conv3d(n)]
     one_d = len(shape_of(n.input(0))) == 3
     x, w = _as_2d(n, n.input(0)), _as_2d(n, n.input(1))
     _attrs_2d(n, ("dilations", "kernel_shape", "pads", "strides"), one_d)
@@ -886,7 +891,7 @@ def _batch_norm(n: Node) -> list:
     """Inference: `x * s + t` with `s = scale / sqrt(var + eps)`, `t = B - mean * s`
     (computed at import when the statistics are constants)."""
     if n.attr("training_mode", 0):
-        raise n.error("training_mode = 1 is not supported (inference only)")
+        return _batch_norm_training(n)
     n.only_outputs(1)
     x = n.input(0)
     rank = len(shape_of(x))
@@ -905,6 +910,28 @@ def _batch_norm(n: Node) -> list:
     scale, bias, mean, var = (n.g.reshape(n.input(i), channel_shape) for i in range(1, 5))
     s = n.g.div(scale, n.g.sqrt(n.g.add(var, n.scalar(eps, var))))
     return [n.g.add(n.g.mul(n.g.sub(x, mean), s), bias)]
+
+
+def _batch_norm_training(n: Node) -> list:
+    """Training mode: normalize with the batch's mean and (biased) variance over
+    all but the channel axis; the running statistics are
+    `input · momentum + batch · (1 − momentum)`."""
+    g, x = n.g, _float_input(n)
+    shape = shape_of(x)
+    axes = (0, *range(2, len(shape)))
+    channel = (-1,) + (1,) * (len(shape) - 2)
+    eps, momentum = float(n.attr("epsilon", 1e-5)), float(n.attr("momentum", 0.9))
+    mean = g.reduce_mean(x, axes, keepdims=True)
+    centered = g.sub(x, mean)
+    var = g.reduce_mean(g.mul(centered, centered), axes, keepdims=True)
+    normalized = g.mul(centered, g.rsqrt(g.add(var, n.scalar(eps, var))))
+    scale, bias = (g.reshape(n.input(i), channel) for i in (1, 2))
+    outputs = [g.add(g.mul(normalized, scale), bias)]
+    for stat, batch in ((n.input(3), mean), (n.input(4), var)):
+        batch = g.reshape(batch, (shape[1],))
+        outputs.append(g.add(g.mul(stat, n.scalar(momentum, stat)),
+                             g.mul(batch, n.scalar(1 - momentum, batch))))  # fmt: skip
+    return outputs
 
 
 @handles("LayerNormalization", attrs=["axis", "epsilon", "stash_type"])
@@ -986,6 +1013,8 @@ def _pool_geometry(n: Node, x: Value) -> tuple:
                            "storage_order", "strides"])  # fmt: skip
 def _max_pool(n: Node) -> list:
     n.only_outputs(1)
+    if _needs_window_slices(n):
+        return [_window_pool(n, n.input(0), "max")]
     one_d = len(shape_of(n.input(0))) == 3
     x = _as_2d(n, n.input(0))
     _attrs_2d(n, _POOL_ATTRS, one_d)
@@ -1001,6 +1030,8 @@ _POOL_ATTRS = ("dilations", "kernel_shape", "pads", "strides")
 def _avg_pool(n: Node) -> list:
     """`graph.avg_pool2d` divides by the in-image elements; `count_include_pad`
     rescales by (in-image count / in-padded-area count), a constant."""
+    if _needs_window_slices(n):
+        return [_window_pool(n, n.input(0), "avg")]
     one_d = len(shape_of(n.input(0))) == 3
     x = _as_2d(n, n.input(0))
     _attrs_2d(n, _POOL_ATTRS, one_d)
@@ -1053,8 +1084,34 @@ def _reduce(n: Node) -> list:
         if n.attr("noop_with_empty_axes", 0):
             return [x]
         axes = None
+    keepdims = bool(n.attr("keepdims", 1))
+    if n.node.op_type == "ReduceMax" and _reduces_empty(x, axes):
+        return [_empty_reduction(n, x, axes, keepdims, -np.inf)]
     method = getattr(n.g, _REDUCE[n.node.op_type])
-    return [method(x, axes, keepdims=bool(n.attr("keepdims", 1)))]
+    return [method(x, axes, keepdims=keepdims)]
+
+
+def _reduces_empty(x: Value, axes) -> bool:
+    shape = shape_of(x)
+    reduced = range(len(shape)) if axes is None else axes
+    return any(shape[a] == 0 for a in reduced)
+
+
+def _empty_reduction(n: Node, x: Value, axes, keepdims: bool, identity: float) -> np.ndarray:
+    """A max/min (or log-sum-exp) over an empty axis: ONNX's identity, −∞ or +∞
+    (the lowest/highest value for integers, false/true for bool), everywhere."""
+    shape = shape_of(x)
+    rank = len(shape)
+    reduced = set(range(rank)) if axes is None else {a + rank if a < 0 else a for a in axes}
+    out = [1 if k in reduced else d for k, d in enumerate(shape) if keepdims or k not in reduced]
+    dtype = _dtype_of(x)
+    if dtype == np.bool_:
+        value = identity > 0
+    elif dtype.kind in "iu":
+        value = np.iinfo(dtype).max if identity > 0 else np.iinfo(dtype).min
+    else:
+        value = identity
+    return np.full(out, value, dtype=dtype)
 
 
 # ---------------------------------------------------------------------------
@@ -1524,7 +1581,11 @@ def _tile(n: Node) -> list:
 
 @handles("Range")
 def _range(n: Node) -> list:
-    """Only reached when an input is computed at run time (constants fold)."""
+    """Only reached when an input is computed at run time (constants fold):
+    each must be a constant (a graph input may be bound), since the output
+    shape depends on them."""
+    for i, what in enumerate(("start", "limit", "delta")):
+        n.const(i, what)
     raise n.error("start, limit and delta must be constants (the output shape depends on them)")
 
 
@@ -1554,6 +1615,8 @@ def _reduce_more(n: Node) -> list:
         return [n.input(0)]
     x, axes, keep = args
     g, op = n.g, n.node.op_type
+    if op in ("ReduceMin", "ReduceLogSumExp") and _reduces_empty(x, axes):
+        return [_empty_reduction(n, x, axes, keep, np.inf if op == "ReduceMin" else -np.inf)]
     if op == "ReduceMin":
         return [g.reduce_min(x, axes, keepdims=keep)]
     if op == "ReduceL1":
@@ -1825,6 +1888,136 @@ def _cubic_weights(r: np.ndarray, a: float) -> list[np.ndarray]:
         return ((a + 2) * d - (a + 3)) * d * d + 1
 
     return [far(r + 1), near(r), near(1 - r), far(2 - r)]
+
+
+# ---------------------------------------------------------------------------
+# Windows beyond the graph ops: 3-D convolution, 3-D and dilated pooling
+# ---------------------------------------------------------------------------
+
+
+def _window_geometry(n: Node, sizes, kernel, strides, dilations, ceil_mode: bool = False):
+    """(output sizes, begin pads, end pads) of an N-D window op per ONNX: pads or
+    auto_pad, and with ceil_mode the extra end padding the last window reaches."""
+    auto_pad = n.attr("auto_pad", "NOTSET")
+    d = len(sizes)
+    out, begin, end = [], [], []
+    pads = [int(p) for p in n.attr("pads", [0] * (2 * d))]
+    for a in range(d):
+        span = (kernel[a] - 1) * dilations[a] + 1
+        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            o = -(-sizes[a] // strides[a])
+            total = max((o - 1) * strides[a] + span - sizes[a], 0)
+            lo = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+            hi = total - lo
+        elif auto_pad in ("NOTSET", "VALID"):
+            lo, hi = (pads[a], pads[a + d]) if auto_pad == "NOTSET" else (0, 0)
+            room = sizes[a] + lo + hi - span
+            o = (-(-room // strides[a]) if ceil_mode else room // strides[a]) + 1
+            if ceil_mode and (o - 1) * strides[a] >= sizes[a] + lo:
+                o -= 1
+        else:
+            raise n.error(f"auto_pad '{auto_pad}' is not supported")
+        out.append(o)
+        begin.append(lo)
+        end.append(hi)
+    return out, begin, end
+
+
+def _pad_axis(n: Node, x: Value, axis: int, before: int, after: int, value: float) -> Value:
+    """`x` with `before`/`after` slices of `value` concatenated along `axis`."""
+    shape = list(shape_of(x))
+    parts = []
+    for count in (before, after):
+        side = list(shape)
+        side[axis] = count
+        parts.append(n.g.constant(np.full(side, value, dtype=_dtype_of(x))) if count > 0 else None)
+    values = [v for v in (parts[0], x, parts[1]) if v is not None]
+    return n.g.concat(values, axis) if len(values) > 1 else x
+
+
+def _needs_window_slices(n: Node) -> bool:
+    """3-D (or wider) pooling, or dilated pooling: what graph's 2-D pools lack."""
+    rank = len(shape_of(n.input(0)))
+    return rank > 4 or any(int(v) != 1 for v in n.attr("dilations", []))
+
+
+def _window_pool(n: Node, x: Value, kind: str) -> Value:
+    """Max or average pooling of any rank as an elementwise max / sum over one
+    strided slice of the padded input per kernel offset; the average divides by
+    a constant count (in-image elements, or with count_include_pad the ones in
+    the padded area)."""
+    g = n.g
+    shape = shape_of(x)
+    d = len(shape) - 2
+    if d < 1:
+        raise n.error(f"expected an (N, C, D1, ...) input, got rank {len(shape)}")
+    kernel = [int(k) for k in n.attr("kernel_shape")]
+    strides = [int(v) for v in n.attr("strides", [1] * d)]
+    dilations = [int(v) for v in n.attr("dilations", [1] * d)]
+    ceil_mode = bool(n.attr("ceil_mode", 0))
+    out, begin, end = _window_geometry(n, shape[2:], kernel, strides, dilations, ceil_mode)
+    fill = -np.inf if kind == "max" else 0.0
+    if _dtype_of(x).kind != "f":
+        fill = np.iinfo(_dtype_of(x)).min if kind == "max" else 0
+    padded = x
+    extra = []
+    for a in range(d):
+        reach = (out[a] - 1) * strides[a] + (kernel[a] - 1) * dilations[a] + 1
+        more = max(reach - (shape[2 + a] + begin[a] + end[a]), 0)
+        extra.append(more)
+        padded = _pad_axis(n, padded, 2 + a, begin[a], end[a] + more, fill)
+    acc = None
+    for offset in np.ndindex(*kernel):
+        starts = [o * dl for o, dl in zip(offset, dilations, strict=True)]
+        ends = [st + (o - 1) * s + 1 for st, o, s in zip(starts, out, strides, strict=True)]
+        window = g.slice(padded, starts, ends, list(range(2, 2 + d)), strides)
+        if acc is None:
+            acc = window
+        else:
+            acc = g.maximum(acc, window) if kind == "max" else g.add(acc, window)
+    assert acc is not None
+    if kind == "max":
+        return acc
+    include_pad = bool(n.attr("count_include_pad", 0))
+    counts = np.ones((), dtype=np.float64)
+    for a in range(d):
+        pos = (np.arange(out[a])[:, None] * strides[a] + np.arange(kernel[a])[None, :]
+               * dilations[a] - begin[a])  # fmt: skip
+        high = shape[2 + a] + (end[a] if include_pad else 0)
+        low = -begin[a] if include_pad else 0
+        per_axis = ((pos >= low) & (pos < high)).sum(axis=1)
+        counts = np.multiply.outer(counts, per_axis)
+    divisor = np.maximum(counts, 1).reshape(1, 1, *out).astype(_dtype_of(x))
+    return g.div(acc, g.constant(divisor))
+
+
+def _conv3d(n: Node) -> Value:
+    """3-D convolution as a sum over the depth taps of 2-D convolutions: each
+    tap's strided depth slice of the (zero-padded) input, depth folded into
+    the batch, convolved with that tap's (O, C/g, KH, KW) kernel."""
+    g = n.g
+    x, w = n.input(0), n.input(1)
+    nb, c, depth, h, wd = shape_of(x)
+    o, _, kd, kh, kw = shape_of(w)
+    kernel = [int(k) for k in n.attr("kernel_shape", [kd, kh, kw])]
+    strides = [int(v) for v in n.attr("strides", [1, 1, 1])]
+    dilations = [int(v) for v in n.attr("dilations", [1, 1, 1])]
+    out, begin, end = _window_geometry(n, (depth, h, wd), kernel, strides, dilations)
+    padded = _pad_axis(n, x, 2, begin[0], end[0], 0.0)
+    acc = None
+    for tap in range(kd):
+        start = tap * dilations[0]
+        xs = g.slice(padded, [start], [start + (out[0] - 1) * strides[0] + 1], [2], [strides[0]])
+        xs = g.reshape(g.transpose(xs, (0, 2, 1, 3, 4)), (nb * out[0], c, h, wd))
+        wk = g.reshape(g.slice(w, [tap], [tap + 1], [2]), (o, shape_of(w)[1], kh, kw))
+        y = g.conv2d(xs, wk, tuple(strides[1:]), (begin[1], begin[2], end[1], end[2]),
+                     tuple(dilations[1:]), int(n.attr("group", 1)))  # fmt: skip
+        acc = y if acc is None else g.add(acc, y)
+    assert acc is not None
+    y = g.transpose(g.reshape(acc, (nb, out[0], o, out[1], out[2])), (0, 2, 1, 3, 4))
+    if n.has(2):
+        y = g.add(y, g.reshape(n.input(2), (-1, 1, 1, 1)))
+    return y
 
 
 __all__ = [
