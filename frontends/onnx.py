@@ -1012,7 +1012,10 @@ def _pool_geometry(n: Node, x: Value) -> tuple:
 @handles("MaxPool", attrs=["auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads",
                            "storage_order", "strides"])  # fmt: skip
 def _max_pool(n: Node) -> list:
-    n.only_outputs(1)
+    """`graph.max_pool2d`; 3-D and dilated pooling, and the Indices output, by
+    strided slices (`_window_pool`)."""
+    if len(n.node.output) > 1 and n.node.output[1]:
+        return list(_window_pool(n, n.input(0), "max", indices=True))
     if _needs_window_slices(n):
         return [_window_pool(n, n.input(0), "max")]
     one_d = len(shape_of(n.input(0))) == 3
@@ -1491,6 +1494,8 @@ def _einsum(n: Node) -> list:
     terms, output = _einsum_terms(n, str(n.attr("equation")), [len(shape_of(v)) for v in values])
     if len(values) not in (1, 2):
         raise n.error(f"{len(values)} operands are not supported (one or two)")
+    for k, term in enumerate(terms):
+        terms[k], values[k] = _einsum_diagonal(n, term, values[k])
     sizes: dict[str, int] = {}
     for term, v in zip(terms, values, strict=True):
         for c, d in zip(term, shape_of(v), strict=True):
@@ -1533,6 +1538,25 @@ def _einsum(n: Node) -> list:
     return [n.g.transpose(y, perm) if perm != list(range(len(perm))) else y]
 
 
+def _einsum_diagonal(n: Node, term: str, v: Value) -> tuple[str, Value]:
+    """A repeated index (`ii`) takes the diagonal: the two axes moved last,
+    flattened, and every (extent+1)-th element sliced out."""
+    while len(set(term)) != len(term):
+        c = next(c for c in term if term.count(c) > 1)
+        first = term.index(c)
+        second = term.index(c, first + 1)
+        shape = shape_of(v)
+        if shape[first] != shape[second]:
+            raise n.error(f"index '{c}' has extents {shape[first]} and {shape[second]}")
+        rest = [a for a in range(len(term)) if a not in (first, second)]
+        v = n.g.transpose(v, [*rest, first, second])
+        extent = shape[first]
+        v = n.g.reshape(v, [shape[a] for a in rest] + [extent * extent])
+        v = n.g.slice(v, [0], [extent * extent], [len(rest)], [extent + 1])
+        term = "".join(term[a] for a in rest) + c
+    return term, v
+
+
 def _einsum_terms(n: Node, equation: str, ranks: list[int]) -> tuple[list[str], str]:
     """The operand terms and the output term, with `...` spelled out as letters."""
     equation = equation.replace(" ", "")
@@ -1551,8 +1575,6 @@ def _einsum_terms(n: Node, equation: str, ranks: list[int]) -> tuple[list[str], 
             term = term.replace("...", ell[width - count :])
         if len(term) != rank:
             raise n.error(f"term '{term}' of '{equation}' does not match a rank-{rank} operand")
-        if len(set(term)) != len(term):
-            raise n.error(f"a repeated index in '{term}' (a diagonal) is not supported")
         expanded.append(term)
     if not arrow:
         letters = "".join(expanded)
@@ -1787,7 +1809,7 @@ def _resize(n: Node) -> list:
     if n.attr("antialias", 0):
         raise n.error("antialias = 1 is not supported")
     ctm = n.attr("coordinate_transformation_mode", "half_pixel")
-    if ctm not in _RESIZE_COORDINATES:
+    if ctm not in _RESIZE_COORDINATES and ctm != "tf_crop_and_resize":
         raise n.error(f"coordinate_transformation_mode '{ctm}' is not supported")
     policy = n.attr("keep_aspect_ratio_policy", "stretch")
     if policy not in ("stretch", "not_larger", "not_smaller"):
@@ -1807,14 +1829,45 @@ def _resize(n: Node) -> list:
         out = [int(math.floor(shape[a] * f)) for a, f in zip(axes, factors, strict=True)]
     else:
         raise n.error("needs constant scales or sizes")
+    roi = None
+    if ctm == "tf_crop_and_resize":
+        roi = [float(v) for v in n.const(1, "roi").reshape(-1)]
+        if len(roi) != 2 * len(axes):
+            raise n.error(f"roi has {len(roi)} values for {len(axes)} axes")
     y = x
-    for axis, size, factor in zip(axes, out, factors, strict=True):
-        if size == shape[axis] and factor == 1.0:
-            continue
-        coords = _RESIZE_COORDINATES[ctm](np.arange(size, dtype=np.float64), factor,
-                                          shape[axis], size)  # fmt: skip
-        y = _resize_axis(n, y, axis, coords, shape[axis], mode)
+    for k, (axis, size, factor) in enumerate(zip(axes, out, factors, strict=True)):
+        o = np.arange(size, dtype=np.float64)
+        if roi is None:
+            if size == shape[axis] and factor == 1.0:
+                continue
+            coords = _RESIZE_COORDINATES[ctm](o, factor, shape[axis], size)
+            y = _resize_axis(n, y, axis, coords, shape[axis], mode)
+        else:
+            coords = _crop_coordinates(o, factor, shape[axis], roi[k], roi[k + len(axes)])
+            y = _resize_axis(n, y, axis, coords, shape[axis], mode)
+            y = _extrapolate(n, y, axis, (coords >= 0) & (coords <= shape[axis] - 1))
     return [y]
+
+
+def _crop_coordinates(o: np.ndarray, scale: float, size: int, start: float, end: float):
+    """tf_crop_and_resize: output index → coordinate inside the region of interest."""
+    span = (end - start) * (size - 1)
+    if scale * size == 1:
+        return 0 * o + span / 2 + start * (size - 1)
+    return o * span / (scale * size - 1) + start * (size - 1)
+
+
+def _extrapolate(n: Node, y: Value, axis: int, valid: np.ndarray) -> Value:
+    """Positions along `axis` whose coordinate left the input take extrapolation_value."""
+    if valid.all():
+        return y
+    shape = [1] * len(shape_of(y))
+    shape[axis] = len(valid)
+    dt = _dtype_of(y)
+    value = float(n.attr("extrapolation_value", 0.0))
+    keep = n.g.constant(valid.reshape(shape).astype(dt))
+    fill = n.g.constant((~valid * value).reshape(shape).astype(dt))
+    return n.g.add(n.g.mul(y, keep), fill)
 
 
 _RESIZE_COORDINATES = {
@@ -1941,11 +1994,12 @@ def _needs_window_slices(n: Node) -> bool:
     return rank > 4 or any(int(v) != 1 for v in n.attr("dilations", []))
 
 
-def _window_pool(n: Node, x: Value, kind: str) -> Value:
+def _window_pool(n: Node, x: Value, kind: str, indices: bool = False):
     """Max or average pooling of any rank as an elementwise max / sum over one
     strided slice of the padded input per kernel offset; the average divides by
     a constant count (in-image elements, or with count_include_pad the ones in
-    the padded area)."""
+    the padded area). With `indices`, (max, flat index of the first maximum in
+    window order, per ONNX MaxPool's storage_order)."""
     g = n.g
     shape = shape_of(x)
     d = len(shape) - 2
@@ -1966,16 +2020,25 @@ def _window_pool(n: Node, x: Value, kind: str) -> Value:
         more = max(reach - (shape[2 + a] + begin[a] + end[a]), 0)
         extra.append(more)
         padded = _pad_axis(n, padded, 2 + a, begin[a], end[a] + more, fill)
-    acc = None
+    acc, where = None, None
     for offset in np.ndindex(*kernel):
         starts = [o * dl for o, dl in zip(offset, dilations, strict=True)]
         ends = [st + (o - 1) * s + 1 for st, o, s in zip(starts, out, strides, strict=True)]
         window = g.slice(padded, starts, ends, list(range(2, 2 + d)), strides)
+        if indices:
+            here = g.constant(_window_positions(n, shape, out, strides, dilations, begin, offset))
+            where = here if acc is None else g.where(g.compare(window, acc, "gt"), here, where)
         if acc is None:
             acc = window
         else:
             acc = g.maximum(acc, window) if kind == "max" else g.add(acc, window)
     assert acc is not None
+    if indices:
+        assert where is not None
+        plane = math.prod(shape[2:])
+        base = (np.arange(shape[0] * shape[1], dtype=np.int64) * plane).reshape(
+            shape[0], shape[1], *([1] * d))  # fmt: skip
+        return acc, g.add(where, g.constant(base))
     if kind == "max":
         return acc
     include_pad = bool(n.attr("count_include_pad", 0))
@@ -1989,6 +2052,23 @@ def _window_pool(n: Node, x: Value, kind: str) -> Value:
         counts = np.multiply.outer(counts, per_axis)
     divisor = np.maximum(counts, 1).reshape(1, 1, *out).astype(_dtype_of(x))
     return g.div(acc, g.constant(divisor))
+
+
+def _window_positions(n: Node, shape, out, strides, dilations, begin, offset) -> np.ndarray:
+    """Per output position, the flat (spatial) index of the input element at
+    kernel `offset`: row-major, or column-major over the last two axes with
+    storage_order = 1."""
+    spatial = list(shape[2:])
+    coords = [np.arange(o) * s + k * dl - b
+              for o, s, k, dl, b in zip(out, strides, offset, dilations, begin, strict=True)]  # fmt: skip
+    grids = np.meshgrid(*coords, indexing="ij")
+    order = list(range(len(spatial)))
+    if n.attr("storage_order", 0) and len(order) >= 2:
+        order[-2], order[-1] = order[-1], order[-2]
+    flat = np.zeros(out, dtype=np.int64)
+    for a in order:
+        flat = flat * spatial[a] + grids[a]
+    return flat.reshape(1, 1, *out)
 
 
 def _conv3d(n: Node) -> Value:

@@ -170,9 +170,9 @@ def test_op_matches_onnxruntime(case) -> None:
 
 
 def test_every_supported_op_is_tested() -> None:
-    from lamina.frontends.onnx import HANDLERS
-
     from test_onnx_export_ops import CASES as EXPORT_CASES
+
+    from lamina.frontends.onnx import HANDLERS
 
     used = {n.op_type for case in [*CASES, *EXPORT_CASES] for n in case[1]}
     refused_only = {"Range"}  # a handler only for run-time inputs, which it refuses
