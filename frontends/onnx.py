@@ -1350,6 +1350,10 @@ def _leaky_relu(n: Node) -> list:
 def _prelu(n: Node) -> list:
     """`x < 0 ? slope·x : x`, the slope broadcasting (unidirectionally) to x."""
     x, slope = n.input(0), n.input(1)
+    xs, ss = shape_of(x), shape_of(slope)
+    if len(ss) == 1 and len(xs) > 2 and ss[0] == xs[1] != xs[-1] and ss[0] != 1:
+        # A per-channel slope as older exporters wrote it (not NumPy-broadcastable).
+        slope = n.g.reshape(slope, (ss[0],) + (1,) * (len(xs) - 2))
     negative = n.g.compare(x, n.scalar(0, x), "lt")
     return [n.g.where(negative, n.g.mul(x, slope), x)]
 
