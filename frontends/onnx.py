@@ -1079,15 +1079,10 @@ _REDUCE = {"ReduceMean": "reduce_mean", "ReduceSum": "reduce_sum", "ReduceMax": 
 
 @handles(*_REDUCE, attrs=["axes", "keepdims", "noop_with_empty_axes"])
 def _reduce(n: Node) -> list:
-    x = n.input(0)
-    axes = n.attr("axes")
-    if n.has(1):
-        axes = [int(a) for a in n.const(1, "axes")]
-    if not axes:
-        if n.attr("noop_with_empty_axes", 0):
-            return [x]
-        axes = None
-    keepdims = bool(n.attr("keepdims", 1))
+    args = _reduce_args(n)
+    if args is None:
+        return [n.input(0)]
+    x, axes, keepdims = args
     if n.node.op_type == "ReduceMax" and _reduces_empty(x, axes):
         return [_empty_reduction(n, x, axes, keepdims, -np.inf)]
     method = getattr(n.g, _REDUCE[n.node.op_type])
