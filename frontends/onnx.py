@@ -741,9 +741,16 @@ def _where(n: Node) -> list:
     return [n.g.where(n.input(0), n.input(1), n.input(2))]
 
 
-@handles("Cast", attrs=["to", "saturate"])
+@handles("Cast", attrs=["to", "saturate", "round_mode"])
 def _cast(n: Node) -> list:
-    dtype = _np_dtype(n.attr("to"), n.importer.path, f"node '{n.label}' Cast target")
+    try:
+        dtype = _np_dtype(n.attr("to"), n.importer.path, "the target type")
+    except OnnxImportError as err:
+        raise n.error(err.diagnostics[0].message) from None
+    if n.attr("round_mode", "up") != "up":
+        raise n.error(
+            f"round_mode '{n.attr('round_mode')}' is not supported (only float8e8m0 uses it)"
+        )
     source = n.importer.env[n.node.input[0]]
     if isinstance(source, np.ndarray):
         return [source.astype(dtype)]

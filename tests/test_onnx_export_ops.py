@@ -215,6 +215,9 @@ def test_attention_mask_with_greater_and_where() -> None:
          {"l": np.float32(4), "d": np.float32(1)},
          "node 'range_node' (Range, opset 19): input #0 (start) is the graph input 'a', which "
          "must be a constant"),
+        ([node("Cast", ["a"], to=TensorProto.UINT8)], {"a": f32(3)}, {},
+         "node 'cast_node' (Cast, opset 19): the target type has element type UINT8, which "
+         "Lamina does not support"),
         ([node("Celu", ["a"])], {"a": f32(3)}, {},
          "node 'celu_node' (Celu, opset 19): operator is not supported"),
     ],
