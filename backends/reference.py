@@ -176,6 +176,10 @@ def _layer_norm(op: Operation, args: list[Array]) -> Array:
     return y.astype(args[0].dtype)
 
 
+_COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+            "gt": np.greater, "ge": np.greater_equal}  # fmt: skip
+
+
 def _reduce(fn: Callable[..., Array]) -> Callable[[Operation, list[Array]], Array]:
     def apply(op: Operation, args: list[Array]) -> Array:
         x = args[0]
@@ -254,6 +258,9 @@ _COMPUTE: dict[str, Callable[[Operation, list[Array]], Array]] = {
     "graph.reduce_sum": _reduce(np.sum),
     "graph.reduce_mean": _reduce(np.mean),
     "graph.reduce_max": _reduce(np.max),
+    "graph.reduce_min": _reduce(np.min),
+    "graph.pow": _binary(np.power),
+    "graph.compare": lambda op, a: _COMPARE[op.predicate.data](a[0], a[1]),
     "graph.reshape": lambda op, a: a[0].reshape(_result_shape(op)),
     "graph.transpose": lambda op, a: np.ascontiguousarray(np.transpose(a[0], _ints(op.perm, ()))),
     "graph.concat": lambda op, a: np.concatenate(a, axis=_int(op.axis, 0)),

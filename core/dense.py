@@ -58,7 +58,7 @@ def element_type_of(dtype: np.dtype | type | str) -> Attribute:
 
 def dense_attr(array: np.ndarray) -> DenseIntOrFPElementsAttr:
     """A bytes-backed dense attribute holding `array` (row-major, little-endian)."""
-    array = np.ascontiguousarray(array)
+    array = np.ascontiguousarray(array).reshape(np.shape(array))  # ascontiguousarray makes 0-d 1-d
     data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
     ttype = TensorType(element_type_of(array.dtype), [int(d) for d in array.shape])
     return DenseIntOrFPElementsAttr(ttype, BytesAttr(data))

@@ -256,13 +256,21 @@ class CopyLowering(RewritePattern):
             rewriter.erase(op)
             return
         args = [
-            to_llvm(target, rewriter),
-            to_llvm(source, rewriter),
+            _plain_ptr(to_llvm(target, rewriter), rewriter),
+            _plain_ptr(to_llvm(source, rewriter), rewriter),
             constant(size, i64, rewriter),
             constant(0, i1, rewriter),
         ]
         call_intrinsic(rewriter, "llvm.memcpy.p0.p0.i64", args, None)
         rewriter.erase(op)
+
+
+def _plain_ptr(value: SSAValue, rewriter: PatternRewriter) -> SSAValue:
+    """`value` through a ptr → ptr bitcast. The address of a constant global
+    translates to a pointer typed by the global's array type, and the memcpy
+    intrinsic is declared once, with its first call's argument types: two
+    copies from constants of different shapes would not agree. LLVM folds it."""
+    return rewriter.insert(llvm.BitcastOp(value, llvm.LLVMPointerType())).results[0]
 
 
 class UndefLowering(RewritePattern):

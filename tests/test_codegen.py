@@ -1135,3 +1135,24 @@ def test_cast_semantics(expr, t, r, in_dtype, out_dtype, reference):
     out = np.zeros(x.size, out_dtype)
     kernel.call("op", x, out)
     np.testing.assert_array_equal(out, reference(x))
+
+
+def test_results_copied_from_constants_of_different_shapes() -> None:
+    """Two entries returning constants of different array types: the memcpy
+    intrinsic they share takes plain pointers (it is declared once)."""
+    import lamina
+
+    text = """
+    graph.func @two(%x: tensor<2xf32>) -> tensor<2xi64> {
+      %y = graph.constant dense<[2, 3]> : tensor<2xi64>
+      graph.return %y : tensor<2xi64>
+    }
+    graph.func @none(%x: tensor<2xf32>) -> tensor<0xi64> {
+      %y = graph.constant dense<> : tensor<0xi64>
+      graph.return %y : tensor<0xi64>
+    }
+    """
+    exe = lamina.compile(text, cache=False)
+    x = np.zeros(2, np.float32)
+    np.testing.assert_array_equal(exe.run("two", x), [2, 3])
+    assert exe.run("none", x).shape == (0,)

@@ -11,6 +11,7 @@ import pytest
 from onnx_util import make_model, run_ort
 
 import lamina
+from lamina.frontends.onnx import MAX_OPSET
 from lamina.tools.lamina_import_onnx import main
 
 from onnx import TensorProto, helper, save  # isort: skip
@@ -102,7 +103,10 @@ def test_runtime_shape_input_is_refused(tmp_path, capsys) -> None:
     node = helper.make_node("Reshape", ["x", "s"], ["y"], name="rs")
     inputs = {"x": np.zeros((2, 3), np.float32), "s": np.array([3, 2], np.int64)}
     err = _error_of(tmp_path, capsys, make_model([node], inputs, ["y"]))
-    assert "node 'rs' (Reshape, opset 17): input #1 (shape) must be a constant" in err
+    assert (
+        "node 'rs' (Reshape, opset 17): input #1 (shape) is the graph input 's', which must be a constant"
+        in err
+    )
 
 
 def test_dynamic_dimension_and_its_override(tmp_path, capsys) -> None:
@@ -121,10 +125,44 @@ def test_dynamic_dimension_and_its_override(tmp_path, capsys) -> None:
 
 
 def test_opset_out_of_range(tmp_path, capsys) -> None:
+    """Above the installed onnx package's newest opset: refused, suggesting the converter."""
     node = helper.make_node("Relu", ["x"], ["y"])
-    model = make_model([node], {"x": np.zeros(3, np.float32)}, ["y"], opset=22)
+    newer = MAX_OPSET + 1
+    model = make_model([node], {"x": np.zeros(3, np.float32)}, ["y"], opset=newer)
     err = _error_of(tmp_path, capsys, model)
-    assert "m.onnx: error: opset 22 is not supported (supported: 13 to 21)" in err
+    assert f"m.onnx: error: opset {newer} is not supported (supported: 13 to {MAX_OPSET}" in err
+    assert f"onnx.version_converter.convert_version(model, {MAX_OPSET})" in err
+
+
+def test_newest_opset_is_read(tmp_path, capsys) -> None:
+    """The installed onnx's newest opset (what `helper.make_model` writes by default)."""
+    from onnx.defs import onnx_opset_version
+
+    assert onnx_opset_version() == MAX_OPSET
+    model, x = _conv_model(opset=MAX_OPSET)
+    code, out, err = _tool(capsys, _save(tmp_path, model))
+    assert code == 0, err
+    got = lamina.compile(out).run("main", x)
+    np.testing.assert_allclose(got, run_ort(model, {"x": x})[0], rtol=1e-4, atol=1e-5)
+
+
+def test_operator_changed_after_the_audited_opset(monkeypatch) -> None:
+    """A definition newer than the importer knows is refused by name, not guessed."""
+    from lamina.frontends import onnx as frontend
+
+    monkeypatch.setattr(frontend, "AUDITED_OPSET", 21)
+    model, _ = _conv_model(opset=22)  # Conv's definition is from opset 22
+    with pytest.raises(frontend.OnnxImportError, match=r"node 'conv' \(Conv, opset 22\): the "
+                       "operator's definition changed in opset 22"):  # fmt: skip
+        frontend.import_model(model)
+
+
+def test_unconvertible_old_opset(tmp_path, capsys) -> None:
+    """An operator the converter does not know: a clear error, not its assertion text alone."""
+    node = helper.make_node("NoSuchOp", ["x"], ["y"], name="odd")
+    model = make_model([node], {"x": np.zeros((2, 2), np.float32)}, ["y"], opset=10)
+    err = _error_of(tmp_path, capsys, model)
+    assert "opset 10 is older than 13 and onnx.version_converter cannot upgrade it" in err
 
 
 def test_inference_only(tmp_path, capsys) -> None:

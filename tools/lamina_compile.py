@@ -17,10 +17,11 @@ from pathlib import Path
 
 from lamina.core.cli import (
     UsageError,
+    add_input_shape_argument,
     add_instrument_arguments,
     guarded_main,
     print_pipeline,
-    read_source,
+    read_program,
 )
 from lamina.tools.lamina_run import _ArgumentParser
 
@@ -31,8 +32,9 @@ def _parser() -> argparse.ArgumentParser:
     from lamina.backends.abi import DEFAULT_SYMBOL_PREFIX
 
     p = _ArgumentParser(prog="lamina-compile", description=__doc__.splitlines()[0])
-    p.add_argument("file", help="graph program (.mlir), '-' for stdin")
+    p.add_argument("file", help="graph program (.mlir) or ONNX model (.onnx), '-' for stdin")
     p.add_argument("-o", "--output", help=" | ".join(f"out{k}" for k in KINDS))
+    add_input_shape_argument(p)
     p.add_argument(
         "--symbol-prefix",
         default=DEFAULT_SYMBOL_PREFIX,
@@ -75,7 +77,7 @@ def run(argv: list[str] | None = None) -> int:
     header = Path(args.header) if args.header else out.with_suffix(".h")
     abi.check_symbol_prefix(args.symbol_prefix)
     instruments = Instruments(**instrument_options(args))
-    module = _as_module(read_source(args.file), args.file)
+    module = _as_module(read_program(args.file, args.input_shape), args.file)
     signatures = entry_signatures(module)
     already_lowered = not any(op.name == "graph.func" for op in module.ops)
     lowered, _ = lower_to_build(

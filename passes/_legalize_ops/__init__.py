@@ -63,6 +63,7 @@ from lamina.passes._legalize_ops.elementwise import (
     UNARY,
     build_binary,
     build_cast,
+    build_compare,
     build_unary,
     build_where,
     convert_scalar,
@@ -112,6 +113,7 @@ BUILDERS: dict[str, Builder] = {
     "graph.reduce_sum": build_reduce,
     "graph.reduce_mean": build_reduce,
     "graph.reduce_max": build_reduce,
+    "graph.reduce_min": build_reduce,
     "graph.reshape": build_reshape,
     "graph.transpose": build_transpose,
     "graph.concat": build_concat,
@@ -121,6 +123,7 @@ BUILDERS: dict[str, Builder] = {
     "graph.gather": build_gather,
     "graph.slice": build_slice,
     "graph.where": build_where,
+    "graph.compare": build_compare,
 }
 """Graph compute op name → te builder."""
 

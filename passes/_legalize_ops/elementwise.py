@@ -1,5 +1,5 @@
 """Legalization of the elementwise ops (`dialects/graph/elementwise.py`):
-binary arithmetic with broadcasting, unary math, `cast` and `where`.
+binary arithmetic with broadcasting, comparisons, unary math, `cast` and `where`.
 
 `convert_scalar` is the one definition of NumPy `astype` for a scalar;
 other builders and passes that convert element types reuse it.
@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from xdsl.dialects import arith
+from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import AnyFloat, IntegerType
 from xdsl.ir import Attribute, Operation, SSAValue
 
@@ -31,6 +32,7 @@ BINARY: dict[str, Callable[[TeEmitter, SSAValue, SSAValue], SSAValue]] = {
     "graph.div": TeEmitter.div,
     "graph.maximum": TeEmitter.max,
     "graph.minimum": TeEmitter.min,
+    "graph.pow": lambda em, x, y: em.emit(mathd.PowFOp(x, y)),
 }
 
 
@@ -44,6 +46,30 @@ def build_binary(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAV
         x = em.read(a, broadcast_indices(em, sp, shape_of(a)))
         y = em.read(b, broadcast_indices(em, sp, shape_of(b)))
         return fn(em, x, y)
+
+    return [kb.compute(shape_of(out), elt(out), body)]
+
+
+_FLOAT_PREDICATES = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
+_INT_PREDICATES = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
+_BOOL_PREDICATES = {**_INT_PREDICATES, "lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge"}
+
+
+def build_compare(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
+    """`out[i] = a[bcast(i)] <pred> b[bcast(i)]`: ordered float predicates but
+    unordered `ne` (NumPy's NaN rules), signed integers, i1 unsigned (false < true)."""
+    assert isinstance(op, graph.CompareOp)
+    a, b = inputs
+    pred = op.predicate.data
+    out = op.results[0].type
+
+    def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        x = em.read(a, broadcast_indices(em, sp, shape_of(a)))
+        y = em.read(b, broadcast_indices(em, sp, shape_of(b)))
+        if is_float(x.type):
+            return em.cmpf(_FLOAT_PREDICATES[pred], x, y)
+        table = _BOOL_PREDICATES if is_bool(x.type) else _INT_PREDICATES
+        return em.emit(arith.CmpiOp(x, y, table[pred]))
 
     return [kb.compute(shape_of(out), elt(out), body)]
 

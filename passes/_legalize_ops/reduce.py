@@ -1,5 +1,5 @@
 """Legalization of the reductions (`dialects/graph/reduce.py`):
-reduce_sum, reduce_mean (the sum divided by the count) and reduce_max.
+reduce_sum, reduce_mean (the sum divided by the count), reduce_max and reduce_min.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ def build_reduce(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAV
     Input dim d reads the next reduction index if d is reduced, else the next
     spatial index (with keepdims the reduced output dims are 1 and skipped).
     """
-    assert isinstance(op, graph.ReduceSumOp | graph.ReduceMeanOp | graph.ReduceMaxOp)
+    assert isinstance(
+        op, graph.ReduceSumOp | graph.ReduceMeanOp | graph.ReduceMaxOp | graph.ReduceMinOp
+    )
     (x,) = inputs
     shape, t = shape_of(x), elt(x)
     axes = sorted(op.axes_value)
@@ -38,8 +40,8 @@ def build_reduce(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAV
                 idx.append(next(spatial))
         return em.read(x, idx)
 
-    if op.name == "graph.reduce_max":
-        return [kb.compute(out, t, body, extents, combiner="max")]
+    if op.name in ("graph.reduce_max", "graph.reduce_min"):
+        return [kb.compute(out, t, body, extents, combiner=op.name.removeprefix("graph.reduce_"))]
     total = kb.compute(out, t, body, extents, combiner="sum")
     if op.name == "graph.reduce_sum":
         return [total]
