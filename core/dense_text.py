@@ -6,7 +6,10 @@ replaces both with byte-level code:
 
 * printing: xDSL unpacks every dense value into a Python list (to detect
   splats) before printing it; `DensePrinter` prints any dense value of more
-  than 100 elements straight from its bytes, in xDSL's own hex form;
+  than 100 elements straight from its bytes, in xDSL's own hex form, and so
+  any float value holding an infinity or a NaN: xDSL prints those elements
+  as hex literals (`0xff800000`) that its parser reads back as integers
+  (4.29e9), so a masked-attention constant would not survive the text;
 * lexing: xDSL matches string literals with a regular expression that runs
   at about 3 MB/s; `FastStringLexer` finds the closing quote of a literal
   without escapes with `str.find` (falling back to xDSL for the rest).
@@ -19,7 +22,8 @@ from __future__ import annotations
 
 import io
 
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
+import numpy as np
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, Float16Type, Float32Type, Float64Type
 from xdsl.ir import Attribute, Operation
 from xdsl.printer import Printer
 from xdsl.utils.lexer import Position, Token
@@ -52,11 +56,22 @@ class DensePrinter(Printer):
                 self.print_string(f"{ELIDED} : ")
                 self.print_attribute(attribute.get_type())
                 return
-            if size > HEX_THRESHOLD:
+            if size > HEX_THRESHOLD or _has_non_finite(attribute):
                 self.print_string(f'dense<"0x{attribute.data.data.hex().upper()}"> : ')
                 self.print_attribute(attribute.get_type())
                 return
         super().print_attribute(attribute)
+
+
+def _has_non_finite(attribute: DenseIntOrFPElementsAttr) -> bool:
+    """Does a float dense value hold an infinity or a NaN (see the module docstring)?"""
+    dtype = _FLOAT_DTYPES.get(type(attribute.get_element_type()))
+    if dtype is None:
+        return False
+    return not np.isfinite(np.frombuffer(attribute.data.data, dtype)).all()
+
+
+_FLOAT_DTYPES = {Float16Type: np.float16, Float32Type: np.float32, Float64Type: np.float64}
 
 
 def print_module(op: Operation, elide_larger_than: int = 0, **printer_options) -> str:
