@@ -19,7 +19,13 @@ needs, is stored on disk under a key that covers everything it depends on:
   a digest of its file, so that a changed plugin `lower` recompiles.
 
 A hit skips parsing, every pass and LLVM: it reads one file, checks it and
-hands the object code to a fresh MCJIT engine (`load`).
+hands the object code to a fresh MCJIT engine (`load`). A module compiled in
+units (backends/kernel_split.py) stores all their objects and its constant
+blob in one entry (`pack_objects`).
+
+Kernels have entries of their own in `kernels/`, keyed by the kernel
+(`read_kernel`/`write_kernel`, backends/kernel_cache.py): a model that shares
+layers with one compiled before builds only its new kernels.
 
 Where: `$LAMINA_CACHE_DIR` if set, else the platform's per-user cache
 directory (`$XDG_CACHE_HOME/lamina` or `~/.cache/lamina` on Linux,
@@ -101,6 +107,10 @@ def clear() -> int:
     removed = 0
     for path in entries():
         removed += _unlink(path)
+    kernels = kernel_directory()
+    if kernels.is_dir():
+        for path in [*kernels.glob(f"*{SUFFIX}"), *kernels.glob(f".*{SUFFIX}.tmp")]:
+            _unlink(path)
     folder = directory()
     if folder.is_dir():
         for stray in folder.glob(f".*{SUFFIX}.tmp"):
@@ -364,8 +374,8 @@ class Entry:
     """JSON-able: entry signatures, functions that are not entries, compile timings."""
 
 
-def _path(cache_key: str) -> Path:
-    return directory() / f"{cache_key}{SUFFIX}"
+def _path(cache_key: str, folder: Path | None = None) -> Path:
+    return (folder or directory()) / f"{cache_key}{SUFFIX}"
 
 
 def encode(entry: Entry) -> bytes:
@@ -395,7 +405,7 @@ def decode(data: bytes) -> Entry | None:
     return Entry(body[start + size :], metadata)
 
 
-def read(cache_key: str) -> Entry | None:
+def read(cache_key: str, *, folder: Path | None = None) -> Entry | None:
     """The intact entry stored under `cache_key`, or None (a bad entry is deleted).
 
     An entry of an untrusted directory, or one another user owns or that
@@ -403,7 +413,7 @@ def read(cache_key: str) -> Entry | None:
     """
     if not _usable_directory():
         return None
-    path = _path(cache_key)
+    path = _path(cache_key, folder)
     try:
         with open(path, "rb") as f:
             why = untrusted(os.fstat(f.fileno()))
@@ -419,13 +429,13 @@ def read(cache_key: str) -> Entry | None:
     return entry
 
 
-def write(cache_key: str, entry: Entry) -> Path | None:
+def write(cache_key: str, entry: Entry, *, folder: Path | None = None) -> Path | None:
     """Store `entry` atomically (temporary file + os.replace); None if the cache is not writable.
 
     A new cache directory is created owner-only (0700); entries are 0600
     (`mkstemp`), and replace an untrusted entry of the same key.
     """
-    folder = directory()
+    folder = folder or directory()
     tmp_name = None
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -438,8 +448,8 @@ def write(cache_key: str, entry: Entry) -> Path | None:
             out.write(encode(entry))
             out.flush()
             os.fsync(out.fileno())
-        os.replace(tmp_name, _path(cache_key))
-        return _path(cache_key)
+        os.replace(tmp_name, _path(cache_key, folder))
+        return _path(cache_key, folder)
     except OSError:
         if tmp_name is not None:
             _unlink(Path(tmp_name))
@@ -492,6 +502,57 @@ def _warn(message: str) -> None:
 
 
 # ---------------------------------------------------------------------------
+# Kernels (backends/kernel_cache.py): one object file per kernel key
+# ---------------------------------------------------------------------------
+
+KERNEL_FOLDER = "kernels"
+"""Subdirectory of the cache directory that holds one entry per compiled kernel."""
+
+
+def kernel_directory() -> Path:
+    return directory() / KERNEL_FOLDER
+
+
+def read_kernel(kernel_key: str) -> bytes | None:
+    """The object code of the kernel keyed `kernel_key` (backends/kernel_split.py), or None."""
+    entry = read(kernel_key, folder=kernel_directory())
+    return None if entry is None else entry.object_code
+
+
+def write_kernel(kernel_key: str, object_code: bytes) -> Path | None:
+    """Store a kernel's object code (atomically, like a model's entry)."""
+    return write(kernel_key, Entry(object_code, {"kernel": kernel_key}), folder=kernel_directory())
+
+
+PACKED = b"LAMINA-OBJECTS-1\n"
+"""First bytes of `object_code` that holds several object files and a constant blob."""
+
+
+def pack_objects(objects: list[bytes], constants: bytes = b"") -> bytes:
+    """Several object files (host first, then kernels) and a packed constant blob
+    (backends/constant_blob.py) as one `object_code`: a model split into units."""
+    sizes = b"".join(len(o).to_bytes(8, "little") for o in objects)
+    head = PACKED + len(objects).to_bytes(8, "little") + sizes
+    return head + b"".join(objects) + constants
+
+
+def unpack_objects(object_code: bytes) -> tuple[list[bytes], memoryview]:
+    """`pack_objects`'s object files and constant blob; ValueError if truncated."""
+    view = memoryview(object_code)
+    at = len(PACKED)
+    count = int.from_bytes(view[at : at + 8], "little")
+    sizes = [int.from_bytes(view[at + 8 + 8 * i : at + 16 + 8 * i], "little") for i in range(count)]
+    at += 8 + 8 * count
+    objects = []
+    for size in sizes:
+        if at + size > len(view):
+            raise ValueError("packed object code is truncated")
+        objects.append(bytes(view[at : at + size]))
+        at += size
+    return objects, view[at:]
+
+
+# ---------------------------------------------------------------------------
 # Loading
 # ---------------------------------------------------------------------------
 
@@ -539,13 +600,28 @@ def load(cache_key: str, object_code: bytes, names: Iterable[str], *, runtime: b
         llvm.initialize_native_asmprinter()
     tm = llvm.Target.from_default_triple().create_target_machine(jit=True)
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
-    engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+    objects = [object_code]
+    if object_code.startswith(PACKED):  # a split module: its units and its constants
+        from lamina.backends import constant_blob
+
+        objects, constants = unpack_objects(object_code)
+        if len(constants):
+            constant_blob.register_packed(constants)
+    for obj in objects:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
     engine.run_static_constructors()
     return LoadedCode(cache_key, engine, tm, dict.fromkeys(names), object_code)
 
 
 __all__ = [
+    "KERNEL_FOLDER",
+    "PACKED",
+    "kernel_directory",
+    "pack_objects",
+    "read_kernel",
+    "unpack_objects",
+    "write_kernel",
     "CACHE_DIR_ENV",
     "LoadedCode",
     "load",

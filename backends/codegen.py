@@ -75,6 +75,14 @@ class CompileTimings:
     parse_verify: float = 0.0
     optimize: float = 0.0
     jit: float = 0.0
+    build_wall: float = 0.0
+    """Wall time of the parallel build of a module compiled in units (parse_verify,
+    optimize and jit then share it in proportion to their CPU time); 0 for a module
+    compiled whole."""
+    build_cpu: float = 0.0
+    """CPU time of that build, summed over its threads (÷ build_wall: cores used)."""
+    kernels: dict[str, str] = field(default_factory=dict)
+    """Kernel symbol → "built", "memory" or "disk" (backends/kernel_cache.py)."""
 
     @property
     def total(self) -> float:
@@ -174,6 +182,18 @@ def translate(
     With `host` (code for this machine, not a portable `cpu`), functions also
     get the host's vector width (`vector_width_attributes`).
     """
+    return _translate(module, tm, host=host)[0]
+
+
+def _translate(
+    module: ModuleOp,
+    tm: llvm.TargetMachine | None,
+    *,
+    host: bool = True,
+    attach_limit: int | None = None,
+) -> tuple[llvm_ir.Module, dict[str, bytes]]:
+    """`translate`, and the detached constants' bytes. With `attach_limit`, constants of
+    that many bytes or more are not attached (they go to a blob, backends/constant_blob.py)."""
     _check_build_phase_ops(module)
     tm = tm or _host_target_machine(jit=False)
     try:
@@ -183,7 +203,10 @@ def translate(
             )
     except (NotImplementedError, LLVMTranslationException, KeyError) as err:
         raise CodegenError(_translation_diagnostic(module, err)) from None
-    attach_bytes(ir_module, blobs)
+    if attach_limit is None:
+        attach_bytes(ir_module, blobs)
+    else:
+        attach_bytes(ir_module, {n: d for n, d in blobs.items() if len(d) < attach_limit})
     for fn in ir_module.functions:
         if not fn.is_declaration:
             for attr in FUNCTION_ATTRIBUTES:
@@ -195,7 +218,7 @@ def translate(
         ir_module.get_global(func.sym_name.data).linkage = "internal"
     _attach_loop_metadata(module, ir_module)
     bound_inlining(ir_module)  # no function grows with the graph (backends/inlining.py)
-    return ir_module
+    return ir_module, blobs
 
 
 def vector_width_attributes() -> tuple[str, ...]:
@@ -339,8 +362,12 @@ def parse_and_verify(ir_module: llvm_ir.Module) -> llvm.ModuleRef:
     return ref
 
 
-def optimize(ref: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
-    """Run LLVM's O3 pipeline (with loop and SLP vectorization) for `tm`'s CPU, in place."""
+def optimize(ref: llvm.ModuleRef, tm: llvm.TargetMachine, run=None) -> None:
+    """Run LLVM's O3 pipeline (with loop and SLP vectorization) for `tm`'s CPU, in place.
+
+    `run(mpm, ref, builder)` runs the pass manager (default: `mpm.run`); the
+    parallel build passes one that does not take llvmlite's global lock.
+    """
     ref.triple = tm.triple
     ref.data_layout = str(tm.target_data)
     options = llvm.PipelineTuningOptions(speed_level=OPT_LEVEL)
@@ -352,15 +379,25 @@ def optimize(ref: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
         llvm.create_pass_builder(tm, options) as builder,
         builder.getModulePassManager() as mpm,
     ):
-        mpm.run(ref, builder)
+        if run is None:
+            mpm.run(ref, builder)
+        else:
+            run(mpm, ref, builder)
 
 
 def _optimized_ref(
-    module: ModuleOp, tm: llvm.TargetMachine, timings: CompileTimings, *, host: bool = True
+    module: ModuleOp,
+    tm: llvm.TargetMachine,
+    timings: CompileTimings,
+    *,
+    host: bool = True,
+    ir_module: llvm_ir.Module | None = None,
 ):
-    start = time.perf_counter()
-    ir_module = translate(module, tm, host=host)
-    timings.translate = time.perf_counter() - start
+    """Translate (unless given `ir_module`), parse, link the runtime and optimize, timed."""
+    if ir_module is None:
+        start = time.perf_counter()
+        ir_module = translate(module, tm, host=host)
+        timings.translate = time.perf_counter() - start
     start = time.perf_counter()
     ref = parse_and_verify(ir_module)
     link_device_runtime(ref)  # per-device allocators and counters, if the code uses them
@@ -388,7 +425,11 @@ class CompiledModule:
     """Type of every function the module exports (defined, not internal), by name."""
     timings: CompileTimings = field(default_factory=CompileTimings)
     object_code: bytes | None = None
-    """The object file MCJIT loaded (what the disk cache stores, backends/cache.py)."""
+    """The object file MCJIT loaded (what the disk cache stores, backends/cache.py); for a
+    module compiled in units, all their objects and the constant blob, packed."""
+    unit_modules: list[llvm.ModuleRef | None] = field(default_factory=list)
+    """The optimized host and kernel modules of a module compiled in units (None: a kernel
+    whose object came from the disk cache)."""
 
     def get_function_address(self, name: str) -> int:
         """Address of the jitted function `name`; KeyError if the module defines no such function."""
@@ -402,8 +443,38 @@ class CompiledModule:
 
     @property
     def optimized_ir(self) -> str:
-        """The LLVM IR after O3, for inspection."""
-        return str(self.llvm_module)
+        """The LLVM IR after O3, for inspection (every unit's, for a module compiled in units)."""
+        if not self.unit_modules:
+            return str(self.llvm_module)
+        return "\n".join(
+            str(ref) if ref is not None else "; a kernel loaded from the disk cache (object code)"
+            for ref in self.unit_modules
+        )
+
+
+@dataclass(eq=False)
+class UnitsModule(CompiledModule):
+    """A module compiled in units (backends/kernel_split.py). Its `object_code`, every
+    unit's object and the constant blob packed for the disk cache, is assembled on
+    first use: most compiles never store it."""
+
+    objects: list[bytes] = field(default_factory=list)
+    constants: dict[str, bytes] = field(default_factory=dict)
+
+    @property  # type: ignore[override]
+    def object_code(self) -> bytes:
+        packed = self.__dict__.get("_packed")
+        if packed is None:
+            from lamina.backends import cache as disk
+            from lamina.backends import constant_blob
+
+            packed = disk.pack_objects(self.objects, constant_blob.pack(self.constants))
+            self.__dict__["_packed"] = packed
+        return packed
+
+    @object_code.setter
+    def object_code(self, value: bytes | None) -> None:
+        self.__dict__["_packed"] = value
 
 
 _cache: dict[str, CompiledModule] = {}
@@ -424,27 +495,89 @@ def module_key(module: ModuleOp) -> str:
 
 
 def compile_module(module: ModuleOp, *, use_cache: bool = True) -> CompiledModule:
-    """JIT-compile a build-phase module for the host CPU (cached by content)."""
-    key = module_key(module)
+    """JIT-compile a build-phase module for the host CPU (cached by content).
+
+    A module compiled in units is keyed by its units (the host's text and the
+    kernels' keys), which translation produces anyway: printing the whole
+    llvm-dialect module only to hash it cost as much as translating it.
+    """
+    prepared = _prepare_units(module) if split_enabled() else None
+    if prepared is not None and prepared.split is not None:
+        key = prepared.key
+    else:
+        key = module_key(module)
     with _cache_lock:
         if use_cache and key in _cache:
             _stats["hits"] += 1
             return _cache[key]
         _stats["misses"] += 1
-        compiled = _jit(module, key)
+        compiled = _jit(module, key, use_cache, prepared)
         if use_cache:
             _cache[key] = compiled
         return compiled
 
 
-def _jit(module: ModuleOp, key: str) -> CompiledModule:
+SPLIT_ENV = "LAMINA_SPLIT_KERNELS"
+"""Environment variable: `0` compiles every module as one LLVM module (no kernel units)."""
+
+
+def split_enabled() -> bool:
+    """Compile modules in units (one per kernel, backends/kernel_split.py)? On by default."""
+    return os.environ.get(SPLIT_ENV, "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+@dataclass
+class _Prepared:
+    """A module translated and split into units (`split` None: it compiles whole)."""
+
+    tm: llvm.TargetMachine
+    ir_module: llvm_ir.Module
+    blobs: dict[str, bytes]
+    split: object
+    seconds: float
+
+    @property
+    def key(self) -> str:
+        digest = hashlib.sha256(b"units\n" + self.split.host.encode())
+        for unit in self.split.kernels:
+            digest.update(f"\n{unit.key}".encode())
+        return digest.hexdigest()
+
+
+def _prepare_units(module: ModuleOp) -> _Prepared:
+    from lamina.backends import kernel_cache
+    from lamina.backends.kernel_split import BLOB_MIN_BYTES, split_module
+
+    _ensure_llvm()
+    missing = jit_symbols.missing_declared_functions(module)
+    if missing:
+        raise CodegenError(missing)
+    start = time.perf_counter()
+    tm = _host_target_machine(jit=True)
+    ir_module, blobs = _translate(module, tm, attach_limit=BLOB_MIN_BYTES)
+    split = split_module(ir_module, blobs, kernel_cache.facts())
+    return _Prepared(tm, ir_module, blobs, split, time.perf_counter() - start)
+
+
+def _jit(
+    module: ModuleOp, key: str, use_cache: bool = True, prepared: _Prepared | None = None
+) -> CompiledModule:
     _ensure_llvm()
     missing = jit_symbols.missing_declared_functions(module)
     if missing:
         raise CodegenError(missing)
     timings = CompileTimings()
     tm = _host_target_machine(jit=True)
-    ref = _optimized_ref(module, tm, timings)
+    ir_module = None
+    if prepared is not None:
+        from lamina.backends.kernel_split import BLOB_MIN_BYTES
+
+        tm, ir_module, timings.translate = prepared.tm, prepared.ir_module, prepared.seconds
+        if prepared.split is not None:
+            return _jit_units(module, key, prepared.split, tm, timings, use_cache)
+        large = {n: d for n, d in prepared.blobs.items() if len(d) >= BLOB_MIN_BYTES}
+        attach_bytes(ir_module, large)
+    ref = _optimized_ref(module, tm, timings, ir_module=ir_module)
     start = time.perf_counter()
     engine = llvm.create_mcjit_compiler(ref, tm)
     objects: list[bytes] = []  # the object code, to check its undefined symbols
@@ -458,6 +591,37 @@ def _jit(module: ModuleOp, key: str) -> CompiledModule:
     signatures = {name: op.function_type for name, op in exported_functions(module).items()}
     code = objects[0] if len(objects) == 1 else None
     return CompiledModule(key, engine, tm, ref, signatures, timings, code)
+
+
+def _jit_units(module: ModuleOp, key: str, split, tm, timings, use_cache: bool) -> CompiledModule:
+    """Compile a split module (backends/kernel_split.py): kernels from the kernel cache or
+    built in parallel with the host unit, all loaded into one engine with the constants."""
+    from lamina.backends import constant_blob, kernel_cache
+
+    built = kernel_cache.build_split(split, timings, use_memory=use_cache)
+    timings.kernels = built.kernels
+    start = time.perf_counter()
+    constant_blob.register(split.constants)
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+    for obj in built.objects:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    engine.finalize_object()
+    needed = {name for obj in built.objects for name in jit_symbols.undefined_symbols(obj)}
+    names = sorted(
+        n
+        for n in needed
+        if not llvm.address_of_symbol(n) and not engine.get_global_value_address(n)
+    )
+    if names:  # calling the code would jump to address 0
+        raise CodegenError(jit_symbols.unresolved_diagnostic(names))
+    engine.run_static_constructors()
+    timings.jit += time.perf_counter() - start
+    signatures = {name: op.function_type for name, op in exported_functions(module).items()}
+    host = built.modules[0]
+    return UnitsModule(
+        key, engine, tm, host, signatures, timings, None, built.modules,
+        objects=built.objects, constants=split.constants,
+    )  # fmt: skip
 
 
 def cache_stats() -> dict[str, int]:
@@ -546,6 +710,25 @@ def system_compiler() -> str:
     )
 
 
+def _aot_unit_objects(
+    module: ModuleOp, cpu: str | None, timings: CompileTimings | None
+) -> list[bytes] | None:
+    """The objects of `module`'s units (backends/kernel_split.py) for a shared library,
+    built in parallel, constants inside the host's object; None if it does not split."""
+    from lamina.backends import kernel_cache
+    from lamina.backends.kernel_split import split_module
+
+    timings = timings if timings is not None else CompileTimings()
+    tm = _host_target_machine(jit=False, cpu=cpu)
+    start = time.perf_counter()
+    ir_module, _ = _translate(module, tm, host=cpu is None)
+    split = split_module(ir_module, {}, f"aot cpu={cpu}")  # the constants stay in the IR
+    if split is None:
+        return None
+    timings.translate = time.perf_counter() - start
+    return kernel_cache.build_objects_aot(split, timings, cpu)
+
+
 def build_shared_library(
     module: ModuleOp,
     path: str | os.PathLike[str],
@@ -556,14 +739,22 @@ def build_shared_library(
     """Compile `module` to a shared library at `path` (object file → `cc -shared`, libm linked).
 
     The library exports every function defined in the module with the C ABI
-    described in this module's docstring; `cpu` as for `emit_object`.
+    described in this module's docstring; `cpu` as for `emit_object`. The
+    module's units (one per kernel, backends/kernel_split.py) are compiled in
+    parallel and linked together, in a fixed order: the library is the same
+    whatever the number of threads.
     """
     path = Path(path)
     compiler = system_compiler()  # before the (slow) compile: a missing cc fails fast
+    objects = _aot_unit_objects(module, cpu, timings) if split_enabled() else None
+    if objects is None:
+        objects = [emit_object(module, cpu=cpu, timings=timings)]
     with tempfile.TemporaryDirectory(prefix="lamina-") as tmp:
-        obj = Path(tmp) / "module.o"
-        obj.write_bytes(emit_object(module, cpu=cpu, timings=timings))
-        cmd = [*compiler.split(), "-shared", "-fPIC", "-o", str(path), str(obj), "-lm"]
+        files = []
+        for i, code in enumerate(objects):  # host first, then the kernels, in a fixed order
+            files.append(Path(tmp) / f"unit{i}.o")
+            files[-1].write_bytes(code)
+        cmd = [*compiler.split(), "-shared", "-fPIC", "-o", str(path), *map(str, files), "-lm"]
         if _uses_openmp(module):
             cmd.append("-fopenmp")  # links libgomp for GOMP_parallel
         for library in _libraries:

@@ -1,0 +1,253 @@
+"""Kernels compiled once: object code keyed by the kernel, in memory and on disk.
+
+`kernel_split` gives every kernel a key: the SHA-256 of its normalized LLVM
+IR and of `facts()` — the CPU name and features, the optimization level,
+the LLVM and llvmlite versions and the code generator's own source — so a
+key names exactly one object file. `build_split` then compiles each
+distinct kernel at most once:
+
+* in this process (`_objects`: key → object code and optimized module);
+* across processes, in the disk cache's `kernels/` folder (backends/cache.py,
+  on unless `LAMINA_CACHE=0`): ResNet-34 after ResNet-18 compiles only the
+  kernels ResNet-18 did not have;
+* identical kernels inside one module share one key, hence one build.
+
+What is left to build (the missing kernels and the host unit, which holds
+the model's own graph functions) is compiled in parallel
+(backends/parallel_build.py). `CompileTimings` receives thread time per step
+and the wall time of the build; `stats()` counts hits and misses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import llvmlite.binding as llvm
+
+from lamina.backends import cache as disk
+from lamina.backends import parallel_build
+from lamina.backends.device_runtime import RUNTIME_IR
+from lamina.backends.kernel_split import KERNEL_RUNTIME_IR, KernelUnit, Split
+
+_RUNTIME_SYMBOLS = tuple(
+    name
+    for name in re.findall(r"(?:define linkonce_odr hidden [^@]*@|^@)([\w.]+)", RUNTIME_IR, re.M)
+    if not name.startswith("llvm.")
+)
+"""Functions and globals the device runtime defines (the host exports them to the kernels)."""
+
+
+@dataclass
+class KernelObject:
+    """A compiled kernel: its object code, and its optimized module if built in this process."""
+
+    symbol: str
+    object_code: bytes
+    module: llvm.ModuleRef | None = None
+
+
+@dataclass
+class BuildResult:
+    """Everything the engine loads, in load order, and what to inspect."""
+
+    objects: list[bytes]
+    modules: list[llvm.ModuleRef | None]
+    kernels: dict[str, str] = field(default_factory=dict)
+    """Kernel symbol → where its object came from: "built", "memory" or "disk"."""
+
+
+_objects: dict[str, KernelObject] = {}
+_lock = threading.Lock()
+_stats = {"built": 0, "memory": 0, "disk": 0}
+
+
+@cache
+def facts() -> str:
+    """Everything besides a kernel's text that shapes its object code."""
+    import sys
+
+    import llvmlite
+
+    from lamina.backends import codegen, kernel_split
+
+    sources = hashlib.sha256()
+    for module in (codegen, kernel_split, parallel_build, sys.modules[__name__]):
+        sources.update(Path(module.__file__).read_bytes())  # wherever the modules live
+    return "\n".join(
+        [
+            f"cpu={llvm.get_host_cpu_name()}",
+            f"features={llvm.get_host_cpu_features().flatten()}",
+            f"triple={llvm.get_process_triple()}",
+            f"opt={codegen.OPT_LEVEL}",
+            f"llvm={'.'.join(map(str, llvm.llvm_version_info))}",
+            f"llvmlite={llvmlite.__version__}",
+            f"codegen={sources.hexdigest()}",
+        ]
+    )
+
+
+def stats() -> dict[str, int]:
+    """Kernels built, and found in memory or on disk, in this process."""
+    with _lock:
+        return {**_stats, "size": len(_objects)}
+
+
+def clear() -> None:
+    """Forget the kernels compiled in this process (the disk cache is untouched)."""
+    with _lock:
+        _objects.clear()
+        _stats.update(built=0, memory=0, disk=0)
+
+
+def _lookup(unit: KernelUnit, use_disk: bool) -> tuple[KernelObject | None, str]:
+    with _lock:
+        found = _objects.get(unit.key)
+    if found is not None:
+        return found, "memory"
+    if use_disk:
+        code = disk.read_kernel(unit.key)
+        if code is not None:
+            found = KernelObject(unit.symbol, code)
+            with _lock:
+                _objects.setdefault(unit.key, found)
+            return found, "disk"
+    return None, "built"
+
+
+def build_split(split: Split, timings, *, use_memory: bool = True) -> BuildResult:
+    """Object code for every unit of `split`: kernels from the caches where possible,
+    the rest (and the host) compiled in parallel. `timings`: a `codegen.CompileTimings`."""
+    use_disk = disk.enabled()
+    found: dict[str, tuple[KernelObject, str]] = {}
+    missing: list[KernelUnit] = []
+    for unit in split.kernels:
+        obj, where = _lookup(unit, use_disk) if use_memory else (None, "built")
+        if obj is None:
+            missing.append(unit)
+        else:
+            found[unit.key] = (obj, where)
+
+    wall = time.perf_counter()
+    built = parallel_build.build_all(_build_unit, [split.host, *missing])
+    _record(timings, built, time.perf_counter() - wall)
+    host, kernel_builds = built[0], built[1:]
+    for unit, result in zip(missing, kernel_builds, strict=True):
+        obj = KernelObject(unit.symbol, result.object_code, result.module)
+        found[unit.key] = (obj, "built")
+        if use_memory:
+            with _lock:
+                _objects[unit.key] = obj
+        if use_disk:
+            disk.write_kernel(unit.key, result.object_code)
+    result = BuildResult([host.object_code], [host.module])
+    with _lock:
+        for unit in split.kernels:
+            obj, where = found[unit.key]
+            _stats[where] += 1
+            result.objects.append(obj.object_code)
+            result.modules.append(obj.module)
+            result.kernels[unit.symbol] = where
+    return result
+
+
+def _build_unit(unit: KernelUnit | str, cpu: str | None = None, jit: bool = True):
+    """Parse (into a context of its own), link the runtime, verify, optimize and compile
+    one unit (`str`: the host) for the host CPU (or `cpu`), timed per step."""
+    from lamina.backends.codegen import _host_target_machine, optimize
+
+    seconds: dict[str, float] = {}
+    start = time.thread_time()
+    context = llvm.create_context()
+    is_host = isinstance(unit, str)
+    ref = parallel_build.parse(unit if is_host else unit.text, context)
+    if is_host:
+        _link_runtime(ref, context, export=True, hidden=not jit)
+    elif unit.uses_runtime:
+        _link_runtime(ref, context, export=False)
+    if not jit:  # a shared library exports the graph functions only
+        _hide_lamina_symbols(ref)
+    parallel_build.verify(ref)
+    start = parallel_build.timed("parse", seconds, start)
+    tm = _host_target_machine(jit=jit, cpu=cpu)
+    optimize(ref, tm, run=parallel_build.run_module_passes)
+    start = parallel_build.timed("optimize", seconds, start)
+    code = parallel_build.emit_object(tm, ref)
+    parallel_build.timed("codegen", seconds, start)
+    return parallel_build.BuiltUnit(code, ref, seconds)
+
+
+def build_objects_aot(split: Split, timings, cpu: str | None) -> list[bytes]:
+    """Relocatable (PIC) objects of every unit of `split` for `cpu` (None: this machine),
+    host first, compiled in parallel, for a shared library. No kernel cache: its keys
+    are for JIT code of this machine."""
+    wall = time.perf_counter()
+    built = parallel_build.build_all(
+        lambda unit: _build_unit(unit, cpu=cpu, jit=False), [split.host, *split.kernels]
+    )
+    _record(timings, built, time.perf_counter() - wall)
+    return [result.object_code for result in built]
+
+
+def _hide_lamina_symbols(ref: llvm.ModuleRef) -> None:
+    """Kernel entries, their messages and the runtime: hidden, resolved inside the
+    library when it is linked, never by another library loaded in the same process."""
+    for value in [*ref.functions, *ref.global_variables]:
+        local = value.linkage in (llvm.Linkage.internal, llvm.Linkage.private)
+        if value.name.startswith("__lamina_") and not value.is_declaration and not local:
+            value.visibility = llvm.Visibility.hidden
+
+
+def _record(timings, built: list[parallel_build.BuiltUnit], wall: float) -> None:
+    """The build's wall time, shared among parse, optimize and codegen in proportion
+    to their CPU time, so the steps still add up to the compile's wall time; the
+    CPU time summed over threads goes to `build_cpu`."""
+    steps = {"parse": 0.0, "optimize": 0.0, "codegen": 0.0}
+    for result in built:
+        for step in steps:
+            steps[step] += result.seconds.get(step, 0.0)
+    cpu = sum(steps.values())
+    share = wall / cpu if cpu > 0 else 0.0
+    timings.build_wall, timings.build_cpu = wall, cpu
+    timings.parse_verify += steps["parse"] * share
+    timings.optimize += steps["optimize"] * share
+    timings.jit += steps["codegen"] * share
+
+
+def _link_runtime(ref: llvm.ModuleRef, context, *, export: bool, hidden: bool = False) -> None:
+    """Link the device runtime into a unit that declares it.
+
+    The host defines it, exported (the kernels' objects call it); a kernel
+    sees it `available_externally`: LLVM reads the definitions (and inlines
+    them where it did when the module was one) but emits none.
+    """
+    names = {f.name for f in ref.functions}
+    if not any(n in names for n in _RUNTIME_SYMBOLS):
+        return
+    runtime = parallel_build.parse(RUNTIME_IR if export else KERNEL_RUNTIME_IR, context)
+    runtime.triple = ref.triple
+    runtime.data_layout = ref.data_layout
+    ref.link_in(runtime)
+    if export:
+        for value in [*ref.functions, *ref.global_variables]:
+            if value.name in _RUNTIME_SYMBOLS and not value.is_declaration:
+                # weak_odr, as ODR as linkonce_odr (LLVM infers no more about it than
+                # it did in a whole module) but kept though the host may not call it.
+                value.linkage = llvm.Linkage.weak_odr
+                value.visibility = llvm.Visibility.hidden if hidden else llvm.Visibility.default
+
+
+__all__ = [
+    "BuildResult",
+    "KernelObject",
+    "build_objects_aot",
+    "build_split",
+    "clear",
+    "facts",
+    "stats",
+]
