@@ -28,17 +28,17 @@ from lamina.core.diagnostics import Diagnostic, DiagnosticError, op_error
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, te
 from lamina.dialects.lamina import Phase, set_phase
-from lamina.passes._constraints import (
-    constraint_of,
-    record_arg_constraints,
-    record_result_constraint,
-)
-from lamina.passes._legalize_ops import (
+from lamina.kernels import (
     BUILDERS,
     KernelParameters,
     build_kernel_deriving,
     is_constant,
     may_derive,
+)
+from lamina.passes._constraints import (
+    constraint_of,
+    record_arg_constraints,
+    record_result_constraint,
 )
 from lamina.passes.verify_phase import in_codegen
 

@@ -86,7 +86,7 @@ from lamina.core.liveness import BlockOrder
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, loop, te
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, Phase
-from lamina.passes._loop_order import Innermost, choose_innermost, gathered_reads
+from lamina.schedule.loop_order import Innermost, choose_innermost, gathered_reads
 
 LOOP_SUFFIX = "_loop"
 """`te.func @f` becomes `loop.func @f_loop`."""

@@ -105,12 +105,12 @@ from lamina.core.diagnostics import op_error
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import loop
 from lamina.dialects.lamina import Phase
-from lamina.passes import _schedule_primitives as prim
-from lamina.passes._gather_reuse import reuse_gathered_lines
-from lamina.passes._int_analysis import int_constant
-from lamina.passes._schedule_primitives import ScheduleError
-from lamina.passes._vector_math import expand_transcendentals
 from lamina.passes.simplify import make_indices_affine
+from lamina.schedule import primitives as prim
+from lamina.schedule.gather_reuse import reuse_gathered_lines
+from lamina.schedule.int_analysis import int_constant
+from lamina.schedule.primitives import ScheduleError
+from lamina.schedule.vector_math import expand_transcendentals
 
 DIRECTIVE_ATTR = "lamina.schedule"
 """Discardable attribute on a `loop.for`: the primitive to apply to it."""

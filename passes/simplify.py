@@ -44,8 +44,8 @@ from lamina.core.pass_base import LaminaPass
 from lamina.dialects import loop
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, Phase
 from lamina.dialects.layout_maps import LayoutMapError, invert_map
-from lamina.passes._int_analysis import PREDICATES, Analyzer, LinearForm, Range, int_constant
-from lamina.passes._te_emit import ScalarEmitter
+from lamina.kernels.te_emit import ScalarEmitter
+from lamina.schedule.int_analysis import PREDICATES, Analyzer, LinearForm, Range, int_constant
 
 
 class FoldCmpi(RewritePattern):

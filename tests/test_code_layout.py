@@ -19,12 +19,12 @@ from pathlib import Path
 
 from xdsl.dialects.builtin import TensorType, f32
 
+from lamina import kernels as _legalize_ops
 from lamina.dialects import graph
-from lamina.passes import _legalize_ops
 
 ROOT = Path(__file__).resolve().parent.parent
 GRAPH_DIR = ROOT / "dialects" / "graph"
-LEGALIZE_DIR = ROOT / "passes" / "_legalize_ops"
+LEGALIZE_DIR = ROOT / "kernels"
 
 GRAPH_FAMILIES = {
     "common", "base", "types", "control", "kernel_calls", "devices",
@@ -33,7 +33,7 @@ GRAPH_FAMILIES = {
 """The modules of `dialects/graph/` (docs/internals.md lists what each holds)."""
 
 LOWERED_ELSEWHERE = {
-    "graph.layout_transform": "lamina.passes._layout_lowering",
+    "graph.layout_transform": "lamina.kernels.layout",
 }
 """Compute ops whose te builder has a module of its own (shared with plan-layouts)."""
 
@@ -63,12 +63,12 @@ def test_legalization_sits_in_the_module_of_the_ops_family():
         if name in LOWERED_ELSEWHERE:
             assert builder.__module__ == LOWERED_ELSEWHERE[name], name
             continue
-        assert builder.__module__ == f"lamina.passes._legalize_ops.{_family(ops[name])}", name
+        assert builder.__module__ == f"lamina.kernels.{_family(ops[name])}", name
 
 
 def test_old_import_paths_keep_working():
     """Importers name the packages, not their modules: `graph.Conv2dOp`, ..."""
-    from lamina.passes._legalize_ops import Window, build_kernel, window_input
+    from lamina.kernels import Window, build_kernel, window_input
 
     assert graph.Conv2dOp.name == "graph.conv2d"
     assert graph.blocked_conv_layout("NCHW8c", "OIHW8i8o") == (8, 8, 8)
@@ -104,7 +104,16 @@ def test_every_package_is_in_pyproject():
     )
     packages = {
         "lamina." + ".".join(init.parent.relative_to(ROOT).parts)
-        for folder in ("core", "dialects", "passes", "backends", "tools", "frontends")
+        for folder in (
+            "core",
+            "dialects",
+            "passes",
+            "schedule",
+            "kernels",
+            "backends",
+            "tools",
+            "frontends",
+        )
         for init in (ROOT / folder).rglob("__init__.py")
     }
     assert packages <= listed, f"add to pyproject.toml's packages: {sorted(packages - listed)}"

@@ -14,7 +14,7 @@ from lamina.core.context import make_context
 from lamina.core.diagnostics import parse_module
 from lamina.core.pass_manager import PassManager, parse_pass_pipeline
 from lamina.dialects import te
-from lamina.passes._loop_order import (
+from lamina.schedule.loop_order import (
     CONTIGUOUS,
     INVARIANT,
     STRIDED,

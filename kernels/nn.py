@@ -17,8 +17,8 @@ from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
 from lamina.dialects import graph
-from lamina.passes._blocked_conv import build_blocked_conv2d
-from lamina.passes._legalize_ops.kernel import (
+from lamina.kernels.conv_blocked import build_blocked_conv2d
+from lamina.kernels.kernel import (
     Body,
     Indices,
     KernelBuilder,
@@ -30,7 +30,7 @@ from lamina.passes._legalize_ops.kernel import (
     shape_of,
     shifted_index,
 )
-from lamina.passes._te_emit import lowest
+from lamina.kernels.te_emit import lowest
 
 
 @dataclass(frozen=True)

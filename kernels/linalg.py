@@ -20,7 +20,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 
 from lamina.dialects.lamina import ConstraintAttr
-from lamina.passes._legalize_ops.kernel import (
+from lamina.kernels.kernel import (
     Indices,
     KernelBuilder,
     TeEmitter,

@@ -38,7 +38,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
 from lamina.dialects import loop
-from lamina.passes._loop_order import constant_int
+from lamina.schedule.loop_order import constant_int
 
 
 class ScheduleError(Exception):

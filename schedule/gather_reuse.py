@@ -31,9 +31,9 @@ from xdsl.dialects.builtin import MemRefType
 from xdsl.traits import is_side_effect_free
 
 from lamina.dialects import loop
-from lamina.passes import _schedule_primitives as prim
-from lamina.passes._int_analysis import int_constant
-from lamina.passes._schedule_primitives import ScheduleError
+from lamina.schedule import primitives as prim
+from lamina.schedule.int_analysis import int_constant
+from lamina.schedule.primitives import ScheduleError
 
 LINE_BYTES = 64
 """Bytes per cache line: the period of a gather whose lines are worth reusing."""

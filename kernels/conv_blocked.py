@@ -31,8 +31,8 @@ from lamina.dialects.lamina import ConstraintAttr
 
 def build_blocked_conv2d(op: Operation, kb, inputs: list[SSAValue]) -> list[SSAValue]:
     """The te.compute of a channel-blocked convolution (see the module docstring)."""
-    from lamina.passes._legalize_ops import Window, window_input
-    from lamina.passes._winograd_conv import build_winograd_conv2d
+    from lamina.kernels import Window, window_input
+    from lamina.kernels.conv_winograd import build_winograd_conv2d
 
     assert isinstance(op, graph.Conv2dOp)
     data, weight = inputs

@@ -57,8 +57,7 @@ from lamina.core.dense import dense_attr, dense_value
 from lamina.core.diagnostics import op_error
 from lamina.dialects import graph, te
 from lamina.dialects.lamina import ConstraintAttr
-from lamina.passes._layout_lowering import build_layout_transform
-from lamina.passes._legalize_ops.elementwise import (
+from lamina.kernels.elementwise import (
     BINARY,
     UNARY,
     build_binary,
@@ -67,15 +66,16 @@ from lamina.passes._legalize_ops.elementwise import (
     build_where,
     convert_scalar,
 )
-from lamina.passes._legalize_ops.kernel import (
+from lamina.kernels.kernel import (
     Body,
     DerivedInput,
     Indices,
     KernelBuilder,
     TeEmitter,
 )
-from lamina.passes._legalize_ops.linalg import build_matmul
-from lamina.passes._legalize_ops.nn import (
+from lamina.kernels.layout import build_layout_transform
+from lamina.kernels.linalg import build_matmul
+from lamina.kernels.nn import (
     Window,
     WindowInput,
     build_avg_pool2d,
@@ -86,8 +86,8 @@ from lamina.passes._legalize_ops.nn import (
     build_softmax,
     window_input,
 )
-from lamina.passes._legalize_ops.reduce import build_reduce
-from lamina.passes._legalize_ops.shape import (
+from lamina.kernels.reduce import build_reduce
+from lamina.kernels.shape import (
     build_broadcast_to,
     build_concat,
     build_gather,
