@@ -39,6 +39,7 @@ from xdsl.passes import ModulePass
 from lamina.backends.cpu_facts import CpuFacts, host_cpu_facts
 from lamina.core.diagnostics import DiagnosticError
 from lamina.dialects.lamina import Phase
+from lamina.schedule.knobs import KNOB_NAMES, ScheduleKnobs, check_knob
 
 ENTRY_POINT_GROUP = "lamina.targets"
 
@@ -116,7 +117,16 @@ class Target:
     @property
     def facts(self) -> CpuFacts:
         """The host CPU's code-generation facts with this target's `options` applied."""
-        return host_cpu_facts().replace(**dict(self.options))
+        return host_cpu_facts().replace(
+            **{k: v for k, v in self.options.items() if k not in KNOB_NAMES}
+        )
+
+    @property
+    def knobs(self) -> ScheduleKnobs:
+        """The tuning knobs for `facts`, with this target's knob `options` applied."""
+        return ScheduleKnobs.for_cpu(self.facts).replace(
+            **{k: v for k, v in self.options.items() if k in KNOB_NAMES}
+        )
 
     def hook_passes(self, point: str) -> list[HookItem]:
         """The passes at hook `point`: the claim/lower passes first, then `hooks`."""
@@ -269,14 +279,20 @@ def preferred_layout(op: Operation, targets: Sequence[str]) -> Attribute | None:
 
 
 def check_target_options(name: str, options: dict[str, object]) -> None:
-    """Refuse an option that is not a code-generation fact (a `CpuFacts` field),
-    or a value no CPU has."""
+    """Refuse an option that is neither a code-generation fact (a `CpuFacts`
+    field) nor a tuning knob (a `ScheduleKnobs` field), or a value no CPU has."""
     facts = {f.name for f in fields(CpuFacts)}
     for key, value in options.items():
+        if key in KNOB_NAMES:
+            why = check_knob(key, value)
+            if why is not None:
+                raise TargetError(f"target '{name}': option '{key}' {why}, not {value}")
+            continue
         if key not in facts:
             raise TargetError(
                 f"target '{name}': unknown option '{key}' "
-                f"(code-generation options: {', '.join(sorted(facts))})"
+                f"(code-generation options: {', '.join(sorted(facts))}; "
+                f"tuning knobs: {', '.join(sorted(KNOB_NAMES))})"
             )
         if key == "vector_bits" and value not in (128, 256, 512):
             raise TargetError(f"target '{name}': vector_bits must be 128, 256 or 512, not {value}")
@@ -291,6 +307,18 @@ def op_facts(op: Operation) -> CpuFacts:
     return module_facts(top if isinstance(top, ModuleOp) else ModuleOp([]))
 
 
+def op_knobs(op: Operation) -> ScheduleKnobs:
+    """The tuning knobs of the module `op` is in (`module_knobs`)."""
+    top = op.get_toplevel_object()
+    return module_knobs(top if isinstance(top, ModuleOp) else ModuleOp([]))
+
+
+def module_knobs(module: ModuleOp, device_kind: str = "cpu") -> ScheduleKnobs:
+    """The tuning knobs for `device_kind` as the module records them: the
+    defaults for its facts, with its target's knob options applied."""
+    return _module_target(module, device_kind).knobs
+
+
 def module_facts(module: ModuleOp, device_kind: str = "cpu") -> CpuFacts:
     """Code-generation facts for `device_kind` as the module records them.
 
@@ -299,6 +327,11 @@ def module_facts(module: ModuleOp, device_kind: str = "cpu") -> CpuFacts:
     applied over the target's own: schedules and layouts read these, so a
     module carries the facts it was compiled for.
     """
+    return _module_target(module, device_kind).facts
+
+
+def _module_target(module: ModuleOp, device_kind: str) -> Target:
+    """The module's target of `device_kind` with the options it records."""
     from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr
 
     from lamina.dialects.lamina import TARGETS_ATTR_NAME, TargetAttr
@@ -318,8 +351,7 @@ def module_facts(module: ModuleOp, device_kind: str = "cpu") -> CpuFacts:
         if not isinstance(attr, IntegerAttr):
             raise TargetError(f"target option '{key}' must be an integer, got {attr}")
         options[key] = attr.value.data
-    merged = Target(target.name, target.device_kind, options={**target.options, **options})
-    return merged.facts
+    return Target(target.name, target.device_kind, options={**target.options, **options})
 
 
 __all__ = [
@@ -332,6 +364,8 @@ __all__ = [
     "claimed_targets",
     "get_target",
     "module_facts",
+    "module_knobs",
+    "op_knobs",
     "preferred_layout",
     "register_target",
     "target_names",

@@ -76,15 +76,12 @@ from lamina.kernels.kernel import (
 from lamina.kernels.layout import build_layout_transform
 from lamina.kernels.linalg import build_matmul
 from lamina.kernels.nn import (
-    Window,
-    WindowInput,
     build_avg_pool2d,
     build_conv2d,
     build_global_avg_pool2d,
     build_layer_norm,
     build_max_pool2d,
     build_softmax,
-    window_input,
 )
 from lamina.kernels.reduce import build_reduce
 from lamina.kernels.shape import (
@@ -95,6 +92,7 @@ from lamina.kernels.shape import (
     build_slice,
     build_transpose,
 )
+from lamina.kernels.window import Window, WindowInput, window_input
 
 Builder = Callable[[Operation, KernelBuilder, Indices], list[SSAValue]]
 

@@ -49,6 +49,7 @@ from xdsl.ir import Operation, SSAValue
 
 from lamina.dialects import graph, te
 from lamina.kernels.kernel import KernelBuilder, TeEmitter, elt, shape_of
+from lamina.kernels.window import Window, window_input
 
 # Row a of Bt is e[P] + S*e[Q]; row r of At is e[1] + S*(e[2] + e[Q]).
 _BT_P, _BT_Q, _BT_S = (0, 1, 2, 1), (2, 2, 1, 3), (-1.0, 1.0, -1.0, -1.0)
@@ -61,8 +62,6 @@ def build_winograd_conv2d(
 ) -> list[SSAValue]:
     """The te.computes of the module docstring; `channels`: the data's logical
     channel count when below the physical one (those past it are masked)."""
-    from lamina.kernels.nn import Window, window_input
-
     assert isinstance(op, graph.Conv2dOp)
     data, weight = inputs
     t = elt(data)

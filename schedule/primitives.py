@@ -15,7 +15,7 @@ which is what `lower-te` emits.
     unroll(L)             for i in [0, f) { S(i) }   → S(0); …; S(f-1)
     unroll_and_jam(L)     for i in [0, f) { for j { S(i, j) } }
                                                      → for j { S(0, j); …; S(f-1, j) }
-    vectorize(L), parallelize(L)                     → set `kind`
+    vectorize(L), parallelize(L), serialize(L)       → set `kind`
     pack(L, buffer)       copies the tile of `buffer` the nest `L` reads into a
                           contiguous local buffer before `L`, and reads it there
 
@@ -38,7 +38,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
 from lamina.dialects import loop
-from lamina.schedule.loop_order import constant_int
+from lamina.schedule.int_analysis import int_constant
 
 
 class ScheduleError(Exception):
@@ -52,7 +52,7 @@ class ScheduleError(Exception):
 
 def bounds(for_op: loop.ForOp) -> tuple[int, int, int]:
     """`(lb, ub, step)` of a loop with constant bounds."""
-    values = [constant_int(v) for v in (for_op.lb, for_op.ub, for_op.step)]
+    values = [int_constant(v) for v in (for_op.lb, for_op.ub, for_op.step)]
     if any(v is None for v in values):
         raise ScheduleError("needs constant loop bounds")
     lb, ub, step = values
@@ -308,15 +308,28 @@ def _same_in_all(for_op: loop.ForOp, mappers: list[dict[SSAValue, SSAValue]]) ->
     )
 
 
+def set_kind(for_op: loop.ForOp, kind: str) -> None:
+    """Set `for_op`'s kind (`serial` is the absent property); the caller checks legality."""
+    if kind == "serial":
+        for_op.properties.pop("kind", None)
+    else:
+        for_op.properties["kind"] = StringAttr(kind)
+
+
 def vectorize(for_op: loop.ForOp) -> None:
     """Mark `for_op` `vectorized` (LLVM is asked to vectorize it; a hint, always legal)."""
-    for_op.properties["kind"] = StringAttr("vectorized")
+    set_kind(for_op, "vectorized")
+
+
+def serialize(for_op: loop.ForOp) -> None:
+    """Mark `for_op` `serial` (its iterations run in order on one thread; always legal)."""
+    set_kind(for_op, "serial")
 
 
 def parallelize(for_op: loop.ForOp) -> None:
     """Mark `for_op` `parallel`. Legal when its iterations write disjoint memory."""
     _no_iter_args(for_op, "parallelize")
-    for_op.properties["kind"] = StringAttr("parallel")
+    set_kind(for_op, "parallel")
 
 
 def pack(for_op: loop.ForOp, buffer: SSAValue, max_bytes: int | None = None) -> SSAValue:
@@ -397,7 +410,7 @@ def _hoist_invariant(value: SSAValue, nest: loop.ForOp) -> bool:
     op = value.owner
     if not isinstance(op, Operation) or not (  # pure, and no division by zero
         isinstance(op, _HOISTABLE)
-        or (isinstance(op, _BY_CONSTANT) and (constant_int(op.operands[1]) or 0) > 0)
+        or (isinstance(op, _BY_CONSTANT) and (int_constant(op.operands[1]) or 0) > 0)
     ):
         return False
     hoisted = [_hoist_invariant(operand, nest) for operand in op.operands]  # each, even
@@ -481,7 +494,7 @@ def _decompose(
 
 
 def _is_zero(value: SSAValue) -> bool:
-    return constant_int(value) == 0
+    return int_constant(value) == 0
 
 
 def _inside(value: SSAValue, nest: loop.ForOp) -> bool:
