@@ -87,6 +87,7 @@ from lamina.core.liveness import BlockOrder
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, loop, te
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, Phase
+from lamina.dialects.loop import LoopKind
 from lamina.schedule.knobs import ScheduleKnobs
 from lamina.schedule.loop_order import Innermost, choose_innermost, gathered_reads
 from lamina.schedule.parallel import worth_a_team
@@ -295,16 +296,16 @@ class ComputeLowering:
         inside = InsertPoint.before(for_op.body.block.last_op)  # type: ignore[arg-type]
         self._nest(rest, inside, {**ivs, axis: iv}, depth + 1, body, vector=vector)
 
-    def _kind(self, axis: int, depth: int, *, innermost: bool, parallel: bool) -> str:
+    def _kind(self, axis: int, depth: int, *, innermost: bool, parallel: bool) -> LoopKind:
         """Outermost spatial loop: parallel when worth a thread team (iterations
         write disjoint elements and only read other buffers, so it is always
         safe); innermost loop without loop-carried dependence, inside another
         loop: vectorized (a hint)."""
         if depth == 0 and parallel and axis < self.rank and self._worth_a_team():
-            return "parallel"
+            return LoopKind.PARALLEL
         if innermost and depth > 0:
-            return "vectorized"
-        return "serial"
+            return LoopKind.VECTORIZED
+        return LoopKind.SERIAL
 
     def _iv_name(self, axis: int) -> str:
         return f"i{axis}" if axis < self.rank else f"k{axis - self.rank}"

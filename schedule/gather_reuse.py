@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import MemRefType
 from xdsl.traits import is_side_effect_free
 
 from lamina.dialects import loop
+from lamina.dialects.loop import LoopKind
 from lamina.schedule import primitives as prim
 from lamina.schedule.dependence import disjoint_by_iv
 from lamina.schedule.int_analysis import int_constant
@@ -68,7 +69,7 @@ def _perfect_nest(top: loop.ForOp) -> list[loop.ForOp] | None:
         ):
             return None
         nest.append(loops[0])
-    if len(nest) < 3 or nest[-1].kind_name != "vectorized":
+    if len(nest) < 3 or nest[-1].kind_name != LoopKind.VECTORIZED:
         return None
     return nest  # iter_args and calls are refused by `_permutable`
 

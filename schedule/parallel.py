@@ -22,6 +22,7 @@ A loop is only made parallel when its iterations write disjoint elements
 from __future__ import annotations
 
 from lamina.dialects import loop
+from lamina.dialects.loop import LoopKind
 from lamina.schedule import primitives as prim
 from lamina.schedule.dependence import spatial
 from lamina.schedule.knobs import ScheduleKnobs
@@ -47,7 +48,7 @@ def distribute_columns(
 ) -> None:
     """Run the column blocks on threads when there are enough of them for every core
     (one parallel region per kernel); otherwise the row blocks stay parallel."""
-    if rows.kind_name != "parallel" or not enough_per_core(columns, cores, knobs):
+    if rows.kind_name != LoopKind.PARALLEL or not enough_per_core(columns, cores, knobs):
         return
     prim.serialize(rows)
     prim.parallelize(columns)
@@ -60,7 +61,7 @@ def kinds_fusable(first: loop.ForOp, second: loop.ForOp) -> bool:
     `parallel_min_work`) joins its neighbour's instead of running on the
     calling thread alone while the other cores wait."""
     kinds = {first.kind_name, second.kind_name}
-    return len(kinds) == 1 or kinds == {"parallel", "serial"}
+    return len(kinds) == 1 or kinds == {LoopKind.PARALLEL, LoopKind.SERIAL}
 
 
 def balance_parallel(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int:
@@ -80,7 +81,7 @@ def balance_parallel(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int
     moved = 0
     for outer in [o for o in func.body.blocks[0].ops if isinstance(o, loop.ForOp)]:
         try:
-            if outer.kind_name != "parallel" or prim.trip_count(outer) != 1:
+            if outer.kind_name != LoopKind.PARALLEL or prim.trip_count(outer) != 1:
                 continue
         except ScheduleError:
             continue
@@ -88,7 +89,7 @@ def balance_parallel(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int
         if (
             len(inner) != 1
             or not isinstance(inner[0], loop.ForOp)
-            or inner[0].kind_name != "serial"
+            or inner[0].kind_name != LoopKind.SERIAL
         ):
             continue
         try:

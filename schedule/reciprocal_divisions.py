@@ -11,6 +11,7 @@ from xdsl.dialects import arith
 from xdsl.dialects.utils.fast_math import FastMathFlag
 
 from lamina.dialects import loop
+from lamina.dialects.loop import LoopKind
 from lamina.schedule import primitives as prim
 from lamina.schedule.dependence import varies_in
 
@@ -26,7 +27,7 @@ def reciprocal_divisions(func: loop.FuncOp) -> int:
     """
     marked = 0
     for for_op in [o for o in func.walk() if isinstance(o, loop.ForOp)]:
-        if for_op.kind_name != "vectorized":
+        if for_op.kind_name != LoopKind.VECTORIZED:
             continue
         for div in [o for o in prim.body_ops(for_op) if isinstance(o, arith.DivfOp)]:
             if not varies_in(div.rhs, for_op):

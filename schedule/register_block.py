@@ -52,6 +52,7 @@ from xdsl.ir import SSAValue
 
 from lamina.backends.cpu_facts import CpuFacts
 from lamina.dialects import loop
+from lamina.dialects.loop import LoopKind
 from lamina.schedule import primitives as prim
 from lamina.schedule.dependence import depends_on
 from lamina.schedule.knobs import ScheduleKnobs
@@ -120,7 +121,7 @@ class ReductionNest:
             return None
         fill, reduction = ops
         assert isinstance(fill, loop.ForOp) and isinstance(reduction, loop.ForOp)
-        if fill.kind_name != "vectorized" or any(
+        if fill.kind_name != LoopKind.VECTORIZED or any(
             isinstance(o, loop.ForOp) for o in fill.walk() if o is not fill
         ):
             return None
@@ -133,7 +134,7 @@ class ReductionNest:
                 row = inner[0]
                 continue
             break
-        if row is reduction or row.kind_name != "vectorized":
+        if row is reduction or row.kind_name != LoopKind.VECTORIZED:
             return None
         if any(isinstance(o, loop.ForOp) for o in row.walk() if o is not row):
             return None
@@ -262,7 +263,7 @@ def _rows_from_enclosing(nest: ReductionNest) -> ReductionNest | None:
         top = prim.interchange(enclosing)
     except ScheduleError:
         return None
-    if kind != "serial":
+    if kind != LoopKind.SERIAL:
         prim.set_kind(top, kind)
         prim.serialize(enclosing)
     moved = ReductionNest.match(enclosing)

@@ -16,6 +16,7 @@ from xdsl.ir import Block
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from lamina.dialects import loop
+from lamina.dialects.loop import LoopKind
 from lamina.schedule import primitives as prim
 from lamina.schedule.dependence import disjoint_by_iv
 from lamina.schedule.parallel import kinds_fusable
@@ -52,7 +53,7 @@ def _fuse_adjacent(block: Block) -> int:
             and kinds_fusable(first, second)
             and _row_stages_fusable(first, second)
         ):
-            parallel = second.kind_name == "parallel"
+            parallel = second.kind_name == LoopKind.PARALLEL
             prim.fuse(first, second)
             if parallel:
                 prim.parallelize(first)

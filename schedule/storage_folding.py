@@ -13,6 +13,7 @@ from xdsl.ir import BlockArgument, Operation
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from lamina.dialects import loop
+from lamina.dialects.loop import LoopKind
 
 
 def contract_temporaries(func: loop.FuncOp) -> int:
@@ -56,7 +57,7 @@ def _contractible_dim(alloc: loop.AllocOp) -> int | None:
         for_op = owner.parent_op() if owner is not None else None
         if not isinstance(for_op, loop.ForOp) or for_op.induction_var is not iv:
             continue
-        if for_op.kind_name == "parallel" or for_op.is_ancestor(alloc):
+        if for_op.kind_name == LoopKind.PARALLEL or for_op.is_ancestor(alloc):
             continue
         if all(a.indices[d] is iv for a in indexed):
             return d

@@ -73,7 +73,9 @@ def test_old_import_paths_keep_working():
     assert graph.Conv2dOp.name == "graph.conv2d"
     assert graph.blocked_conv_layout("NCHW8c", "OIHW8i8o") == (8, 8, 8)
     assert graph.tensor_shape(TensorType(f32, [2, 3])) == (2, 3)
-    assert callable(build_kernel) and callable(window_input) and Window.__module__.endswith("window")
+    assert (
+        callable(build_kernel) and callable(window_input) and Window.__module__.endswith("window")
+    )
     for name in graph.__all__:
         assert hasattr(graph, name), name
 
