@@ -59,8 +59,10 @@ class ScheduleKnobs:
     parallel_min_iterations_per_core: int = 2
     """A loop is handed `parallel` from the loop around it (the column blocks of a
     micro-kernel, the rows inside a one-iteration parallel loop) only when it has
-    at least this many iterations per core: with fewer, one thread gets twice
-    the work of another at the end (a 3-iteration loop on 2 cores)."""
+    at least this many iterations per core. Not measured on its own: the value
+    the schedule has used since the column-block distribution was measured
+    (with fewer iterations than two per core, the last wave of a 3-iteration
+    loop on 2 cores leaves one core idle for a third of the time)."""
 
     # -- loop order (`schedule/loop_order.py`) -------------------------------------------
     set_aliasing_bytes: int = 2048
@@ -165,15 +167,14 @@ def check_knob(name: str, value: object) -> str | None:
     return None if value >= 1 else "must be >= 1"
 
 
-def knob_rows() -> list[tuple[str, str, str, str]]:
-    """(name, default, derived from, first sentence of the docstring) per knob."""
+def knob_rows() -> list[tuple[str, str, str]]:
+    """(name, default, docstring) per knob; a default derived from `CpuFacts`
+    reads as its formula (`l2_bytes // 2`)."""
     docs = _field_docs()
-    rows = []
-    for f in fields(ScheduleKnobs):
-        default = f.metadata.get(_DERIVED) or repr(f.default)
-        doc = " ".join(docs.get(f.name, "").split())
-        rows.append((f.name, default, f.metadata.get(_DERIVED, ""), doc))
-    return rows
+    return [
+        (f.name, f.metadata.get(_DERIVED) or repr(f.default), " ".join(docs[f.name].split()))
+        for f in fields(ScheduleKnobs)
+    ]
 
 
 def _field_docs() -> dict[str, str]:
