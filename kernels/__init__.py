@@ -27,7 +27,7 @@ Index conventions (docs/design.md §3.2 semantics):
 * Reductions use `reduce_extents` + `combiner` and start from te's default
   `init`, the combiner's identity (0 for sum, −∞ or the smallest integer
   for max). A reduction over an empty domain is the identity everywhere.
-* Scalar semantics (`_te_emit.ScalarEmitter`): NumPy's, except that integer
+* Scalar semantics (`te_emit.ScalarEmitter`): NumPy's, except that integer
   division truncates toward zero (C, TVM `truncdiv`) and never traps
   (`x / 0` is 0, `MIN / -1` wraps); i1 `+`/`*`/max/min are or/and/or/and;
   `cast` is NumPy `astype` (float → int truncates toward zero, → i1 is
@@ -35,13 +35,14 @@ Index conventions (docs/design.md §3.2 semantics):
 
 The builders are grouped by op family, in modules named as the families of
 `dialects/graph/` (an op's definition and its legalization sit in
-`dialects/graph/<family>.py` and `passes/_legalize_ops/<family>.py`):
+`dialects/graph/<family>.py` and `kernels/<family>.py`):
 `kernel` (the `KernelBuilder` and shared index helpers), `elementwise`,
-`linalg`, `nn`, `reduce` and `shape`; `layout_transform` is lowered by
-`passes/_layout_lowering.py` and the channel-blocked conv2d by
-`passes/_blocked_conv.py`. This module holds the dispatch table `BUILDERS`
-and `build_kernel`, and re-exports what `legalize`, `fuse-ops` and
-`_blocked_conv` use.
+`linalg`, `nn`, `reduce`, `shape` and `layout`; the channel-blocked conv2d
+is `kernels/conv_blocked.py` (Winograd: `kernels/conv_winograd.py`),
+sliding windows `kernels/window.py`, and the choices between algorithms
+and blockings `kernels/strategy.py`. This module holds the dispatch table
+`BUILDERS` and `build_kernel`, and re-exports what `legalize` and
+`fuse-ops` use.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Relax's LegalizeOps, the 1→2 transition of docs/design.md §2. Every op with the
 `GraphCompute` trait becomes a call of a tensor-expression kernel whose body
-is built by `_legalize_ops.BUILDERS` (one builder per op kind). The pass also
+is built by `kernels.BUILDERS` (one builder per op kind). The pass also
 flattens `graph.dataflow` blocks and removes purity tracking, so that the
 module satisfies the lowering-phase invariants.
 """
@@ -144,7 +144,7 @@ class ComputeOpLowering(RewritePattern):
     """`%r = graph.<op> %a, ... : (...) -> T` ⇒ `%r = graph.call_te @te_<op>_<T>(%a, ...)`.
 
     One pattern for every `GraphCompute` op: what differs per op kind is the
-    kernel body, which `_legalize_ops.BUILDERS` builds. The call keeps the op's
+    kernel body, which `kernels.BUILDERS` builds. The call keeps the op's
     `device`. Ops claimed by a target (`lamina.codegen`) are left alone. An op
     that cannot be legalized is left in place and its diagnostic recorded in
     `failures`, so that one run reports every such op.

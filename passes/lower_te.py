@@ -6,7 +6,7 @@ and every `graph.call_te @f(...)` becomes `graph.call_loop @f_loop(...)`
 
 How one `te.compute` is lowered (TVM's `te.create_prim_func` analog): one
 loop per index variable of its region, ordered so that the innermost loop
-walks memory contiguously (`_loop_order.choose_innermost` scores every
+walks memory contiguously (`schedule/loop_order.py`'s `choose_innermost` scores every
 index variable by how the region's reads and the result store move when it
 steps). An elementwise compute keeps its dimensions in order with the chosen
 one moved innermost. A reduction whose best innermost loop is a reduction

@@ -2,7 +2,7 @@
 
 The loop-level simplifier of seed 002 (TVM's `Simplify` with the
 `BufferConstraint` facts in its `arith::Analyzer`). An integer analyzer
-(`_int_analysis`) knows ranges from loop bounds, constants, divisibility
+(`schedule/int_analysis.py`) knows ranges from loop bounds, constants, divisibility
 (floordiv/mod by constants) and `loop.assume`; it also reads the
 `#lamina.constraint` of the buffers a kernel touches (`loop.func` argument
 attributes, `loop.alloc`). With it the pass

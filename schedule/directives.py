@@ -1,7 +1,7 @@
 """User directives: a `lamina.schedule = "<primitive>"` attribute on a loop.
 
 A loop carrying `lamina.schedule = "<primitive>"` is transformed by that
-primitive instead (see `_schedule_primitives`; the function then gets no
+primitive instead (see `schedule/primitives.py`; the function then gets no
 default schedule): `split(F)`, `interchange`, `fuse` (with the next loop),
 `unroll`, `unroll_and_jam`, `vectorize`, `parallel`, `pack(N)` (copy the
 tile of the function's argument N the nest reads into a local buffer) and

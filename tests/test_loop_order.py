@@ -1,4 +1,4 @@
-"""Tests of `lower-te`'s innermost-loop choice (`passes/_loop_order.py`).
+"""Tests of `lower-te`'s innermost-loop choice (`schedule/loop_order.py`).
 
 Each case is a te.compute as `legalize` emits it (or written by hand); the
 chosen axis is the block argument of its region whose loop goes innermost:

@@ -2,7 +2,7 @@
 (`add`, `sub`, `mul`, `div`, `maximum`, `minimum`), unary math (`neg`, `exp`,
 ..., `relu`, `gelu`), `cast` (NumPy `astype`) and `where`.
 
-Their legalization is `passes/_legalize_ops/elementwise.py`.
+Their legalization is `kernels/elementwise.py`.
 """
 
 from __future__ import annotations
