@@ -37,9 +37,9 @@ from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 
 from lamina.backends.cpu_facts import CpuFacts, host_cpu_facts
+from lamina.backends.schedule_knobs import KNOB_NAMES, ScheduleKnobs, check_knob
 from lamina.core.diagnostics import DiagnosticError
 from lamina.dialects.lamina import Phase
-from lamina.schedule.knobs import KNOB_NAMES, ScheduleKnobs, check_knob
 
 ENTRY_POINT_GROUP = "lamina.targets"
 

@@ -12,7 +12,7 @@ They are generated from the code, so they cannot drift from it:
   and traits; every attribute and type with its parameters.
 * the tuning-knob table of `docs/performance.md` (between its
   `<!-- knobs:begin -->` / `<!-- knobs:end -->` markers; the rest of that
-  page is written by hand) from `ScheduleKnobs` (`schedule/knobs.py`).
+  page is written by hand) from `ScheduleKnobs` (`backends/schedule_knobs.py`).
 
 Regenerate with `python -m lamina.tools.gen_docs` (or `lamina-docs`);
 `tests/test_docs.py` fails when a checked-in page is stale.
@@ -48,9 +48,9 @@ from xdsl.irdl.constraints import (
 )
 from xdsl.irdl.operations import OptionalDef, VariadicDef
 
+from lamina.backends.schedule_knobs import knob_rows
 from lamina.core.pass_base import PRE_BUILD, phase_list
 from lamina.core.registry import builtin_pass_names, get_pass_class, pass_names
-from lamina.schedule.knobs import knob_rows
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PASSES_MD = REPO_ROOT / "docs" / "passes.md"

@@ -7,7 +7,7 @@ computed by Winograd (`winograd_pays`, recorded as `lamina.algorithm`);
 the conv2d builders read that record back (`conv2d_algorithm`); the matmul
 builder asks which column panels the micro-kernel will read
 (`packed_rhs_columns`, the same `choose_block` that `schedule` applies).
-The thresholds are knobs (`schedule/knobs.py`), read from the module's
+The thresholds are knobs (`backends/schedule_knobs.py`), read from the module's
 target.
 """
 

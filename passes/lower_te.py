@@ -81,6 +81,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import ConstantLike
 
+from lamina.backends.schedule_knobs import ScheduleKnobs
 from lamina.backends.targets import op_knobs
 from lamina.core.diagnostics import op_error
 from lamina.core.liveness import BlockOrder
@@ -88,7 +89,6 @@ from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, loop, te
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, Phase
 from lamina.dialects.loop import LoopKind
-from lamina.schedule.knobs import ScheduleKnobs
 from lamina.schedule.loop_order import Innermost, choose_innermost, gathered_reads
 from lamina.schedule.parallel import worth_a_team
 
@@ -214,7 +214,7 @@ class ComputeLowering:
     inner: Innermost | None = field(default=None, init=False)
     """The innermost loop's axis, chosen when the nest is emitted."""
     knobs: ScheduleKnobs = field(default_factory=ScheduleKnobs, init=False)
-    """The module's tuning knobs (`schedule/knobs.py`), read when the nest is emitted."""
+    """The module's tuning knobs (`backends/schedule_knobs.py`), read when the nest is emitted."""
 
     @property
     def rank(self) -> int:

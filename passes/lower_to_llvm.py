@@ -405,7 +405,7 @@ def _hint_kind(op: loop.ForOp) -> str:
     whole vectors are told apart from those with a remainder (`vectorized-tail`),
     which LLVM may still unroll and vectorize its own way (a padded row's
     clamped border reads would become gathers, backends/codegen.py). Whole
-    vectors: a multiple of the `whole_vector_lanes` knob (schedule/knobs.py)."""
+    vectors: a multiple of the `whole_vector_lanes` knob (backends/schedule_knobs.py)."""
     kind = op.kind.data
     if kind != LoopKind.VECTORIZED:
         return kind.value

@@ -33,7 +33,7 @@ directives applied instead of steps 1-8 (`schedule/directives.py`):
 function's argument N the nest reads into a local buffer) and
 `register_block` (the default micro-kernel on this loop).
 
-Every threshold the rules use is a knob of `schedule/knobs.py`, overridable
+Every threshold the rules use is a knob of `backends/schedule_knobs.py`, overridable
 here by an option of its name or by a target option.
 """
 
@@ -45,12 +45,12 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 from lamina.backends.cpu_facts import CpuFacts
+from lamina.backends.schedule_knobs import ScheduleKnobs
 from lamina.core.diagnostics import op_error
 from lamina.dialects import loop
 from lamina.passes.simplify import make_indices_affine
 from lamina.schedule.directives import DIRECTIVE_ATTR, apply_directive, directed_loops
 from lamina.schedule.gather_reuse import reuse_gathered_lines
-from lamina.schedule.knobs import ScheduleKnobs
 from lamina.schedule.parallel import balance_parallel
 from lamina.schedule.pass_options import (
     GatherReuseOptions,

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 
 from lamina.backends.cpu_facts import CpuFacts
+from lamina.backends.schedule_knobs import ScheduleKnobs
 from lamina.dialects import loop
 from lamina.schedule import primitives as prim
-from lamina.schedule.knobs import ScheduleKnobs
 from lamina.schedule.primitives import ScheduleError
 from lamina.schedule.register_block import ReductionNest, choose_block, register_block
 

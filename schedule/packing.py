@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from xdsl.ir import SSAValue
 
+from lamina.backends.schedule_knobs import ScheduleKnobs
 from lamina.dialects import loop
 from lamina.schedule import primitives as prim
-from lamina.schedule.knobs import ScheduleKnobs
 from lamina.schedule.primitives import ScheduleError
 
 

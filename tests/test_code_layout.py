@@ -131,6 +131,19 @@ def test_schedule_and_kernels_sit_below_the_passes():
     assert not offenders, offenders
 
 
+def test_nothing_below_imports_schedule_or_kernels():
+    """core, dialects and backends (the target model with its tuning knobs) sit
+    below `schedule/` and `kernels/`."""
+    offenders = [
+        f"{path.relative_to(ROOT)} imports {m}"
+        for folder in ("core", "dialects", "backends")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for m in _imports(path)
+        if m.startswith(("lamina.schedule", "lamina.kernels"))
+    ]
+    assert not offenders, offenders
+
+
 def test_no_function_local_imports_in_schedule_and_kernels():
     """An import inside a function is how a cycle hides; these packages have none."""
     offenders = []

@@ -366,17 +366,17 @@ def test_target_options_from_the_command_line_spelling_override_the_facts():
 
 
 def test_tuning_knobs_are_target_options_too():
-    """A knob of `schedule/knobs.py` is a target option: validated like the facts,
+    """A knob of `backends/schedule_knobs.py` is a target option: validated like the facts,
     recorded in the module, read back by `module_knobs`; a facts-derived knob
     follows the facts. A compile with knobs far from the defaults still computes
     the product exactly (the knobs choose a schedule, never the result)."""
     import numpy as np
 
+    from lamina.backends.schedule_knobs import ScheduleKnobs
     from lamina.backends.targets import check_target_options, module_knobs
     from lamina.core.context import make_context
     from lamina.core.diagnostics import parse_module
     from lamina.core.hooks import module_targets
-    from lamina.schedule.knobs import ScheduleKnobs
 
     check_target_options("cpu", {"pack_min_row_blocks": 16, "l2_bytes": 1 << 20})
     with pytest.raises(TargetError, match="option 'block_rows' must be >= 0, not -1"):

@@ -13,7 +13,9 @@ by a target option (`--target 'cpu{pack_min_row_blocks=16}'`, validated in
 `backends/targets.py`) or by the option of the same name of the pass that
 reads it (`-p 'schedule{pack_min_row_blocks=16}'`, or the rule's own pass,
 `schedule-register-block{...}`). docs/performance.md lists them (generated
-from this module by `lamina-docs`).
+from this module by `lamina-docs`). The module sits beside `CpuFacts` in
+the target model (which validates and records knob options), below the
+scheduling and kernel packages that read it.
 """
 
 from __future__ import annotations
