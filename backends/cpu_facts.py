@@ -21,7 +21,7 @@ from pathlib import Path
 
 _SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
 
-_DEFAULT_CACHES = {"l1d": 32 * 1024, "l2": 512 * 1024, "l3": 8 * 1024 * 1024}
+_DEFAULT_CACHES = {"l1d": 32 * 1024, "l2": 512 * 1024, "l3": 8 * 1024 * 1024, "line": 64}
 """Sizes assumed when the OS does not report them: small enough to be safe."""
 
 
@@ -42,6 +42,8 @@ class CpuFacts:
     l3_bytes: int
     cores: int
     """Cores Lamina may use (the process's CPU affinity)."""
+    cache_line_bytes: int = 64
+    """Bytes per L1d cache line (sysfs `coherency_line_size`; 64 on every x86 core)."""
 
     def lanes(self, element_bits: int) -> int:
         """Elements of `element_bits` bits in one vector register (f32 → 16 on AVX-512)."""
@@ -65,7 +67,7 @@ def _vector_shape(features: frozenset[str]) -> tuple[int, int]:
 
 
 def _sysfs_cache_sizes() -> dict[str, int]:
-    """L1d/L2/L3 sizes of cpu0 as Linux reports them (missing levels: defaults)."""
+    """L1d/L2/L3 sizes and the L1d line size of cpu0 as Linux reports them (missing: defaults)."""
     sizes = dict(_DEFAULT_CACHES)
     if not _SYSFS_CACHE.is_dir():
         return sizes
@@ -79,6 +81,11 @@ def _sysfs_cache_sizes() -> dict[str, int]:
         key = {"1": "l1d", "2": "l2", "3": "l3"}.get(level)
         if key and (key != "l1d" or kind == "Data"):
             sizes[key] = size
+        if key == "l1d" and kind == "Data":
+            try:
+                sizes["line"] = int((index / "coherency_line_size").read_text().strip())
+            except (OSError, ValueError):
+                pass
     return sizes
 
 
@@ -107,4 +114,5 @@ def host_cpu_facts() -> CpuFacts:
         l2_bytes=caches["l2"],
         l3_bytes=caches["l3"],
         cores=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1,
+        cache_line_bytes=caches["line"],
     )

@@ -33,7 +33,6 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
-    StringAttr,
     UnitAttr,
     UnrealizedConversionCastOp,
     i32,
@@ -54,6 +53,7 @@ from lamina.backends.llvm_conversion import (
 )
 from lamina.core.symbols import lookup_symbol
 from lamina.dialects import loop
+from lamina.dialects.loop import LoopKind
 
 GOMP_PARALLEL = "GOMP_parallel"
 PTR = llvm.LLVMPointerType()
@@ -121,7 +121,7 @@ class ParallelForLowering(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: loop.ForOp, rewriter: PatternRewriter, /):
-        if op.kind.data != "parallel" or op.iter_args:
+        if op.kind.data != LoopKind.PARALLEL or op.iter_args:
             return
         module = module_of(op)
         base = _unique_name(module, f"{_enclosing_function_name(op)}_par")
@@ -166,9 +166,9 @@ def _outline(op: loop.ForOp, name: str, captures: list[SSAValue]) -> loop.FuncOp
     body = Region()
     op.body.move_blocks(body)
     for inner in body.walk():
-        if isinstance(inner, loop.ForOp) and inner.kind.data == "parallel":
-            inner.kind = StringAttr("serial")
-    block.add_op(loop.ForOp(lo, hi, step, [], "serial", body))
+        if isinstance(inner, loop.ForOp) and inner.kind.data == LoopKind.PARALLEL:
+            inner.set_kind(LoopKind.SERIAL)
+    block.add_op(loop.ForOp(lo, hi, step, [], LoopKind.SERIAL, body))
     block.add_op(loop.ReturnOp())
     return func
 

@@ -41,6 +41,7 @@ from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 
 from lamina.backends.cpu_facts import CpuFacts, host_cpu_facts
+from lamina.backends.schedule_knobs import KNOB_NAMES, ScheduleKnobs, check_knob
 from lamina.core.diagnostics import DiagnosticError
 from lamina.dialects.lamina import Phase
 
@@ -124,7 +125,16 @@ class Target:
     @property
     def facts(self) -> CpuFacts:
         """The host CPU's code-generation facts with this target's `options` applied."""
-        return host_cpu_facts().replace(**dict(self.options))
+        return host_cpu_facts().replace(
+            **{k: v for k, v in self.options.items() if k not in KNOB_NAMES}
+        )
+
+    @property
+    def knobs(self) -> ScheduleKnobs:
+        """The tuning knobs for `facts`, with this target's knob `options` applied."""
+        return ScheduleKnobs.for_cpu(self.facts).replace(
+            **{k: v for k, v in self.options.items() if k in KNOB_NAMES}
+        )
 
     def hook_passes(self, point: str) -> list[HookItem]:
         """The passes at hook `point`: the claim/lower passes first, then `hooks`."""
@@ -396,14 +406,20 @@ def preferred_layout(op: Operation, targets: Sequence[str]) -> Attribute | None:
 
 
 def check_target_options(name: str, options: dict[str, object]) -> None:
-    """Refuse an option that is not a code-generation fact (a `CpuFacts` field),
-    or a value no CPU has."""
+    """Refuse an option that is neither a code-generation fact (a `CpuFacts`
+    field) nor a tuning knob (a `ScheduleKnobs` field), or a value no CPU has."""
     facts = {f.name for f in fields(CpuFacts)}
     for key, value in options.items():
+        if key in KNOB_NAMES:
+            why = check_knob(key, value)
+            if why is not None:
+                raise TargetError(f"target '{name}': option '{key}' {why}, not {value}")
+            continue
         if key not in facts:
             raise TargetError(
                 f"target '{name}': unknown option '{key}' "
-                f"(code-generation options: {', '.join(sorted(facts))})"
+                f"(code-generation options: {', '.join(sorted(facts))}; "
+                f"tuning knobs: {', '.join(sorted(KNOB_NAMES))})"
             )
         if key == "vector_bits" and value not in (128, 256, 512):
             raise TargetError(f"target '{name}': vector_bits must be 128, 256 or 512, not {value}")
@@ -418,6 +434,18 @@ def op_facts(op: Operation) -> CpuFacts:
     return module_facts(top if isinstance(top, ModuleOp) else ModuleOp([]))
 
 
+def op_knobs(op: Operation) -> ScheduleKnobs:
+    """The tuning knobs of the module `op` is in (`module_knobs`)."""
+    top = op.get_toplevel_object()
+    return module_knobs(top if isinstance(top, ModuleOp) else ModuleOp([]))
+
+
+def module_knobs(module: ModuleOp, device_kind: str = "cpu") -> ScheduleKnobs:
+    """The tuning knobs for `device_kind` as the module records them: the
+    defaults for its facts, with its target's knob options applied."""
+    return _module_target(module, device_kind).knobs
+
+
 def module_facts(module: ModuleOp, device_kind: str = "cpu") -> CpuFacts:
     """Code-generation facts for `device_kind` as the module records them.
 
@@ -430,6 +458,11 @@ def module_facts(module: ModuleOp, device_kind: str = "cpu") -> CpuFacts:
     though a target `mine` that extends `cpu` compiles through it. A module
     carries the facts it was compiled for.
     """
+    return _module_target(module, device_kind).facts
+
+
+def _module_target(module: ModuleOp, device_kind: str) -> Target:
+    """The module's target of `device_kind` with the options it records."""
     from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr
 
     from lamina.dialects.lamina import TARGETS_ATTR_NAME, TargetAttr
@@ -451,8 +484,9 @@ def module_facts(module: ModuleOp, device_kind: str = "cpu") -> CpuFacts:
             if not isinstance(option, IntegerAttr):
                 raise TargetError(f"target option '{key}' must be an integer, got {option}")
             options[key] = option.value.data
-    check_target_options(chosen[-1].target_name.data, options)  # type: ignore[union-attr]
-    return host_cpu_facts().replace(**options)
+    named = get_target(chosen[-1].target_name.data)  # type: ignore[union-attr]
+    check_target_options(named.name, options)
+    return Target(named.name, named.device_kind, options=options)
 
 
 __all__ = [
@@ -467,6 +501,8 @@ __all__ = [
     "get_target",
     "list_targets",
     "module_facts",
+    "module_knobs",
+    "op_knobs",
     "preferred_layout",
     "python_target_modules",
     "register_target",

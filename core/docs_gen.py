@@ -1,6 +1,6 @@
-"""Generated documentation: `docs/passes.md` and `docs/dialects.md`.
+"""Generated documentation: `docs/passes.md`, `docs/dialects.md` and the knob table.
 
-Both pages are generated from the code, so they cannot drift from it:
+They are generated from the code, so they cannot drift from it:
 
 * `docs/passes.md` from the pass registry — the phase contract every
   `LaminaPass` declares (`phases`, `produces`, `requires`, `illegal_ops`),
@@ -10,6 +10,9 @@ Both pages are generated from the code, so they cannot drift from it:
   and `loop` dialects (`Op.get_irdl_definition()`): every op's summary,
   operands, results, properties/attributes with their constraints, regions
   and traits; every attribute and type with its parameters.
+* the tuning-knob table of `docs/performance.md` (between its
+  `<!-- knobs:begin -->` / `<!-- knobs:end -->` markers; the rest of that
+  page is written by hand) from `ScheduleKnobs` (`backends/schedule_knobs.py`).
 
 Regenerate with `python -m lamina.tools.gen_docs` (or `lamina-docs`);
 `tests/test_docs.py` fails when a checked-in page is stale.
@@ -45,12 +48,15 @@ from xdsl.irdl.constraints import (
 )
 from xdsl.irdl.operations import OptionalDef, VariadicDef
 
+from lamina.backends.schedule_knobs import knob_rows
 from lamina.core.pass_base import PRE_BUILD, phase_list
 from lamina.core.registry import builtin_pass_names, get_pass_class, pass_names
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PASSES_MD = REPO_ROOT / "docs" / "passes.md"
 DIALECTS_MD = REPO_ROOT / "docs" / "dialects.md"
+PERFORMANCE_MD = REPO_ROOT / "docs" / "performance.md"
+KNOBS_BEGIN, KNOBS_END = "<!-- knobs:begin -->", "<!-- knobs:end -->"
 REGENERATE = "python -m lamina.tools.gen_docs"
 
 DIALECT_MODULES = (
@@ -323,8 +329,33 @@ def dialects_markdown() -> str:
 # ---------------------------------------------------------------------------
 
 
+def knobs_table() -> str:
+    """The markdown table of `ScheduleKnobs`: name, default, what it was measured on."""
+    lines = [
+        "| knob | default | what it decides, and what was measured |",
+        "|---|---|---|",
+    ]
+    for name, default, doc in knob_rows():
+        lines.append(f"| `{name}` | `{default}` | {_cell(doc)} |")
+    return "\n".join(lines) + "\n"
+
+
+def performance_markdown() -> str:
+    """docs/performance.md with its knob table regenerated between the markers."""
+    text = PERFORMANCE_MD.read_text()
+    head, begin, rest = text.partition(KNOBS_BEGIN)
+    _, end, tail = rest.partition(KNOBS_END)
+    if not begin or not end:
+        return text
+    return f"{head}{KNOBS_BEGIN}\n{knobs_table()}{KNOBS_END}{tail}"
+
+
 def generated_pages() -> dict[Path, str]:
-    return {PASSES_MD: passes_markdown(), DIALECTS_MD: dialects_markdown()}
+    return {
+        PASSES_MD: passes_markdown(),
+        DIALECTS_MD: dialects_markdown(),
+        PERFORMANCE_MD: performance_markdown(),
+    }
 
 
 def write_docs() -> list[Path]:

@@ -60,8 +60,8 @@ from lamina.core.devices import mark_kernel_device, op_device
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, te
 from lamina.dialects.lamina import Phase
+from lamina.kernels import BUILDERS, build_kernel_deriving
 from lamina.passes._constraints import record_arg_constraints
-from lamina.passes._legalize_ops import BUILDERS, build_kernel_deriving
 from lamina.passes.legalize import KernelTable, kernel_key, type_suffix
 from lamina.passes.verify_phase import in_codegen
 

@@ -88,11 +88,13 @@ from lamina.backends.llvm_conversion import (
 from lamina.backends.llvm_errors import ERROR_ATTR, alloc_message, insert_error_exits
 from lamina.backends.llvm_parallel import ParallelForLowering
 from lamina.backends.llvm_scalar_patterns import ARITH_PATTERNS, MATH_PATTERNS
+from lamina.backends.targets import op_knobs
 from lamina.core.devices import check_usable_devices
 from lamina.core.diagnostics import op_error
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import loop
 from lamina.dialects.lamina import Phase, set_phase
+from lamina.dialects.loop import LoopKind
 
 # ---------------------------------------------------------------------------
 # Buffers
@@ -406,26 +408,22 @@ def _lower_yields(
         rewriter.erase(term)
 
 
-WHOLE_VECTOR_LANES = 8
-"""A `vectorized` loop whose constant trip count is a multiple of this (the f32
-lanes of the narrowest vector unit codegen targets) is vectorized in whole
-vectors with no scalar remainder; codegen keeps LLVM from unrolling it first."""
-
-
 def _hint_kind(op: loop.ForOp) -> str:
     """The loop kind codegen sees: `vectorized` loops of a constant trip count in
     whole vectors are told apart from those with a remainder (`vectorized-tail`),
     which LLVM may still unroll and vectorize its own way (a padded row's
-    clamped border reads would become gathers, backends/codegen.py)."""
+    clamped border reads would become gathers, backends/codegen.py). Whole
+    vectors: a multiple of the `whole_vector_lanes` knob (backends/schedule_knobs.py)."""
     kind = op.kind.data
-    if kind != "vectorized":
-        return kind
+    if kind != LoopKind.VECTORIZED:
+        return kind.value
     bounds = [_constant_index(v) for v in (op.lb, op.ub, op.step)]
     if None in bounds:
         return "vectorized-tail"
     lb, ub, step = bounds
     trips = max(0, -(-(ub - lb) // step))
-    return "vectorized" if trips % WHOLE_VECTOR_LANES == 0 else "vectorized-tail"
+    whole = op_knobs(op).whole_vector_lanes
+    return "vectorized" if trips % whole == 0 else "vectorized-tail"
 
 
 def _constant_index(value: SSAValue) -> int | None:

@@ -2,7 +2,7 @@
 
 The loop-level simplifier of seed 002 (TVM's `Simplify` with the
 `BufferConstraint` facts in its `arith::Analyzer`). An integer analyzer
-(`_int_analysis`) knows ranges from loop bounds, constants, divisibility
+(`schedule/int_analysis.py`) knows ranges from loop bounds, constants, divisibility
 (floordiv/mod by constants) and `loop.assume`; it also reads the
 `#lamina.constraint` of the buffers a kernel touches (`loop.func` argument
 attributes, `loop.alloc`). With it the pass
@@ -44,8 +44,8 @@ from lamina.core.pass_base import LaminaPass
 from lamina.dialects import loop
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, Phase
 from lamina.dialects.layout_maps import LayoutMapError, invert_map
-from lamina.passes._int_analysis import PREDICATES, Analyzer, LinearForm, Range, int_constant
-from lamina.passes._te_emit import ScalarEmitter
+from lamina.kernels.te_emit import ScalarEmitter
+from lamina.schedule.int_analysis import PREDICATES, Analyzer, LinearForm, Range, int_constant
 
 
 class FoldCmpi(RewritePattern):

@@ -56,7 +56,7 @@ from lamina.dialects.lamina import (
     get_phase,
     set_phase,
 )
-from lamina.passes._legalize_ops import build_kernel
+from lamina.kernels import build_kernel
 from lamina.passes.legalize import LegalizePass
 from lamina.passes.verify_phase import check_phase
 
@@ -421,7 +421,7 @@ def test_kernel_names_avoid_existing_symbols() -> None:
 
 def test_every_compute_op_kind_is_covered() -> None:
     """Each GraphCompute op has a builder, and tests/op_cases.py exercises each of them."""
-    from lamina.passes._legalize_ops import BUILDERS
+    from lamina.kernels import BUILDERS
 
     names = {cls.name for cls in graph.COMPUTE_OPS}
     assert names == set(BUILDERS)

@@ -13,7 +13,7 @@ import lamina
 from lamina.backends import codegen
 from lamina.backends.cpu_facts import host_cpu_facts
 from lamina.backends.executable import _as_module, lower_to_build
-from lamina.passes.schedule import choose_block
+from lamina.schedule.register_block import choose_block
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import bench  # noqa: E402
@@ -185,7 +185,7 @@ def test_only_divisions_by_a_loop_invariant_value_get_arcp():
     from lamina.core.context import make_context
     from lamina.core.diagnostics import parse_module
     from lamina.dialects import loop
-    from lamina.passes.schedule import reciprocal_divisions
+    from lamina.schedule.reciprocal_divisions import reciprocal_divisions
 
     text = """builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @f(%x: memref<8xf32>, %t: memref<2xf32>, %s: memref<2xf32>, %y: memref<8xf32>) {

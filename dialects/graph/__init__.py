@@ -14,7 +14,7 @@ rules are module-level helpers (`broadcast_shapes`, `matmul_result_shape`,
 `ShapeError` (a `VerifyException`) with an expected-vs-got message.
 
 The dialect is a package with one module per op family, so that an op's
-definition, its shape rule and (under `passes/_legalize_ops/`, same module
+definition, its shape rule and (under `kernels/`, same module
 names) its legalization are found together:
 
 * `common` — message helpers, shared shape rules, property encoders;

@@ -3,7 +3,7 @@
 (`compare`), unary math (`neg`, `exp`, ..., `relu`, `gelu`), `cast` (NumPy
 `astype`) and `where`.
 
-Their legalization is `passes/_legalize_ops/elementwise.py`.
+Their legalization is `kernels/elementwise.py`.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 gives the physical shape of an affine layout map (exact bounds by interval
 arithmetic, refined by evaluating the map where the domain is small).
 
-Its legalization is `passes/_layout_lowering.py`; see docs/layouts.md.
+Its legalization is `kernels/layout.py`; see docs/layouts.md.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Reductions over axes: `reduce_sum`, `reduce_mean`, `reduce_max`, `reduce_min` (`axes`
 absent: every axis; `keepdims`), and their shape rule.
 
-Their legalization is `passes/_legalize_ops/reduce.py`.
+Their legalization is `kernels/reduce.py`.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from math import prod
 from xdsl.ir import Operation, SSAValue
 
 from lamina.dialects import graph
-from lamina.passes._legalize_ops.kernel import Indices, KernelBuilder, TeEmitter, elt, shape_of
+from lamina.kernels.kernel import Indices, KernelBuilder, TeEmitter, elt, shape_of
 
 
 def build_reduce(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:

@@ -48,7 +48,8 @@ from xdsl.dialects.builtin import TensorType, UnitAttr
 from xdsl.ir import Operation, SSAValue
 
 from lamina.dialects import graph, te
-from lamina.passes._legalize_ops.kernel import KernelBuilder, TeEmitter, elt, shape_of
+from lamina.kernels.kernel import KernelBuilder, TeEmitter, elt, shape_of
+from lamina.kernels.window import Window, window_input
 
 # Row a of Bt is e[P] + S*e[Q]; row r of At is e[1] + S*(e[2] + e[Q]).
 _BT_P, _BT_Q, _BT_S = (0, 1, 2, 1), (2, 2, 1, 3), (-1.0, 1.0, -1.0, -1.0)
@@ -62,8 +63,6 @@ def build_winograd_conv2d(
     """The te.computes of the module docstring; `channels`: the physical channel
     slots `[first, end)` that hold the data's logical channels, when known
     (those outside are masked)."""
-    from lamina.passes._legalize_ops.nn import Window, window_input
-
     assert isinstance(op, graph.Conv2dOp)
     data, weight = inputs
     t = elt(data)

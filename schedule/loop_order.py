@@ -25,7 +25,7 @@ strided access in a vectorized loop is a gather: layer_norm's variance
 result contiguous, and +1 along `k`, but `i` gathers a column of `x` --
 the reduction along `k` keeps its accumulator in a register), then to the
 candidate whose strided accesses do not alias in the cache (a stride of a
-multiple of `SET_ALIASING_BYTES` puts every lane's line in the same L1 set:
+multiple of `set_aliasing_bytes` (`backends/schedule_knobs.py`) puts every lane's line in the same L1 set:
 NCHW -> NCHW16c of 64x64 planes then walks `w`, reading rows and storing
 64 bytes apart, instead of gathering 16 lines of one set), then to the
 result's last dimension, then to the last reduction dimension (the
@@ -38,11 +38,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerAttr, TensorType
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.traits import ConstantLike
 
+from lamina.backends.schedule_knobs import ScheduleKnobs
 from lamina.dialects import te
+from lamina.schedule.int_analysis import int_constant
+
+DEFAULT_KNOBS = ScheduleKnobs()
+"""The knobs when the caller has no target (the measured defaults)."""
 
 CONTIGUOUS, INVARIANT, STRIDED = 1, 0, -1
 """Scores of one access for a candidate innermost loop."""
@@ -97,7 +102,7 @@ class AffineIndex:
     def _product(self, lhs: SSAValue, rhs: SSAValue) -> int | None:
         """Coefficient of `lhs * rhs`: linear only if one factor is a constant."""
         for factor, other in ((lhs, rhs), (rhs, lhs)):
-            k = constant_int(factor)
+            k = int_constant(factor)
             if k is not None:
                 c = self.coefficient(other)
                 return None if c is None else k * c
@@ -122,28 +127,12 @@ class AffineIndex:
         )
 
 
-def constant_int(value: SSAValue) -> int | None:
-    """The value of an integer/index `arith.constant`, else None."""
-    op = value.owner
-    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
-        return op.value.value.data
-    return None
-
-
 def row_major_strides(shape: Sequence[int]) -> list[int]:
     strides, step = [], 1
     for extent in reversed(shape):
         strides.append(step)
         step *= extent
     return strides[::-1]
-
-
-SET_ALIASING_BYTES = 2048
-"""A strided access whose stride is a multiple of this many bytes puts the
-lines of one vector's elements into at most two L1 sets (64-byte lines, a
-4 KiB way on every x86 core measured): a 16-lane gather needs 16 lines where
-8 ways exist, and every gather misses again. Measured, NCHW -> NCHW16c of
-1x16x64x64 f32 (plane stride 16 KiB), vectorized along the channels: 115 us."""
 
 
 def element_stride(
@@ -170,11 +159,15 @@ def access_score(shape: Sequence[int], indices: Sequence[SSAValue], affine: Affi
 
 
 def set_aliasing(
-    shape: Sequence[int], indices: Sequence[SSAValue], affine: AffineIndex, element_bytes: int
+    shape: Sequence[int],
+    indices: Sequence[SSAValue],
+    affine: AffineIndex,
+    element_bytes: int,
+    aliasing_bytes: int,
 ) -> bool:
-    """Is the access strided by a multiple of `SET_ALIASING_BYTES`?"""
+    """Is the access strided by a multiple of `aliasing_bytes` (`set_aliasing_bytes`)?"""
     stride = element_stride(shape, indices, affine)
-    return bool(stride) and abs(stride) > 1 and stride * element_bytes % SET_ALIASING_BYTES == 0
+    return bool(stride) and abs(stride) > 1 and stride * element_bytes % aliasing_bytes == 0
 
 
 def _reads(compute: te.ComputeOp) -> list[tuple[Sequence[int], Sequence[SSAValue], int]]:
@@ -194,7 +187,9 @@ def _bytes(element) -> int:
     return max(1, bits // 8)
 
 
-def choose_innermost(compute: te.ComputeOp) -> Innermost | None:
+def choose_innermost(
+    compute: te.ComputeOp, knobs: ScheduleKnobs = DEFAULT_KNOBS
+) -> Innermost | None:
     """The index variable whose loop goes innermost (None: the region has none)."""
     block = compute.body.block
     rank = len(compute.shape_values)
@@ -209,7 +204,9 @@ def choose_innermost(compute: te.ComputeOp) -> Innermost | None:
         affine = AffineIndex(block, block.args[axis])
         accesses = reads if axis >= rank else [*reads, result]
         scores = [access_score(shape, indices, affine) for shape, indices, _ in accesses]
-        aliasing = sum(set_aliasing(s, i, affine, b) for s, i, b in accesses)
+        aliasing = sum(
+            set_aliasing(s, i, affine, b, knobs.set_aliasing_bytes) for s, i, b in accesses
+        )
         if axis == rank - 1:
             tier = 3
         elif axis == last_reduction:

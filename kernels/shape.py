@@ -9,7 +9,7 @@ from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
 from lamina.dialects import graph
-from lamina.passes._legalize_ops.kernel import (
+from lamina.kernels.kernel import (
     Indices,
     KernelBuilder,
     TeEmitter,
@@ -17,8 +17,8 @@ from lamina.passes._legalize_ops.kernel import (
     elt,
     shape_of,
 )
-from lamina.passes._loop_order import row_major_strides
-from lamina.passes._te_emit import INDEX
+from lamina.kernels.te_emit import INDEX
+from lamina.schedule.loop_order import row_major_strides
 
 
 def build_reshape(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:

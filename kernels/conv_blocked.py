@@ -22,27 +22,26 @@ kernel (seed 002's non-local use).
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import AffineMapAttr, FloatAttr, IntegerAttr, StringAttr
+from xdsl.dialects.builtin import AffineMapAttr, FloatAttr, IntegerAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 
 from lamina.dialects import graph, te
 from lamina.dialects.lamina import ConstraintAttr
 from lamina.dialects.layout_maps import LayoutMapError, invert_map
+from lamina.kernels.conv_winograd import build_winograd_conv2d, channel_mask
+from lamina.kernels.strategy import conv2d_algorithm
+from lamina.kernels.window import Window, window_input
 
 
 def build_blocked_conv2d(op: Operation, kb, inputs: list[SSAValue]) -> list[SSAValue]:
     """The te.compute of a channel-blocked convolution (see the module docstring)."""
-    from lamina.passes._legalize_ops import Window, window_input
-    from lamina.passes._winograd_conv import build_winograd_conv2d, channel_mask
-
     assert isinstance(op, graph.Conv2dOp)
     data, weight = inputs
     blocks = graph.blocked_conv_layout(op.data_layout_value, op.kernel_layout_value)
     assert blocks is not None
     c = blocks[0]
-    algorithm = op.attributes.get(graph.CONV_ALGORITHM_ATTR)
-    if isinstance(algorithm, StringAttr) and algorithm.data == "winograd":
+    if conv2d_algorithm(op) == "winograd":
         channels = _logical_channels(kb.operand_constraints[0], c)
         return build_winograd_conv2d(op, kb, inputs, channels)
     ws, os_ = graph.tensor_shape(weight), graph.tensor_shape(op.results[0])

@@ -20,7 +20,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 
 from lamina.dialects.lamina import ConstraintAttr
-from lamina.passes._legalize_ops.kernel import (
+from lamina.kernels.kernel import (
     Indices,
     KernelBuilder,
     TeEmitter,
@@ -28,6 +28,7 @@ from lamina.passes._legalize_ops.kernel import (
     elt,
     shape_of,
 )
+from lamina.kernels.strategy import packed_rhs_columns
 
 
 def build_matmul(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
@@ -66,17 +67,13 @@ def _packed_rhs(
 ) -> tuple[SSAValue, int] | None:
     """The pre-packed constant rhs and its panel width NR, when the micro-kernel
     splits the columns into blocks (module docstring); None otherwise."""
-    from lamina.backends.targets import op_facts
-    from lamina.passes.schedule import choose_block
-
     k, n = shape_of(b)
     elem = elt(b)
     if not isinstance(elem, AnyFloat):
         return None
-    block = choose_block(out[-2], n, elem.bitwidth, op_facts(op))
-    if block is None or block.rows < 2 or block.columns >= n or n % block.columns:
+    nr = packed_rhs_columns(op, out[-2], n, elem.bitwidth)
+    if nr is None:
         return None
-    nr = block.columns
     packed_type = TensorType(elem, [n // nr, k, nr])
     layout = AffineMap(
         2, 0, (AffineExpr.dimension(1) // nr, AffineExpr.dimension(0), AffineExpr.dimension(1) % nr)

@@ -27,7 +27,7 @@ Index conventions (docs/design.md §3.2 semantics):
 * Reductions use `reduce_extents` + `combiner` and start from te's default
   `init`, the combiner's identity (0 for sum, −∞ or the smallest integer
   for max). A reduction over an empty domain is the identity everywhere.
-* Scalar semantics (`_te_emit.ScalarEmitter`): NumPy's, except that integer
+* Scalar semantics (`te_emit.ScalarEmitter`): NumPy's, except that integer
   division truncates toward zero (C, TVM `truncdiv`) and never traps
   (`x / 0` is 0, `MIN / -1` wraps); i1 `+`/`*`/max/min are or/and/or/and;
   `cast` is NumPy `astype` (float → int truncates toward zero, → i1 is
@@ -35,13 +35,14 @@ Index conventions (docs/design.md §3.2 semantics):
 
 The builders are grouped by op family, in modules named as the families of
 `dialects/graph/` (an op's definition and its legalization sit in
-`dialects/graph/<family>.py` and `passes/_legalize_ops/<family>.py`):
+`dialects/graph/<family>.py` and `kernels/<family>.py`):
 `kernel` (the `KernelBuilder` and shared index helpers), `elementwise`,
-`linalg`, `nn`, `reduce` and `shape`; `layout_transform` is lowered by
-`passes/_layout_lowering.py` and the channel-blocked conv2d by
-`passes/_blocked_conv.py`. This module holds the dispatch table `BUILDERS`
-and `build_kernel`, and re-exports what `legalize`, `fuse-ops` and
-`_blocked_conv` use.
+`linalg`, `nn`, `reduce`, `shape` and `layout`; the channel-blocked conv2d
+is `kernels/conv_blocked.py` (Winograd: `kernels/conv_winograd.py`),
+sliding windows `kernels/window.py`, and the choices between algorithms
+and blockings `kernels/strategy.py`. This module holds the dispatch table
+`BUILDERS` and `build_kernel`, and re-exports what `legalize` and
+`fuse-ops` use.
 """
 
 from __future__ import annotations
@@ -57,8 +58,7 @@ from lamina.core.dense import dense_attr, dense_value
 from lamina.core.diagnostics import op_error
 from lamina.dialects import graph, te
 from lamina.dialects.lamina import ConstraintAttr
-from lamina.passes._layout_lowering import build_layout_transform
-from lamina.passes._legalize_ops.elementwise import (
+from lamina.kernels.elementwise import (
     BINARY,
     UNARY,
     build_binary,
@@ -68,27 +68,25 @@ from lamina.passes._legalize_ops.elementwise import (
     build_where,
     convert_scalar,
 )
-from lamina.passes._legalize_ops.kernel import (
+from lamina.kernels.kernel import (
     Body,
     DerivedInput,
     Indices,
     KernelBuilder,
     TeEmitter,
 )
-from lamina.passes._legalize_ops.linalg import build_matmul
-from lamina.passes._legalize_ops.nn import (
-    Window,
-    WindowInput,
+from lamina.kernels.layout import build_layout_transform
+from lamina.kernels.linalg import build_matmul
+from lamina.kernels.nn import (
     build_avg_pool2d,
     build_conv2d,
     build_global_avg_pool2d,
     build_layer_norm,
     build_max_pool2d,
     build_softmax,
-    window_input,
 )
-from lamina.passes._legalize_ops.reduce import build_reduce
-from lamina.passes._legalize_ops.shape import (
+from lamina.kernels.reduce import build_reduce
+from lamina.kernels.shape import (
     build_broadcast_to,
     build_concat,
     build_gather,
@@ -96,6 +94,7 @@ from lamina.passes._legalize_ops.shape import (
     build_slice,
     build_transpose,
 )
+from lamina.kernels.window import Window, WindowInput, window_input
 
 Builder = Callable[[Operation, KernelBuilder, Indices], list[SSAValue]]
 

@@ -19,7 +19,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from lamina.dialects import graph, te
 from lamina.dialects.lamina import ConstraintAttr
-from lamina.passes._te_emit import INDEX, ScalarEmitter
+from lamina.kernels.te_emit import INDEX, ScalarEmitter
 
 Indices = list[SSAValue]
 

@@ -31,7 +31,7 @@ from lamina.core.diagnostics import op_error
 from lamina.dialects import graph
 from lamina.dialects.lamina import UndefAttr
 from lamina.dialects.layout_maps import Group, LayoutMapError, invert_map
-from lamina.passes._te_emit import ScalarEmitter
+from lamina.kernels.te_emit import ScalarEmitter
 
 
 def build_layout_transform(op: Operation, kb, inputs: list[SSAValue]) -> list[SSAValue]:

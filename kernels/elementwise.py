@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import AnyFloat, IntegerType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from lamina.dialects import graph
-from lamina.passes._legalize_ops.kernel import (
+from lamina.kernels.kernel import (
     Indices,
     KernelBuilder,
     TeEmitter,
@@ -23,7 +23,7 @@ from lamina.passes._legalize_ops.kernel import (
     elt,
     shape_of,
 )
-from lamina.passes._te_emit import ScalarEmitter, is_bool, is_float
+from lamina.kernels.te_emit import ScalarEmitter, is_bool, is_float
 
 BINARY: dict[str, Callable[[TeEmitter, SSAValue, SSAValue], SSAValue]] = {
     "graph.add": TeEmitter.add,

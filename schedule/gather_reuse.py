@@ -30,25 +30,26 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import MemRefType
 from xdsl.traits import is_side_effect_free
 
+from lamina.backends.schedule_knobs import ScheduleKnobs
 from lamina.dialects import loop
-from lamina.passes import _schedule_primitives as prim
-from lamina.passes._int_analysis import int_constant
-from lamina.passes._schedule_primitives import ScheduleError
+from lamina.dialects.loop import LoopKind
+from lamina.schedule import primitives as prim
+from lamina.schedule.dependence import disjoint_by_iv
+from lamina.schedule.int_analysis import int_constant
+from lamina.schedule.primitives import ScheduleError
 
-LINE_BYTES = 64
-"""Bytes per cache line: the period of a gather whose lines are worth reusing."""
 
-
-def reuse_gathered_lines(func: loop.FuncOp) -> int:
+def reuse_gathered_lines(func: loop.FuncOp, knobs: ScheduleKnobs) -> int:
     """Reorder every top-level copy nest of `func` whose vectorized loop gathers
-    (see the module docstring); returns how many nests changed."""
+    (see the module docstring; lines of `gather_line_bytes`); returns how many
+    nests changed."""
     changed = 0
     for top in [op for op in func.body.blocks[0].ops if isinstance(op, loop.ForOp)]:
         nest = _perfect_nest(top)
         if nest is None or not _permutable(nest):
             continue
         try:
-            changed += _sink_gather_period(nest)
+            changed += _sink_gather_period(nest, knobs.gather_line_bytes)
         except ScheduleError:
             continue  # a shape the primitives refuse: the nest stays as it was
     return changed
@@ -68,7 +69,7 @@ def _perfect_nest(top: loop.ForOp) -> list[loop.ForOp] | None:
         ):
             return None
         nest.append(loops[0])
-    if len(nest) < 3 or nest[-1].kind_name != "vectorized":
+    if len(nest) < 3 or nest[-1].kind_name != LoopKind.VECTORIZED:
         return None
     return nest  # iter_args and calls are refused by `_permutable`
 
@@ -76,21 +77,19 @@ def _perfect_nest(top: loop.ForOp) -> list[loop.ForOp] | None:
 def _permutable(nest: list[loop.ForOp]) -> bool:
     """May the nest's iterations run in any order? Each loop writes disjoint
     elements and nothing written is read."""
-    from lamina.passes.schedule import _disjoint_by_iv  # the same test as row-stage fusion
-
     accesses = [o for o in nest[0].walk() if isinstance(o, loop.LoadOp | loop.StoreOp)]
     written = {o.buffer for o in accesses if isinstance(o, loop.StoreOp)}
     if any(isinstance(o, loop.LoadOp) and o.buffer in written for o in accesses):
         return False
-    return all(_disjoint_by_iv([lp]) for lp in nest)
+    return all(disjoint_by_iv([lp]) for lp in nest)
 
 
-def _sink_gather_period(nest: list[loop.ForOp]) -> int:
+def _sink_gather_period(nest: list[loop.ForOp], line_bytes: int) -> int:
     """Split and sink the loop that walks the gathered lines of the first load whose
     contiguous index varies only with a loop two or more levels out."""
     inner = nest[-1]
     for load in [o for o in inner.walk() if isinstance(o, loop.LoadOp)]:
-        found = _period_loop(load, nest)
+        found = _period_loop(load, nest, line_bytes)
         if found is None:
             continue
         k, period = found
@@ -105,7 +104,9 @@ def _sink_gather_period(nest: list[loop.ForOp]) -> int:
     return 0
 
 
-def _period_loop(load: loop.LoadOp, nest: list[loop.ForOp]) -> tuple[int, int] | None:
+def _period_loop(
+    load: loop.LoadOp, nest: list[loop.ForOp], line_bytes: int
+) -> tuple[int, int] | None:
     """(k, period) when `load`'s last index is `iv_k` or `iv_k % period` of loop k,
     at least two levels outside the vectorized loop, and `period` elements fit a
     cache line."""
@@ -124,7 +125,7 @@ def _period_loop(load: loop.LoadOp, nest: list[loop.ForOp]) -> tuple[int, int] |
         return None  # already just outside the vectorized loop (or it is the vectorized loop)
     memref = load.buffer.type
     assert isinstance(memref, MemRefType)
-    line = LINE_BYTES // max(1, memref.element_type.bitwidth // 8)
+    line = line_bytes // max(1, memref.element_type.bitwidth // 8)
     period = period or line
     if period < 2 or period > line:
         return None

@@ -4,7 +4,7 @@ A `ScalarEmitter` appends `arith`/`math` ops to one block and hands back their
 results, choosing the float or integer flavour of an operation from the
 operand type, folding index arithmetic on constants (so `i * 1 + 0` emits
 nothing) and reusing constants within the block. Keeping this in one place
-lets the per-op builders in `_legalize_ops/` read like index formulas.
+lets the per-op builders in `kernels/` read like index formulas.
 
 Index values are `index`-typed SSA values; signed comparisons (`slt`, `sge`)
 are used because an index into an unpadded input (`i - pad` for a padded

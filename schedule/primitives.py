@@ -15,7 +15,7 @@ which is what `lower-te` emits.
     unroll(L)             for i in [0, f) { S(i) }   → S(0); …; S(f-1)
     unroll_and_jam(L)     for i in [0, f) { for j { S(i, j) } }
                                                      → for j { S(0, j); …; S(f-1, j) }
-    vectorize(L), parallelize(L)                     → set `kind`
+    vectorize(L), parallelize(L), serialize(L)       → set `kind`
     pack(L, buffer)       copies the tile of `buffer` the nest `L` reads into a
                           contiguous local buffer before `L`, and reads it there
 
@@ -32,13 +32,14 @@ from collections.abc import Sequence
 from math import prod
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, StringAttr
+from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
 from lamina.dialects import loop
-from lamina.passes._loop_order import constant_int
+from lamina.dialects.loop import LoopKind
+from lamina.schedule.int_analysis import int_constant
 
 
 class ScheduleError(Exception):
@@ -52,7 +53,7 @@ class ScheduleError(Exception):
 
 def bounds(for_op: loop.ForOp) -> tuple[int, int, int]:
     """`(lb, ub, step)` of a loop with constant bounds."""
-    values = [constant_int(v) for v in (for_op.lb, for_op.ub, for_op.step)]
+    values = [int_constant(v) for v in (for_op.lb, for_op.ub, for_op.step)]
     if any(v is None for v in values):
         raise ScheduleError("needs constant loop bounds")
     lb, ub, step = values
@@ -144,8 +145,8 @@ def split(for_op: loop.ForOp, factor: int) -> tuple[loop.ForOp, loop.ForOp, loop
     tail = None
     if main < trips:
         tail = for_op.clone()
-        if kind == "parallel":
-            tail.properties.pop("kind", None)
+        if kind == LoopKind.PARALLEL:
+            tail.set_kind(LoopKind.SERIAL)
         tail.operands[0] = index_constant(for_op, lb + main * step)
         Rewriter.insert_op(tail, InsertPoint.after(for_op))
     outer = _new_loop(
@@ -153,11 +154,16 @@ def split(for_op: loop.ForOp, factor: int) -> tuple[loop.ForOp, loop.ForOp, loop
         lb,
         lb + main * step,
         step * factor,
-        "parallel" if kind == "parallel" else "serial",
+        LoopKind.PARALLEL if kind == LoopKind.PARALLEL else LoopKind.SERIAL,
         f"{name}o",
     )
     inner = _new_loop(
-        for_op, 0, factor * step, step, kind if kind != "parallel" else "serial", f"{name}i"
+        for_op,
+        0,
+        factor * step,
+        step,
+        kind if kind != LoopKind.PARALLEL else LoopKind.SERIAL,
+        f"{name}i",
     )
     Rewriter.insert_op(outer, InsertPoint.before(for_op))
     Rewriter.insert_op(inner, InsertPoint.before(outer.yield_op))
@@ -308,15 +314,25 @@ def _same_in_all(for_op: loop.ForOp, mappers: list[dict[SSAValue, SSAValue]]) ->
     )
 
 
+def set_kind(for_op: loop.ForOp, kind: LoopKind) -> None:
+    """Set `for_op`'s kind; the caller checks legality."""
+    for_op.set_kind(kind)
+
+
 def vectorize(for_op: loop.ForOp) -> None:
     """Mark `for_op` `vectorized` (LLVM is asked to vectorize it; a hint, always legal)."""
-    for_op.properties["kind"] = StringAttr("vectorized")
+    set_kind(for_op, LoopKind.VECTORIZED)
+
+
+def serialize(for_op: loop.ForOp) -> None:
+    """Mark `for_op` `serial` (its iterations run in order on one thread; always legal)."""
+    set_kind(for_op, LoopKind.SERIAL)
 
 
 def parallelize(for_op: loop.ForOp) -> None:
     """Mark `for_op` `parallel`. Legal when its iterations write disjoint memory."""
     _no_iter_args(for_op, "parallelize")
-    for_op.properties["kind"] = StringAttr("parallel")
+    set_kind(for_op, LoopKind.PARALLEL)
 
 
 def pack(for_op: loop.ForOp, buffer: SSAValue, max_bytes: int | None = None) -> SSAValue:
@@ -397,7 +413,7 @@ def _hoist_invariant(value: SSAValue, nest: loop.ForOp) -> bool:
     op = value.owner
     if not isinstance(op, Operation) or not (  # pure, and no division by zero
         isinstance(op, _HOISTABLE)
-        or (isinstance(op, _BY_CONSTANT) and (constant_int(op.operands[1]) or 0) > 0)
+        or (isinstance(op, _BY_CONSTANT) and (int_constant(op.operands[1]) or 0) > 0)
     ):
         return False
     hoisted = [_hoist_invariant(operand, nest) for operand in op.operands]  # each, even
@@ -414,7 +430,7 @@ def _tile_order(loads: Sequence[loop.LoadOp], nest: loop.ForOp, rank: int) -> li
     ivs = [
         o.induction_var
         for o in nest.walk()
-        if isinstance(o, loop.ForOp) and o is not nest and o.kind_name == "vectorized"
+        if isinstance(o, loop.ForOp) and o is not nest and o.kind_name == LoopKind.VECTORIZED
     ]
     walked = {
         d
@@ -481,7 +497,7 @@ def _decompose(
 
 
 def _is_zero(value: SSAValue) -> bool:
-    return constant_int(value) == 0
+    return int_constant(value) == 0
 
 
 def _inside(value: SSAValue, nest: loop.ForOp) -> bool:
@@ -524,7 +540,9 @@ def _copy_nest(
     dimension order, the innermost vectorized (its stores contiguous)."""
     ivs: list[SSAValue] = [None] * len(extents)  # type: ignore[list-item]
     for position, d in enumerate(order):
-        kind = "vectorized" if position == len(order) - 1 and position > 0 else "serial"
+        kind = (
+            LoopKind.VECTORIZED if position == len(order) - 1 and position > 0 else LoopKind.SERIAL
+        )
         copy_loop = _new_loop(near, 0, extents[d], 1, kind, f"p{position}")
         Rewriter.insert_op(copy_loop, at)
         ivs[d] = copy_loop.induction_var
