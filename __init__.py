@@ -13,14 +13,14 @@ start fast.
 __version__ = "0.1.0"
 
 _LAZY = {
-    "compile": "lamina.backends.executable",
-    "Executable": "lamina.backends.executable",
-    "LaminaRuntimeError": "lamina.backends.executable",
+    "compile": "lamina.runtime.executable",
+    "Executable": "lamina.runtime.executable",
+    "LaminaRuntimeError": "lamina.runtime.executable",
     "DiagnosticError": "lamina.core.diagnostics",
 }
 
 
-_LAZY_MODULES = {"cache": "lamina.backends.cache"}
+_LAZY_MODULES = {"cache": "lamina.runtime.cache"}
 """`lamina.cache.clear()` etc.: the disk cache of compiled code (docs/compile-cache.md)."""
 
 

@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
 
 from lamina.backends import codegen
 from lamina.backends.codegen import CodegenError, exported_functions
-from lamina.backends.executable import Signature, TensorSpec
+from lamina.runtime.executable import Signature, TensorSpec
 
 DEFAULT_SYMBOL_PREFIX = "lamina_"
 """Prefix of every exported C symbol (`@main` → `lamina_main`)."""

@@ -49,12 +49,13 @@ from xdsl.dialects import llvm as llvm_dialect
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import LLVMTranslationException
 
-from lamina.backends import jit_symbols, native_setup
-from lamina.backends.binary_constants import attach_bytes, detached_dense_globals
+from lamina.backends import jit_symbols
 from lamina.backends.device_runtime import link_device_runtime
 from lamina.backends.inlining import bound_inlining
-from lamina.backends.llvm_conversion import LOOP_KIND_ATTR
+from lamina.backends.llvm.binary_constants import attach_bytes, detached_dense_globals
+from lamina.backends.llvm.conversion import LOOP_KIND_ATTR
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
+from lamina.runtime import native_setup
 
 OPT_LEVEL = 3
 """LLVM optimization level used for JIT and ahead-of-time code."""
@@ -205,7 +206,7 @@ def vector_width_attributes() -> tuple[str, ...]:
     CPUs (Intel's `prefer-256-bit`) keeps loops at 256 bits although the
     peers run 512-bit kernels there; the width comes from `cpu_facts`.
     """
-    from lamina.backends.cpu_facts import host_cpu_facts
+    from lamina.target.cpu_facts import host_cpu_facts
 
     bits = host_cpu_facts().vector_bits
     return (f'"prefer-vector-width"="{bits}"', f'"min-legal-vector-width"="{bits}"')
@@ -388,7 +389,7 @@ class CompiledModule:
     """Type of every function the module exports (defined, not internal), by name."""
     timings: CompileTimings = field(default_factory=CompileTimings)
     object_code: bytes | None = None
-    """The object file MCJIT loaded (what the disk cache stores, backends/cache.py)."""
+    """The object file MCJIT loaded (what the disk cache stores, runtime/cache.py)."""
 
     def get_function_address(self, name: str) -> int:
         """Address of the jitted function `name`; KeyError if the module defines no such function."""

@@ -169,7 +169,7 @@ fresh:
   %new = call ptr @aligned_alloc(i64 {HEADER_BYTES}, i64 %total)
   %failed = icmp eq ptr %new, null
   br i1 %failed, label %oom, label %fill
-oom:                                      ; the caller reports it (backends/llvm_errors.py)
+oom:                                      ; the caller reports it (backends/llvm/errors.py)
   ret ptr null
 fill:
   %capp = getelementptr i8, ptr %new, i64 16

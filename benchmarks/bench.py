@@ -198,7 +198,7 @@ def measured_peak_gflops(threads: int = 1) -> float:
     import ctypes
 
     from lamina.backends.codegen import compile_module
-    from lamina.backends.executable import _as_module, lower_to_build
+    from lamina.runtime.executable import _as_module, lower_to_build
 
     module = _as_module(text, "peak")
     lower_to_build(module)

@@ -11,7 +11,7 @@ These live in `core` (not in `frontends/builder.py`, which re-exports them)
 because passes and backends need them and must not depend on a frontend.
 The element type ↔ dtype correspondence is one table each way: NumPy dtype
 names → element types here (`ELEMENT_TYPES`), element types → dtypes in
-`backends/executable.py` (`numpy_dtype`, whose error the tools report as a
+`runtime/executable.py` (`numpy_dtype`, whose error the tools report as a
 user error).
 """
 
@@ -32,7 +32,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
-from lamina.backends.executable import numpy_dtype
+from lamina.runtime.executable import numpy_dtype
 
 ELEMENT_TYPES: dict[str, Attribute] = {
     "float16": f16,

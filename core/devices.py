@@ -43,13 +43,13 @@ target able to compile them on this machine."""
 def usable_device_kinds() -> frozenset[str]:
     """Device kinds some registered target compiles (default: only `cpu`, the host).
 
-    When `lamina.backends.targets` exists and its targets declare a
+    When `lamina.target.registry` exists and its targets declare a
     `device_kind`, those kinds are the usable ones; otherwise the host CPU is.
     This is the one place to point at the target registry.
     """
     kinds = {"cpu"}
     try:
-        from lamina.backends import targets as registry  # type: ignore[attr-defined]
+        from lamina.target import registry
     except ImportError:
         return frozenset(kinds)
     names = getattr(registry, "target_names", None)

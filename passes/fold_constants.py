@@ -26,11 +26,11 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
-from lamina.backends.reference import evaluate_op
 from lamina.core.dense import dense_attr, dense_value
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph
 from lamina.dialects.lamina import Phase
+from lamina.dialects.reference import evaluate_op
 from lamina.passes.verify_phase import in_codegen
 
 GROWTH_LIMIT = 1 << 16
@@ -53,7 +53,7 @@ constant transforms itself and records the constraint)."""
 
 
 def _result_dtype(op: Operation) -> np.dtype:
-    from lamina.backends.executable import numpy_dtype
+    from lamina.runtime.executable import numpy_dtype
 
     return numpy_dtype(graph.element_type(op.results[0]))
 
@@ -74,7 +74,7 @@ class FoldConstantOp(RewritePattern):
         if size > max(sum(v.size for v in values), GROWTH_LIMIT):  # type: ignore[union-attr]
             return
         with np.errstate(all="ignore"):
-            result = evaluate_op(op, values)  # the reference semantics (backends/reference.py)
+            result = evaluate_op(op, values)  # the reference semantics (dialects/reference.py)
         if result is None:
             return
         result = result.astype(_result_dtype(op))

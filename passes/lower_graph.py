@@ -58,7 +58,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from lamina.backends.entry_points import RESULTS_ATTR
+from lamina.backends.llvm.entry_points import RESULTS_ATTR
 from lamina.core.devices import device_of
 from lamina.core.diagnostics import op_error
 from lamina.core.liveness import BlockOrder

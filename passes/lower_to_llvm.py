@@ -5,11 +5,11 @@ arith/math/func/cf/memref → llvm conversions of its own (XDSL_NOTES §4), so
 every source op gets its own `RewritePattern`, named `<Op>Lowering`, driven
 by one greedy `PatternRewriteWalker`. This file holds the patterns for
 functions, calls, buffers and control flow; the scalar (`arith`, `math`)
-patterns are in `backends/llvm_scalar_patterns.py`, parallel loops in
-`backends/llvm_parallel.py`, and the shared type/cast helpers in
-`backends/llvm_conversion.py`.
+patterns are in `backends/llvm/scalar_patterns.py`, parallel loops in
+`backends/llvm/parallel.py`, and the shared type/cast helpers in
+`backends/llvm/conversion.py`.
 
-ABI (what `backends/codegen.py` and `backends/runtime.py` rely on):
+ABI (what `backends/codegen.py` and `backends/jit.py` rely on):
 
 * every memref becomes a bare `!llvm.ptr` to its first element. Shapes are
   static and the memref type's shape *is* the physical layout, row-major
@@ -65,8 +65,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 
 from lamina.backends.device_runtime import ALLOC_SYMBOL, COPY_SYMBOL, FREE_SYMBOL, device_slot
-from lamina.backends.entry_points import RESULTS_ATTR
-from lamina.backends.llvm_conversion import (
+from lamina.backends.llvm.conversion import (
     ALLOC_ALIGNMENT,
     BUFFER_ATTR,
     INTERNAL_ATTR,
@@ -85,9 +84,10 @@ from lamina.backends.llvm_conversion import (
     replace_with,
     to_llvm,
 )
-from lamina.backends.llvm_errors import ERROR_ATTR, alloc_message, insert_error_exits
-from lamina.backends.llvm_parallel import ParallelForLowering
-from lamina.backends.llvm_scalar_patterns import ARITH_PATTERNS, MATH_PATTERNS
+from lamina.backends.llvm.entry_points import RESULTS_ATTR
+from lamina.backends.llvm.errors import ERROR_ATTR, alloc_message, insert_error_exits
+from lamina.backends.llvm.parallel import ParallelForLowering
+from lamina.backends.llvm.scalar_patterns import ARITH_PATTERNS, MATH_PATTERNS
 from lamina.core.devices import check_usable_devices
 from lamina.core.diagnostics import op_error
 from lamina.core.pass_base import LaminaPass

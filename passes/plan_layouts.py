@@ -48,12 +48,12 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 from xdsl.rewriter import Rewriter
 
-from lamina.backends.targets import op_facts
 from lamina.core.diagnostics import op_error
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, Phase, UndefAttr
 from lamina.dialects.layout_maps import LayoutMapError, invert_map
+from lamina.target.registry import op_facts
 
 ENABLE_ATTR_NAME = "lamina.plan_layouts"
 

@@ -100,7 +100,6 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
-from lamina.backends.cpu_facts import CpuFacts
 from lamina.core.diagnostics import op_error
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import loop
@@ -111,6 +110,7 @@ from lamina.passes._int_analysis import int_constant
 from lamina.passes._schedule_primitives import ScheduleError
 from lamina.passes._vector_math import expand_transcendentals
 from lamina.passes.simplify import make_indices_affine
+from lamina.target.cpu_facts import CpuFacts
 
 DIRECTIVE_ATTR = "lamina.schedule"
 """Discardable attribute on a `loop.for`: the primitive to apply to it."""
@@ -821,7 +821,7 @@ class SchedulePass(LaminaPass):
         """The module's cpu target facts (`lamina.targets`, else the host's), then
         this pass's overrides; an impossible override is a diagnostic, never
         silently a different kernel."""
-        from lamina.backends.targets import module_facts
+        from lamina.target.registry import module_facts
 
         if self.vector_bits not in (0, 128, 256, 512):
             raise op_error(

@@ -1,4 +1,4 @@
-"""The disk cache of compiled code (backends/cache.py, docs/compile-cache.md).
+"""The disk cache of compiled code (runtime/cache.py, docs/compile-cache.md).
 
 Hits load real object code into MCJIT and run it; misses on every change of
 what the code depends on; concurrent writers; corrupt entries; disabled.
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import lamina
-from lamina.backends import cache
 from lamina.core.diagnostics import DiagnosticError
+from lamina.runtime import cache
 
 PROGRAM = """\
 graph.func @main(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
@@ -131,7 +131,7 @@ def test_a_hit_of_parallel_code_loads_libgomp_without_the_code_generator(cache_d
     script = textwrap.dedent(
         f"""
         import sys, numpy as np, lamina
-        from lamina.backends import native_setup
+        from lamina.runtime import native_setup
         exe = lamina.compile({PARALLEL!r})
         heavy = [m for m in ("xdsl.dialects.builtin", "xdsl.ir", "lamina.backends.codegen")
                  if m in sys.modules]

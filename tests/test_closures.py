@@ -18,7 +18,6 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
 from xdsl.ir import Block, Region, SSAValue
 
 import lamina
-from lamina.backends.reference import evaluate
 from lamina.core.context import make_context
 from lamina.core.diagnostics import DiagnosticError, parse_module, verify_module
 from lamina.core.pass_manager import PassManager, parse_pass_pipeline
@@ -40,6 +39,7 @@ from lamina.dialects.graph import (
     SubOp,
     TanhOp,
 )
+from lamina.dialects.reference import evaluate
 from lamina.passes.specialize_closures import is_internal
 from lamina.passes.verify_phase import check_phase
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from lamina.backends import codegen
-from lamina.backends.runtime import Kernel, RuntimeCallError
+from lamina.backends.jit import Kernel, RuntimeCallError
 from lamina.core.context import make_context
 from lamina.core.diagnostics import DiagnosticError, parse_module
 from lamina.core.pass_manager import PassManager

@@ -1,7 +1,7 @@
 """The same instruments in every tool, located diagnostics, and the smaller API items of issue 13.
 
 `lamina-run`, `lamina-compile` and `lamina.compile(...)` share lamina-opt's
-instruments (core/cli.py, core/instruments.py): targets, a timing report
+instruments (tools/cli.py, driver/instruments.py): targets, a timing report
 whose rows include LLVM's optimization and code generation, IR dumps after
 every pass, phase dumps and progress under `-v`. Ops created by passes keep
 the location of the op they came from (core/locations.py).
@@ -29,9 +29,9 @@ from xdsl.pattern_rewriter import (
 
 import lamina
 from lamina.core.diagnostics import DiagnosticError
-from lamina.core.pipeline import PIPELINES, Stage, format_pipeline, pipeline_passes
 from lamina.dialects import graph
 from lamina.dialects.lamina import Phase
+from lamina.driver.pipeline import PIPELINES, Stage, format_pipeline, pipeline_passes
 from lamina.tools import lamina_compile, lamina_run
 
 ADD_RELU = """\
@@ -173,7 +173,7 @@ class _RewritingPass(ModulePass):
 
 
 def _parsed(text: str) -> ModuleOp:
-    from lamina.backends.executable import _as_module
+    from lamina.runtime.executable import _as_module
 
     return _as_module(text, "src.mlir")
 

@@ -25,14 +25,14 @@ from xdsl.ir import Operation
 
 import lamina
 from lamina.backends.codegen import emit_llvm_ir
-from lamina.backends.executable import lower_to_build
-from lamina.backends.reference import evaluate
-from lamina.backends.runtime import Kernel
+from lamina.backends.jit import Kernel
 from lamina.core.context import make_context
 from lamina.core.diagnostics import DiagnosticError, parse_module
 from lamina.core.pass_manager import PassManager, parse_pass_pipeline
 from lamina.dialects import graph, loop
+from lamina.dialects.reference import evaluate
 from lamina.passes.lower_graph import STORAGE_ATTR
+from lamina.runtime.executable import lower_to_build
 
 HEADER = "builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {\n"
 FULL = "legalize,lower-te,plan-memory,lower-graph,lower-to-llvm"

@@ -1,4 +1,4 @@
-"""The phase-aware pass manager and named pipelines (core/pass_manager.py, core/pipeline.py)."""
+"""The phase-aware pass manager and named pipelines (core/pass_manager.py, driver/pipeline.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ from lamina.core.pass_manager import (
     parse_pass_pipeline,
     pipeline_spec_string,
 )
-from lamina.core.pipeline import (
+from lamina.core.registry import pass_names
+from lamina.dialects.lamina import Phase, get_phase, set_phase
+from lamina.driver.pipeline import (
     PIPELINES,
     HookPoint,
     PipelineError,
@@ -28,8 +30,6 @@ from lamina.core.pipeline import (
     pipeline_entries,
     pipeline_passes,
 )
-from lamina.core.registry import pass_names
-from lamina.dialects.lamina import Phase, get_phase, set_phase
 
 MATMUL = """\
 graph.func @main(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<2x4xf32> {
@@ -282,10 +282,10 @@ def test_target_hooks_are_expanded_in_place(monkeypatch):
     class Target:
         hooks = {"optimization": ["cse"], "build": [Noop()]}
 
-    fake = types.ModuleType("lamina.backends.targets")
+    fake = types.ModuleType("lamina.target.registry")
     fake.target_names = lambda: ("cpu", "fancy")
     fake.get_target = lambda name: Target() if name == "fancy" else types.SimpleNamespace()
-    monkeypatch.setitem(sys.modules, "lamina.backends.targets", fake)
+    monkeypatch.setitem(sys.modules, "lamina.target.registry", fake)
 
     entries = pipeline_entries("default", ["cpu", "fancy"])
     hooked = [(e.spec, e.origin) for e in entries if e.origin.startswith("hook")]

@@ -11,9 +11,9 @@ import pytest
 
 import lamina
 from lamina.backends import codegen
-from lamina.backends.cpu_facts import host_cpu_facts
-from lamina.backends.executable import _as_module, lower_to_build
 from lamina.passes.schedule import choose_block
+from lamina.runtime.executable import _as_module, lower_to_build
+from lamina.target.cpu_facts import host_cpu_facts
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import bench  # noqa: E402

@@ -7,8 +7,8 @@ import re
 import pytest
 
 from lamina.backends import codegen
-from lamina.backends.cpu_facts import host_cpu_facts
-from lamina.backends.executable import _as_module, lower_to_build
+from lamina.runtime.executable import _as_module, lower_to_build
+from lamina.target.cpu_facts import host_cpu_facts
 
 AXPY = """
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lamina.core.cli import guarded_main
+from lamina.tools.cli import guarded_main
 
 
 def _run(argv: list[str] | None) -> int:

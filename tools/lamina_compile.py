@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from lamina.core.cli import (
+from lamina.tools.cli import (
     UsageError,
     add_instrument_arguments,
     guarded_main,
@@ -56,9 +56,9 @@ def _parser() -> argparse.ArgumentParser:
 def run(argv: list[str] | None = None) -> int:
     from lamina.backends import abi
     from lamina.backends.codegen import CompileTimings
-    from lamina.backends.executable import _as_module, entry_signatures, lower_to_build
-    from lamina.core.cli import instrument_options
-    from lamina.core.instruments import Instruments
+    from lamina.driver.instruments import Instruments
+    from lamina.runtime.executable import _as_module, entry_signatures, lower_to_build
+    from lamina.tools.cli import instrument_options
 
     args = _parser().parse_args(argv)
     for plugin in args.load_plugin:  # registers dialects, passes, targets (docs/extending.md)

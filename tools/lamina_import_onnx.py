@@ -18,7 +18,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from lamina.core.cli import UsageError, guarded_main
+from lamina.tools.cli import UsageError, guarded_main
 from lamina.tools.lamina_run import _ArgumentParser
 
 

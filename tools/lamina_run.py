@@ -17,7 +17,7 @@ import zipfile
 
 import numpy as np
 
-from lamina.core.cli import (
+from lamina.tools.cli import (
     UsageError,
     add_instrument_arguments,
     guarded_main,

@@ -66,8 +66,8 @@ def _packed_rhs(
 ) -> tuple[SSAValue, int] | None:
     """The pre-packed constant rhs and its panel width NR, when the micro-kernel
     splits the columns into blocks (module docstring); None otherwise."""
-    from lamina.backends.targets import op_facts
     from lamina.passes.schedule import choose_block
+    from lamina.target.registry import op_facts
 
     k, n = shape_of(b)
     elem = elt(b)

@@ -78,8 +78,8 @@ def _phase_text(text: str, phase: str) -> str:
     from lamina.core.context import make_context
     from lamina.core.diagnostics import parse_module
     from lamina.core.pass_manager import PassManager
-    from lamina.core.pipeline import pipeline_passes
     from lamina.dialects.lamina import Phase
+    from lamina.driver.pipeline import pipeline_passes
 
     module = parse_module(make_context(), text, "program.mlir")
     PassManager(pipeline_passes("default", stop=Phase.from_label(phase))).run(

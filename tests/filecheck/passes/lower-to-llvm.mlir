@@ -171,7 +171,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NEXT:    %[[SLOT:.*]] = llvm.mlir.constant(0) : i64
 // CHECK-NEXT:    %[[SIZE:.*]] = llvm.mlir.constant(64) : i64
 // CHECK-NEXT:    %[[G:.*]] = llvm.call @__lamina_device_alloc(%[[SLOT]], %[[SIZE]]) : (i64, i64) -> !llvm.ptr
-// A failed allocation records its message and returns (backends/llvm_errors.py).
+// A failed allocation records its message and returns (backends/llvm/errors.py).
 // CHECK-NEXT:    %[[INT:.*]] = llvm.ptrtoint %[[G]] : !llvm.ptr to i64
 // CHECK-NEXT:    %[[ZERO:.*]] = llvm.mlir.constant(0) : i64
 // CHECK-NEXT:    %[[NULL:.*]] = llvm.icmp "eq" %[[INT]], %[[ZERO]] : i64

@@ -24,7 +24,7 @@ class UsageError(Exception):
 
 
 def user_error_types() -> tuple[type[BaseException], ...]:
-    from lamina.backends.executable import LaminaRuntimeError
+    from lamina.runtime.executable import LaminaRuntimeError
 
     # Any OSError reaching a tool's top level comes from reading or writing a
     # file the user named (input, -o, --dump-phases-to, --reproducer, ...).
@@ -93,7 +93,7 @@ def add_target_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def add_instrument_arguments(parser: argparse.ArgumentParser, *, opt: bool = False) -> None:
-    """The instruments of `lamina.core.instruments.Instruments`, spelled as in lamina-opt.
+    """The instruments of `lamina.driver.instruments.Instruments`, spelled as in lamina-opt.
 
     `opt=True` leaves out what lamina-opt defines its own way (its `-v` is
     xdsl-opt's `--version`; its `--print-pipeline` also honours `--pipeline`).
@@ -145,7 +145,7 @@ def instrument_options(args: argparse.Namespace) -> dict[str, object]:
 
 def print_pipeline(args: argparse.Namespace, pipeline: str = "default") -> int:
     """`--print-pipeline` of lamina-run/lamina-compile: the expanded pipeline, then exit 0."""
-    from lamina.core.pipeline import format_pipeline
+    from lamina.driver.pipeline import format_pipeline
 
     print(format_pipeline(pipeline, args.targets), end="")
     return 0

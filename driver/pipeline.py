@@ -21,12 +21,12 @@ until then `--print-pipeline` shows it as `[planned: not implemented yet]`
 and the pipeline runs without it (the default pipeline is complete without
 these optimizations; see docs/passes.md).
 
-Targets contribute hook passes through the module `lamina.backends.targets`
+Targets contribute hook passes through the module `lamina.target.registry`
 (the target registry), which provides `target_names() -> Sequence[str]` and
 `get_target(name)` returning a target whose `hook_passes(point)` (or, for a
 plain object, `hooks[point]`) lists the passes of hook point `optimization`,
 `lowering` or `build`: `-p` specs (`str`) or pass instances (`ModulePass`,
-which need not be in the registry). `core/hooks.py` wraps them so that they
+which need not be in the registry). `driver/hooks.py` wraps them so that they
 run under the phase contracts and are named with their target on failure,
 and records the targets a module is compiled for in its `lamina.targets`.
 Without the registry module the known targets are `cpu` and `host`, with
@@ -163,13 +163,13 @@ def known_target_names() -> tuple[str, ...]:
 
 
 def _target_registry() -> dict[str, Callable] | None:
-    """The functions of `lamina.backends.targets`, if the backend provides that module."""
+    """The functions of `lamina.target.registry`, if the backend provides that module."""
     import importlib
 
     try:
-        module = importlib.import_module("lamina.backends.targets")
+        module = importlib.import_module("lamina.target.registry")
     except ModuleNotFoundError as err:
-        if err.name in ("lamina.backends.targets",):
+        if err.name in ("lamina.target.registry",):
             return None
         raise
     found = {}
@@ -192,7 +192,7 @@ def resolve_targets(targets: Iterable[str] | None) -> list[str]:
     With the target registry, an unknown name gets a did-you-mean, a target
     whose library is missing says what to install, and `host` means `cpu`.
     """
-    from lamina.core.hooks import split_target_spec
+    from lamina.driver.hooks import split_target_spec
 
     specs = [split_target_spec(t) for t in targets] if targets else []
     targets = [name for name, _ in specs] if specs else list(DEFAULT_TARGETS)
@@ -227,7 +227,7 @@ def hook_entries(targets: Iterable[str], point: str, stage: Phase) -> list[Pipel
     entries = []
     for target_name in targets:
         target = registry["get"](target_name)
-        if hasattr(target, "hook_passes"):  # lamina.backends.targets.Target: claim passes too
+        if hasattr(target, "hook_passes"):  # lamina.target.registry.Target: claim passes too
             items = target.hook_passes(point)
         else:
             items = (getattr(target, "hooks", None) or {}).get(point, ())
@@ -297,7 +297,7 @@ def pipeline_passes(
         for entry in entries:
             made = [entry.instance] if entry.instance else parse_pass_pipeline(entry.spec)
             if entry.origin.startswith("hook"):
-                from lamina.core.hooks import wrap_hook_passes
+                from lamina.driver.hooks import wrap_hook_passes
 
                 made = wrap_hook_passes(made, entry)
             passes += made
@@ -312,9 +312,9 @@ def passes_for_module(
     """The pipeline's passes from the module's current phase on (earlier stages are done).
 
     The targets are recorded in (or read from) the module's `lamina.targets`
-    (see `core/hooks.py`), so the module carries what rebuilds its pipeline.
+    (see `driver/hooks.py`), so the module carries what rebuilds its pipeline.
     """
-    from lamina.core.hooks import module_targets
+    from lamina.driver.hooks import module_targets
 
     targets = module_targets(module, targets)
     return pipeline_passes(name, targets, start=get_phase(module), stop=stop)

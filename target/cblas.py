@@ -80,7 +80,7 @@ class Library:
 def openblas() -> Library:
     """The OpenBLAS wheel's library, loaded and registered with codegen (once)."""
     from lamina.backends.codegen import CodegenError, register_library
-    from lamina.backends.targets import TargetError
+    from lamina.target.registry import TargetError
 
     try:
         import scipy_openblas32
@@ -370,7 +370,7 @@ def _broadcast_fill(source: SSAValue, dest: SSAValue) -> list[Operation]:
 
 def cblas_target():
     """The built-in `cblas` target (device kind cpu; code generation by the cpu target)."""
-    from lamina.backends.targets import Target
+    from lamina.target.registry import Target
 
     return Target(
         NAME,

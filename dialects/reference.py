@@ -23,10 +23,10 @@ import numpy as np
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, TensorType, UnitAttr
 from xdsl.ir import Block, Operation, SSAValue
 
-from lamina.backends.executable import numpy_dtype
 from lamina.core.dense import dense_value
 from lamina.dialects import graph
 from lamina.dialects.lamina import UndefAttr
+from lamina.runtime.executable import numpy_dtype
 
 Array = np.ndarray
 

@@ -331,7 +331,7 @@ def load(cache_key: str, object_code: bytes, names: Iterable[str], *, runtime: b
     import llvmlite.binding as llvm
 
     if runtime:
-        from lamina.backends.native_setup import ensure_native
+        from lamina.runtime.native_setup import ensure_native
 
         ensure_native()
     else:

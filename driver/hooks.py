@@ -1,6 +1,6 @@
 """Target hooks in the pipeline: which targets a module uses, and hook passes under contract.
 
-Two things the pipeline (`core/pipeline.py`) needs from the targets, kept
+Two things the pipeline (`driver/pipeline.py`) needs from the targets, kept
 here so that the pipeline itself only expands hook points:
 
 * `module_targets(module, targets)`: the targets in use. Given explicitly
@@ -43,7 +43,7 @@ from lamina.core.pass_base import PRE_BUILD, LaminaPass, phase_list
 from lamina.dialects.lamina import TARGETS_ATTR_NAME, Phase, TargetAttr
 
 if TYPE_CHECKING:
-    from lamina.core.pipeline import PipelineEntry
+    from lamina.driver.pipeline import PipelineEntry
 
 
 # ---------------------------------------------------------------------------
@@ -124,7 +124,7 @@ def write_module_targets(
 ) -> None:
     """Record `names` in `lamina.targets`, grouped by the targets' device kinds,
     each with its `options` (none for a target `options` does not name)."""
-    from lamina.backends.targets import get_target
+    from lamina.target.registry import get_target
 
     by_kind: dict[str, list[TargetAttr]] = {}
     for name in names:
@@ -138,8 +138,8 @@ def write_module_targets(
 
 def module_targets(module: ModuleOp, targets: Sequence[str] | None = None) -> list[str]:
     """The targets compiling `module` (see the module docstring); records explicit ones."""
-    from lamina.backends.targets import claimed_targets, get_target
-    from lamina.core.pipeline import resolve_targets
+    from lamina.driver.pipeline import resolve_targets
+    from lamina.target.registry import claimed_targets, get_target
 
     given = bool(targets)
     # Given targets carry their own options (checked by resolve_targets);
@@ -231,7 +231,7 @@ class HookPass(LaminaPass):
 
 def wrap_hook_passes(passes: Sequence[ModulePass], entry: PipelineEntry) -> list[ModulePass]:
     """`passes` of a hook entry as HookPasses; one that cannot run at that point is refused."""
-    from lamina.core.pipeline import PipelineError
+    from lamina.driver.pipeline import PipelineError
 
     point, target = _hook_of(entry.origin)
     wrapped = []

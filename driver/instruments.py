@@ -3,7 +3,7 @@
 MLIR gives every tool the same `-mlir-timing` and `-mlir-print-ir-after-all`;
 Lamina's `lamina-opt`, `lamina-run`, `lamina-compile` and `lamina.compile(...)`
 likewise share one `Instruments` object (built from the flags in
-`lamina.core.cli.add_instrument_arguments`). It configures the pass manager
+`lamina.tools.cli.add_instrument_arguments`). It configures the pass manager
 and, because most of a compile can be LLVM (O3 and machine-code generation,
 outside any pass), adds code generation's steps as rows of the same timing
 report, so the report explains the whole compile time.

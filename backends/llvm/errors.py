@@ -46,7 +46,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, SSAValue
 
-from lamina.backends.error_globals import (  # noqa: E402 - shared with cache hits
+from lamina.runtime.error_globals import (  # noqa: E402 - shared with cache hits
     ERROR_SYMBOL,
     MAX_VALUES,
     VALUES_SYMBOL,

@@ -43,7 +43,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
 
-from lamina.backends.llvm_conversion import (
+from lamina.backends.llvm.conversion import (
     INTERNAL_ATTR,
     convert_type,
     declare_function,

@@ -33,7 +33,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from lamina.backends.llvm_conversion import (
+from lamina.backends.llvm.conversion import (
     call_function,
     call_intrinsic,
     constant,

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lamina.backends.stats import CompileStats, StatsRecorder
+from lamina.driver.stats import CompileStats, StatsRecorder
 
 if TYPE_CHECKING:  # xDSL is imported where it is used: a disk-cache hit never needs it
     from xdsl.dialects.builtin import ModuleOp
@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # xDSL is imported where it is used: a disk-cache hit never n
 
 if TYPE_CHECKING:
     from lamina.backends.device_runtime import DeviceStats
-    from lamina.core.instruments import Instruments
+    from lamina.driver.instruments import Instruments
 
 
 class LaminaRuntimeError(ValueError):
@@ -42,7 +42,7 @@ class LaminaRuntimeError(ValueError):
 def numpy_dtype(element_type: Attribute) -> np.dtype:
     """The NumPy dtype of a tensor element type (the runtime's mapping, raising this
     module's error)."""
-    from lamina.backends import runtime
+    from lamina.backends import jit as runtime
 
     try:
         return runtime.numpy_dtype(element_type)
@@ -118,7 +118,7 @@ def _lowered_signature(
     op: Operation, sigs: dict[str, Signature], rejected: dict[str, str] | None
 ) -> bool:
     """Record the signature of a host function of a later phase (see entry_points.py)."""
-    from lamina.backends.entry_points import (
+    from lamina.backends.llvm.entry_points import (
         is_private,
         lowered_buffers,
         plain_buffer,
@@ -165,11 +165,11 @@ class Executable:
         if engine is None:
             return
         if self.llvm_module is None:  # a disk-cache hit: no xDSL import, ask the engine
-            from lamina.backends.error_globals import engine_error_addresses
+            from lamina.runtime.error_globals import engine_error_addresses
 
             self._errors = engine_error_addresses(engine)
         else:
-            from lamina.backends.llvm_errors import error_addresses
+            from lamina.backends.llvm.errors import error_addresses
 
             self._errors = error_addresses(engine, self.llvm_module)
 
@@ -196,10 +196,10 @@ class Executable:
         return results
 
     def _raise_pending_error(self) -> None:
-        """Raise what the generated code reported (see backends/llvm_errors.py), if anything."""
+        """Raise what the generated code reported (see backends/llvm/errors.py), if anything."""
         if self._errors is None:
             return
-        from lamina.backends.error_globals import pending_error
+        from lamina.runtime.error_globals import pending_error
 
         message = pending_error(self._errors)
         if message is not None:
@@ -411,7 +411,7 @@ def lower_to_build(
     from lamina.core.context import make_context
     from lamina.core.devices import with_device_check
     from lamina.core.pass_manager import PassManager
-    from lamina.core.pipeline import passes_for_module
+    from lamina.driver.pipeline import passes_for_module
 
     passes = passes_for_module(pipeline, module, targets)  # from the module's phase on
     passes = with_device_check(passes)  # devices no target compiles: refused now, not at run time
@@ -451,7 +451,7 @@ def compile(  # noqa: A001 - the API name is docs/design.md §7's
 ) -> Executable:
     """Compile a graph program (module, text or path of a `.mlir` file; any phase) to native code.
 
-    `cache`: use the disk cache of compiled code (backends/cache.py;
+    `cache`: use the disk cache of compiled code (runtime/cache.py;
     default: on unless `LAMINA_CACHE=0`; off while an instrument below is
     on, since they observe the compile). `stats`: record time and memory
     per phase in `Executable.stats`. The instruments are the tools' flags
@@ -490,8 +490,8 @@ def _compile(
     instrument_flags: tuple,
 ) -> Executable:
     """Cache lookup, else a cold compile (then stored)."""
-    from lamina.backends import cache as disk
-    from lamina.core.instruments import Instruments
+    from lamina.driver.instruments import Instruments
+    from lamina.runtime import cache as disk
 
     pass_timing, print_ir_after_all, dump_phases_to, verbose = instrument_flags
 
@@ -601,7 +601,7 @@ def _run_by_phase(passes: list, module: ModuleOp, recorder: StatsRecorder) -> di
 
 
 # ---------------------------------------------------------------------------
-# The disk cache (backends/cache.py)
+# The disk cache (runtime/cache.py)
 # ---------------------------------------------------------------------------
 
 
@@ -619,7 +619,7 @@ def _cache_key(
     such as a bounds-checking flag) must go into `CODE_OPTIONS` below, or a
     compile with it would load code compiled without it.
     """
-    from lamina.backends import cache as disk
+    from lamina.runtime import cache as disk
 
     source = module_or_text if isinstance(module_or_text, str) else str(module_or_text)
     options: dict[str, object] = {"check_bounds": check_bounds}  # CODE_OPTIONS
@@ -639,9 +639,9 @@ def _spec_from_json(data: list[object]) -> TensorSpec:
 
 def _to_cache(key: str, exe: Executable) -> bool:
     """Store `exe`'s object code and entry signatures; False if there is nothing to store."""
-    from lamina.backends import cache as disk
     from lamina.backends.codegen import _uses_openmp
-    from lamina.backends.native_setup import libraries as registered_libraries
+    from lamina.runtime import cache as disk
+    from lamina.runtime.native_setup import libraries as registered_libraries
 
     code = getattr(exe.compiled, "object_code", None)
     if code is None:
@@ -667,7 +667,7 @@ def _to_cache(key: str, exe: Executable) -> bool:
 
 def _from_cache(key: str) -> Executable | None:
     """The executable stored under `key`; None on a miss or an entry that cannot be used."""
-    from lamina.backends import cache as disk
+    from lamina.runtime import cache as disk
 
     entry = disk.read(key)
     if entry is None:
@@ -698,7 +698,7 @@ def _from_cache(key: str) -> Executable | None:
 
 def _register_libraries(paths: list[str]) -> bool:
     """Register the libraries cached code calls; False if one no longer loads (then rebuild)."""
-    from lamina.backends.native_setup import LibraryLoadError, register_library
+    from lamina.runtime.native_setup import LibraryLoadError, register_library
 
     try:
         for path in paths:

@@ -35,7 +35,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute
 
 from lamina.backends.codegen import CompiledModule, compile_module, exported_functions
-from lamina.backends.llvm_errors import error_addresses, pending_error
+from lamina.backends.llvm.errors import error_addresses, pending_error
 
 BUFFER_ATTR = "lamina.buffer"
 """Argument attribute of an `llvm.func` parameter: the memref type the pointer stands for."""
@@ -127,7 +127,7 @@ class JitFunction:
         converted = [self._convert(p, a) for p, a in zip(self.parameters, args, strict=True)]
         result = self._cfunc(*converted)
         message = pending_error(self._errors)
-        if message is not None:  # reported by the generated code (backends/llvm_errors.py)
+        if message is not None:  # reported by the generated code (backends/llvm/errors.py)
             raise KernelError(message)
         return result
 

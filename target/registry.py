@@ -3,7 +3,7 @@
 A target (seed 003, tvm-rfcs PR 10) customises compilation without a code
 path of its own through the compiler: it contributes `module → module`
 passes at named **hook points** of the one standard pipeline
-(`optimization`, `lowering`, `build`, see `core/pipeline.py`), and may
+(`optimization`, `lowering`, `build`, see `driver/pipeline.py`), and may
 **claim** graph ops or functions — mark them `lamina.codegen = "<target>"`
 — and lower what it claimed itself (to a library call, or straight to
 `loop`), bypassing te. Everything a target decides is written into the
@@ -13,7 +13,7 @@ the targets in use and `lamina.codegen` the claims.
 Targets come from three places, looked up in this order:
 
 * the built-ins, `cpu` (LLVM for the host CPU) and `cblas` (matmul to the
-  OpenBLAS of the `scipy-openblas32` wheel, see `backends/cblas.py`);
+  OpenBLAS of the `scipy-openblas32` wheel, see `target/cblas.py`);
 * `register_target(target)` from Python (a script loaded with
   `lamina-opt --load-plugin`, or any imported module);
 * the entry-point group `lamina.targets` of installed packages: the entry's
@@ -36,9 +36,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 
-from lamina.backends.cpu_facts import CpuFacts, host_cpu_facts
 from lamina.core.diagnostics import DiagnosticError
 from lamina.dialects.lamina import Phase
+from lamina.target.cpu_facts import CpuFacts, host_cpu_facts
 
 ENTRY_POINT_GROUP = "lamina.targets"
 
@@ -79,7 +79,7 @@ class Target:
     the layouts work (`plan-layouts`): the `#lamina.constraint` this target
     prefers for an op's result, or None. `options` override the host's
     code-generation facts (`vector_bits=256`, `cores=1`, ...; see
-    `backends/cpu_facts.py`). `requires`, if given, raises `TargetError`
+    `target/cpu_facts.py`). `requires`, if given, raises `TargetError`
     when something the target needs (a library) is missing.
     """
 
@@ -142,7 +142,7 @@ _LOCK = threading.Lock()
 
 
 def _builtin_targets() -> list[Target]:
-    from lamina.backends.cblas import cblas_target
+    from lamina.target.cblas import cblas_target
 
     cpu = Target(
         "cpu",
