@@ -7,7 +7,7 @@ verifies between them. Lamina's manager adds the phase contract:
   module's phase, naming the transition pass(es) to run first;
 * after a transition pass (`produces` set) it records the new `lamina.phase`,
   checks the pass's `illegal_ops` and runs the phase checker
-  (`lamina.passes.verify_phase.check_phase`); phases never move backwards;
+  (`lamina.core.phase_invariants.check_phase`); phases never move backwards;
 * after every pass (unless `verify_each=False`) it verifies every op
   (`verify_module`) and runs the phase checker;
 * instrumentation as in MLIR: IR dumps after each pass, a timing report, the
@@ -248,7 +248,7 @@ def check_pass_phase(pass_: ModulePass, module: ModuleOp) -> None:
 
 def run_phase_checker(module: ModuleOp) -> None:
     """The well-formed checker for the module's phase (docs/design.md §5); every violation reported."""
-    from lamina.passes.verify_phase import check_phase
+    from lamina.core.phase_invariants import check_phase
 
     diagnostics = check_phase(module)
     if diagnostics:

@@ -207,7 +207,7 @@ class HookPass(LaminaPass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from lamina.core.diagnostics import verify_module
         from lamina.core.pass_manager import as_diagnostics
-        from lamina.passes.verify_phase import check_phase
+        from lamina.core.phase_invariants import check_phase
 
         try:
             self.inner.apply(ctx, op)

@@ -28,10 +28,10 @@ from xdsl.rewriter import InsertPoint
 
 from lamina.core.dense import dense_attr, dense_value
 from lamina.core.pass_base import LaminaPass
+from lamina.core.phase_invariants import in_codegen
 from lamina.dialects import graph
 from lamina.dialects.lamina import Phase
 from lamina.dialects.reference import evaluate_op
-from lamina.passes.verify_phase import in_codegen
 
 GROWTH_LIMIT = 1 << 16
 """A fold may produce a constant larger than its inputs (broadcast_to, an

@@ -26,6 +26,7 @@ from xdsl.utils.exceptions import VerifyException
 from lamina.core.devices import mark_kernel_device, op_device
 from lamina.core.diagnostics import Diagnostic, DiagnosticError, op_error
 from lamina.core.pass_base import LaminaPass
+from lamina.core.phase_invariants import in_codegen
 from lamina.dialects import graph, te
 from lamina.dialects.lamina import Phase, set_phase
 from lamina.passes._constraints import (
@@ -40,7 +41,6 @@ from lamina.passes._legalize_ops import (
     is_constant,
     may_derive,
 )
-from lamina.passes.verify_phase import in_codegen
 
 COMPUTE_OP_NAMES: tuple[str, ...] = tuple(cls.name for cls in graph.COMPUTE_OPS)
 

@@ -24,8 +24,8 @@ from xdsl.rewriter import InsertPoint
 from xdsl.traits import IsTerminator
 
 from lamina.core.pass_base import LaminaPass
+from lamina.core.phase_invariants import in_codegen, is_pure_in_dataflow, own_ops
 from lamina.dialects.lamina import Phase
-from lamina.passes.verify_phase import in_codegen, is_pure_in_dataflow, own_ops
 
 
 def _dataflow_output(dataflow: Operation) -> Operation | None:

@@ -61,6 +61,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from lamina.core.pass_base import LaminaPass
+from lamina.core.phase_invariants import has_unit, in_codegen, is_tracked_pure_func
 from lamina.dialects.graph import (
     CallOp,
     ClosureOp,
@@ -72,7 +73,6 @@ from lamina.dialects.graph import (
     ReturnOp,
 )
 from lamina.dialects.lamina import Phase
-from lamina.passes.verify_phase import has_unit, in_codegen, is_tracked_pure_func
 
 # ---------------------------------------------------------------------------
 # Where a function value comes from

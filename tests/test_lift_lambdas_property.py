@@ -23,6 +23,7 @@ from xdsl.traits import SymbolTable
 
 from lamina.core.context import make_context
 from lamina.core.diagnostics import verify_module
+from lamina.core.phase_invariants import check_phase
 from lamina.dialects.graph import (
     AddOp,
     CallOp,
@@ -45,7 +46,6 @@ from lamina.dialects.lamina import Phase, get_phase
 from lamina.dialects.reference import evaluate
 from lamina.passes.lift_lambdas import LiftLambdasPass
 from lamina.passes.normalize import NormalizePass
-from lamina.passes.verify_phase import check_phase
 
 T = TensorType(f32, [4])
 FN = FnType([T], [T])

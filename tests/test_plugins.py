@@ -184,8 +184,8 @@ def test_register_dialect_from_python_with_phases(monkeypatch):
     from lamina.core import plugins
     from lamina.core.context import make_context
     from lamina.core.diagnostics import parse_module
+    from lamina.core.phase_invariants import check_phase
     from lamina.dialects.lamina import Phase, set_phase
-    from lamina.passes.verify_phase import check_phase
 
     @irdl_op_definition
     class MarkOp(IRDLOperation):
