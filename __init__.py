@@ -13,7 +13,7 @@ start fast.
 __version__ = "0.1.0"
 
 _LAZY = {
-    "compile": "lamina.runtime.executable",
+    "compile": "lamina.driver.compiler",
     "Executable": "lamina.runtime.executable",
     "LaminaRuntimeError": "lamina.runtime.executable",
     "DiagnosticError": "lamina.core.diagnostics",

@@ -50,10 +50,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import LLVMTranslationException
 
 from lamina.backends import jit_symbols
-from lamina.backends.device_runtime import link_device_runtime
 from lamina.backends.inlining import bound_inlining
 from lamina.backends.llvm.binary_constants import attach_bytes, detached_dense_globals
 from lamina.backends.llvm.conversion import LOOP_KIND_ATTR
+from lamina.backends.llvm.device_runtime import link_device_runtime
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
 from lamina.runtime import native_setup
 
@@ -122,7 +122,7 @@ def register_library(path: str | os.PathLike[str]) -> None:
         raise CodegenError(f"codegen: {err}") from None
 
 
-def _uses_openmp(module: ModuleOp) -> bool:
+def uses_openmp(module: ModuleOp) -> bool:
     return any(
         isinstance(op, llvm_dialect.FuncOp) and op.sym_name.data.startswith("GOMP_")
         for op in module.ops
@@ -565,7 +565,7 @@ def build_shared_library(
         obj = Path(tmp) / "module.o"
         obj.write_bytes(emit_object(module, cpu=cpu, timings=timings))
         cmd = [*compiler.split(), "-shared", "-fPIC", "-o", str(path), str(obj), "-lm"]
-        if _uses_openmp(module):
+        if uses_openmp(module):
             cmd.append("-fopenmp")  # links libgomp for GOMP_parallel
         for library in _libraries:
             cmd += [library, f"-Wl,-rpath,{Path(library).parent}"]

@@ -1,7 +1,8 @@
-"""In-process runtime: call JIT-compiled functions with NumPy arrays, without copies.
+"""Call any function of a build-phase module with NumPy arrays and scalars, without copies.
 
-The low level of the execution API (the `Executable` of docs/design.md §7 is built on
-top of it). A function produced by `lower-to-llvm` takes every buffer as a
+Below the `Executable` API (which calls only entry functions, by the
+graph-level signature): `Kernel` JIT-compiles an llvm-dialect module and
+calls any function in it, kernels included (tests, debugging). A function produced by `lower-to-llvm` takes every buffer as a
 bare pointer to its first element (row-major, contiguous) and scalars by
 value; index values are `int64_t`. `JitFunction` turns its llvm-dialect
 signature into a ctypes prototype and passes each NumPy array's data pointer
@@ -24,7 +25,6 @@ import numpy as np
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     DictionaryAttr,
-    Float16Type,
     Float32Type,
     Float64Type,
     IntegerType,
@@ -36,6 +36,7 @@ from xdsl.ir import Attribute
 
 from lamina.backends.codegen import CompiledModule, compile_module, exported_functions
 from lamina.backends.llvm.errors import error_addresses, pending_error
+from lamina.core import dense
 
 BUFFER_ATTR = "lamina.buffer"
 """Argument attribute of an `llvm.func` parameter: the memref type the pointer stands for."""
@@ -50,19 +51,12 @@ class KernelError(RuntimeError):
 
 
 def numpy_dtype(element_type: Attribute) -> np.dtype:
-    """The NumPy dtype of a builtin scalar type (f16/f32/f64, i1 as bool, iN as intN)."""
-    match element_type:
-        case Float16Type():
-            return np.dtype(np.float16)
-        case Float32Type():
-            return np.dtype(np.float32)
-        case Float64Type():
-            return np.dtype(np.float64)
-        case IntegerType(width=width) if width.data == 1:
-            return np.dtype(np.bool_)
-        case IntegerType(width=width) if width.data in (8, 16, 32, 64):
-            return np.dtype(f"int{width.data}")
-    raise RuntimeCallError(f"no NumPy dtype for element type {element_type}")
+    """The NumPy dtype of a builtin scalar type (core/dense.py's mapping, raising this
+    module's error)."""
+    try:
+        return dense.numpy_dtype(element_type)
+    except dense.DTypeError:
+        raise RuntimeCallError(f"no NumPy dtype for element type {element_type}") from None
 
 
 _CTYPES_INT = {1: ctypes.c_bool, 8: ctypes.c_int8, 16: ctypes.c_int16, 32: ctypes.c_int32}

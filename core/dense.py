@@ -9,10 +9,9 @@ floats. `core/dense_text.py` does the same for the text form.
 
 These live in `core` (not in `frontends/builder.py`, which re-exports them)
 because passes and backends need them and must not depend on a frontend.
-The element type ↔ dtype correspondence is one table each way: NumPy dtype
-names → element types here (`ELEMENT_TYPES`), element types → dtypes in
-`runtime/executable.py` (`numpy_dtype`, whose error the tools report as a
-user error).
+The element type ↔ dtype correspondence lives here, both ways: NumPy dtype
+names → element types (`ELEMENT_TYPES`) and element types → dtypes
+(`numpy_dtype`).
 """
 
 from __future__ import annotations
@@ -23,6 +22,9 @@ import numpy as np
 from xdsl.dialects.builtin import (
     BytesAttr,
     DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
     IntegerType,
     TensorType,
     f16,
@@ -31,8 +33,6 @@ from xdsl.dialects.builtin import (
     i1,
 )
 from xdsl.ir import Attribute
-
-from lamina.runtime.executable import numpy_dtype
 
 ELEMENT_TYPES: dict[str, Attribute] = {
     "float16": f16,
@@ -46,6 +46,22 @@ ELEMENT_TYPES: dict[str, Attribute] = {
 
 class DTypeError(ValueError):
     """A NumPy dtype that no graph element type stands for (`uint8`, `complex64`, ...)."""
+
+
+def numpy_dtype(element_type: Attribute) -> np.dtype:
+    """The NumPy dtype of a builtin scalar type (f16/f32/f64, i1 as bool, iN as intN)."""
+    match element_type:
+        case Float16Type():
+            return np.dtype(np.float16)
+        case Float32Type():
+            return np.dtype(np.float32)
+        case Float64Type():
+            return np.dtype(np.float64)
+        case IntegerType(width=width) if width.data == 1:
+            return np.dtype(np.bool_)
+        case IntegerType(width=width) if width.data in (8, 16, 32, 64):
+            return np.dtype(f"int{width.data}")
+    raise DTypeError(f"element type {element_type} has no NumPy dtype")
 
 
 def element_type_of(dtype: np.dtype | type | str) -> Attribute:

@@ -6,12 +6,11 @@ runtime check) points at the user's source line. Rather than asking every
 pattern of every pass to copy `op.location` (and every future pass to
 remember to), the pass manager applies two rules around each pass:
 
-1. `track_rewrites()`: while a pass runs, every op a pattern rewriter
-   inserts — and every op nested in it — that has no location takes the
-   location of the op the pattern matched (MLIR patterns do the same by
-   hand with `op->getLoc()`). xDSL's `PatternRewriteWalker` builds its own
-   `PatternRewriter`, so there is no listener to pass in; the rule is
-   installed on `PatternRewriter.insert` for the duration of the pass.
+1. `locating_walker(pattern, ...)`, xDSL's `PatternRewriteWalker` with a
+   rewriter listener: every op a pattern inserts — and every op nested in
+   it — that has no location takes the location of the op the pattern
+   matched (MLIR patterns do the same by hand with `op->getLoc()`). Every
+   walker of Lamina's passes is one; a plugin's plain walker gets rule 2.
 2. `fill_unknown_locations(module)` after the pass, for ops created outside
    a rewriter: a function the pass created (a `te.func` for a `graph.add`, a
    kernel outlined for OpenMP) takes the *fused* location of the ops that
@@ -25,9 +24,7 @@ Diagnostics read through fused, named and call-site locations to the first
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from typing import Any
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -41,11 +38,12 @@ from xdsl.dialects.builtin import (
     UnknownLoc,
 )
 from xdsl.ir import Attribute, Block, Operation
-from xdsl.pattern_rewriter import PatternRewriter
-
-_lock = threading.Lock()
-_depth = 0
-_original_insert = PatternRewriter.insert
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriterListener,
+    PatternRewriteWalker,
+    RewritePattern,
+)
 
 
 def is_known(loc: Attribute) -> bool:
@@ -104,29 +102,32 @@ def stamp_trailing(block: Block, loc: Attribute) -> None:
         op = op.prev_op
 
 
-def _locating_insert(self: PatternRewriter, op, insertion_point=None):
-    origin = self._current_operation  # pyright: ignore[reportPrivateUsage]
-    if origin is not None:
-        for new in [op] if isinstance(op, Operation) else op:
-            stamp(new, origin.location)
-    return _original_insert(self, op, insertion_point)
+class _MatchedOp(RewritePattern):
+    """`pattern`, remembering the op it is applied to for the walker's listener."""
+
+    def __init__(self, pattern: RewritePattern):
+        self.pattern = pattern
+        self.op: Operation | None = None
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        self.op = op
+        self.pattern.match_and_rewrite(op, rewriter)
+
+    def locate(self, new: Operation) -> None:
+        """The listener's insertion handler: `new` takes the matched op's location."""
+        if self.op is not None:
+            stamp(new, self.op.location)
 
 
-@contextmanager
-def track_rewrites() -> Iterator[None]:
-    """Rule 1 of the module docstring, for the duration of the `with` block (re-entrant)."""
-    global _depth
-    with _lock:
-        if _depth == 0:
-            PatternRewriter.insert = _locating_insert  # type: ignore[method-assign]
-        _depth += 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _depth -= 1
-            if _depth == 0:
-                PatternRewriter.insert = _original_insert  # type: ignore[method-assign]
+def locating_walker(pattern: RewritePattern, **options: Any) -> PatternRewriteWalker:
+    """`PatternRewriteWalker(pattern, **options)` applying rule 1 of the module docstring.
+
+    The walker's listener sees every op its rewriter inserts; the wrapped
+    pattern tells it which op was matched.
+    """
+    matched = _MatchedOp(pattern)
+    listener = PatternRewriterListener(operation_insertion_handler=[matched.locate])
+    return PatternRewriteWalker(matched, listener=listener, **options)
 
 
 def fill_unknown_locations(module: ModuleOp) -> None:

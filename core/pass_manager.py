@@ -47,7 +47,7 @@ from lamina.core.diagnostics import (
     verify_module,
 )
 from lamina.core.gc_pauses import fewer_gc_pauses
-from lamina.core.locations import fill_unknown_locations, track_rewrites
+from lamina.core.locations import fill_unknown_locations
 from lamina.core.pass_base import PRE_BUILD, LaminaPass, phase_list
 from lamina.core.verify_memo import structure
 from lamina.dialects.lamina import Phase, get_phase, set_phase
@@ -360,8 +360,7 @@ class PassManager:
         try:
             started = time.perf_counter()
             try:
-                with track_rewrites():  # new ops take the location of the op they replace
-                    pass_.apply(ctx, module)
+                pass_.apply(ctx, module)  # its walkers locate what they insert
                 fill_unknown_locations(module)
             finally:
                 self.timings.append(PassTiming(pass_.name, time.perf_counter() - started))

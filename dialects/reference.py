@@ -23,10 +23,9 @@ import numpy as np
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, TensorType, UnitAttr
 from xdsl.ir import Block, Operation, SSAValue
 
-from lamina.core.dense import dense_value
+from lamina.core.dense import dense_value, numpy_dtype
 from lamina.dialects import graph
 from lamina.dialects.lamina import UndefAttr
-from lamina.runtime.executable import numpy_dtype
 
 Array = np.ndarray
 

@@ -21,12 +21,12 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
 )
 from xdsl.rewriter import InsertPoint
 
-from lamina.core.dense import dense_attr, dense_value
+from lamina.core.dense import dense_attr, dense_value, numpy_dtype
+from lamina.core.locations import locating_walker
 from lamina.core.pass_base import LaminaPass
 from lamina.core.phase_invariants import in_codegen
 from lamina.dialects import graph
@@ -53,8 +53,6 @@ constant transforms itself and records the constraint)."""
 
 
 def _result_dtype(op: Operation) -> np.dtype:
-    from lamina.runtime.executable import numpy_dtype
-
     return numpy_dtype(graph.element_type(op.results[0]))
 
 
@@ -222,4 +220,4 @@ class FoldConstantsPass(LaminaPass):
             folding_enabled=False,
             dce_enabled=True,
         )
-        PatternRewriteWalker(patterns).rewrite_module(op)
+        locating_walker(patterns).rewrite_module(op)

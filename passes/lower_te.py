@@ -64,7 +64,6 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
-    MemRefType,
     ModuleOp,
     StringAttr,
     SymbolRefAttr,
@@ -74,7 +73,6 @@ from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.pattern_rewriter import (
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
@@ -83,9 +81,11 @@ from xdsl.traits import ConstantLike
 
 from lamina.core.diagnostics import op_error
 from lamina.core.liveness import BlockOrder
+from lamina.core.locations import locating_walker
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, loop, te
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, Phase
+from lamina.dialects.loop import buffer_type, to_buffer_types
 from lamina.passes._loop_order import Innermost, choose_innermost, gathered_reads
 
 LOOP_SUFFIX = "_loop"
@@ -121,17 +121,6 @@ SCRATCH_SCOPE = "local"
 def _moved_last(axes: Iterable[int], last: int) -> list[int]:
     """`axes` in order, but with `last` moved to the end."""
     return [*(a for a in axes if a != last), last]
-
-
-def buffer_type(tensor: Attribute) -> MemRefType:
-    """The row-major buffer holding a statically shaped tensor: `memref<same shape>`."""
-    assert isinstance(tensor, TensorType)
-    return MemRefType(tensor.element_type, tensor.get_shape())
-
-
-def to_buffer_types(types: Sequence[Attribute]) -> list[Attribute]:
-    """Tensors become buffers; anything else (already a buffer or a scalar) is kept."""
-    return [buffer_type(t) if isinstance(t, TensorType) else t for t in types]
 
 
 # ---------------------------------------------------------------------------
@@ -705,10 +694,8 @@ class LowerTePass(LaminaPass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         renamed: dict[str, str] = {}
         taken = symbol_names(op)
-        PatternRewriteWalker(
-            TeFuncLowering(renamed, taken), apply_recursively=False
-        ).rewrite_module(op)
-        PatternRewriteWalker(CallTeLowering(renamed), apply_recursively=False).rewrite_module(op)
+        locating_walker(TeFuncLowering(renamed, taken), apply_recursively=False).rewrite_module(op)
+        locating_walker(CallTeLowering(renamed), apply_recursively=False).rewrite_module(op)
         self.check_legality(op)
 
 

@@ -58,13 +58,11 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
 from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 
-from lamina.backends.device_runtime import ALLOC_SYMBOL, COPY_SYMBOL, FREE_SYMBOL, device_slot
 from lamina.backends.llvm.conversion import (
     ALLOC_ALIGNMENT,
     BUFFER_ATTR,
@@ -84,15 +82,17 @@ from lamina.backends.llvm.conversion import (
     replace_with,
     to_llvm,
 )
+from lamina.backends.llvm.device_runtime import ALLOC_SYMBOL, COPY_SYMBOL, FREE_SYMBOL, device_slot
 from lamina.backends.llvm.entry_points import RESULTS_ATTR
 from lamina.backends.llvm.errors import ERROR_ATTR, alloc_message, insert_error_exits
 from lamina.backends.llvm.parallel import ParallelForLowering
-from lamina.backends.llvm.scalar_patterns import ARITH_PATTERNS, MATH_PATTERNS
-from lamina.core.devices import check_usable_devices
+from lamina.backends.llvm.scalar_patterns import arith_patterns, math_patterns
 from lamina.core.diagnostics import op_error
+from lamina.core.locations import locating_walker
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import loop
 from lamina.dialects.lamina import Phase, set_phase
+from lamina.target.devices import check_usable_devices
 
 # ---------------------------------------------------------------------------
 # Buffers
@@ -212,7 +212,9 @@ class AllocLowering(RewritePattern):
             replace_with(op, rewriter, alloca)
             return
         size = -(-max(_buffer_bytes(mtype), 1) // ALLOC_ALIGNMENT) * ALLOC_ALIGNMENT
-        if isinstance(op, loop.AllocOp):  # on its device's allocator (backends/device_runtime.py)
+        if isinstance(
+            op, loop.AllocOp
+        ):  # on its device's allocator (backends/llvm/device_runtime.py)
             slot = constant(device_slot(op, op.device), i64, rewriter)
             args = [slot, constant(size, i64, rewriter)]
             call = call_function(op, rewriter, ALLOC_SYMBOL, args, llvm.LLVMPointerType())
@@ -705,8 +707,9 @@ class LowerToLLVMPass(LaminaPass):
         check_usable_devices(op)  # host code for a device no target compiles would be wrong
         # ParallelForLowering must see a parallel loop before ForLowering does.
         patterns = [ParallelForLowering()]
-        patterns += [p() for p in (*LOOP_PATTERNS, *ARITH_PATTERNS, *MATH_PATTERNS)]
-        PatternRewriteWalker(
+        patterns += [p() for p in LOOP_PATTERNS]
+        patterns += [*arith_patterns(), *math_patterns()]
+        locating_walker(
             GreedyRewritePatternApplier([TypeDispatch(patterns)]), apply_recursively=True
         ).rewrite_module(op)
         self.check_legality(op)

@@ -23,7 +23,7 @@ operand; a batch over a shared B is folded into one GEMM with M·batch rows).
 The library is the OpenBLAS of the PyPI wheel `scipy-openblas32` (the
 `lamina[blas]` extra): its directory comes from the package, so the user
 sets no paths, and its symbols carry the prefix `scipy_`. It is loaded into
-the process and registered with codegen (JIT symbol resolution, and linking
+the process and registered with the runtime (JIT symbol resolution, and linking
 of `lamina-compile`d shared libraries) when the target is used.
 """
 
@@ -52,6 +52,7 @@ from xdsl.traits import SymbolTable
 
 from lamina.dialects import graph, loop
 from lamina.dialects.lamina import DeviceAttr, codegen_target
+from lamina.runtime.native_setup import LibraryLoadError, get_max_threads, register_library
 
 NAME = "cblas"
 PACKAGE = "scipy-openblas32"
@@ -79,7 +80,6 @@ class Library:
 @functools.cache
 def openblas() -> Library:
     """The OpenBLAS wheel's library, loaded and registered with codegen (once)."""
-    from lamina.backends.codegen import CodegenError, register_library
     from lamina.target.registry import TargetError
 
     try:
@@ -93,8 +93,8 @@ def openblas() -> Library:
     path = Path(scipy_openblas32.get_lib_dir()) / f"lib{name}.so"
     try:
         register_library(path)
-    except CodegenError as err:
-        raise TargetError(f"target '{NAME}': {err}") from None
+    except LibraryLoadError as err:
+        raise TargetError(f"target '{NAME}': codegen: {err}") from None
     library = Library(path, "scipy_" if name.startswith("scipy_") else "")
     _match_thread_count(library)
     return library
@@ -107,8 +107,6 @@ def _match_thread_count(library: Library) -> None:
     """
     import ctypes
     import os
-
-    from lamina.backends.codegen import get_max_threads
 
     if "OPENBLAS_NUM_THREADS" in os.environ:  # the user told OpenBLAS directly
         return
@@ -274,9 +272,7 @@ def _module_of(op: Operation) -> ModuleOp:
 
 def _kernel(module: ModuleOp, gemm: Gemm, in_types: list, out_type: TensorType) -> str:
     """The name of a kernel computing `gemm` (+ bias) for these types; added if missing."""
-    from lamina.passes.lower_te import to_buffer_types
-
-    params = to_buffer_types([*in_types, out_type])
+    params = loop.to_buffer_types([*in_types, out_type])
     bias = f"_bias{'x'.join(map(str, in_types[2].get_shape()))}" if len(in_types) == 3 else ""
     base = f"__cblas_{gemm.key}{bias}"
     name, suffix = base, 0

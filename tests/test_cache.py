@@ -18,6 +18,7 @@ import pytest
 
 import lamina
 from lamina.core.diagnostics import DiagnosticError
+from lamina.driver import cache_key
 from lamina.runtime import cache
 
 PROGRAM = """\
@@ -72,30 +73,31 @@ def test_a_new_process_hits_and_computes_the_same(cache_dir):
 
 def _key(**changes):
     settings = {"filename": "<input>", "pipeline": "default", "targets": ["cpu"]} | changes
-    return cache.key(PROGRAM, **settings)
+    return cache_key.key(PROGRAM, **settings)
 
 
 def test_key_changes_with_input_pipeline_targets_options_and_versions(monkeypatch):
     base = _key()
     assert _key() == base
     assert (
-        cache.key(PROGRAM + "\n", filename="<input>", pipeline="default", targets=["cpu"]) != base
+        cache_key.key(PROGRAM + "\n", filename="<input>", pipeline="default", targets=["cpu"])
+        != base
     )
     assert _key(targets=["host"]) != base
     assert _key(options={"check_bounds": True}) != base
     assert _key(filename="other.mlir") != base
     for field in ("lamina", "lamina_source", "xdsl", "llvmlite", "llvm", "cpu", "cpu_features"):
-        changed = {**cache.toolchain(), field: "something else"}
+        changed = {**cache_key.toolchain(), field: "something else"}
         with monkeypatch.context() as patch:
-            patch.setattr(cache, "toolchain", lambda changed=changed: changed)
+            patch.setattr(cache_key, "toolchain", lambda changed=changed: changed)
             assert _key() != base, field
 
 
 def test_key_covers_the_pipeline_and_lamina_source(monkeypatch):
     base = _key()
     assert _key(pipeline="other") != base
-    changed = {**cache.toolchain(), "lamina_source": "0" * 64}
-    monkeypatch.setattr(cache, "toolchain", lambda: changed)
+    changed = {**cache_key.toolchain(), "lamina_source": "0" * 64}
+    monkeypatch.setattr(cache_key, "toolchain", lambda: changed)
     assert _key() != base
 
 
@@ -151,8 +153,8 @@ def test_a_hit_of_parallel_code_loads_libgomp_without_the_code_generator(cache_d
 def test_changed_target_and_version_miss(cache_dir, monkeypatch):
     lamina.compile(PROGRAM)
     assert lamina.compile(PROGRAM, targets=["host"]).cache_hit is False
-    changed = {**cache.toolchain(), "llvm": "0.0.0"}
-    monkeypatch.setattr(cache, "toolchain", lambda: changed)
+    changed = {**cache_key.toolchain(), "llvm": "0.0.0"}
+    monkeypatch.setattr(cache_key, "toolchain", lambda: changed)
     exe = lamina.compile(PROGRAM)
     assert exe.cache_hit is False
     np.testing.assert_array_equal(exe.run("main", A, B), EXPECTED)

@@ -19,7 +19,7 @@ import lamina
 from lamina.core.context import make_context
 from lamina.core.diagnostics import parse_module
 from lamina.dialects.reference import evaluate
-from lamina.runtime.executable import entry_signatures
+from lamina.driver.signatures import entry_signatures
 
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.mlir"))
 

@@ -31,8 +31,8 @@ from lamina.core.diagnostics import DiagnosticError, parse_module
 from lamina.core.pass_manager import PassManager, parse_pass_pipeline
 from lamina.dialects import graph, loop
 from lamina.dialects.reference import evaluate
+from lamina.driver.lowering import lower_to_build
 from lamina.passes.lower_graph import STORAGE_ATTR
-from lamina.runtime.executable import lower_to_build
 
 HEADER = "builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {\n"
 FULL = "legalize,lower-te,plan-memory,lower-graph,lower-to-llvm"

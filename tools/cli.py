@@ -24,11 +24,13 @@ class UsageError(Exception):
 
 
 def user_error_types() -> tuple[type[BaseException], ...]:
+    from lamina.core.dense import DTypeError
     from lamina.runtime.executable import LaminaRuntimeError
 
     # Any OSError reaching a tool's top level comes from reading or writing a
     # file the user named (input, -o, --dump-phases-to, --reproducer, ...).
-    return (UsageError, LaminaRuntimeError, OSError)
+    # DTypeError: an element type with no NumPy dtype, in a constant or an entry.
+    return (UsageError, LaminaRuntimeError, DTypeError, OSError)
 
 
 def guarded_main(tool: str, body: Callable[[], int | None]) -> int:

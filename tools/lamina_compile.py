@@ -57,7 +57,8 @@ def run(argv: list[str] | None = None) -> int:
     from lamina.backends import abi
     from lamina.backends.codegen import CompileTimings
     from lamina.driver.instruments import Instruments
-    from lamina.runtime.executable import _as_module, entry_signatures, lower_to_build
+    from lamina.driver.lowering import lower_to_build, parse_source
+    from lamina.driver.signatures import entry_signatures
     from lamina.tools.cli import instrument_options
 
     args = _parser().parse_args(argv)
@@ -75,7 +76,7 @@ def run(argv: list[str] | None = None) -> int:
     header = Path(args.header) if args.header else out.with_suffix(".h")
     abi.check_symbol_prefix(args.symbol_prefix)
     instruments = Instruments(**instrument_options(args))
-    module = _as_module(read_source(args.file), args.file)
+    module = parse_source(read_source(args.file), args.file)
     signatures = entry_signatures(module)
     already_lowered = not any(op.name == "graph.func" for op in module.ops)
     lowered, _ = lower_to_build(

@@ -1,15 +1,19 @@
 """Scalar patterns of `lower-to-llvm`: `arith` and `math` → xDSL's llvm dialect.
 
-One `RewritePattern` per source op, named `<Op>Lowering` (STYLE convention
-13). Overloaded LLVM intrinsics are called through `llvm.call_intrinsic`
-with their type suffix (`llvm.exp.f32`); functions LLVM has no intrinsic
-for call libm (`tanhf` / `tanh`). Index values are i64.
+Most ops map one to one, so they are written the way MLIR's
+`ArithToLLVM` writes them: a table of (source op, llvm op / intrinsic /
+libm function) pairs, instantiating a few generic patterns
+(`BinaryLowering`, `CastLowering`, `IntrinsicLowering`, ...). Ops whose
+lowering is more than one op (floor division, `uitofp`, NumPy's `fptosi`,
+...) keep a pattern class of their own, named `<Op>Lowering`.
+Overloaded LLVM intrinsics are called through `llvm.call_intrinsic` with
+their type suffix (`llvm.exp.f32`); functions LLVM has no intrinsic for
+call libm (`tanhf` / `tanh`). Index values are i64.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
 
 from xdsl.dialects import arith, llvm
 from xdsl.dialects import math as mathd
@@ -46,7 +50,246 @@ from lamina.backends.llvm.conversion import (
 from lamina.core.diagnostics import op_error
 
 # ---------------------------------------------------------------------------
-# Scalar arithmetic (arith)
+# Generic patterns: one instance per (source op, target) pair of the tables
+# ---------------------------------------------------------------------------
+
+
+class SourceLowering(RewritePattern):
+    """Base of the table-driven patterns: an instance lowers exactly one op class, `source`.
+
+    `lower-to-llvm` reads `source` to try each pattern only on its own ops.
+    """
+
+    def __init__(self, source: type[Operation]):
+        self.source = source
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if type(op) is self.source:
+            self.lower(op, rewriter)
+
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
+        raise NotImplementedError
+
+
+class BinaryLowering(SourceLowering):
+    """A binary arith op → one llvm op on the converted operands."""
+
+    def __init__(self, source: type[Operation], target: type[Operation]):
+        super().__init__(source)
+        self.target = target
+
+    def build(self, op: Operation, lhs: SSAValue, rhs: SSAValue) -> Operation:
+        return self.target(lhs, rhs)
+
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
+        lhs, rhs = (to_llvm(v, rewriter) for v in op.operands)
+        replace_with(op, rewriter, rewriter.insert(self.build(op, lhs, rhs)))
+
+
+def _fastmath(op: Operation, extra: Sequence[FastMathFlag] = ()) -> llvm.FastMathAttr:
+    """The op's own fastmath flags plus `extra`."""
+    flags = set(extra)
+    own = op.properties.get("fastmath")
+    if isinstance(own, arith.FastMathFlagsAttr):
+        flags |= set(own.data)
+    return llvm.FastMathAttr(tuple(sorted(flags)) if flags else None)
+
+
+class FloatBinaryLowering(BinaryLowering):
+    """A float binop keeps its fastmath flags and, with `contract`, adds `contract`.
+
+    `contract` only lets LLVM fuse a multiply and an add into an FMA (one
+    rounding instead of two): well inside the 1e-5 tolerance, and never
+    reassociates a reduction.
+    """
+
+    def __init__(self, source: type[Operation], target: type[Operation], contract: bool):
+        super().__init__(source, target)
+        self.contract = contract
+
+    def build(self, op: Operation, lhs: SSAValue, rhs: SSAValue) -> Operation:
+        extra = (FastMathFlag.ALLOW_CONTRACT,) if self.contract else ()
+        return self.target(lhs, rhs, _fastmath(op, extra))
+
+
+class CastLowering(BinaryLowering):
+    """A one-operand conversion → one llvm cast op to the converted result type."""
+
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
+        arg = to_llvm(op.operands[0], rewriter)
+        new = rewriter.insert(self.target(arg, convert_type(op.results[0].type)))
+        replace_with(op, rewriter, new)
+
+
+class IntrinsicLowering(SourceLowering):
+    """An op → `llvm.call_intrinsic "<intrinsic>.<type>"` on its converted operands.
+
+    Not xDSL's `llvm.intr.exp`-style ops: the translator declares those
+    without a type suffix, so an f32 and an f64 use in one module collide.
+    """
+
+    def __init__(self, source: type[Operation], intrinsic: str):
+        super().__init__(source)
+        self.intrinsic = intrinsic
+
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
+        args = [to_llvm(v, rewriter) for v in op.operands]
+        name = f"{self.intrinsic}.{intrinsic_suffix(args[0].type)}"
+        replace_with(op, rewriter, call_intrinsic(rewriter, name, args, args[0].type))
+
+
+class CountBitsLowering(IntrinsicLowering):
+    """`math.ctlz` / `math.cttz` → `llvm.ctlz.*` / `llvm.cttz.*(x, false)` (defined for 0)."""
+
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
+        arg = to_llvm(op.operands[0], rewriter)
+        zero_is_poison = constant(0, i1, rewriter)
+        name = f"{self.intrinsic}.{intrinsic_suffix(arg.type)}"
+        replace_with(op, rewriter, call_intrinsic(rewriter, name, [arg, zero_is_poison], arg.type))
+
+
+class FloatToIntLowering(IntrinsicLowering):
+    """Float → int through `llvm.fpto{s,u}i.sat.*`.
+
+    xDSL's llvm dialect has no `fptosi` op; the saturating intrinsic truncates
+    toward zero like NumPy's `astype` (and defines out-of-range inputs).
+    """
+
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
+        arg = to_llvm(op.operands[0], rewriter)
+        target = convert_type(op.results[0].type)
+        name = f"{self.intrinsic}.{intrinsic_suffix(target)}.{intrinsic_suffix(arg.type)}"
+        replace_with(op, rewriter, call_intrinsic(rewriter, name, [arg], target))
+
+
+class LibmLowering(SourceLowering):
+    """A math op without an LLVM intrinsic → a call to libm (`tanhf` / `tanh`).
+
+    f32 calls the `f`-suffixed function, f64 the plain one; f16 is computed
+    in f32. MCJIT and the system linker resolve the symbols from libm.
+    """
+
+    def __init__(self, source: type[Operation], function: str):
+        super().__init__(source)
+        self.function = function
+
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
+        args = [to_llvm(v, rewriter) for v in op.operands]
+        ty = args[0].type
+        if isinstance(ty, VectorType) or not isinstance(ty, AnyFloat):
+            raise op_error(op, f"cannot lower '{op.name}' on {ty} to a libm call")
+        compute = ty
+        if isinstance(ty, Float16Type):
+            compute = Float32Type()
+            args = [rewriter.insert(llvm.FPExtOp(a, compute)).result for a in args]
+        name = self.function + ("" if isinstance(compute, Float64Type) else "f")
+        result = call_function(op, rewriter, name, args, compute).returned
+        assert result is not None
+        if compute != ty:
+            result = rewriter.insert(llvm.FPTruncOp(result, ty)).result
+        replace_with(op, rewriter, result)
+
+
+# ---------------------------------------------------------------------------
+# The tables
+# ---------------------------------------------------------------------------
+
+INTEGER_BINARY: tuple[tuple[type[Operation], type[Operation]], ...] = (
+    (arith.AddiOp, llvm.AddOp),
+    (arith.SubiOp, llvm.SubOp),
+    (arith.MuliOp, llvm.MulOp),
+    (arith.DivSIOp, llvm.SDivOp),  # truncates toward zero, like C
+    (arith.DivUIOp, llvm.UDivOp),
+    (arith.RemSIOp, llvm.SRemOp),  # sign of the dividend, like C
+    (arith.RemUIOp, llvm.URemOp),
+    (arith.AndIOp, llvm.AndOp),
+    (arith.OrIOp, llvm.OrOp),
+    (arith.XOrIOp, llvm.XOrOp),
+    (arith.ShLIOp, llvm.ShlOp),
+    (arith.ShRUIOp, llvm.LShrOp),
+    (arith.ShRSIOp, llvm.AShrOp),
+)
+"""arith integer op → llvm op."""
+
+FLOAT_BINARY: tuple[tuple[type[Operation], type[Operation], bool], ...] = (
+    (arith.AddfOp, llvm.FAddOp, True),
+    (arith.SubfOp, llvm.FSubOp, True),
+    (arith.MulfOp, llvm.FMulOp, True),
+    (arith.DivfOp, llvm.FDivOp, False),  # no extra flags: division must stay exact
+)
+"""arith float op → llvm op, and whether it gets `contract`."""
+
+BINARY_INTRINSICS: tuple[tuple[type[Operation], str], ...] = (
+    (arith.MaxnumfOp, "llvm.maxnum"),  # the non-NaN operand wins
+    (arith.MinnumfOp, "llvm.minnum"),
+    (arith.MaximumfOp, "llvm.maximum"),  # NaN-propagating, as NumPy's `maximum`
+    (arith.MinimumfOp, "llvm.minimum"),  # NaN-propagating, as NumPy's `minimum`
+    (arith.MaxSIOp, "llvm.smax"),
+    (arith.MinSIOp, "llvm.smin"),
+    (arith.MaxUIOp, "llvm.umax"),
+    (arith.MinUIOp, "llvm.umin"),
+)
+"""arith binary op → LLVM intrinsic (called with the operand type's suffix)."""
+
+CASTS: tuple[tuple[type[Operation], type[Operation]], ...] = (
+    (arith.ExtFOp, llvm.FPExtOp),
+    (arith.TruncFOp, llvm.FPTruncOp),  # round to nearest even, as NumPy
+    (arith.SIToFPOp, llvm.SIToFPOp),
+    (arith.ExtSIOp, llvm.SExtOp),
+    (arith.ExtUIOp, llvm.ZExtOp),
+    (arith.TruncIOp, llvm.TruncOp),
+    (arith.BitcastOp, llvm.BitcastOp),
+)
+"""arith conversion → llvm cast op."""
+
+MATH_INTRINSICS: tuple[tuple[type[Operation], str], ...] = (
+    (mathd.ExpOp, "llvm.exp"),
+    (mathd.Exp2Op, "llvm.exp2"),
+    (mathd.LogOp, "llvm.log"),
+    (mathd.Log2Op, "llvm.log2"),
+    (mathd.Log10Op, "llvm.log10"),
+    (mathd.SqrtOp, "llvm.sqrt"),
+    (mathd.AbsFOp, "llvm.fabs"),
+    (mathd.FloorOp, "llvm.floor"),
+    (mathd.CeilOp, "llvm.ceil"),
+    (mathd.TruncOp, "llvm.trunc"),  # round toward zero
+    (mathd.RoundOp, "llvm.round"),  # half away from zero
+    (mathd.RoundEvenOp, "llvm.roundeven"),  # half to even, as NumPy's `round`
+    (mathd.SinOp, "llvm.sin"),
+    (mathd.CosOp, "llvm.cos"),
+    (mathd.PowFOp, "llvm.pow"),
+    (mathd.CopySignOp, "llvm.copysign"),
+    (mathd.CtPopOp, "llvm.ctpop"),
+)
+"""math op → LLVM intrinsic (unary or binary, called with the operand type's suffix)."""
+
+COUNT_BITS: tuple[tuple[type[Operation], str], ...] = (
+    (mathd.CountLeadingZerosOp, "llvm.ctlz"),
+    (mathd.CountTrailingZerosOp, "llvm.cttz"),
+)
+
+LIBM: tuple[tuple[type[Operation], str], ...] = (
+    (mathd.TanhOp, "tanh"),
+    (mathd.ErfOp, "erf"),
+    (mathd.ExpM1Op, "expm1"),
+    (mathd.Log1pOp, "log1p"),
+    (mathd.TanOp, "tan"),
+    (mathd.SinhOp, "sinh"),
+    (mathd.CoshOp, "cosh"),
+    (mathd.AsinOp, "asin"),
+    (mathd.AcosOp, "acos"),
+    (mathd.AtanOp, "atan"),
+    (mathd.Atan2Op, "atan2"),
+    (mathd.AsinhOp, "asinh"),
+    (mathd.AcoshOp, "acosh"),
+    (mathd.AtanhOp, "atanh"),
+    (mathd.CbrtOp, "cbrt"),
+)
+"""math op → libm function (`tanh`: `tanhf` for f32, `tanh` for f64)."""
+
+
+# ---------------------------------------------------------------------------
+# Ops lowered to more than one llvm op
 # ---------------------------------------------------------------------------
 
 
@@ -63,224 +306,6 @@ class ConstantLowering(RewritePattern):
             value = DenseIntOrFPElementsAttr.from_list(ty, value.get_values())
         new = rewriter.insert(llvm.ConstantOp(value, ty))
         replace_with(op, rewriter, new)
-
-
-class _SourceLowering(RewritePattern):
-    """Base of the table-driven patterns: each lowers exactly one op class, `source`.
-
-    Subclasses set `source` (and what they lower it to) and implement `lower`;
-    `lower-to-llvm` also reads `source` to try each pattern only on its own ops.
-    """
-
-    source: ClassVar[type[Operation]]
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        if type(op) is self.source:
-            self.lower(op, rewriter)
-
-    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
-        raise NotImplementedError
-
-
-class _BinaryLowering(_SourceLowering):
-    """Base: a binary arith/math op → one llvm op on the converted operands."""
-
-    source: ClassVar[type[Operation]]
-    target: ClassVar[type[Operation]]
-
-    def build(self, op: Operation, lhs: SSAValue, rhs: SSAValue) -> Operation:
-        return self.target(lhs, rhs)
-
-    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
-        lhs, rhs = (to_llvm(v, rewriter) for v in op.operands)
-        replace_with(op, rewriter, rewriter.insert(self.build(op, lhs, rhs)))
-
-
-class AddiLowering(_BinaryLowering):
-    """`arith.addi` → `llvm.add`."""
-
-    source, target = arith.AddiOp, llvm.AddOp
-
-
-class SubiLowering(_BinaryLowering):
-    """`arith.subi` → `llvm.sub`."""
-
-    source, target = arith.SubiOp, llvm.SubOp
-
-
-class MuliLowering(_BinaryLowering):
-    """`arith.muli` → `llvm.mul`."""
-
-    source, target = arith.MuliOp, llvm.MulOp
-
-
-class DivSILowering(_BinaryLowering):
-    """`arith.divsi` → `llvm.sdiv` (truncates toward zero, like C)."""
-
-    source, target = arith.DivSIOp, llvm.SDivOp
-
-
-class DivUILowering(_BinaryLowering):
-    """`arith.divui` → `llvm.udiv`."""
-
-    source, target = arith.DivUIOp, llvm.UDivOp
-
-
-class RemSILowering(_BinaryLowering):
-    """`arith.remsi` → `llvm.srem` (sign of the dividend, like C)."""
-
-    source, target = arith.RemSIOp, llvm.SRemOp
-
-
-class RemUILowering(_BinaryLowering):
-    """`arith.remui` → `llvm.urem`."""
-
-    source, target = arith.RemUIOp, llvm.URemOp
-
-
-class AndILowering(_BinaryLowering):
-    """`arith.andi` → `llvm.and`."""
-
-    source, target = arith.AndIOp, llvm.AndOp
-
-
-class OrILowering(_BinaryLowering):
-    """`arith.ori` → `llvm.or`."""
-
-    source, target = arith.OrIOp, llvm.OrOp
-
-
-class XOrILowering(_BinaryLowering):
-    """`arith.xori` → `llvm.xor`."""
-
-    source, target = arith.XOrIOp, llvm.XOrOp
-
-
-class ShLILowering(_BinaryLowering):
-    """`arith.shli` → `llvm.shl`."""
-
-    source, target = arith.ShLIOp, llvm.ShlOp
-
-
-class ShRUILowering(_BinaryLowering):
-    """`arith.shrui` → `llvm.lshr`."""
-
-    source, target = arith.ShRUIOp, llvm.LShrOp
-
-
-class ShRSILowering(_BinaryLowering):
-    """`arith.shrsi` → `llvm.ashr`."""
-
-    source, target = arith.ShRSIOp, llvm.AShrOp
-
-
-def _fastmath(op: Operation, extra: Sequence[FastMathFlag] = ()) -> llvm.FastMathAttr:
-    """The op's own fastmath flags plus `extra`."""
-    flags = set(extra)
-    own = op.properties.get("fastmath")
-    if isinstance(own, arith.FastMathFlagsAttr):
-        flags |= set(own.data)
-    return llvm.FastMathAttr(tuple(sorted(flags)) if flags else None)
-
-
-class _FloatBinaryLowering(_BinaryLowering):
-    """Base: float binops keep their fastmath flags and may add `contract`.
-
-    `contract` only lets LLVM fuse a multiply and an add into an FMA (one
-    rounding instead of two): well inside the 1e-5 tolerance, and never
-    reassociates a reduction.
-    """
-
-    contract: ClassVar[bool] = True
-
-    def build(self, op: Operation, lhs: SSAValue, rhs: SSAValue) -> Operation:
-        extra = (FastMathFlag.ALLOW_CONTRACT,) if self.contract else ()
-        return self.target(lhs, rhs, _fastmath(op, extra))
-
-
-class AddfLowering(_FloatBinaryLowering):
-    """`arith.addf` → `llvm.fadd` (contract)."""
-
-    source, target = arith.AddfOp, llvm.FAddOp
-
-
-class SubfLowering(_FloatBinaryLowering):
-    """`arith.subf` → `llvm.fsub` (contract)."""
-
-    source, target = arith.SubfOp, llvm.FSubOp
-
-
-class MulfLowering(_FloatBinaryLowering):
-    """`arith.mulf` → `llvm.fmul` (contract)."""
-
-    source, target = arith.MulfOp, llvm.FMulOp
-
-
-class DivfLowering(_FloatBinaryLowering):
-    """`arith.divf` → `llvm.fdiv` (no extra flags: division must stay exact)."""
-
-    source, target = arith.DivfOp, llvm.FDivOp
-    contract = False
-
-
-class _IntrinsicBinaryLowering(_SourceLowering):
-    """Base: a binary op → `llvm.call_intrinsic "<intrinsic>.<type>"`."""
-
-    source: ClassVar[type[Operation]]
-    intrinsic: ClassVar[str]
-
-    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
-        lhs, rhs = (to_llvm(v, rewriter) for v in op.operands)
-        name = f"{self.intrinsic}.{intrinsic_suffix(lhs.type)}"
-        replace_with(op, rewriter, call_intrinsic(rewriter, name, [lhs, rhs], lhs.type))
-
-
-class MaxnumfLowering(_IntrinsicBinaryLowering):
-    """`arith.maxnumf` → `llvm.maxnum.*` (the non-NaN operand wins)."""
-
-    source, intrinsic = arith.MaxnumfOp, "llvm.maxnum"
-
-
-class MinnumfLowering(_IntrinsicBinaryLowering):
-    """`arith.minnumf` → `llvm.minnum.*`."""
-
-    source, intrinsic = arith.MinnumfOp, "llvm.minnum"
-
-
-class MaximumfLowering(_IntrinsicBinaryLowering):
-    """`arith.maximumf` → `llvm.maximum.*` (NaN-propagating, as NumPy's `maximum`)."""
-
-    source, intrinsic = arith.MaximumfOp, "llvm.maximum"
-
-
-class MinimumfLowering(_IntrinsicBinaryLowering):
-    """`arith.minimumf` → `llvm.minimum.*` (NaN-propagating, as NumPy's `minimum`)."""
-
-    source, intrinsic = arith.MinimumfOp, "llvm.minimum"
-
-
-class MaxSILowering(_IntrinsicBinaryLowering):
-    """`arith.maxsi` → `llvm.smax.*`."""
-
-    source, intrinsic = arith.MaxSIOp, "llvm.smax"
-
-
-class MinSILowering(_IntrinsicBinaryLowering):
-    """`arith.minsi` → `llvm.smin.*`."""
-
-    source, intrinsic = arith.MinSIOp, "llvm.smin"
-
-
-class MaxUILowering(_IntrinsicBinaryLowering):
-    """`arith.maxui` → `llvm.umax.*`."""
-
-    source, intrinsic = arith.MaxUIOp, "llvm.umax"
-
-
-class MinUILowering(_IntrinsicBinaryLowering):
-    """`arith.minui` → `llvm.umin.*`."""
-
-    source, intrinsic = arith.MinUIOp, "llvm.umin"
 
 
 class FloorDivSILowering(RewritePattern):
@@ -388,60 +413,6 @@ class NegfLowering(RewritePattern):
         replace_with(op, rewriter, rewriter.insert(new))
 
 
-class _CastLowering(_SourceLowering):
-    """Base: a one-operand conversion → one llvm cast op to the converted result type."""
-
-    source: ClassVar[type[Operation]]
-    target: ClassVar[type[Operation]]
-
-    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
-        arg = to_llvm(op.operands[0], rewriter)
-        new = rewriter.insert(self.target(arg, convert_type(op.results[0].type)))
-        replace_with(op, rewriter, new)
-
-
-class ExtFLowering(_CastLowering):
-    """`arith.extf` → `llvm.fpext`."""
-
-    source, target = arith.ExtFOp, llvm.FPExtOp
-
-
-class TruncFLowering(_CastLowering):
-    """`arith.truncf` → `llvm.fptrunc` (round to nearest even, as NumPy)."""
-
-    source, target = arith.TruncFOp, llvm.FPTruncOp
-
-
-class SIToFPLowering(_CastLowering):
-    """`arith.sitofp` → `llvm.sitofp`."""
-
-    source, target = arith.SIToFPOp, llvm.SIToFPOp
-
-
-class ExtSILowering(_CastLowering):
-    """`arith.extsi` → `llvm.sext`."""
-
-    source, target = arith.ExtSIOp, llvm.SExtOp
-
-
-class ExtUILowering(_CastLowering):
-    """`arith.extui` → `llvm.zext`."""
-
-    source, target = arith.ExtUIOp, llvm.ZExtOp
-
-
-class TruncILowering(_CastLowering):
-    """`arith.trunci` → `llvm.trunc`."""
-
-    source, target = arith.TruncIOp, llvm.TruncOp
-
-
-class BitcastLowering(_CastLowering):
-    """`arith.bitcast` → `llvm.bitcast`."""
-
-    source, target = arith.BitcastOp, llvm.BitcastOp
-
-
 def _int_width(ty: Attribute) -> int:
     ty = convert_type(ty)
     if isinstance(ty, VectorType):
@@ -508,24 +479,7 @@ class FPowILowering(RewritePattern):
         replace_with(op, rewriter, call_intrinsic(rewriter, name, [base, exponent], base.type))
 
 
-class _FloatToIntLowering(_SourceLowering):
-    """Base: float → int through `llvm.fpto{s,u}i.sat.*`.
-
-    xDSL's llvm dialect has no `fptosi` op; the saturating intrinsic truncates
-    toward zero like NumPy's `astype` (and defines out-of-range inputs).
-    """
-
-    source: ClassVar[type[Operation]]
-    intrinsic: ClassVar[str]
-
-    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
-        arg = to_llvm(op.operands[0], rewriter)
-        target = convert_type(op.results[0].type)
-        name = f"{self.intrinsic}.{intrinsic_suffix(target)}.{intrinsic_suffix(arg.type)}"
-        replace_with(op, rewriter, call_intrinsic(rewriter, name, [arg], target))
-
-
-class FPToSILowering(_FloatToIntLowering):
+class FPToSILowering(FloatToIntLowering):
     """`arith.fptosi` → truncation toward zero with NumPy's results (on x86) where C has none.
 
     In range, `llvm.fptosi.sat` truncates. NaN, ±inf and out-of-range values
@@ -536,7 +490,8 @@ class FPToSILowering(_FloatToIntLowering):
     docs/design.md §3.2.
     """
 
-    source, intrinsic = arith.FPToSIOp, "llvm.fptosi.sat"
+    def __init__(self):
+        super().__init__(arith.FPToSIOp, "llvm.fptosi.sat")
 
     def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
         arg = to_llvm(op.operands[0], rewriter)
@@ -566,105 +521,6 @@ def _numpy_fptosi(arg: SSAValue, target: IntegerType, rewriter: PatternRewriter)
     return rewriter.insert(llvm.SelectOp(ok, converted, minimum)).res
 
 
-class FPToUILowering(_FloatToIntLowering):
-    """`arith.fptoui` → `llvm.fptoui.sat.iN.fM`."""
-
-    source, intrinsic = arith.FPToUIOp, "llvm.fptoui.sat"
-
-
-# ---------------------------------------------------------------------------
-# math
-# ---------------------------------------------------------------------------
-
-
-class _UnaryCallIntrinsicLowering(_SourceLowering):
-    """Base: a unary math op → `llvm.call_intrinsic "<intrinsic>.<type>"`.
-
-    Not xDSL's `llvm.intr.exp`-style ops: the translator declares those
-    without a type suffix, so an f32 and an f64 use in one module collide.
-    """
-
-    source: ClassVar[type[Operation]]
-    intrinsic: ClassVar[str]
-
-    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
-        arg = to_llvm(op.operands[0], rewriter)
-        name = f"{self.intrinsic}.{intrinsic_suffix(arg.type)}"
-        replace_with(op, rewriter, call_intrinsic(rewriter, name, [arg], arg.type))
-
-
-class ExpLowering(_UnaryCallIntrinsicLowering):
-    """`math.exp` → `llvm.exp.*`."""
-
-    source, intrinsic = mathd.ExpOp, "llvm.exp"
-
-
-class Exp2Lowering(_UnaryCallIntrinsicLowering):
-    """`math.exp2` → `llvm.exp2.*`."""
-
-    source, intrinsic = mathd.Exp2Op, "llvm.exp2"
-
-
-class LogLowering(_UnaryCallIntrinsicLowering):
-    """`math.log` → `llvm.log.*`."""
-
-    source, intrinsic = mathd.LogOp, "llvm.log"
-
-
-class Log2Lowering(_UnaryCallIntrinsicLowering):
-    """`math.log2` → `llvm.log2.*`."""
-
-    source, intrinsic = mathd.Log2Op, "llvm.log2"
-
-
-class SqrtLowering(_UnaryCallIntrinsicLowering):
-    """`math.sqrt` → `llvm.sqrt.*`."""
-
-    source, intrinsic = mathd.SqrtOp, "llvm.sqrt"
-
-
-class AbsFLowering(_UnaryCallIntrinsicLowering):
-    """`math.absf` → `llvm.fabs.*`."""
-
-    source, intrinsic = mathd.AbsFOp, "llvm.fabs"
-
-
-class FloorLowering(_UnaryCallIntrinsicLowering):
-    """`math.floor` → `llvm.floor.*`."""
-
-    source, intrinsic = mathd.FloorOp, "llvm.floor"
-
-
-class CeilLowering(_UnaryCallIntrinsicLowering):
-    """`math.ceil` → `llvm.ceil.*`."""
-
-    source, intrinsic = mathd.CeilOp, "llvm.ceil"
-
-
-class SinLowering(_UnaryCallIntrinsicLowering):
-    """`math.sin` → `llvm.sin.*`."""
-
-    source, intrinsic = mathd.SinOp, "llvm.sin"
-
-
-class CosLowering(_UnaryCallIntrinsicLowering):
-    """`math.cos` → `llvm.cos.*`."""
-
-    source, intrinsic = mathd.CosOp, "llvm.cos"
-
-
-class PowFLowering(_IntrinsicBinaryLowering):
-    """`math.powf` → `llvm.pow.*`."""
-
-    source, intrinsic = mathd.PowFOp, "llvm.pow"
-
-
-class CopySignLowering(_IntrinsicBinaryLowering):
-    """`math.copysign` → `llvm.copysign.*`."""
-
-    source, intrinsic = mathd.CopySignOp, "llvm.copysign"
-
-
 class FmaLowering(RewritePattern):
     """`math.fma` → `llvm.intr.fma`."""
 
@@ -672,61 +528,6 @@ class FmaLowering(RewritePattern):
     def match_and_rewrite(self, op: mathd.FmaOp, rewriter: PatternRewriter, /):
         a, b, c = (to_llvm(v, rewriter) for v in op.operands)
         replace_with(op, rewriter, rewriter.insert(llvm.FMAOp(a, b, c)))
-
-
-class TruncLowering(_UnaryCallIntrinsicLowering):
-    """`math.trunc` → `llvm.trunc.*` (round toward zero)."""
-
-    source, intrinsic = mathd.TruncOp, "llvm.trunc"
-
-
-class RoundLowering(_UnaryCallIntrinsicLowering):
-    """`math.round` → `llvm.round.*` (half away from zero)."""
-
-    source, intrinsic = mathd.RoundOp, "llvm.round"
-
-
-class RoundEvenLowering(_UnaryCallIntrinsicLowering):
-    """`math.roundeven` → `llvm.roundeven.*` (half to even, as NumPy's `round`)."""
-
-    source, intrinsic = mathd.RoundEvenOp, "llvm.roundeven"
-
-
-class Log10Lowering(_UnaryCallIntrinsicLowering):
-    """`math.log10` → `llvm.log10.*`."""
-
-    source, intrinsic = mathd.Log10Op, "llvm.log10"
-
-
-class CtPopLowering(_UnaryCallIntrinsicLowering):
-    """`math.ctpop` → `llvm.ctpop.*`."""
-
-    source, intrinsic = mathd.CtPopOp, "llvm.ctpop"
-
-
-class _CountBitsLowering(_SourceLowering):
-    """Base: `math.ctlz` / `math.cttz` → `llvm.ctlz.*` / `llvm.cttz.*(x, false)` (defined for 0)."""
-
-    source: ClassVar[type[Operation]]
-    intrinsic: ClassVar[str]
-
-    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
-        arg = to_llvm(op.operands[0], rewriter)
-        zero_is_poison = constant(0, i1, rewriter)
-        name = f"{self.intrinsic}.{intrinsic_suffix(arg.type)}"
-        replace_with(op, rewriter, call_intrinsic(rewriter, name, [arg, zero_is_poison], arg.type))
-
-
-class CountLeadingZerosLowering(_CountBitsLowering):
-    """`math.ctlz` → `llvm.ctlz.*`."""
-
-    source, intrinsic = mathd.CountLeadingZerosOp, "llvm.ctlz"
-
-
-class CountTrailingZerosLowering(_CountBitsLowering):
-    """`math.cttz` → `llvm.cttz.*`."""
-
-    source, intrinsic = mathd.CountTrailingZerosOp, "llvm.cttz"
 
 
 class AbsILowering(RewritePattern):
@@ -752,147 +553,44 @@ class RsqrtLowering(RewritePattern):
         replace_with(op, rewriter, rewriter.insert(llvm.FDivOp(one, root)))
 
 
-class _LibmLowering(_SourceLowering):
-    """Base: a math op without an LLVM intrinsic → a call to libm (`tanhf` / `tanh`).
-
-    f32 calls the `f`-suffixed function, f64 the plain one; f16 is computed
-    in f32. MCJIT and the system linker resolve the symbols from libm.
-    """
-
-    source: ClassVar[type[Operation]]
-    function: ClassVar[str]
-
-    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
-        args = [to_llvm(v, rewriter) for v in op.operands]
-        ty = args[0].type
-        if isinstance(ty, VectorType) or not isinstance(ty, AnyFloat):
-            raise op_error(op, f"cannot lower '{op.name}' on {ty} to a libm call")
-        compute = ty
-        if isinstance(ty, Float16Type):
-            compute = Float32Type()
-            args = [rewriter.insert(llvm.FPExtOp(a, compute)).result for a in args]
-        name = self.function + ("" if isinstance(compute, Float64Type) else "f")
-        result = call_function(op, rewriter, name, args, compute).returned
-        assert result is not None
-        if compute != ty:
-            result = rewriter.insert(llvm.FPTruncOp(result, ty)).result
-        replace_with(op, rewriter, result)
-
-
-class TanhLowering(_LibmLowering):
-    """`math.tanh` → `tanhf` / `tanh`."""
-
-    source, function = mathd.TanhOp, "tanh"
-
-
-class ErfLowering(_LibmLowering):
-    """`math.erf` → `erff` / `erf`."""
-
-    source, function = mathd.ErfOp, "erf"
-
-
-class ExpM1Lowering(_LibmLowering):
-    """`math.expm1` → `expm1f` / `expm1`."""
-
-    source, function = mathd.ExpM1Op, "expm1"
-
-
-class Log1pLowering(_LibmLowering):
-    """`math.log1p` → `log1pf` / `log1p`."""
-
-    source, function = mathd.Log1pOp, "log1p"
-
-
-class TanLowering(_LibmLowering):
-    """`math.tan` → `tanf` / `tan`."""
-
-    source, function = mathd.TanOp, "tan"
-
-
-class SinhLowering(_LibmLowering):
-    """`math.sinh` → `sinhf` / `sinh`."""
-
-    source, function = mathd.SinhOp, "sinh"
-
-
-class CoshLowering(_LibmLowering):
-    """`math.cosh` → `coshf` / `cosh`."""
-
-    source, function = mathd.CoshOp, "cosh"
-
-
-class AsinLowering(_LibmLowering):
-    """`math.asin` → `asinf` / `asin`."""
-
-    source, function = mathd.AsinOp, "asin"
-
-
-class AcosLowering(_LibmLowering):
-    """`math.acos` → `acosf` / `acos`."""
-
-    source, function = mathd.AcosOp, "acos"
-
-
-class AtanLowering(_LibmLowering):
-    """`math.atan` → `atanf` / `atan`."""
-
-    source, function = mathd.AtanOp, "atan"
-
-
-class Atan2Lowering(_LibmLowering):
-    """`math.atan2` → `atan2f` / `atan2`."""
-
-    source, function = mathd.Atan2Op, "atan2"
-
-
-class AsinhLowering(_LibmLowering):
-    """`math.asinh` → `asinhf` / `asinh`."""
-
-    source, function = mathd.AsinhOp, "asinh"
-
-
-class AcoshLowering(_LibmLowering):
-    """`math.acosh` → `acoshf` / `acosh`."""
-
-    source, function = mathd.AcoshOp, "acosh"
-
-
-class AtanhLowering(_LibmLowering):
-    """`math.atanh` → `atanhf` / `atanh`."""
-
-    source, function = mathd.AtanhOp, "atanh"
-
-
-class CbrtLowering(_LibmLowering):
-    """`math.cbrt` → `cbrtf` / `cbrt`."""
-
-    source, function = mathd.CbrtOp, "cbrt"
-
-
 # ---------------------------------------------------------------------------
 # Pattern lists
 # ---------------------------------------------------------------------------
 
-ARITH_PATTERNS: tuple[type[RewritePattern], ...] = (
-    ConstantLowering, AddiLowering, SubiLowering, MuliLowering, DivSILowering,
-    DivUILowering, RemSILowering, RemUILowering, AndILowering, OrILowering,
-    XOrILowering, ShLILowering, ShRUILowering, ShRSILowering, AddfLowering,
-    SubfLowering, MulfLowering, DivfLowering, MaxnumfLowering, MinnumfLowering,
-    MaximumfLowering, MinimumfLowering, MaxSILowering, MinSILowering,
-    MaxUILowering, MinUILowering, FloorDivSILowering, CeilDivSILowering,
-    CeilDivUILowering, CmpiLowering, CmpfLowering, SelectLowering, NegfLowering,
-    ExtFLowering, TruncFLowering, SIToFPLowering, UIToFPLowering, ExtSILowering,
-    ExtUILowering, TruncILowering, BitcastLowering, IndexCastLowering,
-    FPToSILowering, FPToUILowering,
-)  # fmt: skip
 
-MATH_PATTERNS: tuple[type[RewritePattern], ...] = (
-    ExpLowering, Exp2Lowering, LogLowering, Log2Lowering, Log10Lowering,
-    SqrtLowering, RsqrtLowering, AbsFLowering, AbsILowering, FloorLowering,
-    CeilLowering, TruncLowering, RoundLowering, RoundEvenLowering, SinLowering,
-    CosLowering, PowFLowering, CopySignLowering, FmaLowering, CtPopLowering,
-    CountLeadingZerosLowering, CountTrailingZerosLowering, FPowILowering,
-    TanhLowering, ErfLowering, ExpM1Lowering, Log1pLowering, TanLowering,
-    SinhLowering, CoshLowering, AsinLowering, AcosLowering, AtanLowering,
-    Atan2Lowering, AsinhLowering, AcoshLowering, AtanhLowering, CbrtLowering,
-)  # fmt: skip
+def arith_patterns() -> list[RewritePattern]:
+    """One pattern per arith op `lower-to-llvm` handles."""
+    return [
+        ConstantLowering(),
+        *(BinaryLowering(source, target) for source, target in INTEGER_BINARY),
+        *(FloatBinaryLowering(*row) for row in FLOAT_BINARY),
+        *(IntrinsicLowering(source, name) for source, name in BINARY_INTRINSICS),
+        FloorDivSILowering(),
+        CeilDivSILowering(),
+        CeilDivUILowering(),
+        CmpiLowering(),
+        CmpfLowering(),
+        SelectLowering(),
+        NegfLowering(),
+        *(CastLowering(source, target) for source, target in CASTS),
+        UIToFPLowering(),
+        IndexCastLowering(),
+        FPToSILowering(),
+        FloatToIntLowering(arith.FPToUIOp, "llvm.fptoui.sat"),
+    ]
+
+
+def math_patterns() -> list[RewritePattern]:
+    """One pattern per math op `lower-to-llvm` handles."""
+    return [
+        *(IntrinsicLowering(source, name) for source, name in MATH_INTRINSICS),
+        RsqrtLowering(),
+        AbsILowering(),
+        FmaLowering(),
+        *(CountBitsLowering(source, name) for source, name in COUNT_BITS),
+        FPowILowering(),
+        *(LibmLowering(source, function) for source, function in LIBM),
+    ]
+
+
+__all__ = ["arith_patterns", "math_patterns"]
