@@ -10,6 +10,8 @@ Top-level names are imported lazily so that tools and `import lamina.dialects.*`
 start fast.
 """
 
+from typing import Any
+
 __version__ = "0.1.0"
 
 _LAZY = {
@@ -24,7 +26,7 @@ _LAZY_MODULES = {"cache": "lamina.runtime.cache"}
 """`lamina.cache.clear()` etc.: the disk cache of compiled code (docs/compile-cache.md)."""
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 

@@ -46,7 +46,7 @@ import llvmlite.binding as llvm
 import llvmlite.ir as llvm_ir
 from xdsl.backend.llvm.convert import convert_module
 from xdsl.dialects import llvm as llvm_dialect
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.utils.exceptions import LLVMTranslationException
 
 from lamina.backends import jit_symbols
@@ -270,7 +270,7 @@ def _attach_loop_metadata(module: ModuleOp, ir_module: llvm_ir.Module) -> None:
         blocks = list(func.body.blocks)
         for position, block in enumerate(blocks):
             kind = block.last_op.attributes.get(LOOP_KIND_ATTR) if block.last_op else None
-            if kind is None or kind.data not in LOOP_METADATA:
+            if not isinstance(kind, StringAttr) or kind.data not in LOOP_METADATA:
                 continue
             if not _is_simple_innermost_loop(blocks, position):
                 continue

@@ -78,6 +78,14 @@ def ctypes_type(ty: Attribute) -> type | None:
     raise RuntimeCallError(f"cannot pass a value of type {ty} through the C ABI")
 
 
+def _parameter_type(param: Parameter) -> type:
+    """The ctypes type of a parameter (never void, unlike a result)."""
+    found = ctypes_type(param.type)
+    if found is None:
+        raise RuntimeCallError(f"parameter #{param.index} has no value type ({param.type})")
+    return found
+
+
 @dataclass(frozen=True)
 class Parameter:
     """One parameter of a jitted function: its llvm type and, for buffers, its memref type."""
@@ -106,7 +114,7 @@ class JitFunction:
         fn_type = compiled.signatures[name]
         self.parameters = _parameters(fn_type, func_op)
         self.restype = ctypes_type(fn_type.output)
-        argtypes = [ctypes_type(p.type) for p in self.parameters]
+        argtypes = [_parameter_type(p) for p in self.parameters]
         self._cfunc = ctypes.CFUNCTYPE(self.restype, *argtypes)(self.address)
         self._errors = error_addresses(compiled.engine)
 
@@ -180,12 +188,15 @@ def _check_buffer(name: str, param: Parameter, array: np.ndarray) -> None:
 def storage_extent(mtype: MemRefType) -> int | None:
     """Elements from the buffer's base pointer to one past its last element (None if dynamic)."""
     strides, offset = mtype.get_strides(), mtype.get_offset()
-    if strides is None or offset is None or None in strides:
+    if strides is None or offset is None:
+        return None
+    known = [stride for stride in strides if stride is not None]
+    if len(known) != len(strides):
         return None
     shape = mtype.get_shape()
     if 0 in shape:
         return 0
-    return offset + sum((dim - 1) * stride for dim, stride in zip(shape, strides, strict=True)) + 1
+    return offset + sum((dim - 1) * stride for dim, stride in zip(shape, known, strict=True)) + 1
 
 
 def _parameters(fn_type: llvm.LLVMFunctionType, func_op: llvm.FuncOp | None) -> list[Parameter]:

@@ -77,15 +77,16 @@ def dense_attr(array: np.ndarray) -> DenseIntOrFPElementsAttr:
     array = np.ascontiguousarray(array)
     data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
     ttype = TensorType(element_type_of(array.dtype), [int(d) for d in array.shape])
-    return DenseIntOrFPElementsAttr(ttype, BytesAttr(data))
+    # The element type is one of ELEMENT_TYPES, a dense element type; pyright cannot
+    # see that through `element_type_of`'s `Attribute`.
+    return DenseIntOrFPElementsAttr(ttype, BytesAttr(data))  # pyright: ignore[reportArgumentType]
 
 
 def dense_value(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     """The NumPy array a dense attribute holds (splats expanded), without Python lists."""
-    ttype = attr.get_type()
-    dtype = numpy_dtype(ttype.get_element_type()).newbyteorder("<")
+    dtype = numpy_dtype(attr.get_element_type()).newbyteorder("<")
     flat = np.frombuffer(attr.data.data, dtype=dtype)
-    shape = tuple(ttype.get_shape())
+    shape = tuple(attr.get_shape())
     if flat.size == 1 and prod(shape) != 1:
         return np.broadcast_to(flat[0], shape).copy()
     return flat.reshape(shape).astype(dtype.newbyteorder("="))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, SymbolRefAttr
 from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
 
 from lamina.core.symbols import lookup_symbol  # O(1): one lookup per call op
@@ -42,7 +42,9 @@ def device_of(value: SSAValue) -> DeviceAttr | None:
     if isinstance(value, OpResult):
         op = value.op
         if op.name == "graph.call":  # each result is where the callee delivers it
-            callee = lookup_symbol(op, op.properties["callee"])  # type: ignore[arg-type]
+            ref = op.properties["callee"]
+            assert isinstance(ref, SymbolRefAttr), "graph.call's verifier checks its callee"
+            callee = lookup_symbol(op, ref)
             found = None
             if callee is not None and callee.name == "graph.func":
                 found = res_device(callee, value.index)
@@ -127,7 +129,9 @@ def mark_kernel_device(kernel: Operation, device: DeviceAttr | None) -> None:
     ftype = kernel.properties["function_type"]
     assert isinstance(ftype, FunctionType)
     for key, count in (("arg_attrs", len(ftype.inputs)), ("res_attrs", len(ftype.outputs))):
-        attrs = with_device(kernel.properties.get(key), count, [device] * count)  # type: ignore[arg-type]
+        current = kernel.properties.get(key)
+        assert current is None or isinstance(current, ArrayAttr)  # the func's verifier
+        attrs = with_device(current, count, [device] * count)
         if attrs is not None:
             kernel.properties[key] = attrs
 

@@ -30,6 +30,7 @@ from xdsl.irdl import (
     AnyOf,
     BaseAttr,
     EqAttrConstraint,
+    IRDLOperation,
     OpDef,
     ParamAttrConstraint,
     VarConstraint,
@@ -77,7 +78,7 @@ def pass_rows(names: Sequence[str] | None = None) -> list[tuple[str, str, str, s
             (
                 name,
                 phase_list(getattr(cls, "phases", PRE_BUILD)),  # plain xDSL pass: pre-build
-                cls.produces.label if getattr(cls, "produces", None) is not None else "",
+                _produces_label(cls),
                 ", ".join(getattr(cls, "requires", ())),
                 _summary(cls),
             )
@@ -138,8 +139,8 @@ def passes_markdown() -> str:
         cls = get_pass_class(name)
         out.append(f"\n## `{name}`\n\n")
         facts = [f"- phases: {phase_list(getattr(cls, 'phases', ()))}"]
-        if getattr(cls, "produces", None) is not None:
-            facts.append(f"- produces: {cls.produces.label} (transition)")
+        if _produces_label(cls):
+            facts.append(f"- produces: {_produces_label(cls)} (transition)")
         if getattr(cls, "requires", ()):
             facts.append(f"- requires: {', '.join(f'`{r}`' for r in cls.requires)}")
         if getattr(cls, "illegal_ops", ()):
@@ -249,8 +250,15 @@ def _trait_names(definition: OpDef) -> list[str]:
     return sorted({type(t).__name__.lstrip("_") for t in definition.traits})
 
 
+def _produces_label(cls: type) -> str:
+    """The phase a transition pass class produces, '' for any other pass."""
+    produces = getattr(cls, "produces", None)
+    return produces.label if produces is not None else ""
+
+
 def op_markdown(op: type[Operation]) -> str:
     """The section of one op: summary, operands, results, properties, regions, traits."""
+    assert issubclass(op, IRDLOperation), f"{op.name} is not defined with IRDL"
     definition: OpDef = op.get_irdl_definition()
     lines = [f"### `{definition.name}`", "", _summary(op) or "(no description)", ""]
     lines += _op_rows("operand", definition.operands)

@@ -24,6 +24,7 @@ Diagnostics read through fused, named and call-site locations to the first
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from xdsl.dialects.builtin import (
@@ -31,9 +32,11 @@ from xdsl.dialects.builtin import (
     CallSiteLoc,
     FileLineColLoc,
     FusedLoc,
+    LocationAttr,
     ModuleOp,
     NameLoc,
     NoneAttr,
+    StringAttr,
     SymbolRefAttr,
     UnknownLoc,
 )
@@ -45,6 +48,9 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
+_LOCATIONS = (UnknownLoc, FileLineColLoc, CallSiteLoc, NameLoc, FusedLoc)
+"""The classes of `LocationAttr` (a type alias, not a class `isinstance` accepts)."""
+
 
 def is_known(loc: Attribute) -> bool:
     return not isinstance(loc, UnknownLoc | NoneAttr)
@@ -55,7 +61,7 @@ def file_line_col(loc: Attribute) -> FileLineColLoc | None:
     if isinstance(loc, FileLineColLoc):
         return loc
     if isinstance(loc, FusedLoc):
-        for inner in loc.locations:  # pyright: ignore[reportGeneralTypeIssues]
+        for inner in _fused(loc):
             found = file_line_col(inner)
             if found is not None:
                 return found
@@ -66,13 +72,18 @@ def file_line_col(loc: Attribute) -> FileLineColLoc | None:
     return None
 
 
-def fuse(locations: list[Attribute]) -> Attribute:
+def _fused(loc: FusedLoc) -> tuple[Attribute, ...]:
+    """The locations a fused location holds (xDSL types the parameter as `Attribute`)."""
+    return loc.locations.data if isinstance(loc.locations, ArrayAttr) else ()
+
+
+def fuse(locations: Sequence[Attribute]) -> LocationAttr:
     """MLIR's `FusedLoc::get`: unknowns dropped, duplicates and nesting flattened."""
-    flat: list[Attribute] = []
+    flat: list[LocationAttr] = []
     for loc in locations:
-        inner = list(loc.locations) if isinstance(loc, FusedLoc) else [loc]  # pyright: ignore
+        inner = _fused(loc) if isinstance(loc, FusedLoc) else (loc,)
         for item in inner:
-            if is_known(item) and item not in flat:
+            if isinstance(item, _LOCATIONS) and is_known(item) and item not in flat:
                 flat.append(item)
     if not flat:
         return UnknownLoc()
@@ -81,7 +92,7 @@ def fuse(locations: list[Attribute]) -> Attribute:
     return FusedLoc(ArrayAttr(flat), NoneAttr())
 
 
-def stamp(op: Operation, loc: Attribute) -> None:
+def stamp(op: Operation, loc: LocationAttr) -> None:
     """Give `op`, and every op nested in it, `loc` where they have none."""
     if not is_known(loc):
         return
@@ -90,7 +101,7 @@ def stamp(op: Operation, loc: Attribute) -> None:
             inner.location = loc
 
 
-def stamp_trailing(block: Block, loc: Attribute) -> None:
+def stamp_trailing(block: Block, loc: LocationAttr) -> None:
     """Give the ops at the end of `block` that have no location `loc`.
 
     For passes that build a block op by op (`add_op`) from source ops: call
@@ -138,7 +149,7 @@ def fill_unknown_locations(module: ModuleOp) -> None:
         waiting = []
         for op in top:
             name = op.properties.get("sym_name") or op.attributes.get("sym_name")
-            callers = users.get(name.data, []) if name is not None else []  # pyright: ignore
+            callers = users.get(name.data, []) if isinstance(name, StringAttr) else []
             op.location = fuse([_resolved(caller) for caller in callers])
             if not is_known(op.location):
                 waiting.append(op)
@@ -160,10 +171,10 @@ def _locate_block_arguments(op: Operation) -> None:
         for block in region.blocks:
             for arg in block.args:
                 if not is_known(arg.location):
-                    arg.location = op.location  # pyright: ignore[reportAttributeAccessIssue]
+                    arg.location = op.location
 
 
-def _resolved(op: Operation) -> Attribute:
+def _resolved(op: Operation) -> LocationAttr:
     """`op`'s location, else its closest located ancestor's (the module's does not count)."""
     current: Operation | None = op
     while current is not None and not isinstance(current, ModuleOp):

@@ -27,7 +27,7 @@ import shlex
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -52,7 +52,7 @@ from lamina.core.pass_base import PRE_BUILD, LaminaPass, phase_list
 from lamina.core.verify_memo import structure
 from lamina.dialects.lamina import Phase, get_phase, set_phase
 
-PassFactories = dict[str, Callable[[], type[ModulePass]]]
+PassFactories = Mapping[str, Callable[[], type[ModulePass]]]
 
 
 PIPELINE_SOURCE = "<pass-pipeline>"
@@ -293,7 +293,7 @@ class PassManager:
         print_ir_after_all: TextIO | None = None,
         print_ir_after_failure: TextIO | None = None,
         timing: bool = False,
-        dump_phases_to: Path | str | None = None,
+        dump_phases_to: str | os.PathLike[str] | None = None,
         reproducer_path: Path | str | None = None,
         timing_stream: TextIO | None = None,
         dump_suffix: str = "",
@@ -405,7 +405,8 @@ class PassManager:
                     )
                 )
             set_phase(module, produces)
-            type(pass_).check_legality(module)
+            if isinstance(pass_, LaminaPass):  # only a Lamina pass transitions (`produces`)
+                pass_.check_legality(module)
         started = time.perf_counter()
         try:
             self._verify(module, produces is not None, last)

@@ -50,6 +50,7 @@ def installed_version(package: ModuleType) -> str:
     fallback when the directory holds no single dist-info for the package.
     """
     name = package.__name__
+    assert package.__file__ is not None, f"{name} is a package with files"
     folder = Path(package.__file__).resolve().parent.parent
     infos = list(folder.glob(f"{name}-*.dist-info"))
     if len(infos) == 1:

@@ -64,12 +64,15 @@ class CompileRequest:
         **settings: Any,
     ) -> CompileRequest:
         """The request for `source` (a path is read now: a missing file is an OSError)."""
-        if is_path(source):
+        program: ModuleOp | str
+        if isinstance(source, os.PathLike) or (isinstance(source, str) and is_path(source)):
             filename = os.fspath(source)
             with open(filename, encoding="utf-8") as f:
-                source = f.read()
+                program = f.read()
+        else:
+            program = source
         listed = tuple(targets) if targets is not None else None
-        return CompileRequest(source, filename, listed, **settings)
+        return CompileRequest(program, filename, listed, **settings)
 
     @property
     def observed(self) -> bool:
@@ -197,7 +200,9 @@ def compile_request(request: CompileRequest) -> Executable:
             return hit
     from lamina.driver import lowering  # the first miss imports xDSL and the code generator
 
-    exe = lowering.compile_cold(request, recorder)
+    # The same class, seen by pyright as `driver.compiler` and `lamina.driver.compiler`
+    # (the repository root is the package, see pyproject.toml).
+    exe = lowering.compile_cold(request, recorder)  # pyright: ignore[reportArgumentType]
     if key is not None:
         with recorder.phase("cache write"):
             cached.store(key, exe, openmp=lowering.executable_uses_openmp(exe))

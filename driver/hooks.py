@@ -145,7 +145,7 @@ def module_targets(module: ModuleOp, targets: Sequence[str] | None = None) -> li
     # Given targets carry their own options (checked by resolve_targets);
     # otherwise the module's stay.
     names = resolve_targets(targets if given else read_module_targets(module))
-    options = _module_target_options(module)
+    options: dict[str, dict[str, Attribute]] = _module_target_options(module)
     if given:
         specs = [split_target_spec(t) for t in targets or ()]
         options = {
@@ -191,8 +191,9 @@ class HookPass(LaminaPass):
         self.inner = inner
         self.target = target
         self.point = point
-        self.name = inner.name
-        self.phases = inner.phases if isinstance(inner, LaminaPass) else PRE_BUILD
+        # Per instance (ModulePass declares them per class): the inner pass's.
+        self.name = inner.name  # pyright: ignore[reportAttributeAccessIssue]
+        self.phases = inner.phases if isinstance(inner, LaminaPass) else PRE_BUILD  # pyright: ignore[reportAttributeAccessIssue]
 
     def __repr__(self) -> str:
         return f"HookPass({self.inner!r}, target={self.target!r}, point={self.point!r})"

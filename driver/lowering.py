@@ -40,7 +40,7 @@ def parse_source(module_or_text: ModuleOp | str | os.PathLike[str], filename: st
     """
     if not isinstance(module_or_text, str | os.PathLike):
         module = module_or_text.clone()
-    elif is_path(module_or_text):
+    elif isinstance(module_or_text, os.PathLike) or is_path(module_or_text):
         path = os.fspath(module_or_text)
         with open(path, encoding="utf-8") as f:  # a missing file: OSError, a user error
             module = parse_module(make_context(), f.read(), path)

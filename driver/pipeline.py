@@ -146,7 +146,7 @@ def resolve_targets(targets: Iterable[str] | None) -> list[str]:
     for target, options in specs or [(t, {}) for t in DEFAULT_TARGETS]:
         check_target_available(target)  # raises TargetError (a diagnostic)
         if options:
-            check_target_options(target, options)
+            check_target_options(target, {**options})
         found = get_target(target)
         for name in ([found.extends] if found.extends else []) + [found.name]:
             if name not in resolved:
@@ -225,7 +225,9 @@ def pipeline_passes(
             if entry.origin.startswith("hook"):
                 from lamina.driver.hooks import wrap_hook_passes
 
-                made = wrap_hook_passes(made, entry)
+                # The same class, seen by pyright as `driver.pipeline` and
+                # `lamina.driver.pipeline` (the repository root is the package).
+                made = wrap_hook_passes(made, entry)  # pyright: ignore[reportArgumentType]
             passes += made
     except PipelineSpecError as err:
         raise PipelineError(f"pipeline '{name}': {err}") from None

@@ -10,7 +10,8 @@ describes its buffers). A function over anything else (closures, scalars,
 from __future__ import annotations
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
 from xdsl.ir import Attribute, Operation
 
 from lamina.backends.llvm.entry_points import (
@@ -21,6 +22,7 @@ from lamina.backends.llvm.entry_points import (
 )
 from lamina.core.dense import DTypeError
 from lamina.core.dense import numpy_dtype as element_dtype
+from lamina.dialects import loop
 from lamina.dialects.graph import FuncOp
 from lamina.runtime.executable import LaminaRuntimeError, Signature, TensorSpec
 
@@ -65,6 +67,12 @@ def entry_signatures(
     return sigs
 
 
+def _buffer_spec(ty: Attribute) -> TensorSpec:
+    """The spec of a plain (static, row-major) buffer parameter."""
+    assert isinstance(ty, MemRefType)
+    return TensorSpec(tuple(ty.get_shape()), numpy_dtype(ty.element_type))
+
+
 def _lowered_signature(
     op: Operation, sigs: dict[str, Signature], rejected: dict[str, str] | None
 ) -> bool:
@@ -72,6 +80,7 @@ def _lowered_signature(
     buffers = lowered_buffers(op)
     if buffers is None or is_private(op):
         return False
+    assert isinstance(op, loop.FuncOp | llvm.FuncOp), "only functions carry lamina.results"
     name = op.sym_name.data
     bad = [str(t) for t in buffers if not plain_buffer(t)]
     count = result_count(op)
@@ -79,7 +88,7 @@ def _lowered_signature(
         if rejected is not None:
             rejected[name] = f"parameters must be static row-major buffers, got {', '.join(bad)}"
         return True
-    specs = tuple(TensorSpec(tuple(t.get_shape()), numpy_dtype(t.element_type)) for t in buffers)
+    specs = tuple(_buffer_spec(t) for t in buffers)
     split = len(specs) - count
     sigs[name] = Signature(name, specs[:split], specs[split:])
     return True

@@ -41,9 +41,10 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 CACHE_ENV = "LAMINA_CACHE"
 """Environment variable: `0`/`off`/`false`/`no` disables the disk cache."""
@@ -195,9 +196,10 @@ class LoadedCode:
     """
 
     key: str
-    engine: object
-    target_machine: object
-    signatures: dict[str, object]
+    engine: Any
+    """llvmlite's MCJIT engine (llvmlite is imported by `load` only)."""
+    target_machine: Any
+    signatures: Mapping[str, object]
     object_code: bytes
 
     def get_function_address(self, name: str) -> int:

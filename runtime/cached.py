@@ -10,6 +10,8 @@ object is loaded) and whether it calls libgomp.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from lamina.runtime import cache as disk
@@ -22,7 +24,7 @@ def _spec_json(spec: TensorSpec) -> list[object]:
     return [list(spec.shape), spec.dtype.str]
 
 
-def _spec_from_json(data: list[object]) -> TensorSpec:
+def _spec_from_json(data: list[Any]) -> TensorSpec:
     shape, dtype = data
     return TensorSpec(tuple(int(d) for d in shape), np.dtype(str(dtype)))
 

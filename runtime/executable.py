@@ -20,7 +20,7 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -36,6 +36,13 @@ if TYPE_CHECKING:  # annotations only: the runtime never imports the compiler
     from xdsl.dialects.builtin import ModuleOp
 
     from lamina.driver.stats import CompileStats
+
+
+class CompiledCode(Protocol):
+    """What an `Executable` uses of its code: function addresses (and, if it has one,
+    the `engine` whose globals hold errors and device counters)."""
+
+    def get_function_address(self, name: str) -> int: ...
 
 
 class LaminaRuntimeError(ValueError):
@@ -77,9 +84,9 @@ class Executable:
     """Native code for a module's graph functions, callable on NumPy arrays."""
 
     signatures: dict[str, Signature]
-    compiled: object
+    compiled: CompiledCode
     """The code (keeps its JIT engine alive): a `backends/codegen.py` CompiledModule, or
-    the cache's LoadedCode; `get_function_address(name)` and `engine` are all `run` uses."""
+    the cache's LoadedCode."""
     llvm_module: ModuleOp | None
     """The build-phase module; None when the code came from the disk cache."""
     timings: dict[str, float] = field(default_factory=dict)
@@ -191,7 +198,9 @@ def _pointer(arr: np.ndarray) -> object:
     array); it needs a writeable, non-empty buffer, else `a.ctypes.data`.
     """
     if arr.flags.writeable and arr.nbytes:
-        return ctypes.byref(ctypes.c_char.from_buffer(arr))
+        # A writeable array exports a writeable buffer; typeshed's WriteableBuffer
+        # does not list ndarray.
+        return ctypes.byref(ctypes.c_char.from_buffer(arr))  # pyright: ignore[reportArgumentType]
     return arr.ctypes.data
 
 

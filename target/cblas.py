@@ -40,6 +40,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
+    MemRefType,
     ModuleOp,
     TensorType,
     f32,
@@ -153,7 +154,9 @@ _ROUTINES = {f32: "sgemm", f64: "dgemm"}
 def gemm_for(op: graph.MatmulOp) -> Gemm | None:
     """The GEMM of `op`, or None if cblas does not handle it (type, batch broadcast)."""
     lhs, rhs, out = op.lhs.type, op.rhs.type, op.result.type
-    if not all(isinstance(t, TensorType) for t in (lhs, rhs, out)):
+    if not (
+        isinstance(lhs, TensorType) and isinstance(rhs, TensorType) and isinstance(out, TensorType)
+    ):
         return None
     routine = _ROUTINES.get(out.element_type)
     if routine is None or lhs.element_type != out.element_type:
@@ -253,9 +256,11 @@ def _replace(root: Operation, matmul: graph.MatmulOp, bias: SSAValue | None) -> 
     assert gemm is not None, "claim() only takes matmuls with a GEMM"
     module = _module_of(root)
     out_type = root.results[0].type
+    assert isinstance(out_type, TensorType), "graph ops compute tensors"
     args = [matmul.lhs, matmul.rhs, *([bias] if bias is not None else [])]
     name = _kernel(module, gemm, [a.type for a in args], out_type)
     device = matmul.properties.get("device")
+    assert device is None or isinstance(device, DeviceAttr)
     call = graph.CallLoopOp(name, args, [out_type], device=device)
     rewriter = Rewriter()
     rewriter.insert_op(call, InsertPoint.before(root))
@@ -297,6 +302,7 @@ def _emit_body(block: Block, gemm: Gemm, has_bias: bool) -> None:
     if has_bias:
         ops += _broadcast_fill(rest[0], c)
     library = openblas()
+    assert isinstance(c.type, MemRefType)
     ftype = c.type.element_type
 
     made: dict[tuple[object, object], SSAValue] = {}
@@ -342,15 +348,16 @@ def _emit_body(block: Block, gemm: Gemm, has_bias: bool) -> None:
 
 def _broadcast_fill(source: SSAValue, dest: SSAValue) -> list[Operation]:
     """Loops storing `source` broadcast (numpy rules) into every element of `dest`."""
+    assert isinstance(source.type, MemRefType) and isinstance(dest.type, MemRefType)
     shape = dest.type.get_shape()
-    offset = len(shape) - len(source.type.get_shape())
+    src = source.type.get_shape()
+    offset = len(shape) - len(src)
     zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
     one = arith.ConstantOp(IntegerAttr(1, IndexType()))
     ops: list[Operation] = [zero, one]
 
     def nest(add: Callable[[Operation], None], ivs: list[SSAValue]) -> None:
         if len(ivs) == len(shape):  # innermost: dest[ivs] = source[broadcast ivs]
-            src = source.type.get_shape()
             index = [zero.result if d == 1 else ivs[offset + i] for i, d in enumerate(src)]
             add(load := loop.LoadOp(source, index))
             add(loop.StoreOp(load, dest, ivs))
@@ -358,7 +365,9 @@ def _broadcast_fill(source: SSAValue, dest: SSAValue) -> list[Operation]:
         add(ub := arith.ConstantOp(IntegerAttr(shape[len(ivs)], IndexType())))
         add(for_op := loop.ForOp(zero, ub, one))
         body = for_op.body.block
-        nest(lambda op: body.insert_op_before(op, body.last_op), [*ivs, body.args[0]])
+        terminator = body.last_op
+        assert terminator is not None, "a new loop.for has its yield"
+        nest(lambda op: body.insert_op_before(op, terminator), [*ivs, body.args[0]])
 
     nest(ops.append, [])
     return ops

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
@@ -106,7 +106,7 @@ def _describe(op: Operation) -> str:
 
     loc = location_of(op)
     sym = op.properties.get("sym_name")
-    name = f"{op.name} @{sym.data}" if sym is not None else op.name  # type: ignore[attr-defined]
+    name = f"{op.name} @{sym.data}" if isinstance(sym, StringAttr) else op.name
     return f"{name} ({loc})" if loc else name
 
 

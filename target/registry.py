@@ -149,7 +149,9 @@ def _builtin_targets() -> list[Target]:
         "cpu",
         description="LLVM code for the host CPU (llvmlite JIT or object code)",
     )
-    return [cpu, cblas_target()]
+    # The same class, seen by pyright as `target.registry` and `lamina.target.registry`
+    # (the repository root is the package, see pyproject.toml).
+    return [cpu, cblas_target()]  # pyright: ignore[reportReturnType]
 
 
 def register_target(target: Target, *, replace: bool = False) -> Target:

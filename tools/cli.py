@@ -12,6 +12,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
+from typing import Any
 
 from lamina.core.diagnostics import DiagnosticError
 
@@ -135,7 +136,7 @@ def add_instrument_arguments(parser: argparse.ArgumentParser, *, opt: bool = Fal
     )
 
 
-def instrument_options(args: argparse.Namespace) -> dict[str, object]:
+def instrument_options(args: argparse.Namespace) -> dict[str, Any]:
     """The keyword arguments of `lamina.compile` that the shared flags ask for."""
     return {
         "pass_timing": args.pass_timing,

@@ -30,7 +30,7 @@ KINDS = (".so", ".o", ".ll", ".s", ".bc")
 def _parser() -> argparse.ArgumentParser:
     from lamina.backends.abi import DEFAULT_SYMBOL_PREFIX
 
-    p = _ArgumentParser(prog="lamina-compile", description=__doc__.splitlines()[0])
+    p = _ArgumentParser(prog="lamina-compile", description=(__doc__ or "").splitlines()[0])
     p.add_argument("file", help="graph program (.mlir), '-' for stdin")
     p.add_argument("-o", "--output", help=" | ".join(f"out{k}" for k in KINDS))
     p.add_argument(

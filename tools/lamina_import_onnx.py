@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from lamina.tools.cli import UsageError, guarded_main
@@ -23,7 +24,7 @@ from lamina.tools.lamina_run import _ArgumentParser
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _ArgumentParser(prog="lamina-import-onnx", description=__doc__.splitlines()[0])
+    p = _ArgumentParser(prog="lamina-import-onnx", description=(__doc__ or "").splitlines()[0])
     p.add_argument("model", help="ONNX model file (.onnx)")
     p.add_argument("-o", "--output", default="-", help="output .mlir file (default: stdout)")
     p.add_argument(
@@ -46,8 +47,8 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def parse_input_shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
-    shapes: dict[str, tuple[int, ...]] = {}
+def parse_input_shapes(specs: list[str]) -> dict[str, Sequence[int]]:
+    shapes: dict[str, Sequence[int]] = {}
     for spec in specs:
         name, sep, dims = spec.rpartition("=")
         try:

@@ -35,7 +35,7 @@ class _ArgumentParser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _ArgumentParser(prog="lamina-run", description=__doc__.splitlines()[0])
+    p = _ArgumentParser(prog="lamina-run", description=(__doc__ or "").splitlines()[0])
     p.add_argument("file", help="graph program (.mlir), '-' for stdin")
     p.add_argument("--entry", default="main", help="entry function (default: main)")
     src = p.add_mutually_exclusive_group()

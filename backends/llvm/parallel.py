@@ -250,7 +250,8 @@ class _Emitter:
 
     def __call__(self, op: Operation) -> SSAValue:
         self.block.add_op(op)
-        return op.results[0] if op.results else None  # type: ignore[return-value]
+        # Callers use the value of ops that have one (a store's None goes unused).
+        return op.results[0] if op.results else None  # pyright: ignore[reportReturnType]
 
     def const(self, value: int) -> SSAValue:
         return self(llvm.ConstantOp(IntegerAttr(value, i64), i64))

@@ -13,7 +13,8 @@ call libm (`tanhf` / `tanh`). Index values are i64.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import cast
 
 from xdsl.dialects import arith, llvm
 from xdsl.dialects import math as mathd
@@ -74,7 +75,7 @@ class SourceLowering(RewritePattern):
 class BinaryLowering(SourceLowering):
     """A binary arith op → one llvm op on the converted operands."""
 
-    def __init__(self, source: type[Operation], target: type[Operation]):
+    def __init__(self, source: type[Operation], target: Callable[..., Operation]):
         super().__init__(source)
         self.target = target
 
@@ -103,7 +104,7 @@ class FloatBinaryLowering(BinaryLowering):
     reassociates a reduction.
     """
 
-    def __init__(self, source: type[Operation], target: type[Operation], contract: bool):
+    def __init__(self, source: type[Operation], target: Callable[..., Operation], contract: bool):
         super().__init__(source, target)
         self.contract = contract
 
@@ -303,7 +304,9 @@ class ConstantLowering(RewritePattern):
         if isinstance(value, IntegerAttr) and value.type != ty:
             value = integer_attr(value.value.data, ty)
         elif isinstance(value, DenseIntOrFPElementsAttr) and ty != op.result.type:
-            value = DenseIntOrFPElementsAttr.from_list(ty, value.get_values())
+            # An index vector becomes an i64 one; `from_list`'s overloads want the
+            # element type statically known, which `convert_type` cannot show.
+            value = DenseIntOrFPElementsAttr.from_list(ty, value.get_values())  # pyright: ignore[reportCallIssue, reportArgumentType]
         new = rewriter.insert(llvm.ConstantOp(value, ty))
         replace_with(op, rewriter, new)
 
@@ -364,7 +367,8 @@ def _divmod(a: SSAValue, b: SSAValue, rewriter: PatternRewriter):
 
 def _icmp(rewriter: PatternRewriter, pred: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
     flag = llvm.ICmpPredicateFlag(pred)
-    return rewriter.insert(llvm.ICmpOp(lhs, rhs, integer_attr(flag.to_int(), i64))).res
+    predicate = cast(IntegerAttr[IntegerType], integer_attr(flag.to_int(), i64))
+    return rewriter.insert(llvm.ICmpOp(lhs, rhs, predicate)).res
 
 
 def _zext(rewriter: PatternRewriter, value: SSAValue, ty: Attribute) -> SSAValue:

@@ -175,9 +175,3 @@ def test_regressions(path):
     with np.load(expected_file) as data:
         inputs = [data[f"arg{i}"] for i in range(len(exe.signatures["main"].params))]
         np.testing.assert_allclose(exe.run("main", *inputs), data["out0"], rtol=1e-5, atol=1e-6)
-
-
-def test_report_counts(capsys):
-    """Print what the differential tests tried (visible with -s or in the CI log on failure)."""
-    with capsys.disabled():
-        print(f"\ndifferential: {STATS}")
