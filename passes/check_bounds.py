@@ -69,7 +69,7 @@ def _buffer_name(buffer: SSAValue) -> str:
 
 
 def _message(access: Operation, buffer: SSAValue, rank: int) -> str:
-    """The template `llvm_errors` formats with the index values ({0}..{3})."""
+    """The template backends/llvm/errors.py formats with the index values ({0}..{3})."""
     shape = "x".join(map(str, buffer.type.get_shape()))
     indices = ", ".join(f"{{{i}}}" if i < MAX_VALUES else "?" for i in range(rank))
     return (

@@ -6,7 +6,10 @@
 * passes and backends do not depend on a frontend (`lamina.core.dense` holds
   what they share with the builder);
 * every Python package of the repository is listed in pyproject.toml, so the
-  wheel holds it.
+  wheel holds it;
+* the layers of docs/internals.md: a module imports nothing from a layer above
+  its own, and the runtime imports neither xDSL, llvmlite nor the compiler;
+* docs/internals.md's code map names every module.
 """
 
 from __future__ import annotations
@@ -104,7 +107,8 @@ def test_every_package_is_in_pyproject():
     )
     packages = {
         "lamina." + ".".join(init.parent.relative_to(ROOT).parts)
-        for folder in ("core", "dialects", "passes", "backends", "tools", "frontends")
+        for folder in ("core", "dialects", "passes", "target", "backends", "driver", "runtime")
+        + ("tools", "frontends")
         for init in (ROOT / folder).rglob("__init__.py")
     }
     assert packages <= listed, f"add to pyproject.toml's packages: {sorted(packages - listed)}"
@@ -258,3 +262,24 @@ def test_importing_the_runtime_loads_neither_xdsl_llvmlite_nor_the_compiler():
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert len(modules) >= 5 and out.stdout.strip() == ""
+
+
+MAPPED_FOLDERS = (
+    "runtime", "core", "target", "backends", "driver", "frontends", "tools", "schedule", "kernels",
+)  # fmt: skip
+"""Folders whose every module has a row in docs/internals.md's code map."""
+
+
+def test_internals_code_map_names_every_module():
+    text = (ROOT / "docs" / "internals.md").read_text()
+    named = set(re.findall(r"`((?:[a-z_]+/)+[a-z_]+\.py)`", text))
+    modules = {
+        str(path.relative_to(ROOT))
+        for folder in MAPPED_FOLDERS
+        if (ROOT / folder).is_dir()
+        for path in (ROOT / folder).rglob("*.py")
+        if path.stem != "__init__" and "__pycache__" not in path.parts
+    }
+    assert modules <= named, f"add to docs/internals.md's code map: {sorted(modules - named)}"
+    stale = {name for name in named if not (ROOT / name).exists()}
+    assert not stale, f"docs/internals.md names modules that do not exist: {sorted(stale)}"

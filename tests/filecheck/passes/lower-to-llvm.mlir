@@ -148,7 +148,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // -----
 
 // Heap buffers come from their device's allocator (the device runtime,
-// backends/device_runtime.py: slot = device index, here the default cpu:0;
+// backends/llvm/device_runtime.py: slot = device index, here the default cpu:0;
 // size rounded up to 64) and go back to it; a small local buffer is an
 // entry-block alloca, freed by nothing. A copy within one device is a memcpy.
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
