@@ -86,7 +86,7 @@ from lamina.backends.llvm.device_runtime import ALLOC_SYMBOL, COPY_SYMBOL, FREE_
 from lamina.backends.llvm.entry_points import RESULTS_ATTR
 from lamina.backends.llvm.errors import ERROR_ATTR, alloc_message, insert_error_exits
 from lamina.backends.llvm.parallel import ParallelForLowering
-from lamina.backends.llvm.scalar_patterns import arith_patterns, math_patterns
+from lamina.backends.llvm.scalar_patterns import scalar_patterns
 from lamina.core.diagnostics import op_error
 from lamina.core.locations import locating_walker
 from lamina.core.pass_base import LaminaPass
@@ -708,7 +708,7 @@ class LowerToLLVMPass(LaminaPass):
         # ParallelForLowering must see a parallel loop before ForLowering does.
         patterns = [ParallelForLowering()]
         patterns += [p() for p in LOOP_PATTERNS]
-        patterns += [*arith_patterns(), *math_patterns()]
+        patterns += scalar_patterns()
         locating_walker(
             GreedyRewritePatternApplier([TypeDispatch(patterns)]), apply_recursively=True
         ).rewrite_module(op)

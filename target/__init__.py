@@ -7,34 +7,5 @@ authors use (docs/extending.md); `lamina.backends.targets` re-exports them
 under the path earlier plugins import.
 """
 
-from lamina.target.registry import (
-    ENTRY_POINT_GROUP,
-    HOOK_POINTS,
-    Target,
-    TargetError,
-    check_target_available,
-    check_target_options,
-    claimed_targets,
-    get_target,
-    module_facts,
-    preferred_layout,
-    register_target,
-    target_names,
-    unregister_target,
-)
-
-__all__ = [
-    "ENTRY_POINT_GROUP",
-    "HOOK_POINTS",
-    "Target",
-    "TargetError",
-    "check_target_available",
-    "check_target_options",
-    "claimed_targets",
-    "get_target",
-    "module_facts",
-    "preferred_layout",
-    "register_target",
-    "target_names",
-    "unregister_target",
-]
+from lamina.target.registry import *  # noqa: F403 - the package's API is the registry's
+from lamina.target.registry import __all__  # noqa: F401

@@ -72,19 +72,16 @@ class SourceLowering(RewritePattern):
         raise NotImplementedError
 
 
-class BinaryLowering(SourceLowering):
-    """A binary arith op → one llvm op on the converted operands."""
+class OneToOneLowering(SourceLowering):
+    """An op → one llvm op on the converted operands, in the same order."""
 
     def __init__(self, source: type[Operation], target: Callable[..., Operation]):
         super().__init__(source)
         self.target = target
 
-    def build(self, op: Operation, lhs: SSAValue, rhs: SSAValue) -> Operation:
-        return self.target(lhs, rhs)
-
     def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
-        lhs, rhs = (to_llvm(v, rewriter) for v in op.operands)
-        replace_with(op, rewriter, rewriter.insert(self.build(op, lhs, rhs)))
+        operands = [to_llvm(v, rewriter) for v in op.operands]
+        replace_with(op, rewriter, rewriter.insert(self.target(*operands)))
 
 
 def _fastmath(op: Operation, extra: Sequence[FastMathFlag] = ()) -> llvm.FastMathAttr:
@@ -96,7 +93,7 @@ def _fastmath(op: Operation, extra: Sequence[FastMathFlag] = ()) -> llvm.FastMat
     return llvm.FastMathAttr(tuple(sorted(flags)) if flags else None)
 
 
-class FloatBinaryLowering(BinaryLowering):
+class FloatBinaryLowering(OneToOneLowering):
     """A float binop keeps its fastmath flags and, with `contract`, adds `contract`.
 
     `contract` only lets LLVM fuse a multiply and an add into an FMA (one
@@ -108,12 +105,14 @@ class FloatBinaryLowering(BinaryLowering):
         super().__init__(source, target)
         self.contract = contract
 
-    def build(self, op: Operation, lhs: SSAValue, rhs: SSAValue) -> Operation:
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
+        lhs, rhs = (to_llvm(v, rewriter) for v in op.operands)
         extra = (FastMathFlag.ALLOW_CONTRACT,) if self.contract else ()
-        return self.target(lhs, rhs, _fastmath(op, extra))
+        new = rewriter.insert(self.target(lhs, rhs, _fastmath(op, extra)))
+        replace_with(op, rewriter, new)
 
 
-class CastLowering(BinaryLowering):
+class CastLowering(OneToOneLowering):
     """A one-operand conversion → one llvm cast op to the converted result type."""
 
     def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
@@ -195,7 +194,7 @@ class LibmLowering(SourceLowering):
 # The tables
 # ---------------------------------------------------------------------------
 
-INTEGER_BINARY: tuple[tuple[type[Operation], type[Operation]], ...] = (
+ONE_TO_ONE: tuple[tuple[type[Operation], type[Operation]], ...] = (
     (arith.AddiOp, llvm.AddOp),
     (arith.SubiOp, llvm.SubOp),
     (arith.MuliOp, llvm.MulOp),
@@ -209,8 +208,10 @@ INTEGER_BINARY: tuple[tuple[type[Operation], type[Operation]], ...] = (
     (arith.ShLIOp, llvm.ShlOp),
     (arith.ShRUIOp, llvm.LShrOp),
     (arith.ShRSIOp, llvm.AShrOp),
+    (arith.SelectOp, llvm.SelectOp),
+    (mathd.FmaOp, llvm.FMAOp),
 )
-"""arith integer op → llvm op."""
+"""arith/math op → the llvm op taking the same operands."""
 
 FLOAT_BINARY: tuple[tuple[type[Operation], type[Operation], bool], ...] = (
     (arith.AddfOp, llvm.FAddOp, True),
@@ -399,15 +400,6 @@ class CmpfLowering(RewritePattern):
         replace_with(op, rewriter, rewriter.insert(llvm.FCmpOp(lhs, rhs, pred)))
 
 
-class SelectLowering(RewritePattern):
-    """`arith.select` → `llvm.select`."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: arith.SelectOp, rewriter: PatternRewriter, /):
-        cond, lhs, rhs = (to_llvm(v, rewriter) for v in op.operands)
-        replace_with(op, rewriter, rewriter.insert(llvm.SelectOp(cond, lhs, rhs)))
-
-
 class NegfLowering(RewritePattern):
     """`arith.negf` → `llvm.fneg`."""
 
@@ -525,15 +517,6 @@ def _numpy_fptosi(arg: SSAValue, target: IntegerType, rewriter: PatternRewriter)
     return rewriter.insert(llvm.SelectOp(ok, converted, minimum)).res
 
 
-class FmaLowering(RewritePattern):
-    """`math.fma` → `llvm.intr.fma`."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: mathd.FmaOp, rewriter: PatternRewriter, /):
-        a, b, c = (to_llvm(v, rewriter) for v in op.operands)
-        replace_with(op, rewriter, rewriter.insert(llvm.FMAOp(a, b, c)))
-
-
 class AbsILowering(RewritePattern):
     """`math.absi` → `llvm.abs.*(x, false)` (INT_MIN stays INT_MIN, as NumPy)."""
 
@@ -562,11 +545,11 @@ class RsqrtLowering(RewritePattern):
 # ---------------------------------------------------------------------------
 
 
-def arith_patterns() -> list[RewritePattern]:
-    """One pattern per arith op `lower-to-llvm` handles."""
+def scalar_patterns() -> list[RewritePattern]:
+    """One pattern per arith and math op `lower-to-llvm` handles."""
     return [
         ConstantLowering(),
-        *(BinaryLowering(source, target) for source, target in INTEGER_BINARY),
+        *(OneToOneLowering(source, target) for source, target in ONE_TO_ONE),
         *(FloatBinaryLowering(*row) for row in FLOAT_BINARY),
         *(IntrinsicLowering(source, name) for source, name in BINARY_INTRINSICS),
         FloorDivSILowering(),
@@ -574,27 +557,19 @@ def arith_patterns() -> list[RewritePattern]:
         CeilDivUILowering(),
         CmpiLowering(),
         CmpfLowering(),
-        SelectLowering(),
         NegfLowering(),
         *(CastLowering(source, target) for source, target in CASTS),
         UIToFPLowering(),
         IndexCastLowering(),
         FPToSILowering(),
         FloatToIntLowering(arith.FPToUIOp, "llvm.fptoui.sat"),
-    ]
-
-
-def math_patterns() -> list[RewritePattern]:
-    """One pattern per math op `lower-to-llvm` handles."""
-    return [
         *(IntrinsicLowering(source, name) for source, name in MATH_INTRINSICS),
         RsqrtLowering(),
         AbsILowering(),
-        FmaLowering(),
         *(CountBitsLowering(source, name) for source, name in COUNT_BITS),
         FPowILowering(),
         *(LibmLowering(source, function) for source, function in LIBM),
     ]
 
 
-__all__ = ["arith_patterns", "math_patterns"]
+__all__ = ["scalar_patterns"]
