@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lamina.driver.cache_key import key
+from lamina.driver.instruments import Instruments
 from lamina.driver.stats import StatsRecorder
 from lamina.runtime import cache as disk
 from lamina.runtime import cached
@@ -27,8 +29,6 @@ from lamina.runtime.executable import Executable
 
 if TYPE_CHECKING:  # the module type only: a cache hit never imports xDSL
     from xdsl.dialects.builtin import ModuleOp
-
-    from lamina.driver.instruments import Instruments
 
 
 @dataclass(frozen=True)
@@ -92,8 +92,6 @@ class CompileRequest:
         """A fresh `Instruments` for the instruments that are on (None if none is)."""
         if not self.observed:
             return None
-        from lamina.driver.instruments import Instruments
-
         return Instruments(
             self.pass_timing, self.print_ir_after_all, self.dump_phases_to, self.verbose
         )
@@ -106,8 +104,6 @@ class CompileRequest:
         must be in `options` below, or a compile with it would load code
         compiled without it.
         """
-        from lamina.driver.cache_key import key
-
         source = self.source if isinstance(self.source, str) else str(self.source)
         options: dict[str, object] = {"check_bounds": self.check_bounds}
         return key(
