@@ -12,7 +12,7 @@ They are generated from the code, so they cannot drift from it:
   and traits; every attribute and type with its parameters.
 * the tuning-knob table of `docs/performance.md` (between its
   `<!-- knobs:begin -->` / `<!-- knobs:end -->` markers; the rest of that
-  page is written by hand) from `ScheduleKnobs` (`backends/schedule_knobs.py`).
+  page is written by hand) from `ScheduleKnobs` (`target/schedule_knobs.py`).
 
 Regenerate with `python -m lamina.tools.gen_docs` (or `lamina-docs`);
 `tests/test_docs.py` fails when a checked-in page is stale.
@@ -33,6 +33,7 @@ from xdsl.irdl import (
     AnyOf,
     BaseAttr,
     EqAttrConstraint,
+    IRDLOperation,
     OpDef,
     ParamAttrConstraint,
     VarConstraint,
@@ -48,9 +49,9 @@ from xdsl.irdl.constraints import (
 )
 from xdsl.irdl.operations import OptionalDef, VariadicDef
 
-from lamina.backends.schedule_knobs import knob_rows
 from lamina.core.pass_base import PRE_BUILD, phase_list
 from lamina.core.registry import builtin_pass_names, get_pass_class, pass_names
+from lamina.target.schedule_knobs import knob_rows
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PASSES_MD = REPO_ROOT / "docs" / "passes.md"
@@ -83,7 +84,7 @@ def pass_rows(names: Sequence[str] | None = None) -> list[tuple[str, str, str, s
             (
                 name,
                 phase_list(getattr(cls, "phases", PRE_BUILD)),  # plain xDSL pass: pre-build
-                cls.produces.label if getattr(cls, "produces", None) is not None else "",
+                _produces_label(cls),
                 ", ".join(getattr(cls, "requires", ())),
                 _summary(cls),
             )
@@ -144,8 +145,8 @@ def passes_markdown() -> str:
         cls = get_pass_class(name)
         out.append(f"\n## `{name}`\n\n")
         facts = [f"- phases: {phase_list(getattr(cls, 'phases', ()))}"]
-        if getattr(cls, "produces", None) is not None:
-            facts.append(f"- produces: {cls.produces.label} (transition)")
+        if _produces_label(cls):
+            facts.append(f"- produces: {_produces_label(cls)} (transition)")
         if getattr(cls, "requires", ()):
             facts.append(f"- requires: {', '.join(f'`{r}`' for r in cls.requires)}")
         if getattr(cls, "illegal_ops", ()):
@@ -255,8 +256,15 @@ def _trait_names(definition: OpDef) -> list[str]:
     return sorted({type(t).__name__.lstrip("_") for t in definition.traits})
 
 
+def _produces_label(cls: type) -> str:
+    """The phase a transition pass class produces, '' for any other pass."""
+    produces = getattr(cls, "produces", None)
+    return produces.label if produces is not None else ""
+
+
 def op_markdown(op: type[Operation]) -> str:
     """The section of one op: summary, operands, results, properties, regions, traits."""
+    assert issubclass(op, IRDLOperation), f"{op.name} is not defined with IRDL"
     definition: OpDef = op.get_irdl_definition()
     lines = [f"### `{definition.name}`", "", _summary(op) or "(no description)", ""]
     lines += _op_rows("operand", definition.operands)

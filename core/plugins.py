@@ -8,11 +8,11 @@ Three ways in, none of which needs an edit to Lamina:
   universe, entry `xdsl`, is not imported: Lamina registers the upstream
   dialects it uses itself, `core/context.py`.)
 * **Lamina's entry points** `lamina.targets` for targets
-  (`backends/targets.py`).
+  (`target/registry.py`).
 * **`--load-plugin MODULE`** (repeatable; a module name or a `.py` file),
   like MLIR's `--load-pass-plugin`: the module registers things when
   imported, with `register_pass`, `register_dialect` and
-  `lamina.backends.targets.register_target`.
+  `lamina.target.registry.register_target`.
 
 A plugin pass that is a `LaminaPass` keeps its phase contract; a plain
 xDSL `ModulePass` may run in every phase before build. A plugin dialect's

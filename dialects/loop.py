@@ -35,6 +35,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     StringAttr,
     SymbolRefAttr,
+    TensorType,
     i1,
 )
 from xdsl.dialects.utils import (
@@ -133,6 +134,17 @@ MEMORY_SCOPES = ("global", "local")
 def _type_mismatch(what: str, index: int, other: str, got: Attribute, want: Attribute) -> str:
     """`0-th iter_arg and 0-th loop result have different type: 'f32' != 'f64'`."""
     return f"{index}-th {what} and {index}-th {other} have different type: '{got}' != '{want}'"
+
+
+def buffer_type(tensor: Attribute) -> MemRefType:
+    """The row-major buffer holding a statically shaped tensor: `memref<same shape>`."""
+    assert isinstance(tensor, TensorType)
+    return MemRefType(tensor.element_type, tensor.get_shape())
+
+
+def to_buffer_types(types: Sequence[Attribute]) -> list[Attribute]:
+    """Tensors become buffers; anything else (already a buffer or a scalar) is kept."""
+    return [buffer_type(t) if isinstance(t, TensorType) else t for t in types]
 
 
 # ---------------------------------------------------------------------------

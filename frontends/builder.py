@@ -30,8 +30,7 @@ from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from lamina.backends.executable import numpy_dtype
-from lamina.core.dense import DTypeError, dense_attr, dense_value, element_type_of
+from lamina.core.dense import DTypeError, dense_attr, dense_value, element_type_of, numpy_dtype
 from lamina.core.diagnostics import DiagnosticError, verify_module
 from lamina.dialects import graph
 

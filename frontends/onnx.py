@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from xdsl.dialects.builtin import ModuleOp
 
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
 from lamina.frontends.builder import BuilderError, GraphBuilder, Value, build_module, shape_of
@@ -102,7 +103,7 @@ def _error(path: str, message: str) -> OnnxImportError:
 
 @dataclass
 class ImportResult:
-    module: object
+    module: ModuleOp
     notes: list[str] = field(default_factory=list)
 
 

@@ -7,7 +7,7 @@ computed by Winograd (`winograd_pays`, recorded as `lamina.algorithm`);
 the conv2d builders read that record back (`conv2d_algorithm`); the matmul
 builder asks which column panels the micro-kernel will read
 (`packed_rhs_columns`, the same `choose_block` that `schedule` applies).
-The thresholds are knobs (`backends/schedule_knobs.py`), read from the module's
+The thresholds are knobs (`target/schedule_knobs.py`), read from the module's
 target.
 """
 
@@ -16,9 +16,9 @@ from __future__ import annotations
 from xdsl.dialects.builtin import AnyFloat, StringAttr
 from xdsl.ir import Operation, SSAValue
 
-from lamina.backends.targets import op_facts, op_knobs
 from lamina.dialects import graph
 from lamina.schedule.register_block import choose_block
+from lamina.target.registry import op_facts, op_knobs
 
 
 def conv2d_algorithm(op: graph.Conv2dOp) -> str:

@@ -43,7 +43,7 @@ class ClaimOpsPass(LaminaPass):
     target: str = "cpu"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from lamina.backends.targets import call_target_hook, get_target
+        from lamina.target.registry import call_target_hook, get_target
 
         target = get_target(self.target)
         if target.claim is None:

@@ -58,12 +58,12 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from lamina.core.devices import mark_kernel_device, op_device
 from lamina.core.pass_base import LaminaPass
+from lamina.core.phase_invariants import in_codegen
 from lamina.dialects import graph, te
 from lamina.dialects.lamina import Phase
 from lamina.kernels import BUILDERS, build_kernel_deriving
 from lamina.passes._constraints import record_arg_constraints
 from lamina.passes.legalize import KernelTable, kernel_key, type_suffix
-from lamina.passes.verify_phase import in_codegen
 
 ELEMENTWISE, BROADCAST, INJECTIVE = "elementwise", "broadcast", "injective"
 REDUCTION, OUTPUT_FUSABLE, OPAQUE = "reduction", "output-fusable", "opaque"

@@ -17,7 +17,6 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType, UnitAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import (
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
 )
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -25,7 +24,9 @@ from xdsl.utils.exceptions import VerifyException
 
 from lamina.core.devices import mark_kernel_device, op_device
 from lamina.core.diagnostics import Diagnostic, DiagnosticError, op_error
+from lamina.core.locations import locating_walker
 from lamina.core.pass_base import LaminaPass
+from lamina.core.phase_invariants import in_codegen
 from lamina.dialects import graph, te
 from lamina.dialects.lamina import Phase, set_phase
 from lamina.kernels import (
@@ -40,7 +41,6 @@ from lamina.passes._constraints import (
     record_arg_constraints,
     record_result_constraint,
 )
-from lamina.passes.verify_phase import in_codegen
 
 COMPUTE_OP_NAMES: tuple[str, ...] = tuple(cls.name for cls in graph.COMPUTE_OPS)
 
@@ -264,7 +264,7 @@ class LegalizePass(LaminaPass):
         flatten_dataflow(op)
         table = KernelTable(op)
         lowering = ComputeOpLowering(table)
-        PatternRewriteWalker(lowering, apply_recursively=False).rewrite_module(op)
+        locating_walker(lowering, apply_recursively=False).rewrite_module(op)
         table.erase_unused_constants()
         for func in table.new_funcs:
             op.body.block.add_op(func)

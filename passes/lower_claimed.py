@@ -42,7 +42,7 @@ class LowerClaimedPass(LaminaPass):
     target: str = "cpu"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from lamina.backends.targets import call_target_hook, get_target
+        from lamina.target.registry import call_target_hook, get_target
 
         target = get_target(self.target)
         if target.lower is None:

@@ -64,7 +64,6 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
-    MemRefType,
     ModuleOp,
     StringAttr,
     SymbolRefAttr,
@@ -74,23 +73,23 @@ from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.pattern_rewriter import (
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import ConstantLike
 
-from lamina.backends.schedule_knobs import ScheduleKnobs
-from lamina.backends.targets import op_knobs
 from lamina.core.diagnostics import op_error
 from lamina.core.liveness import BlockOrder
+from lamina.core.locations import locating_walker
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, loop, te
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, Phase
-from lamina.dialects.loop import LoopKind
+from lamina.dialects.loop import LoopKind, buffer_type, to_buffer_types
 from lamina.schedule.loop_order import Innermost, choose_innermost, gathered_reads
 from lamina.schedule.parallel import worth_a_team
+from lamina.target.registry import op_knobs
+from lamina.target.schedule_knobs import ScheduleKnobs
 
 LOOP_SUFFIX = "_loop"
 """`te.func @f` becomes `loop.func @f_loop`."""
@@ -102,17 +101,6 @@ SCRATCH_SCOPE = "local"
 def _moved_last(axes: Iterable[int], last: int) -> list[int]:
     """`axes` in order, but with `last` moved to the end."""
     return [*(a for a in axes if a != last), last]
-
-
-def buffer_type(tensor: Attribute) -> MemRefType:
-    """The row-major buffer holding a statically shaped tensor: `memref<same shape>`."""
-    assert isinstance(tensor, TensorType)
-    return MemRefType(tensor.element_type, tensor.get_shape())
-
-
-def to_buffer_types(types: Sequence[Attribute]) -> list[Attribute]:
-    """Tensors become buffers; anything else (already a buffer or a scalar) is kept."""
-    return [buffer_type(t) if isinstance(t, TensorType) else t for t in types]
 
 
 # ---------------------------------------------------------------------------
@@ -214,7 +202,7 @@ class ComputeLowering:
     inner: Innermost | None = field(default=None, init=False)
     """The innermost loop's axis, chosen when the nest is emitted."""
     knobs: ScheduleKnobs = field(default_factory=ScheduleKnobs, init=False)
-    """The module's tuning knobs (`backends/schedule_knobs.py`), read when the nest is emitted."""
+    """The module's tuning knobs (`target/schedule_knobs.py`), read when the nest is emitted."""
 
     @property
     def rank(self) -> int:
@@ -690,10 +678,8 @@ class LowerTePass(LaminaPass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         renamed: dict[str, str] = {}
         taken = symbol_names(op)
-        PatternRewriteWalker(
-            TeFuncLowering(renamed, taken), apply_recursively=False
-        ).rewrite_module(op)
-        PatternRewriteWalker(CallTeLowering(renamed), apply_recursively=False).rewrite_module(op)
+        locating_walker(TeFuncLowering(renamed, taken), apply_recursively=False).rewrite_module(op)
+        locating_walker(CallTeLowering(renamed), apply_recursively=False).rewrite_module(op)
         self.check_legality(op)
 
 

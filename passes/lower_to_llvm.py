@@ -5,11 +5,11 @@ arith/math/func/cf/memref → llvm conversions of its own (XDSL_NOTES §4), so
 every source op gets its own `RewritePattern`, named `<Op>Lowering`, driven
 by one greedy `PatternRewriteWalker`. This file holds the patterns for
 functions, calls, buffers and control flow; the scalar (`arith`, `math`)
-patterns are in `backends/llvm_scalar_patterns.py`, parallel loops in
-`backends/llvm_parallel.py`, and the shared type/cast helpers in
-`backends/llvm_conversion.py`.
+patterns are in `backends/llvm/scalar_patterns.py`, parallel loops in
+`backends/llvm/parallel.py`, and the shared type/cast helpers in
+`backends/llvm/conversion.py`.
 
-ABI (what `backends/codegen.py` and `backends/runtime.py` rely on):
+ABI (what `backends/codegen.py` and `backends/jit.py` rely on):
 
 * every memref becomes a bare `!llvm.ptr` to its first element. Shapes are
   static and the memref type's shape *is* the physical layout, row-major
@@ -58,15 +58,12 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
 from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 
-from lamina.backends.device_runtime import ALLOC_SYMBOL, COPY_SYMBOL, FREE_SYMBOL, device_slot
-from lamina.backends.entry_points import RESULTS_ATTR
-from lamina.backends.llvm_conversion import (
+from lamina.backends.llvm.conversion import (
     ALLOC_ALIGNMENT,
     BUFFER_ATTR,
     INTERNAL_ATTR,
@@ -85,16 +82,19 @@ from lamina.backends.llvm_conversion import (
     replace_with,
     to_llvm,
 )
-from lamina.backends.llvm_errors import ERROR_ATTR, alloc_message, insert_error_exits
-from lamina.backends.llvm_parallel import ParallelForLowering
-from lamina.backends.llvm_scalar_patterns import ARITH_PATTERNS, MATH_PATTERNS
-from lamina.backends.targets import op_knobs
-from lamina.core.devices import check_usable_devices
+from lamina.backends.llvm.device_runtime import ALLOC_SYMBOL, COPY_SYMBOL, FREE_SYMBOL, device_slot
+from lamina.backends.llvm.entry_points import RESULTS_ATTR
+from lamina.backends.llvm.errors import ERROR_ATTR, alloc_message, insert_error_exits
+from lamina.backends.llvm.parallel import ParallelForLowering
+from lamina.backends.llvm.scalar_patterns import scalar_patterns
 from lamina.core.diagnostics import op_error
+from lamina.core.locations import locating_walker
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import loop
 from lamina.dialects.lamina import Phase, set_phase
 from lamina.dialects.loop import LoopKind
+from lamina.target.devices import check_usable_devices
+from lamina.target.registry import op_knobs
 
 # ---------------------------------------------------------------------------
 # Buffers
@@ -214,7 +214,9 @@ class AllocLowering(RewritePattern):
             replace_with(op, rewriter, alloca)
             return
         size = -(-max(_buffer_bytes(mtype), 1) // ALLOC_ALIGNMENT) * ALLOC_ALIGNMENT
-        if isinstance(op, loop.AllocOp):  # on its device's allocator (backends/device_runtime.py)
+        if isinstance(
+            op, loop.AllocOp
+        ):  # on its device's allocator (backends/llvm/device_runtime.py)
             slot = constant(device_slot(op, op.device), i64, rewriter)
             args = [slot, constant(size, i64, rewriter)]
             call = call_function(op, rewriter, ALLOC_SYMBOL, args, llvm.LLVMPointerType())
@@ -413,7 +415,7 @@ def _hint_kind(op: loop.ForOp) -> str:
     whole vectors are told apart from those with a remainder (`vectorized-tail`),
     which LLVM may still unroll and vectorize its own way (a padded row's
     clamped border reads would become gathers, backends/codegen.py). Whole
-    vectors: a multiple of the `whole_vector_lanes` knob (backends/schedule_knobs.py)."""
+    vectors: a multiple of the `whole_vector_lanes` knob (target/schedule_knobs.py)."""
     kind = op.kind.data
     if kind != LoopKind.VECTORIZED:
         return kind.value
@@ -711,8 +713,9 @@ class LowerToLLVMPass(LaminaPass):
         check_usable_devices(op)  # host code for a device no target compiles would be wrong
         # ParallelForLowering must see a parallel loop before ForLowering does.
         patterns = [ParallelForLowering()]
-        patterns += [p() for p in (*LOOP_PATTERNS, *ARITH_PATTERNS, *MATH_PATTERNS)]
-        PatternRewriteWalker(
+        patterns += [p() for p in LOOP_PATTERNS]
+        patterns += scalar_patterns()
+        locating_walker(
             GreedyRewritePatternApplier([TypeDispatch(patterns)]), apply_recursively=True
         ).rewrite_module(op)
         self.check_legality(op)

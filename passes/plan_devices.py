@@ -42,7 +42,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAVal
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from lamina.core import min_copies
-from lamina.core.devices import known_device_kinds, with_device
+from lamina.core.devices import with_device
 from lamina.core.diagnostics import Diagnostic, DiagnosticError, location_of
 from lamina.core.pass_base import LaminaPass
 from lamina.core.symbols import lookup_symbol  # O(1): one lookup per call op
@@ -55,6 +55,7 @@ from lamina.dialects.lamina import (
     Phase,
     get_default_device,
 )
+from lamina.target.devices import known_device_kinds
 
 KERNEL_OPS = (graph.ConstantOp, graph.CallTeOp, graph.CallLoopOp, graph.CallExternOp)
 """Ops that run on one device and produce their results there (with the compute ops)."""

@@ -33,7 +33,7 @@ directives applied instead of steps 1-8 (`schedule/directives.py`):
 function's argument N the nest reads into a local buffer) and
 `register_block` (the default micro-kernel on this loop).
 
-Every threshold the rules use is a knob of `backends/schedule_knobs.py`, overridable
+Every threshold the rules use is a knob of `target/schedule_knobs.py`, overridable
 here by an option of its name or by a target option.
 """
 
@@ -44,8 +44,6 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
-from lamina.backends.cpu_facts import CpuFacts
-from lamina.backends.schedule_knobs import ScheduleKnobs
 from lamina.core.diagnostics import op_error
 from lamina.dialects import loop
 from lamina.passes.simplify import make_indices_affine
@@ -64,6 +62,8 @@ from lamina.schedule.stage_fusion import fuse_row_stages
 from lamina.schedule.storage_folding import contract_temporaries
 from lamina.schedule.vector_math import expand_transcendentals
 from lamina.schedule.write_through import write_through_output
+from lamina.target.cpu_facts import CpuFacts
+from lamina.target.schedule_knobs import ScheduleKnobs
 
 
 def default_schedule(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -> None:

@@ -34,12 +34,12 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
 from xdsl.rewriter import InsertPoint
 
+from lamina.core.locations import locating_walker
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import loop
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, Phase
@@ -375,7 +375,7 @@ def make_indices_affine(func: loop.FuncOp) -> None:
     loop variables (a reshape fused into a matmul reads `x[(256*i + 64*h + k) / 256,
     (256*i + 64*h + k) % 256]`, which is `x[i, 64*h + k]`)."""
     analyzer = Analyzer()
-    PatternRewriteWalker(
+    locating_walker(
         GreedyRewritePatternApplier(
             [FoldIndexArith(analyzer), SplitDivMod(analyzer)], dce_enabled=False
         )
@@ -407,7 +407,7 @@ class SimplifyPass(LaminaPass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         analyzer = Analyzer()
-        PatternRewriteWalker(
+        locating_walker(
             GreedyRewritePatternApplier(
                 [
                     FoldCmpi(analyzer),

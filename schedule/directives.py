@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import re
 
-from lamina.backends.cpu_facts import CpuFacts
-from lamina.backends.schedule_knobs import ScheduleKnobs
 from lamina.dialects import loop
 from lamina.schedule import primitives as prim
 from lamina.schedule.primitives import ScheduleError
 from lamina.schedule.register_block import ReductionNest, choose_block, register_block
+from lamina.target.cpu_facts import CpuFacts
+from lamina.target.schedule_knobs import ScheduleKnobs
 
 DIRECTIVE_ATTR = "lamina.schedule"
 """Discardable attribute on a `loop.for`: the primitive to apply to it."""

@@ -30,13 +30,13 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import MemRefType
 from xdsl.traits import is_side_effect_free
 
-from lamina.backends.schedule_knobs import ScheduleKnobs
 from lamina.dialects import loop
 from lamina.dialects.loop import LoopKind
 from lamina.schedule import primitives as prim
 from lamina.schedule.dependence import disjoint_by_iv
 from lamina.schedule.int_analysis import int_constant
 from lamina.schedule.primitives import ScheduleError
+from lamina.target.schedule_knobs import ScheduleKnobs
 
 
 def reuse_gathered_lines(func: loop.FuncOp, knobs: ScheduleKnobs) -> int:

@@ -25,7 +25,7 @@ strided access in a vectorized loop is a gather: layer_norm's variance
 result contiguous, and +1 along `k`, but `i` gathers a column of `x` --
 the reduction along `k` keeps its accumulator in a register), then to the
 candidate whose strided accesses do not alias in the cache (a stride of a
-multiple of `set_aliasing_bytes` (`backends/schedule_knobs.py`) puts every lane's line in the same L1 set:
+multiple of `set_aliasing_bytes` (`target/schedule_knobs.py`) puts every lane's line in the same L1 set:
 NCHW -> NCHW16c of 64x64 planes then walks `w`, reading rows and storing
 64 bytes apart, instead of gathering 16 lines of one set), then to the
 result's last dimension, then to the last reduction dimension (the
@@ -42,9 +42,9 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.traits import ConstantLike
 
-from lamina.backends.schedule_knobs import ScheduleKnobs
 from lamina.dialects import te
 from lamina.schedule.int_analysis import int_constant
+from lamina.target.schedule_knobs import ScheduleKnobs
 
 DEFAULT_KNOBS = ScheduleKnobs()
 """The knobs when the caller has no target (the measured defaults)."""

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from xdsl.ir import SSAValue
 
-from lamina.backends.schedule_knobs import ScheduleKnobs
 from lamina.dialects import loop
 from lamina.schedule import primitives as prim
 from lamina.schedule.primitives import ScheduleError
+from lamina.target.schedule_knobs import ScheduleKnobs
 
 
 def pack_pays(rows: loop.ForOp, buffer: SSAValue, knobs: ScheduleKnobs) -> bool:

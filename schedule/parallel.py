@@ -1,7 +1,7 @@
 """Parallelisation: which loop of a kernel runs on the thread team.
 
 Every decision that puts `kind(parallel)` on a loop, or moves it, is made
-here (the knobs are `parallel_*` in `backends/schedule_knobs.py`):
+here (the knobs are `parallel_*` in `target/schedule_knobs.py`):
 
 * `lower-te` asks `worth_a_team` for the outermost spatial loop of each
   nest: parallel when the nest reads at least `parallel_min_work` tensor
@@ -21,12 +21,12 @@ A loop is only made parallel when its iterations write disjoint elements
 
 from __future__ import annotations
 
-from lamina.backends.schedule_knobs import ScheduleKnobs
 from lamina.dialects import loop
 from lamina.dialects.loop import LoopKind
 from lamina.schedule import primitives as prim
 from lamina.schedule.dependence import spatial
 from lamina.schedule.primitives import ScheduleError
+from lamina.target.schedule_knobs import ScheduleKnobs
 
 
 def worth_a_team(points: int, reads: int, gathered: int, knobs: ScheduleKnobs) -> bool:

@@ -16,14 +16,14 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import ModuleOp
 
-from lamina.backends.cpu_facts import CpuFacts
-from lamina.backends.schedule_knobs import KNOB_NAMES, ScheduleKnobs, check_knob
-from lamina.backends.targets import module_facts, module_knobs
 from lamina.core.diagnostics import op_error
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import loop
 from lamina.dialects.lamina import Phase
 from lamina.schedule.directives import directed_loops
+from lamina.target.cpu_facts import CpuFacts
+from lamina.target.registry import module_facts, module_knobs
+from lamina.target.schedule_knobs import KNOB_NAMES, ScheduleKnobs, check_knob
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ class ScheduleRulePass(LaminaPass):
 
 @dataclass(frozen=True)
 class RegisterBlockOptions:
-    """Knob options of register blocking and packing (`backends/schedule_knobs.py`; unset: the target's)."""
+    """Knob options of register blocking and packing (`target/schedule_knobs.py`; unset: the target's)."""
 
     block_vector_choices: tuple[int, ...] | None = None
     block_max_vectors: int | None = None
@@ -99,14 +99,14 @@ class RegisterBlockOptions:
 
 @dataclass(frozen=True)
 class ParallelOptions:
-    """Knob options of parallel balancing (`backends/schedule_knobs.py`; unset: the target's)."""
+    """Knob options of parallel balancing (`target/schedule_knobs.py`; unset: the target's)."""
 
     parallel_min_iterations_per_core: int | None = None
 
 
 @dataclass(frozen=True)
 class GatherReuseOptions:
-    """Knob options of gather reuse (`backends/schedule_knobs.py`; unset: the target's)."""
+    """Knob options of gather reuse (`target/schedule_knobs.py`; unset: the target's)."""
 
     gather_line_bytes: int | None = None
 

@@ -50,8 +50,6 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import SSAValue
 
-from lamina.backends.cpu_facts import CpuFacts
-from lamina.backends.schedule_knobs import ScheduleKnobs
 from lamina.dialects import loop
 from lamina.dialects.loop import LoopKind
 from lamina.schedule import primitives as prim
@@ -59,6 +57,8 @@ from lamina.schedule.dependence import depends_on
 from lamina.schedule.packing import pack_panels
 from lamina.schedule.parallel import distribute_columns
 from lamina.schedule.primitives import ScheduleError
+from lamina.target.cpu_facts import CpuFacts
+from lamina.target.schedule_knobs import ScheduleKnobs
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,10 @@
 * passes and backends do not depend on a frontend (`lamina.core.dense` holds
   what they share with the builder);
 * every Python package of the repository is listed in pyproject.toml, so the
-  wheel holds it.
+  wheel holds it;
+* the layers of docs/internals.md: a module imports nothing from a layer above
+  its own, and the runtime imports neither xDSL, llvmlite nor the compiler;
+* docs/internals.md's code map names every module.
 """
 
 from __future__ import annotations
@@ -186,16 +189,8 @@ def test_every_package_is_in_pyproject():
     )
     packages = {
         "lamina." + ".".join(init.parent.relative_to(ROOT).parts)
-        for folder in (
-            "core",
-            "dialects",
-            "passes",
-            "schedule",
-            "kernels",
-            "backends",
-            "tools",
-            "frontends",
-        )
+        for folder in ("core", "dialects", "passes", "schedule", "kernels", "target", "backends")
+        + ("driver", "runtime", "tools", "frontends")
         for init in (ROOT / folder).rglob("__init__.py")
     }
     assert packages <= listed, f"add to pyproject.toml's packages: {sorted(packages - listed)}"
@@ -213,3 +208,160 @@ def test_internals_code_map_names_every_family_module():
         if path.stem != "__init__"
     }
     assert named == modules, f"missing: {modules - named}, stale: {named - modules}"
+
+
+# ---------------------------------------------------------------------------
+# Layering: which package may import which (docs/internals.md, "Layers")
+# ---------------------------------------------------------------------------
+
+LAYERS: dict[str, int] = {
+    "lamina.runtime": 0,
+    "lamina.core": 1,
+    "lamina.dialects": 1,
+    "lamina.target": 2,
+    "lamina.backends.targets": 2,
+    "lamina.backends.llvm": 3,
+    "lamina.passes": 4,
+    "lamina.schedule": 4,
+    "lamina.kernels": 4,
+    "lamina.backends": 5,
+    "lamina.driver": 6,
+    "lamina.frontends": 7,
+    "lamina.tools": 8,
+}
+"""Package → layer: a module imports only modules of its own layer or below.
+
+runtime (calls compiled code; imports no other package) ← core and dialects
+(the IR and its infrastructure) ← target (the target model) ← backends.llvm
+(the loop → llvm patterns `lower-to-llvm` applies) ← passes (with the
+scheduling and kernel packages they use) ← backends (code generation) ←
+driver (`lamina.compile`, the pipeline) ← frontends ← tools. The most
+specific package name wins (`lamina.backends.llvm` before `lamina.backends`)."""
+
+LAYER_EXCEPTIONS = {
+    ("lamina.core.registry", "lamina.passes"): "the registry of passes loads the built-in "
+    "ones by flag (`lamina.passes.<flag>`), as xDSL's own registry does",
+}
+"""(module, imported package) pairs allowed to reach up, and why."""
+
+LIBRARY_FOLDERS = tuple(
+    sorted({name.split(".")[1] for name in LAYERS if (ROOT / name.split(".")[1]).is_dir()})
+)
+
+
+def _layer(module: str) -> int | None:
+    """The layer of `module` (its most specific package in LAYERS), None if in none."""
+    parts = module.split(".")
+    for end in range(len(parts), 1, -1):
+        layer = LAYERS.get(".".join(parts[:end]))
+        if layer is not None:
+            return layer
+    return None
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(("lamina", *parts[: -1 if parts[-1] == "__init__" else None]))
+
+
+def _runtime_imports(tree: ast.Module) -> list[tuple[str, bool]]:
+    """(imported module, inside a function?) for each import that runs (not under
+    `if TYPE_CHECKING:`, which only annotations see)."""
+    found: list[tuple[str, bool]] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for child in node.orelse:
+                visit(child, in_function)
+            return
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.extend((f"{node.module}.{a.name}", in_function) for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.extend((alias.name, in_function) for alias in node.names)
+        inner = in_function or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        for child in ast.iter_child_nodes(node):
+            visit(child, inner)
+
+    visit(tree, False)
+    return found
+
+
+def _library_modules() -> list[tuple[str, Path]]:
+    return [
+        (_module_name(path), path)
+        for folder in LIBRARY_FOLDERS
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if "__pycache__" not in path.parts
+    ]
+
+
+def test_every_library_package_has_a_layer():
+    unplaced = sorted({name for name, _ in _library_modules() if _layer(name) is None})
+    assert not unplaced, f"add their package to LAYERS: {unplaced}"
+
+
+def test_no_module_imports_a_higher_layer():
+    """core ← target ← passes ← driver/tools, checked on the source's import statements."""
+    offenders = []
+    for name, path in _library_modules():
+        own = _layer(name)
+        for imported, _ in _runtime_imports(ast.parse(path.read_text())):
+            target = _layer(imported)
+            if target is None or own is None or target <= own:
+                continue
+            if any(name == m and imported.startswith(p) for m, p in LAYER_EXCEPTIONS):
+                continue
+            offenders.append(f"{name} imports {imported}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_runtime_source_imports_neither_xdsl_nor_the_compiler():
+    """The runtime imports only itself; LLVM's loader only inside the function loading code."""
+    offenders = []
+    for name, path in _library_modules():
+        if _layer(name) != LAYERS["lamina.runtime"]:
+            continue
+        for imported, in_function in _runtime_imports(ast.parse(path.read_text())):
+            top = imported.split(".")[0]
+            if top == "xdsl" or (top == "llvmlite" and not in_function):
+                offenders.append(f"{name} imports {imported}")
+            if top == "lamina" and imported != "lamina" and _layer(imported) != 0:
+                offenders.append(f"{name} imports {imported}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_importing_the_runtime_loads_neither_xdsl_llvmlite_nor_the_compiler():
+    import subprocess
+    import sys
+
+    modules = sorted(name for name, _ in _library_modules() if _layer(name) == 0)
+    script = (
+        f"import sys\nfor m in {modules!r}:\n    __import__(m)\n"
+        "print('\\n'.join(m for m in sys.modules if m.split('.')[0] in ('xdsl', 'llvmlite')\n"
+        "    or m.startswith(('lamina.core', 'lamina.dialects', 'lamina.passes',\n"
+        "        'lamina.backends', 'lamina.target', 'lamina.driver'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert len(modules) >= 5 and out.stdout.strip() == ""
+
+
+MAPPED_FOLDERS = (
+    "runtime", "core", "target", "backends", "driver", "frontends", "tools", "schedule", "kernels",
+)  # fmt: skip
+"""Folders whose every module has a row in docs/internals.md's code map."""
+
+
+def test_internals_code_map_names_every_module():
+    text = (ROOT / "docs" / "internals.md").read_text()
+    named = set(re.findall(r"`((?:[a-z_]+/)+[a-z_]+\.py)`", text))
+    modules = {
+        str(path.relative_to(ROOT))
+        for folder in MAPPED_FOLDERS
+        if (ROOT / folder).is_dir()
+        for path in (ROOT / folder).rglob("*.py")
+        if path.stem != "__init__" and "__pycache__" not in path.parts
+    }
+    assert modules <= named, f"add to docs/internals.md's code map: {sorted(modules - named)}"
+    stale = {name for name in named if not (ROOT / name).exists()}
+    assert not stale, f"docs/internals.md names modules that do not exist: {sorted(stale)}"

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from lamina.backends import codegen
-from lamina.backends.runtime import Kernel, RuntimeCallError
+from lamina.backends.jit import Kernel, RuntimeCallError
 from lamina.core.context import make_context
 from lamina.core.diagnostics import DiagnosticError, parse_module
 from lamina.core.pass_manager import PassManager
@@ -299,7 +299,7 @@ def test_fptosi_truncates_toward_zero_like_astype(fty, ity):
 def test_temporary_buffer_alloc_free(scope):
     module = lower(TEMP_BUFFER, SCOPE=scope)
     text = str(module)
-    if scope == "global":  # on the device's allocator (backends/device_runtime.py)
+    if scope == "global":  # on the device's allocator (backends/llvm/device_runtime.py)
         assert "llvm.call @__lamina_device_alloc" in text
         assert "llvm.call @__lamina_device_free" in text
     else:

@@ -47,6 +47,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from lamina.core.context import make_context
 from lamina.core.diagnostics import DiagnosticError, parse_module, verify_module
+from lamina.core.phase_invariants import check_phase
 from lamina.dialects import graph, te
 from lamina.dialects.lamina import (
     ConstraintAttr,
@@ -58,7 +59,6 @@ from lamina.dialects.lamina import (
 )
 from lamina.kernels import build_kernel
 from lamina.passes.legalize import LegalizePass
-from lamina.passes.verify_phase import check_phase
 
 # ---------------------------------------------------------------------------
 # A reference evaluator for te.func (NumPy scalars)

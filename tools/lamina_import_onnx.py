@@ -18,12 +18,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from lamina.core.cli import UsageError, add_input_shape_argument, guarded_main, parse_input_shapes
+from lamina.tools.cli import UsageError, add_input_shape_argument, guarded_main, parse_input_shapes
 from lamina.tools.lamina_run import _ArgumentParser
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _ArgumentParser(prog="lamina-import-onnx", description=__doc__.splitlines()[0])
+    p = _ArgumentParser(prog="lamina-import-onnx", description=(__doc__ or "").splitlines()[0])
     p.add_argument("model", help="ONNX model file (.onnx)")
     p.add_argument("-o", "--output", default="-", help="output .mlir file (default: stdout)")
     add_input_shape_argument(p)

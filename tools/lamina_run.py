@@ -17,7 +17,7 @@ import zipfile
 
 import numpy as np
 
-from lamina.core.cli import (
+from lamina.tools.cli import (
     UsageError,
     add_input_shape_argument,
     add_instrument_arguments,
@@ -36,7 +36,7 @@ class _ArgumentParser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _ArgumentParser(prog="lamina-run", description=__doc__.splitlines()[0])
+    p = _ArgumentParser(prog="lamina-run", description=(__doc__ or "").splitlines()[0])
     p.add_argument("file", help="graph program (.mlir) or ONNX model (.onnx), '-' for stdin")
     p.add_argument("--entry", default="main", help="entry function (default: main)")
     add_input_shape_argument(p)

@@ -78,8 +78,8 @@ def _phase_text(text: str, phase: str) -> str:
     from lamina.core.context import make_context
     from lamina.core.diagnostics import parse_module
     from lamina.core.pass_manager import PassManager
-    from lamina.core.pipeline import pipeline_passes
     from lamina.dialects.lamina import Phase
+    from lamina.driver.pipeline import pipeline_passes
 
     module = parse_module(make_context(), text, "program.mlir")
     PassManager(pipeline_passes("default", stop=Phase.from_label(phase))).run(
@@ -175,9 +175,3 @@ def test_regressions(path):
     with np.load(expected_file) as data:
         inputs = [data[f"arg{i}"] for i in range(len(exe.signatures["main"].params))]
         np.testing.assert_allclose(exe.run("main", *inputs), data["out0"], rtol=1e-5, atol=1e-6)
-
-
-def test_report_counts(capsys):
-    """Print what the differential tests tried (visible with -s or in the CI log on failure)."""
-    with capsys.disabled():
-        print(f"\ndifferential: {STATS}")

@@ -10,7 +10,7 @@ defaults, the ones tied to a cache or line size from the facts.
 
 The knobs are the space a schedule search explores: each can be overridden
 by a target option (`--target 'cpu{pack_min_row_blocks=16}'`, validated in
-`backends/targets.py`) or by the option of the same name of the pass that
+`target/registry.py`) or by the option of the same name of the pass that
 reads it (`-p 'schedule{pack_min_row_blocks=16}'`, or the rule's own pass,
 `schedule-register-block{...}`). docs/performance.md lists them (generated
 from this module by `lamina-docs`). The module sits beside `CpuFacts` in
@@ -25,7 +25,7 @@ import dataclasses
 import inspect
 from dataclasses import dataclass, field, fields
 
-from lamina.backends.cpu_facts import CpuFacts
+from lamina.target.cpu_facts import CpuFacts
 
 _DERIVED = "derived"
 """Metadata key: how the default is derived from `CpuFacts` (for the docs table)."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from math import prod
 
 import llvmlite.ir as llvm_ir
 import numpy as np
@@ -73,7 +74,7 @@ def detached_dense_globals(module: ModuleOp) -> Iterator[dict[str, bytes]]:
 def _bytes_of(value: DenseIntOrFPElementsAttr) -> bytes:
     """The row-major element bytes of `value`, splats expanded."""
     data = value.data.data
-    count = value.get_type().element_count()
+    count = prod(value.get_shape())
     if len(value) == 1 and count > 1:
         return data * count
     return data

@@ -140,8 +140,12 @@ def constant(value: int | float, ty: Attribute, rewriter: PatternRewriter, at=No
 @functools.lru_cache(maxsize=4096)
 def integer_attr(value: int, ty: Attribute) -> IntegerAttr:
     """`IntegerAttr(value, ty)`, shared: attributes are immutable, and building (and
-    verifying) one per index constant was a tenth of lower-to-llvm's time on a CNN."""
-    return IntegerAttr(value, ty)
+    verifying) one per index constant was a tenth of lower-to-llvm's time on a CNN.
+
+    `ty` is an integer or index type; xDSL's overloads want it statically
+    narrowed, which callers passing a converted type cannot show (hence the
+    pyright ignore)."""
+    return IntegerAttr(value, ty)  # pyright: ignore[reportCallIssue, reportArgumentType]
 
 
 NSW = IntegerAttr(llvm.OverflowAttr((llvm.OverflowFlag.NO_SIGNED_WRAP,)).to_int(), 32)

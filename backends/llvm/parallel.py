@@ -42,7 +42,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
 
-from lamina.backends.llvm_conversion import (
+from lamina.backends.llvm.conversion import (
     INTERNAL_ATTR,
     convert_type,
     declare_function,
@@ -250,7 +250,8 @@ class _Emitter:
 
     def __call__(self, op: Operation) -> SSAValue:
         self.block.add_op(op)
-        return op.results[0] if op.results else None  # type: ignore[return-value]
+        # Callers use the value of ops that have one (a store's None goes unused).
+        return op.results[0] if op.results else None  # pyright: ignore[reportReturnType]
 
     def const(self, value: int) -> SSAValue:
         return self(llvm.ConstantOp(IntegerAttr(value, i64), i64))

@@ -46,7 +46,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, SSAValue
 
-from lamina.backends.error_globals import (  # noqa: E402 - shared with cache hits
+from lamina.runtime.error_globals import (  # noqa: E402 - shared with cache hits
     ERROR_SYMBOL,
     MAX_VALUES,
     VALUES_SYMBOL,
@@ -210,7 +210,11 @@ class _ErrorLowering:
                 constant=True,
                 value=StringAttr(raw.decode()),
             )
-            self.module.body.block.insert_op_before(glob, self.module.body.block.first_op)
+            block = self.module.body.block
+            if block.first_op is None:
+                block.add_op(glob)
+            else:
+                block.insert_op_before(glob, block.first_op)
             self.strings[text] = name
         return self.strings[text]
 
@@ -260,7 +264,9 @@ class _ErrorLowering:
             self._record(block, template, args)
             self._return(func, block)
             return
-        message = call.attributes.pop(ERROR_ATTR).data
+        message = call.attributes.pop(ERROR_ATTR)
+        assert isinstance(message, StringAttr) and call.next_op is not None
+        assert call.returned is not None, "an allocation site returns its pointer"
         rest = block.split_before(call.next_op)
         failed = Block()
         as_int = llvm.PtrToIntOp(call.returned, i64)
@@ -268,7 +274,7 @@ class _ErrorLowering:
         is_null = llvm.ICmpOp(as_int.output, zero.result, _predicate("eq"))
         block.add_ops([as_int, zero, is_null, llvm.CondBrOp(is_null.res, failed, [], rest, [])])
         func.body.add_block(failed)
-        self._record(failed, message, [])
+        self._record(failed, message.data, [])
         self._return(func, failed)
 
     def _check_calls(self, func: llvm.FuncOp, may_fail: set[llvm.FuncOp]) -> None:
@@ -298,7 +304,7 @@ class _ErrorLowering:
             )
 
 
-def _predicate(name: str) -> IntegerAttr:
+def _predicate(name: str) -> IntegerAttr[IntegerType]:
     return IntegerAttr(llvm.ICmpPredicateFlag(name).to_int(), i64)
 
 

@@ -23,7 +23,7 @@ operand; a batch over a shared B is folded into one GEMM with M·batch rows).
 The library is the OpenBLAS of the PyPI wheel `scipy-openblas32` (the
 `lamina[blas]` extra): its directory comes from the package, so the user
 sets no paths, and its symbols carry the prefix `scipy_`. It is loaded into
-the process and registered with codegen (JIT symbol resolution, and linking
+the process and registered with the runtime (JIT symbol resolution, and linking
 of `lamina-compile`d shared libraries) when the target is used.
 """
 
@@ -40,6 +40,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
+    MemRefType,
     ModuleOp,
     TensorType,
     f32,
@@ -52,6 +53,7 @@ from xdsl.traits import SymbolTable
 
 from lamina.dialects import graph, loop
 from lamina.dialects.lamina import DeviceAttr, codegen_target
+from lamina.runtime.native_setup import LibraryLoadError, get_max_threads, register_library
 
 NAME = "cblas"
 PACKAGE = "scipy-openblas32"
@@ -79,8 +81,7 @@ class Library:
 @functools.cache
 def openblas() -> Library:
     """The OpenBLAS wheel's library, loaded and registered with codegen (once)."""
-    from lamina.backends.codegen import CodegenError, register_library
-    from lamina.backends.targets import TargetError
+    from lamina.target.registry import TargetError
 
     try:
         import scipy_openblas32
@@ -93,8 +94,8 @@ def openblas() -> Library:
     path = Path(scipy_openblas32.get_lib_dir()) / f"lib{name}.so"
     try:
         register_library(path)
-    except CodegenError as err:
-        raise TargetError(f"target '{NAME}': {err}") from None
+    except LibraryLoadError as err:
+        raise TargetError(f"target '{NAME}': codegen: {err}") from None
     library = Library(path, "scipy_" if name.startswith("scipy_") else "")
     _match_thread_count(library)
     return library
@@ -107,8 +108,6 @@ def _match_thread_count(library: Library) -> None:
     """
     import ctypes
     import os
-
-    from lamina.backends.codegen import get_max_threads
 
     if "OPENBLAS_NUM_THREADS" in os.environ:  # the user told OpenBLAS directly
         return
@@ -155,7 +154,9 @@ _ROUTINES = {f32: "sgemm", f64: "dgemm"}
 def gemm_for(op: graph.MatmulOp) -> Gemm | None:
     """The GEMM of `op`, or None if cblas does not handle it (type, batch broadcast)."""
     lhs, rhs, out = op.lhs.type, op.rhs.type, op.result.type
-    if not all(isinstance(t, TensorType) for t in (lhs, rhs, out)):
+    if not (
+        isinstance(lhs, TensorType) and isinstance(rhs, TensorType) and isinstance(out, TensorType)
+    ):
         return None
     routine = _ROUTINES.get(out.element_type)
     if routine is None or lhs.element_type != out.element_type:
@@ -255,9 +256,11 @@ def _replace(root: Operation, matmul: graph.MatmulOp, bias: SSAValue | None) -> 
     assert gemm is not None, "claim() only takes matmuls with a GEMM"
     module = _module_of(root)
     out_type = root.results[0].type
+    assert isinstance(out_type, TensorType), "graph ops compute tensors"
     args = [matmul.lhs, matmul.rhs, *([bias] if bias is not None else [])]
     name = _kernel(module, gemm, [a.type for a in args], out_type)
     device = matmul.properties.get("device")
+    assert device is None or isinstance(device, DeviceAttr)
     call = graph.CallLoopOp(name, args, [out_type], device=device)
     rewriter = Rewriter()
     rewriter.insert_op(call, InsertPoint.before(root))
@@ -274,9 +277,7 @@ def _module_of(op: Operation) -> ModuleOp:
 
 def _kernel(module: ModuleOp, gemm: Gemm, in_types: list, out_type: TensorType) -> str:
     """The name of a kernel computing `gemm` (+ bias) for these types; added if missing."""
-    from lamina.passes.lower_te import to_buffer_types
-
-    params = to_buffer_types([*in_types, out_type])
+    params = loop.to_buffer_types([*in_types, out_type])
     bias = f"_bias{'x'.join(map(str, in_types[2].get_shape()))}" if len(in_types) == 3 else ""
     base = f"__cblas_{gemm.key}{bias}"
     name, suffix = base, 0
@@ -301,6 +302,7 @@ def _emit_body(block: Block, gemm: Gemm, has_bias: bool) -> None:
     if has_bias:
         ops += _broadcast_fill(rest[0], c)
     library = openblas()
+    assert isinstance(c.type, MemRefType)
     ftype = c.type.element_type
 
     made: dict[tuple[object, object], SSAValue] = {}
@@ -346,15 +348,16 @@ def _emit_body(block: Block, gemm: Gemm, has_bias: bool) -> None:
 
 def _broadcast_fill(source: SSAValue, dest: SSAValue) -> list[Operation]:
     """Loops storing `source` broadcast (numpy rules) into every element of `dest`."""
+    assert isinstance(source.type, MemRefType) and isinstance(dest.type, MemRefType)
     shape = dest.type.get_shape()
-    offset = len(shape) - len(source.type.get_shape())
+    src = source.type.get_shape()
+    offset = len(shape) - len(src)
     zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
     one = arith.ConstantOp(IntegerAttr(1, IndexType()))
     ops: list[Operation] = [zero, one]
 
     def nest(add: Callable[[Operation], None], ivs: list[SSAValue]) -> None:
         if len(ivs) == len(shape):  # innermost: dest[ivs] = source[broadcast ivs]
-            src = source.type.get_shape()
             index = [zero.result if d == 1 else ivs[offset + i] for i, d in enumerate(src)]
             add(load := loop.LoadOp(source, index))
             add(loop.StoreOp(load, dest, ivs))
@@ -362,7 +365,9 @@ def _broadcast_fill(source: SSAValue, dest: SSAValue) -> list[Operation]:
         add(ub := arith.ConstantOp(IntegerAttr(shape[len(ivs)], IndexType())))
         add(for_op := loop.ForOp(zero, ub, one))
         body = for_op.body.block
-        nest(lambda op: body.insert_op_before(op, body.last_op), [*ivs, body.args[0]])
+        terminator = body.last_op
+        assert terminator is not None, "a new loop.for has its yield"
+        nest(lambda op: body.insert_op_before(op, terminator), [*ivs, body.args[0]])
 
     nest(ops.append, [])
     return ops
@@ -370,7 +375,7 @@ def _broadcast_fill(source: SSAValue, dest: SSAValue) -> list[Operation]:
 
 def cblas_target():
     """The built-in `cblas` target (device kind cpu; code generation by the cpu target)."""
-    from lamina.backends.targets import Target
+    from lamina.target.registry import Target
 
     return Target(
         NAME,

@@ -5,9 +5,10 @@ helpers (libgcc_s: f16 conversions) and libraries a target registered (a
 CBLAS). MCJIT resolves those symbols from libraries loaded into the process,
 so they must be loaded before an object is linked: by the code generator
 before a cold compile, and by the disk cache before a hit. A hit must cost
-milliseconds, so this module imports only `ctypes` and `llvmlite.binding`
-(not xDSL nor `backends/codegen.py`, whose imports alone take ~0.3 s);
-`codegen` re-exports its functions.
+milliseconds, so this module imports only `ctypes`, and `llvmlite.binding`
+(MCJIT's symbol resolution) when it first loads a library, never xDSL nor
+`backends/codegen.py` (whose imports alone take ~0.3 s); `codegen`
+re-exports its functions.
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ import ctypes
 import ctypes.util
 import os
 import threading
-
-import llvmlite.binding as llvm
+from types import ModuleType
 
 NUM_THREADS_ENV = "LAMINA_NUM_THREADS"
 """Environment variable: how many threads parallel loops use (default: all cores)."""
@@ -35,12 +35,20 @@ libraries: list[str] = []
 """Libraries registered with `register_library`, in order (a cache entry lists them)."""
 
 
+def _llvm() -> ModuleType:
+    """`llvmlite.binding`, imported on first use: importing the runtime does not load LLVM."""
+    import llvmlite.binding
+
+    return llvmlite.binding
+
+
 def ensure_native() -> None:
     """Initialize LLVM's native target once, and load the libraries generated code calls."""
     global _initialized
     with _init_lock:
         if _initialized:
             return
+        llvm = _llvm()
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         llvm.initialize_native_asmparser()
@@ -62,7 +70,7 @@ def load_runtime_libraries() -> None:
     path = ctypes.util.find_library("gcc_s")
     if path:
         try:
-            llvm.load_library_permanently(path)
+            _llvm().load_library_permanently(path)
         except RuntimeError:
             pass  # then a program needing a helper fails with jit_symbols' diagnostic
 
@@ -86,7 +94,7 @@ def _load_openmp() -> None:
     # machine spinning made a 256^3 matmul 30x slower (measured, 2 cores).
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     _gomp = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-    llvm.load_library_permanently(path)
+    _llvm().load_library_permanently(path)
     if threads:
         _gomp.omp_set_num_threads(ctypes.c_int(int(threads)))
 
@@ -102,7 +110,7 @@ def register_library(path: str | os.PathLike[str]) -> None:
         return
     try:
         ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-        llvm.load_library_permanently(path)
+        _llvm().load_library_permanently(path)
     except (OSError, RuntimeError) as err:
         raise LibraryLoadError(f"cannot load library '{path}': {err}") from None
     libraries.append(path)

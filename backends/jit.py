@@ -1,7 +1,8 @@
-"""In-process runtime: call JIT-compiled functions with NumPy arrays, without copies.
+"""Call any function of a build-phase module with NumPy arrays and scalars, without copies.
 
-The low level of the execution API (the `Executable` of docs/design.md §7 is built on
-top of it). A function produced by `lower-to-llvm` takes every buffer as a
+Below the `Executable` API (which calls only entry functions, by the
+graph-level signature): `Kernel` JIT-compiles an llvm-dialect module and
+calls any function in it, kernels included (tests, debugging). A function produced by `lower-to-llvm` takes every buffer as a
 bare pointer to its first element (row-major, contiguous) and scalars by
 value; index values are `int64_t`. `JitFunction` turns its llvm-dialect
 signature into a ctypes prototype and passes each NumPy array's data pointer
@@ -24,7 +25,6 @@ import numpy as np
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     DictionaryAttr,
-    Float16Type,
     Float32Type,
     Float64Type,
     IntegerType,
@@ -35,7 +35,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute
 
 from lamina.backends.codegen import CompiledModule, compile_module, exported_functions
-from lamina.backends.llvm_errors import error_addresses, pending_error
+from lamina.backends.llvm.errors import error_addresses, pending_error
+from lamina.core import dense
 
 BUFFER_ATTR = "lamina.buffer"
 """Argument attribute of an `llvm.func` parameter: the memref type the pointer stands for."""
@@ -50,19 +51,12 @@ class KernelError(RuntimeError):
 
 
 def numpy_dtype(element_type: Attribute) -> np.dtype:
-    """The NumPy dtype of a builtin scalar type (f16/f32/f64, i1 as bool, iN as intN)."""
-    match element_type:
-        case Float16Type():
-            return np.dtype(np.float16)
-        case Float32Type():
-            return np.dtype(np.float32)
-        case Float64Type():
-            return np.dtype(np.float64)
-        case IntegerType(width=width) if width.data == 1:
-            return np.dtype(np.bool_)
-        case IntegerType(width=width) if width.data in (8, 16, 32, 64):
-            return np.dtype(f"int{width.data}")
-    raise RuntimeCallError(f"no NumPy dtype for element type {element_type}")
+    """The NumPy dtype of a builtin scalar type (core/dense.py's mapping, raising this
+    module's error)."""
+    try:
+        return dense.numpy_dtype(element_type)
+    except dense.DTypeError:
+        raise RuntimeCallError(f"no NumPy dtype for element type {element_type}") from None
 
 
 _CTYPES_INT = {1: ctypes.c_bool, 8: ctypes.c_int8, 16: ctypes.c_int16, 32: ctypes.c_int32}
@@ -82,6 +76,14 @@ def ctypes_type(ty: Attribute) -> type | None:
         case IntegerType(width=width):
             return _CTYPES_INT.get(width.data, ctypes.c_int64)
     raise RuntimeCallError(f"cannot pass a value of type {ty} through the C ABI")
+
+
+def _parameter_type(param: Parameter) -> type:
+    """The ctypes type of a parameter (never void, unlike a result)."""
+    found = ctypes_type(param.type)
+    if found is None:
+        raise RuntimeCallError(f"parameter #{param.index} has no value type ({param.type})")
+    return found
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,7 @@ class JitFunction:
         fn_type = compiled.signatures[name]
         self.parameters = _parameters(fn_type, func_op)
         self.restype = ctypes_type(fn_type.output)
-        argtypes = [ctypes_type(p.type) for p in self.parameters]
+        argtypes = [_parameter_type(p) for p in self.parameters]
         self._cfunc = ctypes.CFUNCTYPE(self.restype, *argtypes)(self.address)
         self._errors = error_addresses(compiled.engine)
 
@@ -127,7 +129,7 @@ class JitFunction:
         converted = [self._convert(p, a) for p, a in zip(self.parameters, args, strict=True)]
         result = self._cfunc(*converted)
         message = pending_error(self._errors)
-        if message is not None:  # reported by the generated code (backends/llvm_errors.py)
+        if message is not None:  # reported by the generated code (backends/llvm/errors.py)
             raise KernelError(message)
         return result
 
@@ -186,12 +188,15 @@ def _check_buffer(name: str, param: Parameter, array: np.ndarray) -> None:
 def storage_extent(mtype: MemRefType) -> int | None:
     """Elements from the buffer's base pointer to one past its last element (None if dynamic)."""
     strides, offset = mtype.get_strides(), mtype.get_offset()
-    if strides is None or offset is None or None in strides:
+    if strides is None or offset is None:
+        return None
+    known = [stride for stride in strides if stride is not None]
+    if len(known) != len(strides):
         return None
     shape = mtype.get_shape()
     if 0 in shape:
         return 0
-    return offset + sum((dim - 1) * stride for dim, stride in zip(shape, strides, strict=True)) + 1
+    return offset + sum((dim - 1) * stride for dim, stride in zip(shape, known, strict=True)) + 1
 
 
 def _parameters(fn_type: llvm.LLVMFunctionType, func_op: llvm.FuncOp | None) -> list[Parameter]:

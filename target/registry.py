@@ -4,7 +4,7 @@ A target (seed 003, tvm-rfcs PR 10) customises compilation without a code
 path of its own through the compiler: it contributes `module → module`
 passes at named **hook points** of the one standard pipeline
 (`claim`, `optimization`, `lowering`, `build`: `HOOK_POINTS`, see
-`core/pipeline.py`), and may
+`driver/pipeline.py`), and may
 **claim** graph ops or functions — mark them `lamina.codegen = "<target>"`
 — and lower what it claimed itself (to a library call, or straight to
 `loop`), bypassing te. Everything a target decides is written into the
@@ -14,7 +14,7 @@ the targets in use and `lamina.codegen` the claims.
 Targets come from three places, looked up in this order:
 
 * the built-ins, `cpu` (LLVM for the host CPU) and `cblas` (matmul to the
-  OpenBLAS of the `scipy-openblas32` wheel, see `backends/cblas.py`);
+  OpenBLAS of the `scipy-openblas32` wheel, see `target/cblas.py`);
 * `register_target(target)` from Python (a script loaded with
   `lamina-opt --load-plugin`, or any imported module);
 * the entry-point group `lamina.targets` of installed packages: the entry's
@@ -40,10 +40,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 
-from lamina.backends.cpu_facts import CpuFacts, host_cpu_facts
-from lamina.backends.schedule_knobs import KNOB_NAMES, ScheduleKnobs, check_knob
 from lamina.core.diagnostics import DiagnosticError
 from lamina.dialects.lamina import Phase
+from lamina.target.cpu_facts import CpuFacts, host_cpu_facts
+from lamina.target.schedule_knobs import KNOB_NAMES, ScheduleKnobs, check_knob
 
 ENTRY_POINT_GROUP = "lamina.targets"
 
@@ -85,7 +85,7 @@ class Target:
     the layouts work (`plan-layouts`): the `#lamina.constraint` this target
     prefers for an op's result, or None. `options` override the host's
     code-generation facts (`vector_bits=256`, `cores=1`, ...; see
-    `backends/cpu_facts.py`; `module_facts` applies them after those of the
+    `target/cpu_facts.py`; `module_facts` applies them after those of the
     target this one extends). `requires`, if given, raises `TargetError`
     when something the target needs (a library) is missing. A `claim`,
     `lower`, `layout_preference` or `requires` of a plugin that raises is
@@ -168,14 +168,16 @@ _LOCK = threading.RLock()  # re-entrant: a plugin's import may register targets 
 
 
 def _builtin_targets() -> list[Target]:
-    from lamina.backends.cblas import cblas_target
+    from lamina.target.cblas import cblas_target
 
     cpu = Target(
         "cpu",
         "cpu",
         description="LLVM code for the host CPU (llvmlite JIT or object code)",
     )
-    return [cpu, cblas_target()]
+    # The same class, seen by pyright as `target.registry` and `lamina.target.registry`
+    # (the repository root is the package, see pyproject.toml).
+    return [cpu, cblas_target()]  # pyright: ignore[reportReturnType]
 
 
 def register_target(target: Target, *, replace: bool = False) -> Target:

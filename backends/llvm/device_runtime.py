@@ -6,7 +6,8 @@
 into `__lamina_device_copy(dst_slot, src_slot, to, from, bytes)`. This module
 holds those three functions as LLVM IR (so they are part of every JIT module,
 `.o` and `.so` that needs them — no separate library to ship), linked in by
-the code generator, and reads their counters back for the user.
+the code generator; runtime/device_stats.py reads their counters back for
+the user.
 
 The slot of a device is its index (`cpu:1` → 1): only the `cpu` kind is
 compiled today (other kinds are refused at compile time), so the index
@@ -33,9 +34,6 @@ copy (a `memcpy` into the other device's buffer), counted on the destination.
 
 from __future__ import annotations
 
-import ctypes
-from dataclasses import dataclass
-
 import llvmlite.binding as llvm
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
@@ -43,15 +41,11 @@ from xdsl.ir import Operation
 from lamina.core.devices import arg_device
 from lamina.core.diagnostics import op_error
 from lamina.dialects.lamina import DeviceAttr, get_default_device
+from lamina.runtime.device_stats import COUNTERS, MAX_DEVICES, RELEASE_SYMBOL, STATS_SYMBOL
 
-MAX_DEVICES = 16
-"""Device slots per process-wide table (device indices 0..15)."""
-COUNTERS = ("allocated", "live", "peak", "copied")
-STATS_SYMBOL = "__lamina_device_stats"
 ALLOC_SYMBOL = "__lamina_device_alloc"
 FREE_SYMBOL = "__lamina_device_free"
 COPY_SYMBOL = "__lamina_device_copy"
-RELEASE_SYMBOL = "__lamina_release_blocks"
 HEADER_BYTES = 64
 CACHE_SLOTS = 32
 CACHE_MIN_BYTES = 16384
@@ -169,7 +163,7 @@ fresh:
   %new = call ptr @aligned_alloc(i64 {HEADER_BYTES}, i64 %total)
   %failed = icmp eq ptr %new, null
   br i1 %failed, label %oom, label %fill
-oom:                                      ; the caller reports it (backends/llvm_errors.py)
+oom:                                      ; the caller reports it (backends/llvm/errors.py)
   ret ptr null
 fill:
   %capp = getelementptr i8, ptr %new, i64 16
@@ -253,55 +247,11 @@ def _declared(ref: llvm.ModuleRef) -> list[str]:
     return [n for n in (ALLOC_SYMBOL, FREE_SYMBOL, COPY_SYMBOL) if n in names]
 
 
-@dataclass(frozen=True)
-class DeviceStats:
-    """Counters of one device's allocator (bytes)."""
-
-    allocated: int
-    live: int
-    peak: int
-    copied: int
-
-
-def release_cached_blocks(engine: llvm.ExecutionEngine) -> None:
-    """Free the blocks the module's allocator keeps for reuse (none are in use
-    between calls; the next call allocates afresh)."""
-    address = engine.get_function_address(RELEASE_SYMBOL)
-    if address:
-        ctypes.CFUNCTYPE(None)(address)()
-
-
-def read_device_stats(engine: llvm.ExecutionEngine) -> dict[int, DeviceStats]:
-    """The counters of every device slot that was used, by slot (empty if the
-    module never allocated on or copied to a device)."""
-    address = engine.get_global_value_address(STATS_SYMBOL)
-    if not address:
-        return {}
-    table = (ctypes.c_int64 * (MAX_DEVICES * len(COUNTERS))).from_address(address)
-    stats = {}
-    for slot in range(MAX_DEVICES):
-        values = table[slot * len(COUNTERS) : (slot + 1) * len(COUNTERS)]
-        if any(values):
-            stats[slot] = DeviceStats(*values)
-    return stats
-
-
-def reset_device_stats(engine: llvm.ExecutionEngine) -> None:
-    """Zero the counters (live bytes too: call between runs, when nothing is allocated)."""
-    address = engine.get_global_value_address(STATS_SYMBOL)
-    if address:
-        ctypes.memset(address, 0, MAX_DEVICES * len(COUNTERS) * 8)
-
-
 __all__ = [
     "device_slot",
     "ALLOC_SYMBOL",
     "COPY_SYMBOL",
     "FREE_SYMBOL",
     "MAX_DEVICES",
-    "DeviceStats",
     "link_device_runtime",
-    "read_device_stats",
-    "release_cached_blocks",
-    "reset_device_stats",
 ]

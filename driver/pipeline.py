@@ -13,31 +13,22 @@ the phase::
     build         (codegen is done by the backend, not by a pass)
 
 Nothing is skipped silently: `format_pipeline` shows the expanded pipeline
-and marks passes that are not registered (yet); building the pass list for a
-pipeline that names a missing pass raises `PipelineError` naming it. The one
-exception is a `Planned` step: a pass of docs/design.md §4 that a later issue
-implements (e.g. `plan-devices`). It runs as soon as its pass is registered;
-until then `--print-pipeline` shows it as `[planned: not implemented yet]`
-and the pipeline runs without it (the default pipeline is complete without
-these optimizations; see docs/passes.md).
+and marks passes that are not registered; building the pass list for a
+pipeline that names a missing pass raises `PipelineError` naming it.
 
-Targets contribute hook passes through the module `lamina.backends.targets`
-(the target registry), which provides `target_names() -> Sequence[str]` and
-`get_target(name)` returning a target whose `hook_passes(point)` (or, for a
-plain object, `hooks[point]`) lists the passes of hook point `claim`,
-`optimization`, `lowering` or `build`: `-p` specs (`str`) or pass
-instances (`ModulePass`, which need not be in the registry; the pipeline
-spells those `target-hook{target=T point=P index=N}`, so that `-p` can
-replay them). `core/hooks.py` wraps them so that they run under the phase
-contracts and are named with their target on failure,
-and records the targets a module is compiled for in its `lamina.targets`.
-Without the registry module the known targets are `cpu` and `host`, with
-no hooks.
+Targets contribute hook passes through the target registry
+(target/registry.py): `get_target(name).hook_passes(point)` lists the
+passes of hook point `claim`, `optimization`, `lowering` or `build`: `-p`
+specs (`str`) or pass instances (`ModulePass`, which need not be in the
+registry; the pipeline spells those `target-hook{target=T point=P index=N}`,
+so that `-p` can replay them). `driver/hooks.py` wraps them so that they run
+under the phase contracts and are named with their target on failure, and
+records the targets a module is compiled for in its `lamina.targets`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp
@@ -45,6 +36,7 @@ from xdsl.passes import ModulePass
 
 from lamina.core.diagnostics import DiagnosticError
 from lamina.dialects.lamina import Phase, get_phase
+from lamina.target.registry import check_target_available, check_target_options, get_target
 
 
 class PipelineError(DiagnosticError):
@@ -61,24 +53,11 @@ class HookPoint:
 
 
 @dataclass(frozen=True)
-class Planned:
-    """A docs/design.md §4 pass implemented by a later issue: runs once registered, else skipped."""
-
-    name: str
-
-    @property
-    def registered(self) -> bool:
-        from lamina.core.registry import pass_names
-
-        return self.name in pass_names()
-
-
-@dataclass(frozen=True)
 class Stage:
     phase: Phase
     """The phase every step of this stage runs in."""
-    steps: tuple[str | ModulePass | HookPoint | Planned, ...]
-    """`-p` specs, pass instances (need not be registered), hook points, planned passes."""
+    steps: tuple[str | ModulePass | HookPoint, ...]
+    """`-p` specs, pass instances (need not be registered), hook points."""
     exit: str | ModulePass | None
     """The transition pass that moves the module to the next phase."""
 
@@ -91,11 +70,11 @@ DEFAULT_STAGES: tuple[Stage, ...] = (
             "canonicalize",
             "cse",
             "specialize-closures",
-            Planned("fold-constants"),
+            "fold-constants",
             HookPoint("claim", shown_when_empty=False),  # before fusion/layouts see claimed ops
-            Planned("plan-devices"),
-            Planned("plan-layouts"),
-            Planned("fuse-ops"),
+            "plan-devices",
+            "plan-layouts",
+            "fuse-ops",
             HookPoint("optimization"),
         ),
         "legalize",
@@ -105,8 +84,8 @@ DEFAULT_STAGES: tuple[Stage, ...] = (
         (
             HookPoint("lowering"),
             "lower-te",
-            Planned("schedule"),
-            Planned("simplify"),
+            "schedule",
+            "simplify",
             "plan-memory",
             "lower-graph",
             HookPoint("build"),
@@ -154,86 +133,35 @@ class PipelineEntry:
 # ---------------------------------------------------------------------------
 
 
-def known_target_names() -> tuple[str, ...]:
-    """Targets `--target` accepts: lamina.backends' registry if present, else cpu/host."""
-    registry = _target_registry()
-    if registry is not None:
-        names = registry.get("names")
-        if names is not None:
-            return tuple(names())
-    return ("cpu", "host")
-
-
-def _target_registry() -> dict[str, Callable] | None:
-    """The functions of `lamina.backends.targets`, if the backend provides that module."""
-    import importlib
-
-    try:
-        module = importlib.import_module("lamina.backends.targets")
-    except ModuleNotFoundError as err:
-        if err.name in ("lamina.backends.targets",):
-            return None
-        raise
-    found = {}
-    for key, candidates in (
-        ("names", ("target_names", "available_targets", "list_targets")),
-        ("get", ("get_target",)),
-        ("check", ("check_target_available",)),
-        ("check_options", ("check_target_options",)),
-    ):
-        for candidate in candidates:
-            if callable(getattr(module, candidate, None)):
-                found[key] = getattr(module, candidate)
-                break
-    return found
-
-
 def resolve_targets(targets: Iterable[str] | None) -> list[str]:
     """`targets` (default: cpu), each checked against the registered targets.
 
-    With the target registry, an unknown name gets a did-you-mean, a target
-    whose library is missing says what to install, and `host` means `cpu`.
+    An unknown name gets a did-you-mean, a target whose library is missing
+    says what to install, and `host` means `cpu`. A library target brings
+    the target it extends first (`cblas` → `cpu, cblas`).
     """
-    from lamina.core.hooks import split_target_spec
+    from lamina.driver.hooks import split_target_spec
 
     specs = [split_target_spec(t) for t in targets] if targets else []
-    targets = [name for name, _ in specs] if specs else list(DEFAULT_TARGETS)
-    registry = _target_registry()
-    if registry is not None and "get" in registry:
-        resolved: list[str] = []
-        for target, options in specs or [(t, {}) for t in targets]:
-            if "check" in registry:
-                registry["check"](target)  # raises TargetError (a diagnostic)
-            if options and "check_options" in registry:
-                registry["check_options"](target, options)
-            found = registry["get"](target)
-            base = getattr(found, "extends", None)
-            for name in ([base] if base else []) + [getattr(found, "name", target)]:
-                if name not in resolved:
-                    resolved.append(name)
-        return resolved
-    known = known_target_names()
-    for target in targets:
-        if target not in known:
-            raise PipelineError(f"unknown target '{target}' (known targets: {', '.join(known)})")
-    return targets
+    resolved: list[str] = []
+    for target, options in specs or [(t, {}) for t in DEFAULT_TARGETS]:
+        check_target_available(target)  # raises TargetError (a diagnostic)
+        if options:
+            check_target_options(target, {**options})
+        found = get_target(target)
+        for name in ([found.extends] if found.extends else []) + [found.name]:
+            if name not in resolved:
+                resolved.append(name)
+    return resolved
 
 
 def hook_entries(targets: Iterable[str], point: str, stage: Phase) -> list[PipelineEntry]:
     """The passes `targets` register at hook `point`, in target order."""
-    registry = _target_registry()
-    if not registry or "get" not in registry:
-        return []
-    from lamina.core.hooks import replay_spec
+    from lamina.target.hooks import replay_spec
 
     entries = []
     for target_name in targets:
-        target = registry["get"](target_name)
-        if hasattr(target, "hook_passes"):  # lamina.backends.targets.Target: claim passes too
-            items = target.hook_passes(point)
-        else:
-            items = (getattr(target, "hooks", None) or {}).get(point, ())
-        for index, item in enumerate(items):
+        for index, item in enumerate(get_target(target_name).hook_passes(point)):
             origin = f"hook {point} (target {target_name})"
             if isinstance(item, ModulePass):  # replayable by position, not by its own name
                 spec = replay_spec(target_name, point, index)
@@ -268,9 +196,6 @@ def pipeline_entries(
         for step in stage.steps:
             if isinstance(step, HookPoint):
                 entries += hook_entries(targets, step.name, stage.phase)
-            elif isinstance(step, Planned):
-                if step.registered:
-                    entries.append(PipelineEntry(step.name, stage.phase, "pipeline"))
             else:
                 entries.append(_entry(step, stage.phase, "pipeline"))
         if stage.exit is not None and (stop is None or stage.phase < stop):
@@ -300,9 +225,11 @@ def pipeline_passes(
         for entry in entries:
             made = [entry.instance] if entry.instance else parse_pass_pipeline(entry.spec)
             if entry.origin.startswith("hook"):
-                from lamina.core.hooks import wrap_hook_passes
+                from lamina.driver.hooks import wrap_hook_passes
 
-                made = wrap_hook_passes(made, entry)
+                # The same class, seen by pyright as `driver.pipeline` and
+                # `lamina.driver.pipeline` (the repository root is the package).
+                made = wrap_hook_passes(made, entry)  # pyright: ignore[reportArgumentType]
             passes += made
     except PipelineSpecError as err:
         raise PipelineError(f"pipeline '{name}': {err}") from None
@@ -315,9 +242,9 @@ def passes_for_module(
     """The pipeline's passes from the module's current phase on (earlier stages are done).
 
     The targets are recorded in (or read from) the module's `lamina.targets`
-    (see `core/hooks.py`), so the module carries what rebuilds its pipeline.
+    (see `driver/hooks.py`), so the module carries what rebuilds its pipeline.
     """
-    from lamina.core.hooks import module_targets
+    from lamina.driver.hooks import module_targets
 
     targets = module_targets(module, targets)
     return pipeline_passes(name, targets, start=get_phase(module), stop=stop)
@@ -337,10 +264,6 @@ def format_pipeline(name: str, targets: Sequence[str] | None = None) -> str:
                     continue
                 lines.append(f"  [hooks: {step.name}]{'' if hooked else '   (none)'}")
                 lines += [_format_entry(e, indent=4) for e in hooked]
-            elif isinstance(step, Planned) and not step.registered:
-                lines.append(f"  {step.name}   [planned: not implemented yet, skipped]")
-            elif isinstance(step, Planned):
-                lines.append(_format_entry(PipelineEntry(step.name, stage.phase, "pipeline")))
             else:
                 lines.append(_format_entry(_entry(step, stage.phase, "pipeline")))
         if stage.exit is not None:

@@ -1,6 +1,6 @@
 """Target hooks in the pipeline: which targets a module uses, and hook passes under contract.
 
-Two things the pipeline (`core/pipeline.py`) needs from the targets, kept
+Two things the pipeline (`driver/pipeline.py`) needs from the targets, kept
 here so that the pipeline itself only expands hook points:
 
 * `module_targets(module, targets)`: the targets in use. Given explicitly
@@ -32,18 +32,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp, i64
 from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import DiagnosticException
 
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
-from lamina.core.pass_base import PRE_BUILD, LaminaPass, phase_list
+from lamina.core.pass_base import phase_list
 from lamina.dialects.lamina import TARGETS_ATTR_NAME, Phase, TargetAttr
+from lamina.target.hooks import HookPass
 
 if TYPE_CHECKING:
-    from lamina.core.pipeline import PipelineEntry
+    from lamina.driver.pipeline import PipelineEntry
 
 
 # ---------------------------------------------------------------------------
@@ -124,7 +123,7 @@ def write_module_targets(
 ) -> None:
     """Record `names` in `lamina.targets`, grouped by the targets' device kinds,
     each with its `options` (none for a target `options` does not name)."""
-    from lamina.backends.targets import get_target
+    from lamina.target.registry import get_target
 
     by_kind: dict[str, list[TargetAttr]] = {}
     for name in names:
@@ -138,14 +137,14 @@ def write_module_targets(
 
 def module_targets(module: ModuleOp, targets: Sequence[str] | None = None) -> list[str]:
     """The targets compiling `module` (see the module docstring); records explicit ones."""
-    from lamina.backends.targets import claimed_targets, get_target
-    from lamina.core.pipeline import resolve_targets
+    from lamina.driver.pipeline import resolve_targets
+    from lamina.target.registry import claimed_targets, get_target
 
     given = bool(targets)
     # Given targets carry their own options (checked by resolve_targets);
     # otherwise the module's stay.
     names = resolve_targets(targets if given else read_module_targets(module))
-    options = _module_target_options(module)
+    options: dict[str, dict[str, Attribute]] = _module_target_options(module)
     if given:
         specs = [split_target_spec(t) for t in targets or ()]
         options = {
@@ -179,66 +178,9 @@ def module_targets(module: ModuleOp, targets: Sequence[str] | None = None) -> li
 # ---------------------------------------------------------------------------
 
 
-class HookPass(LaminaPass):
-    """A target's pass at a hook point: the inner pass, plus who put it there.
-
-    Its name is the inner pass's, so diagnostics and timings name it; its
-    `-p` spec is the inner pass's too, except for a pass the target gave as
-    an instance (`replay`): that one is spelled `target-hook{...}`, which
-    `-p` can run again (`passes/target_hook.py`). Its phases are the inner
-    pass's (all phases before build for a plain xDSL pass).
-    """
-
-    def __init__(self, inner: ModulePass, target: str, point: str, replay: str | None = None):
-        self.inner = inner
-        self.target = target
-        self.point = point
-        self.replay = replay
-        self.name = inner.name
-        self.phases = inner.phases if isinstance(inner, LaminaPass) else PRE_BUILD
-
-    def __repr__(self) -> str:
-        return f"HookPass({self.inner!r}, target={self.target!r}, point={self.point!r})"
-
-    def spec(self, *, include_default: bool = False):
-        if self.replay is not None:
-            from xdsl.utils.arg_spec import parse_pipeline
-
-            return next(iter(parse_pipeline(self.replay)))
-        return self.inner.spec(include_default=include_default)
-
-    @property
-    def origin(self) -> str:
-        return f"hook pass '{self.name}' of target '{self.target}' (hook point {self.point})"
-
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from lamina.core.diagnostics import verify_module
-        from lamina.core.pass_manager import as_diagnostics
-        from lamina.passes.verify_phase import check_phase
-
-        try:
-            self.inner.apply(ctx, op)
-            verify_module(op)
-        except DiagnosticException as err:
-            diagnostics = as_diagnostics(err, op)
-            diagnostics[0].notes.append(f"in {self.origin}")
-            raise DiagnosticError(diagnostics) from None
-        except Exception as err:
-            if type(self.inner).__module__.startswith("lamina."):
-                raise  # a bug in Lamina's own pass: keep the traceback
-            raise DiagnosticError(  # a plugin's bug: name the plugin, as for a failing import
-                Diagnostic(f"{self.origin} failed: {type(err).__name__}: {err}", op)
-            ) from None
-        broken = check_phase(op)
-        if broken:
-            for diagnostic in broken:
-                diagnostic.message = f"{self.origin} broke an invariant: {diagnostic.message}"
-            raise DiagnosticError(broken)
-
-
 def wrap_hook_passes(passes: Sequence[ModulePass], entry: PipelineEntry) -> list[ModulePass]:
     """`passes` of a hook entry as HookPasses; one that cannot run at that point is refused."""
-    from lamina.core.pipeline import PipelineError
+    from lamina.driver.pipeline import PipelineError
 
     point, target = _hook_of(entry.origin)
     wrapped = []
@@ -258,38 +200,6 @@ def wrap_hook_passes(passes: Sequence[ModulePass], entry: PipelineEntry) -> list
     return wrapped
 
 
-def replay_spec(target: str, point: str, index: int) -> str:
-    """The `-p` spec that runs the pass at `index` of `target`'s hook `point` again."""
-    return f'target-hook{{target="{target}" point="{point}" index={index}}}'
-
-
-def hook_pass(target: str, point: str, index: int, module: ModuleOp) -> HookPass:
-    """The pass at `index` of `target`'s hook `point`, as the pipeline runs it."""
-    from lamina.backends.targets import HOOK_POINTS, get_target
-    from lamina.core.pass_manager import module_diagnostic, parse_pass_pipeline
-
-    if point not in HOOK_POINTS:
-        raise DiagnosticError(
-            module_diagnostic(
-                module, f"unknown hook point '{point}' (hook points: {', '.join(HOOK_POINTS)})"
-            )
-        )
-    items = get_target(target).hook_passes(point)
-    if not 0 <= index < len(items):
-        raise DiagnosticError(
-            module_diagnostic(
-                module,
-                f"target '{target}' has {len(items)} pass(es) at hook point '{point}', "
-                f"no pass #{index}",
-            )
-        )
-    item = items[index]
-    if isinstance(item, ModulePass):
-        return HookPass(item, target, point, replay_spec(target, point, index))
-    (inner,) = parse_pass_pipeline(str(item))
-    return HookPass(inner, target, point)
-
-
 def _hook_of(origin: str) -> tuple[str, str]:
     """(point, target) from a PipelineEntry origin `hook <point> (target <t>)`."""
     point, _, rest = origin.removeprefix("hook ").partition(" (target ")
@@ -297,10 +207,7 @@ def _hook_of(origin: str) -> tuple[str, str]:
 
 
 __all__ = [
-    "HookPass",
-    "hook_pass",
     "module_targets",
     "read_module_targets",
-    "replay_spec",
     "wrap_hook_passes",
 ]

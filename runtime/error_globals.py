@@ -1,6 +1,6 @@
 """The error globals of generated code, read from Python without importing xDSL.
 
-`backends/llvm_errors.py` makes compiled code record a failure (a NULL
+`backends/llvm/errors.py` makes compiled code record a failure (a NULL
 allocation, an out-of-bounds access) in `lamina_error` (the address of a
 message template) and `lamina_error_values` (up to four values it quotes).
 This module holds their names and the reader, so a disk-cache hit, which

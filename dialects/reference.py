@@ -23,8 +23,7 @@ import numpy as np
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, TensorType, UnitAttr
 from xdsl.ir import Block, Operation, SSAValue
 
-from lamina.backends.executable import numpy_dtype
-from lamina.core.dense import dense_value
+from lamina.core.dense import dense_value, numpy_dtype
 from lamina.dialects import graph
 from lamina.dialects.lamina import UndefAttr
 

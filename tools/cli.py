@@ -12,6 +12,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from lamina.core.diagnostics import DiagnosticError
 
@@ -24,11 +25,13 @@ class UsageError(Exception):
 
 
 def user_error_types() -> tuple[type[BaseException], ...]:
-    from lamina.backends.executable import LaminaRuntimeError
+    from lamina.core.dense import DTypeError
+    from lamina.runtime.executable import LaminaRuntimeError
 
     # Any OSError reaching a tool's top level comes from reading or writing a
     # file the user named (input, -o, --dump-phases-to, --reproducer, ...).
-    return (UsageError, LaminaRuntimeError, OSError)
+    # DTypeError: an element type with no NumPy dtype, in a constant or an entry.
+    return (UsageError, LaminaRuntimeError, DTypeError, OSError)
 
 
 def guarded_main(tool: str, body: Callable[[], int | None]) -> int:
@@ -139,7 +142,7 @@ def add_target_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def add_instrument_arguments(parser: argparse.ArgumentParser, *, opt: bool = False) -> None:
-    """The instruments of `lamina.core.instruments.Instruments`, spelled as in lamina-opt.
+    """The instruments of `lamina.driver.instruments.Instruments`, spelled as in lamina-opt.
 
     `opt=True` leaves out what lamina-opt defines its own way (its `-v` is
     xdsl-opt's `--version`; its `--print-pipeline` also honours `--pipeline`).
@@ -179,7 +182,7 @@ def add_instrument_arguments(parser: argparse.ArgumentParser, *, opt: bool = Fal
     )
 
 
-def instrument_options(args: argparse.Namespace) -> dict[str, object]:
+def instrument_options(args: argparse.Namespace) -> dict[str, Any]:
     """The keyword arguments of `lamina.compile` that the shared flags ask for."""
     return {
         "pass_timing": args.pass_timing,
@@ -191,7 +194,7 @@ def instrument_options(args: argparse.Namespace) -> dict[str, object]:
 
 def print_pipeline(args: argparse.Namespace, pipeline: str = "default") -> int:
     """`--print-pipeline` of lamina-run/lamina-compile: the expanded pipeline, then exit 0."""
-    from lamina.core.pipeline import format_pipeline
+    from lamina.driver.pipeline import format_pipeline
 
     print(format_pipeline(pipeline, args.targets), end="")
     return 0

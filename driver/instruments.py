@@ -3,7 +3,7 @@
 MLIR gives every tool the same `-mlir-timing` and `-mlir-print-ir-after-all`;
 Lamina's `lamina-opt`, `lamina-run`, `lamina-compile` and `lamina.compile(...)`
 likewise share one `Instruments` object (built from the flags in
-`lamina.core.cli.add_instrument_arguments`). It configures the pass manager
+`lamina.tools.cli.add_instrument_arguments`). It configures the pass manager
 and, because most of a compile can be LLVM (O3 and machine-code generation,
 outside any pass), adds code generation's steps as rows of the same timing
 report, so the report explains the whole compile time.
@@ -11,11 +11,11 @@ report, so the report explains the whole compile time.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ class Instruments:
     pass_timing: bool = False
     """Print an execution-time report (passes, verifier, LLVM steps) at the end."""
     print_ir_after_all: bool = False
-    dump_phases_to: str | Path | None = None
+    dump_phases_to: str | os.PathLike[str] | None = None
     verbose: bool = False
     """Report progress (each phase entered, code generation) with elapsed time."""
     stream: TextIO | None = None

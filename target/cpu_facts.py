@@ -55,7 +55,7 @@ class CpuFacts:
 
     def replace(self, **changes: object) -> CpuFacts:
         """These facts with some overridden (a target's options)."""
-        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+        return dataclasses.replace(self, **changes)
 
 
 def _vector_shape(features: frozenset[str]) -> tuple[int, int]:
