@@ -194,7 +194,7 @@ def _translate(
     attach_limit: int | None = None,
 ) -> tuple[llvm_ir.Module, dict[str, bytes]]:
     """`translate`, and the detached constants' bytes. With `attach_limit`, constants of
-    that many bytes or more are not attached (they go to a blob, backends/constant_blob.py)."""
+    that many bytes or more are not attached (they go to a blob, runtime/constant_blob.py)."""
     _check_build_phase_ops(module)
     tm = tm or _host_target_machine(jit=False)
     try:
@@ -466,8 +466,8 @@ class UnitsModule(CompiledModule):
     def object_code(self) -> bytes:
         packed = self.__dict__.get("_packed")
         if packed is None:
-            from lamina.backends import cache as disk
-            from lamina.backends import constant_blob
+            from lamina.runtime import cache as disk
+            from lamina.runtime import constant_blob
 
             packed = disk.pack_objects(self.objects, constant_blob.pack(self.constants))
             self.__dict__["_packed"] = packed
@@ -597,7 +597,8 @@ def _jit(
 def _jit_units(module: ModuleOp, key: str, split, tm, timings, use_cache: bool) -> CompiledModule:
     """Compile a split module (backends/kernel_split.py): kernels from the kernel cache or
     built in parallel with the host unit, all loaded into one engine with the constants."""
-    from lamina.backends import constant_blob, kernel_cache
+    from lamina.backends import kernel_cache
+    from lamina.runtime import constant_blob
 
     built = kernel_cache.build_split(split, timings, use_memory=use_cache)
     timings.kernels = built.kernels

@@ -56,7 +56,7 @@ _universes_loaded = False
 _python_passes: dict[str, str] = {}
 """Pass name -> the module of a pass registered from Python (`register_pass`)."""
 _loaded_files: dict[str, str] = {}
-"""`--load-plugin` spec -> the file it loaded (for the disk cache's key, backends/cache.py)."""
+"""`--load-plugin` spec -> the file it loaded (for the disk cache's key, runtime/cache.py)."""
 
 
 # ---------------------------------------------------------------------------

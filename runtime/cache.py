@@ -296,7 +296,7 @@ PACKED = b"LAMINA-OBJECTS-1\n"
 
 def pack_objects(objects: list[bytes], constants: bytes = b"") -> bytes:
     """Several object files (host first, then kernels) and a packed constant blob
-    (backends/constant_blob.py) as one `object_code`: a model split into units."""
+    (runtime/constant_blob.py) as one `object_code`: a model split into units."""
     sizes = b"".join(len(o).to_bytes(8, "little") for o in objects)
     head = PACKED + len(objects).to_bytes(8, "little") + sizes
     return head + b"".join(objects) + constants
@@ -369,7 +369,7 @@ def load(cache_key: str, object_code: bytes, names: Iterable[str], *, runtime: b
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
     objects = [object_code]
     if object_code.startswith(PACKED):  # a split module: its units and its constants
-        from lamina.backends import constant_blob
+        from lamina.runtime import constant_blob
 
         objects, constants = unpack_objects(object_code)
         if len(constants):

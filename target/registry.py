@@ -295,7 +295,7 @@ def target_origin(name: str) -> str:
 def python_target_modules() -> dict[str, list[str]]:
     """Target name -> the modules defining its code, for every target registered from
     Python (not built in, not from an installed package: the disk cache keys those
-    by their package, `backends/cache.py`)."""
+    by their package, `runtime/cache.py`)."""
     found = {}
     for name, target in list(_REGISTERED.items()):
         if name in _BUILTIN or name in _PACKAGES:

@@ -402,7 +402,7 @@ def test_register_dialect_from_python_with_phases(monkeypatch):
 def test_every_list_of_hook_points_is_the_registry_s():
     """HOOK_POINTS, the pipeline's hook points, and every place that lists them in words."""
     import lamina.target.registry as targets
-    from lamina.core.pipeline import DEFAULT_STAGES, HookPoint
+    from lamina.driver.pipeline import DEFAULT_STAGES, HookPoint
     from lamina.target.registry import HOOK_POINTS
 
     points = list(HOOK_POINTS)

@@ -15,7 +15,7 @@ only reads these constants; registered blobs live as long as the process
 (as the JIT engines that use them do).
 
 `pack`/`unpack` give the byte layout stored beside the object code in the
-disk cache (backends/cache.py): a JSON table of (symbol, offset, size) and
+disk cache (runtime/cache.py): a JSON table of (symbol, offset, size) and
 the blob itself.
 """
 
