@@ -13,7 +13,7 @@ from lamina.tools.cli import guarded_main
 
 
 def _run(argv: list[str] | None) -> int:
-    from lamina.core.docs_gen import REGENERATE, stale_docs, write_docs
+    from lamina.tools.docs_gen import REGENERATE, stale_docs, write_docs
 
     parser = argparse.ArgumentParser(
         prog="lamina-docs", description=(__doc__ or "").splitlines()[0]

@@ -268,7 +268,7 @@ class LaminaOptMain(xDSLOptMain):
     def run(self) -> int:
         """Process the input; returns the exit status."""
         if self.args.list_passes:
-            from lamina.core.docs_gen import pass_options_listing, pass_table
+            from lamina.tools.docs_gen import pass_options_listing, pass_table
 
             print(pass_table() + pass_options_listing(), end="")
             return 0
