@@ -365,12 +365,12 @@ def test_plugin_identity_covers_installed_packages_and_load_plugin_scripts(tmp_p
     module = tmp_path / "demo_mod.py"
     module.write_text("target = None\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    cache.installed_plugins.cache_clear()
-    first = cache.plugin_identity()["package demo-plugin"]
+    cache_key.installed_plugins.cache_clear()
+    first = cache_key.plugin_identity()["package demo-plugin"]
     assert first.startswith("1.0:")
     module.write_text("target = 1\n")
-    cache.installed_plugins.cache_clear()
-    assert cache.plugin_identity()["package demo-plugin"] != first
+    cache_key.installed_plugins.cache_clear()
+    assert cache_key.plugin_identity()["package demo-plugin"] != first
 
     from lamina.core import plugins
 
@@ -383,7 +383,7 @@ def test_plugin_identity_covers_installed_packages_and_load_plugin_scripts(tmp_p
     assert with_script != base
     script.write_text("VALUE = 2\n")
     assert _key() != with_script
-    cache.installed_plugins.cache_clear()
+    cache_key.installed_plugins.cache_clear()
 
 
 # ---------------------------------------------------------------------------

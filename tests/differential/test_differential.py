@@ -105,7 +105,8 @@ def _passes_for(phase_label: str, done: set[str]) -> list[str]:
     """Non-transition passes legal in `phase_label` once the passes in `done` ran.
 
     New passes (fold-constants, fuse-ops, schedule, simplify, ...) join by
-    themselves as their files land.
+    themselves as their files land. `target-hook` replays a pass a target
+    registered and has no meaning without naming one, so it is left out.
     """
     from lamina.core.registry import get_pass_class, pass_names
     from lamina.dialects.lamina import Phase
@@ -114,6 +115,8 @@ def _passes_for(phase_label: str, done: set[str]) -> list[str]:
     names = []
     for name in pass_names():
         cls = get_pass_class(name)
+        if name == "target-hook":
+            continue
         if phase in cls.phases and cls.produces is None and set(cls.requires) <= done:
             names.append(name)
     return names
