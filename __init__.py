@@ -13,7 +13,7 @@ start fast.
 __version__ = "0.1.0"
 
 _LAZY = {
-    "compile": "lamina.backends.executable",
+    "compile": "lamina.frontends.sources",
     "Executable": "lamina.backends.executable",
     "LaminaRuntimeError": "lamina.backends.executable",
     "DiagnosticError": "lamina.core.diagnostics",
