@@ -15,7 +15,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _LAZY = {
-    "compile": "lamina.driver.compiler",
+    "compile": "lamina.frontends.sources",
     "Executable": "lamina.runtime.executable",
     "LaminaRuntimeError": "lamina.runtime.executable",
     "DiagnosticError": "lamina.core.diagnostics",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -140,13 +140,8 @@ def compile(  # noqa: A001 - the API name is docs/design.md §7's
     dump_phases_to: str | os.PathLike[str] | None = None,
     verbose: bool = False,
     check_bounds: bool = False,
-    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> Executable:
     """Compile a graph program (module, text or path of a `.mlir` file; any phase) to native code.
-
-    An ONNX model (an `onnx.ModelProto` or the path of a `.onnx` file) is
-    imported on the way (docs/onnx.md); `input_shapes={name: shape}` fixes its
-    dynamic input dimensions.
 
     `cache`: use the disk cache of compiled code (runtime/cache.py;
     default: on unless `LAMINA_CACHE=0`; off while an instrument below is
@@ -163,7 +158,6 @@ def compile(  # noqa: A001 - the API name is docs/design.md §7's
     for failures the code reports (out of memory; with `check_bounds`, an
     out-of-bounds access, named by kernel, buffer and index).
     """
-    module_or_text, filename = _imported(module_or_text, input_shapes, filename)
     try:
         request = CompileRequest.of(
             module_or_text,
@@ -185,19 +179,6 @@ def compile(  # noqa: A001 - the API name is docs/design.md §7's
         raise DiagnosticError(
             Diagnostic(TOO_DEEP, location=SourceLocation(filename, 1, 1))
         ) from None
-
-
-def _imported(source: object, input_shapes, filename: str) -> tuple:
-    """An ONNX source as its imported module (and the model's path as the file name)."""
-    from lamina.frontends.onnx import import_source, is_model_proto
-
-    if not (input_shapes or is_model_proto(source) or isinstance(source, str | os.PathLike)):
-        return source, filename
-    result = import_source(source, dict(input_shapes or {}), filename=filename)
-    if result is None:
-        return source, filename
-    path = os.fspath(source) if isinstance(source, str | os.PathLike) else filename
-    return result.module, path
 
 
 def compile_request(request: CompileRequest) -> Executable:

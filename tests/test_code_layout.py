@@ -227,8 +227,6 @@ LAYERS: dict[str, int] = {
     "lamina.backends": 5,
     "lamina.driver": 6,
     "lamina.frontends": 7,
-    "lamina.frontends.builder": 2,
-    "lamina.frontends.onnx": 2,
     "lamina.tools": 8,
 }
 """Package → layer: a module imports only modules of its own layer or below.
@@ -239,10 +237,8 @@ runtime (calls compiled code; imports no other package) ← core and dialects
 scheduling and kernel packages they use) ← backends (code generation) ←
 driver (`lamina.compile`, the pipeline) ← frontends ← tools. The most
 specific package name wins (`lamina.backends.llvm` before `lamina.backends`).
-The importers that only build graph IR (the Python builder, the ONNX
-importer) sit just above the IR, so that `lamina.compile` can import an ONNX
-model; the frontends that compile (the ONNX backend, `torch.compile`) sit
-above the driver."""
+`lamina.compile` itself is `frontends/sources.py`: it imports an ONNX model
+(a frontend) and then calls the driver."""
 
 LAYER_EXCEPTIONS = {
     ("lamina.core.registry", "lamina.passes"): "the registry of passes loads the built-in "

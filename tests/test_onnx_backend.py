@@ -169,7 +169,7 @@ def test_listed_exclusion_fails_with_a_diagnostic(name: str) -> None:
 
 def test_exclusion_list_is_current() -> None:
     """Every name in EXCLUDED is an in-scope test, and at most 2 % of the
-    node tests in scope are refused."""
+    tests in scope are refused."""
     assert set(EXCLUDED) - set(EXCLUDED_ALL) == set()
     nodes = list(IN_SCOPE)
     refused = [n for n in nodes if n in EXCLUDED]

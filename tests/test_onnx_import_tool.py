@@ -89,11 +89,11 @@ def test_unknown_operator_names_the_node(tmp_path, capsys) -> None:
 
 
 def test_unsupported_attribute_names_it(tmp_path, capsys) -> None:
-    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], dilations=[2, 2],
-                            name="pool")  # fmt: skip
+    node = helper.make_node("Resize", ["x", "", "s"], ["y"], antialias=1, name="rs")
     x = np.zeros((1, 1, 6, 6), np.float32)
-    err = _error_of(tmp_path, capsys, make_model([node], {"x": x}, ["y"]))
-    assert "node 'pool' (MaxPool, opset 17): dilated pooling is not supported" in err
+    scales = {"s": np.array([1, 1, 0.5, 0.5], np.float32)}
+    err = _error_of(tmp_path, capsys, make_model([node], {"x": x}, ["y"], scales, opset=19))
+    assert "node 'rs' (Resize, opset 19): antialias = 1 is not supported" in err
     node = helper.make_node("Softmax", ["x"], ["y"], axis=1, foo=3, name="sm")
     err = _error_of(tmp_path, capsys, make_model([node], {"x": x}, ["y"]))
     assert "node 'sm' (Softmax, opset 17): attribute 'foo' (= 3) is not supported" in err
@@ -166,12 +166,12 @@ def test_unconvertible_old_opset(tmp_path, capsys) -> None:
 
 
 def test_inference_only(tmp_path, capsys) -> None:
-    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"],
-                            training_mode=1, name="bn")  # fmt: skip
-    stats = {k: np.ones(2, np.float32) for k in "sbmv"}
+    """Random dropout (training mode, ratio above 0) has no exact translation."""
+    node = helper.make_node("Dropout", ["x", "r", "t"], ["y"], name="drop")
+    consts = {"r": np.float32(0.5), "t": np.array(True)}
     err = _error_of(tmp_path, capsys, make_model([node], {"x": np.zeros((1, 2, 2), np.float32)},
-                                                 ["y"], stats))  # fmt: skip
-    assert "node 'bn' (BatchNormalization, opset 17): training_mode = 1 is not supported" in err
+                                                 ["y"], consts))  # fmt: skip
+    assert "node 'drop' (Dropout, opset 17): training_mode = true with a ratio above 0" in err
 
 
 def test_malformed_and_missing_files(tmp_path, capsys) -> None:

@@ -17,13 +17,12 @@ from pathlib import Path
 
 from lamina.tools.cli import (
     UsageError,
-    add_input_shape_argument,
     add_instrument_arguments,
     guarded_main,
     print_pipeline,
-    read_program,
 )
 from lamina.tools.lamina_run import _ArgumentParser
+from lamina.tools.program_input import add_input_shape_argument, read_program
 
 KINDS = (".so", ".o", ".ll", ".s", ".bc")
 

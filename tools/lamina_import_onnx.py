@@ -18,8 +18,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from lamina.tools.cli import UsageError, add_input_shape_argument, guarded_main, parse_input_shapes
+from lamina.tools.cli import UsageError, guarded_main
 from lamina.tools.lamina_run import _ArgumentParser
+from lamina.tools.program_input import add_input_shape_argument, parse_input_shapes
 
 
 def _parser() -> argparse.ArgumentParser:

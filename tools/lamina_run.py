@@ -19,13 +19,12 @@ import numpy as np
 
 from lamina.tools.cli import (
     UsageError,
-    add_input_shape_argument,
     add_instrument_arguments,
     guarded_main,
     instrument_options,
     print_pipeline,
-    read_program,
 )
+from lamina.tools.program_input import add_input_shape_argument, read_program
 
 
 class _ArgumentParser(argparse.ArgumentParser):
