@@ -12,7 +12,7 @@ it). Steps, each timed in `CompileTimings`:
    for the *host* CPU (`get_host_cpu_name`/`get_host_cpu_features`, so AVX2,
    AVX-512 and FMA are used where the machine has them);
 4. JIT: an MCJIT engine, with a TargetMachine of its own. llvmlite crashes
-   (SIGSEGV) when one TargetMachine is shared by two engines (XDSL_NOTES §4),
+   (SIGSEGV) when one TargetMachine is shared by two engines,
    so `_host_target_machine()` makes a new one every time.
 
 Compiled modules are cached by a content hash of the printed llvm-dialect

@@ -1,4 +1,4 @@
-"""The phase-aware pass manager (docs/design.md §2, §4; STYLE conventions 6–9).
+"""The phase-aware pass manager (docs/design.md §2, §4; docs/internals.md).
 
 xDSL's `PassPipeline` applies passes one after another and, in `xdsl-opt`,
 verifies between them. Lamina's manager adds the phase contract:

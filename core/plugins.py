@@ -1,4 +1,4 @@
-"""Plugins: dialects, passes and targets from outside the repository (seed 003).
+"""Plugins: dialects, passes and targets from outside the repository (docs/extending.md).
 
 Three ways in, none of which needs an edit to Lamina:
 

@@ -1,7 +1,7 @@
 """The pass registry: one pass per file in `passes/`, flag = file name with `-`.
 
 Passes are discovered from the file names and imported lazily, so adding a
-pass is adding a file (STYLE convention 1), and `lamina-opt` start-up does not
+pass is adding a file, and `lamina-opt` start-up does not
 import every pass.
 """
 

@@ -8,7 +8,7 @@ here so that the pipeline itself only expands hook points:
   module's `lamina.targets`; otherwise the module's own `lamina.targets` is
   read (default: cpu). A target that claimed ops in the module
   (`lamina.codegen`) is in use too; an unknown one is an error at the op.
-  So the module alone says how to rebuild its pipeline (seed 003).
+  So the module alone says how to rebuild its pipeline (docs/extending.md).
   A target given as `NAME{option=N ...}` (`--target 'cpu{vector_bits=256}'`)
   is recorded with those options (`#lamina.target<"cpu", {vector_bits =
   256 : i64}>`), which override the host's code-generation facts.

@@ -42,6 +42,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
 from lamina.frontends.builder import BuilderError, GraphBuilder, Value, build_module, shape_of
+from lamina.frontends.sources import candidate_path, is_model_proto
 
 
 def _installed_max_opset() -> int:
@@ -159,12 +160,6 @@ def import_model(
     return ImportResult(importer.run(), notes)
 
 
-def is_model_proto(source: object) -> bool:
-    """Is `source` an `onnx.ModelProto`? (Without importing onnx for other sources.)"""
-    kind = type(source)
-    return kind.__name__ == "ModelProto" and kind.__module__.startswith("onnx")
-
-
 def import_source(
     source: object,
     input_shapes: dict[str, Sequence[int]] | None = None,
@@ -198,22 +193,11 @@ def import_source(
 
 def _onnx_path(source: object) -> str | None:
     """The path of the ONNX model `source` names, None if it is not one."""
-    if not isinstance(source, str | os.PathLike):
-        return None
-    path = os.fspath(source)
-    if isinstance(path, bytes) or "\n" in path:
-        return None
-    if path.endswith(".onnx"):
+    path = candidate_path(source)
+    if path is None or path.endswith(".onnx"):
         return path
-    if not os.path.isfile(path):
-        return None
     with open(path, "rb") as f:
         data = f.read()
-    try:
-        data.decode("utf-8")
-        return None
-    except UnicodeDecodeError:
-        pass
     if not _loads_as_onnx(data):
         raise _error(path, "neither UTF-8 text (graph IR) nor an ONNX model")
     return path

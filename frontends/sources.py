@@ -38,27 +38,36 @@ def compile(  # noqa: A001 - the API name is docs/design.md §7's
     return compile_ir(module_or_text, targets, filename=filename, **options)
 
 
-def might_be_onnx(source: object) -> bool:
-    """A ModelProto, a `.onnx` path, or a path to a file that is not UTF-8 text."""
+def is_model_proto(source: object) -> bool:
+    """Is `source` an `onnx.ModelProto`? (Without importing onnx for other sources.)"""
     kind = type(source)
-    if kind.__name__ == "ModelProto" and kind.__module__.startswith("onnx"):
-        return True
+    return kind.__name__ == "ModelProto" and kind.__module__.startswith("onnx")
+
+
+def candidate_path(source: object) -> str | None:
+    """The path `source` names if it may hold an ONNX model: a `.onnx` path, or an
+    existing file that is not UTF-8 text (graph IR is text); else None."""
     if not isinstance(source, str | os.PathLike):
-        return False
+        return None
     path = os.fspath(source)
     if not isinstance(path, str) or "\n" in path:
-        return False
+        return None
     if path.endswith(".onnx"):
-        return True
+        return path
     if not os.path.isfile(path):
-        return False
+        return None
     with open(path, "rb") as f:
         data = f.read()
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
-        return True
-    return False
+        return path
+    return None
 
 
-__all__ = ["compile", "might_be_onnx"]
+def might_be_onnx(source: object) -> bool:
+    """A ModelProto, a `.onnx` path, or a path to a file that is not UTF-8 text."""
+    return is_model_proto(source) or candidate_path(source) is not None
+
+
+__all__ = ["candidate_path", "compile", "is_model_proto", "might_be_onnx"]

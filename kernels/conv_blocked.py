@@ -17,7 +17,7 @@ physical one, the reduction masks the padded channels
 data, `k <= cb*c + ci < k + C`). Whether the mask is needed is decided
 later, at loop level: `simplify` removes it when the constraint says the
 padding holds 0 -- even when the producer is another, separately compiled
-kernel (seed 002's non-local use).
+kernel (the non-local use of docs/layouts.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`lower-to-llvm`: loop nests, scalar arithmetic and buffers → xDSL's llvm dialect.
 
 The transition into phase `build` (docs/design.md §2, §4). xDSL has no
-arith/math/func/cf/memref → llvm conversions of its own (XDSL_NOTES §4), so
+arith/math/func/cf/memref → llvm conversions of its own in xDSL 0.74, so
 every source op gets its own `RewritePattern`, named `<Op>Lowering`, driven
 by one greedy `PatternRewriteWalker`. This file holds the patterns for
 functions, calls, buffers and control flow; the scalar (`arith`, `math`)

@@ -1,6 +1,6 @@
 """`plan-devices`: decide, once and in the IR, which device every tensor lives on.
 
-Seed 001 (TVM's device planner): devices are decided by unification over the
+Device planning (docs/devices.md; after TVM's device planner): devices are decided by unification over the
 whole module before lowering, and the result is written into the IR, so that
 legalize, lower-te, plan-memory and lower-graph read placements from the IR
 alone (`lamina.core.devices.device_of`).

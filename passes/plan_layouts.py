@@ -1,6 +1,6 @@
 """`plan-layouts`: choose buffer layouts at graph level and record them as constraints.
 
-Seed 002 (tvm-rfcs PR 77): layouts are decided where the whole graph is
+Layout planning (docs/layouts.md; after TVM's buffer-layout design): layouts are decided where the whole graph is
 visible and handed down as `#lamina.constraint`s, which kernels compiled
 separately can rely on. The pass
 

@@ -1,6 +1,6 @@
 """`simplify`: remove guards that integer facts and buffer constraints make redundant.
 
-The loop-level simplifier of seed 002 (TVM's `Simplify` with the
+The loop-level simplifier of docs/layouts.md (TVM's `Simplify` with the
 `BufferConstraint` facts in its `arith::Analyzer`). An integer analyzer
 (`schedule/int_analysis.py`) knows ranges from loop bounds, constants, divisibility
 (floordiv/mod by constants) and `loop.assume`; it also reads the

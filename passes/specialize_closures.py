@@ -626,7 +626,7 @@ class SpecializeClosuresPass(LaminaPass):
     compute ops are only added in clones and only removed with unreachable
     functions.
     Pipeline: not in docs/design.md §4; our addition to the default pipeline, right
-    after `cse` in phase optimization (issue 4: statically known callees
+    after `cse` in phase optimization (statically known callees
     compile).
     """
 

@@ -3,20 +3,9 @@
 `lamina.compile` spends its time in the pipeline (Python) and in LLVM. Both
 are pure functions of the input and the compiler, so the result, the
 object code MCJIT produced plus the entry signatures `Executable.run`
-needs, is stored on disk under a key that covers everything it depends on:
-
-* the input exactly as given (the program text, or the printed module),
-  and the file name it is reported under;
-* the pipeline (its name and its expansion for the targets, hooks
-  included), the targets, the compile options;
-* the versions of Lamina (its version *and* a digest of its source files,
-  so an edited checkout never reuses a stale entry), xDSL, llvmlite and
-  LLVM, the host CPU and its features, the Python version;
-* the plugins (`plugin_identity`): every installed package with a
-  `lamina.targets` or `xdsl.universe` entry point, by name, version and a
-  digest of its code, and every module registered from Python in this
-  process (`--load-plugin` scripts, `register_target`, `register_pass`), by
-  a digest of its file, so that a changed plugin `lower` recompiles.
+needs, is stored on disk under a key that covers everything it depends on
+(the input, the pipeline, targets and options, the toolchain, the plugins:
+driver/cache_key.py).
 
 A hit skips parsing, every pass and LLVM: it reads one file, checks it and
 hands the object code to a fresh MCJIT engine (`load`). The key is the

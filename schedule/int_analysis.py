@@ -1,4 +1,4 @@
-"""Integer facts about `index` values in loop code, for `simplify` (seed 002).
+"""Integer facts about `index` values in loop code, for `simplify` (docs/layouts.md).
 
 The analyzer plays the role of TVM's `arith::Analyzer`: it knows
 

@@ -1,6 +1,6 @@
 """The `cblas` target: `graph.matmul` (+ a following bias `add`) as a call of OpenBLAS.
 
-A library adaptation in the sense of seed 003: the target claims the ops it
+A library adaptation (docs/extending.md): the target claims the ops it
 can do better than generated loops and lowers them itself, straight from
 graph to `loop`, bypassing te. What it claims:
 

@@ -1,6 +1,6 @@
 """The target registry: what a compile target is and where targets come from.
 
-A target (seed 003, tvm-rfcs PR 10) customises compilation without a code
+A target (docs/extending.md; after TVM's target-hooks design) customises compilation without a code
 path of its own through the compiler: it contributes `module → module`
 passes at named **hook points** of the one standard pipeline
 (`claim`, `optimization`, `lowering`, `build`: `HOOK_POINTS`, see

@@ -367,3 +367,36 @@ def test_internals_code_map_names_every_module():
     assert modules <= named, f"add to docs/internals.md's code map: {sorted(modules - named)}"
     stale = {name for name in named if not (ROOT / name).exists()}
     assert not stale, f"docs/internals.md names modules that do not exist: {sorted(stale)}"
+
+
+OUTSIDE_REFERENCE = re.compile(
+    "|".join(
+        (
+            r"\bSTYLE" + r"(?: convention|\.md| §)",
+            r"XDSL" + r"_NOTES",
+            r"\b[Ss]eed" + r" 00\d",
+            r"\b[Ii]ssue" + r" \d+",
+            r"DESIGN" + r"\.md",
+            r"\bshared" + r"/",
+        )
+    )
+)
+"""References to documents that are not in the repository (planning notes,
+the design contract's working copy): users have only the repository, so
+code, docstrings and docs point to docs/*.md instead."""
+
+
+def test_nothing_points_outside_the_repository():
+    offenders = []
+    for path in sorted(ROOT.rglob("*")):
+        if (
+            path.suffix not in (".py", ".md", ".mlir", ".cfg", ".toml", ".test")
+            or not path.is_file()
+        ):
+            continue
+        if {".venv", ".git", "__pycache__", "build"} & set(path.relative_to(ROOT).parts):
+            continue
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if OUTSIDE_REFERENCE.search(line):
+                offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)

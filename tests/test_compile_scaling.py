@@ -1,4 +1,4 @@
-"""Compile time grows linearly with the program (issue 14).
+"""Compile time grows linearly with the program (docs/compile-speed.md).
 
 Two chains from benchmarks/bench_compile.py (N chained `graph.call`
 functions; N chained element-wise ops), each compiled at N and 10·N after a

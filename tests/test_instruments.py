@@ -1,4 +1,4 @@
-"""The same instruments in every tool, located diagnostics, and the smaller API items of issue 13.
+"""The same instruments in every tool, located diagnostics, and the smaller API items.
 
 `lamina-run`, `lamina-compile` and `lamina.compile(...)` share lamina-opt's
 instruments (tools/cli.py, driver/instruments.py): targets, a timing report

@@ -1,4 +1,4 @@
-"""Regression tests for the holes of issue 12 ("Reproduced today" 1-6).
+"""Regression tests for six holes found by trying the tools from outside.
 
 Each test failed on the code before the fix: two SIGSEGVs (an unresolved
 external symbol in the JIT, an allocation that fails), tracebacks where a
