@@ -10,21 +10,23 @@ Top-level names are imported lazily so that tools and `import lamina.dialects.*`
 start fast.
 """
 
+from typing import Any
+
 __version__ = "0.1.0"
 
 _LAZY = {
-    "compile": "lamina.backends.executable",
-    "Executable": "lamina.backends.executable",
-    "LaminaRuntimeError": "lamina.backends.executable",
+    "compile": "lamina.frontends.sources",
+    "Executable": "lamina.runtime.executable",
+    "LaminaRuntimeError": "lamina.runtime.executable",
     "DiagnosticError": "lamina.core.diagnostics",
 }
 
 
-_LAZY_MODULES = {"cache": "lamina.backends.cache"}
+_LAZY_MODULES = {"cache": "lamina.runtime.cache"}
 """`lamina.cache.clear()` etc.: the disk cache of compiled code (docs/compile-cache.md)."""
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 

@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
 
 from lamina.backends import codegen
 from lamina.backends.codegen import CodegenError, exported_functions
-from lamina.backends.executable import Signature, TensorSpec
+from lamina.runtime.executable import Signature, TensorSpec
 
 DEFAULT_SYMBOL_PREFIX = "lamina_"
 """Prefix of every exported C symbol (`@main` → `lamina_main`)."""
@@ -96,7 +96,7 @@ def _rename_symbols(module: ModuleOp, renames: Mapping[str, str]) -> None:
 def link_libraries(module: ModuleOp) -> list[str]:
     """What an object file of `module` needs at link time, as `cc` arguments."""
     flags = ["-lm"]
-    if codegen._uses_openmp(module):  # GOMP_parallel, omp_get_thread_num
+    if codegen.uses_openmp(module):  # GOMP_parallel, omp_get_thread_num
         flags.append("-lgomp")
     return flags + list(codegen._libraries)  # a target's library (e.g. a CBLAS)
 

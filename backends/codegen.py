@@ -12,7 +12,7 @@ it). Steps, each timed in `CompileTimings`:
    for the *host* CPU (`get_host_cpu_name`/`get_host_cpu_features`, so AVX2,
    AVX-512 and FMA are used where the machine has them);
 4. JIT: an MCJIT engine, with a TargetMachine of its own. llvmlite crashes
-   (SIGSEGV) when one TargetMachine is shared by two engines (XDSL_NOTES §4),
+   (SIGSEGV) when one TargetMachine is shared by two engines,
    so `_host_target_machine()` makes a new one every time.
 
 Compiled modules are cached by a content hash of the printed llvm-dialect
@@ -46,15 +46,16 @@ import llvmlite.binding as llvm
 import llvmlite.ir as llvm_ir
 from xdsl.backend.llvm.convert import convert_module
 from xdsl.dialects import llvm as llvm_dialect
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.utils.exceptions import LLVMTranslationException
 
-from lamina.backends import jit_symbols, native_setup
-from lamina.backends.binary_constants import attach_bytes, detached_dense_globals
-from lamina.backends.device_runtime import link_device_runtime
+from lamina.backends import jit_symbols
 from lamina.backends.inlining import bound_inlining
-from lamina.backends.llvm_conversion import LOOP_KIND_ATTR
+from lamina.backends.llvm.binary_constants import attach_bytes, detached_dense_globals
+from lamina.backends.llvm.conversion import LOOP_KIND_ATTR
+from lamina.backends.llvm.device_runtime import link_device_runtime
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
+from lamina.runtime import native_setup
 
 OPT_LEVEL = 3
 """LLVM optimization level used for JIT and ahead-of-time code."""
@@ -129,7 +130,7 @@ def register_library(path: str | os.PathLike[str]) -> None:
         raise CodegenError(f"codegen: {err}") from None
 
 
-def _uses_openmp(module: ModuleOp) -> bool:
+def uses_openmp(module: ModuleOp) -> bool:
     return any(
         isinstance(op, llvm_dialect.FuncOp) and op.sym_name.data.startswith("GOMP_")
         for op in module.ops
@@ -193,7 +194,7 @@ def _translate(
     attach_limit: int | None = None,
 ) -> tuple[llvm_ir.Module, dict[str, bytes]]:
     """`translate`, and the detached constants' bytes. With `attach_limit`, constants of
-    that many bytes or more are not attached (they go to a blob, backends/constant_blob.py)."""
+    that many bytes or more are not attached (they go to a blob, runtime/constant_blob.py)."""
     _check_build_phase_ops(module)
     tm = tm or _host_target_machine(jit=False)
     try:
@@ -228,7 +229,7 @@ def vector_width_attributes() -> tuple[str, ...]:
     CPUs (Intel's `prefer-256-bit`) keeps loops at 256 bits although the
     peers run 512-bit kernels there; the width comes from `cpu_facts`.
     """
-    from lamina.backends.cpu_facts import host_cpu_facts
+    from lamina.target.cpu_facts import host_cpu_facts
 
     bits = host_cpu_facts().vector_bits
     return (f'"prefer-vector-width"="{bits}"', f'"min-legal-vector-width"="{bits}"')
@@ -292,7 +293,7 @@ def _attach_loop_metadata(module: ModuleOp, ir_module: llvm_ir.Module) -> None:
         blocks = list(func.body.blocks)
         for position, block in enumerate(blocks):
             kind = block.last_op.attributes.get(LOOP_KIND_ATTR) if block.last_op else None
-            if kind is None or kind.data not in LOOP_METADATA:
+            if not isinstance(kind, StringAttr) or kind.data not in LOOP_METADATA:
                 continue
             if not _is_simple_innermost_loop(blocks, position):
                 continue
@@ -425,7 +426,7 @@ class CompiledModule:
     """Type of every function the module exports (defined, not internal), by name."""
     timings: CompileTimings = field(default_factory=CompileTimings)
     object_code: bytes | None = None
-    """The object file MCJIT loaded (what the disk cache stores, backends/cache.py); for a
+    """The object file MCJIT loaded (what the disk cache stores, runtime/cache.py); for a
     module compiled in units, all their objects and the constant blob, packed."""
     unit_modules: list[llvm.ModuleRef | None] = field(default_factory=list)
     """The optimized host and kernel modules of a module compiled in units (None: a kernel
@@ -465,8 +466,8 @@ class UnitsModule(CompiledModule):
     def object_code(self) -> bytes:
         packed = self.__dict__.get("_packed")
         if packed is None:
-            from lamina.backends import cache as disk
-            from lamina.backends import constant_blob
+            from lamina.runtime import cache as disk
+            from lamina.runtime import constant_blob
 
             packed = disk.pack_objects(self.objects, constant_blob.pack(self.constants))
             self.__dict__["_packed"] = packed
@@ -596,7 +597,8 @@ def _jit(
 def _jit_units(module: ModuleOp, key: str, split, tm, timings, use_cache: bool) -> CompiledModule:
     """Compile a split module (backends/kernel_split.py): kernels from the kernel cache or
     built in parallel with the host unit, all loaded into one engine with the constants."""
-    from lamina.backends import constant_blob, kernel_cache
+    from lamina.backends import kernel_cache
+    from lamina.runtime import constant_blob
 
     built = kernel_cache.build_split(split, timings, use_memory=use_cache)
     timings.kernels = built.kernels
@@ -755,7 +757,7 @@ def build_shared_library(
             files.append(Path(tmp) / f"unit{i}.o")
             files[-1].write_bytes(code)
         cmd = [*compiler.split(), "-shared", "-fPIC", "-o", str(path), *map(str, files), "-lm"]
-        if _uses_openmp(module):
+        if uses_openmp(module):
             cmd.append("-fopenmp")  # links libgomp for GOMP_parallel
         for library in _libraries:
             cmd += [library, f"-Wl,-rpath,{Path(library).parent}"]

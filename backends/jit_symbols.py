@@ -34,7 +34,7 @@ HOW_TO_PROVIDE = (
 
 
 RUNTIME_PREFIX = "__lamina_"
-"""Functions of Lamina's own runtimes (backends/device_runtime.py), linked into
+"""Functions of Lamina's own runtimes (backends/llvm/device_runtime.py), linked into
 the module before it is compiled: declared here, defined there."""
 
 

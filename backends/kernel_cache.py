@@ -7,7 +7,7 @@ key names exactly one object file. `build_split` then compiles each
 distinct kernel at most once:
 
 * in this process (`_objects`: key → object code and optimized module);
-* across processes, in the disk cache's `kernels/` folder (backends/cache.py,
+* across processes, in the disk cache's `kernels/` folder (runtime/cache.py,
   on unless `LAMINA_CACHE=0`): ResNet-34 after ResNet-18 compiles only the
   kernels ResNet-18 did not have;
 * identical kernels inside one module share one key, hence one build.
@@ -30,10 +30,10 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 
-from lamina.backends import cache as disk
 from lamina.backends import parallel_build
-from lamina.backends.device_runtime import RUNTIME_IR
 from lamina.backends.kernel_split import KERNEL_RUNTIME_IR, KernelUnit, Split
+from lamina.backends.llvm.device_runtime import RUNTIME_IR
+from lamina.runtime import cache as disk
 
 _RUNTIME_SYMBOLS = tuple(
     name

@@ -17,7 +17,7 @@ all of them run on one core and start from nothing for every model. Split,
   LLVM optimizes their calls to the allocator exactly as before). Large
   constants (weights) leave LLVM: the host declares them as external
   symbols named by their content (`__lamina_w_<sha256>`), the bytes go to
-  a 64-byte-aligned blob (backends/constant_blob.py) that the loader maps
+  a 64-byte-aligned blob (runtime/constant_blob.py) that the loader maps
   to them. (A shared library keeps its constants in the host's object.)
 
 A kernel keeps its instructions: only its linkage (exported, so the host can
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import llvmlite.ir as llvm_ir
 
-from lamina.backends.device_runtime import RUNTIME_IR
+from lamina.backends.llvm.device_runtime import RUNTIME_IR
 
 _REF = re.compile(r'@"((?:[^"\\]|\\.)*)"')
 """A reference to a global value in llvmlite's output (names are always quoted)."""
@@ -61,7 +61,7 @@ BLOB_ALIGN = 64
 _PLACEHOLDER = "__lamina_kernel_entry"
 
 MESSAGE_PREFIX = "lamina_error_message_"
-"""Names of the error-message constants (backends/llvm_errors.py). A kernel's messages
+"""Names of the error-message constants (backends/llvm/errors.py). A kernel's messages
 name the kernel, so they stay out of its unit: the host defines them as
 `<kernel symbol>_m<i>`, with this model's names in them, and the kernel's
 object code, which only stores their address, is the same in every model."""

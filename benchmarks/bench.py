@@ -198,9 +198,9 @@ def measured_peak_gflops(threads: int = 1) -> float:
     import ctypes
 
     from lamina.backends.codegen import compile_module
-    from lamina.backends.executable import _as_module, lower_to_build
+    from lamina.driver.lowering import lower_to_build, parse_source
 
-    module = _as_module(text, "peak")
+    module = parse_source(text, "peak")
     lower_to_build(module)
     compiled = compile_module(module)
     fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(compiled.get_function_address("peak"))

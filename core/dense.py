@@ -9,10 +9,9 @@ floats. `core/dense_text.py` does the same for the text form.
 
 These live in `core` (not in `frontends/builder.py`, which re-exports them)
 because passes and backends need them and must not depend on a frontend.
-The element type ↔ dtype correspondence is one table each way: NumPy dtype
-names → element types here (`ELEMENT_TYPES`), element types → dtypes in
-`backends/executable.py` (`numpy_dtype`, whose error the tools report as a
-user error).
+The element type ↔ dtype correspondence lives here, both ways: NumPy dtype
+names → element types (`ELEMENT_TYPES`) and element types → dtypes
+(`numpy_dtype`).
 """
 
 from __future__ import annotations
@@ -23,6 +22,9 @@ import numpy as np
 from xdsl.dialects.builtin import (
     BytesAttr,
     DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
     IntegerType,
     TensorType,
     f16,
@@ -31,8 +33,6 @@ from xdsl.dialects.builtin import (
     i1,
 )
 from xdsl.ir import Attribute
-
-from lamina.backends.executable import numpy_dtype
 
 ELEMENT_TYPES: dict[str, Attribute] = {
     "float16": f16,
@@ -48,6 +48,22 @@ class DTypeError(ValueError):
     """A NumPy dtype that no graph element type stands for (`uint8`, `complex64`, ...)."""
 
 
+def numpy_dtype(element_type: Attribute) -> np.dtype:
+    """The NumPy dtype of a builtin scalar type (f16/f32/f64, i1 as bool, iN as intN)."""
+    match element_type:
+        case Float16Type():
+            return np.dtype(np.float16)
+        case Float32Type():
+            return np.dtype(np.float32)
+        case Float64Type():
+            return np.dtype(np.float64)
+        case IntegerType(width=width) if width.data == 1:
+            return np.dtype(np.bool_)
+        case IntegerType(width=width) if width.data in (8, 16, 32, 64):
+            return np.dtype(f"int{width.data}")
+    raise DTypeError(f"element type {element_type} has no NumPy dtype")
+
+
 def element_type_of(dtype: np.dtype | type | str) -> Attribute:
     """The tensor element type of a NumPy dtype (`float32` → `f32`, `bool` → `i1`)."""
     key = np.dtype(dtype).name
@@ -58,18 +74,19 @@ def element_type_of(dtype: np.dtype | type | str) -> Attribute:
 
 def dense_attr(array: np.ndarray) -> DenseIntOrFPElementsAttr:
     """A bytes-backed dense attribute holding `array` (row-major, little-endian)."""
-    array = np.ascontiguousarray(array)
+    array = np.ascontiguousarray(array).reshape(np.shape(array))  # ascontiguousarray makes 0-d 1-d
     data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
     ttype = TensorType(element_type_of(array.dtype), [int(d) for d in array.shape])
-    return DenseIntOrFPElementsAttr(ttype, BytesAttr(data))
+    # The element type is one of ELEMENT_TYPES, a dense element type; pyright cannot
+    # see that through `element_type_of`'s `Attribute`.
+    return DenseIntOrFPElementsAttr(ttype, BytesAttr(data))  # pyright: ignore[reportArgumentType]
 
 
 def dense_value(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     """The NumPy array a dense attribute holds (splats expanded), without Python lists."""
-    ttype = attr.get_type()
-    dtype = numpy_dtype(ttype.get_element_type()).newbyteorder("<")
+    dtype = numpy_dtype(attr.get_element_type()).newbyteorder("<")
     flat = np.frombuffer(attr.data.data, dtype=dtype)
-    shape = tuple(ttype.get_shape())
+    shape = tuple(attr.get_shape())
     if flat.size == 1 and prod(shape) != 1:
         return np.broadcast_to(flat[0], shape).copy()
     return flat.reshape(shape).astype(dtype.newbyteorder("="))

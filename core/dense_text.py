@@ -98,7 +98,7 @@ def _has_special(content: str, start: int, end: int) -> bool:
     return any(content.find(c, start, end) >= 0 for c in "\\\n\v\f")
 
 
-def use_fast_string_lexer(lexer: MLIRLexer) -> None:
+def use_fast_string_lexer(lexer: object) -> None:
     """Switch a parser's lexer (`parser.lexer`) to `FastStringLexer`."""
     if type(lexer) is MLIRLexer:
         lexer.__class__ = FastStringLexer

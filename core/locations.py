@@ -6,12 +6,11 @@ runtime check) points at the user's source line. Rather than asking every
 pattern of every pass to copy `op.location` (and every future pass to
 remember to), the pass manager applies two rules around each pass:
 
-1. `track_rewrites()`: while a pass runs, every op a pattern rewriter
-   inserts — and every op nested in it — that has no location takes the
-   location of the op the pattern matched (MLIR patterns do the same by
-   hand with `op->getLoc()`). xDSL's `PatternRewriteWalker` builds its own
-   `PatternRewriter`, so there is no listener to pass in; the rule is
-   installed on `PatternRewriter.insert` for the duration of the pass.
+1. `locating_walker(pattern, ...)`, xDSL's `PatternRewriteWalker` with a
+   rewriter listener: every op a pattern inserts — and every op nested in
+   it — that has no location takes the location of the op the pattern
+   matched (MLIR patterns do the same by hand with `op->getLoc()`). Every
+   walker of Lamina's passes is one; a plugin's plain walker gets rule 2.
 2. `fill_unknown_locations(module)` after the pass, for ops created outside
    a rewriter: a function the pass created (a `te.func` for a `graph.add`, a
    kernel outlined for OpenMP) takes the *fused* location of the ops that
@@ -25,27 +24,32 @@ Diagnostics read through fused, named and call-site locations to the first
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Sequence
+from typing import Any
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
     CallSiteLoc,
     FileLineColLoc,
     FusedLoc,
+    LocationAttr,
     ModuleOp,
     NameLoc,
     NoneAttr,
+    StringAttr,
     SymbolRefAttr,
     UnknownLoc,
 )
 from xdsl.ir import Attribute, Block, Operation
-from xdsl.pattern_rewriter import PatternRewriter
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriterListener,
+    PatternRewriteWalker,
+    RewritePattern,
+)
 
-_lock = threading.Lock()
-_depth = 0
-_original_insert = PatternRewriter.insert
+_LOCATIONS = (UnknownLoc, FileLineColLoc, CallSiteLoc, NameLoc, FusedLoc)
+"""The classes of `LocationAttr` (a type alias, not a class `isinstance` accepts)."""
 
 
 def is_known(loc: Attribute) -> bool:
@@ -57,7 +61,7 @@ def file_line_col(loc: Attribute) -> FileLineColLoc | None:
     if isinstance(loc, FileLineColLoc):
         return loc
     if isinstance(loc, FusedLoc):
-        for inner in loc.locations:  # pyright: ignore[reportGeneralTypeIssues]
+        for inner in _fused(loc):
             found = file_line_col(inner)
             if found is not None:
                 return found
@@ -68,13 +72,18 @@ def file_line_col(loc: Attribute) -> FileLineColLoc | None:
     return None
 
 
-def fuse(locations: list[Attribute]) -> Attribute:
+def _fused(loc: FusedLoc) -> tuple[Attribute, ...]:
+    """The locations a fused location holds (xDSL types the parameter as `Attribute`)."""
+    return loc.locations.data if isinstance(loc.locations, ArrayAttr) else ()
+
+
+def fuse(locations: Sequence[Attribute]) -> LocationAttr:
     """MLIR's `FusedLoc::get`: unknowns dropped, duplicates and nesting flattened."""
-    flat: list[Attribute] = []
+    flat: list[LocationAttr] = []
     for loc in locations:
-        inner = list(loc.locations) if isinstance(loc, FusedLoc) else [loc]  # pyright: ignore
+        inner = _fused(loc) if isinstance(loc, FusedLoc) else (loc,)
         for item in inner:
-            if is_known(item) and item not in flat:
+            if isinstance(item, _LOCATIONS) and is_known(item) and item not in flat:
                 flat.append(item)
     if not flat:
         return UnknownLoc()
@@ -83,7 +92,7 @@ def fuse(locations: list[Attribute]) -> Attribute:
     return FusedLoc(ArrayAttr(flat), NoneAttr())
 
 
-def stamp(op: Operation, loc: Attribute) -> None:
+def stamp(op: Operation, loc: LocationAttr) -> None:
     """Give `op`, and every op nested in it, `loc` where they have none."""
     if not is_known(loc):
         return
@@ -92,7 +101,7 @@ def stamp(op: Operation, loc: Attribute) -> None:
             inner.location = loc
 
 
-def stamp_trailing(block: Block, loc: Attribute) -> None:
+def stamp_trailing(block: Block, loc: LocationAttr) -> None:
     """Give the ops at the end of `block` that have no location `loc`.
 
     For passes that build a block op by op (`add_op`) from source ops: call
@@ -104,29 +113,32 @@ def stamp_trailing(block: Block, loc: Attribute) -> None:
         op = op.prev_op
 
 
-def _locating_insert(self: PatternRewriter, op, insertion_point=None):
-    origin = self._current_operation  # pyright: ignore[reportPrivateUsage]
-    if origin is not None:
-        for new in [op] if isinstance(op, Operation) else op:
-            stamp(new, origin.location)
-    return _original_insert(self, op, insertion_point)
+class _MatchedOp(RewritePattern):
+    """`pattern`, remembering the op it is applied to for the walker's listener."""
+
+    def __init__(self, pattern: RewritePattern):
+        self.pattern = pattern
+        self.op: Operation | None = None
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        self.op = op
+        self.pattern.match_and_rewrite(op, rewriter)
+
+    def locate(self, new: Operation) -> None:
+        """The listener's insertion handler: `new` takes the matched op's location."""
+        if self.op is not None:
+            stamp(new, self.op.location)
 
 
-@contextmanager
-def track_rewrites() -> Iterator[None]:
-    """Rule 1 of the module docstring, for the duration of the `with` block (re-entrant)."""
-    global _depth
-    with _lock:
-        if _depth == 0:
-            PatternRewriter.insert = _locating_insert  # type: ignore[method-assign]
-        _depth += 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _depth -= 1
-            if _depth == 0:
-                PatternRewriter.insert = _original_insert  # type: ignore[method-assign]
+def locating_walker(pattern: RewritePattern, **options: Any) -> PatternRewriteWalker:
+    """`PatternRewriteWalker(pattern, **options)` applying rule 1 of the module docstring.
+
+    The walker's listener sees every op its rewriter inserts; the wrapped
+    pattern tells it which op was matched.
+    """
+    matched = _MatchedOp(pattern)
+    listener = PatternRewriterListener(operation_insertion_handler=[matched.locate])
+    return PatternRewriteWalker(matched, listener=listener, **options)
 
 
 def fill_unknown_locations(module: ModuleOp) -> None:
@@ -137,7 +149,7 @@ def fill_unknown_locations(module: ModuleOp) -> None:
         waiting = []
         for op in top:
             name = op.properties.get("sym_name") or op.attributes.get("sym_name")
-            callers = users.get(name.data, []) if name is not None else []  # pyright: ignore
+            callers = users.get(name.data, []) if isinstance(name, StringAttr) else []
             op.location = fuse([_resolved(caller) for caller in callers])
             if not is_known(op.location):
                 waiting.append(op)
@@ -159,10 +171,10 @@ def _locate_block_arguments(op: Operation) -> None:
         for block in region.blocks:
             for arg in block.args:
                 if not is_known(arg.location):
-                    arg.location = op.location  # pyright: ignore[reportAttributeAccessIssue]
+                    arg.location = op.location
 
 
-def _resolved(op: Operation) -> Attribute:
+def _resolved(op: Operation) -> LocationAttr:
     """`op`'s location, else its closest located ancestor's (the module's does not count)."""
     current: Operation | None = op
     while current is not None and not isinstance(current, ModuleOp):

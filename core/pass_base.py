@@ -1,4 +1,4 @@
-"""Pass contracts (seed 000, docs/design.md §2/§4).
+"""Pass contracts (docs/design.md §2/§4).
 
 Every Lamina pass is an xDSL `ModulePass` that also declares:
 
@@ -8,10 +8,10 @@ Every Lamina pass is an xDSL `ModulePass` that also declares:
   the hint the pass manager prints when a pass is refused);
 * `illegal_ops` — for a transition pass, op names (or `dialect.*` patterns)
   that must be gone when it finishes; survivors are reported at the op
-  (STYLE convention 8: xDSL's greedy rewriter does not check legality).
+  (xDSL's greedy rewriter does not check legality).
 
 The docstring states the pass's contract: a one-line summary, then
-`Input invariant:`, `Output IR:` and `Invariants:` (STYLE convention 5).
+`Input invariant:`, `Output IR:` and `Invariants:` (docs/internals.md).
 `docs/passes.md` is generated from these declarations.
 """
 

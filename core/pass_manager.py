@@ -1,4 +1,4 @@
-"""The phase-aware pass manager (docs/design.md §2, §4; STYLE conventions 6–9).
+"""The phase-aware pass manager (docs/design.md §2, §4; docs/internals.md).
 
 xDSL's `PassPipeline` applies passes one after another and, in `xdsl-opt`,
 verifies between them. Lamina's manager adds the phase contract:
@@ -7,7 +7,7 @@ verifies between them. Lamina's manager adds the phase contract:
   module's phase, naming the transition pass(es) to run first;
 * after a transition pass (`produces` set) it records the new `lamina.phase`,
   checks the pass's `illegal_ops` and runs the phase checker
-  (`lamina.passes.verify_phase.check_phase`); phases never move backwards;
+  (`lamina.core.phase_invariants.check_phase`); phases never move backwards;
 * after every pass (unless `verify_each=False`) it verifies every op
   (`verify_module`) and runs the phase checker;
 * instrumentation as in MLIR: IR dumps after each pass, a timing report, the
@@ -27,7 +27,7 @@ import shlex
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -47,12 +47,12 @@ from lamina.core.diagnostics import (
     verify_module,
 )
 from lamina.core.gc_pauses import fewer_gc_pauses
-from lamina.core.locations import fill_unknown_locations, track_rewrites
+from lamina.core.locations import fill_unknown_locations
 from lamina.core.pass_base import PRE_BUILD, LaminaPass, phase_list
 from lamina.core.verify_memo import structure
 from lamina.dialects.lamina import Phase, get_phase, set_phase
 
-PassFactories = dict[str, Callable[[], type[ModulePass]]]
+PassFactories = Mapping[str, Callable[[], type[ModulePass]]]
 
 
 PIPELINE_SOURCE = "<pass-pipeline>"
@@ -253,7 +253,7 @@ def check_pass_phase(pass_: ModulePass, module: ModuleOp) -> None:
 
 def run_phase_checker(module: ModuleOp) -> None:
     """The well-formed checker for the module's phase (docs/design.md §5); every violation reported."""
-    from lamina.passes.verify_phase import check_phase
+    from lamina.core.phase_invariants import check_phase
 
     diagnostics = check_phase(module)
     if diagnostics:
@@ -298,7 +298,7 @@ class PassManager:
         print_ir_after_all: TextIO | None = None,
         print_ir_after_failure: TextIO | None = None,
         timing: bool = False,
-        dump_phases_to: Path | str | None = None,
+        dump_phases_to: str | os.PathLike[str] | None = None,
         reproducer_path: Path | str | None = None,
         timing_stream: TextIO | None = None,
         dump_suffix: str = "",
@@ -365,8 +365,7 @@ class PassManager:
         try:
             started = time.perf_counter()
             try:
-                with track_rewrites():  # new ops take the location of the op they replace
-                    pass_.apply(ctx, module)
+                pass_.apply(ctx, module)  # its walkers locate what they insert
                 fill_unknown_locations(module)
             finally:
                 self.timings.append(PassTiming(pass_.name, time.perf_counter() - started))
@@ -411,7 +410,8 @@ class PassManager:
                     )
                 )
             set_phase(module, produces)
-            type(pass_).check_legality(module)
+            if isinstance(pass_, LaminaPass):  # only a Lamina pass transitions (`produces`)
+                pass_.check_legality(module)
         started = time.perf_counter()
         try:
             self._verify(module, produces is not None, last)

@@ -1,4 +1,4 @@
-"""Plugins: dialects, passes and targets from outside the repository (seed 003).
+"""Plugins: dialects, passes and targets from outside the repository (docs/extending.md).
 
 Three ways in, none of which needs an edit to Lamina:
 
@@ -8,11 +8,11 @@ Three ways in, none of which needs an edit to Lamina:
   universe, entry `xdsl`, is not imported: Lamina registers the upstream
   dialects it uses itself, `core/context.py`.)
 * **Lamina's entry points** `lamina.targets` for targets
-  (`backends/targets.py`).
+  (`target/registry.py`).
 * **`--load-plugin MODULE`** (repeatable; a module name or a `.py` file),
   like MLIR's `--load-pass-plugin`: the module registers things when
   imported, with `register_pass`, `register_dialect` and
-  `lamina.backends.targets.register_target`.
+  `lamina.target.registry.register_target`.
 
 A plugin pass that is a `LaminaPass` keeps its phase contract; a plain
 xDSL `ModulePass` may run in every phase before build. A plugin dialect's
@@ -56,7 +56,7 @@ _universes_loaded = False
 _python_passes: dict[str, str] = {}
 """Pass name -> the module of a pass registered from Python (`register_pass`)."""
 _loaded_files: dict[str, str] = {}
-"""`--load-plugin` spec -> the file it loaded (for the disk cache's key, backends/cache.py)."""
+"""`--load-plugin` spec -> the file it loaded (for the disk cache's key, runtime/cache.py)."""
 
 
 # ---------------------------------------------------------------------------

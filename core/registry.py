@@ -1,7 +1,7 @@
 """The pass registry: one pass per file in `passes/`, flag = file name with `-`.
 
 Passes are discovered from the file names and imported lazily, so adding a
-pass is adding a file (STYLE convention 1), and `lamina-opt` start-up does not
+pass is adding a file, and `lamina-opt` start-up does not
 import every pass.
 """
 
@@ -43,7 +43,8 @@ def module_name(flag: str) -> str:
 
 
 def get_pass_class(flag: str) -> type[LaminaPass]:
-    """The pass class of `flag`: Lamina's (`passes/<flag>.py`) or a plugin's."""
+    """The pass class of `flag`: Lamina's (`passes/<flag>.py`) or a plugin's (which may
+    be a plain xDSL `ModulePass`, without Lamina's phase contract)."""
     if flag in builtin_pass_names():
         return _builtin_pass_class(flag)
     from lamina.core.plugins import plugin_pass_factories
@@ -51,7 +52,8 @@ def get_pass_class(flag: str) -> type[LaminaPass]:
     plugins = plugin_pass_factories()
     if flag not in plugins:
         raise KeyError(flag)
-    return plugins[flag]()  # type: ignore[return-value]
+    # Typed as Lamina's: callers read its class attributes with getattr defaults.
+    return plugins[flag]()  # pyright: ignore[reportReturnType]
 
 
 @cache

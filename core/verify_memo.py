@@ -38,7 +38,8 @@ from xdsl.traits import OpTrait, SameOperandsAndResultType
 
 LOCAL_TRAITS: tuple[type[OpTrait], ...] = (
     SameOperandsAndResultType,
-    # The interface traits' `verify` is `return` (xDSL 0.74).
+    # The interface traits' `verify` is `return` (xDSL 0.74). xDSL names these classes
+    # privately (the ignores), yet they are what op classes carry.
     interfaces._HasFolderInterfaceTrait,  # pyright: ignore[reportPrivateUsage]
     interfaces._HasCanonicalizationPatternsInterfaceTrait,  # pyright: ignore[reportPrivateUsage]
     interfaces._ConditionallySpeculatableInterfaceTrait,  # pyright: ignore[reportPrivateUsage]

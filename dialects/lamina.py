@@ -138,7 +138,7 @@ def set_phase(module: ModuleOp, phase: Phase) -> None:
 
 @irdl_attr_definition
 class DeviceAttr(ParametrizedAttribute):
-    """`#lamina.device<KIND, INDEX[, SCOPE]>`: a virtual device (seed 001).
+    """`#lamina.device<KIND, INDEX[, SCOPE]>`: a virtual device (docs/devices.md).
 
     KIND is a device kind (`"cpu"`, `"gpu"` or a registered target's kind),
     INDEX distinguishes devices of one kind, SCOPE is a memory scope
@@ -193,7 +193,7 @@ def get_default_device(module: ModuleOp) -> DeviceAttr:
 
 
 # ---------------------------------------------------------------------------
-# Layout constraints (seed 002)
+# Layout constraints (docs/layouts.md)
 # ---------------------------------------------------------------------------
 
 
@@ -209,7 +209,7 @@ PadValue = FloatAttr | IntegerAttr | UndefAttr
 
 @irdl_attr_definition
 class ConstraintAttr(ParametrizedAttribute):
-    """`#lamina.constraint<MAP, PAD>`: a buffer-layout constraint (seed 002).
+    """`#lamina.constraint<MAP, PAD>`: a buffer-layout constraint (docs/layouts.md).
 
     The physical buffer is indexed by MAP(logical indices); every physical
     element that no logical index maps to (padding) holds PAD, or is
@@ -309,7 +309,7 @@ class ConstraintAttr(ParametrizedAttribute):
 
 
 # ---------------------------------------------------------------------------
-# Targets (seed 003)
+# Targets (docs/extending.md)
 # ---------------------------------------------------------------------------
 
 

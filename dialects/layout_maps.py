@@ -1,4 +1,4 @@
-"""Index maps of `#lamina.constraint` (seed 002): injectivity and inversion.
+"""Index maps of `#lamina.constraint` (docs/layouts.md): injectivity and inversion.
 
 A layout map sends a logical index to a physical one. Every result is an
 affine sum `e = c0*d0 + c1*d1 + ... + k`, optionally wrapped as

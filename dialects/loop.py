@@ -35,14 +35,31 @@ from xdsl.dialects.builtin import (
     MemRefType,
     StringAttr,
     SymbolRefAttr,
+    TensorType,
     i1,
 )
-from xdsl.dialects.utils import AbstractYieldOperation, parse_assignment, print_assignment
-from xdsl.ir import Attribute, Block, BlockArgument, Dialect, Operation, Region, SSAValue, Use
+from xdsl.dialects.utils import (
+    AbstractYieldOperation,
+    EnumAttribute,
+    parse_assignment,
+    print_assignment,
+)
+from xdsl.ir import (
+    Attribute,
+    Block,
+    BlockArgument,
+    Dialect,
+    Operation,
+    Region,
+    SpacedOpaqueSyntaxAttribute,
+    SSAValue,
+    Use,
+)
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
     base,
+    irdl_attr_definition,
     irdl_op_definition,
     lazy_traits_def,
     operand_def,
@@ -73,6 +90,7 @@ from xdsl.traits import (
     ensure_terminator,
 )
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
 
 from lamina.core.symbols import lookup_symbol
 from lamina.dialects.common import (
@@ -88,8 +106,26 @@ from lamina.dialects.common import (
 from lamina.dialects.func_like import FuncLikeCallableInterface, FuncLikeOp, ReturnLikeOp
 from lamina.dialects.lamina import ConstraintAttr, DeviceAttr
 
-LOOP_KINDS = ("serial", "parallel", "vectorized", "unrolled")
-"""Values of `loop.for`'s `kind`: how the loop is executed (set by `schedule`)."""
+
+class LoopKind(StrEnum):
+    """How a `loop.for` is executed (set by `lower-te` and `schedule`)."""
+
+    SERIAL = "serial"
+    PARALLEL = "parallel"
+    VECTORIZED = "vectorized"
+    UNROLLED = "unrolled"
+
+
+@irdl_attr_definition
+class LoopKindAttr(EnumAttribute[LoopKind], SpacedOpaqueSyntaxAttribute):
+    """`loop.for`'s `kind` property, `#loop<kind parallel>` in the generic form
+    (the pretty form writes `kind(parallel)`)."""
+
+    name = "loop.kind"
+
+
+LOOP_KINDS = tuple(k.value for k in LoopKind)
+"""Values of `loop.for`'s `kind`, in declaration order (for diagnostics)."""
 
 MEMORY_SCOPES = ("global", "local")
 """Values of `loop.alloc`'s `scope`."""
@@ -98,6 +134,17 @@ MEMORY_SCOPES = ("global", "local")
 def _type_mismatch(what: str, index: int, other: str, got: Attribute, want: Attribute) -> str:
     """`0-th iter_arg and 0-th loop result have different type: 'f32' != 'f64'`."""
     return f"{index}-th {what} and {index}-th {other} have different type: '{got}' != '{want}'"
+
+
+def buffer_type(tensor: Attribute) -> MemRefType:
+    """The row-major buffer holding a statically shaped tensor: `memref<same shape>`."""
+    assert isinstance(tensor, TensorType)
+    return MemRefType(tensor.element_type, tensor.get_shape())
+
+
+def to_buffer_types(types: Sequence[Attribute]) -> list[Attribute]:
+    """Tensors become buffers; anything else (already a buffer or a scalar) is kept."""
+    return [buffer_type(t) if isinstance(t, TensorType) else t for t in types]
 
 
 # ---------------------------------------------------------------------------
@@ -179,7 +226,7 @@ class ForOp(IRDLOperation):
     res = var_result_def()
     body = region_def("single_block")
 
-    kind = opt_prop_def(StringAttr, default_value=StringAttr("serial"))
+    kind = opt_prop_def(LoopKindAttr, default_value=LoopKindAttr(LoopKind.SERIAL))
 
     traits = traits_def(SingleBlockImplicitTerminator(YieldOp), RecursiveMemoryEffect())
 
@@ -191,7 +238,7 @@ class ForOp(IRDLOperation):
         ub: SSAValue | Operation,
         step: SSAValue | Operation,
         iter_args: Sequence[SSAValue | Operation] = (),
-        kind: str | StringAttr = "serial",
+        kind: str | LoopKind | LoopKindAttr = LoopKind.SERIAL,
         body: Region | Block | Sequence[Operation] | None = None,
     ):
         """Build a loop; without `body`, an empty body with the right block arguments.
@@ -204,12 +251,12 @@ class ForOp(IRDLOperation):
             body = Region(_new_block([IndexType(), *iter_types], with_yield=not iter_types))
         elif isinstance(body, Block):
             body = Region(body)
-        kind_attr = kind if isinstance(kind, StringAttr) else StringAttr(kind)
+        kind_attr = kind if isinstance(kind, LoopKindAttr) else LoopKindAttr(LoopKind(kind))
         super().__init__(
             operands=[lb, ub, step, iter_args],
             result_types=[iter_types],
             regions=[body],
-            properties={"kind": None if kind_attr.data == "serial" else kind_attr},
+            properties={"kind": None if kind_attr.data == LoopKind.SERIAL else kind_attr},
         )
 
     # -- queries ---------------------------------------------------------------
@@ -225,9 +272,17 @@ class ForOp(IRDLOperation):
         return tuple(self.body.block.args[1:])
 
     @property
-    def kind_name(self) -> str:
-        """`kind` as a plain string (`serial` when absent)."""
+    def kind_name(self) -> LoopKind:
+        """`kind` (`serial` when absent); a `StrEnum`, equal to its name as a string."""
         return self.kind.data
+
+    def set_kind(self, kind: LoopKind | str) -> None:
+        """Set `kind`; `serial`, the default, is stored as no property at all."""
+        kind = LoopKind(kind)
+        if kind == LoopKind.SERIAL:
+            self.properties.pop("kind", None)
+        else:
+            self.properties["kind"] = LoopKindAttr(kind)
 
     @property
     def yield_op(self) -> YieldOp:
@@ -239,7 +294,6 @@ class ForOp(IRDLOperation):
     # -- verification ------------------------------------------------------------
 
     def verify_(self) -> None:
-        check_one_of("kind", self.kind.data, LOOP_KINDS)
         block = self.body.block
         if not block.args or not isinstance(block.args[0].type, IndexType):
             got = block.args[0].type if block.args else "no block argument"
@@ -284,8 +338,8 @@ class ForOp(IRDLOperation):
         printer.print_ssa_value(self.ub)
         printer.print_string(" step ")
         printer.print_ssa_value(self.step)
-        if self.kind.data != "serial":
-            printer.print_string(f" kind({self.kind.data})")
+        if self.kind.data != LoopKind.SERIAL:
+            printer.print_string(f" kind({self.kind.data.value})")
         if self.iter_args:
             printer.print_string(" iter_args(")
             printer.print_list(
@@ -341,9 +395,9 @@ class ForOp(IRDLOperation):
         body = parser.parse_region(args)
         attrs = parser.parse_optional_attr_dict()
         kind_attr = attrs.pop("kind", None)  # `{kind = "parallel"}` also sets the property
-        op = cls(lb, ub, step, inits, kind, body)
         if kind_attr is not None:
-            op.properties["kind"] = kind_attr
+            kind = _kind_from_attr(parser, kind_attr, pos)
+        op = cls(lb, ub, step, inits, kind, body)
         op.attributes |= attrs
         if not iter_vars:
             ensure_terminator(op, SingleBlockImplicitTerminator(YieldOp))
@@ -370,6 +424,16 @@ def _add_implicit_yield(region: Region) -> None:
         if last is None or not last.has_trait(IsTerminator, value_if_unregistered=False):
             with ImplicitBuilder(block):
                 YieldOp()
+
+
+def _kind_from_attr(parser: Parser, attr: Attribute, pos: int) -> LoopKind:
+    """The kind an attribute-dictionary entry `kind = "parallel"` (or
+    `#loop<kind parallel>`) names; anything else is a parse error."""
+    if isinstance(attr, LoopKindAttr):
+        return attr.data
+    if isinstance(attr, StringAttr) and attr.data in LOOP_KINDS:
+        return LoopKind(attr.data)
+    parser.raise_error(f"kind must be one of {', '.join(LOOP_KINDS)}, got {attr}", pos)
 
 
 def _parse_optional_kind(parser: Parser) -> str | None:
@@ -817,5 +881,5 @@ Loop = Dialect(
         UndefOp,
         AssumeOp,
     ],
-    [],
+    [LoopKindAttr],
 )

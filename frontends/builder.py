@@ -30,8 +30,7 @@ from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from lamina.backends.executable import numpy_dtype
-from lamina.core.dense import DTypeError, dense_attr, dense_value, element_type_of
+from lamina.core.dense import DTypeError, dense_attr, dense_value, element_type_of, numpy_dtype
 from lamina.core.diagnostics import DiagnosticError, verify_module
 from lamina.dialects import graph
 
@@ -217,6 +216,15 @@ class GraphBuilder:
     def minimum(self, a, b, name=None) -> Value:
         return self._binary(graph.MinimumOp, a, b, name)
 
+    def pow(self, a, b, name=None) -> Value:
+        return self._binary(graph.PowOp, a, b, name)
+
+    def compare(self, a, b, predicate: str, name=None) -> Value:
+        """`a <predicate> b` as an i1 tensor (predicates: eq ne lt le gt ge)."""
+        like = a if isinstance(a, SSAValue) else b if isinstance(b, SSAValue) else None
+        lhs, rhs = self._operand(a, like), self._operand(b, like)
+        return self._make("graph.compare", lambda: graph.CompareOp(lhs, rhs, predicate), name)
+
     def _unary(self, cls: type, x: Value, name: str | None) -> Value:
         return self._make(cls.name, lambda: cls(x), name)
 
@@ -319,6 +327,9 @@ class GraphBuilder:
 
     def reduce_max(self, x, axes=None, keepdims: bool = False, name=None) -> Value:
         return self._reduce(graph.ReduceMaxOp, x, axes, keepdims, name)
+
+    def reduce_min(self, x, axes=None, keepdims: bool = False, name=None) -> Value:
+        return self._reduce(graph.ReduceMinOp, x, axes, keepdims, name)
 
     # -- data movement ---------------------------------------------------------
 

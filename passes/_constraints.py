@@ -1,4 +1,4 @@
-"""Which `#lamina.constraint` a graph value is known to satisfy (seed 002).
+"""Which `#lamina.constraint` a graph value is known to satisfy (docs/layouts.md).
 
 Layouts are decided at graph level; kernels learn them from the values they
 are given. A value satisfies a constraint when it is produced by a

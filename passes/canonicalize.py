@@ -6,8 +6,11 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.transforms.canonicalize import CanonicalizePass as XdslCanonicalizePass
+from xdsl.pattern_rewriter import GreedyRewritePatternApplier
+from xdsl.transforms.canonicalize import CanonicalizationRewritePattern
+from xdsl.transforms.dead_code_elimination import region_dce
 
+from lamina.core.locations import locating_walker
 from lamina.core.pass_base import ALL_PHASES, LaminaPass
 
 
@@ -28,4 +31,8 @@ class CanonicalizePass(LaminaPass):
     phases = ALL_PHASES
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        XdslCanonicalizePass().apply(ctx, op)
+        # xDSL's CanonicalizePass.apply, with a walker that locates the ops it creates.
+        pattern = GreedyRewritePatternApplier(
+            [CanonicalizationRewritePattern()], ctx=ctx, folding_enabled=True
+        )
+        locating_walker(pattern, post_walk_func=region_dce).rewrite_module(op)

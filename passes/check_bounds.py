@@ -23,7 +23,7 @@ and a store likewise. `@__lamina_error_<k>` is not a real function: it names
 the message template recorded in the module attribute `lamina.error_messages`
 ("kernel @f: index ({0}, {1}) out of bounds of buffer %buf ..."), and
 `lower-to-llvm` turns the call into the error exit of
-`backends/llvm_errors.py` (record the message and the indices, return at
+`backends/llvm/errors.py` (record the message and the indices, return at
 once; every caller returns too), which `run` raises as `LaminaRuntimeError`.
 The out-of-bounds access itself never executes.
 """
@@ -48,7 +48,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from lamina.backends.llvm_errors import MAX_VALUES, function_name, register_failure
+from lamina.backends.llvm.errors import MAX_VALUES, function_name, register_failure
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import loop
 from lamina.dialects.lamina import Phase
@@ -69,7 +69,7 @@ def _buffer_name(buffer: SSAValue) -> str:
 
 
 def _message(access: Operation, buffer: SSAValue, rank: int) -> str:
-    """The template `llvm_errors` formats with the index values ({0}..{3})."""
+    """The template backends/llvm/errors.py formats with the index values ({0}..{3})."""
     shape = "x".join(map(str, buffer.type.get_shape()))
     indices = ", ".join(f"{{{i}}}" if i < MAX_VALUES else "?" for i in range(rank))
     return (

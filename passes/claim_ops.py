@@ -17,7 +17,7 @@ from lamina.dialects.lamina import CODEGEN_ATTR_NAME, Phase, codegen_target
 class ClaimOpsPass(LaminaPass):
     """Mark every graph op or `graph.func` that target `target` claims with `lamina.codegen`.
 
-    The claim hook of seed 003: a target (e.g. `cblas`) decides, op by op,
+    The claim hook of a target (docs/extending.md): a target (e.g. `cblas`) decides, op by op,
     what it lowers itself instead of legalize and te; the decision is written
     into the module (`lamina.codegen = "<target>"`), so later passes and a
     re-run of the pipeline see it without side inputs. The pipeline inserts
@@ -43,7 +43,7 @@ class ClaimOpsPass(LaminaPass):
     target: str = "cpu"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from lamina.backends.targets import call_target_hook, get_target
+        from lamina.target.registry import call_target_hook, get_target
 
         target = get_target(self.target)
         if target.claim is None:

@@ -21,17 +21,17 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
 )
 from xdsl.rewriter import InsertPoint
 
-from lamina.backends.reference import evaluate_op
-from lamina.core.dense import dense_attr, dense_value
+from lamina.core.dense import dense_attr, dense_value, numpy_dtype
+from lamina.core.locations import locating_walker
 from lamina.core.pass_base import LaminaPass
+from lamina.core.phase_invariants import in_codegen
 from lamina.dialects import graph
 from lamina.dialects.lamina import Phase
-from lamina.passes.verify_phase import in_codegen
+from lamina.dialects.reference import evaluate_op
 
 GROWTH_LIMIT = 1 << 16
 """A fold may produce a constant larger than its inputs (broadcast_to, an
@@ -53,8 +53,6 @@ constant transforms itself and records the constraint)."""
 
 
 def _result_dtype(op: Operation) -> np.dtype:
-    from lamina.backends.executable import numpy_dtype
-
     return numpy_dtype(graph.element_type(op.results[0]))
 
 
@@ -74,7 +72,7 @@ class FoldConstantOp(RewritePattern):
         if size > max(sum(v.size for v in values), GROWTH_LIMIT):  # type: ignore[union-attr]
             return
         with np.errstate(all="ignore"):
-            result = evaluate_op(op, values)  # the reference semantics (backends/reference.py)
+            result = evaluate_op(op, values)  # the reference semantics (dialects/reference.py)
         if result is None:
             return
         result = result.astype(_result_dtype(op))
@@ -222,4 +220,4 @@ class FoldConstantsPass(LaminaPass):
             folding_enabled=False,
             dce_enabled=True,
         )
-        PatternRewriteWalker(patterns).rewrite_module(op)
+        locating_walker(patterns).rewrite_module(op)

@@ -58,12 +58,12 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from lamina.core.devices import mark_kernel_device, op_device
 from lamina.core.pass_base import LaminaPass
+from lamina.core.phase_invariants import in_codegen
 from lamina.dialects import graph, te
 from lamina.dialects.lamina import Phase
+from lamina.kernels import BUILDERS, build_kernel_deriving
 from lamina.passes._constraints import record_arg_constraints
-from lamina.passes._legalize_ops import BUILDERS, build_kernel_deriving
 from lamina.passes.legalize import KernelTable, kernel_key, type_suffix
-from lamina.passes.verify_phase import in_codegen
 
 ELEMENTWISE, BROADCAST, INJECTIVE = "elementwise", "broadcast", "injective"
 REDUCTION, OUTPUT_FUSABLE, OPAQUE = "reduction", "output-fusable", "opaque"
@@ -78,6 +78,7 @@ _KINDS: dict[str, str] = {
     graph.ReduceSumOp.name: REDUCTION,
     graph.ReduceMeanOp.name: REDUCTION,
     graph.ReduceMaxOp.name: REDUCTION,
+    graph.ReduceMinOp.name: REDUCTION,
     graph.GlobalAvgPool2dOp.name: REDUCTION,
     graph.MatmulOp.name: OUTPUT_FUSABLE,
     graph.Conv2dOp.name: OUTPUT_FUSABLE,
@@ -95,8 +96,9 @@ def pattern_kind(op: Operation) -> str:
     """The op's fusion pattern kind (see the module docstring)."""
     if not op.has_trait(graph.GraphCompute) or op.name not in BUILDERS or in_codegen(op):
         return OPAQUE
-    if any(isinstance(op, cls) for cls in graph.BINARY_OPS):
-        same = all(v.type == op.results[0].type for v in op.operands)
+    if any(isinstance(op, cls) for cls in (*graph.BINARY_OPS, graph.CompareOp)):
+        shape = graph.tensor_shape(op.results[0])
+        same = all(graph.tensor_shape(v) == shape for v in op.operands)
         return ELEMENTWISE if same else BROADCAST
     return _KINDS.get(op.name, OPAQUE)
 

@@ -2,7 +2,7 @@
 
 Relax's LegalizeOps, the 1→2 transition of docs/design.md §2. Every op with the
 `GraphCompute` trait becomes a call of a tensor-expression kernel whose body
-is built by `_legalize_ops.BUILDERS` (one builder per op kind). The pass also
+is built by `kernels.BUILDERS` (one builder per op kind). The pass also
 flattens `graph.dataflow` blocks and removes purity tracking, so that the
 module satisfies the lowering-phase invariants.
 """
@@ -17,7 +17,6 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType, UnitAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import (
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
 )
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -25,22 +24,23 @@ from xdsl.utils.exceptions import VerifyException
 
 from lamina.core.devices import mark_kernel_device, op_device
 from lamina.core.diagnostics import Diagnostic, DiagnosticError, op_error
+from lamina.core.locations import locating_walker
 from lamina.core.pass_base import LaminaPass
+from lamina.core.phase_invariants import in_codegen
 from lamina.dialects import graph, te
 from lamina.dialects.lamina import Phase, set_phase
-from lamina.passes._constraints import (
-    constraint_of,
-    record_arg_constraints,
-    record_result_constraint,
-)
-from lamina.passes._legalize_ops import (
+from lamina.kernels import (
     BUILDERS,
     KernelParameters,
     build_kernel_deriving,
     is_constant,
     may_derive,
 )
-from lamina.passes.verify_phase import in_codegen
+from lamina.passes._constraints import (
+    constraint_of,
+    record_arg_constraints,
+    record_result_constraint,
+)
 
 COMPUTE_OP_NAMES: tuple[str, ...] = tuple(cls.name for cls in graph.COMPUTE_OPS)
 
@@ -144,7 +144,7 @@ class ComputeOpLowering(RewritePattern):
     """`%r = graph.<op> %a, ... : (...) -> T` ⇒ `%r = graph.call_te @te_<op>_<T>(%a, ...)`.
 
     One pattern for every `GraphCompute` op: what differs per op kind is the
-    kernel body, which `_legalize_ops.BUILDERS` builds. The call keeps the op's
+    kernel body, which `kernels.BUILDERS` builds. The call keeps the op's
     `device`. Ops claimed by a target (`lamina.codegen`) are left alone. An op
     that cannot be legalized is left in place and its diagnostic recorded in
     `failures`, so that one run reports every such op.
@@ -264,7 +264,7 @@ class LegalizePass(LaminaPass):
         flatten_dataflow(op)
         table = KernelTable(op)
         lowering = ComputeOpLowering(table)
-        PatternRewriteWalker(lowering, apply_recursively=False).rewrite_module(op)
+        locating_walker(lowering, apply_recursively=False).rewrite_module(op)
         table.erase_unused_constants()
         for func in table.new_funcs:
             op.body.block.add_op(func)

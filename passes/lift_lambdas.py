@@ -37,9 +37,7 @@ from xdsl.ir import Operation, SSAValue
 
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
 from lamina.core.pass_base import LaminaPass
-from lamina.dialects.graph import ClosureOp, FnType, FuncOp
-from lamina.dialects.lamina import DeviceAttr, Phase, set_phase
-from lamina.passes.verify_phase import (
+from lamina.core.phase_invariants import (
     attr_of,
     enclosing_top_level,
     has_unit,
@@ -47,6 +45,8 @@ from lamina.passes.verify_phase import (
     is_impure_call,
     symbol_scope,
 )
+from lamina.dialects.graph import ClosureOp, FnType, FuncOp
+from lamina.dialects.lamina import DeviceAttr, Phase, set_phase
 
 
 def captured_values(lam: Operation) -> list[SSAValue]:

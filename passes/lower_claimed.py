@@ -18,7 +18,7 @@ from lamina.dialects.lamina import Phase, codegen_target
 class LowerClaimedPass(LaminaPass):
     """Call target `target`'s lowering on every op or function it claimed (`lamina.codegen`).
 
-    The lowering half of seed 003's claim hook: what `claim-ops` marked is
+    The lowering half of a target's claim hook: what `claim-ops` marked is
     lowered by the target itself, bypassing te (to a `graph.call_loop` of a
     kernel it adds, a `graph.call_extern` of a library, ...). The pipeline
     inserts `lower-claimed{target=T}` at the `lowering` hook point, before
@@ -42,7 +42,7 @@ class LowerClaimedPass(LaminaPass):
     target: str = "cpu"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from lamina.backends.targets import call_target_hook, get_target
+        from lamina.target.registry import call_target_hook, get_target
 
         target = get_target(self.target)
         if target.lower is None:

@@ -53,16 +53,15 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 from xdsl.pattern_rewriter import (
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
 
-from lamina.backends.entry_points import RESULTS_ATTR
+from lamina.backends.llvm.entry_points import RESULTS_ATTR
 from lamina.core.devices import device_of
 from lamina.core.diagnostics import op_error
 from lamina.core.liveness import BlockOrder
-from lamina.core.locations import stamp_trailing
+from lamina.core.locations import locating_walker, stamp_trailing
 from lamina.core.pass_base import LaminaPass
 from lamina.core.symbols import lookup_symbol
 from lamina.dialects import graph, loop
@@ -483,7 +482,7 @@ class LowerGraphPass(LaminaPass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         resolve_invokes(op)  # closures that legalize's flattening made local, or no pipeline
         pool = ConstantPool(op, symbol_names(op))
-        PatternRewriteWalker(GraphFuncLowering(pool), apply_recursively=False).rewrite_module(op)
+        locating_walker(GraphFuncLowering(pool), apply_recursively=False).rewrite_module(op)
         self.check_legality(op)
 
 

@@ -6,7 +6,7 @@ and every `graph.call_te @f(...)` becomes `graph.call_loop @f_loop(...)`
 
 How one `te.compute` is lowered (TVM's `te.create_prim_func` analog): one
 loop per index variable of its region, ordered so that the innermost loop
-walks memory contiguously (`_loop_order.choose_innermost` scores every
+walks memory contiguously (`schedule/loop_order.py`'s `choose_innermost` scores every
 index variable by how the region's reads and the result store move when it
 steps). An elementwise compute keeps its dimensions in order with the chosen
 one moved innermost. A reduction whose best innermost loop is a reduction
@@ -64,7 +64,6 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
-    MemRefType,
     ModuleOp,
     StringAttr,
     SymbolRefAttr,
@@ -74,7 +73,6 @@ from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.pattern_rewriter import (
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
@@ -83,36 +81,18 @@ from xdsl.traits import ConstantLike
 
 from lamina.core.diagnostics import op_error
 from lamina.core.liveness import BlockOrder
+from lamina.core.locations import locating_walker
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, loop, te
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, Phase
-from lamina.passes._loop_order import Innermost, choose_innermost, gathered_reads
+from lamina.dialects.loop import LoopKind, buffer_type, to_buffer_types
+from lamina.schedule.loop_order import Innermost, choose_innermost, gathered_reads
+from lamina.schedule.parallel import worth_a_team
+from lamina.target.registry import op_knobs
+from lamina.target.schedule_knobs import ScheduleKnobs
 
 LOOP_SUFFIX = "_loop"
 """`te.func @f` becomes `loop.func @f_loop`."""
-
-PARALLEL_MIN_WORK = 1 << 19
-"""Tensor reads (region evaluations times the region's `te.read`s, counted
-as at least two) below which a nest stays serial. Each parallel region wakes the
-sleeping workers (libgomp's passive wait policy, which Lamina sets:
-docs/environment.md), measured at 20-30 us on a 2-vCPU VM, more than a nest
-of 2**18 vectorized two-read evaluations takes on one core. Raised from
-2**14 evaluations: at two threads the MLP of examples/onnx_models.py went
-from 0.53 to 0.37 ms and the transformer encoder from 6.7 to 5.4 ms (its
-reshapes, bias adds and small matmuls now run on the calling thread alone).
-Counted in reads rather than evaluations so that a region that reads much
-per element (Winograd's output transform: ten reads) gets the team as
-soon as it is worth it, while a nest of one or two reads (an `exp`, a bias
-add) keeps the 2**18-evaluation threshold. A read the vectorized loop
-gathers counts as `GATHER_READS`."""
-
-GATHER_READS = 8
-"""What one read gathered by the vectorized loop (strided along it) counts
-for in `PARALLEL_MIN_WORK`: a 16-lane gather costs about as much as 16
-scalar loads, so a layout transform into or out of `NCHW16c` (one gather
-per vector) is worth a thread team at 8x fewer elements than a contiguous
-copy. Measured, AVX-512: NCHW -> NCHW16c of 1x64x56x56 f32 takes 80 us on
-one thread, as long as a 2-read contiguous copy of about 2**20 elements."""
 
 SCRATCH_SCOPE = "local"
 """Memory scope of the temporaries holding intermediate `te.compute` results."""
@@ -121,17 +101,6 @@ SCRATCH_SCOPE = "local"
 def _moved_last(axes: Iterable[int], last: int) -> list[int]:
     """`axes` in order, but with `last` moved to the end."""
     return [*(a for a in axes if a != last), last]
-
-
-def buffer_type(tensor: Attribute) -> MemRefType:
-    """The row-major buffer holding a statically shaped tensor: `memref<same shape>`."""
-    assert isinstance(tensor, TensorType)
-    return MemRefType(tensor.element_type, tensor.get_shape())
-
-
-def to_buffer_types(types: Sequence[Attribute]) -> list[Attribute]:
-    """Tensors become buffers; anything else (already a buffer or a scalar) is kept."""
-    return [buffer_type(t) if isinstance(t, TensorType) else t for t in types]
 
 
 # ---------------------------------------------------------------------------
@@ -232,6 +201,8 @@ class ComputeLowering:
     outer: dict[SSAValue, SSAValue]
     inner: Innermost | None = field(default=None, init=False)
     """The innermost loop's axis, chosen when the nest is emitted."""
+    knobs: ScheduleKnobs = field(default_factory=ScheduleKnobs, init=False)
+    """The module's tuning knobs (`target/schedule_knobs.py`), read when the nest is emitted."""
 
     @property
     def rank(self) -> int:
@@ -242,7 +213,8 @@ class ComputeLowering:
         return (*self.compute.shape_values, *self.compute.reduce_values)
 
     def emit(self) -> None:
-        inner = self.inner = choose_innermost(self.compute)
+        self.knobs = op_knobs(self.compute)
+        inner = self.inner = choose_innermost(self.compute, self.knobs)
         spatial = list(range(self.rank))
         reduction = list(range(self.rank, len(self.extents)))
         # Built in a detached block, then moved: the index constants the nest
@@ -312,28 +284,29 @@ class ComputeLowering:
         inside = InsertPoint.before(for_op.body.block.last_op)  # type: ignore[arg-type]
         self._nest(rest, inside, {**ivs, axis: iv}, depth + 1, body, vector=vector)
 
-    def _kind(self, axis: int, depth: int, *, innermost: bool, parallel: bool) -> str:
+    def _kind(self, axis: int, depth: int, *, innermost: bool, parallel: bool) -> LoopKind:
         """Outermost spatial loop: parallel when worth a thread team (iterations
         write disjoint elements and only read other buffers, so it is always
         safe); innermost loop without loop-carried dependence, inside another
         loop: vectorized (a hint)."""
-        if depth == 0 and parallel and axis < self.rank and self._work() >= PARALLEL_MIN_WORK:
-            return "parallel"
+        if depth == 0 and parallel and axis < self.rank and self._worth_a_team():
+            return LoopKind.PARALLEL
         if innermost and depth > 0:
-            return "vectorized"
-        return "serial"
+            return LoopKind.VECTORIZED
+        return LoopKind.SERIAL
 
     def _iv_name(self, axis: int) -> str:
         return f"i{axis}" if axis < self.rank else f"k{axis - self.rank}"
 
-    def _work(self) -> int:
-        """Tensor reads of the nest: every spatial and reduction point times the
-        region's reads (counted as at least two, see `PARALLEL_MIN_WORK`; a
-        read the vectorized loop gathers as `GATHER_READS`)."""
+    def _worth_a_team(self) -> bool:
+        """Does the nest read enough to run on the thread team
+        (`schedule/parallel.py`)? Reads gathered by the vectorized loop count
+        only in a spatial nest."""
         reads = sum(isinstance(o, te.ReadOp) for o in self.compute.body.block.ops)
+        gathered = 0
         if self.inner is not None and not self.compute.is_reduction:
-            reads += (GATHER_READS - 1) * gathered_reads(self.compute, self.inner)
-        return prod(self.extents) * max(2, reads)
+            gathered = gathered_reads(self.compute, self.inner)
+        return worth_a_team(prod(self.extents), reads, gathered, self.knobs)
 
     # -- bodies ----------------------------------------------------------------------
 
@@ -682,7 +655,7 @@ class LowerTePass(LaminaPass):
     innermost first stores `init` into the row, then loads, combines and
     stores each element inside the reduction loops. The outermost loop is
     `kind(parallel)` when it is a spatial loop around the whole nest and
-    the nest reads at least `PARALLEL_MIN_WORK` tensor elements; an
+    the nest reads at least `parallel_min_work` tensor elements (a target option); an
     innermost spatial loop nested in another loop is `kind(vectorized)`.
     Returned computes are stored straight into their output buffer;
     intermediate ones into `loop.alloc {scope = "local"}` temporaries,
@@ -705,10 +678,8 @@ class LowerTePass(LaminaPass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         renamed: dict[str, str] = {}
         taken = symbol_names(op)
-        PatternRewriteWalker(
-            TeFuncLowering(renamed, taken), apply_recursively=False
-        ).rewrite_module(op)
-        PatternRewriteWalker(CallTeLowering(renamed), apply_recursively=False).rewrite_module(op)
+        locating_walker(TeFuncLowering(renamed, taken), apply_recursively=False).rewrite_module(op)
+        locating_walker(CallTeLowering(renamed), apply_recursively=False).rewrite_module(op)
         self.check_legality(op)
 
 

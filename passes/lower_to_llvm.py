@@ -1,15 +1,15 @@
 """`lower-to-llvm`: loop nests, scalar arithmetic and buffers → xDSL's llvm dialect.
 
 The transition into phase `build` (docs/design.md §2, §4). xDSL has no
-arith/math/func/cf/memref → llvm conversions of its own (XDSL_NOTES §4), so
+arith/math/func/cf/memref → llvm conversions of its own in xDSL 0.74, so
 every source op gets its own `RewritePattern`, named `<Op>Lowering`, driven
 by one greedy `PatternRewriteWalker`. This file holds the patterns for
 functions, calls, buffers and control flow; the scalar (`arith`, `math`)
-patterns are in `backends/llvm_scalar_patterns.py`, parallel loops in
-`backends/llvm_parallel.py`, and the shared type/cast helpers in
-`backends/llvm_conversion.py`.
+patterns are in `backends/llvm/scalar_patterns.py`, parallel loops in
+`backends/llvm/parallel.py`, and the shared type/cast helpers in
+`backends/llvm/conversion.py`.
 
-ABI (what `backends/codegen.py` and `backends/runtime.py` rely on):
+ABI (what `backends/codegen.py` and `backends/jit.py` rely on):
 
 * every memref becomes a bare `!llvm.ptr` to its first element. Shapes are
   static and the memref type's shape *is* the physical layout, row-major
@@ -58,15 +58,12 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
 from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 
-from lamina.backends.device_runtime import ALLOC_SYMBOL, COPY_SYMBOL, FREE_SYMBOL, device_slot
-from lamina.backends.entry_points import RESULTS_ATTR
-from lamina.backends.llvm_conversion import (
+from lamina.backends.llvm.conversion import (
     ALLOC_ALIGNMENT,
     BUFFER_ATTR,
     INTERNAL_ATTR,
@@ -85,14 +82,19 @@ from lamina.backends.llvm_conversion import (
     replace_with,
     to_llvm,
 )
-from lamina.backends.llvm_errors import ERROR_ATTR, alloc_message, insert_error_exits
-from lamina.backends.llvm_parallel import ParallelForLowering
-from lamina.backends.llvm_scalar_patterns import ARITH_PATTERNS, MATH_PATTERNS
-from lamina.core.devices import check_usable_devices
+from lamina.backends.llvm.device_runtime import ALLOC_SYMBOL, COPY_SYMBOL, FREE_SYMBOL, device_slot
+from lamina.backends.llvm.entry_points import RESULTS_ATTR
+from lamina.backends.llvm.errors import ERROR_ATTR, alloc_message, insert_error_exits
+from lamina.backends.llvm.parallel import ParallelForLowering
+from lamina.backends.llvm.scalar_patterns import scalar_patterns
 from lamina.core.diagnostics import op_error
+from lamina.core.locations import locating_walker
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import loop
 from lamina.dialects.lamina import Phase, set_phase
+from lamina.dialects.loop import LoopKind
+from lamina.target.devices import check_usable_devices
+from lamina.target.registry import op_knobs
 
 # ---------------------------------------------------------------------------
 # Buffers
@@ -212,7 +214,9 @@ class AllocLowering(RewritePattern):
             replace_with(op, rewriter, alloca)
             return
         size = -(-max(_buffer_bytes(mtype), 1) // ALLOC_ALIGNMENT) * ALLOC_ALIGNMENT
-        if isinstance(op, loop.AllocOp):  # on its device's allocator (backends/device_runtime.py)
+        if isinstance(
+            op, loop.AllocOp
+        ):  # on its device's allocator (backends/llvm/device_runtime.py)
             slot = constant(device_slot(op, op.device), i64, rewriter)
             args = [slot, constant(size, i64, rewriter)]
             call = call_function(op, rewriter, ALLOC_SYMBOL, args, llvm.LLVMPointerType())
@@ -256,13 +260,21 @@ class CopyLowering(RewritePattern):
             rewriter.erase(op)
             return
         args = [
-            to_llvm(target, rewriter),
-            to_llvm(source, rewriter),
+            _plain_ptr(to_llvm(target, rewriter), rewriter),
+            _plain_ptr(to_llvm(source, rewriter), rewriter),
             constant(size, i64, rewriter),
             constant(0, i1, rewriter),
         ]
         call_intrinsic(rewriter, "llvm.memcpy.p0.p0.i64", args, None)
         rewriter.erase(op)
+
+
+def _plain_ptr(value: SSAValue, rewriter: PatternRewriter) -> SSAValue:
+    """`value` through a ptr → ptr bitcast. The address of a constant global
+    translates to a pointer typed by the global's array type, and the memcpy
+    intrinsic is declared once, with its first call's argument types: two
+    copies from constants of different shapes would not agree. LLVM folds it."""
+    return rewriter.insert(llvm.BitcastOp(value, llvm.LLVMPointerType())).results[0]
 
 
 class UndefLowering(RewritePattern):
@@ -398,26 +410,22 @@ def _lower_yields(
         rewriter.erase(term)
 
 
-WHOLE_VECTOR_LANES = 8
-"""A `vectorized` loop whose constant trip count is a multiple of this (the f32
-lanes of the narrowest vector unit codegen targets) is vectorized in whole
-vectors with no scalar remainder; codegen keeps LLVM from unrolling it first."""
-
-
 def _hint_kind(op: loop.ForOp) -> str:
     """The loop kind codegen sees: `vectorized` loops of a constant trip count in
     whole vectors are told apart from those with a remainder (`vectorized-tail`),
     which LLVM may still unroll and vectorize its own way (a padded row's
-    clamped border reads would become gathers, backends/codegen.py)."""
+    clamped border reads would become gathers, backends/codegen.py). Whole
+    vectors: a multiple of the `whole_vector_lanes` knob (target/schedule_knobs.py)."""
     kind = op.kind.data
-    if kind != "vectorized":
-        return kind
+    if kind != LoopKind.VECTORIZED:
+        return kind.value
     bounds = [_constant_index(v) for v in (op.lb, op.ub, op.step)]
     if None in bounds:
         return "vectorized-tail"
     lb, ub, step = bounds
     trips = max(0, -(-(ub - lb) // step))
-    return "vectorized" if trips % WHOLE_VECTOR_LANES == 0 else "vectorized-tail"
+    whole = op_knobs(op).whole_vector_lanes
+    return "vectorized" if trips % whole == 0 else "vectorized-tail"
 
 
 def _constant_index(value: SSAValue) -> int | None:
@@ -705,8 +713,9 @@ class LowerToLLVMPass(LaminaPass):
         check_usable_devices(op)  # host code for a device no target compiles would be wrong
         # ParallelForLowering must see a parallel loop before ForLowering does.
         patterns = [ParallelForLowering()]
-        patterns += [p() for p in (*LOOP_PATTERNS, *ARITH_PATTERNS, *MATH_PATTERNS)]
-        PatternRewriteWalker(
+        patterns += [p() for p in LOOP_PATTERNS]
+        patterns += scalar_patterns()
+        locating_walker(
             GreedyRewritePatternApplier([TypeDispatch(patterns)]), apply_recursively=True
         ).rewrite_module(op)
         self.check_legality(op)

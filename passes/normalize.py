@@ -17,15 +17,15 @@ from xdsl.ir import Operation
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
 )
 from xdsl.rewriter import InsertPoint
 from xdsl.traits import IsTerminator
 
+from lamina.core.locations import locating_walker
 from lamina.core.pass_base import LaminaPass
+from lamina.core.phase_invariants import in_codegen, is_pure_in_dataflow, own_ops
 from lamina.dialects.lamina import Phase
-from lamina.passes.verify_phase import in_codegen, is_pure_in_dataflow, own_ops
 
 
 def _dataflow_output(dataflow: Operation) -> Operation | None:
@@ -146,4 +146,4 @@ class NormalizePass(LaminaPass):
             folding_enabled=False,
             dce_enabled=False,
         )
-        PatternRewriteWalker(patterns, walk_reverse=True).rewrite_module(op)
+        locating_walker(patterns, walk_reverse=True).rewrite_module(op)

@@ -1,6 +1,6 @@
 """`plan-devices`: decide, once and in the IR, which device every tensor lives on.
 
-Seed 001 (TVM's device planner): devices are decided by unification over the
+Device planning (docs/devices.md; after TVM's device planner): devices are decided by unification over the
 whole module before lowering, and the result is written into the IR, so that
 legalize, lower-te, plan-memory and lower-graph read placements from the IR
 alone (`lamina.core.devices.device_of`).
@@ -42,7 +42,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAVal
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from lamina.core import min_copies
-from lamina.core.devices import known_device_kinds, with_device
+from lamina.core.devices import with_device
 from lamina.core.diagnostics import Diagnostic, DiagnosticError, location_of
 from lamina.core.pass_base import LaminaPass
 from lamina.core.symbols import lookup_symbol  # O(1): one lookup per call op
@@ -55,6 +55,7 @@ from lamina.dialects.lamina import (
     Phase,
     get_default_device,
 )
+from lamina.target.devices import known_device_kinds
 
 KERNEL_OPS = (graph.ConstantOp, graph.CallTeOp, graph.CallLoopOp, graph.CallExternOp)
 """Ops that run on one device and produce their results there (with the compute ops)."""

@@ -1,10 +1,11 @@
 """`plan-layouts`: choose buffer layouts at graph level and record them as constraints.
 
-Seed 002 (tvm-rfcs PR 77): layouts are decided where the whole graph is
+Layout planning (docs/layouts.md; after TVM's buffer-layout design): layouts are decided where the whole graph is
 visible and handed down as `#lamina.constraint`s, which kernels compiled
 separately can rely on. The pass
 
-1. asks the target for each op's preferred layout (`conv2d_block`: conv2d on
+1. asks the kernel strategy (`kernels/strategy.py`) for each op's preferred
+   layout (`conv2d_block`: conv2d on
    the CPU in `NCHW{c}c` with `c` = the vector lanes) and rewrites the op
    between a pair of `graph.layout_transform`s: data and weight into the
    blocked layouts (padding channels with 0), the result back with `crop`;
@@ -48,133 +49,14 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 from xdsl.rewriter import Rewriter
 
-from lamina.backends.targets import op_facts
 from lamina.core.diagnostics import op_error
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, Phase, UndefAttr
 from lamina.dialects.layout_maps import LayoutMapError, invert_map, same_map
+from lamina.kernels.strategy import conv2d_block, winograd_pays
 
 ENABLE_ATTR_NAME = "lamina.plan_layouts"
-
-
-# ---------------------------------------------------------------------------
-# Target preference (to move into the target registry)
-# ---------------------------------------------------------------------------
-
-
-def conv2d_block(op: graph.Conv2dOp, block: int = 0) -> tuple[int, int] | None:
-    """The (input, output) channel blocks the CPU target wants for `op` (None:
-    keep NCHW): the vector lanes of its element type, so that the innermost
-    output-channel loop fills one vector register (`block` > 0 forces that
-    block on both sides).
-
-    Only when the output has at least half a block of channels: `schedule`
-    keeps a block of output columns x one vector of output channels in
-    registers, each weight vector feeding one FMA per column, which beats
-    the NCHW kernel (accumulating along the output row in memory) on every
-    shape measured (benchmarks/bench_layouts.py, AVX-512: 3x3 64->64 56x56
-    1.8x faster, 1x1 1.3x, stride 2 1.9x). An input of fewer than half a
-    block of channels (a stem on 3 colour channels) would multiply 5x the
-    products by padding; it is read with input block 1 (`NCHW1c` is NCHW's
-    own bytes) when the result feeds only blocked convolutions (through
-    elementwise ops): the output is then produced blocked, with no
-    transform (measured, the ResNet-style CNN, 3x3 3->16 at 64x64: 1.19 ->
-    1.13 ms). A stem followed by anything else (ResNet-18's max pool) stays
-    NCHW, where the blocked result would have to be transformed back at full
-    resolution (ResNet-18: 24.4 -> 25.0 ms). A pointwise (1x1, stride 1,
-    unpadded) convolution whose input is not blocked already stays NCHW
-    too: there it is a matrix product whose rows (output channels)
-    `schedule` blocks in registers, with no transform in or out (measured,
-    1x64x56x56 64->64: 0.42 ms NCHW, 0.5-0.8 ms blocked, half of it the two
-    transforms). The lanes come from the facts the module records for its
-    cpu target (`lamina.targets` options, else the host's), so a module
-    compiled for 256-bit vectors blocks by 8 on any host."""
-    elem = graph.element_type(op.data)
-    if not isinstance(elem, AnyFloat) or op.groups_value != 1:
-        return None
-    if op.data_layout_value != "NCHW" or op.kernel_layout_value != "OIHW":
-        return None
-    shapes = (graph.tensor_shape(v) for v in (*op.operands, op.results[0]))
-    if any(0 in s for s in shapes):
-        return None
-    lanes = block or op_facts(op).lanes(elem.bitwidth)
-    if lanes <= 1:
-        return None
-    if block:
-        return lanes, lanes
-    cin, cout = graph.tensor_shape(op.data)[1], graph.tensor_shape(op.results[0])[1]
-    if cout * 2 < lanes or _pointwise_on_nchw(op):
-        return None
-    if cin * 2 >= lanes:
-        return lanes, lanes
-    return (1, lanes) if _feeds_only_blocked_convs(op.results[0], lanes) else None
-
-
-def _feeds_only_blocked_convs(value: SSAValue, lanes: int, depth: int = 4) -> bool:
-    """Is every use of `value` (through a few elementwise ops) the data of a
-    conv2d that will be blocked too (one group, at least `lanes / 2` output
-    channels; its input, `value`'s channels, has that many already)?"""
-    uses = list(value.uses)
-    if not uses:
-        return False
-    for use in uses:
-        user = use.operation
-        if isinstance(user, graph.Conv2dOp) and use.index == 0:
-            if user.groups_value == 1 and graph.tensor_shape(user.results[0])[1] * 2 >= lanes:
-                continue
-            return False
-        if depth and isinstance(user, graph.UNARY_OPS + graph.BINARY_OPS):
-            if _feeds_only_blocked_convs(user.results[0], lanes, depth - 1):
-                continue
-        return False
-    return True
-
-
-WINOGRAD_MIN_OUTPUT = 14 * 14
-"""Smallest output image (OH*OW) computed by Winograd when the weights are a
-parameter: their transform then runs on every call and costs 16/(OH*OW) of
-the products (8 % at 14x14)."""
-
-
-def winograd_pays(op: graph.Conv2dOp, constant_weights: bool) -> bool:
-    """Does the CPU target compute this blocked conv2d by Winograd F(2x2, 3x3)?
-
-    Wherever it applies (3x3, stride and dilation 1) when the weights are
-    constant: legalize transforms them at compile time, and 16 products per
-    2x2 output tile instead of 36 take the direct kernel's FMA bound away
-    (measured, AVX-512, one thread, 3x3 with bias and relu, direct ->
-    Winograd: 64->64 at 56x56 2.3 -> 1.5 ms, 256->256 at 14x14 2.1 -> 1.3
-    ms, 512->512 at 7x7 2.2 -> 1.9 ms). Weights passed as a parameter are
-    transformed on every call: only for outputs of at least
-    `WINOGRAD_MIN_OUTPUT` and transformed weights (16*C*K elements) that fit
-    L2 (256->256 at 14x14 streams 4 MiB of them through L3 and loses: 2.2 ms
-    against 2.1)."""
-    if graph.winograd_unsupported(op) is not None:
-        return False
-    if constant_weights:
-        return True
-    _, _, oh, ow, _ = graph.tensor_shape(op.results[0])
-    kb, cb, _, _, ci, ko = graph.tensor_shape(op.weight)
-    u_bytes = 16 * kb * cb * ci * ko * graph.element_type(op.data).bitwidth // 8
-    return oh * ow >= WINOGRAD_MIN_OUTPUT and u_bytes <= op_facts(op).l2_bytes
-
-
-def _pointwise_on_nchw(op: graph.Conv2dOp) -> bool:
-    _, _, kh, kw = graph.tensor_shape(op.weight)
-    pointwise = (kh, kw) == (1, 1) and op.strides_value == (1, 1) and not any(op.padding_value)
-    return pointwise and not _fed_by_blocked(op.data)
-
-
-def _fed_by_blocked(value: SSAValue, depth: int = 4) -> bool:
-    """Does `value` come (through a few elementwise ops) from a layout transform,
-    i.e. from a blocked producer whose crop plan-layouts will fold away?"""
-    owner = value.owner
-    if isinstance(owner, graph.LayoutTransformOp):
-        return True
-    if depth and isinstance(owner, graph.UNARY_OPS + graph.BINARY_OPS):
-        return any(_fed_by_blocked(v, depth - 1) for v in owner.operands)
-    return False
 
 
 # ---------------------------------------------------------------------------

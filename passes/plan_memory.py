@@ -249,7 +249,7 @@ def _kernel_device(func: graph.FuncOp | loop.FuncOp) -> DeviceAttr | None:
 
 
 def _bytes(mtype) -> int:
-    from lamina.backends.llvm_conversion import element_size
+    from lamina.backends.llvm.conversion import element_size
 
     return prod(mtype.get_shape()) * element_size(mtype.element_type)
 

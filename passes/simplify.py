@@ -1,8 +1,8 @@
 """`simplify`: remove guards that integer facts and buffer constraints make redundant.
 
-The loop-level simplifier of seed 002 (TVM's `Simplify` with the
+The loop-level simplifier of docs/layouts.md (TVM's `Simplify` with the
 `BufferConstraint` facts in its `arith::Analyzer`). An integer analyzer
-(`_int_analysis`) knows ranges from loop bounds, constants, divisibility
+(`schedule/int_analysis.py`) knows ranges from loop bounds, constants, divisibility
 (floordiv/mod by constants) and `loop.assume`; it also reads the
 `#lamina.constraint` of the buffers a kernel touches (`loop.func` argument
 attributes, `loop.alloc`). With it the pass
@@ -34,18 +34,18 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
 from xdsl.rewriter import InsertPoint
 
+from lamina.core.locations import locating_walker
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import loop
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, Phase
 from lamina.dialects.layout_maps import LayoutMapError, invert_map
-from lamina.passes._int_analysis import PREDICATES, Analyzer, LinearForm, Range, int_constant
-from lamina.passes._te_emit import ScalarEmitter
+from lamina.kernels.te_emit import ScalarEmitter
+from lamina.schedule.int_analysis import PREDICATES, Analyzer, LinearForm, Range, int_constant
 
 
 class FoldCmpi(RewritePattern):
@@ -375,7 +375,7 @@ def make_indices_affine(func: loop.FuncOp) -> None:
     loop variables (a reshape fused into a matmul reads `x[(256*i + 64*h + k) / 256,
     (256*i + 64*h + k) % 256]`, which is `x[i, 64*h + k]`)."""
     analyzer = Analyzer()
-    PatternRewriteWalker(
+    locating_walker(
         GreedyRewritePatternApplier(
             [FoldIndexArith(analyzer), SplitDivMod(analyzer)], dce_enabled=False
         )
@@ -407,7 +407,7 @@ class SimplifyPass(LaminaPass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         analyzer = Analyzer()
-        PatternRewriteWalker(
+        locating_walker(
             GreedyRewritePatternApplier(
                 [
                     FoldCmpi(analyzer),

@@ -54,13 +54,14 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAVal
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
 from xdsl.rewriter import InsertPoint
 
+from lamina.core.locations import locating_walker
 from lamina.core.pass_base import LaminaPass
+from lamina.core.phase_invariants import has_unit, in_codegen, is_tracked_pure_func
 from lamina.dialects.graph import (
     CallOp,
     ClosureOp,
@@ -72,7 +73,6 @@ from lamina.dialects.graph import (
     ReturnOp,
 )
 from lamina.dialects.lamina import Phase
-from lamina.passes.verify_phase import has_unit, in_codegen, is_tracked_pure_func
 
 # ---------------------------------------------------------------------------
 # Where a function value comes from
@@ -589,7 +589,7 @@ def resolve_invokes(module: ModuleOp) -> None:
     """Rule 1 alone: every invoke of a known closure becomes a direct call
     (and dead closures go). `lower-graph` runs it on what legalize exposed."""
     state = Specializations(module, max_new_functions=0)
-    PatternRewriteWalker(
+    locating_walker(
         GreedyRewritePatternApplier([InvokeOfClosure(state), DeadClosure()], dce_enabled=False)
     ).rewrite_module(module)
 
@@ -626,7 +626,7 @@ class SpecializeClosuresPass(LaminaPass):
     compute ops are only added in clones and only removed with unreachable
     functions.
     Pipeline: not in docs/design.md §4; our addition to the default pipeline, right
-    after `cse` in phase optimization (issue 4: statically known callees
+    after `cse` in phase optimization (statically known callees
     compile).
     """
 
@@ -645,9 +645,7 @@ class SpecializeClosuresPass(LaminaPass):
             UnboxReturnedClosure(state),
             DeadClosure(),
         ]
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(patterns, dce_enabled=False)
-        ).rewrite_module(op)
+        locating_walker(GreedyRewritePatternApplier(patterns, dce_enabled=False)).rewrite_module(op)
         remove_unreferenced(op, state)
 
 

@@ -41,8 +41,8 @@ class TargetHookPass(LaminaPass):
     index: int = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from lamina.core.hooks import hook_pass
         from lamina.core.pass_manager import check_pass_phase
+        from lamina.target.hooks import hook_pass
 
         hook = hook_pass(self.target, self.point, self.index, op)
         check_pass_phase(hook, op)

@@ -1,7 +1,7 @@
 """Test-suite-wide set-up: the disk cache of compiled code lives in a temporary directory.
 
 `lamina.compile` caches compiled code in the user's cache directory by
-default (backends/cache.py). The suite, and every tool it starts in a
+default (runtime/cache.py). The suite, and every tool it starts in a
 subprocess (they inherit the environment), must never read or write the
 real one: a stale entry there could hide a bug, and tests must leave
 nothing behind. Tests that exercise the cache point `LAMINA_CACHE_DIR` at

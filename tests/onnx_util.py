@@ -20,7 +20,7 @@ NP_TO_ONNX = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): Ten
 
 
 def value_info(name: str, array_or_shape, dtype=np.float32):
-    if isinstance(array_or_shape, np.ndarray):
+    if isinstance(array_or_shape, np.ndarray | np.generic):
         return helper.make_tensor_value_info(
             name, NP_TO_ONNX[array_or_shape.dtype], array_or_shape.shape
         )

@@ -659,6 +659,61 @@ def _data_cases() -> list[OpCase]:
     return cases
 
 
+_COMPARE_REFS = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+                 "gt": np.greater, "ge": np.greater_equal}  # fmt: skip
+
+
+def _compare_pow_min_cases() -> list[OpCase]:
+    """compare (every predicate; NaN on floats, signed integers, i1 as 0 < 1), pow
+    (positive bases, any exponent) and reduce_min."""
+    nan = np.float32("nan")
+    floats = [np.array([[1.0, nan, -2.0, 3.0], [0.5, 2.0, nan, -0.0]], np.float32),
+              np.array([1.0, 1.0, nan, 0.0], np.float32)]  # fmt: skip
+    ints = [np.array([[-(2**31), 5, -3], [7, 0, 2**31 - 1]], np.int32),
+            np.array([-1, 5, 2**31 - 1], np.int32)]  # fmt: skip
+    bools = [np.array([True, True, False, False]), np.array([True, False, True, False])]
+    cases = []
+    for pred, ref in _COMPARE_REFS.items():
+        for arrays, e in ((floats, f32), (ints, i32), (bools, i1)):
+            cases.append(
+                OpCase(
+                    f"graph.compare-{pred}-{e}",
+                    tuple(tensor(a.shape, e) for a in arrays),
+                    lambda a, p=pred: graph.CompareOp(a[0], a[1], p),
+                    ref,
+                    inputs=lambda _rng, arrays=arrays: arrays,
+                    exact=True,
+                )
+            )
+    for shapes, e in itertools.product(BROADCAST_SHAPES[:3], FLOATS):
+
+        def pow_inputs(rng, shapes=shapes, e=e):
+            base = rng.uniform(0.1, 3.0, size=shapes[0]).astype(np_dtype(e))
+            return [base, rng.uniform(-3.0, 3.0, size=shapes[1]).astype(np_dtype(e))]
+
+        cases.append(
+            OpCase(
+                f"graph.pow-{shapes}-{e}",
+                tuple(tensor(s, e) for s in shapes),
+                lambda a: graph.PowOp(*a),
+                np.power,
+                inputs=pow_inputs,
+                **_tol(e),
+            )
+        )
+    for shape, axes, e in (((3, 5), (1,), f32), ((2, 3, 4), None, f64), ((2, 3), (0,), i32)):
+        cases.append(
+            OpCase(
+                f"graph.reduce_min-{shape}-{axes}-{e}",
+                (tensor(shape, e),),
+                lambda a, ax=axes: graph.ReduceMinOp(a[0], ax),
+                lambda x, ax=axes: x.min(axis=ax),
+                exact=True,
+            )
+        )
+    return cases
+
+
 CASES: list[OpCase] = [
     *_binary_cases(),
     *_bool_cases(),
@@ -669,6 +724,7 @@ CASES: list[OpCase] = [
     *_zero_size_cases(),
     *_f16_cases(),
     *_data_cases(),
+    *_compare_pow_min_cases(),
 ]
 """Every graph compute op over several shapes and element types."""
 

@@ -1,4 +1,4 @@
-"""The disk cache of compiled code (backends/cache.py, docs/compile-cache.md).
+"""The disk cache of compiled code (runtime/cache.py, docs/compile-cache.md).
 
 Hits load real object code into MCJIT and run it; misses on every change of
 what the code depends on; concurrent writers; corrupt entries; disabled.
@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 import lamina
-from lamina.backends import cache
 from lamina.core.diagnostics import DiagnosticError
+from lamina.driver import cache_key
+from lamina.runtime import cache
 
 PROGRAM = """\
 graph.func @main(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
@@ -73,30 +74,31 @@ def test_a_new_process_hits_and_computes_the_same(cache_dir):
 
 def _key(**changes):
     settings = {"filename": "<input>", "pipeline": "default", "targets": ["cpu"]} | changes
-    return cache.key(PROGRAM, **settings)
+    return cache_key.key(PROGRAM, **settings)
 
 
 def test_key_changes_with_input_pipeline_targets_options_and_versions(monkeypatch):
     base = _key()
     assert _key() == base
     assert (
-        cache.key(PROGRAM + "\n", filename="<input>", pipeline="default", targets=["cpu"]) != base
+        cache_key.key(PROGRAM + "\n", filename="<input>", pipeline="default", targets=["cpu"])
+        != base
     )
     assert _key(targets=["host"]) != base
     assert _key(options={"check_bounds": True}) != base
     assert _key(filename="other.mlir") != base
     for field in ("lamina", "lamina_source", "xdsl", "llvmlite", "llvm", "cpu", "cpu_features"):
-        changed = {**cache.toolchain(), field: "something else"}
+        changed = {**cache_key.toolchain(), field: "something else"}
         with monkeypatch.context() as patch:
-            patch.setattr(cache, "toolchain", lambda changed=changed: changed)
+            patch.setattr(cache_key, "toolchain", lambda changed=changed: changed)
             assert _key() != base, field
 
 
 def test_key_covers_the_pipeline_and_lamina_source(monkeypatch):
     base = _key()
     assert _key(pipeline="other") != base
-    changed = {**cache.toolchain(), "lamina_source": "0" * 64}
-    monkeypatch.setattr(cache, "toolchain", lambda: changed)
+    changed = {**cache_key.toolchain(), "lamina_source": "0" * 64}
+    monkeypatch.setattr(cache_key, "toolchain", lambda: changed)
     assert _key() != base
 
 
@@ -132,7 +134,7 @@ def test_a_hit_of_parallel_code_loads_libgomp_without_the_code_generator(cache_d
     script = textwrap.dedent(
         f"""
         import sys, numpy as np, lamina
-        from lamina.backends import native_setup
+        from lamina.runtime import native_setup
         exe = lamina.compile({PARALLEL!r})
         heavy = [m for m in ("xdsl.dialects.builtin", "xdsl.ir", "lamina.backends.codegen")
                  if m in sys.modules]
@@ -152,8 +154,8 @@ def test_a_hit_of_parallel_code_loads_libgomp_without_the_code_generator(cache_d
 def test_changed_target_and_version_miss(cache_dir, monkeypatch):
     lamina.compile(PROGRAM)
     assert lamina.compile(PROGRAM, targets=["host"]).cache_hit is False
-    changed = {**cache.toolchain(), "llvm": "0.0.0"}
-    monkeypatch.setattr(cache, "toolchain", lambda: changed)
+    changed = {**cache_key.toolchain(), "llvm": "0.0.0"}
+    monkeypatch.setattr(cache_key, "toolchain", lambda: changed)
     exe = lamina.compile(PROGRAM)
     assert exe.cache_hit is False
     np.testing.assert_array_equal(exe.run("main", A, B), EXPECTED)
@@ -363,12 +365,12 @@ def test_plugin_identity_covers_installed_packages_and_load_plugin_scripts(tmp_p
     module = tmp_path / "demo_mod.py"
     module.write_text("target = None\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    cache.installed_plugins.cache_clear()
-    first = cache.plugin_identity()["package demo-plugin"]
+    cache_key.installed_plugins.cache_clear()
+    first = cache_key.plugin_identity()["package demo-plugin"]
     assert first.startswith("1.0:")
     module.write_text("target = 1\n")
-    cache.installed_plugins.cache_clear()
-    assert cache.plugin_identity()["package demo-plugin"] != first
+    cache_key.installed_plugins.cache_clear()
+    assert cache_key.plugin_identity()["package demo-plugin"] != first
 
     from lamina.core import plugins
 
@@ -381,7 +383,7 @@ def test_plugin_identity_covers_installed_packages_and_load_plugin_scripts(tmp_p
     assert with_script != base
     script.write_text("VALUE = 2\n")
     assert _key() != with_script
-    cache.installed_plugins.cache_clear()
+    cache_key.installed_plugins.cache_clear()
 
 
 # ---------------------------------------------------------------------------

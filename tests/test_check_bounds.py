@@ -2,7 +2,7 @@
 
 The programs are hand-written loop code (phase `lowering`) with a deliberate
 off-by-one; `lamina.results` marks the trailing result buffer so `run` can
-call them like graph programs (backends/entry_points.py).
+call them like graph programs (backends/llvm/entry_points.py).
 """
 
 from __future__ import annotations

@@ -18,10 +18,10 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
 from xdsl.ir import Block, Region, SSAValue
 
 import lamina
-from lamina.backends.reference import evaluate
 from lamina.core.context import make_context
 from lamina.core.diagnostics import DiagnosticError, parse_module, verify_module
 from lamina.core.pass_manager import PassManager, parse_pass_pipeline
+from lamina.core.phase_invariants import check_phase
 from lamina.dialects.graph import (
     AddOp,
     CallOp,
@@ -40,8 +40,8 @@ from lamina.dialects.graph import (
     SubOp,
     TanhOp,
 )
+from lamina.dialects.reference import evaluate
 from lamina.passes.specialize_closures import is_internal
-from lamina.passes.verify_phase import check_phase
 
 T = "tensor<4xf32>"
 FN = f"!graph.fn<({T}) -> {T}>"

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from lamina.backends import codegen
-from lamina.backends.runtime import Kernel, RuntimeCallError
+from lamina.backends.jit import Kernel, RuntimeCallError
 from lamina.core.context import make_context
 from lamina.core.diagnostics import DiagnosticError, parse_module
 from lamina.core.pass_manager import PassManager
@@ -299,7 +299,7 @@ def test_fptosi_truncates_toward_zero_like_astype(fty, ity):
 def test_temporary_buffer_alloc_free(scope):
     module = lower(TEMP_BUFFER, SCOPE=scope)
     text = str(module)
-    if scope == "global":  # on the device's allocator (backends/device_runtime.py)
+    if scope == "global":  # on the device's allocator (backends/llvm/device_runtime.py)
         assert "llvm.call @__lamina_device_alloc" in text
         assert "llvm.call @__lamina_device_free" in text
     else:
@@ -1135,3 +1135,24 @@ def test_cast_semantics(expr, t, r, in_dtype, out_dtype, reference):
     out = np.zeros(x.size, out_dtype)
     kernel.call("op", x, out)
     np.testing.assert_array_equal(out, reference(x))
+
+
+def test_results_copied_from_constants_of_different_shapes() -> None:
+    """Two entries returning constants of different array types: the memcpy
+    intrinsic they share takes plain pointers (it is declared once)."""
+    import lamina
+
+    text = """
+    graph.func @two(%x: tensor<2xf32>) -> tensor<2xi64> {
+      %y = graph.constant dense<[2, 3]> : tensor<2xi64>
+      graph.return %y : tensor<2xi64>
+    }
+    graph.func @none(%x: tensor<2xf32>) -> tensor<0xi64> {
+      %y = graph.constant dense<> : tensor<0xi64>
+      graph.return %y : tensor<0xi64>
+    }
+    """
+    exe = lamina.compile(text, cache=False)
+    x = np.zeros(2, np.float32)
+    np.testing.assert_array_equal(exe.run("two", x), [2, 3])
+    assert exe.run("none", x).shape == (0,)

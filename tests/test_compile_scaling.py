@@ -1,4 +1,4 @@
-"""Compile time grows linearly with the program (issue 14).
+"""Compile time grows linearly with the program (docs/compile-speed.md).
 
 Two chains from benchmarks/bench_compile.py (N chained `graph.call`
 functions; N chained element-wise ops), each compiled at N and 10·N after a
@@ -57,14 +57,14 @@ def test_ten_times_the_program_takes_about_ten_times_as_long(chain, small):
 def test_big_host_functions_do_not_inline_their_kernels():
     """The LLVM half of linearity: a host function with many calls keeps them as calls."""
     from lamina.backends.codegen import translate
-    from lamina.backends.executable import _as_module, lower_to_build
     from lamina.backends.inlining import INLINE_CALL_LIMIT, bound_inlining
+    from lamina.driver.lowering import lower_to_build, parse_source
 
     bench = _bench()
-    big, _ = lower_to_build(_as_module(bench.op_chain(2 * INLINE_CALL_LIMIT), "big.mlir"))
+    big, _ = lower_to_build(parse_source(bench.op_chain(2 * INLINE_CALL_LIMIT), "big.mlir"))
     marked = bound_inlining(translate(big))
     assert marked and all(name.startswith("te_") for name in marked)
-    small, _ = lower_to_build(_as_module(bench.op_chain(2), "small.mlir"))
+    small, _ = lower_to_build(parse_source(bench.op_chain(2), "small.mlir"))
     assert bound_inlining(translate(small)) == []
 
 

@@ -1,6 +1,6 @@
 """Host CPU facts: detected from LLVM and sysfs, consistent with each other."""
 
-from lamina.backends.cpu_facts import host_cpu_facts
+from lamina.target.cpu_facts import host_cpu_facts
 
 
 def test_host_facts_are_consistent() -> None:

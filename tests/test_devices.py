@@ -8,11 +8,12 @@ import pytest
 
 import lamina
 from lamina.core.context import make_context
-from lamina.core.devices import carry_device, device_of, usable_device_kinds
+from lamina.core.devices import carry_device, device_of
 from lamina.core.diagnostics import DiagnosticError, parse_module
 from lamina.dialects import graph
 from lamina.dialects.lamina import DeviceAttr
 from lamina.passes.plan_devices import PlanDevicesPass
+from lamina.target.devices import usable_device_kinds
 
 DIAMOND = """
 builtin.module {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lamina.core.docs_gen import (
+from lamina.tools.docs_gen import (
     REGENERATE,
     describe_constraint,
     generated_pages,

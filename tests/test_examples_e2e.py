@@ -2,7 +2,7 @@
 
 Both routes a user takes are covered: `lamina.compile` in Python, and the
 `lamina-run` command with `.npz` inputs and outputs (docs/design.md §7). The
-reference is `lamina.backends.reference`, which evaluates the graph IR with
+reference is `lamina.dialects.reference`, which evaluates the graph IR with
 NumPy op by op.
 """
 
@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 import lamina
-from lamina.backends.executable import entry_signatures
-from lamina.backends.reference import evaluate
 from lamina.core.context import make_context
 from lamina.core.diagnostics import parse_module
+from lamina.dialects.reference import evaluate
+from lamina.driver.signatures import entry_signatures
 
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.mlir"))
 

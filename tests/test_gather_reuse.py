@@ -1,6 +1,6 @@
 """Copies out of a channel-blocked layout, reordered by `schedule` so that
 gathers sharing cache lines run back to back, give exactly the input back
-(`passes/_gather_reuse.py`; the loop order is checked in
+(`schedule/gather_reuse.py`; the loop order is checked in
 tests/filecheck/passes/schedule-gather-reuse.mlir)."""
 
 import numpy as np

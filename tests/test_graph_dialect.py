@@ -187,7 +187,7 @@ def test_reduce_result_shape_agrees_with_numpy(shape, axes, keepdims):
 
 
 def _brute_force_extent(shape, index_map: AffineMap):
-    """Seed 002's padding rule by enumeration: `e mod m` → m, `e floordiv m` →
+    """The padding rule of docs/layouts.md by enumeration: `e mod m` → m, `e floordiv m` →
     ⌈(max e + 1)/m⌉, anything else → max + 1."""
     domain = list(itertools.product(*(range(d) for d in shape)))
 
@@ -230,7 +230,7 @@ def test_layout_transform_shape_blocked_channels():
     d = [AffineExpr.dimension(i) for i in range(4)]
     index_map = AffineMap(4, 0, (d[0], d[1] // 8, d[2], d[3], d[1] % 8))
     assert graph.layout_transform_shape((1, 20, 7, 7), index_map) == (1, 3, 7, 7, 8)
-    # 3 channels pad up to one block of 8 (seed 002), not the tight 1x3.
+    # 3 channels pad up to one block of 8 (docs/layouts.md), not the tight 1x3.
     assert graph.layout_transform_shape((1, 3, 7, 7), index_map) == (1, 1, 7, 7, 8)
 
 
@@ -535,7 +535,7 @@ def test_every_design_op_is_registered():
         "transpose concat broadcast_to cast"
     ).split()
     # Beyond the design's list (docs/design-deviations.md): the ops ONNX import needs.
-    expected += ["gather", "slice", "where"]
+    expected += ["gather", "slice", "where", "compare", "pow", "reduce_min"]
     assert {f"graph.{n}" for n in expected} == names
 
 

@@ -1,7 +1,7 @@
-"""The same instruments in every tool, located diagnostics, and the smaller API items of issue 13.
+"""The same instruments in every tool, located diagnostics, and the smaller API items.
 
 `lamina-run`, `lamina-compile` and `lamina.compile(...)` share lamina-opt's
-instruments (core/cli.py, core/instruments.py): targets, a timing report
+instruments (tools/cli.py, driver/instruments.py): targets, a timing report
 whose rows include LLVM's optimization and code generation, IR dumps after
 every pass, phase dumps and progress under `-v`. Ops created by passes keep
 the location of the op they came from (core/locations.py).
@@ -29,9 +29,9 @@ from xdsl.pattern_rewriter import (
 
 import lamina
 from lamina.core.diagnostics import DiagnosticError
-from lamina.core.pipeline import PIPELINES, Stage, format_pipeline, pipeline_passes
 from lamina.dialects import graph
 from lamina.dialects.lamina import Phase
+from lamina.driver.pipeline import PIPELINES, Stage, format_pipeline, pipeline_passes
 from lamina.tools import lamina_compile, lamina_run
 
 ADD_RELU = """\
@@ -169,13 +169,22 @@ class _RewritingPass(ModulePass):
     name = "test-relu-to-neg"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from lamina.core.locations import locating_walker
+
+        locating_walker(_ReluToNeg()).rewrite_module(op)
+
+
+class _PlainRewritingPass(ModulePass):
+    name = "test-relu-to-neg-plain"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(_ReluToNeg()).rewrite_module(op)
 
 
 def _parsed(text: str) -> ModuleOp:
-    from lamina.backends.executable import _as_module
+    from lamina.driver.lowering import parse_source
 
-    return _as_module(text, "src.mlir")
+    return parse_source(text, "src.mlir")
 
 
 def test_ops_created_by_a_pattern_take_the_matched_ops_location():
@@ -185,6 +194,18 @@ def test_ops_created_by_a_pattern_take_the_matched_ops_location():
     PassManager([_RewritingPass()]).run(Context(), module)
     neg = next(op for op in module.walk() if isinstance(op, graph.NegOp))
     assert neg.location == FileLineColLoc(StringAttr("src.mlir"), *_int_attrs(3, 3))
+
+
+def test_a_plain_walker_is_not_patched_and_its_new_ops_take_the_enclosing_location():
+    from lamina.core.pass_manager import PassManager
+
+    insert = PatternRewriter.insert
+    module = _parsed(ADD_RELU)
+    PassManager([_PlainRewritingPass()]).run(Context(), module)
+    assert PatternRewriter.insert is insert  # no process-wide patch of xDSL's rewriter
+    neg = next(op for op in module.walk() if isinstance(op, graph.NegOp))
+    func = neg.parent_op()
+    assert func is not None and neg.location == func.location
 
 
 def _int_attrs(*values: int):

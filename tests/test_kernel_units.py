@@ -1,5 +1,5 @@
 """A module compiled in units: one per kernel, keyed and cached, built in parallel
-(backends/kernel_split.py, kernel_cache.py, parallel_build.py, constant_blob.py).
+(backends/kernel_split.py, kernel_cache.py, parallel_build.py, runtime/constant_blob.py).
 
 Real compiles and runs against NumPy and against the same module compiled
 whole (`LAMINA_SPLIT_KERNELS=0`); kernels found again in memory and on disk;
@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 import lamina
-from lamina.backends import cache, codegen, constant_blob, kernel_cache, kernel_split
+from lamina.backends import codegen, kernel_cache, kernel_split
 from lamina.backends.parallel_build import THREADS_ENV
+from lamina.runtime import cache, constant_blob
 
 RNG = np.random.default_rng(0)
 W = RNG.standard_normal((8, 4, 3, 3)).astype(np.float32)  # 1152 bytes: goes to the blob
@@ -133,7 +134,8 @@ def test_the_object_code_does_not_depend_on_the_number_of_threads(fresh, monkeyp
 def test_kernels_that_differ_only_in_their_names_are_one_unit():
     """A kernel under another name (another model's naming) has the same key; other
     code-generation facts give another key."""
-    from lamina.backends.executable import _as_module, lower_to_build
+    from lamina.driver.lowering import lower_to_build
+    from lamina.driver.lowering import parse_source as _as_module
 
     splits = []
     for rename in (False, True):
@@ -177,7 +179,8 @@ def test_a_shared_library_links_the_units_deterministically(tmp_path, monkeypatc
     import shutil
     import subprocess
 
-    from lamina.backends.executable import _as_module, lower_to_build
+    from lamina.driver.lowering import lower_to_build
+    from lamina.driver.lowering import parse_source as _as_module
 
     if shutil.which("cc") is None and shutil.which("gcc") is None:
         pytest.skip("no C compiler to link a shared library")

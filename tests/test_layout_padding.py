@@ -18,11 +18,11 @@ from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineExpr, A
 from xdsl.parser import Parser
 
 import lamina
-from lamina.backends.reference import evaluate
 from lamina.core.context import make_context
 from lamina.core.diagnostics import DiagnosticError, parse_module
 from lamina.dialects import graph
 from lamina.dialects.layout_maps import apply_layout, same_map
+from lamina.dialects.reference import evaluate
 from lamina.passes.plan_layouts import inverse_map
 
 RNG = np.random.default_rng(22)

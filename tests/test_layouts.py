@@ -1,4 +1,4 @@
-"""Layout constraints end to end (seed 002): `graph.layout_transform` shapes and
+"""Layout constraints end to end (docs/layouts.md): `graph.layout_transform` shapes and
 `plan-layouts`, compiled to native code and checked against NumPy."""
 
 from __future__ import annotations

@@ -21,9 +21,9 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import SymbolTable
 
-from lamina.backends.reference import evaluate
 from lamina.core.context import make_context
 from lamina.core.diagnostics import verify_module
+from lamina.core.phase_invariants import check_phase
 from lamina.dialects.graph import (
     AddOp,
     CallOp,
@@ -43,9 +43,9 @@ from lamina.dialects.graph import (
     ReturnOp,
 )
 from lamina.dialects.lamina import Phase, get_phase
+from lamina.dialects.reference import evaluate
 from lamina.passes.lift_lambdas import LiftLambdasPass
 from lamina.passes.normalize import NormalizePass
-from lamina.passes.verify_phase import check_phase
 
 T = TensorType(f32, [4])
 FN = FnType([T], [T])

@@ -1,4 +1,4 @@
-"""Tests of `lower-te`'s innermost-loop choice (`passes/_loop_order.py`).
+"""Tests of `lower-te`'s innermost-loop choice (`schedule/loop_order.py`).
 
 Each case is a te.compute as `legalize` emits it (or written by hand); the
 chosen axis is the block argument of its region whose loop goes innermost:
@@ -14,7 +14,7 @@ from lamina.core.context import make_context
 from lamina.core.diagnostics import parse_module
 from lamina.core.pass_manager import PassManager, parse_pass_pipeline
 from lamina.dialects import te
-from lamina.passes._loop_order import (
+from lamina.schedule.loop_order import (
     CONTIGUOUS,
     INVARIANT,
     STRIDED,

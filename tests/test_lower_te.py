@@ -25,13 +25,13 @@ from xdsl.ir import Operation
 
 import lamina
 from lamina.backends.codegen import emit_llvm_ir
-from lamina.backends.executable import lower_to_build
-from lamina.backends.reference import evaluate
-from lamina.backends.runtime import Kernel
+from lamina.backends.jit import Kernel
 from lamina.core.context import make_context
 from lamina.core.diagnostics import DiagnosticError, parse_module
 from lamina.core.pass_manager import PassManager, parse_pass_pipeline
 from lamina.dialects import graph, loop
+from lamina.dialects.reference import evaluate
+from lamina.driver.lowering import lower_to_build
 from lamina.passes.lower_graph import STORAGE_ATTR
 
 HEADER = "builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {\n"

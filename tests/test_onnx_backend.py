@@ -1,22 +1,20 @@
-"""The ONNX backend test suite (`onnx.backend.test`) with Lamina as the backend.
+"""The ONNX backend node tests (`onnx.backend.test`, the installed onnx's
+onnx/backend/test/data/node) with Lamina as the backend.
 
 In scope: every node, PyTorch-converted, PyTorch-operator and simple-model
-test whose operators are all supported by the importer (`HANDLERS`). Each
-either runs — imported, compiled, executed natively and compared with the
-suite's expected outputs at the suite's own tolerances — or is excluded
-for a reason stated here:
+test whose operators are all supported by the importer (`HANDLERS`) and
+whose inputs and outputs have element types Lamina has. Graph inputs that
+decide shapes (axes, target shapes, sizes, K, ...) are bound to the test's
+values (`compile_models(bind=...)`, as `LaminaBackend` does at the first
+run). Each in-scope test either runs — imported, compiled, executed
+natively and compared with the suite's expected outputs at its own
+tolerances — or is refused by name (`EXCLUDED`, with the reason; checked
+to fail with a diagnostic naming the node, never a crash or a wrong graph).
 
-* by rule: the model's opset is above 21 (the importer reads opsets 13–21),
-  or a graph input/output has an element type Lamina lacks (unsigned
-  integers, strings, bfloat16, float8, ...);
-* by name (`EXCLUDED`): what the importer cannot represent exactly, each
-  with the reason. For these the test checks that import fails with a
-  diagnostic (never a crash or a wrong graph).
-
-To keep CI time down, runnable tests are compiled in batches, one module
-of `BATCH` functions each (`compile_models`), instead of one compilation
-per test. `test_backend_test_runner` also drives a few tests through
-onnx's own `BackendTest` runner with `LaminaBackend`.
+CI time: the runnable tests are compiled in batches, one module of `BATCH`
+functions each, and CI runs every `SAMPLE`-th of them (sorted by name);
+`LAMINA_ONNX_NODE_TESTS=all` runs them all. docs/onnx.md states the pass
+rate over the full set.
 """
 
 from __future__ import annotations
@@ -35,107 +33,28 @@ pytest.importorskip("onnxruntime")
 
 from onnx.backend.test.loader import load_model_tests  # noqa: E402
 
-from lamina.frontends.onnx import HANDLERS, MAX_OPSET, OnnxImportError, import_model  # noqa: E402
-from lamina.frontends.onnx_backend import LaminaBackend, compile_models  # noqa: E402
+from lamina.frontends.onnx import HANDLERS, OnnxImportError  # noqa: E402
+from lamina.frontends.onnx_backend import (  # noqa: E402
+    LaminaBackend,
+    _input_names,
+    bind_shape_inputs,
+    compile_models,
+)
 
 KINDS = ("node", "pytorch-converted", "pytorch-operator", "simple")
 BATCH = 48
+REFUSED_LIMIT = 0.02
+"""Refused in-scope tests at most (measured: 9 of 846, 1.1 %)."""
+SAMPLE = 1 if os.environ.get("LAMINA_ONNX_NODE_TESTS") == "all" else 4
 SUPPORTED_TYPES = {"FLOAT", "DOUBLE", "FLOAT16", "INT8", "INT16", "INT32", "INT64", "BOOL"}
 
-_RUNTIME_AXES = (
-    "axes given as a run-time input (Lamina needs static shapes, so axes must be constants)"
-)
+_RANDOM = "training_mode = true with a ratio above 0 (random) is not supported"
+_ANTIALIAS = "antialias = 1 is not supported"
 EXCLUDED: dict[str, str] = {
-    **{
-        name: _RUNTIME_AXES
-        for name in [
-            "test_reduce_l1_do_not_keepdims_example_expanded",
-            "test_reduce_l1_do_not_keepdims_random_expanded",
-            "test_reduce_l1_keep_dims_example_expanded",
-            "test_reduce_l1_keep_dims_random_expanded",
-            "test_reduce_l1_default_axes_keepdims_example_expanded",
-            "test_reduce_l1_default_axes_keepdims_random_expanded",
-            "test_reduce_l1_negative_axes_keep_dims_example_expanded",
-            "test_reduce_l1_negative_axes_keep_dims_random_expanded",
-            "test_reduce_l1_empty_set_expanded", "test_reduce_max_do_not_keepdims_example",
-            "test_reduce_max_do_not_keepdims_random", "test_reduce_max_keepdims_example",
-            "test_reduce_max_keepdims_random", "test_reduce_max_negative_axes_keepdims_example",
-            "test_reduce_max_negative_axes_keepdims_random", "test_reduce_max_bool_inputs",
-            "test_reduce_max_empty_set", "test_reduce_max_empty_set_bool",
-            "test_reduce_mean_do_not_keepdims_example", "test_reduce_mean_do_not_keepdims_random",
-            "test_reduce_mean_keepdims_example", "test_reduce_mean_keepdims_random",
-            "test_reduce_mean_default_axes_keepdims_example",
-            "test_reduce_mean_default_axes_keepdims_random",
-            "test_reduce_mean_negative_axes_keepdims_example",
-            "test_reduce_mean_negative_axes_keepdims_random",
-            "test_reduce_sum_do_not_keepdims_example", "test_reduce_sum_do_not_keepdims_random",
-            "test_reduce_sum_keepdims_example", "test_reduce_sum_keepdims_random",
-            "test_reduce_sum_default_axes_keepdims_example",
-            "test_reduce_sum_default_axes_keepdims_random",
-            "test_reduce_sum_negative_axes_keepdims_example",
-            "test_reduce_sum_negative_axes_keepdims_random",
-            "test_reduce_sum_empty_axes_input_noop_example",
-            "test_reduce_sum_empty_axes_input_noop", "test_reduce_sum_empty_set",
-            "test_reduce_sum_empty_set_non_reduced_axis_zero",
-            "test_reduce_sum_square_do_not_keepdims_example_expanded",
-            "test_reduce_sum_square_do_not_keepdims_random_expanded",
-            "test_reduce_sum_square_keepdims_example_expanded",
-            "test_reduce_sum_square_keepdims_random_expanded",
-            "test_reduce_sum_square_default_axes_keepdims_example_expanded",
-            "test_reduce_sum_square_default_axes_keepdims_random_expanded",
-            "test_reduce_sum_square_negative_axes_keepdims_example_expanded",
-            "test_reduce_sum_square_negative_axes_keepdims_random_expanded",
-            "test_reduce_sum_square_empty_set_expanded",
-        ]
-    },
-    **{
-        name: "Pow with a run-time or non-listed exponent (supported: constant 0.5, -0.5, 1, 2, 3, -1)"
-        for name in [
-            "test_pow_example", "test_pow", "test_pow_bcast_scalar", "test_pow_bcast_array",
-            "test_pow_types_float32_int64", "test_pow_types_int64_float32",
-            "test_pow_types_float32_int32", "test_pow_types_int32_float32",
-            "test_pow_types_int64_int64", "test_pow_types_int32_int32", "test_operator_pow",
-        ]
-    },
-    **{
-        name: "Slice bounds given as run-time inputs (they must be constants for static shapes)"
-        for name in [
-            "test_slice", "test_slice_neg", "test_slice_start_out_of_bounds",
-            "test_slice_end_out_of_bounds", "test_slice_default_axes", "test_slice_default_steps",
-            "test_slice_neg_steps", "test_slice_negative_axes",
-        ]
-    },
-    **{
-        name: "Split sizes given as a run-time input (they must be constants for static shapes)"
-        for name in [
-            f"test_split_{v}_opset{o}"
-            for o in (13, 18)
-            for v in ("variable_parts_1d", "variable_parts_2d", "variable_parts_default_axis",
-                      "zero_size_splits")
-        ]
-    },
-    **{
-        name: "Expand to a run-time shape (the shape must be a constant)"
-        for name in [
-            "test_expand_dim_changed", "test_expand_dim_unchanged", "test_expand_shape_model1",
-            "test_expand_shape_model2", "test_expand_shape_model3", "test_expand_shape_model4",
-        ]
-    },
-    **{
-        name: "3-D convolution / pooling (the graph dialect has 2-D ones; 1-D maps onto 2-D)"
-        for name in [
-            "test_Conv3d_stride_padding", "test_Conv3d", "test_Conv3d_no_bias",
-            "test_Conv3d_dilated_strided", "test_Conv3d_dilated", "test_Conv3d_groups",
-            "test_Conv3d_stride", "test_AvgPool3d_stride1_pad0_gpu_input", "test_AvgPool3d_stride",
-            "test_AvgPool3d", "test_MaxPool3d_stride_padding", "test_MaxPool3d_stride",
-            "test_MaxPool3d",
-        ]
-    },
-    "test_batchnorm_example_training_mode": "BatchNormalization in training mode (inference only)",
-    "test_batchnorm_epsilon_training_mode": "BatchNormalization in training mode (inference only)",
-    "test_MaxPool1d_stride_padding_dilation": "dilated pooling (graph pools have no dilation)",
-    "test_MaxPool2d_stride_padding_dilation": "dilated pooling (graph pools have no dilation)",
-    "test_identity_opt": "optional-typed input (only tensors are supported)",
+    "test_convtranspose_3d": "only 1-D and 2-D transposed convolution are supported",
+    **{f"test_training_dropout{v}": _RANDOM for v in ("", "_mask", "_default", "_default_mask")},
+    **{f"test_resize_downsample_{v}_antialias": _ANTIALIAS
+       for v in ("scales_linear", "sizes_linear", "scales_cubic", "sizes_cubic")},
 }  # fmt: skip
 """In-scope tests the importer refuses, with the reason (checked to fail cleanly)."""
 
@@ -147,8 +66,14 @@ def _model(case):
 
 
 def _data_sets(case) -> list[tuple[list[np.ndarray], list[np.ndarray]]]:
-    if case.data_sets is not None:
-        return case.data_sets
+    if case.data_sets is not None:  # in-memory sets may hold TensorProtos
+        from onnx import numpy_helper
+
+        def arrays(values) -> list[np.ndarray]:
+            return [numpy_helper.to_array(v) if isinstance(v, onnx.TensorProto) else v
+                    for v in values]  # fmt: skip
+
+        return [(arrays(i), arrays(o)) for i, o in case.data_sets]
     import glob
 
     from onnx import numpy_helper
@@ -165,15 +90,20 @@ def _data_sets(case) -> list[tuple[list[np.ndarray], list[np.ndarray]]]:
 
 
 def _rule_exclusion(model) -> str | None:
-    opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
-    if opset > MAX_OPSET:
-        return f"opset {opset} is above the supported range (13 to {MAX_OPSET})"
     for info in [*model.graph.input, *model.graph.output]:
         if info.type.HasField("tensor_type"):
             name = onnx.TensorProto.DataType.Name(info.type.tensor_type.elem_type)
             if name not in SUPPORTED_TYPES:
                 return f"element type {name} is not supported"
+        else:
+            return "a non-tensor (optional or sequence) input or output"
     return None
+
+
+def _feeds(case) -> dict[str, np.ndarray]:
+    """The first data set's inputs by graph input name (what shape-deciding inputs bind to)."""
+    sets = _data_sets(case)
+    return dict(zip(_input_names(_model(case)), sets[0][0], strict=False)) if sets else {}
 
 
 @cache
@@ -188,23 +118,25 @@ def _cases() -> tuple[list, dict[str, str], dict]:
                 ops = {n.op_type for n in model.graph.node}
                 if not ops or not ops <= set(HANDLERS):
                     continue
+                if _rule_exclusion(model) is not None:
+                    continue
                 by_name[case.name] = case
-                reason = _rule_exclusion(model) or EXCLUDED.get(case.name)
-                if reason is not None:
-                    excluded[case.name] = reason
+                if case.name in EXCLUDED:
+                    excluded[case.name] = EXCLUDED[case.name]
                 else:
                     runnable.append(case)
     return runnable, excluded, by_name
 
 
-RUNNABLE, EXCLUDED_ALL, IN_SCOPE = _cases()
+ALL_RUNNABLE, EXCLUDED_ALL, IN_SCOPE = _cases()
+RUNNABLE = sorted(ALL_RUNNABLE, key=lambda c: c.name)[::SAMPLE]
 RUNNABLE_NAMES = [c.name for c in RUNNABLE]
 
 
 @cache
 def _batch(index: int):
     cases = RUNNABLE[index * BATCH : (index + 1) * BATCH]
-    return compile_models([_model(c) for c in cases])
+    return compile_models([_model(c) for c in cases], [_feeds(c) for c in cases])
 
 
 @pytest.mark.parametrize("name", RUNNABLE_NAMES)
@@ -224,17 +156,25 @@ def test_onnx_backend_case(name: str) -> None:
                 np.testing.assert_array_equal(g, w)
 
 
-@pytest.mark.parametrize("name", sorted(n for n in EXCLUDED_ALL if n in EXCLUDED))
+@pytest.mark.parametrize("name", sorted(EXCLUDED_ALL))
 def test_listed_exclusion_fails_with_a_diagnostic(name: str) -> None:
-    """Each listed exclusion is refused by the importer with a diagnostic, not a crash."""
-    with pytest.raises(OnnxImportError):
-        import_model(_model(IN_SCOPE[name]))
+    """Each listed exclusion is refused by the importer with a located diagnostic
+    (the node by name or '#index', its op type and opset) and the listed reason."""
+    case = IN_SCOPE[name]
+    with pytest.raises(OnnxImportError) as err:
+        bind_shape_inputs(_model(case), _feeds(case))
+    message = str(err.value)
+    assert EXCLUDED[name] in message, message
 
 
 def test_exclusion_list_is_current() -> None:
-    """Every name in EXCLUDED is an in-scope test (a stale entry would hide nothing)."""
+    """Every name in EXCLUDED is an in-scope test, and at most 2 % of the
+    tests in scope are refused."""
     assert set(EXCLUDED) - set(EXCLUDED_ALL) == set()
-    assert len(RUNNABLE) >= 300
+    nodes = list(IN_SCOPE)
+    refused = [n for n in nodes if n in EXCLUDED]
+    assert len(ALL_RUNNABLE) >= 600
+    assert len(refused) <= REFUSED_LIMIT * len(nodes), (len(refused), len(nodes))
 
 
 def test_backend_test_runner() -> None:

@@ -37,6 +37,18 @@ def test_worked_example_runs(tmp_path, monkeypatch) -> None:
     assert "dense_resource<__elided__>" in (tmp_path / "small-outline.mlir").read_text()
 
 
+def test_onnx_in_every_tool_example_runs(tmp_path, monkeypatch) -> None:
+    """The "`.onnx` in every tool" block: lamina.compile on a .onnx path with input_shapes."""
+    monkeypatch.chdir(tmp_path)
+    (python,) = [block for block in _blocks("python") if "input_shapes=" in block]
+    exec(compile(python, str(PAGE), "exec"), {})  # noqa: S102 - the page's own code
+    bin_dir = Path(sys.executable).parent
+    done = subprocess.run([str(bin_dir / "lamina-run"), "dynamic.onnx", "--input-shape",
+                           "image=2,3,8,8"], capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "out0: float32[2, 4, 8, 8]" in done.stdout
+
+
 def test_pytorch_example_runs(tmp_path, monkeypatch) -> None:
     """The "From PyTorch" block: torchvision's ResNet-18 exported, imported, compiled,
     checked against PyTorch."""

@@ -11,6 +11,7 @@ import pytest
 from onnx_util import make_model, run_ort
 
 import lamina
+from lamina.frontends.onnx import MAX_OPSET
 from lamina.tools.lamina_import_onnx import main
 
 from onnx import TensorProto, helper, save  # isort: skip
@@ -88,11 +89,11 @@ def test_unknown_operator_names_the_node(tmp_path, capsys) -> None:
 
 
 def test_unsupported_attribute_names_it(tmp_path, capsys) -> None:
-    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], dilations=[2, 2],
-                            name="pool")  # fmt: skip
+    node = helper.make_node("Resize", ["x", "", "s"], ["y"], antialias=1, name="rs")
     x = np.zeros((1, 1, 6, 6), np.float32)
-    err = _error_of(tmp_path, capsys, make_model([node], {"x": x}, ["y"]))
-    assert "node 'pool' (MaxPool, opset 17): dilated pooling is not supported" in err
+    scales = {"s": np.array([1, 1, 0.5, 0.5], np.float32)}
+    err = _error_of(tmp_path, capsys, make_model([node], {"x": x}, ["y"], scales, opset=19))
+    assert "node 'rs' (Resize, opset 19): antialias = 1 is not supported" in err
     node = helper.make_node("Softmax", ["x"], ["y"], axis=1, foo=3, name="sm")
     err = _error_of(tmp_path, capsys, make_model([node], {"x": x}, ["y"]))
     assert "node 'sm' (Softmax, opset 17): attribute 'foo' (= 3) is not supported" in err
@@ -102,7 +103,10 @@ def test_runtime_shape_input_is_refused(tmp_path, capsys) -> None:
     node = helper.make_node("Reshape", ["x", "s"], ["y"], name="rs")
     inputs = {"x": np.zeros((2, 3), np.float32), "s": np.array([3, 2], np.int64)}
     err = _error_of(tmp_path, capsys, make_model([node], inputs, ["y"]))
-    assert "node 'rs' (Reshape, opset 17): input #1 (shape) must be a constant" in err
+    assert (
+        "node 'rs' (Reshape, opset 17): input #1 (shape) is the graph input 's', which must be a constant"
+        in err
+    )
 
 
 def test_dynamic_dimension_and_its_override(tmp_path, capsys) -> None:
@@ -121,19 +125,53 @@ def test_dynamic_dimension_and_its_override(tmp_path, capsys) -> None:
 
 
 def test_opset_out_of_range(tmp_path, capsys) -> None:
+    """Above the installed onnx package's newest opset: refused, suggesting the converter."""
     node = helper.make_node("Relu", ["x"], ["y"])
-    model = make_model([node], {"x": np.zeros(3, np.float32)}, ["y"], opset=22)
+    newer = MAX_OPSET + 1
+    model = make_model([node], {"x": np.zeros(3, np.float32)}, ["y"], opset=newer)
     err = _error_of(tmp_path, capsys, model)
-    assert "m.onnx: error: opset 22 is not supported (supported: 13 to 21)" in err
+    assert f"m.onnx: error: opset {newer} is not supported (supported: 13 to {MAX_OPSET}" in err
+    assert f"onnx.version_converter.convert_version(model, {MAX_OPSET})" in err
+
+
+def test_newest_opset_is_read(tmp_path, capsys) -> None:
+    """The installed onnx's newest opset (what `helper.make_model` writes by default)."""
+    from onnx.defs import onnx_opset_version
+
+    assert onnx_opset_version() == MAX_OPSET
+    model, x = _conv_model(opset=MAX_OPSET)
+    code, out, err = _tool(capsys, _save(tmp_path, model))
+    assert code == 0, err
+    got = lamina.compile(out).run("main", x)
+    np.testing.assert_allclose(got, run_ort(model, {"x": x})[0], rtol=1e-4, atol=1e-5)
+
+
+def test_operator_changed_after_the_audited_opset(monkeypatch) -> None:
+    """A definition newer than the importer knows is refused by name, not guessed."""
+    from lamina.frontends import onnx as frontend
+
+    monkeypatch.setattr(frontend, "AUDITED_OPSET", 21)
+    model, _ = _conv_model(opset=22)  # Conv's definition is from opset 22
+    with pytest.raises(frontend.OnnxImportError, match=r"node 'conv' \(Conv, opset 22\): the "
+                       "operator's definition changed in opset 22"):  # fmt: skip
+        frontend.import_model(model)
+
+
+def test_unconvertible_old_opset(tmp_path, capsys) -> None:
+    """An operator the converter does not know: a clear error, not its assertion text alone."""
+    node = helper.make_node("NoSuchOp", ["x"], ["y"], name="odd")
+    model = make_model([node], {"x": np.zeros((2, 2), np.float32)}, ["y"], opset=10)
+    err = _error_of(tmp_path, capsys, model)
+    assert "opset 10 is older than 13 and onnx.version_converter cannot upgrade it" in err
 
 
 def test_inference_only(tmp_path, capsys) -> None:
-    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"],
-                            training_mode=1, name="bn")  # fmt: skip
-    stats = {k: np.ones(2, np.float32) for k in "sbmv"}
+    """Random dropout (training mode, ratio above 0) has no exact translation."""
+    node = helper.make_node("Dropout", ["x", "r", "t"], ["y"], name="drop")
+    consts = {"r": np.float32(0.5), "t": np.array(True)}
     err = _error_of(tmp_path, capsys, make_model([node], {"x": np.zeros((1, 2, 2), np.float32)},
-                                                 ["y"], stats))  # fmt: skip
-    assert "node 'bn' (BatchNormalization, opset 17): training_mode = 1 is not supported" in err
+                                                 ["y"], consts))  # fmt: skip
+    assert "node 'drop' (Dropout, opset 17): training_mode = true with a ratio above 0" in err
 
 
 def test_malformed_and_missing_files(tmp_path, capsys) -> None:

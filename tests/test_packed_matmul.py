@@ -1,5 +1,5 @@
 """A constant matmul rhs stored pre-packed in panels for the micro-kernel
-(passes/_legalize_ops/linalg.py), compiled to native code and checked
+(kernels/linalg.py), compiled to native code and checked
 against NumPy: alone, fused with bias and relu, with a batched lhs, shared
 by two calls with different constants, and next to a parameter rhs."""
 

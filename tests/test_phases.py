@@ -1,4 +1,4 @@
-"""The phase checker (passes/verify_phase.py) and the ingestion passes' phase contracts."""
+"""The phase checker (core/phase_invariants.py, the pass passes/verify_phase.py) and the ingestion passes' phase contracts."""
 
 from __future__ import annotations
 
@@ -8,19 +8,15 @@ import pytest
 from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.traits import SymbolTable
 
-import lamina.passes.verify_phase as verify_phase
+import lamina.core.phase_invariants as phase_invariants
 from lamina.core.context import make_context
 from lamina.core.diagnostics import DiagnosticError, parse_module, verify_module
 from lamina.core.pass_manager import PassManager
+from lamina.core.phase_invariants import INVARIANTS, check_phase, invariants_for
 from lamina.core.registry import get_pass_class
 from lamina.dialects.graph import ClosureOp
 from lamina.dialects.lamina import PHASE_ATTR_NAME, Phase, get_phase, set_phase
-from lamina.passes.verify_phase import (
-    INVARIANTS,
-    VerifyPhasePass,
-    check_phase,
-    invariants_for,
-)
+from lamina.passes.verify_phase import VerifyPhasePass
 
 T = "tensor<4xf32>"
 FN = f"!graph.fn<({T}) -> {T}>"
@@ -64,7 +60,7 @@ def numbers(diagnostics) -> list[int]:
 
 def test_invariants_are_numbered_one_to_ten_in_the_docstring():
     assert sorted(INVARIANTS) == list(range(1, 11))
-    doc = verify_phase.__doc__
+    doc = phase_invariants.__doc__
     for number, inv in INVARIANTS.items():
         assert re.search(rf"^\s*{number}\. \[{inv.since.label}\]", doc, re.MULTILINE), number
 

@@ -22,11 +22,11 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.traits import SymbolTable
 
 import lamina
-from lamina.backends.reference import evaluate
 from lamina.core.context import make_context
 from lamina.core.devices import device_of, op_device
 from lamina.core.diagnostics import parse_module, verify_module
 from lamina.dialects import graph
+from lamina.dialects.reference import evaluate
 from lamina.passes.plan_devices import PlanDevicesPass
 
 T = "tensor<4xf32>"

@@ -184,7 +184,7 @@ def test_a_plain_xdsl_pass_of_a_plugin_leaves_phase_refusals_intact(satx_site):
 
 FACTS = """
 import sys
-from lamina.backends.targets import module_facts, op_facts
+from lamina.target.registry import module_facts, op_facts
 from lamina.core.context import make_context
 from lamina.core.diagnostics import parse_module
 module = parse_module(make_context(), sys.stdin.read(), "<in>")
@@ -376,8 +376,8 @@ def test_register_dialect_from_python_with_phases(monkeypatch):
     from lamina.core import plugins
     from lamina.core.context import make_context
     from lamina.core.diagnostics import parse_module
+    from lamina.core.phase_invariants import check_phase
     from lamina.dialects.lamina import Phase, set_phase
-    from lamina.passes.verify_phase import check_phase
 
     @irdl_op_definition
     class MarkOp(IRDLOperation):
@@ -401,9 +401,9 @@ def test_register_dialect_from_python_with_phases(monkeypatch):
 
 def test_every_list_of_hook_points_is_the_registry_s():
     """HOOK_POINTS, the pipeline's hook points, and every place that lists them in words."""
-    import lamina.backends.targets as targets
-    from lamina.backends.targets import HOOK_POINTS
-    from lamina.core.pipeline import DEFAULT_STAGES, HookPoint
+    import lamina.target.registry as targets
+    from lamina.driver.pipeline import DEFAULT_STAGES, HookPoint
+    from lamina.target.registry import HOOK_POINTS
 
     points = list(HOOK_POINTS)
     assert points == [s.name for st in DEFAULT_STAGES for s in st.steps if isinstance(s, HookPoint)]

@@ -11,9 +11,9 @@ import pytest
 
 import lamina
 from lamina.backends import codegen
-from lamina.backends.cpu_facts import host_cpu_facts
-from lamina.backends.executable import _as_module, lower_to_build
-from lamina.passes.schedule import choose_block
+from lamina.driver.lowering import lower_to_build, parse_source
+from lamina.schedule.register_block import choose_block
+from lamina.target.cpu_facts import host_cpu_facts
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import bench  # noqa: E402
@@ -98,7 +98,7 @@ def test_block_shapes_fit_the_registers():
 
 @pytest.mark.skipif(host_cpu_facts().vector_bits != 512, reason="needs an AVX-512 host")
 def test_accumulators_stay_in_zmm_registers_across_k():
-    module = _as_module(_matmul(64, 64, 64), "mm")
+    module = parse_source(_matmul(64, 64, 64), "mm")
     lower_to_build(module)
     asm = codegen.emit_assembly(module)
     register_fmas = re.findall(r"vfmadd231ps\s+%zmm\d+, %zmm\d+, %zmm\d+", asm)
@@ -129,7 +129,7 @@ def test_polynomial_tanh_and_sigmoid_match_numpy(op):
 
 def test_exp_kernel_calls_no_libm():
     body = [f'%r = "graph.exp"(%a0) : ({bench._t((256,))}) -> {bench._t((256,))}']
-    module = _as_module(bench._func([(256,)], (256,), body, "%r"), "exp")
+    module = parse_source(bench._func([(256,)], (256,), body, "%r"), "exp")
     lower_to_build(module)
     asm = codegen.emit_assembly(module)
     assert "expf" not in asm
@@ -171,7 +171,7 @@ def test_convolution_rows_are_not_register_blocked_but_compute_right():
 def test_fused_dense_layer_keeps_its_register_blocked_matmul():
     """matmul + bias + relu fused into one kernel: the matmul is still blocked
     (row-stage fusion runs after register blocking and must not swallow it)."""
-    module = _as_module(bench.mlp_program(64, [64, 256, 16]), "mlp")  # parallel epilogue
+    module = parse_source(bench.mlp_program(64, [64, 256, 16]), "mlp")  # parallel epilogue
     lower_to_build(module)
     asm = codegen.emit_assembly(module)
     lanes = "zmm" if host_cpu_facts().vector_bits == 512 else "ymm"
@@ -185,7 +185,7 @@ def test_only_divisions_by_a_loop_invariant_value_get_arcp():
     from lamina.core.context import make_context
     from lamina.core.diagnostics import parse_module
     from lamina.dialects import loop
-    from lamina.passes.schedule import reciprocal_divisions
+    from lamina.schedule.reciprocal_divisions import reciprocal_divisions
 
     text = """builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @f(%x: memref<8xf32>, %t: memref<2xf32>, %s: memref<2xf32>, %y: memref<8xf32>) {

@@ -12,8 +12,11 @@ from xdsl.dialects.builtin import ModuleOp, f32, f64
 from xdsl.passes import ModulePass
 
 import lamina
-from lamina.backends import cblas
-from lamina.backends.targets import (
+from lamina.dialects import graph
+from lamina.driver.hooks import read_module_targets
+from lamina.driver.pipeline import PipelineError, pipeline_passes
+from lamina.target import cblas
+from lamina.target.registry import (
     Target,
     TargetError,
     check_target_available,
@@ -22,9 +25,6 @@ from lamina.backends.targets import (
     target_names,
     unregister_target,
 )
-from lamina.core.hooks import read_module_targets
-from lamina.core.pipeline import PipelineError, pipeline_passes
-from lamina.dialects import graph
 
 # ---------------------------------------------------------------------------
 # The registry
@@ -264,9 +264,9 @@ def test_cblas_bias_and_batches_equal_cpu(x, w, b, dtype):
 
 
 def test_module_facts_read_target_options_from_the_module():
-    from lamina.backends.targets import module_facts
     from lamina.core.context import make_context
     from lamina.core.diagnostics import parse_module
+    from lamina.target.registry import module_facts
 
     text = (
         'builtin.module attributes {lamina.targets = {cpu = #lamina.target<"cpu", '
@@ -281,7 +281,7 @@ def test_module_facts_read_target_options_from_the_module():
 
 
 def test_layout_preferences_are_asked_in_target_order(scratch_target):
-    from lamina.backends.targets import preferred_layout
+    from lamina.target.registry import preferred_layout
 
     marker = graph.ReluOp  # any attribute would do: the hook's answer is passed through
     scratch_target(Target("quiet", layout_preference=lambda op: None))
@@ -337,8 +337,8 @@ def test_target_options_from_the_command_line_spelling_override_the_facts():
     the options in the module and compiles for them; the result is unchanged."""
     import numpy as np
 
-    from lamina.backends.targets import module_facts
-    from lamina.core.hooks import module_targets, split_target_spec
+    from lamina.driver.hooks import module_targets, split_target_spec
+    from lamina.target.registry import module_facts
 
     assert split_target_spec("cpu{vector_bits=256, cores=1}") == (
         "cpu",
@@ -363,3 +363,41 @@ def test_target_options_from_the_command_line_spelling_override_the_facts():
     for spec in ("cpu{vector_bits=128}", "cpu{vector_bits=256 vector_registers=16}"):
         got = lamina.compile(src, targets=[spec]).run("main", a, b)
         np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_tuning_knobs_are_target_options_too():
+    """A knob of `target/schedule_knobs.py` is a target option: validated like the facts,
+    recorded in the module, read back by `module_knobs`; a facts-derived knob
+    follows the facts. A compile with knobs far from the defaults still computes
+    the product exactly (the knobs choose a schedule, never the result)."""
+    import numpy as np
+
+    from lamina.core.context import make_context
+    from lamina.core.diagnostics import parse_module
+    from lamina.driver.hooks import module_targets
+    from lamina.target.registry import check_target_options, module_knobs
+    from lamina.target.schedule_knobs import ScheduleKnobs
+
+    check_target_options("cpu", {"pack_min_row_blocks": 16, "l2_bytes": 1 << 20})
+    with pytest.raises(TargetError, match="option 'block_rows' must be >= 0, not -1"):
+        check_target_options("cpu", {"block_rows": -1})
+    with pytest.raises(TargetError, match="tuning knobs: .*pack_min_row_blocks"):
+        check_target_options("cpu", {"pack_min_rows": 16})
+    src = """
+    graph.func @main(%a: tensor<64x40xf32>, %b: tensor<40x96xf32>) -> tensor<64x96xf32> {
+      %c = graph.matmul %a, %b : (tensor<64x40xf32>, tensor<40x96xf32>) -> tensor<64x96xf32>
+      graph.return %c : tensor<64x96xf32>
+    }
+    """
+    spec = "cpu{pack_min_row_blocks=1 block_rows=3 l2_bytes=65536}"
+    module = parse_module(make_context(), src)
+    module_targets(module, [spec])
+    knobs = module_knobs(module)
+    assert (knobs.pack_min_row_blocks, knobs.block_rows) == (1, 3)
+    assert knobs.pack_max_bytes == 32768  # l2_bytes // 2 of the overridden facts
+    assert module_knobs(ModuleOp([])) == ScheduleKnobs.for_cpu(get_target("cpu").facts)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((64, 40)).astype(np.float32)
+    b = rng.standard_normal((40, 96)).astype(np.float32)
+    got = lamina.compile(src, targets=[spec]).run("main", a, b)
+    np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-5)

@@ -125,20 +125,20 @@ def test_for_builder_with_iter_args_has_typed_block_args_and_results():
     op = loop.ForOp(c0, c4, c1, iter_args=[init_f, init_i], kind="unrolled")
     assert [a.type for a in op.region_iter_args] == [f64, i32]
     assert list(op.res.types) == [f64, i32]
-    assert op.kind == StringAttr("unrolled")
+    assert op.kind == loop.LoopKindAttr(loop.LoopKind.UNROLLED) and op.kind_name == "unrolled"
     assert op.body.block.last_op is None  # with iter_args the caller adds the yield
 
 
 def test_for_kind_can_be_rescheduled_in_place():
     module = build_matmul()
     outer = next(o for o in module.walk() if isinstance(o, loop.ForOp))
-    outer.kind = StringAttr("vectorized")
+    outer.set_kind(loop.LoopKind.VECTORIZED)
     assert messages(module) == []
     assert "kind(vectorized)" in render(module)
-    outer.kind = StringAttr("fast")
-    assert messages(module) == [
-        "'loop.for' op kind must be one of serial, parallel, vectorized, unrolled, got 'fast'"
-    ]
+    outer.set_kind("serial")
+    assert "kind" not in outer.properties and "kind(" not in render(module)
+    with pytest.raises(ValueError):
+        outer.set_kind("fast")  # only the enum's values: no unverifiable kind can be set
 
 
 def test_for_yield_type_mismatch_is_reported_at_the_loop():

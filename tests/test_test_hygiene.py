@@ -1,4 +1,4 @@
-"""Conventions for the test suite itself (STYLE §3, conventions 2 and 4).
+"""Conventions for the test suite itself (docs/internals.md, "Tests").
 
 * every lit test under tests/filecheck (`.mlir`, `.test`, outside `Inputs/`)
   has a `RUN:` line and a `CHECK` line — a file without them tests nothing;

@@ -1,4 +1,4 @@
-"""Regression tests for the holes of issue 12 ("Reproduced today" 1-6).
+"""Regression tests for six holes found by trying the tools from outside.
 
 Each test failed on the code before the fix: two SIGSEGVs (an unresolved
 external symbol in the JIT, an allocation that fails), tracebacks where a
@@ -338,7 +338,7 @@ graph.func @main(%x: tensor<f64>) -> tensor<f64> {
     assert exe.run("main", np.array(0.1257)) == np.float16(0.1257)
     code = textwrap.dedent(
         f"""
-        import lamina.backends.native_setup as native
+        import lamina.runtime.native_setup as native
         native.load_runtime_libraries = lambda: None  # as on a system without libgcc_s
         import lamina
         try:

@@ -7,8 +7,8 @@ import re
 import pytest
 
 from lamina.backends import codegen
-from lamina.backends.cpu_facts import host_cpu_facts
-from lamina.backends.executable import _as_module, lower_to_build
+from lamina.driver.lowering import lower_to_build, parse_source
+from lamina.target.cpu_facts import host_cpu_facts
 
 AXPY = """
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
@@ -31,7 +31,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 
 
 def _build():
-    module = _as_module(AXPY, "axpy")
+    module = parse_source(AXPY, "axpy")
     lower_to_build(module)
     return module
 

@@ -1,5 +1,5 @@
 """Winograd F(2x2, 3x3) convolution (`lamina.algorithm = "winograd"`,
-passes/_winograd_conv.py), compiled to native code and checked against a
+kernels/conv_winograd.py), compiled to native code and checked against a
 float64 NumPy convolution: chosen by plan-layouts, written by hand on
 blocked tensors (odd sizes, asymmetric padding, padded channels with an
 undefined pad, a batch), and with the weights as a parameter."""

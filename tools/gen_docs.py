@@ -9,13 +9,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lamina.core.cli import guarded_main
+from lamina.tools.cli import guarded_main
 
 
 def _run(argv: list[str] | None) -> int:
-    from lamina.core.docs_gen import REGENERATE, stale_docs, write_docs
+    from lamina.tools.docs_gen import REGENERATE, stale_docs, write_docs
 
-    parser = argparse.ArgumentParser(prog="lamina-docs", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="lamina-docs", description=(__doc__ or "").splitlines()[0]
+    )
     parser.add_argument("--check", action="store_true", help="only check; exit 1 if stale")
     args = parser.parse_args(argv)
     if args.check:

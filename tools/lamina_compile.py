@@ -15,14 +15,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from lamina.core.cli import (
+from lamina.tools.cli import (
     UsageError,
     add_instrument_arguments,
     guarded_main,
     print_pipeline,
-    read_source,
 )
 from lamina.tools.lamina_run import _ArgumentParser
+from lamina.tools.program_input import add_input_shape_argument, read_program
 
 KINDS = (".so", ".o", ".ll", ".s", ".bc")
 
@@ -30,9 +30,10 @@ KINDS = (".so", ".o", ".ll", ".s", ".bc")
 def _parser() -> argparse.ArgumentParser:
     from lamina.backends.abi import DEFAULT_SYMBOL_PREFIX
 
-    p = _ArgumentParser(prog="lamina-compile", description=__doc__.splitlines()[0])
-    p.add_argument("file", help="graph program (.mlir), '-' for stdin")
+    p = _ArgumentParser(prog="lamina-compile", description=(__doc__ or "").splitlines()[0])
+    p.add_argument("file", help="graph program (.mlir) or ONNX model (.onnx), '-' for stdin")
     p.add_argument("-o", "--output", help=" | ".join(f"out{k}" for k in KINDS))
+    add_input_shape_argument(p)
     p.add_argument(
         "--symbol-prefix",
         default=DEFAULT_SYMBOL_PREFIX,
@@ -56,9 +57,10 @@ def _parser() -> argparse.ArgumentParser:
 def run(argv: list[str] | None = None) -> int:
     from lamina.backends import abi
     from lamina.backends.codegen import CompileTimings
-    from lamina.backends.executable import _as_module, entry_signatures, lower_to_build
-    from lamina.core.cli import instrument_options
-    from lamina.core.instruments import Instruments
+    from lamina.driver.instruments import Instruments
+    from lamina.driver.lowering import lower_to_build, parse_source
+    from lamina.driver.signatures import entry_signatures
+    from lamina.tools.cli import instrument_options
 
     args = _parser().parse_args(argv)
     for plugin in args.load_plugin:  # registers dialects, passes, targets (docs/extending.md)
@@ -75,7 +77,7 @@ def run(argv: list[str] | None = None) -> int:
     header = Path(args.header) if args.header else out.with_suffix(".h")
     abi.check_symbol_prefix(args.symbol_prefix)
     instruments = Instruments(**instrument_options(args))
-    module = _as_module(read_source(args.file), args.file)
+    module = parse_source(read_program(args.file, args.input_shape), args.file)
     signatures = entry_signatures(module)
     already_lowered = not any(op.name == "graph.func" for op in module.ops)
     lowered, _ = lower_to_build(

@@ -18,21 +18,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from lamina.core.cli import UsageError, guarded_main
+from lamina.tools.cli import UsageError, guarded_main
 from lamina.tools.lamina_run import _ArgumentParser
+from lamina.tools.program_input import add_input_shape_argument, parse_input_shapes
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _ArgumentParser(prog="lamina-import-onnx", description=__doc__.splitlines()[0])
+    p = _ArgumentParser(prog="lamina-import-onnx", description=(__doc__ or "").splitlines()[0])
     p.add_argument("model", help="ONNX model file (.onnx)")
     p.add_argument("-o", "--output", default="-", help="output .mlir file (default: stdout)")
-    p.add_argument(
-        "--input-shape",
-        action="append",
-        default=[],
-        metavar="NAME=D0,D1,...",
-        help="static shape for an input with dynamic dimensions (repeatable)",
-    )
+    add_input_shape_argument(p)
     p.add_argument(
         "--mlir-elide-elementsattrs-if-larger",
         "--elide-constants-larger-than",
@@ -44,20 +39,6 @@ def _parser() -> argparse.ArgumentParser:
         "(a readable summary; the output cannot be compiled)",
     )
     return p
-
-
-def parse_input_shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
-    shapes: dict[str, tuple[int, ...]] = {}
-    for spec in specs:
-        name, sep, dims = spec.rpartition("=")
-        try:
-            shape = tuple(int(d) for d in dims.split(",") if d.strip())
-        except ValueError:
-            shape = ()
-        if not sep or not name or not shape or any(d < 0 for d in shape):
-            raise UsageError(f"--input-shape expects NAME=D0,D1,... with sizes >= 0, got '{spec}'")
-        shapes[name] = shape
-    return shapes
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -73,7 +54,7 @@ def run(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.elide_larger_than < 0:
         raise UsageError("--mlir-elide-elementsattrs-if-larger expects N >= 0")
-    result = import_file(args.model, parse_input_shapes(args.input_shape))
+    result = import_file(args.model, parse_input_shapes(args.input_shape), cli=True)
     for note in result.notes:
         print(f"{args.model}: note: {note}", file=sys.stderr)
     text = print_module(result.module, args.elide_larger_than) + "\n"

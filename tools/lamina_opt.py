@@ -34,7 +34,6 @@ from xdsl.utils.exceptions import DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from lamina import __version__
-from lamina.core.cli import UsageError, guarded_main
 from lamina.core.diagnostics import (
     Diagnostic,
     DiagnosticError,
@@ -48,6 +47,7 @@ from lamina.core.expected_diagnostics import (
     parse_expectations,
 )
 from lamina.dialects.lamina import PHASE_NAMES, Phase, get_phase
+from lamina.tools.cli import UsageError, guarded_main
 
 PROG = "lamina-opt"
 SPLIT_MARKER = "// -----"
@@ -141,7 +141,7 @@ class LaminaOptMain(xDSLOptMain):
         return self._parse_text(chunk.read().decode(), start_offset)
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
-        from lamina.core.cli import add_instrument_arguments
+        from lamina.tools.cli import add_instrument_arguments
 
         super().register_all_arguments(arg_parser)
         arg_parser.add_argument(
@@ -154,7 +154,7 @@ class LaminaOptMain(xDSLOptMain):
         )
         # Replace xdsl-opt's output-format `-t/--target`, `--time-passes` and
         # `--print-between-passes` by the flags every Lamina tool shares
-        # (lamina.core.cli; aliases kept).
+        # (lamina.tools.cli; aliases kept).
         add_instrument_arguments(arg_parser, opt=True)
         arg_parser.add_argument(
             "--print-ir-after-failure",
@@ -222,14 +222,14 @@ class LaminaOptMain(xDSLOptMain):
     # -- set-up ---------------------------------------------------------------
 
     def _validate_targets(self) -> None:
-        from lamina.core.pipeline import resolve_targets
+        from lamina.driver.pipeline import resolve_targets
 
         resolve_targets(self.args.targets)
 
     def setup_pipeline(self) -> None:
         """Build the pass list from `-p`, `--pipeline` or `--compile-to` (one of them)."""
         from lamina.core.pass_manager import PipelineSpecError, parse_pass_pipeline
-        from lamina.core.pipeline import PipelineError, pipeline_passes
+        from lamina.driver.pipeline import PipelineError, pipeline_passes
 
         chosen = [
             flag
@@ -268,7 +268,7 @@ class LaminaOptMain(xDSLOptMain):
     def run(self) -> int:
         """Process the input; returns the exit status."""
         if self.args.list_passes:
-            from lamina.core.docs_gen import pass_options_listing, pass_table
+            from lamina.tools.docs_gen import pass_options_listing, pass_table
 
             print(pass_table() + pass_options_listing(), end="")
             return 0
@@ -281,7 +281,7 @@ class LaminaOptMain(xDSLOptMain):
             print(f"// pipeline from -p\n-p '{pipeline_spec_string(self.passes)}'")
             return 0
         if self.args.print_pipeline:
-            from lamina.core.pipeline import PipelineError, format_pipeline
+            from lamina.driver.pipeline import PipelineError, format_pipeline
 
             try:
                 text = format_pipeline(self.pipeline_name or "default", self.args.targets)
@@ -392,7 +392,7 @@ class LaminaOptMain(xDSLOptMain):
 
     def _apply_passes(self, module: ModuleOp, chunk_index: int | None) -> None:
         from lamina.core.pass_manager import PassManager
-        from lamina.core.pipeline import passes_for_module
+        from lamina.driver.pipeline import passes_for_module
 
         passes = self.passes
         if self.pipeline_name and not self.args.passes:
@@ -488,7 +488,7 @@ class LaminaOptMain(xDSLOptMain):
 
 def target_table() -> str:
     """`--list-targets`: a Markdown table of every target; a broken plugin says why."""
-    from lamina.backends.targets import list_targets
+    from lamina.target.registry import list_targets
 
     lines = ["| target | extends | from | description |", "|---|---|---|---|"]
     for item in list_targets():

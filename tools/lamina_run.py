@@ -17,14 +17,14 @@ import zipfile
 
 import numpy as np
 
-from lamina.core.cli import (
+from lamina.tools.cli import (
     UsageError,
     add_instrument_arguments,
     guarded_main,
     instrument_options,
     print_pipeline,
-    read_source,
 )
+from lamina.tools.program_input import add_input_shape_argument, read_program
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -35,9 +35,10 @@ class _ArgumentParser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _ArgumentParser(prog="lamina-run", description=__doc__.splitlines()[0])
-    p.add_argument("file", help="graph program (.mlir), '-' for stdin")
+    p = _ArgumentParser(prog="lamina-run", description=(__doc__ or "").splitlines()[0])
+    p.add_argument("file", help="graph program (.mlir) or ONNX model (.onnx), '-' for stdin")
     p.add_argument("--entry", default="main", help="entry function (default: main)")
+    add_input_shape_argument(p)
     src = p.add_mutually_exclusive_group()
     src.add_argument(
         "--inputs", help=".npz with arg0, arg1, ... in parameter order, or keyed by parameter name"
@@ -163,7 +164,7 @@ def run(argv: list[str] | None = None) -> int:
     if args.print_pipeline:
         return print_pipeline(args)
     exe = lamina.compile(
-        read_source(args.file),
+        read_program(args.file, args.input_shape),
         targets=args.targets,
         filename=args.file,
         stats=args.stats,

@@ -14,7 +14,7 @@ rules are module-level helpers (`broadcast_shapes`, `matmul_result_shape`,
 `ShapeError` (a `VerifyException`) with an expected-vs-got message.
 
 The dialect is a package with one module per op family, so that an op's
-definition, its shape rule and (under `passes/_legalize_ops/`, same module
+definition, its shape rule and (under `kernels/`, same module
 names) its legalization are found together:
 
 * `common` — message helpers, shared shape rules, property encoders;
@@ -82,10 +82,12 @@ from lamina.dialects.graph.control import (
 from lamina.dialects.graph.devices import DeviceCopyOp, OnDeviceOp
 from lamina.dialects.graph.elementwise import (
     BINARY_OPS,
+    COMPARE_PREDICATES,
     GELU_APPROXIMATIONS,
     UNARY_OPS,
     AddOp,
     CastOp,
+    CompareOp,
     DivOp,
     ErfOp,
     ExpOp,
@@ -95,6 +97,7 @@ from lamina.dialects.graph.elementwise import (
     MinimumOp,
     MulOp,
     NegOp,
+    PowOp,
     ReluOp,
     RsqrtOp,
     SigmoidOp,
@@ -128,6 +131,7 @@ from lamina.dialects.graph.nn import (
 from lamina.dialects.graph.reduce import (
     ReduceMaxOp,
     ReduceMeanOp,
+    ReduceMinOp,
     ReduceSumOp,
     reduce_result_shape,
 )
@@ -147,10 +151,10 @@ from lamina.dialects.graph.shape import (
 from lamina.dialects.graph.types import FnType
 
 COMPUTE_OPS: tuple[type[IRDLOperation], ...] = (
-    AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp,
+    AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp, PowOp, CompareOp,
     NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp, ErfOp, ReluOp, GeluOp,
     MatmulOp, Conv2dOp, MaxPool2dOp, AvgPool2dOp, GlobalAvgPool2dOp, SoftmaxOp, LayerNormOp,
-    ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
+    ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
     ReshapeOp, TransposeOp, ConcatOp, BroadcastToOp, CastOp, LayoutTransformOp,
     GatherOp, SliceOp, WhereOp,
 )  # fmt: skip
@@ -169,16 +173,16 @@ Graph = Dialect(
 
 __all__ = [
     "BINARY_OPS", "CALL_FORMAT", "COMPUTE_FORMAT", "COMPUTE_OPS", "EXACT_BOUNDS_LIMIT",
-    "GELU_APPROXIMATIONS", "UNARY_OPS",
+    "COMPARE_PREDICATES", "GELU_APPROXIMATIONS", "UNARY_OPS",
     "Graph", "GraphCompute", "FnType", "ShapeError",
     "FuncOp", "ReturnOp", "CallOp", "LambdaOp", "ClosureOp", "InvokeOp", "DataflowOp",
     "OutputOp", "ConstantOp", "OnDeviceOp", "DeviceCopyOp", "CallTeOp", "CallLoopOp",
     "CallExternOp",
-    "AddOp", "SubOp", "MulOp", "DivOp", "MaximumOp", "MinimumOp",
+    "AddOp", "SubOp", "MulOp", "DivOp", "MaximumOp", "MinimumOp", "PowOp", "CompareOp",
     "NegOp", "ExpOp", "LogOp", "SqrtOp", "RsqrtOp", "TanhOp", "SigmoidOp", "ErfOp", "ReluOp",
     "GeluOp", "CastOp", "WhereOp",
     "MatmulOp", "Conv2dOp", "MaxPool2dOp", "AvgPool2dOp", "GlobalAvgPool2dOp", "SoftmaxOp",
-    "LayerNormOp", "ReduceSumOp", "ReduceMeanOp", "ReduceMaxOp",
+    "LayerNormOp", "ReduceSumOp", "ReduceMeanOp", "ReduceMaxOp", "ReduceMinOp",
     "ReshapeOp", "TransposeOp", "ConcatOp", "BroadcastToOp", "GatherOp", "SliceOp",
     "LayoutTransformOp",
     "attr_syntax", "element_type", "shape_str", "tensor_shape",

@@ -1,8 +1,9 @@
 """Elementwise compute ops: binary arithmetic with NumPy broadcasting
-(`add`, `sub`, `mul`, `div`, `maximum`, `minimum`), unary math (`neg`, `exp`,
-..., `relu`, `gelu`), `cast` (NumPy `astype`) and `where`.
+(`add`, `sub`, `mul`, `div`, `maximum`, `minimum`, `pow`), comparisons to `i1`
+(`compare`), unary math (`neg`, `exp`, ..., `relu`, `gelu`), `cast` (NumPy
+`astype`) and `where`.
 
-Their legalization is `passes/_legalize_ops/elementwise.py`.
+Their legalization is `kernels/elementwise.py`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import StringAttr, TensorType, i1
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import irdl_op_definition, operand_def, opt_prop_def, result_def
+from xdsl.irdl import irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def
 
 from lamina.dialects.graph.base import _ComputeOp, _LhsRhsOp, _OneInputOp, _RetypeOp
 from lamina.dialects.graph.common import (
@@ -73,6 +74,54 @@ class MinimumOp(_BinaryOp):
     """Elementwise minimum with NumPy broadcasting."""
 
     name = "graph.minimum"
+
+
+@irdl_op_definition
+class PowOp(_BinaryOp):
+    """Elementwise `lhs ** rhs` (C `pow`) with NumPy broadcasting; float operands only."""
+
+    name = "graph.pow"
+
+    def infer_result_type(self) -> Attribute:
+        _check_float(self.lhs)
+        return super().infer_result_type()
+
+
+COMPARE_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
+"""`graph.compare` predicates. On floats every one but `ne` is false when an
+operand is NaN, and `ne` is true (NumPy); integers compare signed, i1 as 0 < 1."""
+
+
+@irdl_op_definition
+class CompareOp(_LhsRhsOp):
+    """Elementwise comparison `lhs <predicate> rhs` with NumPy broadcasting: an
+    `i1` tensor (NumPy `equal`, `less`, ...; ONNX `Equal`, `Less`, ...)."""
+
+    name = "graph.compare"
+
+    predicate = prop_def(StringAttr)
+    result_shape = staticmethod(broadcast_shapes)
+
+    def __init__(
+        self,
+        lhs: SSAValue | Operation,
+        rhs: SSAValue | Operation,
+        predicate: str,
+        device: DeviceAttr | None = None,
+    ):
+        lv, rv = SSAValue.get(lhs), SSAValue.get(rhs)
+        result_type = _tensor(i1, broadcast_shapes(tensor_shape(lv), tensor_shape(rv)))
+        super().__init__(lhs, rhs, result_type, device)
+        self.properties["predicate"] = StringAttr(predicate)
+
+    def infer_result_type(self) -> Attribute:
+        if self.predicate.data not in COMPARE_PREDICATES:
+            raise ShapeError(
+                f"predicate must be one of {', '.join(COMPARE_PREDICATES)}, "
+                f'got "{self.predicate.data}"'
+            )
+        _check_same_element_type([self.lhs, self.rhs], ["lhs", "rhs"])
+        return _tensor(i1, broadcast_shapes(tensor_shape(self.lhs), tensor_shape(self.rhs)))
 
 
 class _UnaryOp(_OneInputOp):
@@ -247,7 +296,7 @@ class WhereOp(_ComputeOp):
         return _tensor(elem, shape)
 
 
-BINARY_OPS = (AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp)
+BINARY_OPS = (AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp, PowOp)
 
 
 UNARY_OPS = (NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp, ErfOp, ReluOp, GeluOp)

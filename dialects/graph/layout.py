@@ -3,7 +3,7 @@
 gives the physical shape of an affine layout map (exact bounds by interval
 arithmetic, refined by evaluating the map where the domain is small).
 
-Its legalization is `passes/_layout_lowering.py`; see docs/layouts.md.
+Its legalization is `kernels/layout.py`; see docs/layouts.md.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def _exact_bounds(expr: AffineExpr, dims: Sequence[int]) -> tuple[int, int]:
 def layout_transform_shape(
     shape: Sequence[int], index_map: AffineMap, crop: bool = False
 ) -> tuple[int, ...]:
-    """The physical shape of a layout constraint (seed 002's padding rule): a
+    """The physical shape of a layout constraint (the padding rule of docs/layouts.md): a
     result `e mod m` has extent `m`, `e floordiv m` has ⌈extent(e)/m⌉, any other
     result its maximum over the logical domain + 1. So
     `(d0) -> (d0 floordiv 8, d0 mod 8)` on 20 gives 3x8, and on 3 gives 1x8:

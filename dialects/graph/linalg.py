@@ -1,7 +1,7 @@
 """Contractions: `graph.matmul` with `numpy.matmul` semantics (batched,
 1-D promotion, broadcast batch dimensions) and its shape rule.
 
-Its legalization is `passes/_legalize_ops/linalg.py`.
+Its legalization is `kernels/linalg.py`.
 """
 
 from __future__ import annotations

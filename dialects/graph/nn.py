@@ -4,8 +4,8 @@ the channel-blocked layouts `plan-layouts` produces), `max_pool2d`,
 sliding-window shape rules (`conv2d_output_shape`, `pool2d_output_shape`,
 `blocked_conv_layout`, `normalize_padding2d`).
 
-Their legalization is `passes/_legalize_ops/nn.py` (blocked conv2d:
-`passes/_blocked_conv.py`).
+Their legalization is `kernels/nn.py` (blocked conv2d:
+`kernels/conv_blocked.py`).
 """
 
 from __future__ import annotations

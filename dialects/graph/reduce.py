@@ -1,7 +1,7 @@
-"""Reductions over axes: `reduce_sum`, `reduce_mean`, `reduce_max` (`axes`
+"""Reductions over axes: `reduce_sum`, `reduce_mean`, `reduce_max`, `reduce_min` (`axes`
 absent: every axis; `keepdims`), and their shape rule.
 
-Their legalization is `passes/_legalize_ops/reduce.py`.
+Their legalization is `kernels/reduce.py`.
 """
 
 from __future__ import annotations
@@ -88,18 +88,29 @@ class ReduceMeanOp(_ReduceOp):
     name = "graph.reduce_mean"
 
 
-@irdl_op_definition
-class ReduceMaxOp(_ReduceOp):
-    """Maximum over `axes`. Over an empty axis it is an error, as in NumPy (no identity)."""
-
-    name = "graph.reduce_max"
+class _ExtremumOp(_ReduceOp):
+    """A reduction without an identity: over an empty axis it is an error, as in NumPy."""
 
     def infer_result_type(self) -> Attribute:
         shape = tensor_shape(self.input)
         empty = [a for a in self.axes_value if shape[a] == 0]
         if empty:
             raise ShapeError(
-                f"reduce_max over the empty axis {empty[0]} (extent 0) has no identity "
+                f"{self.name.removeprefix('graph.')} over the empty axis {empty[0]} (extent 0) has no identity "
                 "(NumPy raises too); reduce_sum gives 0 and reduce_mean NaN there"
             )
         return super().infer_result_type()
+
+
+@irdl_op_definition
+class ReduceMaxOp(_ExtremumOp):
+    """Maximum over `axes` (NaN-propagating). Over an empty axis it is an error (no identity)."""
+
+    name = "graph.reduce_max"
+
+
+@irdl_op_definition
+class ReduceMinOp(_ExtremumOp):
+    """Minimum over `axes` (NaN-propagating). Over an empty axis it is an error (no identity)."""
+
+    name = "graph.reduce_min"

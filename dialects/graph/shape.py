@@ -3,7 +3,7 @@
 shape rules (`transpose_result_shape`, `concat_result_shape`,
 `broadcast_to_shape`, `gather_result_shape`, `slice_result_shape`).
 
-Their legalization is `passes/_legalize_ops/shape.py`.
+Their legalization is `kernels/shape.py`.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ a minimal one. Every op kind knows three things: how to pick operands and
 attributes from what the program has computed so far (drawing fresh
 parameters when it needs them), its text, and its meaning in NumPy. The
 oracle is written from NumPy's and ONNX's definitions, independently of
-Lamina's own reference evaluator (backends/reference.py): each op is
+Lamina's own reference evaluator (dialects/reference.py): each op is
 computed in float64 and rounded to the program's element type, as storage
 in that type would.
 

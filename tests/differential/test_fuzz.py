@@ -21,7 +21,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 from programs import programs
-from test_differential import STATS, _count, _phase_text, budget
+from test_differential import _count, _phase_text, budget
 
 import lamina
 from lamina.core.diagnostics import DiagnosticError
@@ -182,8 +182,3 @@ def test_run_checks_every_argument(data):
     a, b = (np.asarray(x, np.float32) for x in args)
     np.testing.assert_allclose(c, a + b, rtol=1e-6)
     np.testing.assert_allclose(s, (a + b).sum(axis=1), rtol=1e-5)
-
-
-def test_report_fuzz_counts(capsys):
-    with capsys.disabled():
-        print(f"\nfuzz: {STATS}")

@@ -1,7 +1,7 @@
 // RUN: lamina-opt %s --split-input-file -p legalize | filecheck %s
 
 // A constant matmul rhs is stored pre-packed for the register-blocked
-// micro-kernel (passes/_legalize_ops/linalg.py): panels of NR columns
+// micro-kernel (kernels/linalg.py): panels of NR columns
 // (NR = 32 with 512-bit vectors, the block `schedule` picks for 64x256),
 // `P[j / 32, k, j % 32] = B[k, j]`, computed at compile time. The kernel's
 // parameter records the layout as its constraint and the call passes the

@@ -2,7 +2,7 @@
 // RUN: lamina-opt %s --split-input-file -p legalize | filecheck %s --check-prefix=CONST
 
 // A blocked conv2d marked `lamina.algorithm = "winograd"` becomes Winograd
-// F(2x2, 3x3) (passes/_winograd_conv.py): the zero-padded input
+// F(2x2, 3x3) (kernels/conv_winograd.py): the zero-padded input
 // (materialized: the input transform reads whole tiles of it), the weight
 // transform U (a 3x3 reduction per tile position a, b), the input transform V, the
 // 16 matrix products M (a reduction over the input channels) and the output

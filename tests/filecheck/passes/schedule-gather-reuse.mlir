@@ -1,3 +1,4 @@
+// RUN: lamina-opt %s -p schedule-gather-reuse | filecheck %s
 // RUN: lamina-opt %s -p schedule | filecheck %s
 
 // A copy out of a channel-blocked layout writes along w but reads with a

@@ -1,11 +1,15 @@
+// RUN: lamina-opt %s -p 'schedule-parallel{cores=2}' | filecheck %s
+// RUN: lamina-opt %s -p 'schedule-parallel{cores=1}' | filecheck %s --check-prefix=ONE
+// RUN: lamina-opt %s -p 'schedule-parallel{cores=2 parallel_min_iterations_per_core=5}' | filecheck %s --check-prefix=ONE
 // RUN: lamina-opt %s -p 'schedule{cores=2}' | filecheck %s
-// RUN: lamina-opt %s -p 'schedule{cores=1}' | filecheck %s --check-prefix=ONE
 
 // A parallel loop of one iteration (a blocked convolution with a single
 // output-channel block) hands `parallel` to the loop it holds when that loop
 // is spatial (each iteration writes its own row), so two cores share the
 // work; a loop that accumulates into one element is not spatial and keeps
-// running on one thread.
+// running on one thread. With one core, or fewer iterations per core than
+// the `parallel_min_iterations_per_core` knob asks (8 rows, 2 cores, 5 per
+// core), nothing moves. `schedule` runs this rule too.
 
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @one_block(%x: memref<1x8x4xf32>, %y: memref<1x8x4xf32>) {

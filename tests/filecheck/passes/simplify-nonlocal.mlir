@@ -1,6 +1,6 @@
 // RUN: lamina-opt %s --compile-to lowering | filecheck %s
 
-// Seed 002's non-local use: two separately compiled kernels. @producer writes
+// The non-local use of docs/layouts.md: two separately compiled kernels. @producer writes
 // a blocked tensor whose 5 padded channels hold 0 (its result records the
 // constraint). @consumer only sees its parameter's constraint, yet its
 // blocked conv2d reduces over all 8 channel slots without a predicate:

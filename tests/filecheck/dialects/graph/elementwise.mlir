@@ -68,3 +68,30 @@ graph.func @unary_int(%x: tensor<8xi32>) -> tensor<8xi32> {
   %1 = graph.relu %0 : (tensor<8xi32>) -> tensor<8xi32>
   graph.return %1 : tensor<8xi32>
 }
+
+// Comparisons to i1 (every predicate, broadcasting, integer and i1 operands), pow, and
+// reduce_min beside reduce_max.
+
+// CHECK-LABEL: graph.func @compare_pow(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %i: tensor<4xi64>, %m: tensor<4xi1>) -> tensor<2x3xf32> {
+// CHECK-NEXT:  %0 = graph.compare %a, %b {predicate = "eq"} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+// CHECK-NEXT:  %1 = graph.compare %a, %b {predicate = "ne"} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+// CHECK-NEXT:  %2 = graph.compare %a, %b {predicate = "lt"} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+// CHECK-NEXT:  %3 = graph.compare %i, %i {predicate = "le"} : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi1>
+// CHECK-NEXT:  %4 = graph.compare %m, %m {predicate = "gt"} : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
+// CHECK-NEXT:  %5 = graph.compare %a, %a {predicate = "ge", device = #lamina.device<"cpu", 0>} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>
+// CHECK-NEXT:  %6 = graph.pow %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:  %7 = graph.reduce_min %6 {axes = array<i64: 1>, keepdims} : (tensor<2x3xf32>) -> tensor<2x1xf32>
+// CHECK-NEXT:  %8 = graph.where %2, %6, %7 : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x1xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:  graph.return %8 : tensor<2x3xf32>
+graph.func @compare_pow(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %i: tensor<4xi64>, %m: tensor<4xi1>) -> tensor<2x3xf32> {
+  %0 = graph.compare %a, %b {predicate = "eq"} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+  %1 = graph.compare %a, %b {predicate = "ne"} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+  %2 = graph.compare %a, %b {predicate = "lt"} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+  %3 = graph.compare %i, %i {predicate = "le"} : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi1>
+  %4 = graph.compare %m, %m {predicate = "gt"} : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
+  %5 = graph.compare %a, %a {predicate = "ge", device = #lamina.device<"cpu", 0>} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>
+  %6 = graph.pow %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %7 = graph.reduce_min %6 {axes = array<i64: 1>, keepdims} : (tensor<2x3xf32>) -> tensor<2x1xf32>
+  %8 = graph.where %2, %6, %7 : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x1xf32>) -> tensor<2x3xf32>
+  graph.return %8 : tensor<2x3xf32>
+}

@@ -598,3 +598,63 @@ graph.func @f(%a: tensor<?x3xf32>) {
   graph.return
 }
 // CHECK: operand #0 must be a statically shaped tensor, got tensor<?x3xf32>
+
+// -----
+
+graph.func @f(%a: tensor<3xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{predicate must be one of eq, ne, lt, le, gt, ge, got "less"}}
+  %0 = graph.compare %a, %b {predicate = "less"} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>
+  graph.return
+}
+
+// CHECK: predicate must be one of eq, ne, lt, le, gt, ge, got "less"
+
+// -----
+
+graph.func @f(%a: tensor<3xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{result type tensor<3xf32> does not match inferred tensor<3xi1>}}
+  %0 = graph.compare %a, %b {predicate = "lt"} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  graph.return
+}
+
+// CHECK: result type tensor<3xf32> does not match inferred tensor<3xi1>
+
+// -----
+
+graph.func @f(%a: tensor<3xf32>, %b: tensor<3xi32>) {
+  // expected-error @+1 {{element type mismatch: lhs has f32, rhs has i32}}
+  %0 = graph.compare %a, %b {predicate = "eq"} : (tensor<3xf32>, tensor<3xi32>) -> tensor<3xi1>
+  graph.return
+}
+
+// CHECK: element type mismatch: lhs has f32, rhs has i32
+
+// -----
+
+graph.func @f(%a: tensor<3xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{property 'predicate' expected in operation 'graph.compare'}}
+  %0 = graph.compare %a, %b : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>
+  graph.return
+}
+
+// CHECK: property 'predicate' expected in operation 'graph.compare'
+
+// -----
+
+graph.func @f(%a: tensor<3xi32>, %b: tensor<3xi32>) {
+  // expected-error @+1 {{expected a floating-point element type, got i32}}
+  %0 = graph.pow %a, %b : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
+  graph.return
+}
+
+// CHECK: expected a floating-point element type, got i32
+
+// -----
+
+graph.func @f(%a: tensor<2x0xf32>) {
+  // expected-error @+1 {{reduce_min over the empty axis 1 (extent 0) has no identity}}
+  %0 = graph.reduce_min %a {axes = array<i64: 1>} : (tensor<2x0xf32>) -> tensor<2xf32>
+  graph.return
+}
+
+// CHECK: reduce_min over the empty axis 1 (extent 0) has no identity

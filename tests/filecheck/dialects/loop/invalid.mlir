@@ -61,14 +61,14 @@ func.func @wrong_parent() {
 // -----
 
 loop.func @bad_kind(%n: index) {
-  // expected-error @+1 {{kind must be one of serial, parallel, vectorized, unrolled, got 'fast'}}
+  // expected-error @+1 {{'loop.for' op "fast" should be of base attribute loop.kind}}
   "loop.for"(%n, %n, %n) <{kind = "fast"}> ({
   ^bb0(%i: index):
     "loop.yield"() : () -> ()
   }) : (index, index, index) -> ()
   loop.return
 }
-// CHECK: kind must be one of serial, parallel, vectorized, unrolled, got 'fast'
+// CHECK: 'loop.for' op "fast" should be of base attribute loop.kind
 
 // -----
 

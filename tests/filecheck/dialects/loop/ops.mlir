@@ -58,14 +58,14 @@ builtin.module {
     }
     loop.for %i = %c0 to %c16 step %c1 kind(serial) {
     }
-    "loop.for"(%c0, %c16, %c1) <{kind = "parallel"}> ({
+    "loop.for"(%c0, %c16, %c1) <{kind = #loop<kind parallel>}> ({
     ^bb0(%j: index):
       "loop.yield"() : () -> ()
     }) : (index, index, index) -> ()
     "loop.for"(%c0, %c16, %c1) ({
     ^bb0(%j: index):
       "loop.yield"() : () -> ()
-    }) {kind = "unrolled"} : (index, index, index) -> ()
+    }) {kind = #loop<kind unrolled>} : (index, index, index) -> ()
     loop.for %i = %c0 to %c16 step %c1 {
     } {kind = "vectorized"}
     loop.return

@@ -1,0 +1,221 @@
+"""Shared pieces of the llvm-dialect lowering (`lower-to-llvm`): types, casts, declarations.
+
+Type conversion works as in MLIR's dialect conversion: a pattern that needs
+an operand in its llvm type asks `to_llvm`, which looks through (or
+inserts) a `builtin.unrealized_conversion_cast`, and results are cast back
+to their original type for users not lowered yet (`from_llvm`,
+`replace_with`). The pass removes cast pairs as they meet; none survives.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    UnrealizedConversionCastOp,
+    VectorType,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter
+from xdsl.rewriter import InsertPoint
+
+from lamina.core.symbols import lookup_symbol
+from lamina.dialects import loop
+
+LOOP_KIND_ATTR = "lamina.loop_kind"
+"""Attribute of a loop's back-edge `llvm.br`: the `loop.for` kind, turned into
+`!llvm.loop` metadata by codegen (xDSL's llvm dialect has no loop metadata)."""
+
+LOOP_HINT_KINDS = ("vectorized", "vectorized-tail", "unrolled")
+
+INTERNAL_ATTR = "lamina.internal"
+"""Unit attribute of a `loop.func` the compiler made (not callable from outside)."""
+
+BUFFER_ATTR = "lamina.buffer"
+"""Argument attribute recording the memref type behind an `!llvm.ptr` parameter."""
+
+ALLOC_ALIGNMENT = 64
+"""Byte alignment of heap buffers (a cache line; enough for AVX-512 loads)."""
+
+MAX_STACK_BYTES = 64 * 1024
+"""`loop.alloc` with scope `local` up to this size becomes an entry-block `llvm.alloca`."""
+
+# ---------------------------------------------------------------------------
+# Types and casts
+# ---------------------------------------------------------------------------
+
+
+def convert_type(ty: Attribute) -> Attribute:
+    """The llvm-dialect type of a loop-level type: memref → ptr, index → i64."""
+    match ty:
+        case MemRefType():
+            return llvm.LLVMPointerType()
+        case IndexType():
+            return i64
+        case VectorType() if isinstance(ty.element_type, IndexType):
+            return VectorType(i64, ty.get_shape())
+    return ty
+
+
+def element_size(ty: Attribute) -> int:
+    """Size in bytes of one memref element."""
+    match ty:
+        case Float16Type():
+            return 2
+        case Float32Type():
+            return 4
+        case Float64Type():
+            return 8
+        case IndexType():
+            return 8
+        case IntegerType():
+            return max(1, (ty.width.data + 7) // 8)
+        case VectorType():
+            return element_size(ty.element_type) * math.prod(ty.get_shape())
+    raise ValueError(f"no element size for {ty}")
+
+
+def intrinsic_suffix(ty: Attribute) -> str:
+    """LLVM's overload suffix of a type: `f32`, `i64`, `v8f32`."""
+    match ty:
+        case Float16Type():
+            return "f16"
+        case Float32Type():
+            return "f32"
+        case Float64Type():
+            return "f64"
+        case IntegerType():
+            return f"i{ty.width.data}"
+        case IndexType():
+            return "i64"
+        case VectorType():
+            return f"v{math.prod(ty.get_shape())}{intrinsic_suffix(ty.element_type)}"
+    raise ValueError(f"no intrinsic suffix for {ty}")
+
+
+def to_llvm(value: SSAValue, rewriter: PatternRewriter, at: InsertPoint | None = None) -> SSAValue:
+    """`value` in its llvm type: the input of a cast that produced it, or a new cast."""
+    target = convert_type(value.type)
+    if target == value.type:
+        return value
+    owner = value.owner
+    if isinstance(owner, UnrealizedConversionCastOp) and owner.inputs[0].type == target:
+        return owner.inputs[0]
+    cast = UnrealizedConversionCastOp.get([value], [target])
+    rewriter.insert(cast, at)
+    return cast.results[0]
+
+
+def from_llvm(
+    value: SSAValue, original: Attribute, rewriter: PatternRewriter, at: InsertPoint | None = None
+) -> SSAValue:
+    """Cast an llvm-typed value back to `original` for users that are not lowered yet."""
+    if value.type == original:
+        return value
+    cast = UnrealizedConversionCastOp.get([value], [original])
+    rewriter.insert(cast, at)
+    return cast.results[0]
+
+
+def constant(value: int | float, ty: Attribute, rewriter: PatternRewriter, at=None) -> SSAValue:
+    """Insert `llvm.mlir.constant(value) : ty`."""
+    attr = FloatAttr(value, ty) if isinstance(ty, AnyFloat) else integer_attr(int(value), ty)
+    return rewriter.insert(llvm.ConstantOp(attr, ty), at).result
+
+
+@functools.lru_cache(maxsize=4096)
+def integer_attr(value: int, ty: Attribute) -> IntegerAttr:
+    """`IntegerAttr(value, ty)`, shared: attributes are immutable, and building (and
+    verifying) one per index constant was a tenth of lower-to-llvm's time on a CNN.
+
+    `ty` is an integer or index type; xDSL's overloads want it statically
+    narrowed, which callers passing a converted type cannot show (hence the
+    pyright ignore)."""
+    return IntegerAttr(value, ty)  # pyright: ignore[reportCallIssue, reportArgumentType]
+
+
+NSW = IntegerAttr(llvm.OverflowAttr((llvm.OverflowFlag.NO_SIGNED_WRAP,)).to_int(), 32)
+"""The `nsw` overflow flags of `llvm.add`/`llvm.mul` (index arithmetic), built once:
+`overflow=OverflowAttr(...)` converts to this per op, doubling the op's build time."""
+
+
+def replace_with(
+    op: Operation, rewriter: PatternRewriter, new: Operation | SSAValue | None
+) -> None:
+    """Replace `op` (already having inserted `new`) by `new`'s result cast back to op's type."""
+    if new is None:
+        rewriter.erase(op)
+        return
+    value = new.results[0] if isinstance(new, Operation) else new
+    if value.name_hint is None:
+        value.name_hint = op.results[0].name_hint
+    rewriter.replace(op, [], [from_llvm(value, op.results[0].type, rewriter)])
+
+
+def module_of(op: Operation) -> ModuleOp:
+    """The module enclosing `op` (where external functions get declared)."""
+    while not isinstance(op, ModuleOp):
+        parent = op.parent_op()
+        assert parent is not None, "op is not inside a module"
+        op = parent
+    return op
+
+
+def declare_function(
+    op: Operation,
+    rewriter: PatternRewriter,
+    name: str,
+    inputs: Sequence[Attribute],
+    output: Attribute,
+) -> None:
+    """Declare the external function `name` at the top of op's module, once."""
+    module = module_of(op)
+    if lookup_symbol(module, name) is not None:
+        return
+    decl = llvm.FuncOp(
+        name, llvm.LLVMFunctionType(inputs, output), linkage=llvm.LinkageAttr("external")
+    )
+    rewriter.insert(decl, InsertPoint.at_start(module.body.block))
+
+
+def call_function(
+    op: Operation,
+    rewriter: PatternRewriter,
+    name: str,
+    args: Sequence[SSAValue],
+    result: Attribute | None,
+    at: InsertPoint | None = None,
+) -> llvm.CallOp:
+    """Insert `llvm.call @name(args)` (declaring `name` if needed)."""
+    declare_function(op, rewriter, name, [a.type for a in args], result or llvm.LLVMVoidType())
+    return rewriter.insert(llvm.CallOp(name, *args, return_type=result), at)
+
+
+def call_intrinsic(
+    rewriter: PatternRewriter, name: str, args: Sequence[SSAValue], result: Attribute | None
+) -> llvm.CallIntrinsicOp:
+    """Insert `llvm.call_intrinsic "name"(args)`; `name` carries LLVM's type suffixes."""
+    return rewriter.insert(llvm.CallIntrinsicOp(name, args, [result] if result else []))
+
+
+def entry_block(op: Operation) -> Block:
+    """The entry block of the function (loop.func or llvm.func) containing `op`."""
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, llvm.FuncOp | loop.FuncOp):
+        parent = parent.parent_op()
+    assert parent is not None, f"'{op.name}' is not inside a function"
+    return parent.body.blocks[0]

@@ -1,0 +1,312 @@
+"""Parallel loops on OpenMP's runtime (libgomp), for `lower-to-llvm`.
+
+A `loop.for ... kind(parallel)` without iter_args is outlined and run by
+`GOMP_parallel`, the entry point GCC itself emits for `#pragma omp
+parallel` (docs/design.md §7: a real threading runtime, not a Python pool):
+
+    loop.func @f(...) {                      llvm.func @f(...) {
+      loop.for %i = %lb to %ub step %s         %ctx = llvm.alloca 1 x !llvm.struct<(captures)>
+          kind(parallel) {            ──▶       llvm.store <each capture>, %ctx[0, k]
+        body(%i, captures)                     llvm.call @GOMP_parallel(@f_par0_omp, %ctx, 0, 0)
+      }                                      }
+                                             llvm.func @f_par0_omp(%ctx) {   // every thread
+                                               captures = load %ctx[0, k]
+                                               [lo, hi) = this thread's static chunk
+                                               llvm.call @f_par0(captures, lo, hi)
+                                             }
+                                             loop.func @f_par0(captures, %lo, %hi) {
+                                               loop.for %i = %lo to %hi step %s { body }
+                                             }
+
+The outlined `loop.func` is then lowered like any other. Parallel loops
+nested inside the outlined body run serially (one level of parallelism).
+The number of threads is OpenMP's default, which `backends/codegen.py`
+sets from `LAMINA_NUM_THREADS` (else all cores) before libgomp loads.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, llvm
+from xdsl.dialects.builtin import (
+    Float64Type,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    UnitAttr,
+    UnrealizedConversionCastOp,
+    i32,
+    i64,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.rewriter import InsertPoint
+
+from lamina.backends.llvm.conversion import (
+    INTERNAL_ATTR,
+    convert_type,
+    declare_function,
+    element_size,
+    entry_block,
+    module_of,
+    to_llvm,
+)
+from lamina.core.symbols import lookup_symbol
+from lamina.dialects import loop
+from lamina.dialects.loop import LoopKind
+
+GOMP_PARALLEL = "GOMP_parallel"
+PTR = llvm.LLVMPointerType()
+
+
+def captured_values(op: Operation) -> list[SSAValue]:
+    """Values used inside `op`'s regions but defined outside `op`, in first-use order."""
+    seen: dict[SSAValue, None] = {}
+    for inner in op.walk():
+        if inner is op:
+            continue
+        for operand in inner.operands:
+            if not _defined_inside(operand, op):
+                seen.setdefault(operand, None)
+    return list(seen)
+
+
+def _inside(inner: Operation | None, op: Operation) -> bool:
+    """Is `inner` `op` or nested in it?"""
+    while inner is not None:
+        if inner is op:
+            return True
+        inner = inner.parent_op()
+    return False
+
+
+def _defined_inside(value: SSAValue, op: Operation) -> bool:
+    owner = value.owner
+    return _inside(owner.parent_op() if isinstance(owner, Block) else owner, op)
+
+
+def _constant_chain(value: SSAValue) -> list[Operation] | None:
+    """The ops computing `value` if it is a constant (possibly behind one conversion cast)."""
+    owner = value.owner
+    if isinstance(owner, UnrealizedConversionCastOp):
+        inner = owner.inputs[0].owner
+        if isinstance(inner, arith.ConstantOp | llvm.ConstantOp):
+            return [inner, owner]
+        return None
+    if isinstance(owner, arith.ConstantOp | llvm.ConstantOp):
+        return [owner]
+    return None
+
+
+def _unique_name(module, base: str) -> str:
+    index = 0
+    while lookup_symbol(module, f"{base}{index}") is not None:
+        index += 1
+    return f"{base}{index}"
+
+
+def _enclosing_function_name(op: Operation) -> str:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, loop.FuncOp | llvm.FuncOp):
+        parent = parent.parent_op()
+    return parent.sym_name.data if parent is not None else "kernel"
+
+
+class ParallelForLowering(RewritePattern):
+    """`loop.for kind(parallel)` (no iter_args) → outlined body run by `GOMP_parallel`.
+
+    See the module docstring for the shape of the result. A parallel loop
+    with iter_args (a reduction) is left to `ForLowering` and runs serially.
+    """
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: loop.ForOp, rewriter: PatternRewriter, /):
+        if op.kind.data != LoopKind.PARALLEL or op.iter_args:
+            return
+        module = module_of(op)
+        base = _unique_name(module, f"{_enclosing_function_name(op)}_par")
+        header = [op.lb, op.ub, op.step]
+        captures = [v for v in captured_values(op) if _constant_chain(v) is None]
+        declare_omp_queries(op, rewriter)
+        trampoline = _trampoline(base, header, captures)
+        outlined = _outline(op, base, captures)
+        at_module = InsertPoint.at_end(module.body.block)
+        rewriter.insert(outlined, at_module)
+        rewriter.insert(trampoline, at_module)
+        _call_site(op, trampoline.sym_name.data, [*header, *captures], rewriter)
+        rewriter.erase(op)
+
+
+def _outline(op: loop.ForOp, name: str, captures: list[SSAValue]) -> loop.FuncOp:
+    """`loop.func @name(captures..., %lo, %hi, %step)` running the loop serially over [lo, hi).
+
+    Constants used by the body are cloned into it rather than passed, so
+    LLVM still sees them (strides, bounds of inner loops).
+    """
+    types = [v.type for v in captures] + [IndexType()] * 3
+    func = loop.FuncOp(name, FunctionType.from_lists(types, []))
+    func.attributes[INTERNAL_ATTR] = UnitAttr()
+    block = func.body.blocks[0]
+    *params, lo, hi, step = block.args
+    lo.name_hint, hi.name_hint, step.name_hint = "lo", "hi", "step"
+
+    def in_loop(use) -> bool:
+        return _inside(use.operation, op)
+
+    step_chain = _constant_chain(op.step)
+    if step_chain is not None:
+        step = _clone_chain(step_chain, block)
+    for value in captured_values(op):
+        chain = _constant_chain(value)
+        if chain is not None:
+            value.replace_uses_with_if(_clone_chain(chain, block), in_loop)
+    for value, param in zip(captures, params, strict=True):
+        param.name_hint = value.name_hint
+        value.replace_uses_with_if(param, in_loop)
+    body = Region()
+    op.body.move_blocks(body)
+    for inner in body.walk():
+        if isinstance(inner, loop.ForOp) and inner.kind.data == LoopKind.PARALLEL:
+            inner.set_kind(LoopKind.SERIAL)
+    block.add_op(loop.ForOp(lo, hi, step, [], LoopKind.SERIAL, body))
+    block.add_op(loop.ReturnOp())
+    return func
+
+
+def _clone_chain(chain: list[Operation], block: Block) -> SSAValue:
+    """Clone a constant (and the cast behind it) into `block`; return the final value."""
+    mapping: dict[SSAValue, SSAValue] = {}
+    clone = None
+    for original in chain:
+        clone = original.clone(value_mapper=mapping)
+        block.add_op(clone)
+        mapping[original.results[0]] = clone.results[0]
+    assert clone is not None
+    return clone.results[0]
+
+
+def _to_slot(value: SSAValue) -> tuple[list[Operation], SSAValue]:
+    """Ops turning an llvm-typed scalar or pointer into the i64 stored in a context slot.
+
+    The context is an array of i64 slots rather than an llvm struct: xDSL's
+    translator types a struct-field GEP as a pointer to the whole struct
+    (and a pointer-typed GEP as the base's type), which llvmlite refuses to
+    store through; i64 slots only need GEPs over i64.
+    """
+    ty = value.type
+    match ty:
+        case llvm.LLVMPointerType():
+            ops: list[Operation] = [llvm.PtrToIntOp(value, i64)]
+        case IntegerType() if ty.width.data == 64:
+            return [], value
+        case IntegerType():
+            ops = [llvm.ZExtOp(value, i64)]
+        case Float64Type():
+            ops = [llvm.BitcastOp(value, i64)]
+        case _:  # f32 / f16: through the integer of the same width
+            bits = IntegerType(element_size(ty) * 8)
+            cast = llvm.BitcastOp(value, bits)
+            ops = [cast, llvm.ZExtOp(cast.result, i64)]
+    return ops, ops[-1].results[0]
+
+
+def _from_slot(emit: _Emitter, word: SSAValue, ty) -> SSAValue:
+    """The inverse of `_to_slot`, appended to the trampoline."""
+    match ty:
+        case llvm.LLVMPointerType():
+            return emit(llvm.IntToPtrOp(word))
+        case IntegerType() if ty.width.data == 64:
+            return word
+        case IntegerType():
+            return emit(llvm.TruncOp(word, ty))
+        case Float64Type():
+            return emit(llvm.BitcastOp(word, ty))
+    bits = IntegerType(element_size(ty) * 8)
+    return emit(llvm.BitcastOp(emit(llvm.TruncOp(word, bits)), ty))
+
+
+def _call_site(op: Operation, trampoline: str, values: list[SSAValue], rewriter) -> None:
+    """Pack `values` into stack slots and hand it to `GOMP_parallel(trampoline, ctx, 0, 0)`."""
+    entry = InsertPoint.at_start(entry_block(op))
+    count = rewriter.insert(llvm.ConstantOp(IntegerAttr(len(values), i64), i64), entry)
+    ctx = rewriter.insert(llvm.AllocaOp(count, i64, 8), InsertPoint.after(count)).res
+    for index, value in enumerate(values):
+        ops, word = _to_slot(to_llvm(value, rewriter))
+        for conversion in ops:
+            rewriter.insert(conversion)
+        slot = rewriter.insert(llvm.GEPOp(ctx, [index], i64)).result
+        rewriter.insert(llvm.StoreOp(word, slot, alignment=8))
+    fn = rewriter.insert(llvm.AddressOfOp(trampoline, PTR)).result
+    zero = rewriter.insert(llvm.ConstantOp(IntegerAttr(0, i32), i32)).result
+    declare_function(op, rewriter, GOMP_PARALLEL, [PTR, PTR, i32, i32], llvm.LLVMVoidType())
+    rewriter.insert(llvm.CallOp(GOMP_PARALLEL, fn, ctx, zero, zero))
+
+
+class _Emitter:
+    """Appends llvm ops to a block (the trampoline is built from scratch)."""
+
+    def __init__(self, block: Block):
+        self.block = block
+
+    def __call__(self, op: Operation) -> SSAValue:
+        self.block.add_op(op)
+        # Callers use the value of ops that have one (a store's None goes unused).
+        return op.results[0] if op.results else None  # pyright: ignore[reportReturnType]
+
+    def const(self, value: int) -> SSAValue:
+        return self(llvm.ConstantOp(IntegerAttr(value, i64), i64))
+
+    def icall(self, name: str) -> SSAValue:
+        return self(llvm.SExtOp(self(llvm.CallOp(name, return_type=i32)), i64))
+
+    def smin(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self(llvm.CallIntrinsicOp("llvm.smin.i64", [a, b], [i64]))
+
+    def smax(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self(llvm.CallIntrinsicOp("llvm.smax.i64", [a, b], [i64]))
+
+
+def _trampoline(base: str, header: list[SSAValue], captures: list[SSAValue]) -> llvm.FuncOp:
+    """`llvm.func @<base>_omp(%ctx)`: unpack, take this thread's static chunk, call `@<base>`.
+
+    n     = max((ub - lb + step - 1) / step, 0)       trip count
+    chunk = (n + nthreads - 1) / nthreads
+    lo    = lb + min(tid * chunk, n) * step
+    hi    = lb + min(tid * chunk + chunk, n) * step
+    """
+    values = [*header, *captures]
+    block = Block(arg_types=[PTR])
+    emit = _Emitter(block)
+    ctx = block.args[0]
+    loaded = []
+    for index, value in enumerate(values):
+        word = emit(llvm.LoadOp(emit(llvm.GEPOp(ctx, [index], i64)), i64, alignment=8))
+        loaded.append(_from_slot(emit, word, convert_type(value.type)))
+    lb_v, ub_v, step_v, *capture_vals = loaded
+    one = emit.const(1)
+    span = emit(llvm.AddOp(emit(llvm.SubOp(ub_v, lb_v)), emit(llvm.SubOp(step_v, one))))
+    n = emit.smax(emit(llvm.SDivOp(span, step_v)), emit.const(0))
+    threads = emit.icall("omp_get_num_threads")
+    tid = emit.icall("omp_get_thread_num")
+    chunk = emit(llvm.SDivOp(emit(llvm.AddOp(n, emit(llvm.SubOp(threads, one)))), threads))
+    begin = emit.smin(emit(llvm.MulOp(tid, chunk)), n)
+    end = emit.smin(emit(llvm.AddOp(begin, chunk)), n)
+    lo = emit(llvm.AddOp(lb_v, emit(llvm.MulOp(begin, step_v))))
+    hi = emit(llvm.AddOp(lb_v, emit(llvm.MulOp(end, step_v))))
+    emit(llvm.CallOp(base, *capture_vals, lo, hi, step_v))
+    emit(llvm.ReturnOp())
+    return llvm.FuncOp(
+        f"{base}_omp",
+        llvm.LLVMFunctionType([PTR], llvm.LLVMVoidType()),
+        linkage=llvm.LinkageAttr("internal"),
+        body=Region(block),
+    )
+
+
+def declare_omp_queries(op: Operation, rewriter) -> None:
+    """The two libgomp queries every trampoline calls."""
+    declare_function(op, rewriter, "omp_get_num_threads", [], i32)
+    declare_function(op, rewriter, "omp_get_thread_num", [], i32)
+
+
+__all__ = ["ParallelForLowering", "captured_values"]

@@ -1,0 +1,210 @@
+"""`lamina.compile`: one `CompileRequest`, answered from the disk cache or compiled cold.
+
+`compile()` (docs/design.md §7) turns its arguments into a frozen
+`CompileRequest` (the program's text or module, the targets, the pipeline,
+the code options, the cache and instrument settings) and hands that one
+object on. `compile_request` looks the request's key up in the disk cache
+(runtime/cached.py) and, on a miss, has driver/lowering.py parse it, run
+the pipeline phase by phase and generate code, then stores the result.
+
+This module imports neither xDSL nor the code generator: a cache hit loads
+the object code without them (about 0.3 s of imports saved). The cold path
+is imported on the first miss.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lamina.driver.cache_key import key
+from lamina.driver.instruments import Instruments
+from lamina.driver.stats import StatsRecorder
+from lamina.runtime import cache as disk
+from lamina.runtime import cached
+from lamina.runtime.executable import Executable
+
+if TYPE_CHECKING:  # the module type only: a cache hit never imports xDSL
+    from xdsl.dialects.builtin import ModuleOp
+
+
+@dataclass(frozen=True)
+class CompileRequest:
+    """Everything a compile depends on, in one value (the parameters of `compile`).
+
+    `source` is the program (a module, or its text: a path was read when the
+    request was made, so the cache key is the text). The code options
+    (`targets`, `pipeline`, `check_bounds`) shape the generated code and are
+    in the cache key (`cache_key`); the rest only decides whether the cache
+    is used and what is observed.
+    """
+
+    source: ModuleOp | str
+    filename: str = "<input>"
+    targets: tuple[str, ...] | None = None
+    """None: the module's own `lamina.targets` (default: cpu)."""
+    pipeline: str = "default"
+    check_bounds: bool = False
+    cache: bool | None = None
+    """None: on unless `LAMINA_CACHE=0`. Off anyway while an instrument is on."""
+    stats: bool = False
+    pass_timing: bool = False
+    print_ir_after_all: bool = False
+    dump_phases_to: str | os.PathLike[str] | None = None
+    verbose: bool = False
+
+    @staticmethod
+    def of(
+        source: ModuleOp | str | os.PathLike[str],
+        targets: Sequence[str] | None = None,
+        filename: str = "<input>",
+        **settings: Any,
+    ) -> CompileRequest:
+        """The request for `source` (a path is read now: a missing file is an OSError)."""
+        program: ModuleOp | str
+        if isinstance(source, os.PathLike) or (isinstance(source, str) and is_path(source)):
+            filename = os.fspath(source)
+            with open(filename, encoding="utf-8") as f:
+                program = f.read()
+        else:
+            program = source
+        listed = tuple(targets) if targets is not None else None
+        return CompileRequest(program, filename, listed, **settings)
+
+    @property
+    def observed(self) -> bool:
+        """Is an instrument on? Then the compile runs (and is observed), never a cache hit."""
+        return (
+            self.pass_timing
+            or self.print_ir_after_all
+            or self.dump_phases_to is not None
+            or self.verbose
+        )
+
+    @property
+    def uses_cache(self) -> bool:
+        return (disk.enabled() if self.cache is None else self.cache) and not self.observed
+
+    def instruments(self) -> Instruments | None:
+        """A fresh `Instruments` for the instruments that are on (None if none is)."""
+        if not self.observed:
+            return None
+        return Instruments(
+            self.pass_timing, self.print_ir_after_all, self.dump_phases_to, self.verbose
+        )
+
+    def cache_key(self) -> str:
+        """The disk-cache key. Unknown targets or pipelines get a key too: they fail to
+        compile, so nothing is ever stored under it.
+
+        Every option that changes the generated code (such as `check_bounds`)
+        must be in `options` below, or a compile with it would load code
+        compiled without it.
+        """
+        source = self.source if isinstance(self.source, str) else str(self.source)
+        options: dict[str, object] = {"check_bounds": self.check_bounds}
+        return key(
+            source,
+            filename=self.filename,
+            pipeline=self.pipeline,
+            targets=list(self.targets or ()),
+            options=options,
+        )
+
+
+def is_path(source: object) -> bool:
+    """Does `source` name a file? (`os.PathLike`, or a one-line string naming an existing
+    file or ending in `.mlir`; any other string is the program's text.)"""
+    if isinstance(source, os.PathLike):
+        return True
+    return (
+        isinstance(source, str)
+        and "\n" not in source
+        and (source.endswith(".mlir") or os.path.isfile(source))
+    )
+
+
+def compile(  # noqa: A001 - the API name is docs/design.md §7's
+    module_or_text: ModuleOp | str | os.PathLike[str],
+    targets: Sequence[str] | None = None,
+    *,
+    pipeline: str = "default",
+    filename: str = "<input>",
+    cache: bool | None = None,
+    stats: bool = False,
+    pass_timing: bool = False,
+    print_ir_after_all: bool = False,
+    dump_phases_to: str | os.PathLike[str] | None = None,
+    verbose: bool = False,
+    check_bounds: bool = False,
+) -> Executable:
+    """Compile a graph program (module, text or path of a `.mlir` file; any phase) to native code.
+
+    `cache`: use the disk cache of compiled code (runtime/cache.py;
+    default: on unless `LAMINA_CACHE=0`; off while an instrument below is
+    on, since they observe the compile). `stats`: record time and memory
+    per phase in `Executable.stats`. The instruments are the tools' flags
+    (docs/instruments.md): `pass_timing` prints a timing report (passes, then
+    LLVM's steps) to stderr, `print_ir_after_all` the IR after every pass,
+    `dump_phases_to` writes the module as it enters each phase, `verbose`
+    reports progress by phase. `check_bounds`: generated code checks every
+    buffer access (docs/runtime-errors.md).
+
+    Raises `DiagnosticError` (with located diagnostics) for bad IR or a failed
+    pass; `Executable.run` raises `LaminaRuntimeError` for bad arguments and
+    for failures the code reports (out of memory; with `check_bounds`, an
+    out-of-bounds access, named by kernel, buffer and index).
+    """
+    try:
+        request = CompileRequest.of(
+            module_or_text,
+            targets,
+            filename,
+            pipeline=pipeline,
+            check_bounds=check_bounds,
+            cache=cache,
+            stats=stats,
+            pass_timing=pass_timing,
+            print_ir_after_all=print_ir_after_all,
+            dump_phases_to=dump_phases_to,
+            verbose=verbose,
+        )
+        return compile_request(request)
+    except RecursionError:  # deeply nested input that no stage caught itself
+        from lamina.core.diagnostics import TOO_DEEP, Diagnostic, DiagnosticError, SourceLocation
+
+        raise DiagnosticError(
+            Diagnostic(TOO_DEEP, location=SourceLocation(filename, 1, 1))
+        ) from None
+
+
+def compile_request(request: CompileRequest) -> Executable:
+    """Cache lookup, else a cold compile (then stored)."""
+    recorder = StatsRecorder(request.stats)
+    key = None
+    if request.uses_cache:
+        start = time.perf_counter()
+        with recorder.phase("cache lookup"):
+            key = request.cache_key()
+            hit = cached.load(key)
+        if hit is not None:
+            hit.timings["cache"] = time.perf_counter() - start  # key, read, load: all of it
+            hit.stats = recorder.finish(cache_hit=True)
+            return hit
+    from lamina.driver import lowering  # the first miss imports xDSL and the code generator
+
+    # The same class, seen by pyright as `driver.compiler` and `lamina.driver.compiler`
+    # (the repository root is the package, see pyproject.toml).
+    exe = lowering.compile_cold(request, recorder)  # pyright: ignore[reportArgumentType]
+    if key is not None:
+        with recorder.phase("cache write"):
+            cached.store(key, exe, openmp=lowering.executable_uses_openmp(exe))
+        exe.cache_hit = False
+    exe.stats = recorder.finish(cache_hit=None if key is None else False)
+    return exe
+
+
+__all__ = ["CompileRequest", "compile", "compile_request", "is_path"]

@@ -1,0 +1,97 @@
+"""Entry signatures: which functions of a module `Executable.run` can call, on what arrays.
+
+Read from the IR before lowering (a top-level `graph.func` over static
+tensors), or from a host function of a later phase (backends/llvm/entry_points.py
+describes its buffers). A function over anything else (closures, scalars,
+...) is internal, not an entry point, and the reason is kept for the error
+`run` gives when it is called.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
+from xdsl.ir import Attribute, Operation
+
+from lamina.backends.llvm.entry_points import (
+    is_private,
+    lowered_buffers,
+    plain_buffer,
+    result_count,
+)
+from lamina.core.dense import DTypeError
+from lamina.core.dense import numpy_dtype as element_dtype
+from lamina.dialects import loop
+from lamina.dialects.graph import FuncOp
+from lamina.runtime.executable import LaminaRuntimeError, Signature, TensorSpec
+
+
+def numpy_dtype(element_type: Attribute) -> np.dtype:
+    """The NumPy dtype of a tensor element type, as an error of the API if there is none."""
+    try:
+        return element_dtype(element_type)
+    except DTypeError:
+        raise LaminaRuntimeError(f"element type {element_type} has no NumPy equivalent") from None
+
+
+def tensor_spec(ty: Attribute) -> TensorSpec:
+    """The spec of a static tensor type (entry functions take and return nothing else)."""
+    if not isinstance(ty, TensorType):
+        raise LaminaRuntimeError(f"entry functions take and return static tensors, got {ty}")
+    return TensorSpec(tuple(ty.get_shape()), numpy_dtype(ty.element_type))
+
+
+def entry_signatures(
+    module: ModuleOp, rejected: dict[str, str] | None = None
+) -> dict[str, Signature]:
+    """Signatures of the top-level graph functions callable on arrays (read before lowering).
+
+    A function over anything but static tensors (closures, scalars, ...) is
+    internal, not an entry point; why is recorded in `rejected`, if given.
+    """
+    sigs: dict[str, Signature] = {}
+    for op in module.ops:
+        if _lowered_signature(op, sigs, rejected) or not isinstance(op, FuncOp):
+            continue
+        ftype = op.function_type
+        try:
+            params = tuple(tensor_spec(t) for t in ftype.inputs)
+            results = tuple(tensor_spec(t) for t in ftype.outputs)
+        except LaminaRuntimeError as err:
+            if rejected is not None:
+                rejected[op.sym_name.data] = str(err)
+            continue
+        names = tuple(arg.name_hint for arg in op.body.block.args) if op.body.blocks else ()
+        sigs[op.sym_name.data] = Signature(op.sym_name.data, params, results, names)
+    return sigs
+
+
+def _buffer_spec(ty: Attribute) -> TensorSpec:
+    """The spec of a plain (static, row-major) buffer parameter."""
+    assert isinstance(ty, MemRefType)
+    return TensorSpec(tuple(ty.get_shape()), numpy_dtype(ty.element_type))
+
+
+def _lowered_signature(
+    op: Operation, sigs: dict[str, Signature], rejected: dict[str, str] | None
+) -> bool:
+    """Record the signature of a host function of a later phase (see entry_points.py)."""
+    buffers = lowered_buffers(op)
+    if buffers is None or is_private(op):
+        return False
+    assert isinstance(op, loop.FuncOp | llvm.FuncOp), "only functions carry lamina.results"
+    name = op.sym_name.data
+    bad = [str(t) for t in buffers if not plain_buffer(t)]
+    count = result_count(op)
+    if bad or not 0 <= count <= len(buffers):
+        if rejected is not None:
+            rejected[name] = f"parameters must be static row-major buffers, got {', '.join(bad)}"
+        return True
+    specs = tuple(_buffer_spec(t) for t in buffers)
+    split = len(specs) - count
+    sigs[name] = Signature(name, specs[:split], specs[split:])
+    return True
+
+
+__all__ = ["entry_signatures", "numpy_dtype", "tensor_spec"]

@@ -1,0 +1,73 @@
+"""`lamina.compile`: `driver.compiler.compile`, taking ONNX models too.
+
+An ONNX source — an `onnx.ModelProto`, the path of a `.onnx` file, or any
+file that is not UTF-8 text and loads as an ONNX model — is imported on the
+way (docs/onnx.md); `input_shapes={name: shape}` fixes its dynamic input
+dimensions. Anything else goes to `driver.compiler.compile` unchanged.
+Graph IR sources import neither the ONNX frontend nor xDSL here, so a cache
+hit stays as light as `driver.compiler.compile`'s.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+def compile(  # noqa: A001 - the API name is docs/design.md §7's
+    module_or_text: Any,
+    targets: Sequence[str] | None = None,
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    filename: str = "<input>",
+    **options: Any,
+):
+    """`lamina.driver.compiler.compile(module_or_text, targets, **options)`, with
+    ONNX models imported first (see the module docstring). Raises `DiagnosticError`."""
+    from lamina.driver.compiler import compile as compile_ir
+
+    if input_shapes or might_be_onnx(module_or_text):
+        from lamina.frontends.onnx import import_source
+
+        result = import_source(module_or_text, dict(input_shapes or {}), filename=filename)
+        if result is not None:
+            if isinstance(module_or_text, str | os.PathLike):
+                filename = os.fspath(module_or_text)
+            module_or_text = result.module
+    return compile_ir(module_or_text, targets, filename=filename, **options)
+
+
+def is_model_proto(source: object) -> bool:
+    """Is `source` an `onnx.ModelProto`? (Without importing onnx for other sources.)"""
+    kind = type(source)
+    return kind.__name__ == "ModelProto" and kind.__module__.startswith("onnx")
+
+
+def candidate_path(source: object) -> str | None:
+    """The path `source` names if it may hold an ONNX model: a `.onnx` path, or an
+    existing file that is not UTF-8 text (graph IR is text); else None."""
+    if not isinstance(source, str | os.PathLike):
+        return None
+    path = os.fspath(source)
+    if not isinstance(path, str) or "\n" in path:
+        return None
+    if path.endswith(".onnx"):
+        return path
+    if not os.path.isfile(path):
+        return None
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return path
+    return None
+
+
+def might_be_onnx(source: object) -> bool:
+    """A ModelProto, a `.onnx` path, or a path to a file that is not UTF-8 text."""
+    return is_model_proto(source) or candidate_path(source) is not None
+
+
+__all__ = ["candidate_path", "compile", "is_model_proto", "might_be_onnx"]

@@ -1,0 +1,115 @@
+"""Channel-blocked `graph.conv2d` (`NCHW{c}c` data, `OIHW{i}i{o}o` weight) → te.
+
+    out[n, ko, oh, ow, ki] = sum_{cb, kh, kw, ci}
+        xp[n, cb, oh*sh + kh*dh, ow*sw + kw*dw, ci] * w[ko, cb, kh, kw, ci, ki]
+
+The innermost output dimension is the output-channel block `ki`: it is
+contiguous in both the result and the weight, so `lower-te` vectorizes it
+and each input element is broadcast into an FMA over `o` output channels at
+once (a kernel in NCHW re-reads the input row once per output channel).
+
+Padded channels. The blocked tensors are the physical buffers of
+`#lamina.constraint`s; the op computes over every physical channel. When
+the data's constraint is known (`legalize` passes the operand constraints
+into the `KernelBuilder`) and records a logical channel count below the
+physical one, the reduction masks the padded channels
+(`select(cb*c + ci < C, x*w, 0)`; with `k` channels of padding before the
+data, `k <= cb*c + ci < k + C`). Whether the mask is needed is decided
+later, at loop level: `simplify` removes it when the constraint says the
+padding holds 0 -- even when the producer is another, separately compiled
+kernel (the non-local use of docs/layouts.md).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import AffineMapAttr, FloatAttr, IntegerAttr
+from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineMap
+
+from lamina.dialects import graph, te
+from lamina.dialects.lamina import ConstraintAttr
+from lamina.dialects.layout_maps import LayoutMapError, invert_map
+from lamina.kernels.conv_winograd import build_winograd_conv2d, channel_mask
+from lamina.kernels.strategy import conv2d_algorithm
+from lamina.kernels.window import Window, window_input
+
+
+def build_blocked_conv2d(op: Operation, kb, inputs: list[SSAValue]) -> list[SSAValue]:
+    """The te.compute of a channel-blocked convolution (see the module docstring)."""
+    assert isinstance(op, graph.Conv2dOp)
+    data, weight = inputs
+    blocks = graph.blocked_conv_layout(op.data_layout_value, op.kernel_layout_value)
+    assert blocks is not None
+    c = blocks[0]
+    if conv2d_algorithm(op) == "winograd":
+        channels = _logical_channels(kb.operand_constraints[0], c)
+        return build_winograd_conv2d(op, kb, inputs, channels)
+    ws, os_ = graph.tensor_shape(weight), graph.tensor_shape(op.results[0])
+    (sh, sw), (dh, dw) = op.strides_value, op.dilation_value
+    top, left, _, _ = op.padding_value
+    win_h = Window(2, sh, dh, top, os_[2], ws[2])
+    win_w = Window(3, sw, dw, left, os_[3], ws[3])
+    source = window_input(kb, data, [win_h, win_w], 0)
+    constraint = kb.operand_constraints[0]
+    channels = _logical_channels(constraint, c)
+    if source.tensor is not data:
+        _constrain_window(source.tensor, constraint, top, left)
+
+    def body(em, sp: list[SSAValue], red: list[SSAValue]) -> SSAValue:
+        n, ko, oh, ow, ki = sp
+        cb, kh, kw, ci = red
+        x = source.read(em, [n, cb, oh, ow, ci], [(win_h, oh, kh), (win_w, ow, kw)])
+        product = em.mul(x, em.read(weight, [ko, cb, kh, kw, ci, ki]))
+        inside = channel_mask(em, em.affine([(cb, c), (ci, 1)]), channels, ws[1] * c)
+        if inside is None:
+            return product
+        return em.select(inside, product, em.const(0, graph.element_type(data)))
+
+    extents = [ws[1], ws[2], ws[3], ws[4]]
+    return [kb.compute(os_, graph.element_type(data), body, reduce_extents=extents)]
+
+
+def _constrain_window(
+    padded: SSAValue, constraint: ConstraintAttr | None, top: int, left: int
+) -> None:
+    """The zero-padded copy of the data keeps the data's constraint, shifted by
+    the spatial padding, when the data's padding is 0 too (then every slot
+    outside the shifted image -- halo and padded channels -- holds 0)."""
+    if constraint is None or constraint.logical_shape is None or not _is_zero(constraint.pad):
+        return
+    results = list(constraint.index_map.data.results)
+    if len(results) != 5:
+        return
+    results[2] = results[2] + top
+    results[3] = results[3] + left
+    index_map = AffineMap(constraint.index_map.data.num_dims, 0, tuple(results))
+    owner = padded.owner
+    if isinstance(owner, te.ComputeOp):
+        owner.constraint = ConstraintAttr(
+            AffineMapAttr(index_map), constraint.pad, constraint.logical_shape
+        )
+
+
+def _is_zero(pad) -> bool:
+    return isinstance(pad, FloatAttr | IntegerAttr) and pad.value.data == 0
+
+
+def _logical_channels(constraint: ConstraintAttr | None, block: int) -> tuple[int, int] | None:
+    """The physical channel slots `[first, end)` that hold the data of blocked
+    data, when its constraint records the logical shape. `first` is the
+    padding before the data (`(d1 + 1) floordiv 8, ..., (d1 + 1) mod 8`: slot
+    0 is padding)."""
+    if constraint is None or constraint.logical_shape is None:
+        return None
+    logical = constraint.logical_shape
+    if len(logical) != 4:
+        return None
+    first = 0
+    try:
+        groups = invert_map(constraint.index_map.data, logical)
+    except LayoutMapError:
+        groups = []
+    for g in groups:
+        if g.inner.terms == ((1, 1),):
+            first = g.inner.const
+    return first, first + logical[1]

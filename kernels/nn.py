@@ -1,0 +1,210 @@
+"""Legalization of the neural-network ops (`dialects/graph/nn.py`): conv2d,
+max/avg/global-average pooling, softmax and layer_norm.
+
+The windowed ops read their input through `kernels/window.py` (padded and
+phase-split inputs); the channel-blocked conv2d is `kernels/conv_blocked.py`.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from xdsl.dialects import arith
+from xdsl.ir import Operation, SSAValue
+
+from lamina.dialects import graph
+from lamina.kernels.conv_blocked import build_blocked_conv2d
+from lamina.kernels.kernel import (
+    Body,
+    Indices,
+    KernelBuilder,
+    TeEmitter,
+    drop_at,
+    elt,
+    insert_at,
+    shape_of,
+)
+from lamina.kernels.te_emit import lowest
+from lamina.kernels.window import Window, window_input
+
+
+def build_conv2d(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
+    """Direct convolution, any permutation of NCHW / OIHW:
+
+    `out[n, o, oh, ow] = sum_{ci, kh, kw} xp[n, g*Cg + ci, oh*sh + kh*dh, ow*sw + kw*dw]
+    * w[o, ci, kh, kw]` with `g = o / (O/groups)` and `xp` the data padded with 0
+    (`window_input`; the data itself without padding).
+    """
+    assert isinstance(op, graph.Conv2dOp)
+    if graph.blocked_conv_layout(op.data_layout_value, op.kernel_layout_value) is not None:
+        return build_blocked_conv2d(op, kb, inputs)
+    data, weight = inputs
+    dl = {c: op.data_layout_value.index(c) for c in "NCHW"}
+    kl = {c: op.kernel_layout_value.index(c) for c in "OIHW"}
+    ws, os_ = shape_of(weight), shape_of(op.results[0])
+    (sh, sw), (dh, dw) = op.strides_value, op.dilation_value
+    top, left, _, _ = op.padding_value
+    groups = op.groups_value
+    cg, kh_size, kw_size = ws[kl["I"]], ws[kl["H"]], ws[kl["W"]]
+    o_per_group = ws[kl["O"]] // groups
+    win_h = Window(dl["H"], sh, dh, top, os_[dl["H"]], kh_size)
+    win_w = Window(dl["W"], sw, dw, left, os_[dl["W"]], kw_size)
+    source = window_input(kb, data, [win_h, win_w], 0)
+
+    def body(em: TeEmitter, sp: Indices, red: Indices) -> SSAValue:
+        n, o, oh, ow = (sp[dl[c]] for c in "NCHW")
+        ci, kh, kw = red
+        c = ci if groups == 1 else em.affine([(em.idiv(o, o_per_group), cg), (ci, 1)])
+        d_idx = _place(dl, {"N": n, "C": c, "H": oh, "W": ow})
+        x = source.read(em, d_idx, [(win_h, oh, kh), (win_w, ow, kw)])
+        w_idx = _place(kl, {"O": o, "I": ci, "H": kh, "W": kw})
+        return em.mul(x, em.read(weight, w_idx))
+
+    extents = [cg, kh_size, kw_size]
+    return [kb.compute(os_, elt(data), body, reduce_extents=extents, combiner="sum")]
+
+
+def _place(layout: dict[str, int], values: dict[str, SSAValue]) -> Indices:
+    """Order `values` (keyed by dimension letter) by the positions in `layout`."""
+    return [values[letter] for letter in sorted(layout, key=layout.__getitem__)]
+
+
+def _pool_windows(
+    op: graph.MaxPool2dOp | graph.AvgPool2dOp,
+    kb: KernelBuilder,
+    x: SSAValue,
+    pad_value: float | int,
+) -> Body:
+    """Body reading `xp[n, c, oh*sh + kh, ow*sw + kw]` over the window, where `xp` is
+    `x` padded with `pad_value` (`window_input`)."""
+    os_ = shape_of(op.results[0])
+    kh_size, kw_size = op.kernel_value
+    sh, sw = op.strides_value
+    top, left, _, _ = op.padding_value
+    win_h = Window(2, sh, 1, top, os_[2], kh_size)
+    win_w = Window(3, sw, 1, left, os_[3], kw_size)
+    source = window_input(kb, x, [win_h, win_w], pad_value)
+
+    def body(em: TeEmitter, sp: Indices, red: Indices) -> SSAValue:
+        n, c, oh, ow = sp
+        kh, kw = red
+        return source.read(em, sp, [(win_h, oh, kh), (win_w, ow, kw)])
+
+    return body
+
+
+def build_max_pool2d(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
+    """`out = max over the window`, padding counts as −∞ (the max identity)."""
+    assert isinstance(op, graph.MaxPool2dOp)
+    t = elt(inputs[0])
+    body = _pool_windows(op, kb, inputs[0], lowest(t))
+    shape = shape_of(op.results[0])
+    return [kb.compute(shape, t, body, op.kernel_value, combiner="max")]
+
+
+def build_avg_pool2d(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
+    """Window sum (padding 0), then divide by the number of non-padding elements:
+    `count = (min(s+K, H) - max(s, 0))` per spatial dim with `s = o*stride - pad`."""
+    assert isinstance(op, graph.AvgPool2dOp)
+    (x,) = inputs
+    t, xs = elt(x), shape_of(x)
+    shape = shape_of(op.results[0])
+    window_sum = _pool_windows(op, kb, x, 0)
+    total = kb.compute(shape, t, window_sum, op.kernel_value, combiner="sum")
+    kernel, strides = op.kernel_value, op.strides_value
+    pads = op.padding_value
+
+    def count(em: TeEmitter, o: SSAValue, dim: int) -> SSAValue:
+        k, s, lo, hi = kernel[dim], strides[dim], pads[dim], pads[dim + 2]
+        if lo == 0 and hi == 0:
+            return em.index(k)
+        start = em.affine([(o, s)], -lo)
+        first = em.clamp(start, xs[2 + dim], upper=False) if lo else start
+        end = em.iadd(start, k)
+        last = em.clamp(end, xs[2 + dim], lower=False) if hi else end
+        return em.emit(arith.SubiOp(last, first))
+
+    def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        ch, cw = count(em, sp[2], 0), count(em, sp[3], 1)
+        cnt_h, cnt_w = em.const_value(ch), em.const_value(cw)
+        if cnt_h is not None and cnt_w is not None:
+            n = em.const(cnt_h * cnt_w, t)
+        else:
+            n = em.index_to(em.emit(arith.MuliOp(ch, cw)), t)
+        return em.div(em.read(total, sp), n)
+
+    return [kb.compute(shape, t, body)]
+
+
+def build_global_avg_pool2d(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
+    """`s[n, c] = sum_{h, w} x[n, c, h, w]`, then `out[n, c, 0, 0] = s[n, c] / (H*W)`."""
+    (x,) = inputs
+    n, c, h, w = shape_of(x)
+    t = elt(x)
+    total = kb.compute(
+        (n, c), t, lambda em, sp, red: em.read(x, [*sp, *red]), [h, w], combiner="sum"
+    )
+
+    def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        return em.div(em.read(total, sp[:2]), em.const(h * w, t))
+
+    return [kb.compute(shape_of(op.results[0]), t, body)]
+
+
+def build_softmax(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
+    """Stable softmax along `axis`: m = max, e = exp(x - m), s = sum(e), out = e / s."""
+    assert isinstance(op, graph.SoftmaxOp)
+    (x,) = inputs
+    shape, t, axis = shape_of(x), elt(x), op.axis_value
+    rest = shape[:axis] + shape[axis + 1 :]
+    n = shape[axis]
+
+    def along(src: SSAValue) -> Body:
+        return lambda em, sp, red: em.read(src, insert_at(sp, axis, red[0]))
+
+    m = kb.compute(rest, t, along(x), [n], combiner="max")
+
+    def exp_body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        return em.exp(em.sub(em.read(x, sp), em.read(m, drop_at(sp, axis))))
+
+    e = kb.compute(shape, t, exp_body)
+    s = kb.compute(rest, t, along(e), [n], combiner="sum")
+
+    def div_body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        return em.div(em.read(e, sp), em.read(s, drop_at(sp, axis)))
+
+    return [kb.compute(shape, t, div_body)]
+
+
+def build_layer_norm(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
+    """Normalize over dims `[axis, rank)` (two-pass variance):
+    mean = sum(x)/n; rstd = 1/sqrt(sum((x-mean)^2)/n + eps);
+    out = (x - mean) * rstd * gamma + beta."""
+    assert isinstance(op, graph.LayerNormOp)
+    x, gamma, beta = inputs
+    shape, t, axis = shape_of(x), elt(x), op.axis_value
+    outer, inner = shape[:axis], shape[axis:]
+    n = prod(inner)
+
+    total = kb.compute(outer, t, lambda em, sp, red: em.read(x, [*sp, *red]), inner, combiner="sum")
+    mean = kb.compute(outer, t, lambda em, sp, _: em.div(em.read(total, sp), em.const(n, t)))
+
+    def sq_body(em: TeEmitter, sp: Indices, red: Indices) -> SSAValue:
+        d = em.sub(em.read(x, [*sp, *red]), em.read(mean, sp))
+        return em.mul(d, d)
+
+    sq = kb.compute(outer, t, sq_body, inner, combiner="sum")
+
+    def rstd_body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        var = em.div(em.read(sq, sp), em.const(n, t))
+        return em.rsqrt(em.add(var, em.const(op.epsilon_value, t)))
+
+    rstd = kb.compute(outer, t, rstd_body)
+
+    def out_body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        o, i = sp[:axis], sp[axis:]
+        centered = em.sub(em.read(x, sp), em.read(mean, o))
+        scaled = em.mul(em.mul(centered, em.read(rstd, o)), em.read(gamma, i))
+        return em.add(scaled, em.read(beta, i))
+
+    return [kb.compute(shape, t, out_body)]

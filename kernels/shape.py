@@ -1,0 +1,129 @@
+"""Legalization of the data-movement ops (`dialects/graph/shape.py`):
+reshape (row-major re-indexing), transpose, concat (a select chain over the
+inputs), broadcast_to, gather (wrapped and clamped indices) and slice.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith
+from xdsl.ir import Operation, SSAValue
+
+from lamina.dialects import graph
+from lamina.kernels.kernel import (
+    Indices,
+    KernelBuilder,
+    TeEmitter,
+    broadcast_indices,
+    elt,
+    shape_of,
+)
+from lamina.kernels.te_emit import INDEX
+from lamina.schedule.loop_order import row_major_strides
+
+
+def build_reshape(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
+    """Row-major: `lin = sum out[i]*stride_out[i]`, `in[j] = (lin / stride_in[j]) % S[j]`."""
+    (x,) = inputs
+    src, dst = shape_of(x), shape_of(op.results[0])
+    src_strides = row_major_strides(src)
+    dst_strides = row_major_strides(dst)
+
+    def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        lin = em.affine([(i, s) for i, s, d in zip(sp, dst_strides, dst, strict=True) if d != 1])
+        idx: Indices = []
+        for j, (size, stride) in enumerate(zip(src, src_strides, strict=True)):
+            if size == 1:
+                idx.append(em.index(0))
+                continue
+            v = em.idiv(lin, stride)
+            idx.append(v if j == 0 else em.irem(v, size))
+        return em.read(x, idx)
+
+    return [kb.compute(dst, elt(x), body)]
+
+
+def build_transpose(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
+    """`out[i0..] = x[j..]` with `j[perm[k]] = i[k]`."""
+    assert isinstance(op, graph.TransposeOp)
+    (x,) = inputs
+    perm = op.perm_value
+
+    def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        idx = list(sp)
+        for k, p in enumerate(perm):
+            idx[p] = sp[k]
+        return em.read(x, idx)
+
+    return [kb.compute(shape_of(op.results[0]), elt(x), body)]
+
+
+def build_concat(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
+    """`out[.., i, ..]` reads input k where `off_k <= i < off_k + n_k`: a select chain
+    from the last input back to the first, each read at a clamped axis index."""
+    assert isinstance(op, graph.ConcatOp)
+    axis = op.axis_value
+    sizes = [shape_of(a)[axis] for a in inputs]
+    offsets = [sum(sizes[:k]) for k in range(len(sizes))]
+
+    def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        i = sp[axis]
+        value: SSAValue | None = None
+        for k in reversed(range(len(inputs))):
+            if sizes[k] == 0:
+                continue
+            local = em.iadd(i, -offsets[k])
+            local = em.clamp(local, sizes[k] - 1, lower=k > 0, upper=value is not None)
+            read = em.read(inputs[k], [*sp[:axis], local, *sp[axis + 1 :]])
+            if value is None:
+                value = read
+            else:
+                value = em.select(em.cmpi("slt", i, offsets[k] + sizes[k]), read, value)
+        # Every input is empty along the axis: so is the result, the body never runs.
+        return value if value is not None else em.const(0, elt(op.results[0]))
+
+    return [kb.compute(shape_of(op.results[0]), elt(op.results[0]), body)]
+
+
+def build_broadcast_to(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
+    """`out[i] = x[bcast(i)]`."""
+    (x,) = inputs
+
+    def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        return em.read(x, broadcast_indices(em, sp, shape_of(x)))
+
+    return [kb.compute(shape_of(op.results[0]), elt(x), body)]
+
+
+def build_gather(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
+    """`out[a.., j.., b..] = data[a.., wrap(indices[j..]), b..]`: a negative index
+    counts from the end, and the index is clamped into range so the read
+    never leaves the buffer."""
+    assert isinstance(op, graph.GatherOp)
+    data, indices = inputs
+    axis = op.axis_value
+    extent = shape_of(data)[axis]
+    rank_i = len(shape_of(indices))
+
+    def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        raw = em.read(indices, sp[axis : axis + rank_i])
+        i = em.emit(arith.IndexCastOp(raw, INDEX))
+        i = em.select(em.cmpi("slt", i, 0), em.iadd(i, extent), i)
+        i = em.clamp(i, max(extent - 1, 0))
+        return em.read(data, [*sp[:axis], i, *sp[axis + rank_i :]])
+
+    return [kb.compute(shape_of(op.results[0]), elt(data), body)]
+
+
+def build_slice(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
+    """`out[i] = x[starts + i * steps]` (the verifier keeps every read in bounds)."""
+    assert isinstance(op, graph.SliceOp)
+    (x,) = inputs
+    starts, steps = op.starts_value, op.steps_value
+
+    def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
+        idx = [
+            em.affine([(i, step)], start) for i, start, step in zip(sp, starts, steps, strict=True)
+        ]
+        return em.read(x, idx)
+
+    return [kb.compute(shape_of(op.results[0]), elt(x), body)]

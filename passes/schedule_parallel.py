@@ -1,0 +1,37 @@
+"""`schedule-parallel`: `parallel` moves from a one-iteration loop to the spatial loop it holds (one rule of `schedule`; see `schedule/parallel.py`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+
+from lamina.schedule.parallel import balance_parallel
+from lamina.schedule.pass_options import ParallelOptions, ScheduleRulePass
+
+
+@dataclass(frozen=True)
+class ScheduleParallelPass(ScheduleRulePass, ParallelOptions):
+    """Balance the thread team: a parallel loop of one iteration hands `parallel` to the loop it holds.
+
+    Input invariant: phase `lowering`; loop functions.
+    Output IR: a top-level `parallel` loop of one iteration holding only a
+    serial loop with at least `parallel_min_iterations_per_core` iterations
+    per core, whose iterations write disjoint elements, becomes serial and
+    that loop parallel (nothing with one core). Functions with
+    `lamina.schedule` directives are left alone.
+    Invariants: the same operations on the same elements; only which thread
+    runs an iteration changes.
+    """
+
+    name = "schedule-parallel"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        facts = self.facts(op)
+        knobs = self.knobs(op)
+        for func in self.default_scheduled(op):
+            balance_parallel(func, facts.cores, knobs)
+
+
+__all__ = ["ScheduleParallelPass"]

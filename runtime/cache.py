@@ -1,0 +1,393 @@
+"""The disk cache of compiled code: a model compiled once loads in milliseconds.
+
+`lamina.compile` spends its time in the pipeline (Python) and in LLVM. Both
+are pure functions of the input and the compiler, so the result, the
+object code MCJIT produced plus the entry signatures `Executable.run`
+needs, is stored on disk under a key that covers everything it depends on
+(the input, the pipeline, targets and options, the toolchain, the plugins:
+driver/cache_key.py).
+
+A hit skips parsing, every pass and LLVM: it reads one file, checks it and
+hands the object code to a fresh MCJIT engine (`load`). The key is the
+compiler's business (driver/cache_key.py); this module, part of the
+runtime, stores and loads entries under it.
+A module compiled in units (backends/kernel_split.py) stores all
+their objects and its constant blob in one entry (`pack_objects`).
+
+Kernels have entries of their own in `kernels/`, keyed by the kernel
+(`read_kernel`/`write_kernel`, backends/kernel_cache.py): a model that shares
+layers with one compiled before builds only its new kernels.
+
+Where: `$LAMINA_CACHE_DIR` if set, else the platform's per-user cache
+directory (`$XDG_CACHE_HOME/lamina` or `~/.cache/lamina` on Linux,
+`~/Library/Caches/lamina` on macOS, `%LOCALAPPDATA%\\lamina\\cache` on
+Windows). `LAMINA_CACHE=0` (or `off`, `false`, `no`) disables it; so does
+`lamina.compile(..., cache=False)`; `lamina.cache.clear()` empties it.
+
+Safety: an entry is written to a temporary file in the cache directory and
+renamed into place with `os.replace` (atomic on POSIX and Windows), so two
+processes compiling the same model at once each write a whole entry and
+readers never see a torn one. Every entry ends with a SHA-256 of its
+contents; an entry that does not check out (truncated, corrupt, from
+another format version) is ignored, deleted and rebuilt, never loaded. A
+failed compile writes nothing. A cache that cannot be written (read-only
+directory, full disk) only costs the next compile its speed.
+
+Trust: loading an entry runs its machine code, and its SHA-256 catches
+corruption, not tampering. So the cache directory is created owner-only
+(0700), and a directory or entry that another user owns, or that group or
+others can write, is ignored with a one-line warning on stderr (the
+compile goes on without it), as ssh and pip treat their files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CACHE_ENV = "LAMINA_CACHE"
+"""Environment variable: `0`/`off`/`false`/`no` disables the disk cache."""
+
+CACHE_DIR_ENV = "LAMINA_CACHE_DIR"
+"""Environment variable: the cache directory (default: the platform's per-user cache)."""
+
+FORMAT = b"LAMINA-CACHE-1\n"
+"""First bytes of every entry; a new layout gets a new number (old entries are then misses)."""
+
+SUFFIX = ".lxc"
+_DIGEST = 32  # bytes of SHA-256 at the end of an entry
+
+
+def enabled() -> bool:
+    """Is the disk cache on (the default), per `LAMINA_CACHE`?"""
+    return os.environ.get(CACHE_ENV, "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+def directory() -> Path:
+    """The cache directory: `$LAMINA_CACHE_DIR`, else the platform's per-user cache dir."""
+    explicit = os.environ.get(CACHE_DIR_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "lamina"
+    if os.name == "nt":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(base) / "lamina" / "cache"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "lamina"
+
+
+def entries() -> list[Path]:
+    """The entry files in the cache directory."""
+    folder = directory()
+    return sorted(folder.glob(f"*{SUFFIX}")) if folder.is_dir() else []
+
+
+def clear() -> int:
+    """Delete every cache entry (and stray temporary files); return how many entries."""
+    removed = 0
+    for path in entries():
+        removed += _unlink(path)
+    kernels = kernel_directory()
+    if kernels.is_dir():
+        for path in [*kernels.glob(f"*{SUFFIX}"), *kernels.glob(f".*{SUFFIX}.tmp")]:
+            _unlink(path)
+    folder = directory()
+    if folder.is_dir():
+        for stray in folder.glob(f".*{SUFFIX}.tmp"):
+            _unlink(stray)
+    return removed
+
+
+def _unlink(path: Path) -> bool:
+    try:
+        path.unlink()
+        return True
+    except OSError:
+        return False
+
+
+# ---------------------------------------------------------------------------
+# Entries
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What a hit needs: the object code and the description of its entry points."""
+
+    object_code: bytes
+    metadata: dict
+    """JSON-able: entry signatures, functions that are not entries, compile timings."""
+
+
+def _path(cache_key: str, folder: Path | None = None) -> Path:
+    return (folder or directory()) / f"{cache_key}{SUFFIX}"
+
+
+def encode(entry: Entry) -> bytes:
+    """FORMAT, metadata length, metadata (JSON), object code, SHA-256 of all of it."""
+    meta = json.dumps(entry.metadata, sort_keys=True).encode()
+    body = FORMAT + len(meta).to_bytes(8, "little") + meta + entry.object_code
+    return body + hashlib.sha256(body).digest()
+
+
+def decode(data: bytes) -> Entry | None:
+    """The entry in `data`, or None if it is not a whole, intact entry of this format."""
+    if len(data) < len(FORMAT) + 8 + _DIGEST or not data.startswith(FORMAT):
+        return None
+    body, digest = data[:-_DIGEST], data[-_DIGEST:]
+    if hashlib.sha256(body).digest() != digest:
+        return None
+    start = len(FORMAT) + 8
+    size = int.from_bytes(body[len(FORMAT) : start], "little")
+    if start + size > len(body):
+        return None
+    try:
+        metadata = json.loads(body[start : start + size])
+    except ValueError:
+        return None
+    if not isinstance(metadata, dict):
+        return None
+    return Entry(body[start + size :], metadata)
+
+
+def read(cache_key: str, *, folder: Path | None = None) -> Entry | None:
+    """The intact entry stored under `cache_key`, or None (a bad entry is deleted).
+
+    An entry of an untrusted directory, or one another user owns or that
+    group or others can write (`untrusted`), is ignored with a warning.
+    """
+    if not _usable_directory():
+        return None
+    path = _path(cache_key, folder)
+    try:
+        with open(path, "rb") as f:
+            why = untrusted(os.fstat(f.fileno()))
+            if why is not None:
+                _warn(f"ignoring the compile cache entry '{path}': {why}")
+                return None
+            data = f.read()
+    except OSError:
+        return None
+    entry = decode(data)
+    if entry is None:
+        _unlink(path)  # corrupt or foreign: rebuilt by this compile
+    return entry
+
+
+def write(cache_key: str, entry: Entry, *, folder: Path | None = None) -> Path | None:
+    """Store `entry` atomically (temporary file + os.replace); None if the cache is not writable.
+
+    A new cache directory is created owner-only (0700); entries are 0600
+    (`mkstemp`), and replace an untrusted entry of the same key.
+    """
+    folder = folder or directory()
+    tmp_name = None
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _usable_directory():
+            return None
+        fd, tmp_name = tempfile.mkstemp(
+            prefix=f".{cache_key[:16]}-", suffix=f"{SUFFIX}.tmp", dir=folder
+        )
+        with os.fdopen(fd, "wb") as out:
+            out.write(encode(entry))
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp_name, _path(cache_key, folder))
+        return _path(cache_key, folder)
+    except OSError:
+        if tmp_name is not None:
+            _unlink(Path(tmp_name))
+        return None
+
+
+# ---------------------------------------------------------------------------
+# Who may write the cache
+# ---------------------------------------------------------------------------
+
+
+def untrusted(st: os.stat_result) -> str | None:
+    """Why a cache directory or entry with status `st` must not be used, or None.
+
+    Loading an entry runs its machine code, so, as ssh and pip do with their
+    files, only what this user owns and only this user can write is used:
+    anyone else who can write there could choose the code the next compile
+    runs. (Not checked on Windows, where ownership and modes mean otherwise.)
+    """
+    if os.name == "nt":
+        return None
+    if st.st_uid != os.geteuid():
+        return f"it belongs to another user (uid {st.st_uid})"
+    if st.st_mode & 0o022:
+        return f"group or others can write to it (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def _usable_directory() -> bool:
+    """Is the cache directory trusted (`untrusted`)? A missing one is: write creates it 0700."""
+    folder = directory()
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return True
+    why = untrusted(st)
+    if why is not None:
+        _warn(f"not using the compile cache directory '{folder}': {why}")
+    return why is None
+
+
+_warned: set[str] = set()
+
+
+def _warn(message: str) -> None:
+    """A one-line warning on stderr, once per process; the compile goes on without the cache."""
+    if message not in _warned:
+        _warned.add(message)
+        print(f"lamina: warning: {message}; compiling without it", file=sys.stderr)
+
+
+# ---------------------------------------------------------------------------
+# Kernels (backends/kernel_cache.py): one object file per kernel key
+# ---------------------------------------------------------------------------
+
+KERNEL_FOLDER = "kernels"
+"""Subdirectory of the cache directory that holds one entry per compiled kernel."""
+
+
+def kernel_directory() -> Path:
+    return directory() / KERNEL_FOLDER
+
+
+def read_kernel(kernel_key: str) -> bytes | None:
+    """The object code of the kernel keyed `kernel_key` (backends/kernel_split.py), or None."""
+    entry = read(kernel_key, folder=kernel_directory())
+    return None if entry is None else entry.object_code
+
+
+def write_kernel(kernel_key: str, object_code: bytes) -> Path | None:
+    """Store a kernel's object code (atomically, like a model's entry)."""
+    return write(kernel_key, Entry(object_code, {"kernel": kernel_key}), folder=kernel_directory())
+
+
+PACKED = b"LAMINA-OBJECTS-1\n"
+"""First bytes of `object_code` that holds several object files and a constant blob."""
+
+
+def pack_objects(objects: list[bytes], constants: bytes = b"") -> bytes:
+    """Several object files (host first, then kernels) and a packed constant blob
+    (runtime/constant_blob.py) as one `object_code`: a model split into units."""
+    sizes = b"".join(len(o).to_bytes(8, "little") for o in objects)
+    head = PACKED + len(objects).to_bytes(8, "little") + sizes
+    return head + b"".join(objects) + constants
+
+
+def unpack_objects(object_code: bytes) -> tuple[list[bytes], memoryview]:
+    """`pack_objects`'s object files and constant blob; ValueError if truncated."""
+    view = memoryview(object_code)
+    at = len(PACKED)
+    count = int.from_bytes(view[at : at + 8], "little")
+    sizes = [int.from_bytes(view[at + 8 + 8 * i : at + 16 + 8 * i], "little") for i in range(count)]
+    at += 8 + 8 * count
+    objects = []
+    for size in sizes:
+        if at + size > len(view):
+            raise ValueError("packed object code is truncated")
+        objects.append(bytes(view[at : at + size]))
+        at += size
+    return objects, view[at:]
+
+
+# ---------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class LoadedCode:
+    """Object code from the cache, linked into this process by MCJIT (keep it alive while called).
+
+    The part of `codegen.CompiledModule`'s interface that `Executable` uses.
+    """
+
+    key: str
+    engine: Any
+    """llvmlite's MCJIT engine (llvmlite is imported by `load` only)."""
+    target_machine: Any
+    signatures: Mapping[str, object]
+    object_code: bytes
+
+    def get_function_address(self, name: str) -> int:
+        if name not in self.signatures:
+            raise KeyError(f"no function '{name}' in the cached code")
+        address = self.engine.get_function_address(name)
+        if not address:
+            raise KeyError(f"function '{name}' has no address in the cached code")
+        return address
+
+
+def load(cache_key: str, object_code: bytes, names: Iterable[str], *, runtime: bool) -> LoadedCode:
+    """Link `object_code` into this process; raises RuntimeError if LLVM cannot.
+
+    `runtime`: the code calls libgomp or registered libraries, so they are
+    loaded first by `native_setup.ensure_native` (the caller registers
+    libraries); it imports neither xDSL nor the code generator. Otherwise,
+    the common case, only LLVM's native target is initialized: libc and libm
+    are already in the process. The target machine only serves the engine's
+    (empty) module; the object was compiled for this CPU (it is in the key).
+    """
+    import llvmlite.binding as llvm
+
+    if runtime:
+        from lamina.runtime.native_setup import ensure_native
+
+        ensure_native()
+    else:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+    tm = llvm.Target.from_default_triple().create_target_machine(jit=True)
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+    objects = [object_code]
+    if object_code.startswith(PACKED):  # a split module: its units and its constants
+        from lamina.runtime import constant_blob
+
+        objects, constants = unpack_objects(object_code)
+        if len(constants):
+            constant_blob.register_packed(constants)
+    for obj in objects:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    engine.finalize_object()
+    engine.run_static_constructors()
+    return LoadedCode(cache_key, engine, tm, dict.fromkeys(names), object_code)
+
+
+__all__ = [
+    "KERNEL_FOLDER",
+    "PACKED",
+    "kernel_directory",
+    "pack_objects",
+    "read_kernel",
+    "unpack_objects",
+    "write_kernel",
+    "CACHE_DIR_ENV",
+    "LoadedCode",
+    "load",
+    "CACHE_ENV",
+    "Entry",
+    "clear",
+    "directory",
+    "enabled",
+    "entries",
+    "read",
+    "untrusted",
+    "write",
+]

@@ -1,0 +1,111 @@
+"""Large constants outside LLVM: one 64-byte-aligned blob, its symbols mapped for the JIT.
+
+The host unit of a split module (backends/kernel_split.py) declares each
+large constant (a weight tensor) as an external symbol named by its
+content, `__lamina_w_<sha256>`, instead of carrying its bytes through LLVM
+IR text, the IR parser, the optimizer and the object file (for ResNet-18,
+46 MB printed as 140 MB of `\\XX` escapes, parsed back, copied into the
+object: several seconds). The bytes are laid out here, each at a 64-byte
+aligned offset, and every symbol is registered with LLVM's process-wide
+symbol table, where MCJIT resolves the host's references.
+
+Symbols name content, so two models (or two compiles of one) that share a
+tensor share one copy, and re-registering a symbol is a no-op. The code
+only reads these constants; registered blobs live as long as the process
+(as the JIT engines that use them do).
+
+`pack`/`unpack` give the byte layout stored beside the object code in the
+disk cache (runtime/cache.py): a JSON table of (symbol, offset, size) and
+the blob itself.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import numpy as np
+
+ALIGN = 64
+
+_lock = threading.Lock()
+_registered: dict[str, int] = {}
+"""Symbol → address of every constant registered in this process."""
+_blobs: list[np.ndarray] = []
+"""Keeps the memory of every registered blob alive."""
+
+
+def layout(sizes: dict[str, int]) -> tuple[dict[str, int], int]:
+    """Offsets of the constants (in symbol order, each 64-byte aligned) and the total size."""
+    offsets: dict[str, int] = {}
+    end = 0
+    for symbol in sorted(sizes):
+        end = -(-end // ALIGN) * ALIGN
+        offsets[symbol] = end
+        end += sizes[symbol]
+    return offsets, end
+
+
+def _aligned_buffer(size: int) -> np.ndarray:
+    raw = np.empty(size + ALIGN, dtype=np.uint8)
+    start = -raw.ctypes.data % ALIGN
+    return raw[start : start + size]
+
+
+def register(constants: dict[str, bytes] | dict[str, memoryview]) -> int:
+    """Make every constant's symbol resolvable by the JIT; return how many bytes were new."""
+    import llvmlite.binding as llvm
+
+    with _lock:
+        new = {s: data for s, data in constants.items() if s not in _registered}
+        if not new:
+            return 0
+        offsets, size = layout({s: len(data) for s, data in new.items()})
+        blob = _aligned_buffer(size)
+        for symbol, data in new.items():
+            blob[offsets[symbol] : offsets[symbol] + len(data)] = np.frombuffer(data, np.uint8)
+        _blobs.append(blob)
+        base = blob.ctypes.data
+        for symbol, offset in offsets.items():
+            _registered[symbol] = base + offset
+            llvm.add_symbol(symbol, base + offset)
+        return size
+
+
+def register_packed(data: bytes | memoryview) -> None:
+    """`register` the constants of a `pack`ed blob without copying them twice."""
+    table, blob = unpack(data)
+    register(
+        {symbol: bytes(blob[offset : offset + size]) for symbol, (offset, size) in table.items()}
+    )
+
+
+def pack(constants: dict[str, bytes]) -> bytes:
+    """Table length, JSON table {symbol: [offset, size]}, then the 64-byte-aligned blob."""
+    offsets, size = layout({s: len(d) for s, d in constants.items()})
+    table = json.dumps({s: [offsets[s], len(constants[s])] for s in sorted(constants)}).encode()
+    head = len(table).to_bytes(8, "little") + table
+    pad = -len(head) % ALIGN
+    blob = bytearray(size)
+    for symbol, data in constants.items():
+        blob[offsets[symbol] : offsets[symbol] + len(data)] = data
+    return head + b"\0" * pad + bytes(blob)
+
+
+def unpack(data: bytes | memoryview) -> tuple[dict[str, tuple[int, int]], memoryview]:
+    """The table and the blob of `pack`'s output; ValueError if it is not one."""
+    view = memoryview(data)
+    size = int.from_bytes(view[:8], "little")
+    raw = json.loads(bytes(view[8 : 8 + size]))
+    if not isinstance(raw, dict):
+        raise ValueError("constant table is not a mapping")
+    start = 8 + size
+    start += -start % ALIGN
+    blob = view[start:]
+    table = {str(s): (int(o), int(n)) for s, (o, n) in raw.items()}
+    if any(o + n > len(blob) for o, n in table.values()):
+        raise ValueError("constant table points past the blob")
+    return table, blob
+
+
+__all__ = ["ALIGN", "layout", "pack", "register", "register_packed", "unpack"]

@@ -1,0 +1,292 @@
+"""`Executable`: compiled code callable on NumPy arrays, the result of `lamina.compile`.
+
+`Executable.run("main", *arrays)` checks the arrays against the entry
+function's signature (count, shape, dtype) and calls native code on them
+without copying: inputs are passed by pointer, outputs are allocated as
+NumPy arrays and filled in place (destination-passing style).
+
+The native ABI of an entry function `@f(T0 a0, ..., Tn an) -> (R0, ..., Rm)`
+is `void f(const T0* a0, ..., const Tn* an, R0* out0, ..., Rm* outm)` with
+every buffer row-major and contiguous (see docs/abi.md).
+
+This module is the runtime half of the API: it imports neither xDSL nor the
+code generator. The compile driver (driver/compiler.py) builds an
+`Executable` from a fresh compile, runtime/cached.py from a disk-cache
+entry.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+from lamina.runtime.device_stats import (
+    DeviceStats,
+    read_device_stats,
+    release_cached_blocks,
+    reset_device_stats,
+)
+from lamina.runtime.error_globals import engine_error_addresses, pending_error
+
+if TYPE_CHECKING:  # annotations only: the runtime never imports the compiler
+    from xdsl.dialects.builtin import ModuleOp
+
+    from lamina.driver.stats import CompileStats
+
+
+class CompiledCode(Protocol):
+    """What an `Executable` uses of its code: function addresses (and, if it has one,
+    the `engine` whose globals hold errors and device counters)."""
+
+    def get_function_address(self, name: str) -> int: ...
+
+
+class LaminaRuntimeError(ValueError):
+    """A bad call of compiled code (wrong count, shape or dtype of arguments), or a
+    failure the code reported while running (out of memory, `--check-bounds`)."""
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """Shape and dtype of one parameter or result of an entry function."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    def __str__(self) -> str:
+        return f"{self.dtype}[{', '.join(map(str, self.shape))}]"
+
+
+@dataclass(frozen=True)
+class Signature:
+    name: str
+    params: tuple[TensorSpec, ...]
+    results: tuple[TensorSpec, ...]
+    param_names: tuple[str | None, ...] = ()
+    """The parameters' names in the source (`%x` → `x`), None where unnamed."""
+
+
+def _allocate_result(sig: Signature, index: int) -> np.ndarray:
+    """The output array for result `index`; too large for memory is an error of `run`."""
+    spec = sig.results[index]
+    try:
+        return np.empty(spec.shape, spec.dtype)
+    except (MemoryError, ValueError) as err:
+        raise LaminaRuntimeError(f"@{sig.name} result {index} ({spec}): {err}") from None
+
+
+@dataclass
+class Executable:
+    """Native code for a module's graph functions, callable on NumPy arrays."""
+
+    signatures: dict[str, Signature]
+    compiled: CompiledCode
+    """The code (keeps its JIT engine alive): a `backends/codegen.py` CompiledModule, or
+    the cache's LoadedCode."""
+    llvm_module: ModuleOp | None
+    """The build-phase module; None when the code came from the disk cache."""
+    timings: dict[str, float] = field(default_factory=dict)
+    not_entries: dict[str, str] = field(default_factory=dict)
+    """Functions that cannot be called from Python, and why."""
+    cache_hit: bool | None = None
+    """True/False: loaded from / written to the disk cache; None: the cache was off."""
+    stats: CompileStats | None = None
+    """Time and memory per phase, when compiled with `stats=True`."""
+    _calls: dict[str, EntryCall] = field(default_factory=dict, repr=False)
+    _errors: tuple[int, int] | None = field(default=None, repr=False)
+    """Addresses of the generated code's error globals (None: it cannot fail)."""
+
+    def __post_init__(self) -> None:
+        engine = getattr(self.compiled, "engine", None)
+        if engine is not None:  # the engine knows whether the code has error globals
+            self._errors = engine_error_addresses(engine)
+
+    @property
+    def functions(self) -> list[str]:
+        return sorted(self.signatures)
+
+    def run(
+        self, name: str, *arrays: np.ndarray, out: np.ndarray | Sequence[np.ndarray] | None = None
+    ) -> np.ndarray | tuple[np.ndarray, ...]:
+        """Call entry function `name`; one result → an array, several → a tuple.
+
+        `out`: preallocated result array(s) (one array, or one per result),
+        written in place and returned; checked like the inputs, and also
+        C-contiguous, writeable and not overlapping an input or each other.
+        """
+        call = self._calls.get(name)
+        if call is None:
+            call = self._calls[name] = EntryCall(
+                self._signature(name), self.compiled.get_function_address(name)
+            )
+        results = call(arrays, out)
+        self._raise_pending_error()
+        return results
+
+    def _raise_pending_error(self) -> None:
+        """Raise what the generated code reported (see backends/llvm/errors.py), if anything."""
+        if self._errors is None:
+            return
+        message = pending_error(self._errors)
+        if message is not None:
+            raise LaminaRuntimeError(message)
+
+    def _signature(self, name: str) -> Signature:
+        if name in self.not_entries:
+            raise LaminaRuntimeError(
+                f"@{name} cannot be called on arrays: {self.not_entries[name]}"
+            )
+        if name not in self.signatures:
+            known = ", ".join(self.functions) or "none"
+            raise LaminaRuntimeError(f"no entry function '{name}' (known: {known})")
+        return self.signatures[name]
+
+    def device_stats(self) -> dict[str, DeviceStats]:
+        """Per device (`"cpu:1"`): bytes allocated, live, peak live and copied to it,
+        counted by the device runtime since compilation or `reset_device_stats()`."""
+        engine = getattr(self.compiled, "engine", None)
+        stats = read_device_stats(engine) if engine is not None else {}
+        return {f"cpu:{slot}": value for slot, value in sorted(stats.items())}
+
+    def release_memory(self) -> None:
+        """Free the temporaries' blocks that the compiled code keeps for its next call.
+
+        The device runtime reuses freed blocks of 16 KiB and more across calls
+        instead of returning them to the system (docs/performance.md); this
+        hands them back, e.g. after the last call of a large model.
+        """
+        engine = getattr(self.compiled, "engine", None)
+        if engine is not None:
+            release_cached_blocks(engine)
+
+    def reset_device_stats(self) -> None:
+        """Zero the device counters (between runs)."""
+        engine = getattr(self.compiled, "engine", None)
+        if engine is not None:
+            reset_device_stats(engine)
+
+
+def _check_input(sig: Signature, i: int, arr: object, spec: TensorSpec) -> np.ndarray:
+    """Argument `i` checked against `spec` (a clear error if it does not fit), C-contiguous."""
+    if not isinstance(arr, np.ndarray | np.generic):
+        raise LaminaRuntimeError(
+            f"@{sig.name} argument {i}: expected a numpy array {spec}, got {type(arr).__name__}"
+        )
+    arr = np.asarray(arr)
+    if arr.dtype != spec.dtype:
+        raise LaminaRuntimeError(
+            f"@{sig.name} argument {i}: expected dtype {spec.dtype}, got {arr.dtype} "
+            f"(convert with .astype(np.{spec.dtype}))"
+        )
+    if tuple(arr.shape) != spec.shape:
+        raise LaminaRuntimeError(
+            f"@{sig.name} argument {i}: expected shape {spec.shape}, got {tuple(arr.shape)}"
+        )
+    # Only non-contiguous views are copied; contiguous arrays are passed by pointer.
+    return np.ascontiguousarray(arr)
+
+
+def _pointer(arr: np.ndarray) -> object:
+    """A ctypes argument for a C-contiguous array's data pointer, as cheaply as NumPy allows.
+
+    `byref(c_char.from_buffer(a))` costs a quarter of `a.ctypes.data` (and a
+    sixth of `a.ctypes.data_as(c_void_p)`, which `run` used to call per
+    array); it needs a writeable, non-empty buffer, else `a.ctypes.data`.
+    """
+    if arr.flags.writeable and arr.nbytes:
+        # A writeable array exports a writeable buffer; typeshed's WriteableBuffer
+        # does not list ndarray.
+        return ctypes.byref(ctypes.c_char.from_buffer(arr))  # pyright: ignore[reportArgumentType]
+    return arr.ctypes.data
+
+
+def _may_overlap(a: np.ndarray, b: np.ndarray) -> bool:
+    """Could `a` and `b` share memory? Two distinct arrays owning their data cannot
+    (checked first: it is 10x cheaper than `np.may_share_memory`'s bounds test)."""
+    if a is b:
+        return True
+    if a.base is None and b.base is None:
+        return False
+    return bool(np.may_share_memory(a, b))
+
+
+class EntryCall:
+    """One entry function, prepared on its first call: the native prototype and the specs.
+
+    A call then costs a few attribute checks per array (type, dtype, shape,
+    contiguity: the same checks and messages as ever, via `_check_input` on
+    the slow path) and one ctypes call.
+    """
+
+    __slots__ = ("sig", "cfunc", "params", "results")
+
+    def __init__(self, sig: Signature, address: int):
+        self.sig = sig
+        count = len(sig.params) + len(sig.results)
+        self.cfunc = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * count))(address)
+        self.params = tuple((spec.shape, spec.dtype) for spec in sig.params)
+        self.results = tuple((spec.shape, spec.dtype) for spec in sig.results)
+
+    def __call__(
+        self, arrays: Sequence[object], out: object
+    ) -> np.ndarray | tuple[np.ndarray, ...]:
+        sig = self.sig
+        if len(arrays) != len(self.params):
+            raise LaminaRuntimeError(
+                f"@{sig.name} expects {len(sig.params)} argument(s), got {len(arrays)}"
+            )
+        inputs = []
+        for i, arr in enumerate(arrays):
+            shape, dtype = self.params[i]
+            if not (
+                type(arr) is np.ndarray
+                and arr.dtype == dtype
+                and arr.shape == shape
+                and arr.flags.c_contiguous
+            ):
+                arr = _check_input(sig, i, arr, sig.params[i])
+            inputs.append(arr)
+        if out is None:
+            try:
+                outputs = [np.empty(shape, dtype) for shape, dtype in self.results]
+            except (MemoryError, ValueError):  # the same again, as a clear error of `run`
+                outputs = [_allocate_result(sig, i) for i in range(len(self.results))]
+        else:
+            outputs = self._check_outputs(out, inputs)
+        self.cfunc(*[_pointer(a) for a in inputs], *[_pointer(a) for a in outputs])
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _check_outputs(self, out: object, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        """`out` as a list of arrays the native code may write (else a clear error)."""
+        sig = self.sig
+        outs = [out] if isinstance(out, np.ndarray) else out
+        if not isinstance(outs, list | tuple) or len(outs) != len(sig.results):
+            raise LaminaRuntimeError(
+                f"@{sig.name} out=: expected {len(sig.results)} array(s) "
+                f"({', '.join(map(str, sig.results))})"
+            )
+        for i, (arr, spec) in enumerate(zip(outs, sig.results, strict=True)):
+            where = f"@{sig.name} out[{i}]"
+            if not isinstance(arr, np.ndarray):
+                raise LaminaRuntimeError(
+                    f"{where}: expected a numpy array {spec}, got {type(arr).__name__}"
+                )
+            if arr.dtype != spec.dtype or arr.shape != spec.shape:
+                raise LaminaRuntimeError(
+                    f"{where}: expected {spec}, got {arr.dtype}{list(arr.shape)}"
+                )
+            if not (arr.flags.c_contiguous and arr.flags.writeable):
+                raise LaminaRuntimeError(f"{where}: must be C-contiguous and writeable")
+            # Generated code assumes its buffers do not alias (`noalias`).
+            for j, other in enumerate([*inputs, *outs[:i]]):
+                if _may_overlap(arr, other):
+                    what = f"argument {j}" if j < len(inputs) else f"out[{j - len(inputs)}]"
+                    raise LaminaRuntimeError(f"{where}: overlaps {what} (outputs must not alias)")
+        return list(outs)
+
+
+__all__ = ["EntryCall", "Executable", "LaminaRuntimeError", "Signature", "TensorSpec"]

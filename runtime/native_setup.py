@@ -1,0 +1,129 @@
+"""The process-wide native set-up that compiled code needs, without the code generator.
+
+Generated code calls libm/libc, libgomp (parallel loops), compiler-runtime
+helpers (libgcc_s: f16 conversions) and libraries a target registered (a
+CBLAS). MCJIT resolves those symbols from libraries loaded into the process,
+so they must be loaded before an object is linked: by the code generator
+before a cold compile, and by the disk cache before a hit. A hit must cost
+milliseconds, so this module imports only `ctypes`, and `llvmlite.binding`
+(MCJIT's symbol resolution) when it first loads a library, never xDSL nor
+`backends/codegen.py` (whose imports alone take ~0.3 s); `codegen`
+re-exports its functions.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import threading
+from types import ModuleType
+
+NUM_THREADS_ENV = "LAMINA_NUM_THREADS"
+"""Environment variable: how many threads parallel loops use (default: all cores)."""
+
+
+class LibraryLoadError(OSError):
+    """A library could not be loaded (codegen turns this into a diagnostic)."""
+
+
+_init_lock = threading.Lock()
+_initialized = False
+_gomp: ctypes.CDLL | None = None
+
+libraries: list[str] = []
+"""Libraries registered with `register_library`, in order (a cache entry lists them)."""
+
+
+def _llvm() -> ModuleType:
+    """`llvmlite.binding`, imported on first use: importing the runtime does not load LLVM."""
+    import llvmlite.binding
+
+    return llvmlite.binding
+
+
+def ensure_native() -> None:
+    """Initialize LLVM's native target once, and load the libraries generated code calls."""
+    global _initialized
+    with _init_lock:
+        if _initialized:
+            return
+        llvm = _llvm()
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        llvm.initialize_native_asmparser()
+        for lib in ("m", "c"):
+            path = ctypes.util.find_library(lib)
+            if path:
+                llvm.load_library_permanently(path)
+        _load_openmp()
+        load_runtime_libraries()
+        _initialized = True
+
+
+def load_runtime_libraries() -> None:
+    """Make compiler-runtime helpers (f16 conversions, ...) resolvable by the JIT.
+
+    A symbol still missing afterwards is reported by `jit_symbols` as a
+    diagnostic (never a call to address 0).
+    """
+    path = ctypes.util.find_library("gcc_s")
+    if path:
+        try:
+            _llvm().load_library_permanently(path)
+        except RuntimeError:
+            pass  # then a program needing a helper fails with jit_symbols' diagnostic
+
+
+def _load_openmp() -> None:
+    """Load libgomp for parallel loops (`GOMP_parallel`), honouring LAMINA_NUM_THREADS.
+
+    libgomp reads OMP_NUM_THREADS (and OMP_WAIT_POLICY, default here
+    `passive`) once, when it is loaded, so the values are exported first; if
+    libgomp was already loaded by someone else, the calling thread's thread
+    count is still changed with `omp_set_num_threads`.
+    """
+    global _gomp
+    path = ctypes.util.find_library("gomp")
+    if path is None:
+        return  # parallel loops then fail to link with a clear LLVM error
+    threads = os.environ.get(NUM_THREADS_ENV)
+    if threads:
+        os.environ["OMP_NUM_THREADS"] = threads
+    # Idle workers sleep instead of spinning: on a shared or oversubscribed
+    # machine spinning made a 256^3 matmul 30x slower (measured, 2 cores).
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+    _gomp = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    _llvm().load_library_permanently(path)
+    if threads:
+        _gomp.omp_set_num_threads(ctypes.c_int(int(threads)))
+
+
+def register_library(path: str | os.PathLike[str]) -> None:
+    """Make an external library's symbols callable from generated code.
+
+    Raises LibraryLoadError if it does not load.
+    """
+    ensure_native()
+    path = os.fspath(path)
+    if path in libraries:
+        return
+    try:
+        ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        _llvm().load_library_permanently(path)
+    except (OSError, RuntimeError) as err:
+        raise LibraryLoadError(f"cannot load library '{path}': {err}") from None
+    libraries.append(path)
+
+
+def set_num_threads(count: int) -> None:
+    """Threads used by parallel loops started from the calling thread."""
+    ensure_native()
+    if _gomp is not None:
+        _gomp.omp_set_num_threads(ctypes.c_int(count))
+
+
+def get_max_threads() -> int:
+    """Threads a parallel loop started from the calling thread would use."""
+    ensure_native()
+    return int(_gomp.omp_get_max_threads()) if _gomp is not None else 1

@@ -1,0 +1,106 @@
+"""Parallelisation: which loop of a kernel runs on the thread team.
+
+Every decision that puts `kind(parallel)` on a loop, or moves it, is made
+here (the knobs are `parallel_*` in `target/schedule_knobs.py`):
+
+* `lower-te` asks `worth_a_team` for the outermost spatial loop of each
+  nest: parallel when the nest reads at least `parallel_min_work` tensor
+  elements (a gathered read counting `parallel_gather_reads`), since each
+  parallel region wakes the sleeping workers;
+* register blocking hands `parallel` from the row blocks to the column
+  blocks it moved outermost when there are enough of them for every core
+  (`distribute_columns`);
+* stage fusion fuses a serial stage into a parallel neighbour
+  (`kinds_fusable`): the fused loop is parallel;
+* `balance_parallel` moves `parallel` from a one-iteration loop to the
+  spatial loop it holds.
+
+A loop is only made parallel when its iterations write disjoint elements
+(`lower-te`'s spatial loops by construction; `dependence.spatial` otherwise).
+"""
+
+from __future__ import annotations
+
+from lamina.dialects import loop
+from lamina.dialects.loop import LoopKind
+from lamina.schedule import primitives as prim
+from lamina.schedule.dependence import spatial
+from lamina.schedule.primitives import ScheduleError
+from lamina.target.schedule_knobs import ScheduleKnobs
+
+
+def worth_a_team(points: int, reads: int, gathered: int, knobs: ScheduleKnobs) -> bool:
+    """Should a nest of `points` region evaluations, each doing `reads` tensor
+    reads of which `gathered` the vectorized loop gathers, run on the thread
+    team? Its reads (at least two per point, a gather counting
+    `parallel_gather_reads`) must reach `parallel_min_work`."""
+    weighted = reads + (knobs.parallel_gather_reads - 1) * gathered
+    return points * max(2, weighted) >= knobs.parallel_min_work
+
+
+def enough_per_core(for_op: loop.ForOp, cores: int, knobs: ScheduleKnobs) -> bool:
+    """Does `for_op` have `parallel_min_iterations_per_core` iterations per core?"""
+    return prim.trip_count(for_op) >= knobs.parallel_min_iterations_per_core * cores
+
+
+def distribute_columns(
+    columns: loop.ForOp, rows: loop.ForOp, cores: int, knobs: ScheduleKnobs
+) -> None:
+    """Run the column blocks on threads when there are enough of them for every core
+    (one parallel region per kernel); otherwise the row blocks stay parallel."""
+    if rows.kind_name != LoopKind.PARALLEL or not enough_per_core(columns, cores, knobs):
+        return
+    prim.serialize(rows)
+    prim.parallelize(columns)
+
+
+def kinds_fusable(first: loop.ForOp, second: loop.ForOp) -> bool:
+    """Same kind, or one parallel and one serial: the fused loop is parallel
+    (its iterations are independent, `dependence.disjoint_by_iv`), and the stage
+    too small for a thread team of its own (a bias+relu epilogue, below
+    `parallel_min_work`) joins its neighbour's instead of running on the
+    calling thread alone while the other cores wait."""
+    kinds = {first.kind_name, second.kind_name}
+    return len(kinds) == 1 or kinds == {LoopKind.PARALLEL, LoopKind.SERIAL}
+
+
+def balance_parallel(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int:
+    """Move `parallel` from a top-level loop of one iteration to the loop it
+    holds; returns how many moved.
+
+    A blocked convolution on 16 channels has one output-channel block: its
+    parallel loop runs on one thread while the other cores idle (the
+    ResNet-style CNN's first stage). The loop inside (output rows) is
+    spatial: every buffer written in it is accessed at one fixed index
+    position = its induction variable, so its iterations touch disjoint
+    elements and may run on any thread -- the same test as row-stage
+    fusion. One region per call either way.
+    """
+    if cores < 2:
+        return 0
+    moved = 0
+    for outer in [o for o in func.body.blocks[0].ops if isinstance(o, loop.ForOp)]:
+        try:
+            if outer.kind_name != LoopKind.PARALLEL or prim.trip_count(outer) != 1:
+                continue
+        except ScheduleError:
+            continue
+        inner = prim.body_ops(outer)
+        if (
+            len(inner) != 1
+            or not isinstance(inner[0], loop.ForOp)
+            or inner[0].kind_name != LoopKind.SERIAL
+        ):
+            continue
+        try:
+            if not enough_per_core(inner[0], cores, knobs) or not spatial(inner[0]):
+                continue
+        except ScheduleError:
+            continue
+        prim.serialize(outer)
+        prim.parallelize(inner[0])
+        moved += 1
+    return moved
+
+
+__all__ = ["balance_parallel", "distribute_columns", "kinds_fusable", "worth_a_team"]

@@ -1,0 +1,114 @@
+"""What the schedule passes share: the target's facts and knobs, overridden by pass options.
+
+`schedule` and each rule's own pass (`schedule-register-block`, ...) read the
+module's cpu target (`lamina.targets`, else the host): its `CpuFacts` and the
+`ScheduleKnobs` derived from them. A pass option of a fact's name
+(`vector_bits`, `vector_registers`, `cores`) or of a knob's name overrides it
+for that pass; an impossible value is a diagnostic, never silently a
+different kernel. The knob options come in groups, one per rule that reads
+them, so each pass offers exactly the knobs it uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import ClassVar
+
+from xdsl.dialects.builtin import ModuleOp
+
+from lamina.core.diagnostics import op_error
+from lamina.core.pass_base import LaminaPass
+from lamina.dialects import loop
+from lamina.dialects.lamina import Phase
+from lamina.schedule.directives import directed_loops
+from lamina.target.cpu_facts import CpuFacts
+from lamina.target.registry import module_facts, module_knobs
+from lamina.target.schedule_knobs import KNOB_NAMES, ScheduleKnobs, check_knob
+
+
+@dataclass(frozen=True)
+class ScheduleRulePass(LaminaPass):
+    """Base of the schedule passes (not a pass itself): facts and knobs with overrides."""
+
+    phases: ClassVar[frozenset[Phase]] = frozenset({Phase.LOWERING})
+    requires: ClassVar[tuple[str, ...]] = ("lower-te",)
+
+    vector_bits: int = 0
+    """Override the target's vector width (bits; 0: the target's), e.g. 256 on an AVX-512 host."""
+    vector_registers: int = 0
+    """Override the target's vector register count (0: the target's)."""
+    cores: int = 0
+    """Override the number of cores parallel loops are balanced for (0: the target's)."""
+
+    def facts(self, module: ModuleOp) -> CpuFacts:
+        """The module's cpu target facts, then this pass's overrides."""
+        if self.vector_bits not in (0, 128, 256, 512):
+            raise op_error(
+                module,
+                f"{self.name}: vector_bits must be 128, 256 or 512 (0: the target's), got {self.vector_bits}",
+            )
+        if self.vector_registers and not 8 <= self.vector_registers <= 64:
+            raise op_error(
+                module,
+                f"{self.name}: vector_registers must be 8..64 (0: the target's), got {self.vector_registers}",
+            )
+        if self.cores < 0:
+            raise op_error(module, f"{self.name}: cores must be >= 1 (0: detect), got {self.cores}")
+        facts = module_facts(module)
+        if self.vector_bits:
+            facts = facts.replace(vector_bits=self.vector_bits)
+        if self.vector_registers:
+            facts = facts.replace(vector_registers=self.vector_registers)
+        if self.cores:
+            facts = facts.replace(cores=self.cores)
+        return facts
+
+    def knobs(self, module: ModuleOp) -> ScheduleKnobs:
+        """The module's knobs, then the knob options this pass was given (the
+        knobs derived from facts read caches and lines, which no pass option
+        overrides)."""
+        knobs = module_knobs(module)
+        given = {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name in KNOB_NAMES and getattr(self, f.name) is not None
+        }
+        for name, value in given.items():
+            why = check_knob(name, value)
+            if why is not None:
+                raise op_error(module, f"{self.name}: {name} {why}, got {value}")
+        return knobs.replace(**given)
+
+    def default_scheduled(self, module: ModuleOp) -> list[loop.FuncOp]:
+        """The loop functions that get the default schedules: those without a
+        `lamina.schedule` directive (a directive replaces them)."""
+        return [f for f in module.walk() if isinstance(f, loop.FuncOp) and not directed_loops(f)]
+
+
+@dataclass(frozen=True)
+class RegisterBlockOptions:
+    """Knob options of register blocking and packing (`target/schedule_knobs.py`; unset: the target's)."""
+
+    block_vector_choices: tuple[int, ...] | None = None
+    block_max_vectors: int | None = None
+    block_rows: int | None = None
+    pack_min_row_blocks: int | None = None
+    pack_max_bytes: int | None = None
+    parallel_min_iterations_per_core: int | None = None
+
+
+@dataclass(frozen=True)
+class ParallelOptions:
+    """Knob options of parallel balancing (`target/schedule_knobs.py`; unset: the target's)."""
+
+    parallel_min_iterations_per_core: int | None = None
+
+
+@dataclass(frozen=True)
+class GatherReuseOptions:
+    """Knob options of gather reuse (`target/schedule_knobs.py`; unset: the target's)."""
+
+    gather_line_bytes: int | None = None
+
+
+__all__ = ["GatherReuseOptions", "ParallelOptions", "RegisterBlockOptions", "ScheduleRulePass"]

@@ -1,0 +1,118 @@
+"""What the code generator and the schedules need to know about a CPU.
+
+Layouts (the channel block of a blocked conv2d), schedules (the register
+block of a matmul micro-kernel, tile sizes that fit a cache level) and the
+LLVM back end (which vector width to prefer) all read the same facts, so
+they are gathered once here. `host_cpu_facts()` detects them on the machine
+Lamina runs on: the CPU name and features from LLVM (the same ones codegen
+hands to its TargetMachine) and the cache sizes from Linux's sysfs, with
+conservative defaults where sysfs is missing. A target can pin other
+values with `CpuFacts.replace(...)` (for example a 256-bit vector width on an
+AVX-512 machine, to compare).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+_SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
+
+_DEFAULT_CACHES = {"l1d": 32 * 1024, "l2": 512 * 1024, "l3": 8 * 1024 * 1024, "line": 64}
+"""Sizes assumed when the OS does not report them: small enough to be safe."""
+
+
+@dataclass(frozen=True)
+class CpuFacts:
+    """Code-generation facts of one CPU (all sizes in bytes, widths in bits)."""
+
+    cpu_name: str
+    """LLVM's name for the CPU (`znver4`, `skylake-avx512`, ...)."""
+    features: frozenset[str]
+    """LLVM feature names that are enabled (`avx2`, `fma`, `avx512f`, ...)."""
+    vector_bits: int
+    """Width of the widest vector registers code should use (128, 256, 512)."""
+    vector_registers: int
+    """Architectural vector registers available at that width (16 or 32)."""
+    l1d_bytes: int
+    l2_bytes: int
+    l3_bytes: int
+    cores: int
+    """Cores Lamina may use (the process's CPU affinity)."""
+    cache_line_bytes: int = 64
+    """Bytes per L1d cache line (sysfs `coherency_line_size`; 64 on every x86 core)."""
+
+    def lanes(self, element_bits: int) -> int:
+        """Elements of `element_bits` bits in one vector register (f32 → 16 on AVX-512)."""
+        return max(1, self.vector_bits // element_bits)
+
+    @property
+    def has_fma(self) -> bool:
+        return "fma" in self.features or "avx512f" in self.features
+
+    def replace(self, **changes: object) -> CpuFacts:
+        """These facts with some overridden (a target's options)."""
+        return dataclasses.replace(self, **changes)
+
+
+def _vector_shape(features: frozenset[str]) -> tuple[int, int]:
+    if "avx512f" in features:
+        return 512, 32
+    if "avx2" in features or "avx" in features:
+        return 256, 16
+    return 128, 16
+
+
+def _sysfs_cache_sizes() -> dict[str, int]:
+    """L1d/L2/L3 sizes and the L1d line size of cpu0 as Linux reports them (missing: defaults)."""
+    sizes = dict(_DEFAULT_CACHES)
+    if not _SYSFS_CACHE.is_dir():
+        return sizes
+    for index in _SYSFS_CACHE.glob("index*"):
+        try:
+            level = (index / "level").read_text().strip()
+            kind = (index / "type").read_text().strip()
+            size = _parse_size((index / "size").read_text().strip())
+        except (OSError, ValueError):
+            continue
+        key = {"1": "l1d", "2": "l2", "3": "l3"}.get(level)
+        if key and (key != "l1d" or kind == "Data"):
+            sizes[key] = size
+        if key == "l1d" and kind == "Data":
+            try:
+                sizes["line"] = int((index / "coherency_line_size").read_text().strip())
+            except (OSError, ValueError):
+                pass
+    return sizes
+
+
+def _parse_size(text: str) -> int:
+    units = {"K": 1024, "M": 1024 * 1024, "G": 1024 * 1024 * 1024}
+    if text and text[-1] in units:
+        return int(text[:-1]) * units[text[-1]]
+    return int(text)
+
+
+@functools.cache
+def host_cpu_facts() -> CpuFacts:
+    """The facts of the machine this process runs on (detected once)."""
+    import llvmlite.binding as llvm
+
+    name = llvm.get_host_cpu_name()
+    features = frozenset(key for key, enabled in llvm.get_host_cpu_features().items() if enabled)
+    bits, registers = _vector_shape(features)
+    caches = _sysfs_cache_sizes()
+    return CpuFacts(
+        cpu_name=name,
+        features=features,
+        vector_bits=bits,
+        vector_registers=registers,
+        l1d_bytes=caches["l1d"],
+        l2_bytes=caches["l2"],
+        l3_bytes=caches["l3"],
+        cores=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1,
+        cache_line_bytes=caches["line"],
+    )

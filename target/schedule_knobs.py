@@ -1,0 +1,198 @@
+"""Every tuning knob of the schedules and kernel strategies, in one frozen dataclass.
+
+The rules in `lamina.schedule` and the strategies in `lamina.kernels.strategy`
+make their decisions from two inputs: the CPU's facts (`CpuFacts`: vector
+width, registers, caches, cores -- what the hardware *is*) and these knobs
+(thresholds and preferences -- what was *measured* to pay on it). Each knob
+was measured on one CPU (an AVX-512 Zen 4 VM with two cores, unless its
+docstring says otherwise); `ScheduleKnobs.for_cpu(facts)` derives the
+defaults, the ones tied to a cache or line size from the facts.
+
+The knobs are the space a schedule search explores: each can be overridden
+by a target option (`--target 'cpu{pack_min_row_blocks=16}'`, validated in
+`target/registry.py`) or by the option of the same name of the pass that
+reads it (`-p 'schedule{pack_min_row_blocks=16}'`, or the rule's own pass,
+`schedule-register-block{...}`). docs/performance.md lists them (generated
+from this module by `lamina-docs`). The module sits beside `CpuFacts` in
+the target model (which validates and records knob options), below the
+scheduling and kernel packages that read it.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+from dataclasses import dataclass, field, fields
+
+from lamina.target.cpu_facts import CpuFacts
+
+_DERIVED = "derived"
+"""Metadata key: how the default is derived from `CpuFacts` (for the docs table)."""
+
+
+@dataclass(frozen=True)
+class ScheduleKnobs:
+    """The tuning knobs (see the module docstring); `for_cpu` gives the defaults."""
+
+    # -- parallelisation (`schedule/parallel.py`) ---------------------------------------
+    parallel_min_work: int = 1 << 19
+    """Tensor reads (region evaluations times the region's `te.read`s, counted
+    as at least two) below which a nest stays serial. Each parallel region wakes
+    the sleeping workers (libgomp's passive wait policy, which Lamina sets:
+    docs/environment.md), measured at 20-30 us on a 2-vCPU VM, more than a nest
+    of 2**18 vectorized two-read evaluations takes on one core. Raised from
+    2**14 evaluations: at two threads the MLP of examples/onnx_models.py went
+    from 0.53 to 0.37 ms and the transformer encoder from 6.7 to 5.4 ms (its
+    reshapes, bias adds and small matmuls now run on the calling thread alone).
+    Counted in reads rather than evaluations so that a region that reads much
+    per element (Winograd's output transform: ten reads) gets the team as
+    soon as it is worth it, while a nest of one or two reads (an `exp`, a bias
+    add) keeps the 2**18-evaluation threshold."""
+
+    parallel_gather_reads: int = 8
+    """What one read gathered by the vectorized loop (strided along it) counts
+    for in `parallel_min_work`: a 16-lane gather costs about as much as 16
+    scalar loads, so a layout transform into or out of `NCHW16c` (one gather
+    per vector) is worth a thread team at 8x fewer elements than a contiguous
+    copy. Measured, AVX-512: NCHW -> NCHW16c of 1x64x56x56 f32 takes 80 us on
+    one thread, as long as a 2-read contiguous copy of about 2**20 elements."""
+
+    parallel_min_iterations_per_core: int = 2
+    """A loop is handed `parallel` from the loop around it (the column blocks of a
+    micro-kernel, the rows inside a one-iteration parallel loop) only when it has
+    at least this many iterations per core. Not measured on its own: the value
+    the schedule has used since the column-block distribution was measured
+    (with fewer iterations than two per core, the last wave of a 3-iteration
+    loop on 2 cores leaves one core idle for a third of the time)."""
+
+    # -- loop order (`schedule/loop_order.py`) -------------------------------------------
+    set_aliasing_bytes: int = 2048
+    """A strided access whose stride is a multiple of this many bytes puts the
+    lines of one vector's elements into at most two L1 sets (64-byte lines, a
+    4 KiB way on every x86 core measured): a 16-lane gather needs 16 lines where
+    8 ways exist, and every gather misses again. Measured, NCHW -> NCHW16c of
+    1x16x64x64 f32 (plane stride 16 KiB), vectorized along the channels: 115 us."""
+
+    # -- gather reuse (`schedule/gather_reuse.py`) ---------------------------------------
+    gather_line_bytes: int = field(default=64, metadata={_DERIVED: "cache_line_bytes"})
+    """Bytes per cache line: the period of a gather whose lines are worth reusing
+    (a conv2d's output transform out of NCHW16c, 1x64x56x56 f32: 150 -> 90 us)."""
+
+    # -- register blocking (`schedule/register_block.py`) --------------------------------
+    block_vector_choices: tuple[int, ...] = (2, 1, 4, 3)
+    """Vectors per accumulator row of a register block, in order of preference:
+    the first whose width divides the row is taken (2 vectors: NR = 32 on
+    AVX-512, the best of 16/32/48/64 measured on matmul 256-1024)."""
+
+    block_max_vectors: int = 4
+    """A row not divided by any choice is blocked whole when it is at most this
+    many vectors long (a classifier's 10 outputs: one masked vector per row,
+    2x faster than accumulating the row in memory)."""
+
+    block_rows: int = 0
+    """Rows of a register block (MR); 0: as many as leave room for MR x NR
+    accumulators, NR B vectors and MR broadcasts in the vector registers,
+    preferably a divisor of M (measured on AVX-512: 8 x 32 beats 12 x 32 and
+    14 x 32, which spill)."""
+
+    # -- packing (`schedule/packing.py`) -------------------------------------------------
+    pack_min_row_blocks: int = 32
+    """Row blocks that must share a column panel read in place (along its rows)
+    before copying it into a contiguous panel pays. The copy reads the panel
+    once more, from L3 or memory, before any FMA; read in place, the first row
+    block streams it (the hardware prefetcher follows the constant row stride)
+    overlapped with its FMAs, and the other row blocks find it in L2. Measured,
+    AVX-512, one thread, packed -> in place: 64x784 @ 784x512 0.51 -> 0.46 ms,
+    192x784 @ 784x512 1.42 -> 1.38, 64x1024 @ 1024x1024 1.46 -> 1.34, matmul
+    256 and 512 equal; matmul 1024 (128 row blocks) 19.9 -> 21.8 ms, so it
+    stays packed. A panel read down its columns (attention's K^T) is always
+    packed: the copy transposes it once instead of gathering on every use
+    (attention 0.87 -> 1.12 ms unpacked)."""
+
+    pack_max_bytes: int = field(default=512 * 1024, metadata={_DERIVED: "l2_bytes // 2"})
+    """Largest packed panel: half of L2, so the panel stays there while the
+    other operand's rows stream through the other half."""
+
+    # -- code generation hints (`lower-to-llvm`) ------------------------------------------
+    whole_vector_lanes: int = field(default=8, metadata={_DERIVED: "min(8, f32 lanes)"})
+    """A `vectorized` loop whose constant trip count is a multiple of this is
+    vectorized in whole vectors with no scalar remainder; codegen keeps LLVM
+    from unrolling it first (a 16-lane channel loop fully unrolled before
+    vectorization ran 8x slower). At most the f32 lanes of the vector unit."""
+
+    # -- convolution strategy (`kernels/strategy.py`) ------------------------------------
+    conv_channel_block: int = 0
+    """Channel block of a blocked conv2d (`NCHW{c}c`); 0: one vector of the
+    element type (16 f32 on AVX-512), so the innermost output-channel loop
+    fills one vector register."""
+
+    winograd_min_output: int = 14 * 14
+    """Smallest output image (OH*OW) computed by Winograd when the weights are a
+    parameter: their transform then runs on every call and costs 16/(OH*OW) of
+    the products (8 % at 14x14)."""
+
+    winograd_max_weight_bytes: int = field(default=1 << 20, metadata={_DERIVED: "l2_bytes"})
+    """Largest transformed weights (16*C*K elements) for Winograd with weights
+    passed as a parameter: they must stay in L2 (256->256 at 14x14 streams
+    4 MiB of them through L3 and loses: 2.2 ms against 2.1 direct)."""
+
+    @staticmethod
+    def for_cpu(facts: CpuFacts) -> ScheduleKnobs:
+        """The measured defaults, the cache- and line-sized ones from `facts`."""
+        return ScheduleKnobs(
+            gather_line_bytes=facts.cache_line_bytes,
+            pack_max_bytes=facts.l2_bytes // 2,
+            whole_vector_lanes=min(8, facts.lanes(32)),
+            winograd_max_weight_bytes=facts.l2_bytes,
+        )
+
+    def replace(self, **changes: object) -> ScheduleKnobs:
+        """These knobs with some overridden (target or pass options)."""
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+
+KNOB_NAMES: frozenset[str] = frozenset(f.name for f in fields(ScheduleKnobs))
+"""The names a target option or a pass option may override."""
+
+
+def check_knob(name: str, value: object) -> str | None:
+    """Why `value` cannot be knob `name` (None: it can)."""
+    if name == "block_vector_choices":
+        if not isinstance(value, tuple) or not value or any(v < 1 for v in value):
+            return "must be a non-empty list of positive integers"
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        return "must be an integer"
+    if name in ("block_rows", "conv_channel_block", "winograd_min_output"):
+        return None if value >= 0 else "must be >= 0"
+    return None if value >= 1 else "must be >= 1"
+
+
+def knob_rows() -> list[tuple[str, str, str]]:
+    """(name, default, docstring) per knob; a default derived from `CpuFacts`
+    reads as its formula (`l2_bytes // 2`)."""
+    docs = _field_docs()
+    return [
+        (f.name, f.metadata.get(_DERIVED) or repr(f.default), " ".join(docs[f.name].split()))
+        for f in fields(ScheduleKnobs)
+    ]
+
+
+def _field_docs() -> dict[str, str]:
+    """The docstring under each field of `ScheduleKnobs` (read from the source)."""
+    tree = ast.parse(inspect.getsource(ScheduleKnobs))
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    docs = {}
+    for stmt, after in zip(body, body[1:], strict=False):
+        if (
+            isinstance(stmt, ast.AnnAssign)
+            and isinstance(stmt.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+        ):
+            docs[stmt.target.id] = str(after.value.value)
+    return docs
+
+
+__all__ = ["KNOB_NAMES", "ScheduleKnobs", "check_knob", "knob_rows"]

@@ -1,0 +1,73 @@
+// RUN: lamina-opt %s -p 'schedule-register-block{vector_bits=256 vector_registers=16 cores=2}' | filecheck %s
+// RUN: lamina-opt %s -p 'schedule-register-block{vector_bits=256 vector_registers=16 cores=2 pack_min_row_blocks=3}' | filecheck %s --check-prefix=PACK
+// RUN: lamina-opt %s -p 'schedule-register-block{vector_bits=256 vector_registers=16 cores=2 block_rows=2 block_vector_choices=1}' | filecheck %s --check-prefix=KNOBS
+// RUN: sed 's/attributes {lamina.phase/attributes {lamina.targets = {cpu = #lamina.target<"cpu", {vector_bits = 256 : i64, vector_registers = 16 : i64, cores = 2 : i64, block_rows = 2 : i64}>}, lamina.phase/' %s | lamina-opt -p schedule-register-block | filecheck %s --check-prefix=TARGET
+// RUN: not lamina-opt %s -p 'schedule-register-block{block_vector_choices=0}' 2>&1 | filecheck %s --check-prefix=BAD
+
+// Register blocking alone (one rule of `schedule`): a matmul as lower-te
+// emits it becomes a micro-kernel. AVX2 (8 lanes, 16 ymm): 4 rows x 2
+// vectors (16 columns) of accumulators; the column blocks go outermost, the
+// row blocks stay parallel (2 column blocks are too few for 2 cores), the 4
+// rows are jammed into the vectorized loops. B is read in place: 3 row
+// blocks share its panel, fewer than `pack_min_row_blocks` (32); with that
+// knob at 3 the 8x16 panel is packed per column block. `block_rows` and
+// `block_vector_choices` force a 2 x 8 block (then 4 column blocks: enough
+// for 2 cores, so they run in parallel), from a pass option or a target
+// option alike; an impossible knob value is a diagnostic.
+
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @matmul(%a: memref<12x8xf32>, %b: memref<8x32xf32>, %c: memref<12x32xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c12 = arith.constant 12 : index
+    %c32 = arith.constant 32 : index
+    %zero = arith.constant 0.0 : f32
+    loop.for %i = %c0 to %c12 step %c1 kind(parallel) {
+      loop.for %j = %c0 to %c32 step %c1 kind(vectorized) {
+        loop.store %zero, %c[%i, %j] : memref<12x32xf32>
+      }
+      loop.for %k = %c0 to %c8 step %c1 {
+        loop.for %j2 = %c0 to %c32 step %c1 kind(vectorized) {
+          %x = loop.load %a[%i, %k] : memref<12x8xf32>
+          %y = loop.load %b[%k, %j2] : memref<8x32xf32>
+          %p = arith.mulf %x, %y : f32
+          %acc = loop.load %c[%i, %j2] : memref<12x32xf32>
+          %s = arith.addf %acc, %p : f32
+          loop.store %s, %c[%i, %j2] : memref<12x32xf32>
+        }
+      }
+    }
+    loop.return
+  }
+
+}
+
+// CHECK:       loop.for %jo = %c0 to %c32 step %c16 {
+// CHECK-NEXT:    loop.for %io = %c0 to %c12 step %c4 kind(parallel) {
+// CHECK-COUNT-4:   arith.addi %io
+// CHECK:           loop.for %ji = %c0 to %c16 step %c1 kind(vectorized) {
+// CHECK-COUNT-4:     loop.store %zero, %c
+// CHECK:           loop.for %k = %c0 to %c8 step %c1 {
+// CHECK-NEXT:        loop.for %j2i = %c0 to %c16 step %c1 kind(vectorized) {
+// CHECK-COUNT-4:       loop.load %a
+// CHECK-NEXT:          %y = loop.load %b[%k, %j2] : memref<8x32xf32>
+// CHECK-COUNT-4:       arith.mulf
+// CHECK-COUNT-4:       loop.load %c
+// CHECK-COUNT-4:       arith.addf
+// CHECK-COUNT-4:       loop.store
+// CHECK-NOT:     loop.alloc
+
+// PACK:       loop.for %jo = %c0 to %c32 step %c16 {
+// PACK-NEXT:    %[[P:.*]] = loop.alloc {scope = "local"} : memref<8x16xf32>
+// PACK:         loop.for %io = %c0 to %c12 step %c4 kind(parallel) {
+// PACK:           loop.load %[[P]]
+
+// KNOBS:      loop.for %jo = %c0 to %c32 step %c8 kind(parallel) {
+// KNOBS-NEXT:   loop.for %io = %c0 to %c12 step %c2 {
+// KNOBS:          loop.for %ji = %c0 to %c8 step %c1 kind(vectorized) {
+
+// TARGET:     loop.for %jo = %c0 to %c32 step %c16 {
+// TARGET-NEXT:  loop.for %io = %c0 to %c12 step %c2 kind(parallel) {
+
+// BAD: error: 'builtin.module' op schedule-register-block: block_vector_choices must be a non-empty list of positive integers, got (0,)

@@ -1,0 +1,44 @@
+// RUN: lamina-opt %s -p schedule-vector-math | filecheck %s
+
+// Vector math alone (one rule of `schedule`): f32 `math.exp` and
+// `math.tanh` become polynomials (arithmetic LLVM vectorizes, instead of a
+// libm call per element); an f64 `exp` keeps its call.
+
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @sigmoidish(%x: memref<64xf32>, %y: memref<64xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    loop.for %i = %c0 to %c64 step %c1 kind(vectorized) {
+      %v = loop.load %x[%i] : memref<64xf32>
+      %e = math.exp %v : f32
+      %t = math.tanh %e : f32
+      loop.store %t, %y[%i] : memref<64xf32>
+    }
+    loop.return
+  }
+  // f64 keeps libm's exp.
+  loop.func @double(%x: memref<4xf64>, %y: memref<4xf64>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    loop.for %i = %c0 to %c4 step %c1 {
+      %v = loop.load %x[%i] : memref<4xf64>
+      %e = math.exp %v : f64
+      loop.store %e, %y[%i] : memref<4xf64>
+    }
+    loop.return
+  }
+}
+
+
+// CHECK-LABEL: loop.func @sigmoidish(
+// CHECK:         arith.maximumf %v
+// CHECK:         math.floor
+// CHECK:         arith.bitcast {{.*}} : f32 to i32
+// CHECK:         math.absf
+// CHECK:         math.copysign
+// CHECK-NOT:     math.exp
+// CHECK-NOT:     math.tanh
+// CHECK-LABEL: loop.func @double(
+// CHECK:         math.exp %v : f64

@@ -1,0 +1,154 @@
+"""What every Lamina command-line tool shares: user errors become diagnostics, exit 1.
+
+A traceback is a bug (docs/design.md §5): user errors (bad text, bad IR, wrong phase,
+bad arguments, missing files) print an MLIR-style `error:` line and exit with
+status 1; only genuine internal failures print a traceback, and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from lamina.core.diagnostics import DiagnosticError
+
+EXIT_USER_ERROR = 1
+EXIT_INTERNAL_ERROR = 2
+
+
+class UsageError(Exception):
+    """A bad command-line argument or input file, reported as `error: ...`."""
+
+
+def user_error_types() -> tuple[type[BaseException], ...]:
+    from lamina.core.dense import DTypeError
+    from lamina.runtime.executable import LaminaRuntimeError
+
+    # Any OSError reaching a tool's top level comes from reading or writing a
+    # file the user named (input, -o, --dump-phases-to, --reproducer, ...).
+    # DTypeError: an element type with no NumPy dtype, in a constant or an entry.
+    return (UsageError, LaminaRuntimeError, DTypeError, OSError)
+
+
+def guarded_main(tool: str, body: Callable[[], int | None]) -> int:
+    """Run a tool's `body`, turning every user error into a diagnostic and exit status 1."""
+    try:
+        return body() or 0
+    except DiagnosticError as err:
+        print(err.format(), file=sys.stderr)
+        return EXIT_USER_ERROR
+    except BrokenPipeError:  # `tool ... | head`: the reader left; not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_USER_ERROR
+    except user_error_types() as err:
+        print(f"{tool}: error: {_describe(err)}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        return 130
+    except RecursionError:  # deeply nested input, anywhere the stages above did not catch it
+        from lamina.core.diagnostics import TOO_DEEP
+
+        print(f"{tool}: error: {TOO_DEEP}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except Exception:
+        print(f"{tool}: internal error: this is a bug in Lamina, please report it", file=sys.stderr)
+        traceback.print_exc()
+        return EXIT_INTERNAL_ERROR
+
+
+def _describe(err: BaseException) -> str:
+    if isinstance(err, OSError) and err.filename:
+        return f"{err.strerror}: '{err.filename}'"
+    return str(err)
+
+
+def read_source(path: str) -> str:
+    """The text of `path` (or stdin for '-'), as a user error if it cannot be read."""
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except UnicodeDecodeError:
+        raise UsageError(f"'{path}' is not UTF-8 text") from None
+
+
+# ---------------------------------------------------------------------------
+# Flags every compiling tool shares (lamina-opt, lamina-run, lamina-compile)
+# ---------------------------------------------------------------------------
+
+
+def add_target_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-t",
+        "--target",
+        dest="targets",
+        action="append",
+        default=[],
+        metavar="T",
+        help="compile target (repeatable), e.g. cpu or 'cpu{vector_bits=256 cores=1}' "
+        "(options override the host's code-generation facts; docs/performance.md)",
+    )
+
+
+def add_instrument_arguments(parser: argparse.ArgumentParser, *, opt: bool = False) -> None:
+    """The instruments of `lamina.driver.instruments.Instruments`, spelled as in lamina-opt.
+
+    `opt=True` leaves out what lamina-opt defines its own way (its `-v` is
+    xdsl-opt's `--version`; its `--print-pipeline` also honours `--pipeline`).
+    """
+    add_target_argument(parser)
+    parser.add_argument(
+        "--pass-timing",
+        "--time-passes",
+        dest="pass_timing",
+        action="store_true",
+        help="print an execution time report of the passes (and, when compiling, "
+        "LLVM's optimization and code generation) to stderr",
+    )
+    parser.add_argument(
+        "--print-ir-after-all",
+        "--print-between-passes",
+        dest="print_ir_after_all",
+        action="store_true",
+        help="print the IR after every pass to stderr",
+    )
+    parser.add_argument(
+        "--dump-phases-to",
+        metavar="DIR",
+        help="write the module as it enters each phase to DIR/<n>_<phase>.mlir",
+    )
+    verbose = ["--verbose"] if opt else ["-v", "--verbose"]
+    if not opt:
+        parser.add_argument(
+            "--print-pipeline",
+            action="store_true",
+            help="print the pipeline that would run (with the targets' hooks) and exit",
+        )
+    parser.add_argument(
+        *verbose,
+        action="store_true",
+        help="report progress on stderr: each phase entered, code generation, elapsed time",
+    )
+
+
+def instrument_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of `lamina.compile` that the shared flags ask for."""
+    return {
+        "pass_timing": args.pass_timing,
+        "print_ir_after_all": args.print_ir_after_all,
+        "dump_phases_to": args.dump_phases_to,
+        "verbose": getattr(args, "verbose", False),
+    }
+
+
+def print_pipeline(args: argparse.Namespace, pipeline: str = "default") -> int:
+    """`--print-pipeline` of lamina-run/lamina-compile: the expanded pipeline, then exit 0."""
+    from lamina.driver.pipeline import format_pipeline
+
+    print(format_pipeline(pipeline, args.targets), end="")
+    return 0
