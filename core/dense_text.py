@@ -20,6 +20,7 @@ instead of a minute.
 
 from __future__ import annotations
 
+import hashlib
 import io
 
 import numpy as np
@@ -43,17 +44,25 @@ class DensePrinter(Printer):
     """An xDSL `Printer` that prints large dense attributes from their bytes,
     or elides those above `elide_larger_than` elements (0: never), as MLIR's
     `--mlir-elide-elementsattrs-if-larger` does, so a model's IR stays
-    readable."""
+    readable. With `digest=True` a large value prints as the SHA-256 of its
+    bytes instead: text for a cache key (driver/cache_key.py), which hashes
+    megabytes of weights at memory speed instead of formatting them."""
 
-    def __init__(self, *args, elide_larger_than: int = 0, **kwargs):
+    def __init__(self, *args, elide_larger_than: int = 0, digest: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         self.elide_larger_than = elide_larger_than
+        self.digest = digest
 
     def print_attribute(self, attribute: Attribute) -> None:
         if isinstance(attribute, DenseIntOrFPElementsAttr):
             size = len(attribute)
             if self.elide_larger_than and size > self.elide_larger_than:
                 self.print_string(f"{ELIDED} : ")
+                self.print_attribute(attribute.get_type())
+                return
+            if self.digest and size > HEX_THRESHOLD:
+                digest = hashlib.sha256(attribute.data.data).hexdigest()
+                self.print_string(f'dense<"sha256:{digest}"> : ')
                 self.print_attribute(attribute.get_type())
                 return
             if size > HEX_THRESHOLD or _has_non_finite(attribute):
@@ -74,10 +83,15 @@ def _has_non_finite(attribute: DenseIntOrFPElementsAttr) -> bool:
 _FLOAT_DTYPES = {Float16Type: np.float16, Float32Type: np.float32, Float64Type: np.float64}
 
 
-def print_module(op: Operation, elide_larger_than: int = 0, **printer_options) -> str:
-    """The text of `op` (custom form), large constants in hex (or elided)."""
+def print_module(
+    op: Operation, elide_larger_than: int = 0, digest: bool = False, **printer_options
+) -> str:
+    """The text of `op` (custom form), large constants in hex (or elided, or digested)."""
     stream = io.StringIO()
-    DensePrinter(stream=stream, elide_larger_than=elide_larger_than, **printer_options).print_op(op)
+    printer = DensePrinter(
+        stream=stream, elide_larger_than=elide_larger_than, digest=digest, **printer_options
+    )
+    printer.print_op(op)
     return stream.getvalue()
 
 

@@ -104,7 +104,11 @@ class CompileRequest:
         must be in `options` below, or a compile with it would load code
         compiled without it.
         """
-        source = self.source if isinstance(self.source, str) else str(self.source)
+        source = self.source
+        if not isinstance(source, str):  # large constants by digest: megabytes of weights
+            from lamina.core.dense_text import print_module
+
+            source = print_module(source, digest=True)
         options: dict[str, object] = {"check_bounds": self.check_bounds}
         return key(
             source,
