@@ -41,6 +41,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import llvmlite.binding as llvm
 import llvmlite.ir as llvm_ir
@@ -56,6 +57,9 @@ from lamina.backends.llvm.conversion import LOOP_KIND_ATTR
 from lamina.backends.llvm.device_runtime import link_device_runtime
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
 from lamina.runtime import native_setup
+
+if TYPE_CHECKING:  # kernel_split imports this module
+    from lamina.backends.kernel_split import Split
 
 OPT_LEVEL = 3
 """LLVM optimization level used for JIT and ahead-of-time code."""
@@ -534,11 +538,12 @@ class _Prepared:
     tm: llvm.TargetMachine
     ir_module: llvm_ir.Module
     blobs: dict[str, bytes]
-    split: object
+    split: Split | None
     seconds: float
 
     @property
     def key(self) -> str:
+        assert self.split is not None, "only a module compiled in units has a units key"
         digest = hashlib.sha256(b"units\n" + self.split.host.encode())
         for unit in self.split.kernels:
             digest.update(f"\n{unit.key}".encode())
@@ -620,6 +625,7 @@ def _jit_units(module: ModuleOp, key: str, split, tm, timings, use_cache: bool) 
     timings.jit += time.perf_counter() - start
     signatures = {name: op.function_type for name, op in exported_functions(module).items()}
     host = built.modules[0]
+    assert host is not None, "the host unit is always compiled, never read from the cache"
     return UnitsModule(
         key, engine, tm, host, signatures, timings, None, built.modules,
         objects=built.objects, constants=split.constants,

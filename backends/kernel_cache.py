@@ -78,6 +78,7 @@ def facts() -> str:
 
     sources = hashlib.sha256()
     for module in (codegen, kernel_split, parallel_build, sys.modules[__name__]):
+        assert module.__file__ is not None, "a module of Lamina's source tree"
         sources.update(Path(module.__file__).read_bytes())  # wherever the modules live
     return "\n".join(
         [

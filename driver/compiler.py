@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,17 @@ if TYPE_CHECKING:  # the module type only: a cache hit never imports xDSL
 
 
 @dataclass(frozen=True)
+class DeferredSource:
+    """A program that is costly to produce, such as an ONNX model to import:
+    `key` identifies it in the cache key (e.g. the digest of the model file
+    and the import options), `build()` produces the module on a cache miss
+    only, so a hit skips the import as it skips the passes."""
+
+    key: str
+    build: Callable[[], ModuleOp]
+
+
+@dataclass(frozen=True)
 class CompileRequest:
     """Everything a compile depends on, in one value (the parameters of `compile`).
 
@@ -42,7 +53,7 @@ class CompileRequest:
     is used and what is observed.
     """
 
-    source: ModuleOp | str
+    source: ModuleOp | str | DeferredSource
     filename: str = "<input>"
     targets: tuple[str, ...] | None = None
     """None: the module's own `lamina.targets` (default: cpu)."""
@@ -58,13 +69,13 @@ class CompileRequest:
 
     @staticmethod
     def of(
-        source: ModuleOp | str | os.PathLike[str],
+        source: ModuleOp | str | os.PathLike[str] | DeferredSource,
         targets: Sequence[str] | None = None,
         filename: str = "<input>",
         **settings: Any,
     ) -> CompileRequest:
         """The request for `source` (a path is read now: a missing file is an OSError)."""
-        program: ModuleOp | str
+        program: ModuleOp | str | DeferredSource
         if isinstance(source, os.PathLike) or (isinstance(source, str) and is_path(source)):
             filename = os.fspath(source)
             with open(filename, encoding="utf-8") as f:
@@ -105,7 +116,9 @@ class CompileRequest:
         compiled without it.
         """
         source = self.source
-        if not isinstance(source, str):  # large constants by digest: megabytes of weights
+        if isinstance(source, DeferredSource):
+            source = f"deferred source {source.key}"
+        elif not isinstance(source, str):  # large constants by digest: megabytes of weights
             from lamina.core.dense_text import print_module
 
             source = print_module(source, digest=True)
@@ -211,4 +224,4 @@ def compile_request(request: CompileRequest) -> Executable:
     return exe
 
 
-__all__ = ["CompileRequest", "compile", "compile_request", "is_path"]
+__all__ = ["CompileRequest", "DeferredSource", "compile", "compile_request", "is_path"]

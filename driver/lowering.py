@@ -22,7 +22,7 @@ from lamina.core.diagnostics import parse_module, verify_module
 from lamina.core.gc_pauses import fewer_gc_pauses
 from lamina.core.pass_manager import PassManager
 from lamina.dialects.lamina import get_phase
-from lamina.driver.compiler import CompileRequest, is_path
+from lamina.driver.compiler import CompileRequest, DeferredSource, is_path
 from lamina.driver.instruments import Instruments
 from lamina.driver.pipeline import passes_for_module
 from lamina.driver.signatures import entry_signatures
@@ -93,7 +93,10 @@ def compile_cold(request: CompileRequest, recorder: StatsRecorder) -> Executable
 def _compile_cold_steps(request: CompileRequest, recorder: StatsRecorder) -> Executable:
     instruments = request.instruments()
     with recorder.phase("parse + verify"):
-        module = parse_source(request.source, request.filename)
+        source = request.source
+        module = parse_source(
+            source.build() if isinstance(source, DeferredSource) else source, request.filename
+        )
         not_entries: dict[str, str] = {}
         signatures = entry_signatures(module, not_entries)
     start = time.perf_counter()

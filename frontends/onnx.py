@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -123,7 +123,7 @@ def load_model(path: str):
 
 def import_file(
     path: str,
-    input_shapes: dict[str, Sequence[int]] | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
     *,
     cli: bool = False,
     bind_inputs: dict[str, np.ndarray] | None = None,
@@ -136,7 +136,7 @@ def import_file(
 
 def import_model(
     model,
-    input_shapes: dict[str, Sequence[int]] | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
     path: str = "<model>",
     *,
     cli: bool = False,
@@ -162,7 +162,7 @@ def import_model(
 
 def import_source(
     source: object,
-    input_shapes: dict[str, Sequence[int]] | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
     *,
     cli: bool = False,
     filename: str = "<model>",

@@ -142,3 +142,31 @@ def test_binary_files_are_user_errors(tmp_path, capsys) -> None:
     with pytest.raises(DiagnosticError, match="not a valid ONNX model"):
         lamina.compile(bad_onnx)
     assert not (tmp_path / "j.o").exists()
+
+
+def test_a_cached_model_file_is_not_imported_again(model_path, tmp_path) -> None:
+    """The cache key of a `.onnx` path is the file's digest (and the input shapes):
+    a new process finds the code without importing the model (no ONNX, no xDSL)."""
+    import json
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        f"""
+        import json, sys, numpy as np, lamina
+        exe = lamina.compile({model_path!r}, input_shapes={{"x": (2, 3, 6, 6)}})
+        y = exe.run("main", np.ones((2, 3, 6, 6), np.float32))
+        heavy = [m for m in ("onnx", "xdsl.ir", "lamina.frontends.onnx") if m in sys.modules]
+        print(json.dumps([exe.cache_hit, heavy, float(y.sum())]))
+        """
+    )
+    env = {**__import__("os").environ, "LAMINA_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("LAMINA_CACHE", None)
+    runs = [
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+        for _ in range(2)
+    ]
+    assert all(r.returncode == 0 for r in runs), runs[0].stderr + runs[1].stderr
+    (cold_hit, _, cold_sum), (hit, heavy, hit_sum) = (json.loads(r.stdout) for r in runs)
+    assert (cold_hit, hit, heavy, hit_sum) == (False, True, [], cold_sum)
