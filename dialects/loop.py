@@ -25,7 +25,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import ClassVar, Self
 
 from xdsl.builder import ImplicitBuilder
@@ -258,6 +258,16 @@ class ForOp(IRDLOperation):
             regions=[body],
             properties={"kind": None if kind_attr.data == LoopKind.SERIAL else kind_attr},
         )
+
+    @classmethod
+    def create(cls, *, properties: Mapping[str, Attribute] = {}, **fields) -> Self:  # noqa: B006 - xDSL's signature
+        """As `Operation.create`, also taking the kind as a string in the generic form
+        (`<{kind = "parallel"}>`, the encoding docs/design.md lists), stored as the
+        `#loop<kind parallel>` the verifier and the passes read."""
+        kind = properties.get("kind")
+        if isinstance(kind, StringAttr) and kind.data in LOOP_KINDS:
+            properties = {**properties, "kind": LoopKindAttr(LoopKind(kind.data))}
+        return super().create(properties=properties, **fields)
 
     # -- queries ---------------------------------------------------------------
 

@@ -68,6 +68,10 @@ builtin.module {
     }) {kind = #loop<kind unrolled>} : (index, index, index) -> ()
     loop.for %i = %c0 to %c16 step %c1 {
     } {kind = "vectorized"}
+    "loop.for"(%c0, %c16, %c1) <{kind = "parallel"}> ({
+    ^bb0(%j: index):
+      "loop.yield"() : () -> ()
+    }) : (index, index, index) -> ()
     loop.return
   }
 
@@ -82,6 +86,8 @@ builtin.module {
   // CHECK-NEXT:    loop.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} kind(unrolled) {
   // CHECK-NEXT:    }
   // CHECK-NEXT:    loop.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} kind(vectorized) {
+  // CHECK-NEXT:    }
+  // CHECK-NEXT:    loop.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} kind(parallel) {
   // CHECK-NEXT:    }
   // CHECK-NEXT:    loop.return
 
