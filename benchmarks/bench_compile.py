@@ -16,7 +16,12 @@ metric, value, unit):
   `lamina.compile` and the whole process;
 * `overhead`: `Executable.run` on a 4-element add against onnxruntime's
   `InferenceSession.run` on the same graph (if `onnxruntime` and `onnx`
-  are installed: `pip install -e '.[bench]'`), interleaved rounds, median.
+  are installed: `pip install -e '.[bench]'`), interleaved rounds, median;
+* `networks` (only with `--only networks`; needs the `torch` extra):
+  torchvision's networks exported to ONNX (benchmarks/bench_models.py),
+  each `lamina.compile("model.onnx")` in a new process: cold (empty cache),
+  cached, and resnet34 after resnet18 in one cache (their shared kernels
+  come from disk) against resnet34 cold; peak memory of the cold compile.
 
 Timings on a shared machine vary: compare ratios measured in the same run.
 """
@@ -138,11 +143,13 @@ def bench_scaling(results: Results, quick: bool) -> None:
 
 
 _CACHED_SCRIPT = """
-import sys, time
+import resource, sys, time
 start = time.perf_counter()
 import lamina
-exe = lamina.compile(open(sys.argv[1]).read())
-print(exe.cache_hit, time.perf_counter() - start)
+source = sys.argv[1]
+exe = lamina.compile(source if source.endswith(".onnx") else open(source).read())
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(exe.cache_hit, time.perf_counter() - start, peak)
 """
 
 
@@ -177,6 +184,12 @@ def bench_cache(results: Results, quick: bool) -> None:
 
 def _run_cached_script(path: Path, env: dict[str, str]) -> tuple[bool, float, float]:
     """(hit?, seconds in import + compile, seconds for the whole process)."""
+    hit, seconds, process, _ = _run_compile_process(path, env)
+    return hit, seconds, process
+
+
+def _run_compile_process(path: Path, env: dict[str, str]) -> tuple[bool, float, float, float]:
+    """(hit?, seconds in import + compile, seconds for the whole process, peak MiB)."""
     start = time.perf_counter()
     out = subprocess.run(
         [sys.executable, "-c", _CACHED_SCRIPT, str(path)],
@@ -185,8 +198,40 @@ def _run_cached_script(path: Path, env: dict[str, str]) -> tuple[bool, float, fl
         text=True,
         check=True,
     )
-    hit, seconds = out.stdout.split()
-    return hit == "True", float(seconds), time.perf_counter() - start
+    hit, seconds, peak = out.stdout.split()
+    return hit == "True", float(seconds), time.perf_counter() - start, float(peak)
+
+
+NETWORKS = ("resnet18", "resnet34", "resnet50", "mobilenet_v2", "squeezenet1_1", "densenet121")
+
+
+def bench_networks(results: Results, quick: bool) -> None:
+    import bench_models  # the torchvision exports (torch extra)
+
+    names = ("squeezenet1_1",) if quick else NETWORKS
+    folder = Path(os.environ.get("LAMINA_BENCH_EXPORTS", Path.home() / ".cache" / "lamina-bench"))
+    paths = {name: bench_models.export(name, folder) for name in names}
+    print("networks (lamina.compile of the .onnx file, each in a new process)")
+    with tempfile.TemporaryDirectory(prefix="lamina-bench-networks-") as caches:
+        for name, path in paths.items():
+            env = {**os.environ, "LAMINA_CACHE_DIR": f"{caches}/{name}"}
+            env.pop("LAMINA_CACHE", None)
+            hit, cold, _, peak = _run_compile_process(path, env)
+            again, cached, _, _ = _run_compile_process(path, env)
+            assert not hit and again, "expected a miss, then a hit"
+            print(f"  {name:18} cold {cold:6.2f} s (peak {peak:5.0f} MiB)   cached {cached:5.2f} s")
+            results.add("networks", name, 0, "cold_compile", cold, "s")
+            results.add("networks", name, 0, "cold_peak_memory", peak, "MiB")
+            results.add("networks", name, 0, "cached_compile", cached, "s")
+        if {"resnet18", "resnet34"} <= set(paths):
+            env = {**os.environ, "LAMINA_CACHE_DIR": f"{caches}/resnet18"}  # resnet18's kernels
+            env.pop("LAMINA_CACHE", None)
+            _, shared, _, _ = _run_compile_process(paths["resnet34"], env)
+            cold = next(r[4] for r in results.rows if r[1] == "resnet34" and r[3] == "cold_compile")
+            print(
+                f"  resnet34 after resnet18: {shared:.2f} s ({100 * shared / cold:.0f} % of cold)"
+            )
+            results.add("networks", "resnet34-after-resnet18", 0, "compile", shared, "s")
 
 
 ADD4 = """\
@@ -262,7 +307,14 @@ def bench_overhead(results: Results, quick: bool) -> None:
             results.add("overhead", name, 4, "ratio_to_onnxruntime", median / reference, "x")
 
 
-PARTS = {"scaling": bench_scaling, "cache": bench_cache, "overhead": bench_overhead}
+PARTS = {
+    "scaling": bench_scaling,
+    "cache": bench_cache,
+    "overhead": bench_overhead,
+    "networks": bench_networks,
+}
+DEFAULT_PARTS = ("scaling", "cache", "overhead")
+"""What runs without `--only` (the networks need torch and take minutes)."""
 
 
 def main() -> int:
@@ -274,7 +326,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     results = Results()
-    for name in args.only or list(PARTS):
+    for name in args.only or DEFAULT_PARTS:
         PARTS[name](results, args.quick)
     if args.csv:
         results.write(Path(args.csv))
