@@ -57,10 +57,7 @@ def _deferred_import(path: str, input_shapes: Mapping[str, Sequence[int]] | None
         from lamina.frontends.onnx import import_source
 
         result = import_source(path, dict(shapes), filename=path)
-        if result is None:  # not an ONNX model after all: graph IR text
-            from lamina.driver.lowering import parse_source
-
-            return parse_source(path, path)
+        assert result is not None, "a candidate path is a model or a diagnostic, never IR"
         return result.module
 
     return DeferredSource(f"onnx {digest} input_shapes={shapes!r}", build)
