@@ -23,6 +23,8 @@ from pathlib import Path
 _CPUINFO = Path("/proc/cpuinfo")
 
 _LLVM_TO_LINUX = {
+    "sse3": "pni",
+    "bmi": "bmi1",
     "sse4.1": "sse4_1",
     "sse4.2": "sse4_2",
     "lzcnt": "abm",
