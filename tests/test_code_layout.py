@@ -191,7 +191,7 @@ def test_every_package_is_in_pyproject():
     packages = {
         "lamina." + ".".join(init.parent.relative_to(ROOT).parts)
         for folder in ("core", "dialects", "passes", "schedule", "kernels", "target", "backends")
-        + ("driver", "runtime", "tools", "frontends")
+        + ("driver", "runtime", "tools", "frontends", "serve")
         for init in (ROOT / folder).rglob("__init__.py")
     }
     assert packages <= listed, f"add to pyproject.toml's packages: {sorted(packages - listed)}"
@@ -229,6 +229,7 @@ LAYERS: dict[str, int] = {
     "lamina.driver": 6,
     "lamina.frontends": 7,
     "lamina.tools": 8,
+    "lamina.serve": 9,
 }
 """Package → layer: a module imports only modules of its own layer or below.
 
@@ -236,7 +237,8 @@ runtime (calls compiled code; imports no other package) ← core and dialects
 (the IR and its infrastructure) ← target (the target model) ← backends.llvm
 (the loop → llvm patterns `lower-to-llvm` applies) ← passes (with the
 scheduling and kernel packages they use) ← backends (code generation) ←
-driver (`lamina.compile`, the pipeline) ← frontends ← tools. The most
+driver (`lamina.compile`, the pipeline) ← frontends ← tools ← serve (Ray
+Serve deployments of compiled models). The most
 specific package name wins (`lamina.backends.llvm` before `lamina.backends`).
 `lamina.compile` itself is `frontends/sources.py`: it imports an ONNX model
 (a frontend) and then calls the driver."""
@@ -351,6 +353,7 @@ def test_importing_the_runtime_loads_neither_xdsl_llvmlite_nor_the_compiler():
 
 MAPPED_FOLDERS = (
     "runtime", "core", "target", "backends", "driver", "frontends", "tools", "schedule", "kernels",
+    "serve",
 )  # fmt: skip
 """Folders whose every module has a row in docs/internals.md's code map."""
 

@@ -1,0 +1,126 @@
+"""The Ray Serve deployment of a compiled model (docs/serving.md).
+
+`deployment(path, ...)` returns a bound Serve application: `serve.run(app)`
+starts `num_replicas` replicas of `LaminaModel`, each a Ray actor process
+that loads the artifact itself (compiled code and OpenMP threads do not
+survive a fork), runs parallel loops on as many threads as it reserved CPUs,
+and answers
+
+* HTTP: `POST {"inputs": {"x": [[...]]}}` → `{"outputs": {"y": [[...]]}}`,
+  400 with `{"error": ...}` for a bad request; `GET` describes the model;
+* a `DeploymentHandle`: `handle.remote({"x": array})` → `{"y": array}`,
+  `BadRequest` for a bad request.
+
+Requests are checked one by one, then batched with `@serve.batch` and run on
+one worker thread (the event loop keeps accepting requests meanwhile, so the
+next batch fills while this one computes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from ray import serve
+from ray.serve.deployment import Application
+from starlette.requests import Request
+from starlette.responses import Response
+
+from lamina.serve.batching import Arrays
+from lamina.serve.model import ServedModel, threads_for
+from lamina.serve.requests import BadRequest, arrays_of, decode_json, describe_model, encode_json
+
+
+@serve.deployment
+class LaminaModel:
+    """One replica: the artifact in `path`, loaded and warmed up in its constructor."""
+
+    def __init__(
+        self, path: str, num_threads: int, max_batch_size: int, batch_wait_timeout_s: float
+    ):
+        self.model = ServedModel.load(path, num_threads)
+        self.model.warm_up()
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lamina-run")
+        # `@serve.batch` adds these setters to the method (invisible to type checkers).
+        self._infer.set_max_batch_size(max_batch_size)  # pyright: ignore[reportAttributeAccessIssue]
+        self._infer.set_batch_wait_timeout_s(batch_wait_timeout_s)  # pyright: ignore[reportAttributeAccessIssue]
+
+    async def __call__(self, request: Any) -> Any:
+        """An HTTP request (JSON) or a handle call (NumPy arrays)."""
+        if isinstance(request, Request):
+            return await self._http(request)
+        answer = await self._infer(self.model.check(arrays_of(request, self.model.inputs)))
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    async def _http(self, request: Request) -> Response:
+        model = self.model
+        if request.method == "GET":
+            return _json(describe_model(model.inputs, model.outputs, model.bounds))
+        if request.method != "POST":
+            return _json({"error": f"{request.method} not allowed: POST a request"}, 405)
+        try:
+            arrays = model.check(decode_json(await request.body(), model.inputs))
+        except BadRequest as err:
+            return _json({"error": str(err)}, 400)
+        answer = await self._infer(arrays)
+        if isinstance(answer, Exception):
+            return _json({"error": f"{type(answer).__name__}: {answer}"}, 500)
+        return _json(encode_json(answer))
+
+    @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.01)
+    async def _infer(self, requests: list[Arrays]) -> list[Arrays | Exception]:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._worker, self.model.run_batch, requests)
+
+
+def _json(content: object, status: int = 200) -> Response:
+    """JSON with NaN and infinities as Python writes them (`NaN`, `Infinity`): a model's
+    output may hold them, and starlette's JSONResponse would fail on them."""
+    return Response(json.dumps(content), status_code=status, media_type="application/json")
+
+
+def deployment(
+    path: str | Path,
+    *,
+    num_replicas: int = 1,
+    max_batch_size: int = 8,
+    batch_wait_timeout_s: float = 0.01,
+    num_cpus: float = 1,
+    num_threads: int | None = None,
+    name: str = "lamina",
+    max_ongoing_requests: int | None = None,
+    ray_actor_options: dict | None = None,
+    **options: Any,
+) -> Application:
+    """The Serve application serving the compiled model in `path`: pass it to `serve.run`.
+
+    Each of the `num_replicas` replicas reserves `num_cpus` CPUs and runs
+    Lamina's parallel loops on `num_threads` threads (default: `num_cpus`).
+    `@serve.batch` collects up to `max_batch_size` requests, waiting at most
+    `batch_wait_timeout_s` for more. A replica takes `max_ongoing_requests`
+    at once (default: twice the batch, so the next batch fills while one
+    runs). `options` go to Serve's deployment (`autoscaling_config`, ...).
+
+    `path` must exist at the same place on every node running a replica.
+    """
+    path = Path(path).resolve()
+    if not path.exists():
+        raise FileNotFoundError(
+            f"{path}: no compiled model here (create one with `lamina-compile MODEL -o {path}`)"
+        )
+    actor_options = {"num_cpus": num_cpus, **(ray_actor_options or {})}
+    return LaminaModel.options(
+        name=name,
+        num_replicas=num_replicas,
+        ray_actor_options=actor_options,
+        max_ongoing_requests=max_ongoing_requests or 2 * max_batch_size,
+        **options,
+    ).bind(str(path), num_threads or threads_for(num_cpus), max_batch_size, batch_wait_timeout_s)
+
+
+__all__ = ["BadRequest", "LaminaModel", "deployment"]

@@ -1,0 +1,285 @@
+"""`lamina.serve`: a compiled model served by Ray Serve on a loopback-only local Ray.
+
+One local Ray instance for the module (2 CPUs, no dashboard, every Ray
+address on 127.0.0.1, Serve's HTTP proxy on a free loopback port), one
+deployment of a small MLP (compiled batch 4) with 2 replicas. Requests of
+1 to 9 rows exercise the padding (fewer rows than the compiled batch) and
+the splitting (more); every answer is compared with NumPy. Bad requests get
+HTTP 400 (or `BadRequest` through a handle) and the replicas keep serving.
+
+The request checks and the batcher are also tested alone, without Ray.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lamina.serve.batching import BatchPlan, plan_batching, run_batch
+from lamina.serve.requests import BadRequest, Port, check_request, decode_json
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+BATCH = 4
+"""The compiled batch of the served MLP."""
+
+RNG = np.random.default_rng(7)
+W1 = RNG.normal(size=(16, 32)).astype(np.float32)
+B1 = RNG.normal(size=32).astype(np.float32)
+W2 = RNG.normal(size=(32, 8)).astype(np.float32)
+B2 = RNG.normal(size=8).astype(np.float32)
+
+
+def reference(x: np.ndarray) -> np.ndarray:
+    """The MLP in NumPy: relu(x W1 + b1) W2 + b2."""
+    return np.maximum(x @ W1 + B1, 0) @ W2 + B2
+
+
+def mlp_model(path: Path) -> Path:
+    """The MLP as an ONNX model x[BATCH, 16] -> y[BATCH, 8], weights as initializers."""
+    nodes = [
+        helper.make_node("Gemm", ["x", "W1", "b1"], ["h"], name="fc1"),
+        helper.make_node("Relu", ["h"], ["r"], name="relu"),
+        helper.make_node("Gemm", ["r", "W2", "b2"], ["y"], name="fc2"),
+    ]
+    weights = {"W1": W1, "b1": B1, "W2": W2, "b2": B2}
+    graph = helper.make_graph(
+        nodes,
+        "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [BATCH, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [BATCH, 8])],
+        [numpy_helper.from_array(a, n) for n, a in weights.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+# ---------------------------------------------------------------------------
+# Requests and batching, without Ray
+# ---------------------------------------------------------------------------
+
+X = Port("x", np.dtype(np.float32), (BATCH, 16))
+Y = Port("y", np.dtype(np.float32), (BATCH, 8))
+
+
+def test_request_checks_name_the_problem():
+    ok = np.zeros((3, 16), np.float32)
+    assert check_request({"x": ok}, (X,), {}, batched=True)["x"] is ok
+    cases = {
+        "unknown input 'z'": {"x": ok, "z": ok},
+        "missing input 'x'": {},
+        "expected dtype float32, got float64": {"x": ok.astype(np.float64)},
+        "dimension 1 is 15, expected 16": {"x": np.zeros((3, 15), np.float32)},
+        "expected 2 dimensions": {"x": np.zeros(16, np.float32)},
+        "at least one row": {"x": np.zeros((0, 16), np.float32)},
+        "expected a numpy array": {"x": [[0.0] * 16]},
+    }
+    for message, arrays in cases.items():
+        with pytest.raises(BadRequest, match=message):
+            check_request(arrays, (X,), {}, batched=True)
+    with pytest.raises(BadRequest, match="dimension 0 is 3, expected 4"):
+        check_request({"x": ok}, (X,), {}, batched=False)
+
+
+def test_symbolic_dimensions_are_checked_against_their_bounds():
+    seq = Port("s", np.dtype(np.int64), ("N", "S"))
+    bounds = {"N": (1, 8), "S": (2, 5)}
+    check_request({"s": np.zeros((9, 5), np.int64)}, (seq,), bounds, batched=True)
+    with pytest.raises(BadRequest, match=r"dimension 1 is 6, expected S in \[2, 5\]"):
+        check_request({"s": np.zeros((1, 6), np.int64)}, (seq,), bounds, batched=True)
+
+
+def test_json_requests_decode_to_the_inputs_dtypes():
+    got = decode_json(json.dumps({"inputs": {"x": [[1, 2.5] * 8]}}).encode(), (X,))
+    assert got["x"].dtype == np.float32 and got["x"].shape == (1, 16)
+    index = Port("i", np.dtype(np.int64), (BATCH,))
+    cases = {
+        "malformed JSON": b'{"inputs": ',
+        'expected a JSON object {"inputs"': b'{"x": [[1]]}',
+        "unknown input 'q'": b'{"inputs": {"q": [1]}}',
+        "lists of numbers of equal lengths": b'{"inputs": {"i": [[1, 2], [3]]}}',
+        "expected int64 values": b'{"inputs": {"i": [1.5]}}',
+    }
+    for message, body in cases.items():
+        with pytest.raises(BadRequest, match=message):
+            decode_json(body, (index,))
+    with pytest.raises(BadRequest, match="lists of numbers"):
+        decode_json(b'{"inputs": {"x": [["a"]]}}', (X,))
+    small = Port("i", np.dtype(np.int32), (BATCH,))
+    with pytest.raises(BadRequest, match="out of int32's range"):
+        decode_json(b'{"inputs": {"i": [1, 2, 3, 4000000000]}}', (small,))
+
+
+def test_batching_plans():
+    assert plan_batching((X,), (Y,), {}) == BatchPlan(rows=BATCH, minimum=BATCH)
+    dynamic = Port("x", np.dtype(np.float32), ("N", 16))
+    out = Port("y", np.dtype(np.float32), ("N", 8))
+    assert plan_batching((dynamic,), (out,), {"N": (2, 64)}) == BatchPlan(rows=64, minimum=2)
+    weight = Port("w", np.dtype(np.float32), (16, 8))
+    assert plan_batching((X, weight), (Y,), {}) is None
+
+
+def test_batches_are_padded_split_and_answered_in_order():
+    """Requests of 1..9 rows through a static batch of 4: every call gets exactly 4
+    rows, each request its own rows back."""
+    calls: list[int] = []
+
+    def run(arrays):
+        assert arrays["x"].shape == (BATCH, 16)
+        calls.append(BATCH)
+        return {"y": reference(arrays["x"])}
+
+    requests = [{"x": RNG.normal(size=(rows, 16)).astype(np.float32)} for rows in (1, 3, 9, 2)]
+    answers = run_batch(run, requests, BatchPlan(rows=BATCH, minimum=BATCH))
+    for request, answer in zip(requests, answers, strict=True):
+        assert isinstance(answer, dict)
+        np.testing.assert_allclose(answer["y"], reference(request["x"]), rtol=1e-5)
+    assert len(calls) == 4  # 15 rows in calls of 4
+
+
+def test_dynamic_batches_are_not_padded_beyond_the_lower_bound():
+    shapes: list[int] = []
+
+    def run(arrays):
+        shapes.append(arrays["x"].shape[0])
+        return {"y": arrays["x"][:, :8] * 2}
+
+    requests = [{"x": np.ones((rows, 16), np.float32)} for rows in (1, 2, 3)]
+    answers = run_batch(run, requests, BatchPlan(rows=4, minimum=1))
+    assert shapes == [4, 2]
+    assert [a["y"].shape for a in answers if isinstance(a, dict)] == [(1, 8), (2, 8), (3, 8)]
+
+
+def test_a_failing_call_fails_only_its_group():
+    def run(arrays):
+        if arrays["x"].shape[1] == 3:
+            raise ValueError("boom")
+        return {"y": arrays["x"]}
+
+    requests = [{"x": np.ones((1, 3), np.float32)}, {"x": np.ones((1, 4), np.float32)}]
+    bad, good = run_batch(run, requests, BatchPlan(rows=None, minimum=1))
+    assert isinstance(bad, ValueError) and isinstance(good, dict)
+
+
+# ---------------------------------------------------------------------------
+# Ray Serve, loopback only
+# ---------------------------------------------------------------------------
+
+# Every Ray address on 127.0.0.1: on Linux Ray uses the host's outward IP
+# unless it runs as on a workstation (this variable); read when `ray` is imported.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+ray = pytest.importorskip("ray")
+serve = pytest.importorskip("ray.serve")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def ray_serve(tmp_path_factory: pytest.TempPathFactory):
+    """A local Ray with Serve on 127.0.0.1:<free port>; its URL. Shut down at the end."""
+    from ray._private import ray_constants
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ray_constants, "ENABLE_RAY_CLUSTER", False)  # imported before us?
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            log_to_driver=False,
+            object_store_memory=80 * 2**20,
+        )
+        try:
+            assert ray.util.get_node_ip_address() == "127.0.0.1"
+            port = _free_port()
+            serve.start(http_options={"host": "127.0.0.1", "port": port})
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            serve.shutdown()
+            ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return mlp_model(tmp_path_factory.mktemp("serve") / "mlp.onnx")
+
+
+@pytest.fixture(scope="module")
+def mlp(ray_serve: str, artifact: Path):
+    """The MLP deployed with 2 replicas at /mlp: (its URL, its handle)."""
+    import lamina.serve
+
+    app = lamina.serve.deployment(artifact, num_replicas=2, max_constructor_retry_count=1)
+    handle = serve.run(app, name="mlp", route_prefix="/mlp")
+    return f"{ray_serve}/mlp", handle
+
+
+def post(url: str, body: bytes) -> tuple[int, dict]:
+    request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def test_a_burst_of_concurrent_requests_is_answered_correctly(mlp):
+    """60 HTTP requests and 60 handle calls at once, 1..9 rows each: every answer is
+    the model's output for that request's rows."""
+    url, handle = mlp
+    inputs = [RNG.normal(size=(1 + i % 9, 16)).astype(np.float32) for i in range(120)]
+    responses = [handle.remote({"x": x}) for x in inputs[60:]]
+    with ThreadPoolExecutor(16) as pool:
+        bodies = [json.dumps({"inputs": {"x": x.tolist()}}).encode() for x in inputs[:60]]
+        answers = list(pool.map(lambda body: post(url, body), bodies))
+    for x, (status, answer) in zip(inputs[:60], answers, strict=True):
+        assert status == 200, answer
+        y = np.asarray(answer["outputs"]["out0"], np.float32)
+        np.testing.assert_allclose(y, reference(x), rtol=1e-4, atol=1e-4)
+    for x, response in zip(inputs[60:], responses, strict=True):
+        y = response.result(timeout_s=60)["out0"]
+        assert y.dtype == np.float32
+        np.testing.assert_allclose(y, reference(x), rtol=1e-4, atol=1e-4)
+
+
+def test_bad_requests_get_400_and_the_server_keeps_serving(mlp):
+    url, handle = mlp
+    x = RNG.normal(size=(2, 16)).astype(np.float32)
+    bad = {
+        b"{not json": "malformed JSON",
+        json.dumps({"inputs": {"x": x[:, :5].tolist()}}).encode(): "dimension 1 is 5",
+        json.dumps({"inputs": {"image": x.tolist()}}).encode(): "unknown input 'image'",
+        json.dumps({"inputs": {"x": [["a"] * 16]}}).encode(): "lists of numbers",
+    }
+    for body, message in bad.items():
+        status, answer = post(url, body)
+        assert status == 400 and message in answer["error"], answer
+        status, answer = post(url, json.dumps({"inputs": {"x": x.tolist()}}).encode())
+        assert status == 200
+        got = np.asarray(answer["outputs"]["out0"], np.float32)
+        np.testing.assert_allclose(got, reference(x), rtol=1e-4, atol=1e-4)
+    with pytest.raises(BadRequest, match="expected dtype float32, got float64"):
+        handle.remote({"x": x.astype(np.float64)}).result(timeout_s=60)
+    got = handle.remote(x).result(timeout_s=60)["out0"]  # one array for a one-input model
+    np.testing.assert_allclose(got, reference(x), rtol=1e-4, atol=1e-4)
+
+
+def test_get_describes_the_model(mlp):
+    url, _ = mlp
+    with urllib.request.urlopen(url, timeout=60) as response:
+        described = json.loads(response.read())
+    assert described["inputs"] == [{"name": "x", "dtype": "float32", "shape": [BATCH, 16]}]
+    assert described["outputs"][0]["shape"] == [BATCH, 8]
