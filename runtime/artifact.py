@@ -76,12 +76,16 @@ def lamina_version() -> str:
 
 
 def is_directory_path(path: str | os.PathLike[str]) -> bool:
-    """Does an output path name an artifact directory? (Ends in `/`, is an existing
-    directory, or has no suffix a file output has.)"""
+    """Does an output path name an artifact directory? (It ends in `/`, is an existing
+    directory, has no suffix, or the suffix `.lamina`; `out.txt` names no known kind.)"""
     text = os.fspath(path)
     if text.endswith(("/", os.sep)) or os.path.isdir(text):
         return True
-    return Path(text).suffix not in (".so", ".o", ".ll", ".s", ".bc", ".h")
+    return Path(text).suffix in ("", DIRECTORY_SUFFIX)
+
+
+DIRECTORY_SUFFIX = ".lamina"
+"""The conventional suffix of an artifact directory (`mlp.lamina/`)."""
 
 
 # ---------------------------------------------------------------------------

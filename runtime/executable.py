@@ -31,7 +31,7 @@ from lamina.runtime.device_stats import (
     release_cached_blocks,
     reset_device_stats,
 )
-from lamina.runtime.error_globals import engine_error_addresses, pending_error
+from lamina.runtime.error_globals import CallErrors, engine_error_addresses
 
 if TYPE_CHECKING:  # annotations only: the runtime never imports the compiler
     from xdsl.dialects.builtin import ModuleOp
@@ -139,13 +139,14 @@ class Executable:
     """Writes this executable as an artifact directory (`save`): set by whoever made it
     (the compile driver rebuilds it as a shared library; a loaded artifact copies itself)."""
     _calls: dict[str, EntryCall] = field(default_factory=dict, repr=False)
-    _errors: tuple[int, int] | None = field(default=None, repr=False)
-    """Addresses of the generated code's error globals (None: it cannot fail)."""
+    _errors: CallErrors | None = field(default=None, repr=False)
+    """The generated code's error globals, read after each call (None: it cannot fail)."""
 
     def __post_init__(self) -> None:
         engine = getattr(self.compiled, "engine", None)
         if engine is not None:  # the engine knows whether the code has error globals
-            self._errors = engine_error_addresses(engine)
+            addresses = engine_error_addresses(engine)
+            self._errors = CallErrors(addresses) if addresses is not None else None
 
     @property
     def functions(self) -> list[str]:
@@ -187,8 +188,16 @@ class Executable:
             call = self._calls[name] = EntryCall(
                 self._signature(name), self.compiled.get_function_address(name)
             )
-        results = call(arrays, out)
-        self._raise_pending_error()
+        errors = self._errors
+        if errors is None:
+            return call(arrays, out)
+        token = errors.begin()
+        try:
+            results = call(arrays, out)
+        finally:
+            message = errors.end(token)
+        if message is not None:
+            raise LaminaRuntimeError(message)
         return results
 
     def _run_named(
@@ -251,14 +260,6 @@ class Executable:
                 "nor loaded from an artifact"
             )
         self.saver(self, path)
-
-    def _raise_pending_error(self) -> None:
-        """Raise what the generated code reported (see backends/llvm/errors.py), if anything."""
-        if self._errors is None:
-            return
-        message = pending_error(self._errors)
-        if message is not None:
-            raise LaminaRuntimeError(message)
 
     def _signature(self, name: str) -> Signature:
         if name in self.not_entries:
