@@ -3,8 +3,12 @@
 graph (Relax-like) -> te (tensor expressions) -> loop (TIR-like) -> llvm -> native.
 
     import lamina, numpy as np
-    exe = lamina.compile(open("examples/mlp.mlir").read())
+    exe = lamina.compile("examples/mlp.mlir")
     y = exe.run("main", x, w1, b1, ...)
+    exe.save("mlp.lamina/")                   # later, elsewhere, without the compiler:
+    exe = lamina.load("mlp.lamina/")          # lamina.runtime.load
+
+docs/python-api.md describes the API.
 
 Top-level names are imported lazily so that tools and `import lamina.dialects.*`
 start fast.
@@ -18,11 +22,14 @@ _LAZY = {
     "compile": "lamina.frontends.sources",
     "Executable": "lamina.runtime.executable",
     "LaminaRuntimeError": "lamina.runtime.executable",
+    "TensorInfo": "lamina.runtime.executable",
+    "load": "lamina.runtime.artifact",
+    "ArtifactError": "lamina.runtime.artifact",
     "DiagnosticError": "lamina.core.diagnostics",
 }
 
 
-_LAZY_MODULES = {"cache": "lamina.runtime.cache"}
+_LAZY_MODULES = {"cache": "lamina.runtime.cache", "runtime": "lamina.runtime"}
 """`lamina.cache.clear()` etc.: the disk cache of compiled code (docs/compile-cache.md)."""
 
 
@@ -38,4 +45,20 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'lamina' has no attribute {name!r}")
 
 
-__all__ = ["compile", "Executable", "LaminaRuntimeError", "DiagnosticError", "cache", "__version__"]
+def __dir__() -> list[str]:
+    """The public API (`dir(lamina)`), not the import machinery."""
+    return sorted(__all__)
+
+
+__all__ = [
+    "compile",
+    "load",
+    "Executable",
+    "TensorInfo",
+    "LaminaRuntimeError",
+    "ArtifactError",
+    "DiagnosticError",
+    "cache",
+    "runtime",
+    "__version__",
+]

@@ -719,22 +719,65 @@ def system_compiler() -> str:
 
 
 def _aot_unit_objects(
-    module: ModuleOp, cpu: str | None, timings: CompileTimings | None
-) -> list[bytes] | None:
+    module: ModuleOp, cpu: str | None, timings: CompileTimings | None, *, detach: bool = False
+) -> tuple[list[bytes], dict[str, bytes]] | None:
     """The objects of `module`'s units (backends/kernel_split.py) for a shared library,
-    built in parallel, constants inside the host's object; None if it does not split."""
+    built in parallel, and the detached constants (symbol → bytes); None if it does not
+    split. Without `detach` the constants stay inside the host's object."""
     from lamina.backends import kernel_cache
-    from lamina.backends.kernel_split import split_module
+    from lamina.backends.kernel_split import BLOB_MIN_BYTES, split_module
 
     timings = timings if timings is not None else CompileTimings()
     tm = _host_target_machine(jit=False, cpu=cpu)
     start = time.perf_counter()
-    ir_module, _ = _translate(module, tm, host=cpu is None)
-    split = split_module(ir_module, {}, f"aot cpu={cpu}")  # the constants stay in the IR
+    limit = BLOB_MIN_BYTES if detach else None
+    ir_module, blobs = _translate(module, tm, host=cpu is None, attach_limit=limit)
+    split = split_module(ir_module, blobs if detach else {}, f"aot cpu={cpu}")
     if split is None:
         return None
     timings.translate = time.perf_counter() - start
-    return kernel_cache.build_objects_aot(split, timings, cpu)
+    objects = kernel_cache.build_objects_aot(split, timings, cpu)
+    if split.constants:
+        objects.append(_weights_object(split.constants, tm))
+    return objects, split.constants
+
+
+WEIGHTS_SYMBOL = "lamina_weights"
+"""A shared library's region for its detached constants (`build_artifact_library`):
+page-aligned, zero-filled, one symbol per constant inside it. The loader maps the
+weights file over it (or copies the file into it) before the first call."""
+
+WEIGHTS_PAGE = 4096
+"""Alignment and size granule of the weights region, so that a file can be mapped over
+it page by page without touching anything else of the library."""
+
+
+def weights_region(constants: dict[str, bytes]) -> tuple[dict[str, int], int, int]:
+    """The constants' offsets in the weights file, its size and the region's (whole pages)."""
+    from lamina.runtime import constant_blob
+
+    offsets, size = constant_blob.layout({s: len(d) for s, d in constants.items()})
+    return offsets, size, -(-size // WEIGHTS_PAGE) * WEIGHTS_PAGE
+
+
+def _weights_object(constants: dict[str, bytes], tm: llvm.TargetMachine) -> bytes:
+    """An object defining the weights region (in .bss: no bytes in the library) and each
+    constant's symbol as an alias into it, at its offset in the weights file."""
+    offsets, _, region = weights_region(constants)
+    lines = [
+        f'target triple = "{tm.triple}"',
+        f'target datalayout = "{tm.target_data}"',
+        f"@{WEIGHTS_SYMBOL} = global [{region} x i8] zeroinitializer, "
+        f'section ".bss.{WEIGHTS_SYMBOL}", align {WEIGHTS_PAGE}',
+    ]
+    for symbol, offset in sorted(offsets.items()):
+        lines.append(
+            f'@"{symbol}" = hidden alias i8, getelementptr (i8, ptr @{WEIGHTS_SYMBOL}, '
+            f"i64 {offset})"
+        )
+    ref = llvm.parse_assembly("\n".join(lines) + "\n")
+    ref.verify()
+    return tm.emit_object(ref)
 
 
 def build_shared_library(
@@ -754,15 +797,53 @@ def build_shared_library(
     """
     path = Path(path)
     compiler = system_compiler()  # before the (slow) compile: a missing cc fails fast
-    objects = _aot_unit_objects(module, cpu, timings) if split_enabled() else None
-    if objects is None:
-        objects = [emit_object(module, cpu=cpu, timings=timings)]
+    built = _aot_unit_objects(module, cpu, timings) if split_enabled() else None
+    objects = built[0] if built is not None else [emit_object(module, cpu=cpu, timings=timings)]
+    _link_shared(compiler, objects, path, module)
+    return path
+
+
+def build_artifact_library(
+    module: ModuleOp,
+    path: str | os.PathLike[str],
+    weights: str | os.PathLike[str],
+    *,
+    cpu: str | None = None,
+    timings: CompileTimings | None = None,
+) -> int:
+    """`build_shared_library`, with the large constants in the file `weights` instead of the
+    library (laid out as `weights_region` says; empty if there are none); returns the
+    size of the weights region the library reserves (0: none, the file is empty).
+
+    The library binds its own symbols (`-Bsymbolic`): two artifacts loaded into one
+    process each call their own entries and read their own error globals.
+    """
+    compiler = system_compiler()
+    built = _aot_unit_objects(module, cpu, timings, detach=True) if split_enabled() else None
+    if built is None:
+        objects, constants = [emit_object(module, cpu=cpu, timings=timings)], {}
+    else:
+        objects, constants = built
+    offsets, size, region = weights_region(constants)
+    blob = bytearray(size)
+    for symbol, data in constants.items():
+        blob[offsets[symbol] : offsets[symbol] + len(data)] = data
+    Path(weights).write_bytes(bytes(blob))
+    _link_shared(compiler, objects, Path(path), module, ("-Wl,-Bsymbolic",))
+    return region if constants else 0
+
+
+def _link_shared(
+    compiler: str, objects: list[bytes], path: Path, module: ModuleOp, flags: tuple[str, ...] = ()
+) -> None:
+    """Link `objects` (host first, then the kernels, in a fixed order) into `path`."""
     with tempfile.TemporaryDirectory(prefix="lamina-") as tmp:
         files = []
-        for i, code in enumerate(objects):  # host first, then the kernels, in a fixed order
+        for i, code in enumerate(objects):
             files.append(Path(tmp) / f"unit{i}.o")
             files[-1].write_bytes(code)
         cmd = [*compiler.split(), "-shared", "-fPIC", "-o", str(path), *map(str, files), "-lm"]
+        cmd += list(flags)
         if uses_openmp(module):
             cmd.append("-fopenmp")  # links libgomp for GOMP_parallel
         for library in _libraries:
@@ -772,4 +853,3 @@ def build_shared_library(
         raise CodegenError(
             f"codegen: linking {path} failed ({' '.join(cmd)}): {result.stderr.strip()}"
         )
-    return path

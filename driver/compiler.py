@@ -14,6 +14,7 @@ is imported on the first miss.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -210,6 +211,7 @@ def compile_request(request: CompileRequest) -> Executable:
         if hit is not None:
             hit.timings["cache"] = time.perf_counter() - start  # key, read, load: all of it
             hit.stats = recorder.finish(cache_hit=True)
+            hit.saver = functools.partial(_save, request)
             return hit
     from lamina.driver import lowering  # the first miss imports xDSL and the code generator
 
@@ -221,7 +223,15 @@ def compile_request(request: CompileRequest) -> Executable:
             cached.store(key, exe, openmp=lowering.executable_uses_openmp(exe))
         exe.cache_hit = False
     exe.stats = recorder.finish(cache_hit=None if key is None else False)
+    exe.saver = functools.partial(_save, request)
     return exe
+
+
+def _save(request: CompileRequest, exe: Executable, path: str | os.PathLike[str]) -> None:
+    """`Executable.save`: the artifact writer (imported, with the compiler, when used)."""
+    from lamina.driver.artifact import save_executable
+
+    save_executable(request, exe, path)
 
 
 __all__ = ["CompileRequest", "DeferredSource", "compile", "compile_request", "is_path"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
+from xdsl.dialects.builtin import ArrayAttr, MemRefType, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Attribute, Operation
 
 from lamina.backends.llvm.entry_points import (
@@ -62,9 +62,35 @@ def entry_signatures(
             if rejected is not None:
                 rejected[op.sym_name.data] = str(err)
             continue
-        names = tuple(arg.name_hint for arg in op.body.block.args) if op.body.blocks else ()
-        sigs[op.sym_name.data] = Signature(op.sym_name.data, params, results, names)
+        sigs[op.sym_name.data] = Signature(op.sym_name.data, params, results, *_io_names(op))
     return sigs
+
+
+INPUT_NAMES_ATTR = "lamina.input_names"
+OUTPUT_NAMES_ATTR = "lamina.output_names"
+"""Attributes of a `graph.func`: its parameters' and results' names in the source model,
+verbatim (ONNX names need not be SSA names), for `run({name: array})` and
+`get_inputs()`/`get_outputs()`. Without them, the SSA names are used (`%x`, and the
+returned value's `%logits`)."""
+
+
+def _io_names(op: FuncOp) -> tuple[tuple[str | None, ...], tuple[str | None, ...]]:
+    """The names of `op`'s parameters and results (None where it has none)."""
+    params: tuple[str | None, ...] = ()
+    results: tuple[str | None, ...] = ()
+    if op.body.blocks:
+        params = tuple(arg.name_hint for arg in op.body.block.args)
+        ret = op.get_return_op()
+        if ret is not None:
+            results = tuple(value.name_hint for value in ret.operands)
+    return _names(op, INPUT_NAMES_ATTR, params), _names(op, OUTPUT_NAMES_ATTR, results)
+
+
+def _names(op: FuncOp, attr: str, default: tuple[str | None, ...]) -> tuple[str | None, ...]:
+    value = op.attributes.get(attr)
+    if isinstance(value, ArrayAttr) and all(isinstance(v, StringAttr) for v in value.data):
+        return tuple(v.data for v in value.data)  # type: ignore[union-attr]
+    return default
 
 
 def _buffer_spec(ty: Attribute) -> TensorSpec:
@@ -94,4 +120,10 @@ def _lowered_signature(
     return True
 
 
-__all__ = ["entry_signatures", "numpy_dtype", "tensor_spec"]
+__all__ = [
+    "INPUT_NAMES_ATTR",
+    "OUTPUT_NAMES_ATTR",
+    "entry_signatures",
+    "numpy_dtype",
+    "tensor_spec",
+]

@@ -38,9 +38,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
+from lamina.driver.signatures import INPUT_NAMES_ATTR, OUTPUT_NAMES_ATTR
 from lamina.frontends.builder import BuilderError, GraphBuilder, Value, build_module, shape_of
 from lamina.frontends.sources import candidate_path, is_model_proto
 
@@ -296,9 +297,11 @@ class _Importer:
             raise _error(self.path, "the graph has no outputs")
         self.g.ret(*results)
         try:
-            return build_module(self.g)
+            module = build_module(self.g)
         except BuilderError as err:
             raise _error(self.path, f"the imported graph does not verify: {err}") from None
+        _name_inputs_and_outputs(module, [i.name for i in params], [o.name for o in graph.output])
+        return module
 
     # -- inputs and outputs ----------------------------------------------------
 
@@ -2089,6 +2092,14 @@ def _conv3d(n: Node) -> Value:
     if n.has(2):
         y = g.add(y, g.reshape(n.input(2), (-1, 1, 1, 1)))
     return y
+
+
+def _name_inputs_and_outputs(module: ModuleOp, inputs: list[str], outputs: list[str]) -> None:
+    """Record the model's input and output names verbatim on `@main`: SSA names cannot
+    spell every ONNX name, and users call the compiled model by them (docs/python-api.md)."""
+    func = next(iter(module.ops))
+    func.attributes[INPUT_NAMES_ATTR] = ArrayAttr([StringAttr(n) for n in inputs])
+    func.attributes[OUTPUT_NAMES_ATTR] = ArrayAttr([StringAttr(n) for n in outputs])
 
 
 __all__ = [

@@ -44,6 +44,7 @@ def store(key: str, exe: Executable, *, openmp: bool) -> bool:
                 "params": [_spec_json(p) for p in sig.params],
                 "results": [_spec_json(r) for r in sig.results],
                 "param_names": list(sig.param_names),
+                "result_names": list(sig.result_names),
             }
             for name, sig in exe.signatures.items()
         },
@@ -67,6 +68,7 @@ def load(key: str) -> Executable | None:
                 tuple(_spec_from_json(p) for p in sig["params"]),
                 tuple(_spec_from_json(r) for r in sig["results"]),
                 tuple(sig.get("param_names", ())),
+                tuple(sig.get("result_names", ())),
             )
             for name, sig in entry.metadata["signatures"].items()
         }

@@ -5,11 +5,18 @@ allocation, an out-of-bounds access) in `lamina_error` (the address of a
 message template) and `lamina_error_values` (up to four values it quotes).
 This module holds their names and the reader, so a disk-cache hit, which
 never imports xDSL, can still report what the code recorded.
+
+The globals are one per loaded module, not one per call: a failure in one
+thread makes a concurrent call of the same module stop early too (it checks
+the flag after every call that may fail). `CallErrors` keeps each call's
+report honest from Python: every call that ran while an error was recorded
+raises it, none returns half-computed results as if they were whole.
 """
 
 from __future__ import annotations
 
 import ctypes
+import threading
 
 ERROR_SYMBOL = "lamina_error"
 VALUES_SYMBOL = "lamina_error_values"
@@ -41,3 +48,48 @@ def pending_error(addresses: tuple[int, int] | None) -> str | None:
         return template.format(*args)
     except (IndexError, ValueError, KeyError):
         return template
+
+
+CONCURRENT = (
+    "{message} (recorded while this call ran in another thread: this call may have "
+    "stopped early too, its results are undefined)"
+)
+
+
+class CallErrors:
+    """Which calls an error recorded in a module's globals concerns.
+
+    A call registers when it starts (`begin`) and, when it ends (`end`),
+    reads and clears the globals under a lock. An error found there was
+    recorded by this call or by one still running (one that ended earlier
+    would have found and cleared it), and the flag stops any call that
+    checks it: so the ending call raises it, and every call still running
+    is marked to raise it too (`CONCURRENT`). A call that ended just before
+    the error was recorded may so report it as well: a spurious error,
+    never a silent wrong result.
+    """
+
+    def __init__(self, addresses: tuple[int, int]):
+        self.addresses = addresses
+        self._lock = threading.Lock()
+        self._running: dict[int, str | None] = {}
+        self._next = 0
+
+    def begin(self) -> int:
+        with self._lock:
+            token = self._next
+            self._next += 1
+            self._running[token] = None
+            return token
+
+    def end(self, token: int) -> str | None:
+        """The error the call `token` must raise, if any."""
+        with self._lock:
+            marked = self._running.pop(token)
+            message = pending_error(self.addresses)
+            if message is None:
+                return marked
+            for other, earlier in self._running.items():
+                if earlier is None:
+                    self._running[other] = CONCURRENT.format(message=message)
+            return message

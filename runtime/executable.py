@@ -18,7 +18,8 @@ entry.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -30,7 +31,7 @@ from lamina.runtime.device_stats import (
     release_cached_blocks,
     reset_device_stats,
 )
-from lamina.runtime.error_globals import engine_error_addresses, pending_error
+from lamina.runtime.error_globals import CallErrors, engine_error_addresses
 
 if TYPE_CHECKING:  # annotations only: the runtime never imports the compiler
     from xdsl.dialects.builtin import ModuleOp
@@ -67,7 +68,41 @@ class Signature:
     params: tuple[TensorSpec, ...]
     results: tuple[TensorSpec, ...]
     param_names: tuple[str | None, ...] = ()
-    """The parameters' names in the source (`%x` → `x`), None where unnamed."""
+    """The parameters' names in the source (`%x` → `x`, an ONNX input's name), None where
+    unnamed."""
+    result_names: tuple[str | None, ...] = ()
+    """The results' names (an ONNX output's name, the returned value's `%name`)."""
+
+    def input_names(self) -> list[str]:
+        """Every parameter's name: its own, else `input<i>` (unique either way)."""
+        return _unique_names(self.param_names, len(self.params), "input")
+
+    def output_names(self) -> list[str]:
+        """Every result's name: its own, else `output<i>` (unique either way)."""
+        return _unique_names(self.result_names, len(self.results), "output")
+
+
+def _unique_names(names: Sequence[str | None], count: int, stem: str) -> list[str]:
+    """`names` padded to `count` with `<stem><i>`; a repeated name gets `_<i>` appended."""
+    out: list[str] = []
+    for i in range(count):
+        name = names[i] if i < len(names) and names[i] else f"{stem}{i}"
+        out.append(name if name not in out else f"{name}_{i}")
+    return out
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """A parameter or result as `get_inputs()`/`get_outputs()` describe it (as
+    onnxruntime's `NodeArg` does): its name, NumPy dtype and shape (a string for a
+    dynamic dimension)."""
+
+    name: str
+    dtype: np.dtype
+    shape: tuple[int | str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.dtype}[{', '.join(map(str, self.shape))}]"
 
 
 def _allocate_result(sig: Signature, index: int) -> np.ndarray:
@@ -96,44 +131,135 @@ class Executable:
     """True/False: loaded from / written to the disk cache; None: the cache was off."""
     stats: CompileStats | None = None
     """Time and memory per phase, when compiled with `stats=True`."""
+    target_cpu: str = ""  # LLVM CPU name the code was compiled for ("" = host)
+    target_features: tuple[str, ...] = ()  # cpu_features.required(...) of the code's features
+    saver: Callable[[Executable, str | os.PathLike[str]], None] | None = field(
+        default=None, repr=False
+    )
+    """Writes this executable as an artifact directory (`save`): set by whoever made it
+    (the compile driver rebuilds it as a shared library; a loaded artifact copies itself)."""
     _calls: dict[str, EntryCall] = field(default_factory=dict, repr=False)
-    _errors: tuple[int, int] | None = field(default=None, repr=False)
-    """Addresses of the generated code's error globals (None: it cannot fail)."""
+    _errors: CallErrors | None = field(default=None, repr=False)
+    """The generated code's error globals, read after each call (None: it cannot fail)."""
 
     def __post_init__(self) -> None:
         engine = getattr(self.compiled, "engine", None)
         if engine is not None:  # the engine knows whether the code has error globals
-            self._errors = engine_error_addresses(engine)
+            addresses = engine_error_addresses(engine)
+            self._errors = CallErrors(addresses) if addresses is not None else None
 
     @property
     def functions(self) -> list[str]:
         return sorted(self.signatures)
 
+    def __repr__(self) -> str:
+        entries = ", ".join(
+            f"{name}({', '.join(map(str, self.get_inputs(name)))}) -> "
+            f"({', '.join(map(str, self.get_outputs(name)))})"
+            for name in self.functions
+        )
+        return f"<lamina.Executable {entries or 'without entry functions'}>"
+
     def run(
-        self, name: str, *arrays: np.ndarray, out: np.ndarray | Sequence[np.ndarray] | None = None
-    ) -> np.ndarray | tuple[np.ndarray, ...]:
+        self,
+        name: str | Mapping[str, object],
+        *arrays: np.ndarray,
+        out: np.ndarray | Sequence[np.ndarray] | Mapping[str, np.ndarray] | None = None,
+    ) -> np.ndarray | tuple[np.ndarray, ...] | dict[str, np.ndarray]:
         """Call entry function `name`; one result → an array, several → a tuple.
 
-        `out`: preallocated result array(s) (one array, or one per result),
-        written in place and returned; checked like the inputs, and also
-        C-contiguous, writeable and not overlapping an input or each other.
+        `run({"x": x, ...})` calls the entry function (`main`, or the only one)
+        with its inputs by name and returns a dict of its outputs by name, in
+        order (`get_inputs()`/`get_outputs()` list the names).
+
+        `out`: preallocated result array(s) (one array, or one per result; by
+        name for a call by name), written in place and returned; checked like
+        the inputs, and also C-contiguous, writeable and not overlapping an
+        input or each other.
         """
+        if isinstance(name, Mapping):
+            if arrays:
+                raise LaminaRuntimeError("run(inputs): pass the inputs by name or by position")
+            return self._run_named(self.default_entry(), name, out)
+        if isinstance(out, Mapping):
+            raise LaminaRuntimeError("run(name, *arrays): out= takes an array or a sequence")
         call = self._calls.get(name)
         if call is None:
             call = self._calls[name] = EntryCall(
                 self._signature(name), self.compiled.get_function_address(name)
             )
-        results = call(arrays, out)
-        self._raise_pending_error()
-        return results
-
-    def _raise_pending_error(self) -> None:
-        """Raise what the generated code reported (see backends/llvm/errors.py), if anything."""
-        if self._errors is None:
-            return
-        message = pending_error(self._errors)
+        errors = self._errors
+        if errors is None:
+            return call(arrays, out)
+        token = errors.begin()
+        try:
+            results = call(arrays, out)
+        finally:
+            message = errors.end(token)
         if message is not None:
             raise LaminaRuntimeError(message)
+        return results
+
+    def _run_named(
+        self, entry: str, inputs: Mapping[str, object], out: object
+    ) -> dict[str, np.ndarray]:
+        """`run` with the inputs (and `out`) by name; the outputs by name."""
+        sig = self._signature(entry)
+        names = sig.input_names()
+        unknown = [key for key in inputs if key not in names]
+        missing = [key for key in names if key not in inputs]
+        if unknown or missing:
+            problems = [f"unknown {', '.join(map(repr, unknown))}"] if unknown else []
+            problems += [f"missing {', '.join(map(repr, missing))}"] if missing else []
+            raise LaminaRuntimeError(
+                f"@{entry} inputs: {'; '.join(problems)} (expected {', '.join(names)})"
+            )
+        outputs = sig.output_names()
+        if isinstance(out, Mapping):
+            if sorted(out) != sorted(outputs):
+                raise LaminaRuntimeError(
+                    f"@{entry} out=: expected an array for each of {', '.join(outputs)}"
+                )
+            out = [out[key] for key in outputs]
+        result = self.run(entry, *[inputs[key] for key in names], out=out)  # type: ignore[arg-type]
+        values = result if isinstance(result, tuple) else (result,)
+        return dict(zip(outputs, values, strict=True))
+
+    def default_entry(self) -> str:
+        """The entry function a call by name runs: `main`, else the only one."""
+        if "main" in self.signatures:
+            return "main"
+        if len(self.signatures) == 1:
+            return next(iter(self.signatures))
+        known = ", ".join(self.functions) or "none"
+        raise LaminaRuntimeError(f"no entry function 'main' to call by name (known: {known})")
+
+    def get_inputs(self, entry: str | None = None) -> list[TensorInfo]:
+        """The parameters of `entry` (default: `default_entry()`): name, dtype, shape."""
+        sig = self._signature(entry or self.default_entry())
+        return [
+            TensorInfo(name, spec.dtype, tuple(spec.shape))
+            for name, spec in zip(sig.input_names(), sig.params, strict=True)
+        ]
+
+    def get_outputs(self, entry: str | None = None) -> list[TensorInfo]:
+        """The results of `entry` (default: `default_entry()`): name, dtype, shape."""
+        sig = self._signature(entry or self.default_entry())
+        return [
+            TensorInfo(name, spec.dtype, tuple(spec.shape))
+            for name, spec in zip(sig.output_names(), sig.results, strict=True)
+        ]
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write this executable as an artifact directory at `path` (a shared library,
+        its weights file and `manifest.json`; docs/python-api.md), which
+        `lamina.runtime.load(path)` loads without the compiler."""
+        if self.saver is None:
+            raise LaminaRuntimeError(
+                "this executable cannot be saved: it was not made by lamina.compile "
+                "nor loaded from an artifact"
+            )
+        self.saver(self, path)
 
     def _signature(self, name: str) -> Signature:
         if name in self.not_entries:
@@ -289,4 +415,11 @@ class EntryCall:
         return list(outs)
 
 
-__all__ = ["EntryCall", "Executable", "LaminaRuntimeError", "Signature", "TensorSpec"]
+__all__ = [
+    "EntryCall",
+    "Executable",
+    "LaminaRuntimeError",
+    "Signature",
+    "TensorInfo",
+    "TensorSpec",
+]

@@ -1,8 +1,11 @@
-"""`lamina-compile FILE -o out.{so,o,ll,s,bc}`: ahead-of-time build of a graph program.
+"""`lamina-compile FILE -o out.{so,o,ll,s,bc}` or `-o DIR/`: ahead-of-time build of a graph program.
 
 The output kind follows the extension: `.o` an object file, `.so` a shared
 library (linked by the system C compiler), `.ll` LLVM IR text, `.s`
-assembly, `.bc` LLVM bitcode. Every entry function is exported under a
+assembly, `.bc` LLVM bitcode. A path ending in `/`, an existing directory
+or a path without one of these suffixes is an artifact directory (library,
+weights file, `manifest.json`) that `lamina.runtime.load` runs without the
+compiler (runtime/artifact.py, docs/python-api.md). Every entry function is exported under a
 prefix (`@main` → `lamina_main`; `--symbol-prefix`) so that it never
 collides with a C program's own symbols, and a C header declaring every
 entry point (shapes in comments, what to link) is written beside the output
@@ -15,6 +18,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from lamina.runtime.artifact import is_directory_path
 from lamina.tools.cli import (
     UsageError,
     add_instrument_arguments,
@@ -32,7 +36,9 @@ def _parser() -> argparse.ArgumentParser:
 
     p = _ArgumentParser(prog="lamina-compile", description=(__doc__ or "").splitlines()[0])
     p.add_argument("file", help="graph program (.mlir) or ONNX model (.onnx), '-' for stdin")
-    p.add_argument("-o", "--output", help=" | ".join(f"out{k}" for k in KINDS))
+    p.add_argument(
+        "-o", "--output", help=" | ".join(f"out{k}" for k in KINDS) + " | DIR/ (an artifact)"
+    )
     add_input_shape_argument(p)
     p.add_argument(
         "--symbol-prefix",
@@ -72,8 +78,13 @@ def run(argv: list[str] | None = None) -> int:
     if not args.output:
         raise UsageError("the following arguments are required: -o/--output")
     out = Path(args.output)
+    if is_directory_path(args.output):
+        return _write_artifact(args, out)
     if out.suffix not in KINDS:
-        raise UsageError(f"cannot infer the output kind of '{out}': use one of {', '.join(KINDS)}")
+        raise UsageError(
+            f"cannot infer the output kind of '{out}': use one of {', '.join(KINDS)}, "
+            "or DIR/ for an artifact directory"
+        )
     header = Path(args.header) if args.header else out.with_suffix(".h")
     abi.check_symbol_prefix(args.symbol_prefix)
     instruments = Instruments(**instrument_options(args))
@@ -95,6 +106,33 @@ def run(argv: list[str] | None = None) -> int:
     instruments.progress(f"codegen: LLVM optimization and {out.suffix} output")
     timings = CompileTimings()
     _write_outputs(lowered, out, header, text, timings)
+    instruments.finish(timings)
+    return 0
+
+
+def _write_artifact(args, out: Path) -> int:
+    """`-o DIR/`: the program lowered and written as an artifact directory."""
+    from lamina.backends.codegen import CompileTimings
+    from lamina.driver.artifact import write_artifact
+    from lamina.driver.instruments import Instruments
+    from lamina.driver.lowering import lower_to_build, parse_source
+    from lamina.driver.signatures import entry_signatures
+    from lamina.runtime.artifact import artifact_output
+    from lamina.tools.cli import instrument_options
+
+    if args.header:
+        raise UsageError("--header applies to .so/.o outputs; an artifact has its manifest")
+    artifact_output(out)  # a path that cannot be an artifact fails before the compile
+    instruments = Instruments(**instrument_options(args))
+    module = parse_source(read_program(args.file, args.input_shape), args.file)
+    not_entries: dict[str, str] = {}
+    signatures = entry_signatures(module, not_entries)
+    lowered, _ = lower_to_build(
+        module, args.targets, instruments=instruments, check_bounds=args.check_bounds
+    )
+    instruments.progress("codegen: LLVM optimization and the artifact's library")
+    timings = CompileTimings()
+    write_artifact(lowered, signatures, out, not_entries=not_entries, timings=timings)
     instruments.finish(timings)
     return 0
 

@@ -1,0 +1,103 @@
+"""Writing artifact directories: a build-phase module as library, weights and manifest.
+
+The compiler's half of runtime/artifact.py (which describes the directory
+and loads it). `write_artifact` is what `lamina-compile MODEL -o DIR/` runs
+after lowering; `save_executable` is `Executable.save` for a compiled
+executable: it reuses the build-phase module the JIT compiled, or, for an
+executable loaded from the disk cache (which keeps no module), lowers the
+compile's request again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lamina.runtime.artifact import (
+    FORMAT,
+    FORMAT_VERSION,
+    LIBRARY,
+    MANIFEST,
+    SYMBOL_PREFIX,
+    WEIGHTS,
+    WEIGHTS_SYMBOL,
+    artifact_output,
+    entries_json,
+    file_record,
+    lamina_version,
+)
+from lamina.runtime.executable import Executable, Signature
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
+    from lamina.driver.compiler import CompileRequest
+
+
+def host_cpu() -> tuple[str, list[str]]:
+    """The host's LLVM CPU name and the instruction-set features code built for it uses."""
+    import llvmlite.binding as llvm
+
+    from lamina.runtime.cpu_features import required
+
+    features = llvm.get_host_cpu_features()
+    return llvm.get_host_cpu_name(), required(name for name, on in features.items() if on)
+
+
+def write_artifact(
+    module: ModuleOp,
+    signatures: dict[str, Signature],
+    path: str | os.PathLike[str],
+    *,
+    not_entries: dict[str, str] | None = None,
+    timings=None,
+) -> Path:
+    """Write the build-phase `module` (not changed) as an artifact directory at `path`.
+
+    Raises `ArtifactError` for a path that cannot be one (before compiling);
+    nothing is left behind if anything fails.
+    """
+    from lamina.backends import abi, codegen
+
+    with artifact_output(path) as tmp:
+        lowered = module.clone()
+        symbols = abi.export_symbols(lowered, SYMBOL_PREFIX)
+        region = codegen.build_artifact_library(
+            lowered, tmp / LIBRARY, tmp / WEIGHTS, timings=timings
+        )
+        cpu, features = host_cpu()
+        weights = {**file_record(tmp / WEIGHTS), "symbol": WEIGHTS_SYMBOL, "region": region}
+        manifest = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "lamina_version": lamina_version(),
+            "entries": entries_json(signatures, symbols),
+            "not_entries": dict(not_entries or {}),
+            "cpu": {"name": cpu, "features": features},
+            "threading": "libgomp" if codegen.uses_openmp(lowered) else "none",
+            "libraries": list(codegen._libraries),
+            "library": file_record(tmp / LIBRARY),
+            "weights": weights,
+        }
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return Path(path)
+
+
+def save_executable(request: CompileRequest, exe: Executable, path: str | os.PathLike[str]) -> None:
+    """`Executable.save` of an executable `lamina.compile` made from `request`."""
+    module = exe.llvm_module
+    if module is None:  # loaded from the disk cache: lower the request again
+        from lamina.driver.compiler import DeferredSource
+        from lamina.driver.lowering import lower_to_build, parse_source
+
+        source = request.source
+        module = parse_source(
+            source.build() if isinstance(source, DeferredSource) else source, request.filename
+        )
+        lower_to_build(module, request.targets, request.pipeline, check_bounds=request.check_bounds)
+    write_artifact(module, exe.signatures, path, not_entries=exe.not_entries)
+
+
+__all__ = ["host_cpu", "save_executable", "write_artifact"]
