@@ -1,29 +1,24 @@
 """A loaded artifact as a served model: its ports, its batching, one call by name.
 
-`ServedModel` adapts what `lamina.runtime.load` returns (`get_inputs()`,
-`get_outputs()`, `run(dict)`) to what a replica needs: the input and output
-`Port`s, the `BatchPlan`, requests checked before they are batched, and a
-call that always answers `{output name: array}`.
+`ServedModel` adapts the `Executable` that `lamina.runtime.load` returns
+(`get_inputs()`, `get_outputs()`, `run(dict)`) to what a replica needs: the
+input and output `Port`s, the `BatchPlan`, requests checked before they are
+batched, and calls of whole batches.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
+from lamina.runtime.artifact import load
+from lamina.runtime.executable import Executable
 from lamina.serve.batching import Arrays, plan_batching, run_batch
 from lamina.serve.requests import Port, check_request, port_of
-
-
-def load_artifact(path: str) -> Any:
-    """The compiled model in `path`, loaded in this process (a replica loads its own:
-    compiled code and its OpenMP threads do not survive a fork)."""
-    from lamina.serve import _devshim
-
-    return _devshim.load(path)
 
 
 def threads_for(num_cpus: float) -> int:
@@ -32,23 +27,47 @@ def threads_for(num_cpus: float) -> int:
     return max(1, int(num_cpus))
 
 
-class ServedModel:
-    """The artifact in `path` with its signature, batching and a warm-up call."""
+def set_threads(count: int) -> None:
+    """Parallel loops of code loaded from now on run on `count` threads.
 
-    def __init__(self, artifact: Any):
+    An artifact's library brings libgomp with it, which reads
+    `OMP_NUM_THREADS` once, when it is loaded; `LAMINA_NUM_THREADS` is
+    Lamina's own name for it (docs/environment.md). Idle OpenMP workers sleep
+    (`OMP_WAIT_POLICY=passive`) rather than spin on cores other replicas use.
+    """
+    os.environ["LAMINA_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = str(count)
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
+
+def openmp_threads() -> int | None:
+    """Threads a parallel loop of this process uses (None: no OpenMP runtime loaded)."""
+    name = ctypes.util.find_library("gomp")
+    try:
+        gomp = ctypes.CDLL(name or "libgomp.so.1", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except OSError:
+        return None
+    return int(gomp.omp_get_max_threads())
+
+
+class ServedModel:
+    """A loaded artifact with its inputs and outputs, batching plan and warm-up call."""
+
+    def __init__(self, artifact: Executable):
         self.artifact = artifact
-        self.inputs = tuple(port_of(e, f"in{i}") for i, e in enumerate(artifact.get_inputs()))
-        self.outputs = tuple(port_of(e, f"out{i}") for i, e in enumerate(artifact.get_outputs()))
+        self.inputs = tuple(map(port_of, artifact.get_inputs()))
+        self.outputs = tuple(map(port_of, artifact.get_outputs()))
         self.bounds: dict[str, tuple[int, int]] = dict(_bounds_of(artifact))
         self.plan = plan_batching(self.inputs, self.outputs, self.bounds)
 
     @classmethod
     def load(cls, path: str, threads: int | None = None) -> ServedModel:
-        """Load `path` with `threads` threads for parallel loops (before any code loads:
-        OpenMP reads its thread count once)."""
+        """Load the artifact directory `path` in this process (a replica loads its own:
+        compiled code and its OpenMP threads do not survive a fork), with `threads`
+        threads for parallel loops (set before any code loads: OpenMP reads its
+        thread count once)."""
         if threads is not None:
-            os.environ["LAMINA_NUM_THREADS"] = str(threads)
-        return cls(load_artifact(path))
+            set_threads(threads)
+        return cls(load(path))
 
     def check(self, arrays: Mapping[str, object]) -> Arrays:
         """One request's arrays checked (`BadRequest` if they do not fit)."""
@@ -57,11 +76,8 @@ class ServedModel:
     def run(self, arrays: Arrays) -> Arrays:
         """One call of the code on exactly fitting arrays: `{output name: array}`."""
         results = self.artifact.run(arrays)
-        if isinstance(results, Mapping):
-            return dict(results)
-        if isinstance(results, np.ndarray):
-            results = (results,)
-        return {port.name: arr for port, arr in zip(self.outputs, results, strict=True)}
+        assert isinstance(results, dict)  # a call by name answers by name
+        return results
 
     def run_batch(self, requests: list[Arrays]) -> list[Arrays | Exception]:
         """Each request's outputs (or the error of its call), batched per the plan."""
@@ -76,12 +92,12 @@ class ServedModel:
             raise result
 
 
-def _bounds_of(artifact: Any) -> Mapping[str, tuple[int, int]]:
-    """The artifact's symbolic dimensions and their bounds (none for static shapes)."""
-    bounds = getattr(artifact, "bounds", None)
-    if bounds is None:
-        bounds = getattr(getattr(artifact, "signature", None), "bounds", None)
-    return {name: (int(lo), int(hi)) for name, (lo, hi) in (bounds or {}).items()}
+def _bounds_of(artifact: Executable) -> Mapping[str, tuple[int, int]]:
+    """The symbolic dimensions of the served entry function and their bounds
+    (`Signature.bounds`; none for static shapes)."""
+    signature = artifact.signatures[artifact.default_entry()]
+    bounds = getattr(signature, "bounds", None) or {}
+    return {name: (int(low), int(high)) for name, (low, high) in bounds.items()}
 
 
 def _zeros(port: Port, bounds: Mapping[str, tuple[int, int]], rows: int | None) -> np.ndarray:

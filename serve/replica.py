@@ -30,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from lamina.serve.batching import Arrays
-from lamina.serve.model import ServedModel, threads_for
+from lamina.serve.model import ServedModel, openmp_threads, threads_for
 from lamina.serve.requests import BadRequest, arrays_of, decode_json, describe_model, encode_json
 
 
@@ -60,7 +60,8 @@ class LaminaModel:
     async def _http(self, request: Request) -> Response:
         model = self.model
         if request.method == "GET":
-            return _json(describe_model(model.inputs, model.outputs, model.bounds))
+            threads = openmp_threads()
+            return _json(describe_model(model.inputs, model.outputs, model.bounds, threads))
         if request.method != "POST":
             return _json({"error": f"{request.method} not allowed: POST a request"}, 405)
         try:

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lamina.runtime.executable import TensorInfo
+
 
 class BadRequest(ValueError):
     """A request the model cannot answer: its message says what to fix (HTTP 400)."""
@@ -36,12 +38,10 @@ class Port:
         return f"'{self.name}' {self.dtype}[{dims}]"
 
 
-def port_of(entry: object, fallback_name: str) -> Port:
-    """A `Port` from a loaded model's `get_inputs()`/`get_outputs()` entry (`.name`,
-    `.dtype`, `.shape`)."""
-    name = getattr(entry, "name", None) or fallback_name
-    shape = tuple(d if isinstance(d, str) else int(d) for d in entry.shape)  # type: ignore[attr-defined]
-    return Port(name, np.dtype(entry.dtype), shape)  # type: ignore[attr-defined]
+def port_of(entry: TensorInfo) -> Port:
+    """A `Port` from a loaded model's `get_inputs()`/`get_outputs()` entry."""
+    shape = tuple(d if isinstance(d, str) else int(d) for d in entry.shape)
+    return Port(entry.name, np.dtype(entry.dtype), shape)
 
 
 Bounds = Mapping[str, tuple[int, int]]
@@ -187,8 +187,11 @@ def encode_json(outputs: Mapping[str, np.ndarray]) -> dict[str, object]:
     return {"outputs": {name: arr.tolist() for name, arr in outputs.items()}}
 
 
-def describe_model(inputs: tuple[Port, ...], outputs: tuple[Port, ...], bounds: Bounds) -> dict:
-    """What `GET` on the route answers: the inputs and outputs, with symbolic bounds."""
+def describe_model(
+    inputs: tuple[Port, ...], outputs: tuple[Port, ...], bounds: Bounds, threads: int | None
+) -> dict:
+    """What `GET` on the route answers: the inputs and outputs, with symbolic bounds, and
+    the threads of the answering replica's parallel loops (None: it has none)."""
 
     def entry(port: Port) -> dict[str, object]:
         return {"name": port.name, "dtype": str(port.dtype), "shape": list(port.shape)}
@@ -197,4 +200,5 @@ def describe_model(inputs: tuple[Port, ...], outputs: tuple[Port, ...], bounds: 
         "inputs": [entry(p) for p in inputs],
         "outputs": [entry(p) for p in outputs],
         "bounds": {name: list(b) for name, b in bounds.items()},
+        "threads": threads,
     }

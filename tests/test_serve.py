@@ -2,7 +2,7 @@
 
 One local Ray instance for the module (2 CPUs, no dashboard, every Ray
 address on 127.0.0.1, Serve's HTTP proxy on a free loopback port), one
-deployment of a small MLP (compiled batch 4) with 2 replicas. Requests of
+deployment of a tiny CNN (compiled batch 4) with 2 replicas. Requests of
 1 to 9 rows exercise the padding (fewer rows than the compiled batch) and
 the splitting (more); every answer is compared with NumPy. Bad requests get
 HTTP 400 (or `BadRequest` through a handle) and the replicas keep serving.
@@ -30,33 +30,39 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 BATCH = 4
-"""The compiled batch of the served MLP."""
+"""The compiled batch of the served CNN."""
 
 RNG = np.random.default_rng(7)
-W1 = RNG.normal(size=(16, 32)).astype(np.float32)
-B1 = RNG.normal(size=32).astype(np.float32)
-W2 = RNG.normal(size=(32, 8)).astype(np.float32)
-B2 = RNG.normal(size=8).astype(np.float32)
+KERNEL = RNG.normal(size=(24, 3, 3, 3)).astype(np.float32)
+BIAS = RNG.normal(size=24).astype(np.float32)
+DENSE = RNG.normal(size=(24, 10)).astype(np.float32)
+DENSE_BIAS = RNG.normal(size=10).astype(np.float32)
 
 
 def reference(x: np.ndarray) -> np.ndarray:
-    """The MLP in NumPy: relu(x W1 + b1) W2 + b2."""
-    return np.maximum(x @ W1 + B1, 0) @ W2 + B2
+    """The CNN in NumPy: conv 3x3 (padding 1) + bias, ReLU, global average, dense."""
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))
+    conv = np.einsum("nchwij,ocij->nohw", windows, KERNEL) + BIAS[:, None, None]
+    return np.maximum(conv, 0).mean(axis=(2, 3)) @ DENSE + DENSE_BIAS
 
 
-def mlp_model(path: Path) -> Path:
-    """The MLP as an ONNX model x[BATCH, 16] -> y[BATCH, 8], weights as initializers."""
+def cnn_model(path: Path) -> Path:
+    """A tiny CNN as an ONNX model x[BATCH, 3, 16, 16] -> y[BATCH, 10]; its convolution
+    is large enough for parallel loops (OpenMP), so a replica's thread count shows."""
     nodes = [
-        helper.make_node("Gemm", ["x", "W1", "b1"], ["h"], name="fc1"),
-        helper.make_node("Relu", ["h"], ["r"], name="relu"),
-        helper.make_node("Gemm", ["r", "W2", "b2"], ["y"], name="fc2"),
+        helper.make_node("Conv", ["x", "kernel", "bias"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node("GlobalAveragePool", ["r"], ["g"], name="pool"),
+        helper.make_node("Flatten", ["g"], ["f"], name="flatten"),
+        helper.make_node("Gemm", ["f", "dense", "dense_bias"], ["y"], name="dense"),
     ]
-    weights = {"W1": W1, "b1": B1, "W2": W2, "b2": B2}
+    weights = {"kernel": KERNEL, "bias": BIAS, "dense": DENSE, "dense_bias": DENSE_BIAS}
     graph = helper.make_graph(
         nodes,
-        "mlp",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [BATCH, 16])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [BATCH, 8])],
+        "cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [BATCH, 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [BATCH, 10])],
         [numpy_helper.from_array(a, n) for n, a in weights.items()],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -134,17 +140,18 @@ def test_batches_are_padded_split_and_answered_in_order():
     """Requests of 1..9 rows through a static batch of 4: every call gets exactly 4
     rows, each request its own rows back."""
     calls: list[int] = []
+    weights = RNG.normal(size=(16, 8)).astype(np.float32)
 
     def run(arrays):
         assert arrays["x"].shape == (BATCH, 16)
         calls.append(BATCH)
-        return {"y": reference(arrays["x"])}
+        return {"y": arrays["x"] @ weights}
 
     requests = [{"x": RNG.normal(size=(rows, 16)).astype(np.float32)} for rows in (1, 3, 9, 2)]
     answers = run_batch(run, requests, BatchPlan(rows=BATCH, minimum=BATCH))
     for request, answer in zip(requests, answers, strict=True):
         assert isinstance(answer, dict)
-        np.testing.assert_allclose(answer["y"], reference(request["x"]), rtol=1e-5)
+        np.testing.assert_allclose(answer["y"], request["x"] @ weights, rtol=1e-5)
     assert len(calls) == 4  # 15 rows in calls of 4
 
 
@@ -214,17 +221,22 @@ def ray_serve(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return mlp_model(tmp_path_factory.mktemp("serve") / "mlp.onnx")
+    """The CNN compiled and saved as an artifact directory."""
+    import lamina
+
+    folder = tmp_path_factory.mktemp("serve")
+    lamina.compile(str(cnn_model(folder / "cnn.onnx"))).save(folder / "cnn.lamina")
+    return folder / "cnn.lamina"
 
 
 @pytest.fixture(scope="module")
-def mlp(ray_serve: str, artifact: Path):
-    """The MLP deployed with 2 replicas at /mlp: (its URL, its handle)."""
+def cnn(ray_serve: str, artifact: Path):
+    """The CNN deployed with 2 replicas at /cnn: (its URL, its handle)."""
     import lamina.serve
 
     app = lamina.serve.deployment(artifact, num_replicas=2, max_constructor_retry_count=1)
-    handle = serve.run(app, name="mlp", route_prefix="/mlp")
-    return f"{ray_serve}/mlp", handle
+    handle = serve.run(app, name="cnn", route_prefix="/cnn")
+    return f"{ray_serve}/cnn", handle
 
 
 def post(url: str, body: bytes) -> tuple[int, dict]:
@@ -236,50 +248,51 @@ def post(url: str, body: bytes) -> tuple[int, dict]:
         return err.code, json.loads(err.read())
 
 
-def test_a_burst_of_concurrent_requests_is_answered_correctly(mlp):
+def test_a_burst_of_concurrent_requests_is_answered_correctly(cnn):
     """60 HTTP requests and 60 handle calls at once, 1..9 rows each: every answer is
     the model's output for that request's rows."""
-    url, handle = mlp
-    inputs = [RNG.normal(size=(1 + i % 9, 16)).astype(np.float32) for i in range(120)]
+    url, handle = cnn
+    inputs = [RNG.normal(size=(1 + i % 9, 3, 16, 16)).astype(np.float32) for i in range(120)]
     responses = [handle.remote({"x": x}) for x in inputs[60:]]
     with ThreadPoolExecutor(16) as pool:
         bodies = [json.dumps({"inputs": {"x": x.tolist()}}).encode() for x in inputs[:60]]
         answers = list(pool.map(lambda body: post(url, body), bodies))
     for x, (status, answer) in zip(inputs[:60], answers, strict=True):
         assert status == 200, answer
-        y = np.asarray(answer["outputs"]["out0"], np.float32)
+        y = np.asarray(answer["outputs"]["y"], np.float32)
         np.testing.assert_allclose(y, reference(x), rtol=1e-4, atol=1e-4)
     for x, response in zip(inputs[60:], responses, strict=True):
-        y = response.result(timeout_s=60)["out0"]
+        y = response.result(timeout_s=60)["y"]
         assert y.dtype == np.float32
         np.testing.assert_allclose(y, reference(x), rtol=1e-4, atol=1e-4)
 
 
-def test_bad_requests_get_400_and_the_server_keeps_serving(mlp):
-    url, handle = mlp
-    x = RNG.normal(size=(2, 16)).astype(np.float32)
+def test_bad_requests_get_400_and_the_server_keeps_serving(cnn):
+    url, handle = cnn
+    x = RNG.normal(size=(2, 3, 16, 16)).astype(np.float32)
     bad = {
         b"{not json": "malformed JSON",
-        json.dumps({"inputs": {"x": x[:, :5].tolist()}}).encode(): "dimension 1 is 5",
+        json.dumps({"inputs": {"x": x[:, :2].tolist()}}).encode(): "dimension 1 is 2",
         json.dumps({"inputs": {"image": x.tolist()}}).encode(): "unknown input 'image'",
-        json.dumps({"inputs": {"x": [["a"] * 16]}}).encode(): "lists of numbers",
+        json.dumps({"inputs": {"x": [[["a"] * 16] * 16] * 3}}).encode(): "lists of numbers",
     }
     for body, message in bad.items():
         status, answer = post(url, body)
         assert status == 400 and message in answer["error"], answer
         status, answer = post(url, json.dumps({"inputs": {"x": x.tolist()}}).encode())
         assert status == 200
-        got = np.asarray(answer["outputs"]["out0"], np.float32)
+        got = np.asarray(answer["outputs"]["y"], np.float32)
         np.testing.assert_allclose(got, reference(x), rtol=1e-4, atol=1e-4)
     with pytest.raises(BadRequest, match="expected dtype float32, got float64"):
         handle.remote({"x": x.astype(np.float64)}).result(timeout_s=60)
-    got = handle.remote(x).result(timeout_s=60)["out0"]  # one array for a one-input model
+    got = handle.remote(x).result(timeout_s=60)["y"]  # one array for a one-input model
     np.testing.assert_allclose(got, reference(x), rtol=1e-4, atol=1e-4)
 
 
-def test_get_describes_the_model(mlp):
-    url, _ = mlp
+def test_get_describes_the_model_and_the_replicas_threads(cnn):
+    url, _ = cnn
     with urllib.request.urlopen(url, timeout=60) as response:
         described = json.loads(response.read())
-    assert described["inputs"] == [{"name": "x", "dtype": "float32", "shape": [BATCH, 16]}]
-    assert described["outputs"][0]["shape"] == [BATCH, 8]
+    assert described["inputs"] == [{"name": "x", "dtype": "float32", "shape": [BATCH, 3, 16, 16]}]
+    assert described["outputs"] == [{"name": "y", "dtype": "float32", "shape": [BATCH, 10]}]
+    assert described["threads"] == 1  # num_cpus=1: one thread, though the host has more
