@@ -14,7 +14,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
+import shutil
 import socket
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -296,3 +301,60 @@ def test_get_describes_the_model_and_the_replicas_threads(cnn):
     assert described["inputs"] == [{"name": "x", "dtype": "float32", "shape": [BATCH, 3, 16, 16]}]
     assert described["outputs"] == [{"name": "y", "dtype": "float32", "shape": [BATCH, 10]}]
     assert described["threads"] == 1  # num_cpus=1: one thread, though the host has more
+
+
+# ---------------------------------------------------------------------------
+# docs/serving.md's walkthrough, as written
+# ---------------------------------------------------------------------------
+
+PAGE = Path(__file__).parent.parent / "docs" / "serving.md"
+
+
+def _blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", PAGE.read_text(), re.S)
+
+
+def test_docs_walkthrough_runs(ray_serve: str, tmp_path: Path, monkeypatch, capsys):
+    """The page's Python blocks and its `lamina-compile` and `curl` commands, in order,
+    on this module's Ray (standing in for `ray start --head`) with Serve's HTTP port.
+    Runs last: the CNN's replicas hold both CPUs, so its application is deleted first."""
+    serve.delete("cnn")
+    monkeypatch.chdir(tmp_path)
+    make_model, deploy, ask = _blocks("python")
+    shell = "\n".join(_blocks("sh")).replace("\\\n", "")
+    namespace: dict = {}
+    exec(compile(make_model, str(PAGE), "exec"), namespace)  # noqa: S102 - the page's own code
+    (command,) = [line for line in shell.splitlines() if line.startswith("lamina-compile")]
+    tool = shlex.split(command)
+    if shutil.which(tool[0]) is None:  # not installed as a script: the same module
+        tool[:1] = [sys.executable, "-m", "lamina.tools.lamina_compile"]
+    subprocess.run(tool, check=True, capture_output=True)
+    assert "ray start --head" in shell
+    exec(compile(deploy, str(PAGE), "exec"), namespace)  # noqa: S102
+
+    model = onnx.load("model.onnx")
+    weights = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+
+    def expected(x):
+        logits = np.asarray(x, np.float32) @ weights["w"] + weights["b"]
+        exp = np.exp(logits - logits.max(axis=1, keepdims=True))
+        return exp / exp.sum(axis=1, keepdims=True)
+
+    (curl,) = [line for line in shell.splitlines() if line.startswith("curl")]
+    curl = curl.replace("http://127.0.0.1:8000", ray_serve)
+    body = json.loads(shlex.split(curl)[shlex.split(curl).index("-d") + 1])
+    if shutil.which("curl"):
+        answer = json.loads(
+            subprocess.run(shlex.split(curl), check=True, capture_output=True).stdout
+        )
+    else:
+        answer = post(shlex.split(curl)[2], json.dumps(body).encode())[1]
+    got = np.asarray(answer["outputs"]["probabilities"], np.float32)
+    np.testing.assert_allclose(got, expected(body["inputs"]["x"]), rtol=1e-5, atol=1e-6)
+
+    capsys.readouterr()
+    exec(compile(ask, str(PAGE), "exec"), namespace)  # noqa: S102
+    printed = capsys.readouterr().out
+    np.testing.assert_allclose(namespace["probabilities"], expected(namespace["x"]), rtol=1e-5)
+    assert printed.strip().startswith("[[")
+    serve.delete("classifier")
