@@ -9,9 +9,10 @@ ONNX with a dynamic batch axis, and compiled by `lamina-compile ... -o DIR/`
 into one artifact per batch size the configurations need (batch 1 and the
 compiled batch B). Then, on `--cpus` CPUs:
 
-* direct: a new process loads the batch-1 artifact with
-  `LAMINA_NUM_THREADS=cpus` and calls it in a loop, one image at a time:
-  images per second and per-call latency (p50, p99);
+* direct: new processes load the batch-1 artifact and call it in a loop, one
+  image at a time — one process of `cpus` threads, then `cpus` processes of
+  one thread at once: images per second and per-call latency (p50, p99);
+  the faster is the baseline (1.00);
 * serve `RxT:B`: a local Ray (loopback only) runs R replicas of T threads each
   (R × T = cpus) of the batch-B artifact with `@serve.batch` on
   (`max_batch_size` `--max-batch`: a batch-1 artifact runs the batch's
@@ -131,18 +132,37 @@ print(json.dumps({"seconds": total, "times": times}))
 """
 
 
-def run_direct(artifact: Path, images: np.ndarray, calls: int, threads: int, tmp: Path) -> dict:
-    """The direct loop in a new process; its outputs for `images` saved as the reference."""
+def run_direct(
+    artifact: Path, images: np.ndarray, calls: int, processes: int, threads: int, tmp: Path
+) -> dict:
+    """`processes` direct loops at once, `threads` threads each, `calls` calls in all:
+    images per second together, every call's latency, the outputs for `images`."""
     np.save(tmp / "images.npy", images)
     env = {**os.environ, "LAMINA_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads)}
-    out = subprocess.run(
-        [sys.executable, "-c", DIRECT, str(artifact), str(tmp / "images.npy"), str(calls),
-         str(tmp / "reference.npy")],
-        check=True, capture_output=True, text=True, env=env,
-    )  # fmt: skip
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    result["reference"] = np.load(tmp / "reference.npy")
-    return result
+    loops = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                DIRECT,
+                str(artifact),
+                str(tmp / "images.npy"),
+                str(calls // processes),
+                str(tmp / f"reference{i}.npy"),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )  # fmt: skip
+        for i in range(processes)
+    ]
+    results = [json.loads(loop.communicate()[0].strip().splitlines()[-1]) for loop in loops]
+    seconds = max(r["seconds"] for r in results)
+    return {
+        "rate": processes * (calls // processes) / seconds,
+        "times": [t for r in results for t in r["times"]],
+        "reference": np.load(tmp / "reference0.npy"),
+    }
 
 
 def percentiles(times: list[float]) -> tuple[float, float]:
@@ -202,6 +222,16 @@ def run_serve(artifact: Path, replicas: int, threads: int, batch: int, images: n
     start = time.perf_counter()
     asyncio.run(burst())
     seconds = time.perf_counter() - start
+    replicas_seen: dict[int, dict] = {}
+    for _ in range(20 * replicas):  # the router spreads these over the replicas
+        stats = handle.stats.remote().result(timeout_s=60)["replica"]
+        replicas_seen[stats["pid"]] = stats
+    batches = sum(r["batches"] for r in replicas_seen.values())
+    requests = sum(r["requests"] for r in replicas_seen.values())
+    busy = [r["seconds"] for r in replicas_seen.values()]
+    print(f"  {len(replicas_seen)} replica(s) seen: {requests / max(batches, 1):.1f} requests "
+          f"per batch, busy {', '.join(f'{b:.1f}' for b in busy)} s of {seconds:.1f} s, "
+          f"threads {[r['threads'] for r in replicas_seen.values()]}", flush=True)  # fmt: skip
     alone = []
     for i in range(args.sequential):
         t = time.perf_counter()
@@ -225,7 +255,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=("resnet18", "mlp"), default="resnet18")
     parser.add_argument("--cpus", type=int, default=2, help="CPUs of Ray and threads of direct")
-    parser.add_argument("--configs", default="2x1:8,1x2:8,2x1:1",
+    parser.add_argument("--configs", default="2x1:1,2x1:8,1x2:8",
                         help="replicas x threads : compiled batch, comma-separated")  # fmt: skip
     parser.add_argument("--requests", type=int, default=500, help="requests in the burst")
     parser.add_argument("--in-flight", type=int, default=32, help="outstanding requests at most")
@@ -253,11 +283,15 @@ def main() -> int:
     print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())} "
           f"({os.cpu_count()} CPUs)", flush=True)  # fmt: skip
 
-    direct = run_direct(artifacts[1], images, args.direct_calls, args.cpus, work)
-    direct_rate = args.direct_calls / direct["seconds"]
-    p50, p99 = percentiles(direct["times"])
-    print(f"direct, batch 1, {args.cpus} threads: {direct_rate:.1f} images/s, "
-          f"p50 {p50:.1f} ms, p99 {p99:.1f} ms", flush=True)  # fmt: skip
+    directs = {}
+    for processes, threads in ((1, args.cpus), (args.cpus, 1)):
+        result = run_direct(artifacts[1], images, args.direct_calls, processes, threads, work)
+        directs[f"{processes}x{threads}"] = result
+        p50, p99 = percentiles(result["times"])
+        print(f"direct, batch 1, {processes} loop(s) x {threads} thread(s): "
+              f"{result['rate']:.1f} images/s, p50 {p50:.1f} ms, p99 {p99:.1f} ms", flush=True)  # fmt: skip
+    direct = max(directs.values(), key=lambda r: r["rate"])
+    direct_rate = direct["rate"]
 
     start_ray(args.cpus)
     rows = []
@@ -285,8 +319,10 @@ def main() -> int:
     print("\n| config (replicas x threads : batch) | images/s | vs direct | burst p50 ms | "
           "burst p99 ms | lone p50 ms | lone p99 ms | wrong | lost |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
-    print(f"| direct loop, batch 1, {args.cpus} threads | {direct_rate:.1f} | 1.00 | "
-          f"{percentiles(direct['times'])[0]:.1f} | {percentiles(direct['times'])[1]:.1f} | | | | |")  # fmt: skip
+    for name, result in directs.items():
+        p50, p99 = percentiles(result["times"])
+        print(f"| direct loops, batch 1, {name} | {result['rate']:.1f} | "
+              f"{result['rate'] / direct_rate:.2f} | {p50:.1f} | {p99:.1f} | | | | |")  # fmt: skip
     for row in rows:
         name, rate, ratio, p50, p99, a50, a99, wrong, lost = row
         print(f"| {name} | {rate:.1f} | {ratio:.2f} | {p50:.1f} | {p99:.1f} | {a50:.1f} | "

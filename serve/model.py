@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import time
 from collections.abc import Mapping
 
 import numpy as np
@@ -58,6 +59,9 @@ class ServedModel:
         self.outputs = tuple(map(port_of, artifact.get_outputs()))
         self.bounds: dict[str, tuple[int, int]] = dict(_bounds_of(artifact))
         self.plan = plan_batching(self.inputs, self.outputs, self.bounds)
+        self.stats = {"batches": 0, "requests": 0, "calls": 0, "rows": 0, "seconds": 0.0}
+        """Since start: batches run, requests in them, calls of the code, rows computed
+        (padding included), seconds spent in batches (`GET` reports them)."""
 
     @classmethod
     def load(cls, path: str, threads: int | None = None) -> ServedModel:
@@ -77,11 +81,19 @@ class ServedModel:
         """One call of the code on exactly fitting arrays: `{output name: array}`."""
         results = self.artifact.run(arrays)
         assert isinstance(results, dict)  # a call by name answers by name
+        first = next(iter(arrays.values()), None)
+        self.stats["calls"] += 1
+        self.stats["rows"] += first.shape[0] if first is not None and first.ndim else 1
         return results
 
     def run_batch(self, requests: list[Arrays]) -> list[Arrays | Exception]:
         """Each request's outputs (or the error of its call), batched per the plan."""
-        return run_batch(self.run, requests, self.plan)
+        start = time.perf_counter()
+        answers = run_batch(self.run, requests, self.plan)
+        self.stats["batches"] += 1
+        self.stats["requests"] += len(requests)
+        self.stats["seconds"] += time.perf_counter() - start
+        return answers
 
     def warm_up(self) -> None:
         """One call on zeros: the first call's one-time costs (page faults on the

@@ -7,7 +7,8 @@ survive a fork), runs parallel loops on as many threads as it reserved CPUs,
 and answers
 
 * HTTP: `POST {"inputs": {"x": [[...]]}}` → `{"outputs": {"y": [[...]]}}`,
-  400 with `{"error": ...}` for a bad request; `GET` describes the model;
+  400 with `{"error": ...}` for a bad request; `GET` describes the model and
+  the answering replica (`stats`);
 * a `DeploymentHandle`: `handle.remote({"x": array})` → `{"y": array}`,
   `BadRequest` for a bad request.
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -60,8 +62,9 @@ class LaminaModel:
     async def _http(self, request: Request) -> Response:
         model = self.model
         if request.method == "GET":
-            threads = openmp_threads()
-            return _json(describe_model(model.inputs, model.outputs, model.bounds, threads))
+            return _json(
+                {**describe_model(model.inputs, model.outputs, model.bounds), **self.stats()}
+            )
         if request.method != "POST":
             return _json({"error": f"{request.method} not allowed: POST a request"}, 405)
         try:
@@ -72,6 +75,11 @@ class LaminaModel:
         if isinstance(answer, Exception):
             return _json({"error": f"{type(answer).__name__}: {answer}"}, 500)
         return _json(encode_json(answer))
+
+    def stats(self) -> dict[str, object]:
+        """This replica: its process, the threads of its parallel loops (None: it has
+        none) and its counters since start (`ServedModel.stats`)."""
+        return {"replica": {"pid": os.getpid(), "threads": openmp_threads(), **self.model.stats}}
 
     @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.01)
     async def _infer(self, requests: list[Arrays]) -> list[Arrays | Exception]:

@@ -187,11 +187,9 @@ def encode_json(outputs: Mapping[str, np.ndarray]) -> dict[str, object]:
     return {"outputs": {name: arr.tolist() for name, arr in outputs.items()}}
 
 
-def describe_model(
-    inputs: tuple[Port, ...], outputs: tuple[Port, ...], bounds: Bounds, threads: int | None
-) -> dict:
-    """What `GET` on the route answers: the inputs and outputs, with symbolic bounds, and
-    the threads of the answering replica's parallel loops (None: it has none)."""
+def describe_model(inputs: tuple[Port, ...], outputs: tuple[Port, ...], bounds: Bounds) -> dict:
+    """What `GET` on the route answers about the model: its inputs and outputs, with the
+    bounds of symbolic dimensions."""
 
     def entry(port: Port) -> dict[str, object]:
         return {"name": port.name, "dtype": str(port.dtype), "shape": list(port.shape)}
@@ -200,5 +198,4 @@ def describe_model(
         "inputs": [entry(p) for p in inputs],
         "outputs": [entry(p) for p in outputs],
         "bounds": {name: list(b) for name, b in bounds.items()},
-        "threads": threads,
     }

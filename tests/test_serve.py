@@ -300,7 +300,9 @@ def test_get_describes_the_model_and_the_replicas_threads(cnn):
         described = json.loads(response.read())
     assert described["inputs"] == [{"name": "x", "dtype": "float32", "shape": [BATCH, 3, 16, 16]}]
     assert described["outputs"] == [{"name": "y", "dtype": "float32", "shape": [BATCH, 10]}]
-    assert described["threads"] == 1  # num_cpus=1: one thread, though the host has more
+    replica = described["replica"]
+    assert replica["threads"] == 1  # num_cpus=1: one thread, though the host has more
+    assert replica["requests"] >= replica["batches"] >= 1 and replica["calls"] >= 1
 
 
 # ---------------------------------------------------------------------------
