@@ -31,6 +31,7 @@ from ray.serve.deployment import Application
 from starlette.requests import Request
 from starlette.responses import Response
 
+from lamina.runtime.artifact import read_manifest
 from lamina.serve.batching import Arrays
 from lamina.serve.model import ServedModel, openmp_threads, threads_for
 from lamina.serve.requests import BadRequest, arrays_of, decode_json, describe_model, encode_json
@@ -115,13 +116,13 @@ def deployment(
     at once (default: twice the batch, so the next batch fills while one
     runs). `options` go to Serve's deployment (`autoscaling_config`, ...).
 
-    `path` must exist at the same place on every node running a replica.
+    `path` must exist at the same place on every node running a replica. Its
+    manifest is read here, so that a path that is no artifact (or one from
+    another Lamina version) fails now with `ArtifactError`, not in every
+    replica's constructor; the replicas check the rest (files, CPU features).
     """
     path = Path(path).resolve()
-    if not path.exists():
-        raise FileNotFoundError(
-            f"{path}: no compiled model here (create one with `lamina-compile MODEL -o {path}`)"
-        )
+    read_manifest(path)
     actor_options = {"num_cpus": num_cpus, **(ray_actor_options or {})}
     return LaminaModel.options(
         name=name,

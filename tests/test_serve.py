@@ -294,6 +294,16 @@ def test_bad_requests_get_400_and_the_server_keeps_serving(cnn):
     np.testing.assert_allclose(got, reference(x), rtol=1e-4, atol=1e-4)
 
 
+def test_a_path_that_is_no_artifact_fails_before_deploying(tmp_path: Path):
+    import lamina.serve
+    from lamina.runtime import ArtifactError
+
+    with pytest.raises(ArtifactError, match="does not exist"):
+        lamina.serve.deployment(tmp_path / "missing.lamina")
+    with pytest.raises(ArtifactError, match="no manifest.json"):
+        lamina.serve.deployment(tmp_path)
+
+
 def test_get_describes_the_model_and_the_replicas_threads(cnn):
     url, _ = cnn
     with urllib.request.urlopen(url, timeout=60) as response:
