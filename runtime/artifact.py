@@ -70,9 +70,9 @@ class ArtifactError(LaminaRuntimeError):
 
 
 def lamina_version() -> str:
-    from lamina import __version__
+    import lamina
 
-    return __version__
+    return lamina.__version__
 
 
 def is_directory_path(path: str | os.PathLike[str]) -> bool:
@@ -93,7 +93,12 @@ DIRECTORY_SUFFIX = ".lamina"
 # ---------------------------------------------------------------------------
 
 
-def _tensor_json(name: str, spec: TensorSpec) -> dict[str, Any]:
+def _infos(names: list[str], specs: tuple[TensorSpec, ...]) -> list[tuple[str, TensorSpec]]:
+    return list(zip(names, specs, strict=True))
+
+
+def _tensor_json(info: tuple[str, TensorSpec]) -> dict[str, Any]:
+    name, spec = info
     return {"name": name, "dtype": np.dtype(spec.dtype).name, "shape": list(spec.shape)}
 
 
@@ -102,8 +107,8 @@ def entries_json(signatures: dict[str, Signature], symbols: dict[str, str]) -> d
     return {
         name: {
             "symbol": symbols[name],
-            "inputs": [_tensor_json(n, s) for n, s in zip(sig.input_names(), sig.params)],
-            "outputs": [_tensor_json(n, s) for n, s in zip(sig.output_names(), sig.results)],
+            "inputs": [_tensor_json(i) for i in _infos(sig.input_names(), sig.params)],
+            "outputs": [_tensor_json(o) for o in _infos(sig.output_names(), sig.results)],
             "bounds": {k: list(v) for k, v in getattr(sig, "bounds", {}).items()},
         }
         for name, sig in sorted(signatures.items())

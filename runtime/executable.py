@@ -86,7 +86,8 @@ def _unique_names(names: Sequence[str | None], count: int, stem: str) -> list[st
     """`names` padded to `count` with `<stem><i>`; a repeated name gets `_<i>` appended."""
     out: list[str] = []
     for i in range(count):
-        name = names[i] if i < len(names) and names[i] else f"{stem}{i}"
+        given = names[i] if i < len(names) else None
+        name = given or f"{stem}{i}"
         out.append(name if name not in out else f"{name}_{i}")
     return out
 
@@ -222,7 +223,7 @@ class Executable:
                 )
             out = [out[key] for key in outputs]
         result = self.run(entry, *[inputs[key] for key in names], out=out)  # type: ignore[arg-type]
-        values = result if isinstance(result, tuple) else (result,)
+        values: tuple[np.ndarray, ...] = result if isinstance(result, tuple) else (result,)  # type: ignore[assignment]
         return dict(zip(outputs, values, strict=True))
 
     def default_entry(self) -> str:
