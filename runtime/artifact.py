@@ -47,6 +47,7 @@ import numpy as np
 
 from lamina.runtime import cpu_features
 from lamina.runtime.executable import Executable, LaminaRuntimeError, Signature, TensorSpec
+from lamina.runtime.native_setup import load_openmp
 
 FORMAT = "lamina-artifact"
 FORMAT_VERSION = 1
@@ -143,11 +144,12 @@ def _signature(name: str, entry: dict[str, Any]) -> Signature:
 
 
 def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
+    """The file's SHA-256, hashed from a mapping (no copy through Python buffers)."""
     with open(path, "rb") as f:
-        while chunk := f.read(1 << 22):
-            digest.update(chunk)
-    return digest.hexdigest()
+        if os.fstat(f.fileno()).st_size == 0:
+            return hashlib.sha256().hexdigest()
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return hashlib.sha256(data).hexdigest()
 
 
 def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -261,6 +263,8 @@ def load(path: str | os.PathLike[str]) -> Executable:
     with _lock:
         code = _loaded.get(library_record["sha256"])
         if code is None:
+            if manifest.get("threading") == "libgomp":
+                load_openmp()  # with LAMINA_NUM_THREADS and a passive wait policy
             code = _load_library(library, weights, int(weights_record.get("region", 0)), symbols)
             _loaded[library_record["sha256"]] = code
     exe = Executable(
@@ -276,15 +280,18 @@ def _load_library(
 ) -> SharedLibraryCode:
     """dlopen `library` (under a name of its own if another library was loaded from this
     path: the dynamic loader would hand back the old one) and put `weights` in place."""
-    target = library
+    copy = None
     if any(loaded.exists() and os.path.samefile(library, loaded) for loaded in _paths):
-        target = Path(tempfile.mkdtemp(prefix="lamina-artifact-")) / LIBRARY
-        shutil.copyfile(library, target)
-    _paths.append(target)
+        copy = Path(tempfile.mkdtemp(prefix="lamina-artifact-"))
+        shutil.copyfile(library, copy / LIBRARY)
+    _paths.append(library)
     try:
-        handle = ctypes.CDLL(str(target), mode=os.RTLD_NOW | os.RTLD_LOCAL)
+        handle = ctypes.CDLL(str(copy / LIBRARY if copy else library), os.RTLD_NOW | os.RTLD_LOCAL)
     except OSError as err:
         raise ArtifactError(f"cannot load artifact library '{library}': {err}") from None
+    finally:
+        if copy is not None:  # the loaded library stays mapped
+            shutil.rmtree(copy, ignore_errors=True)
     code = SharedLibraryCode(handle, symbols)
     if region:
         code.weights = _place_weights(code, weights, region)

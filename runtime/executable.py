@@ -31,7 +31,7 @@ from lamina.runtime.device_stats import (
     release_cached_blocks,
     reset_device_stats,
 )
-from lamina.runtime.error_globals import CallErrors, engine_error_addresses
+from lamina.runtime.error_globals import CallErrors, call_errors, engine_error_addresses
 
 if TYPE_CHECKING:  # annotations only: the runtime never imports the compiler
     from xdsl.dialects.builtin import ModuleOp
@@ -147,7 +147,7 @@ class Executable:
         engine = getattr(self.compiled, "engine", None)
         if engine is not None:  # the engine knows whether the code has error globals
             addresses = engine_error_addresses(engine)
-            self._errors = CallErrors(addresses) if addresses is not None else None
+            self._errors = call_errors(addresses) if addresses is not None else None
 
     @property
     def functions(self) -> list[str]:
