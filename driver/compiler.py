@@ -231,7 +231,8 @@ def _save(request: CompileRequest, exe: Executable, path: str | os.PathLike[str]
     """`Executable.save`: the artifact writer (imported, with the compiler, when used)."""
     from lamina.driver.artifact import save_executable
 
-    save_executable(request, exe, path)
+    # The same class, seen by pyright under two module names (see compile_request).
+    save_executable(request, exe, path)  # pyright: ignore[reportArgumentType]
 
 
 __all__ = ["CompileRequest", "DeferredSource", "compile", "compile_request", "is_path"]

@@ -137,7 +137,7 @@ class GraphBuilder:
         """A new function parameter (in order of calls)."""
         arg = self.block.insert_arg(tensor_type(shape, dtype), len(self.block.args))
         if name:
-            arg.name_hint = _name_hint(name)
+            arg.name_hint = ssa_name(name)
         return arg
 
     def constant(self, value: np.ndarray | float | int | bool, dtype=None, name=None) -> Value:
@@ -172,7 +172,7 @@ class GraphBuilder:
         self.block.add_op(op)
         result = op.results[0]
         if name:
-            result.name_hint = _name_hint(name)
+            result.name_hint = ssa_name(name)
         return result
 
     def _make(self, what: str, make: Callable[[], Operation], name: str | None) -> Value:
@@ -369,7 +369,7 @@ class GraphBuilder:
         return self._make("graph.slice", lambda: graph.SliceOp(x, st, sizes, sp), name)
 
 
-def _name_hint(name: str) -> str | None:
+def ssa_name(name: str) -> str | None:
     """A valid SSA name hint from an arbitrary (e.g. ONNX) name, or None."""
     cleaned = "".join(c if c.isalnum() or c in "_." else "_" for c in name)
     if not cleaned or cleaned[0].isdigit() or cleaned[0] == ".":
@@ -388,6 +388,7 @@ def build_module(*builders: GraphBuilder) -> ModuleOp:
 
 
 __all__ = [
+    "ssa_name",
     "BuilderError",
     "GraphBuilder",
     "build_module",

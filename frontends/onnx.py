@@ -39,10 +39,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.ir import OpResult
 
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
+from lamina.dialects import graph
 from lamina.driver.signatures import INPUT_NAMES_ATTR, OUTPUT_NAMES_ATTR
-from lamina.frontends.builder import BuilderError, GraphBuilder, Value, build_module, shape_of
+from lamina.frontends.builder import (
+    BuilderError,
+    GraphBuilder,
+    Value,
+    build_module,
+    shape_of,
+    ssa_name,
+)
 from lamina.frontends.sources import candidate_path, is_model_proto
 
 
@@ -2095,11 +2104,23 @@ def _conv3d(n: Node) -> Value:
 
 
 def _name_inputs_and_outputs(module: ModuleOp, inputs: list[str], outputs: list[str]) -> None:
-    """Record the model's input and output names verbatim on `@main`: SSA names cannot
-    spell every ONNX name, and users call the compiled model by them (docs/python-api.md)."""
+    """Give `@main`'s parameters and results the model's names, which users call the
+    compiled model by (docs/python-api.md): as SSA names (`%y = graph.relu ...`,
+    `graph.return %y`) where they can be, else verbatim in the function's attributes
+    (an ONNX name need not be an SSA name: `input:0`)."""
     func = next(iter(module.ops))
-    func.attributes[INPUT_NAMES_ATTR] = ArrayAttr([StringAttr(n) for n in inputs])
-    func.attributes[OUTPUT_NAMES_ATTR] = ArrayAttr([StringAttr(n) for n in outputs])
+    assert isinstance(func, graph.FuncOp), "the importer builds one graph.func"
+    if [arg.name_hint for arg in func.args] != inputs:
+        func.attributes[INPUT_NAMES_ATTR] = ArrayAttr([StringAttr(n) for n in inputs])
+    ret = func.get_return_op()
+    assert ret is not None
+    values = list(ret.operands)
+    for value, name in zip(values, outputs, strict=True):
+        owned = isinstance(value, OpResult) and values.count(value) == 1
+        if owned and ssa_name(name) == name and value.name_hint in (None, name):
+            value.name_hint = name
+    if [v.name_hint for v in values] != outputs:
+        func.attributes[OUTPUT_NAMES_ATTR] = ArrayAttr([StringAttr(n) for n in outputs])
 
 
 __all__ = [

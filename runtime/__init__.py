@@ -5,7 +5,10 @@ checks it): a process that only runs compiled models needs nothing else.
 LLVM's object loader is imported only by the function that loads cached code.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lamina.runtime.artifact import ArtifactError, load
 
 _LAZY = {"load": "lamina.runtime.artifact", "ArtifactError": "lamina.runtime.artifact"}
 """`lamina.runtime.load(DIR)`: an artifact directory (runtime/artifact.py), loaded on use."""

@@ -47,6 +47,7 @@ import numpy as np
 
 from lamina.runtime import cpu_features
 from lamina.runtime.executable import Executable, LaminaRuntimeError, Signature, TensorSpec
+from lamina.runtime.native_setup import load_openmp
 
 FORMAT = "lamina-artifact"
 FORMAT_VERSION = 1
@@ -70,9 +71,9 @@ class ArtifactError(LaminaRuntimeError):
 
 
 def lamina_version() -> str:
-    from lamina import __version__
+    import lamina
 
-    return __version__
+    return lamina.__version__
 
 
 def is_directory_path(path: str | os.PathLike[str]) -> bool:
@@ -93,7 +94,12 @@ DIRECTORY_SUFFIX = ".lamina"
 # ---------------------------------------------------------------------------
 
 
-def _tensor_json(name: str, spec: TensorSpec) -> dict[str, Any]:
+def _infos(names: list[str], specs: tuple[TensorSpec, ...]) -> list[tuple[str, TensorSpec]]:
+    return list(zip(names, specs, strict=True))
+
+
+def _tensor_json(info: tuple[str, TensorSpec]) -> dict[str, Any]:
+    name, spec = info
     return {"name": name, "dtype": np.dtype(spec.dtype).name, "shape": list(spec.shape)}
 
 
@@ -102,8 +108,8 @@ def entries_json(signatures: dict[str, Signature], symbols: dict[str, str]) -> d
     return {
         name: {
             "symbol": symbols[name],
-            "inputs": [_tensor_json(n, s) for n, s in zip(sig.input_names(), sig.params)],
-            "outputs": [_tensor_json(n, s) for n, s in zip(sig.output_names(), sig.results)],
+            "inputs": [_tensor_json(i) for i in _infos(sig.input_names(), sig.params)],
+            "outputs": [_tensor_json(o) for o in _infos(sig.output_names(), sig.results)],
             "bounds": {k: list(v) for k, v in getattr(sig, "bounds", {}).items()},
         }
         for name, sig in sorted(signatures.items())
@@ -138,11 +144,12 @@ def _signature(name: str, entry: dict[str, Any]) -> Signature:
 
 
 def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
+    """The file's SHA-256, hashed from a mapping (no copy through Python buffers)."""
     with open(path, "rb") as f:
-        while chunk := f.read(1 << 22):
-            digest.update(chunk)
-    return digest.hexdigest()
+        if os.fstat(f.fileno()).st_size == 0:
+            return hashlib.sha256().hexdigest()
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return hashlib.sha256(data).hexdigest()
 
 
 def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -256,6 +263,8 @@ def load(path: str | os.PathLike[str]) -> Executable:
     with _lock:
         code = _loaded.get(library_record["sha256"])
         if code is None:
+            if manifest.get("threading") == "libgomp":
+                load_openmp()  # with LAMINA_NUM_THREADS and a passive wait policy
             code = _load_library(library, weights, int(weights_record.get("region", 0)), symbols)
             _loaded[library_record["sha256"]] = code
     exe = Executable(
@@ -271,15 +280,18 @@ def _load_library(
 ) -> SharedLibraryCode:
     """dlopen `library` (under a name of its own if another library was loaded from this
     path: the dynamic loader would hand back the old one) and put `weights` in place."""
-    target = library
+    copy = None
     if any(loaded.exists() and os.path.samefile(library, loaded) for loaded in _paths):
-        target = Path(tempfile.mkdtemp(prefix="lamina-artifact-")) / LIBRARY
-        shutil.copyfile(library, target)
-    _paths.append(target)
+        copy = Path(tempfile.mkdtemp(prefix="lamina-artifact-"))
+        shutil.copyfile(library, copy / LIBRARY)
+    _paths.append(library)
     try:
-        handle = ctypes.CDLL(str(target), mode=os.RTLD_NOW | os.RTLD_LOCAL)
+        handle = ctypes.CDLL(str(copy / LIBRARY if copy else library), os.RTLD_NOW | os.RTLD_LOCAL)
     except OSError as err:
         raise ArtifactError(f"cannot load artifact library '{library}': {err}") from None
+    finally:
+        if copy is not None:  # the loaded library stays mapped
+            shutil.rmtree(copy, ignore_errors=True)
     code = SharedLibraryCode(handle, symbols)
     if region:
         code.weights = _place_weights(code, weights, region)

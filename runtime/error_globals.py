@@ -56,6 +56,20 @@ CONCURRENT = (
 )
 
 
+_by_addresses: dict[tuple[int, int], CallErrors] = {}
+_registry_lock = threading.Lock()
+
+
+def call_errors(addresses: tuple[int, int]) -> CallErrors:
+    """The one `CallErrors` of the module whose globals are at `addresses` (every
+    `Executable` of one loaded module must see every call of it)."""
+    with _registry_lock:
+        errors = _by_addresses.get(addresses)
+        if errors is None:
+            errors = _by_addresses[addresses] = CallErrors(addresses)
+        return errors
+
+
 class CallErrors:
     """Which calls an error recorded in a module's globals concerns.
 

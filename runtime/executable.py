@@ -31,7 +31,7 @@ from lamina.runtime.device_stats import (
     release_cached_blocks,
     reset_device_stats,
 )
-from lamina.runtime.error_globals import CallErrors, engine_error_addresses
+from lamina.runtime.error_globals import CallErrors, call_errors, engine_error_addresses
 
 if TYPE_CHECKING:  # annotations only: the runtime never imports the compiler
     from xdsl.dialects.builtin import ModuleOp
@@ -86,7 +86,8 @@ def _unique_names(names: Sequence[str | None], count: int, stem: str) -> list[st
     """`names` padded to `count` with `<stem><i>`; a repeated name gets `_<i>` appended."""
     out: list[str] = []
     for i in range(count):
-        name = names[i] if i < len(names) and names[i] else f"{stem}{i}"
+        given = names[i] if i < len(names) else None
+        name = given or f"{stem}{i}"
         out.append(name if name not in out else f"{name}_{i}")
     return out
 
@@ -146,7 +147,7 @@ class Executable:
         engine = getattr(self.compiled, "engine", None)
         if engine is not None:  # the engine knows whether the code has error globals
             addresses = engine_error_addresses(engine)
-            self._errors = CallErrors(addresses) if addresses is not None else None
+            self._errors = call_errors(addresses) if addresses is not None else None
 
     @property
     def functions(self) -> list[str]:
@@ -222,7 +223,7 @@ class Executable:
                 )
             out = [out[key] for key in outputs]
         result = self.run(entry, *[inputs[key] for key in names], out=out)  # type: ignore[arg-type]
-        values = result if isinstance(result, tuple) else (result,)
+        values: tuple[np.ndarray, ...] = result if isinstance(result, tuple) else (result,)  # type: ignore[assignment]
         return dict(zip(outputs, values, strict=True))
 
     def default_entry(self) -> str:

@@ -76,17 +76,27 @@ def load_runtime_libraries() -> None:
 
 
 def _load_openmp() -> None:
-    """Load libgomp for parallel loops (`GOMP_parallel`), honouring LAMINA_NUM_THREADS.
+    """Load libgomp for parallel loops (`GOMP_parallel`), honouring LAMINA_NUM_THREADS,
+    and make it resolvable by the JIT."""
+    path = load_openmp()
+    if path is not None:  # else parallel loops fail to link with a clear LLVM error
+        _llvm().load_library_permanently(path)
+
+
+def load_openmp() -> str | None:
+    """Load libgomp into the process (its path; None if it is not installed).
 
     libgomp reads OMP_NUM_THREADS (and OMP_WAIT_POLICY, default here
     `passive`) once, when it is loaded, so the values are exported first; if
     libgomp was already loaded by someone else, the calling thread's thread
-    count is still changed with `omp_set_num_threads`.
+    count is still changed with `omp_set_num_threads`. An artifact's library
+    (runtime/artifact.py) calls this before it is loaded: it links libgomp,
+    which would otherwise start with its defaults.
     """
     global _gomp
     path = ctypes.util.find_library("gomp")
     if path is None:
-        return  # parallel loops then fail to link with a clear LLVM error
+        return None
     threads = os.environ.get(NUM_THREADS_ENV)
     if threads:
         os.environ["OMP_NUM_THREADS"] = threads
@@ -94,9 +104,9 @@ def _load_openmp() -> None:
     # machine spinning made a 256^3 matmul 30x slower (measured, 2 cores).
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     _gomp = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-    _llvm().load_library_permanently(path)
     if threads:
         _gomp.omp_set_num_threads(ctypes.c_int(int(threads)))
+    return path
 
 
 def register_library(path: str | os.PathLike[str]) -> None:

@@ -432,3 +432,16 @@ def test_an_error_reaches_every_call_that_ran_while_it_was_recorded():
     late = errors.end(b)
     assert late is not None and late.startswith("kernel @k: out of memory (64 bytes) (recorded")
     assert errors.end(errors.begin()) is None
+
+
+def test_a_new_artifact_in_the_same_directory_is_the_new_one(tmp_path: Path):
+    """The dynamic loader would hand back the library it loaded from that path before."""
+    folder = tmp_path / "model"
+    x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(2, 8)
+    for scale in (1.0, 3.0):
+        g = GraphBuilder()
+        w = np.full((8, 300), scale, np.float32)
+        g.ret(g.matmul(g.param((2, 8), name="x"), g.constant(w)))
+        lamina.compile(g.module(), cache=False).save(folder)
+        got = lamina.runtime.load(folder).run("main", x)
+        np.testing.assert_allclose(got, x @ w, rtol=1e-5, atol=1e-5)

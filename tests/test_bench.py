@@ -28,3 +28,19 @@ def test_quick_benchmark_runs_every_case(tmp_path):
         assert float(row["max_rel_err"]) < 1e-4
         assert 0 < float(row["pct_peak"]) < 150  # against a measured FMA peak
     assert "measured f32 peak" in out.stdout
+
+
+def test_runtime_benchmark_measures_load_and_threads(tmp_path):
+    script = BENCH.parent / "bench_runtime.py"
+    out = subprocess.run(
+        [sys.executable, str(script), "--models", "mlp", "--rounds", "1", "--seconds", "0.2",
+         "--work-dir", str(tmp_path), "--json", "rows.json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    import json
+
+    [row] = json.loads((tmp_path / "rows.json").read_text())
+    assert row["model"] == "mlp" and 0 < row["load_call_s_median"] < row["load_s_median"]
+    assert row["rps_1_thread"] > 0 and row["rps_2_threads"] > 0
+    assert "load average before" in out.stdout

@@ -112,6 +112,7 @@ def run(argv: list[str] | None = None) -> int:
 
 def _write_artifact(args, out: Path) -> int:
     """`-o DIR/`: the program lowered and written as an artifact directory."""
+    from lamina.backends.abi import DEFAULT_SYMBOL_PREFIX
     from lamina.backends.codegen import CompileTimings
     from lamina.driver.artifact import write_artifact
     from lamina.driver.instruments import Instruments
@@ -122,6 +123,11 @@ def _write_artifact(args, out: Path) -> int:
 
     if args.header:
         raise UsageError("--header applies to .so/.o outputs; an artifact has its manifest")
+    if args.symbol_prefix != DEFAULT_SYMBOL_PREFIX:
+        raise UsageError(
+            f"--symbol-prefix applies to .so/.o outputs; an artifact's entry points are "
+            f"always {DEFAULT_SYMBOL_PREFIX}<name> (its manifest names them)"
+        )
     artifact_output(out)  # a path that cannot be an artifact fails before the compile
     instruments = Instruments(**instrument_options(args))
     module = parse_source(read_program(args.file, args.input_shape), args.file)
