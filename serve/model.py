@@ -29,15 +29,11 @@ def threads_for(num_cpus: float) -> int:
 
 
 def set_threads(count: int) -> None:
-    """Parallel loops of code loaded from now on run on `count` threads.
-
-    An artifact's library brings libgomp with it, which reads
-    `OMP_NUM_THREADS` once, when it is loaded; `LAMINA_NUM_THREADS` is
-    Lamina's own name for it (docs/environment.md). Idle OpenMP workers sleep
-    (`OMP_WAIT_POLICY=passive`) rather than spin on cores other replicas use.
-    """
-    os.environ["LAMINA_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = str(count)
-    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+    """Parallel loops of artifacts loaded from now on run on `count` threads: the
+    runtime exports `LAMINA_NUM_THREADS` to libgomp (with a passive wait policy:
+    idle workers sleep rather than spin on cores other replicas use) before it
+    loads an artifact's library, and libgomp reads it once."""
+    os.environ["LAMINA_NUM_THREADS"] = str(count)
 
 
 def openmp_threads() -> int | None:
