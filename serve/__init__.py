@@ -19,8 +19,14 @@ if TYPE_CHECKING:  # imported on first use: it imports Ray
 
 def __getattr__(name: str) -> Any:
     if name in ("deployment", "LaminaModel"):
-        from lamina.serve import replica
-
+        try:
+            from lamina.serve import replica
+        except ModuleNotFoundError as err:
+            if err.name is None or err.name.split(".")[0] not in ("ray", "starlette"):
+                raise
+            raise ModuleNotFoundError(
+                f"lamina.serve.{name} needs Ray Serve: pip install 'lamina[serve]' ({err})"
+            ) from err
         return getattr(replica, name)
     raise AttributeError(f"module 'lamina.serve' has no attribute {name!r}")
 
