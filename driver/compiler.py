@@ -123,6 +123,11 @@ class CompileRequest:
 
             source = print_module(source, digest=True)
         options: dict[str, object] = {"check_bounds": self.check_bounds}
+        if isinstance(source, str):  # constants in side files: the text only names them
+            from lamina.core.resources import side_file_digests
+
+            if blobs := side_file_digests(source, self.filename):
+                options["side_files"] = blobs
         return key(
             source,
             filename=self.filename,
