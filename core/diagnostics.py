@@ -19,7 +19,6 @@ against `// expected-error` annotations by line. This module provides:
 from __future__ import annotations
 
 import bisect
-from math import prod
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -27,6 +26,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
+from math import prod
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -49,7 +49,7 @@ from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRLexer
 
 from lamina.core.dense_text import use_fast_string_lexer
-from lamina.core.resources import Resources, ResourceError, split_resources
+from lamina.core.resources import ResourceError, Resources, split_resources
 from lamina.core.symbols import indexed_symbol_lookup
 from lamina.core.verify_memo import already_verified, memo_key, remember
 
