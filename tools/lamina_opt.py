@@ -432,7 +432,15 @@ class LaminaOptMain(xDSLOptMain):
             dump_suffix=f".{chunk_index}" if chunk_index is not None else "",
             reproducer_flags=self._reproducer_flags(),
         )
-        manager.run(self.ctx, module)
+        from lamina.driver.instruments import Instruments
+
+        line = Instruments(verbose=self.args.verbose, show_progress=self.args.progress)
+        line.manager = manager
+        manager.observer = line  # the progress line only: lamina-opt reports the rest itself
+        try:
+            manager.run(self.ctx, module)
+        finally:
+            line.close_line()
 
     def _reproducer_flags(self) -> list[str]:
         """The flags a reproducer's command needs to fail the same way (the pass
