@@ -232,13 +232,13 @@ def compile_request(request: CompileRequest) -> Executable:
             hit.stats = recorder.finish(cache_hit=True)
             hit.timings["total"] = recorder.elapsed()
             return hit
-    with recorder.phase("import compiler"):  # the first miss imports xDSL and the code generator
-        from lamina.driver import lowering
-
-    # The same class, seen by pyright as `driver.compiler` and `lamina.driver.compiler`
-    # (the repository root is the package, see pyproject.toml).
     instruments = request.instruments(recorder)
     try:
+        with recorder.phase("import compiler"):  # the first miss imports xDSL and codegen
+            from lamina.driver import lowering
+
+        # The same class, seen by pyright as `driver.compiler` and `lamina.driver.compiler`
+        # (the repository root is the package, see pyproject.toml).
         exe = lowering.compile_cold(request, recorder, instruments)  # pyright: ignore[reportArgumentType]
         if key is not None:
             with recorder.phase("cache write"):

@@ -104,6 +104,7 @@ class Instruments:
     def __post_init__(self) -> None:
         if progress_wanted(self.show_progress, self.verbose, self.out):
             self._line = ProgressLine(self.out)
+            self.recorder.on_enter = lambda row: self._show(row, force=True)
 
     @property
     def out(self) -> TextIO:
@@ -139,7 +140,7 @@ class Instruments:
         self.progress(f"entering phase {phase}")
 
     def pass_started(self, index: int, count: int, name: str) -> None:
-        self._show(f"{self._phase} · pass {index + 1}/{count} {name}")
+        self._show(f"{self._phase} | pass {index + 1}/{count} {name}")
 
     # -- code generation ----------------------------------------------------------
 
@@ -158,35 +159,34 @@ class Instruments:
         def listener(event: str, done: int, total: int) -> None:
             if event == "cached":
                 cached[:] = [done, total]
-                text = f"codegen · {done} of {total} kernels from the cache, building the rest"
+                text = f"codegen | {done} of {total} kernels from the cache, building the rest"
                 self._show(text, force=True)
                 return
             spent = time.perf_counter() - start
             eta = spent / done * (total - done) if done else 0.0
             hits = f", {cached[0]} from the cache" if cached[0] else ""
             self._show(
-                f"codegen · built {done}/{total} units{hits} · ETA {eta:.0f} s",
+                f"codegen | built {done}/{total} units{hits} | ETA {eta:.0f} s",
                 force=done == total,
             )
 
-        self._show("codegen · LLVM", force=True)
+        self._show("codegen | LLVM", force=True)
         with parallel_build.reporting(listener):
             yield
 
     def _show(self, text: str, *, force: bool = False) -> None:
         if self._line is not None:
-            self._line.show(f"lamina: {text} · {self.recorder.elapsed():.1f} s", force=force)
+            self._line.show(f"lamina: {text} | {self.recorder.elapsed():.1f} s", force=force)
 
     # -- reports ------------------------------------------------------------------
 
     def progress(self, message: str, at: float | None = None) -> None:
-        """A `-v` line, stamped with the compile's clock; else the progress line."""
+        """A `-v` line, stamped with the compile's clock (the progress line shows
+        the rows as they start instead)."""
         if self.verbose:
             elapsed = self.recorder.elapsed() if at is None else at
             self.out.write(f"lamina: [{elapsed:7.2f} s] {message}\n")
             self.out.flush()
-        else:
-            self._show(message)
 
     def finish(self, codegen: CompileTimings | None = None, cached: bool = False) -> None:
         """Stop the clock; print the timing report, if asked for. `codegen`: LLVM's

@@ -24,7 +24,7 @@ from __future__ import annotations
 import sys
 import time
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -155,6 +155,8 @@ class StatsRecorder:
         self.started = time.perf_counter()
         self.total: float | None = None
         self._open: tuple[str, float] | None = None
+        self.on_enter: Callable[[str], None] | None = None
+        """Told of each row started (the progress line, driver/instruments.py)."""
         if enabled and not tracemalloc.is_tracing():
             tracemalloc.start()
             self._started_tracing = True
@@ -177,6 +179,8 @@ class StatsRecorder:
         if self.enabled:
             tracemalloc.reset_peak()
         self._open = (name, time.perf_counter())
+        if self.on_enter is not None:
+            self.on_enter(name)
 
     def leave(self) -> None:
         """End the open row, if any."""
