@@ -144,7 +144,12 @@ def write_module(
     text = print_module(op, elide_larger_than, blobs=blobs, **printer_options) + "\n"
     if blobs is not None:
         blobs.write()
-    Path(output).write_text(text)
+    try:
+        Path(output).write_text(text)
+    except BaseException:  # a failed write leaves neither file behind
+        if blobs is not None:
+            blobs.path.unlink(missing_ok=True)
+        raise
 
 
 class FastStringLexer(MLIRLexer):

@@ -275,10 +275,11 @@ class LocatedParser(Parser):
         if handle not in self._resources.entries:
             return DenseResourceAttr.from_params(handle, type_)
         data = self._resources.data(handle)
-        element = type_.get_element_type()
-        width = getattr(element, "compile_time_size", None)
+        if not isinstance(type_, TensorType):
+            self.raise_error(f"resource '{handle}' needs a static tensor type, got {type_}", at)
+        width = getattr(type_.get_element_type(), "compile_time_size", None)
         shape = type_.get_shape()
-        if width is None or not isinstance(type_, TensorType) or any(d < 0 for d in shape):
+        if width is None or any(d < 0 for d in shape):
             self.raise_error(f"resource '{handle}' needs a static tensor type, got {type_}", at)
         expected = width * prod(shape)
         if len(data) != expected:

@@ -25,7 +25,7 @@ from lamina.core.dense_text import print_module, write_module
 from lamina.core.diagnostics import DiagnosticError, parse_module
 from lamina.core.resources import ALIGNMENT, THRESHOLD_BYTES
 from lamina.frontends.builder import GraphBuilder
-from lamina.tools import lamina_import_onnx, lamina_opt, lamina_run
+from lamina.tools import lamina_compile, lamina_import_onnx, lamina_opt, lamina_run
 
 from onnx import helper, save  # isort: skip
 
@@ -114,6 +114,8 @@ def test_every_tool_reads_the_side_file_beside_the_text(tmp_path: Path, monkeypa
     with pytest.raises(SystemExit) as exit_:
         lamina_run.main(["rt.mlir", "--entry", "main"])
     assert exit_.value.code == 0, capsys.readouterr().err
+    assert lamina_compile.run(["rt.mlir", "-o", "rt.o"]) == 0
+    assert Path("rt.o").stat().st_size > 0
 
 
 def test_the_cache_key_follows_the_side_file(tmp_path: Path, monkeypatch) -> None:
