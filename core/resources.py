@@ -52,7 +52,7 @@ SIDE_SUFFIX = ".bin"
 """`model.mlir` keeps its constants in `model.mlir.bin`."""
 
 _SECTION = re.compile(
-    r"\{-#\s*dialect_resources\s*:\s*\{\s*builtin\s*:\s*\{(?P<body>[^{}]*)\}\s*\}\s*#-\}\s*\Z"
+    r"\{-#\s*dialect_resources\s*:\s*\{\s*builtin\s*:\s*\{(?P<body>[^{}]*)\}\s*\}\s*#-\}(?:\s|//[^\n]*)*\Z"
 )
 _ENTRY = re.compile(r'(?P<key>[A-Za-z_][\w$.]*)\s*:\s*"(?P<value>[^"]*)"')
 _BLOB = re.compile(r"blob:(?P<file>.+)@(?P<offset>\d+)\+(?P<size>\d+)\Z")
