@@ -102,7 +102,10 @@ class Instruments:
     _reported: bool = field(default=False, repr=False)
 
     def __post_init__(self) -> None:
-        if progress_wanted(self.show_progress, self.verbose, self.out):
+        # Not over IR dumps either: they would scroll the line away mid-dump.
+        if progress_wanted(self.show_progress, self.verbose, self.out) and not (
+            self.print_ir_after_all
+        ):
             self._line = ProgressLine(self.out)
             self.recorder.on_enter = lambda row: self._show(row, force=True)
 

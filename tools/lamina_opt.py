@@ -434,7 +434,11 @@ class LaminaOptMain(xDSLOptMain):
         )
         from lamina.driver.instruments import Instruments
 
-        line = Instruments(verbose=self.args.verbose, show_progress=self.args.progress)
+        line = Instruments(
+            verbose=self.args.verbose,
+            show_progress=self.args.progress,
+            print_ir_after_all=self.args.print_ir_after_all or self.args.print_ir_after_failure,
+        )
         line.manager = manager
         manager.observer = line  # the progress line only: lamina-opt reports the rest itself
         try:
