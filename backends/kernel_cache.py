@@ -134,6 +134,7 @@ def build_split(split: Split, timings, *, use_memory: bool = True) -> BuildResul
         else:
             found[unit.key] = (obj, where)
 
+    parallel_build.report("cached", len(split.kernels) - len(missing), len(split.kernels))
     wall = time.perf_counter()
     built = parallel_build.build_all(_build_unit, [split.host, *missing])
     _record(timings, built, time.perf_counter() - wall)

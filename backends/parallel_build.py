@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from ctypes import c_char_p, string_at
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -113,14 +114,43 @@ def build_all(
     """
     workers = min(workers or threads(), len(units))
     if workers <= 1:
-        return [build(unit) for unit in units]
+        built = []
+        for unit in units:
+            built.append(build(unit))
+            report("built", len(built), len(units))
+        return built
     order = sorted(range(len(units)), key=lambda i: -_size(units[i]))
     results: list[BuiltUnit | None] = [None] * len(units)
     with ThreadPoolExecutor(workers, thread_name_prefix="lamina-build") as pool:
         futures = {i: pool.submit(build, units[i]) for i in order}
+        for done, future in enumerate(as_completed(futures.values()), 1):
+            if future.exception() is None:
+                report("built", done, len(units))
         for i, future in futures.items():
             results[i] = future.result()
     return results  # type: ignore[return-value]
+
+
+_listeners: list[Callable[[str, int, int], None]] = []
+
+
+@contextmanager
+def reporting(listener: Callable[[str, int, int], None]) -> Iterator[None]:
+    """Within the block, `listener(event, done, total)` hears of the build's progress:
+    `("built", units done, units)` as each unit finishes (from the calling thread),
+    `("cached", kernels found, kernels)` when the caches were looked up
+    (backends/kernel_cache.py). The progress line of driver/instruments.py."""
+    _listeners.append(listener)
+    try:
+        yield
+    finally:
+        _listeners.remove(listener)
+
+
+def report(event: str, done: int, total: int) -> None:
+    """Tell the listeners (none, usually: then this costs a list check)."""
+    for listener in list(_listeners):
+        listener(event, done, total)
 
 
 def _size(unit: object) -> int:
@@ -142,6 +172,8 @@ __all__ = [
     "THREADS_ENV",
     "BuiltUnit",
     "build_all",
+    "report",
+    "reporting",
     "emit_object",
     "parse",
     "run_module_passes",

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
+from pathlib import Path
 
 import numpy as np
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, Float16Type, Float32Type, Float64Type
@@ -29,6 +31,8 @@ from xdsl.ir import Attribute, Operation
 from xdsl.printer import Printer
 from xdsl.utils.lexer import Position, Token
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind, StringLiteral
+
+from lamina.core.resources import BlobWriter, side_file_for
 
 HEX_THRESHOLD = 100
 """Dense values with more elements print as hex (xDSL's own threshold)."""
@@ -48,10 +52,18 @@ class DensePrinter(Printer):
     bytes instead: text for a cache key (driver/cache_key.py), which hashes
     megabytes of weights at memory speed instead of formatting them."""
 
-    def __init__(self, *args, elide_larger_than: int = 0, digest: bool = False, **kwargs):
+    def __init__(
+        self,
+        *args,
+        elide_larger_than: int = 0,
+        digest: bool = False,
+        blobs: BlobWriter | None = None,
+        **kwargs,
+    ):
         super().__init__(*args, **kwargs)
         self.elide_larger_than = elide_larger_than
         self.digest = digest
+        self.blobs = blobs
 
     def print_attribute(self, attribute: Attribute) -> None:
         if isinstance(attribute, DenseIntOrFPElementsAttr):
@@ -63,6 +75,11 @@ class DensePrinter(Printer):
             if self.digest and size > HEX_THRESHOLD:
                 digest = hashlib.sha256(attribute.data.data).hexdigest()
                 self.print_string(f'dense<"sha256:{digest}"> : ')
+                self.print_attribute(attribute.get_type())
+                return
+            if self.blobs is not None and self.blobs.wants(attribute.data.data):
+                handle = self.blobs.add(attribute.data.data)
+                self.print_string(f"dense_resource<{handle}> : ")
                 self.print_attribute(attribute.get_type())
                 return
             if size > HEX_THRESHOLD or _has_non_finite(attribute):
@@ -84,15 +101,55 @@ _FLOAT_DTYPES = {Float16Type: np.float16, Float32Type: np.float32, Float64Type: 
 
 
 def print_module(
-    op: Operation, elide_larger_than: int = 0, digest: bool = False, **printer_options
+    op: Operation,
+    elide_larger_than: int = 0,
+    digest: bool = False,
+    blobs: BlobWriter | None = None,
+    **printer_options,
 ) -> str:
-    """The text of `op` (custom form), large constants in hex (or elided, or digested)."""
+    """The text of `op` (custom form), large constants in hex (or elided, or digested).
+
+    With `blobs`, constants of `blobs.threshold` bytes or more print as
+    `dense_resource<handle>`, their bytes go to `blobs` (written by the caller,
+    `BlobWriter.write`), and the text ends with the resource section naming
+    them (core/resources.py).
+    """
     stream = io.StringIO()
     printer = DensePrinter(
-        stream=stream, elide_larger_than=elide_larger_than, digest=digest, **printer_options
+        stream=stream,
+        elide_larger_than=elide_larger_than,
+        digest=digest,
+        blobs=blobs,
+        **printer_options,
     )
     printer.print_op(op)
+    if blobs is not None:
+        stream.write(blobs.section())
     return stream.getvalue()
+
+
+def write_module(
+    op: Operation,
+    output: str | os.PathLike[str],
+    *,
+    inline_constants: bool = False,
+    elide_larger_than: int = 0,
+    **printer_options,
+) -> None:
+    """Write `op` as text to the file `output`, large constants in its side file
+    (`output` + `.bin`, core/resources.py) unless `inline_constants` (or elided)."""
+    blobs = None
+    if not inline_constants and not elide_larger_than:
+        blobs = BlobWriter(side_file_for(output))
+    text = print_module(op, elide_larger_than, blobs=blobs, **printer_options) + "\n"
+    if blobs is not None:
+        blobs.write()
+    try:
+        Path(output).write_text(text)
+    except BaseException:  # a failed write leaves neither file behind
+        if blobs is not None:
+            blobs.path.unlink(missing_ok=True)
+        raise
 
 
 class FastStringLexer(MLIRLexer):

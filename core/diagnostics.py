@@ -26,23 +26,30 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
+from math import prod
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    DenseResourceAttr,
     FileLineColLoc,
     IntAttr,
     ModuleOp,
+    ShapedType,
     StringAttr,
+    TensorType,
     UnknownLoc,
     UnregisteredOp,
 )
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRLexer
 
 from lamina.core.dense_text import use_fast_string_lexer
+from lamina.core.resources import ResourceError, Resources, split_resources
 from lamina.core.symbols import indexed_symbol_lookup
 from lamina.core.verify_memo import already_verified, memo_key, remember
 
@@ -215,10 +222,16 @@ class LocatedParser(Parser):
     """
 
     def __init__(
-        self, ctx: Context, input: str | bytes, name: str = "<stdin>", line_offset: int = 0
+        self,
+        ctx: Context,
+        input: str | bytes,
+        name: str = "<stdin>",
+        line_offset: int = 0,
+        resources: Resources | None = None,
     ):
         super().__init__(ctx, input, name)
         use_fast_string_lexer(self.lexer)  # megabytes of hex weights lex in linear time
+        self._resources = resources or Resources()
         self._line_offset = line_offset
         self._filename_attr = StringAttr(name)
         self._newlines: list[int] | None = None
@@ -245,6 +258,36 @@ class LocatedParser(Parser):
             )
         return op
 
+    def _parse_builtin_dense_resource_attr(self) -> Attribute:
+        """`dense_resource<handle> : type` whose bytes the text's resource section
+        names (core/resources.py) is an ordinary dense attribute: no pass needs to
+        know where the bytes were. Other handles stay xDSL's `DenseResourceAttr`."""
+        if not self._resources.entries:
+            return super()._parse_builtin_dense_resource_attr()
+        self.parse_characters("<", " in dense_resource attribute")
+        at = self._current_token.span
+        handle = self.parse_identifier(" for resource handle")
+        self.parse_characters(">", " in dense_resource attribute")
+        self.parse_characters(":", " in dense_resource attribute")
+        type_ = self.parse_type()
+        if not isinstance(type_, ShapedType):
+            self.raise_error(f"dense resource should have a shaped type, got: {type_}", at)
+        if handle not in self._resources.entries:
+            return DenseResourceAttr.from_params(handle, type_)
+        data = self._resources.data(handle)
+        if not isinstance(type_, TensorType):
+            self.raise_error(f"resource '{handle}' needs a static tensor type, got {type_}", at)
+        width = getattr(type_.get_element_type(), "compile_time_size", None)
+        shape = type_.get_shape()
+        if width is None or any(d < 0 for d in shape):
+            self.raise_error(f"resource '{handle}' needs a static tensor type, got {type_}", at)
+        expected = width * prod(shape)
+        if len(data) != expected:
+            self.raise_error(
+                f"resource '{handle}' holds {len(data)} bytes, {type_} needs {expected}", at
+            )
+        return DenseIntOrFPElementsAttr(type_, BytesAttr(data))
+
     def _line_col(self, pos: int) -> tuple[int, int]:
         """1-based line and column of `pos`, as xDSL's `Span.get_location` computes them.
 
@@ -259,6 +302,12 @@ class LocatedParser(Parser):
         before = bisect.bisect_left(self._newlines, pos)  # newlines before pos
         line_start = self._newlines[before - 1] + 1 if before else 0
         return before + 1, pos - line_start + 1
+
+
+def _offset_line_col(text: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of `offset` in `text`."""
+    line_start = text.rfind("\n", 0, offset) + 1
+    return text.count("\n", 0, offset) + 1, offset - line_start + 1
 
 
 def _is_blank(text: str | bytes) -> bool:
@@ -314,11 +363,19 @@ def parse_module(
         module.location = FileLineColLoc(StringAttr(name), IntAttr(line_offset + 1), IntAttr(1))
         return module
     parser: LocatedParser | None = None
+    whole = text
     try:
+        resources = None
+        if isinstance(text, str):  # large constants in a side file (core/resources.py)
+            text, resources = split_resources(text, name)
         # Inside the try: the parser lexes the first token as it is made, so an
         # unclosed string or a stray control byte at the start fails right here.
-        parser = LocatedParser(ctx, text, name, line_offset)
+        parser = LocatedParser(ctx, text, name, line_offset, resources)
         return parser.parse_module()
+    except ResourceError as err:
+        line, col = _offset_line_col(str(whole), err.offset)
+        location = SourceLocation(name, line + line_offset, col)
+        raise DiagnosticError([Diagnostic(str(err), location=location)]) from None
     except RecursionError:
         err = ParseError(_current_span(parser, text, name), TOO_DEEP)
         raise DiagnosticError([parse_error_diagnostic(err, line_offset)]) from None

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Protocol, TextIO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
@@ -280,6 +280,14 @@ class PassTiming:
     seconds: float
 
 
+class PassObserver(Protocol):
+    """What a pass manager tells whoever observes a compile (driver/instruments.py)."""
+
+    def phase_entered(self, phase: str) -> None: ...
+
+    def pass_started(self, index: int, count: int, name: str) -> None: ...
+
+
 class PassManager:
     """Runs `passes` over a module, enforcing phases and verifying between passes.
 
@@ -304,6 +312,7 @@ class PassManager:
         dump_suffix: str = "",
         progress: TextIO | None = None,
         reproducer_flags: Sequence[str] = (),
+        observer: PassObserver | None = None,
     ):
         self.passes = list(passes)
         self.verify_each = verify_each
@@ -320,6 +329,9 @@ class PassManager:
         self.dump_suffix = dump_suffix
         self.progress = progress
         """Where to report each phase entered, with the elapsed time (`-v`)."""
+        self.observer = observer
+        """Told of each phase entered and each pass started (driver/instruments.py:
+        statistics rows, the progress line, `-v`), on the compile's own clock."""
         self.timings: list[PassTiming] = []
         self.total_seconds = 0.0
         self.verify_seconds = 0.0
@@ -362,6 +374,8 @@ class PassManager:
         check_pass_phase(pass_, module)
         before_phase = get_phase(module)
         snapshot = module.clone() if self.reproducer_path is not None else None
+        if self.observer is not None:
+            self.observer.pass_started(index, len(self.passes), pass_.name)
         try:
             started = time.perf_counter()
             try:
@@ -442,6 +456,8 @@ class PassManager:
         self._verified_structure = current
 
     def _report_progress(self, module: ModuleOp) -> None:
+        if self.observer is not None:
+            self.observer.phase_entered(get_phase(module).label)
         if self.progress is not None:
             elapsed = time.perf_counter() - self._started
             self.progress.write(

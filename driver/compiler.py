@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lamina.driver.cache_key import key
-from lamina.driver.instruments import Instruments
+from lamina.driver.instruments import Instruments, progress_wanted
 from lamina.driver.stats import StatsRecorder
 from lamina.runtime import cache as disk
 from lamina.runtime import cached
@@ -67,6 +68,9 @@ class CompileRequest:
     print_ir_after_all: bool = False
     dump_phases_to: str | os.PathLike[str] | None = None
     verbose: bool = False
+    progress: bool | None = None
+    """The progress line on stderr (None: when stderr is a terminal; never with
+    `verbose`). Not an instrument: it neither turns the cache off nor changes code."""
 
     @staticmethod
     def of(
@@ -100,12 +104,18 @@ class CompileRequest:
     def uses_cache(self) -> bool:
         return (disk.enabled() if self.cache is None else self.cache) and not self.observed
 
-    def instruments(self) -> Instruments | None:
-        """A fresh `Instruments` for the instruments that are on (None if none is)."""
-        if not self.observed:
+    def instruments(self, recorder: StatsRecorder | None = None) -> Instruments | None:
+        """A fresh `Instruments` for the instruments that are on, on `recorder`'s clock
+        (None if none is and there is no progress line to show)."""
+        if not self.observed and not progress_wanted(self.progress, self.verbose, sys.stderr):
             return None
         return Instruments(
-            self.pass_timing, self.print_ir_after_all, self.dump_phases_to, self.verbose
+            self.pass_timing,
+            self.print_ir_after_all,
+            self.dump_phases_to,
+            self.verbose,
+            show_progress=self.progress,
+            recorder=recorder or StatsRecorder(False),
         )
 
     def cache_key(self) -> str:
@@ -124,6 +134,11 @@ class CompileRequest:
 
             source = print_module(source, digest=True)
         options: dict[str, object] = {"check_bounds": self.check_bounds}
+        if isinstance(source, str):  # constants in side files: the text only names them
+            from lamina.core.resources import side_file_digests
+
+            if blobs := side_file_digests(source, self.filename):
+                options["side_files"] = blobs
         return key(
             source,
             filename=self.filename,
@@ -158,6 +173,7 @@ def compile(  # noqa: A001 - the API name is docs/design.md §7's
     dump_phases_to: str | os.PathLike[str] | None = None,
     verbose: bool = False,
     check_bounds: bool = False,
+    progress: bool | None = None,
 ) -> Executable:
     """Compile a graph program (module, text or path of a `.mlir` file; any phase) to native code.
 
@@ -168,8 +184,11 @@ def compile(  # noqa: A001 - the API name is docs/design.md §7's
     (docs/instruments.md): `pass_timing` prints a timing report (passes, then
     LLVM's steps) to stderr, `print_ir_after_all` the IR after every pass,
     `dump_phases_to` writes the module as it enters each phase, `verbose`
-    reports progress by phase. `check_bounds`: generated code checks every
-    buffer access (docs/runtime-errors.md).
+    reports progress by phase. `progress`: one status line on stderr while
+    compiling (phase, kernels built, ETA; default: when stderr is a terminal
+    and not `verbose`). `check_bounds`: generated code checks every buffer
+    access (docs/runtime-errors.md). `Executable.timings["total"]` is the
+    compile's wall time, the total every report shows.
 
     Raises `DiagnosticError` (with located diagnostics) for bad IR or a failed
     pass; `Executable.run` raises `LaminaRuntimeError` for bad arguments and
@@ -189,6 +208,7 @@ def compile(  # noqa: A001 - the API name is docs/design.md §7's
             print_ir_after_all=print_ir_after_all,
             dump_phases_to=dump_phases_to,
             verbose=verbose,
+            progress=progress,
         )
         return compile_request(request)
     except RecursionError:  # deeply nested input that no stage caught itself
@@ -212,18 +232,26 @@ def compile_request(request: CompileRequest) -> Executable:
             hit.timings["cache"] = time.perf_counter() - start  # key, read, load: all of it
             hit.stats = recorder.finish(cache_hit=True)
             hit.saver = functools.partial(_save, request)
+            hit.timings["total"] = recorder.elapsed()
             return hit
-    from lamina.driver import lowering  # the first miss imports xDSL and the code generator
+    instruments = request.instruments(recorder)
+    try:
+        with recorder.phase("import compiler"):  # the first miss imports xDSL and codegen
+            from lamina.driver import lowering
 
-    # The same class, seen by pyright as `driver.compiler` and `lamina.driver.compiler`
-    # (the repository root is the package, see pyproject.toml).
-    exe = lowering.compile_cold(request, recorder)  # pyright: ignore[reportArgumentType]
-    if key is not None:
-        with recorder.phase("cache write"):
-            cached.store(key, exe, openmp=lowering.executable_uses_openmp(exe))
-        exe.cache_hit = False
+        # The same class, seen by pyright as `driver.compiler` and `lamina.driver.compiler`
+        # (the repository root is the package, see pyproject.toml).
+        exe = lowering.compile_cold(request, recorder, instruments)  # pyright: ignore[reportArgumentType]
+        if key is not None:
+            with recorder.phase("cache write"):
+                cached.store(key, exe, openmp=lowering.executable_uses_openmp(exe))
+            exe.cache_hit = False
+    finally:
+        if instruments is not None:  # a failed compile's diagnostic starts on a clean line
+            instruments.close_line()
     exe.stats = recorder.finish(cache_hit=None if key is None else False)
     exe.saver = functools.partial(_save, request)
+    exe.timings["total"] = recorder.elapsed()
     return exe
 
 

@@ -14,16 +14,13 @@ import time
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
 
 from lamina.backends.codegen import cache_stats, compile_module, uses_openmp
 from lamina.core.context import make_context
 from lamina.core.diagnostics import parse_module, verify_module
 from lamina.core.gc_pauses import fewer_gc_pauses
-from lamina.core.pass_manager import PassManager
-from lamina.dialects.lamina import get_phase
 from lamina.driver.compiler import CompileRequest, DeferredSource, is_path
-from lamina.driver.instruments import Instruments
+from lamina.driver.instruments import Instruments, watching_build
 from lamina.driver.pipeline import passes_for_module
 from lamina.driver.signatures import entry_signatures
 from lamina.driver.stats import StatsRecorder
@@ -61,17 +58,18 @@ def lower_to_build(
 ) -> tuple[ModuleOp, dict[str, float]]:
     """Run `pipeline` on `module` (in place) down to the build phase; return it and pass times.
 
-    With an enabled `recorder`, each phase runs under its own pass manager and
-    is measured. `check_bounds` inserts `check-bounds` right before `lower-to-llvm`.
+    The instruments (a quiet set on `recorder` if none) time a row per phase on
+    the compile's clock (driver/stats.py), and print IR, phase dumps, progress,
+    the report. `check_bounds` inserts `check-bounds` right before `lower-to-llvm`.
     """
-    passes = passes_for_module(pipeline, module, targets)  # from the module's phase on
-    passes = with_device_check(passes)  # devices no target compiles: refused now, not at run time
-    if check_bounds:
-        passes = with_bounds_checks(passes)
-    if recorder is not None and recorder.enabled and instruments is None:
-        return module, _run_by_phase(passes, module, recorder)
-    # Records pass times; the instruments print IR, phase dumps, progress, report.
-    manager = instruments.pass_manager(passes) if instruments else PassManager(passes)
+    if instruments is None:
+        instruments = Instruments(recorder=recorder or StatsRecorder(False))
+    with instruments.recorder.phase("build pipeline"):  # imports the passes, finds targets
+        passes = passes_for_module(pipeline, module, targets)  # from the module's phase on
+        passes = with_device_check(passes)  # devices no target compiles: refused now
+        if check_bounds:
+            passes = with_bounds_checks(passes)
+    manager = instruments.pass_manager(passes)
     manager.run(make_context(), module)
     return module, manager.pass_times
 
@@ -84,14 +82,19 @@ def with_bounds_checks(passes: list) -> list:
     return [*passes[:index], CheckBoundsPass(), *passes[index:]]
 
 
-def compile_cold(request: CompileRequest, recorder: StatsRecorder) -> Executable:
+def compile_cold(
+    request: CompileRequest, recorder: StatsRecorder, instruments: Instruments | None = None
+) -> Executable:
     """Parse, run the pipeline phase by phase, JIT-compile (with fewer GC pauses)."""
     with fewer_gc_pauses():
-        return _compile_cold_steps(request, recorder)
+        return _compile_cold_steps(request, recorder, instruments)
 
 
-def _compile_cold_steps(request: CompileRequest, recorder: StatsRecorder) -> Executable:
-    instruments = request.instruments()
+def _compile_cold_steps(
+    request: CompileRequest, recorder: StatsRecorder, instruments: Instruments | None
+) -> Executable:
+    if instruments is None:
+        instruments = request.instruments(recorder)
     with recorder.phase("parse + verify"):
         source = request.source
         module = parse_source(
@@ -113,37 +116,13 @@ def _compile_cold_steps(request: CompileRequest, recorder: StatsRecorder) -> Exe
         instruments.progress("codegen: LLVM optimization and JIT compilation")
     hits = cache_stats()["hits"]
     start = time.perf_counter()
-    with recorder.phase("codegen"):
+    with recorder.phase("codegen"), watching_build(instruments):
         compiled = compile_module(module)
-    llvm = compiled.timings
-    for step, seconds in (
-        ("llvm translate", llvm.translate + llvm.parse_verify),
-        ("llvm optimize (O3)", llvm.optimize),
-        ("llvm codegen (MCJIT)", llvm.jit),
-    ):
-        recorder.step(step, seconds)
+    recorder.codegen_steps(compiled.timings)
     timings = {"lowering": lowering_time, "codegen": time.perf_counter() - start}
-    if instruments is not None:
+    if instruments is not None and request.observed:  # else the cache write is still to come
         instruments.finish(compiled.timings, cached=cache_stats()["hits"] > hits)
     return Executable(signatures, compiled, module, timings, not_entries)
-
-
-def _run_by_phase(
-    passes: list[ModulePass], module: ModuleOp, recorder: StatsRecorder
-) -> dict[str, float]:
-    """Run `passes` one phase at a time (a chunk ends with its transition pass), each measured."""
-    ctx = make_context()
-    times: dict[str, float] = {}
-    while passes:
-        transitions = (i + 1 for i, p in enumerate(passes) if getattr(p, "produces", None))
-        cut = next(transitions, len(passes))
-        manager = PassManager(passes[:cut])
-        with recorder.phase(get_phase(module).label):
-            manager.run(ctx, module)
-        for name, seconds in manager.pass_times.items():
-            times[name] = times.get(name, 0.0) + seconds
-        passes = passes[cut:]
-    return times
 
 
 def executable_uses_openmp(exe: Executable) -> bool:

@@ -14,6 +14,6 @@ def test_worked_example_runs(tmp_path, monkeypatch, capsys):
     exec(compile(example, str(PAGE), "exec"), {})
     printed = capsys.readouterr().out
     assert "compile statistics (disk cache: miss)" in printed
-    for row in ("ingestion", "optimization", "lowering", "llvm optimize (O3)", "cache write"):
+    for row in ("ingestion", "optimization", "lowering", "llvm: optimize (O3)", "cache write"):
         assert row in printed
     assert len(list((tmp_path / "cache").glob("*.lxc"))) == 1

@@ -277,3 +277,55 @@ def test_every_command_of_the_page_runs(page, tmp_path):
         assert proc.returncode == 0, f"{body}\n{proc.stdout}\n{proc.stderr}"
         if lang == "python":
             assert "['main']" in proc.stdout and "llvm: code generation" in proc.stderr
+
+
+# -- one clock, one set of rows -------------------------------------------------------
+
+
+def test_pass_timing_stats_and_verbose_agree(program):
+    """`--pass-timing`, `--stats`, `-v` and the `compile:` line read one clock: the same
+    total, the same phase rows (also with `-v --stats` together), and `-v`'s stamps
+    on that clock (the phase is entered after the rows before it)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "lamina.tools.lamina_run", str(program)]
+        + ["--pass-timing", "-v", "--stats", "--no-progress"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    out, err = result.stdout, result.stderr
+    report_total = float(re.search(r"Total Execution Time: ([\d.]+) seconds", err).group(1))
+    stats_total = float(re.search(r"^  total +([\d.]+)$", out, re.M).group(1))
+    compile_line = float(re.search(r"^compile: ([\d.]+) ms$", out, re.M).group(1))
+    done = float(re.search(r"\[ *([\d.]+) s\] done", err).group(1))
+    assert round(report_total * 1e3, 1) == stats_total == compile_line
+    assert abs(done - report_total) < 0.006
+
+    stats_rows = dict(re.findall(r"^ +(\S[\w +():>-]*?) {2,}([\d.]+)(?: |$)", out, re.M))
+    report_rows = dict(
+        (name, float(sec))
+        for sec, name in re.findall(r"^ +([\d.]+) \( *[\d.]+%\) +(\S.*)$", err, re.M)
+    )
+    phases = ["parse + verify", "build pipeline", "ingestion", "optimization", "lowering"]
+    for row in [*phases, "codegen", "llvm: optimize (O3)"]:
+        assert row in stats_rows, (row, out)
+        assert abs(report_rows[row] * 1e3 - float(stats_rows[row])) < 0.06, row
+    top = [float(stats_rows[r]) for r in [*phases, "import compiler", "codegen", "(other)"]]
+    assert abs(sum(top) - stats_total) < 0.5  # the rows add up to the total
+
+    stamps = dict(
+        (phase, float(t)) for t, phase in re.findall(r"\[ *([\d.]+) s\] entering phase (\w+)", err)
+    )
+    before = sum(float(stats_rows[r]) for r in ["import compiler", *phases[:2]]) / 1e3
+    assert stamps["ingestion"] >= before - 0.01
+    assert stamps["build"] - stamps["lowering"] <= float(stats_rows["lowering"]) / 1e3 + 0.01
+    assert "kernels: " in out and "parallel build: " in out and "cores busy" in err
+
+
+def test_compile_stats_with_instruments_keep_the_phase_rows(capsys):
+    exe = lamina.compile(ADD_RELU, cache=False, stats=True, verbose=True)
+    names = [row.name for row in exe.stats.rows]
+    for phase in ("parse + verify", "ingestion", "optimization", "lowering", "codegen"):
+        assert phase in names
+    assert exe.timings["total"] == exe.stats.total_seconds
+    assert f"[{exe.stats.total_seconds:7.2f} s] done" in capsys.readouterr().err

@@ -134,6 +134,13 @@ def add_instrument_arguments(parser: argparse.ArgumentParser, *, opt: bool = Fal
         action="store_true",
         help="report progress on stderr: each phase entered, code generation, elapsed time",
     )
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="one status line on stderr while compiling: phase, pass, kernels built and "
+        "from the cache, ETA (default: when stderr is a terminal; never with -v)",
+    )
 
 
 def instrument_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -143,6 +150,7 @@ def instrument_options(args: argparse.Namespace) -> dict[str, Any]:
         "print_ir_after_all": args.print_ir_after_all,
         "dump_phases_to": args.dump_phases_to,
         "verbose": getattr(args, "verbose", False),
+        "progress": getattr(args, "progress", None),
     }
 
 

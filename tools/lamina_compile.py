@@ -62,10 +62,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def run(argv: list[str] | None = None) -> int:
     from lamina.backends import abi
-    from lamina.backends.codegen import CompileTimings
     from lamina.driver.instruments import Instruments
-    from lamina.driver.lowering import lower_to_build, parse_source
-    from lamina.driver.signatures import entry_signatures
     from lamina.tools.cli import instrument_options
 
     args = _parser().parse_args(argv)
@@ -87,9 +84,26 @@ def run(argv: list[str] | None = None) -> int:
         )
     header = Path(args.header) if args.header else out.with_suffix(".h")
     abi.check_symbol_prefix(args.symbol_prefix)
-    instruments = Instruments(**instrument_options(args))
-    module = parse_source(read_program(args.file, args.input_shape), args.file)
-    signatures = entry_signatures(module)
+    options = instrument_options(args)
+    show_progress = options.pop("progress")
+    instruments = Instruments(**options, show_progress=show_progress)
+    try:
+        _compile(args, out, header, instruments)
+    finally:
+        instruments.close_line()  # a diagnostic starts on a clean line
+    return 0
+
+
+def _compile(args, out: Path, header: Path, instruments) -> None:
+    """Parse, lower and write the outputs, each a row on the instruments' clock."""
+    from lamina.backends import abi
+    from lamina.backends.codegen import CompileTimings
+    from lamina.driver.lowering import lower_to_build, parse_source
+    from lamina.driver.signatures import entry_signatures
+
+    with instruments.recorder.phase("parse + verify"):
+        module = parse_source(read_program(args.file, args.input_shape), args.file)
+        signatures = entry_signatures(module)
     already_lowered = not any(op.name == "graph.func" for op in module.ops)
     lowered, _ = lower_to_build(
         module, args.targets, instruments=instruments, check_bounds=args.check_bounds
@@ -105,9 +119,9 @@ def run(argv: list[str] | None = None) -> int:
     )
     instruments.progress(f"codegen: LLVM optimization and {out.suffix} output")
     timings = CompileTimings()
-    _write_outputs(lowered, out, header, text, timings)
+    with instruments.recorder.phase("codegen"), instruments.watching_build():
+        _write_outputs(lowered, out, header, text, timings)
     instruments.finish(timings)
-    return 0
 
 
 def _write_artifact(args, out: Path) -> int:

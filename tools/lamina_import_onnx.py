@@ -5,7 +5,10 @@
 
 The module has one entry `@main`: parameters are the graph's inputs
 (initializers excluded) in order, results its outputs in order. Weights
-stay binary in memory and print as hex `dense<"0x...">` attributes (or, with
+stay binary in memory; with `-o MODEL.mlir` those of 1 KiB or more are written to
+the side file `MODEL.mlir.bin` and named by `dense_resource<...>` handles
+(core/resources.py), the others print as hex `dense<"0x...">` attributes, as all
+of them do on stdout or with `--inline-constants` (or, with
 `--mlir-elide-elementsattrs-if-larger N`, as MLIR's elided marker). A model
 the importer cannot represent exactly is an error naming the node (name,
 op type, opset) and what is missing; exit status 1, and no output file.
@@ -16,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from lamina.tools.cli import UsageError, guarded_main
 from lamina.tools.lamina_run import _ArgumentParser
@@ -38,11 +40,17 @@ def _parser() -> argparse.ArgumentParser:
         help="print weights of more than N elements as dense_resource<__elided__> "
         "(a readable summary; the output cannot be compiled)",
     )
+    p.add_argument(
+        "--inline-constants",
+        action="store_true",
+        help="keep every constant in the text as hex, without a side file "
+        "(the default with -o: constants of 1 KiB or more go to OUTPUT.bin; docs/onnx.md)",
+    )
     return p
 
 
 def run(argv: list[str] | None = None) -> int:
-    from lamina.core.dense_text import print_module
+    from lamina.core.dense_text import print_module, write_module
 
     try:
         from lamina.frontends.onnx import import_file
@@ -57,11 +65,15 @@ def run(argv: list[str] | None = None) -> int:
     result = import_file(args.model, parse_input_shapes(args.input_shape), cli=True)
     for note in result.notes:
         print(f"{args.model}: note: {note}", file=sys.stderr)
-    text = print_module(result.module, args.elide_larger_than) + "\n"
     if args.output == "-":
-        sys.stdout.write(text)
+        sys.stdout.write(print_module(result.module, args.elide_larger_than) + "\n")
     else:
-        Path(args.output).write_text(text)
+        write_module(
+            result.module,
+            args.output,
+            inline_constants=args.inline_constants,
+            elide_larger_than=args.elide_larger_than,
+        )
     return 0
 
 

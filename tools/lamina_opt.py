@@ -46,6 +46,7 @@ from lamina.core.expected_diagnostics import (
     match_diagnostics,
     parse_expectations,
 )
+from lamina.core.resources import BlobWriter, side_file_for
 from lamina.dialects.lamina import PHASE_NAMES, Phase, get_phase
 from lamina.tools.cli import UsageError, guarded_main
 
@@ -90,6 +91,7 @@ class LaminaOptMain(xDSLOptMain):
         self.available_passes = {}
         self.available_targets = {}
         self.input_name = "<stdin>"
+        self.blobs: BlobWriter | None = None
         self.ctx = Context()
         _load_plugins(args)  # before registration: plugins add dialects, passes, targets
         self.register_all_dialects()
@@ -212,6 +214,12 @@ class LaminaOptMain(xDSLOptMain):
             "(readable, not parseable back; 0: print every value)",
         )
         arg_parser.add_argument(
+            "--inline-constants",
+            action="store_true",
+            help="with -o FILE, keep every constant in the text as hex instead of writing "
+            "those of 1 KiB or more to FILE.bin (docs/onnx.md)",
+        )
+        arg_parser.add_argument(
             "--verify-diagnostics",
             action="store_true",
             help="check diagnostics against `// expected-error {{...}}` annotations "
@@ -292,6 +300,7 @@ class LaminaOptMain(xDSLOptMain):
         name, text = self._read_input()
         self.input_name = name
         output = self._open_output()
+        self.blobs = self._side_file()
         status = 0
         try:
             chunks = split_input(text, self.args.split_input_file)
@@ -301,6 +310,8 @@ class LaminaOptMain(xDSLOptMain):
                 if not self._process_chunk(chunk, index, len(chunks), output):
                     status = 1
                 output.flush()
+            if status == 0 and self.blobs is not None:
+                self.blobs.write()
         except BaseException:
             status = 1
             raise
@@ -310,6 +321,14 @@ class LaminaOptMain(xDSLOptMain):
                 if status != 0:  # a failed run leaves no (partial) output file behind
                     Path(self.args.output_file).unlink(missing_ok=True)
         return status
+
+    def _side_file(self) -> BlobWriter | None:
+        """Where large constants of the output go: FILE.bin beside `-o FILE` (unless
+        `--inline-constants`, elided constants, or the generic form); none on stdout."""
+        out = self.args.output_file
+        if out in (None, "-") or self.args.inline_constants or self.args.elide_larger_than:
+            return None
+        return BlobWriter(side_file_for(out))
 
     def _read_input(self) -> tuple[str, str]:
         path = self.args.input_file
@@ -413,7 +432,19 @@ class LaminaOptMain(xDSLOptMain):
             dump_suffix=f".{chunk_index}" if chunk_index is not None else "",
             reproducer_flags=self._reproducer_flags(),
         )
-        manager.run(self.ctx, module)
+        from lamina.driver.instruments import Instruments
+
+        line = Instruments(
+            verbose=self.args.verbose,
+            show_progress=self.args.progress,
+            print_ir_after_all=self.args.print_ir_after_all or self.args.print_ir_after_failure,
+        )
+        line.manager = manager
+        manager.observer = line  # the progress line only: lamina-opt reports the rest itself
+        try:
+            manager.run(self.ctx, module)
+        finally:
+            line.close_line()
 
     def _reproducer_flags(self) -> list[str]:
         """The flags a reproducer's command needs to fail the same way (the pass
@@ -464,13 +495,15 @@ class LaminaOptMain(xDSLOptMain):
     def output_resulting_program(self, prog: ModuleOp) -> str:
         if self.args.elide_larger_than < 0:
             raise UsageError("--mlir-elide-elementsattrs-if-larger expects N >= 0")
-        if self.args.elide_larger_than and not self.args.print_op_generic:
+        blobs = self.blobs
+        if (self.args.elide_larger_than or blobs) and not self.args.print_op_generic:
             from lamina.core.dense_text import print_module
 
             return (
                 print_module(
                     prog,
                     self.args.elide_larger_than,
+                    blobs=blobs,
                     print_properties_as_attributes=self.args.print_no_properties,
                     print_debuginfo=self.args.print_debuginfo,
                 )
