@@ -125,7 +125,16 @@ def _compile_cold_steps(request: CompileRequest, recorder: StatsRecorder) -> Exe
     timings = {"lowering": lowering_time, "codegen": time.perf_counter() - start}
     if instruments is not None:
         instruments.finish(compiled.timings, cached=cache_stats()["hits"] > hits)
-    return Executable(signatures, compiled, module, timings, not_entries)
+    target = compiled.target
+    return Executable(
+        signatures,
+        compiled,
+        module,
+        timings,
+        not_entries,
+        target_cpu=target.cpu if target else "",
+        target_features=target.required if target else (),
+    )
 
 
 def _run_by_phase(

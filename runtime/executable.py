@@ -96,6 +96,8 @@ class Executable:
     """True/False: loaded from / written to the disk cache; None: the cache was off."""
     stats: CompileStats | None = None
     """Time and memory per phase, when compiled with `stats=True`."""
+    target_cpu: str = ""  # LLVM CPU name the code was compiled for ("" = host)
+    target_features: tuple[str, ...] = ()  # cpu_features.required(...) of the code's features
     _calls: dict[str, EntryCall] = field(default_factory=dict, repr=False)
     _errors: tuple[int, int] | None = field(default=None, repr=False)
     """Addresses of the generated code's error globals (None: it cannot fail)."""

@@ -92,6 +92,7 @@ class RegisterBlockOptions:
     block_vector_choices: tuple[int, ...] | None = None
     block_max_vectors: int | None = None
     block_rows: int | None = None
+    block_broadcast_registers: int | None = None
     pack_min_row_blocks: int | None = None
     pack_max_bytes: int | None = None
     parallel_min_iterations_per_core: int | None = None

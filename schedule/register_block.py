@@ -96,12 +96,25 @@ def choose_block(
         vectors, columns = -(-n // lanes), n
     else:
         return None
-    most = knobs.block_rows or max(1, (facts.vector_registers - vectors) // (vectors + 1))
+    if knobs.block_rows:
+        return BlockShape(min(m, knobs.block_rows), vectors, columns)
+    most = max_block_rows(vectors, facts.vector_registers, knobs.block_broadcast_registers)
     if m <= most:
-        rows = m
-    else:
-        rows = next((r for r in range(most, (most + 1) // 2 - 1, -1) if m % r == 0), most)
+        return BlockShape(m, vectors, columns)
+    # A divisor of M leaves no tail rows (they keep the unblocked nest). With 16
+    # registers a row less is a sixth fewer FMAs per B vector loaded, more than
+    # the tail costs (M = 1024: 6 rows and a tail of 4, not 4 rows).
+    least = most - 1 if knobs.block_broadcast_registers else (most + 1) // 2
+    rows = next((r for r in range(most, least - 1, -1) if m % r == 0), most)
     return BlockShape(rows, vectors, columns)
+
+
+def max_block_rows(vectors: int, registers: int, broadcasts: int) -> int:
+    """Most rows MR such that MR·nv accumulators, nv B vectors and the broadcasts
+    (`broadcasts` registers, or MR of them when 0) fit `registers`."""
+    if broadcasts:
+        return max(1, (registers - vectors - broadcasts) // vectors)
+    return max(1, (registers - vectors) // (vectors + 1))
 
 
 @dataclass
@@ -182,7 +195,7 @@ def register_block(
         assert top is columns
         distribute_columns(columns, rows_outer, cores, knobs)
         pack_panels(rows_outer, streamed, knobs)
-    prim.unroll_and_jam(rows_inner)
+    prim.unroll_and_jam(rows_inner, jam_vectorized=not knobs.block_broadcast_registers)
     return top
 
 

@@ -96,6 +96,18 @@ class ScheduleKnobs:
     preferably a divisor of M (measured on AVX-512: 8 x 32 beats 12 x 32 and
     14 x 32, which spill)."""
 
+    block_broadcast_registers: int = field(
+        default=0, metadata={_DERIVED: "1 if vector_registers <= 16 else 0"}
+    )
+    """Vector registers a register block keeps for the broadcasts of A; 0: one
+    per row. With 32 registers (AVX-512) LLVM hoists the MR broadcasts of a
+    reduction step before its FMAs, so each row needs one (measured: 8 x 32).
+    With 16 (AVX2) that would leave 4 x 16 (8 accumulators); a block sized for
+    one broadcast at a time, each right before its row's FMAs (BLIS's
+    Haswell/Zen kernel: 6 x 16 = 12 accumulators + 2 B vectors + 1
+    broadcast), is what LLVM's scheduler emits when registers are short
+    (checked in the assembly: no spills)."""
+
     # -- packing (`schedule/packing.py`) -------------------------------------------------
     pack_min_row_blocks: int = 32
     """Row blocks that must share a column panel read in place (along its rows)
@@ -144,6 +156,7 @@ class ScheduleKnobs:
             gather_line_bytes=facts.cache_line_bytes,
             pack_max_bytes=facts.l2_bytes // 2,
             whole_vector_lanes=min(8, facts.lanes(32)),
+            block_broadcast_registers=1 if facts.vector_registers <= 16 else 0,
             winograd_max_weight_bytes=facts.l2_bytes,
         )
 
@@ -164,7 +177,9 @@ def check_knob(name: str, value: object) -> str | None:
         return None
     if not isinstance(value, int) or isinstance(value, bool):
         return "must be an integer"
-    if name in ("block_rows", "conv_channel_block", "winograd_min_output"):
+    if name in (
+        "block_rows", "block_broadcast_registers", "conv_channel_block", "winograd_min_output"
+    ):  # fmt: skip
         return None if value >= 0 else "must be >= 0"
     return None if value >= 1 else "must be >= 1"
 

@@ -26,12 +26,14 @@ class UsageError(Exception):
 
 def user_error_types() -> tuple[type[BaseException], ...]:
     from lamina.core.dense import DTypeError
+    from lamina.runtime.cpu_features import HostFeatureError
     from lamina.runtime.executable import LaminaRuntimeError
 
     # Any OSError reaching a tool's top level comes from reading or writing a
     # file the user named (input, -o, --dump-phases-to, --reproducer, ...).
     # DTypeError: an element type with no NumPy dtype, in a constant or an entry.
-    return (UsageError, LaminaRuntimeError, DTypeError, OSError)
+    # HostFeatureError: code built for CPU features this host lacks (`isa`).
+    return (UsageError, LaminaRuntimeError, DTypeError, HostFeatureError, OSError)
 
 
 def guarded_main(tool: str, body: Callable[[], int | None]) -> int:
