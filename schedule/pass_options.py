@@ -66,8 +66,11 @@ class ScheduleRulePass(LaminaPass):
     def knobs(self, module: ModuleOp) -> ScheduleKnobs:
         """The module's knobs, then the knob options this pass was given (the
         knobs derived from facts read caches and lines, which no pass option
-        overrides)."""
+        overrides, and the register count, which `vector_registers` does)."""
         knobs = module_knobs(module)
+        if self.vector_registers:
+            derived = ScheduleKnobs.for_cpu(self.facts(module))
+            knobs = knobs.replace(block_broadcast_registers=derived.block_broadcast_registers)
         given = {
             f.name: getattr(self, f.name)
             for f in fields(self)

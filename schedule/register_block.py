@@ -33,10 +33,15 @@ panels see sums of loop variables; a panel of an operand read down its
 columns is stored transposed (`pack`).
 
 NR = nv vectors (nv ≤ 4 dividing the row, preferring 2) and MR rows such
-that MR·nv accumulators + nv B vectors + MR broadcasts fit the vector
-registers: up to 10×32 on AVX-512 (8×32 at M = 1024), 4×16 on AVX2. The C tile's addresses are invariant in `k`, so LLVM
-keeps the MR·nv accumulators in registers across the reduction loop
-(checked in the assembly). Batched matmuls (the `b` loop outside `L`),
+that MR·nv accumulators + nv B vectors + the broadcasts fit the vector
+registers: up to 10×32 on AVX-512 (8×32 at M = 1024; one broadcast per
+row, LLVM hoists them), 6×16 on AVX2 (one broadcast register,
+`block_broadcast_registers`: each row then keeps its own vectorized loop
+inside the jammed reduction, so that LLVM broadcasts a row's A element
+right before its FMAs instead of hoisting all six and spilling). The C
+tile's addresses are invariant in `k`, so LLVM keeps the MR·nv
+accumulators in registers across the reduction loop (checked in the
+assembly). Batched matmuls (the `b` loop outside `L`),
 matmuls in MLPs/attention match the same shape. A nest whose rows do not
 share the vector loaded along the row (a convolution's output rows read
 different input rows) is not blocked by default: there the layout's
@@ -80,10 +85,11 @@ def choose_block(
     `block_max_vectors` vectors long -- also a row of at
     least half a vector (a classifier's 10 outputs: one masked vector per row,
     2x faster than accumulating the row in memory). Rows: as many as
-    leave room for MR·nv accumulators, nv B vectors and MR broadcasts (LLVM
-    hoists all MR broadcasts of a step before its FMAs; measured on AVX-512:
-    8 × 32 beats 12 × 32 and 14 × 32, which spill); preferably a divisor of
-    M (no tail rows); `block_rows` forces that many.
+    leave room for MR·nv accumulators, nv B vectors and the broadcasts
+    (`max_block_rows`: MR of them where LLVM hoists all MR broadcasts of a
+    step before its FMAs, measured on AVX-512: 8 × 32 beats 12 × 32 and
+    14 × 32, which spill; `block_broadcast_registers` at 16 registers);
+    preferably a divisor of M (no tail rows); `block_rows` forces that many.
     """
     knobs = knobs or ScheduleKnobs.for_cpu(facts)
     lanes = facts.lanes(element_bits)

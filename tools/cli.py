@@ -92,8 +92,9 @@ def add_target_argument(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="T",
-        help="compile target (repeatable), e.g. cpu or 'cpu{vector_bits=256 cores=1}' "
-        "(options override the host's code-generation facts; docs/performance.md)",
+        help="compile target (repeatable), e.g. cpu, 'cpu{isa=avx2}' or "
+        "'cpu{vector_bits=256 cores=1}' (isa: the instruction set, host by default; "
+        "options override the host's code-generation facts; docs/performance.md)",
     )
 
 
