@@ -440,6 +440,13 @@ def check_target_options(name: str, options: dict[str, object]) -> None:
             raise TargetError(f"target '{name}': vector_bits must be 128, 256 or 512, not {value}")
         if isinstance(value, int) and value <= 0:
             raise TargetError(f"target '{name}': option '{key}' must be positive, not {value}")
+    isa, bits = options.get(ISA_OPTION), options.get("vector_bits")
+    if isinstance(isa, str) and isinstance(bits, int):
+        widest = isa_cpu_facts(isa).vector_bits
+        if bits > widest:
+            raise TargetError(
+                f"target '{name}': vector_bits={bits} is wider than isa={isa}'s {widest}-bit vectors"
+            )
 
 
 def op_facts(op: Operation) -> CpuFacts:

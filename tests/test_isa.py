@@ -114,6 +114,8 @@ def test_an_unknown_isa_lists_the_valid_ones() -> None:
         lamina.compile(_matmul(8, 8, 8), targets=["cpu{isa=avx3}"])
     with pytest.raises(DiagnosticError, match="option 'cores=two' is not KEY=INTEGER"):
         lamina.compile(_matmul(8, 8, 8), targets=["cpu{cores=two}"])
+    with pytest.raises(TargetError, match="vector_bits=512 is wider than isa=avx2's 256-bit"):
+        lamina.compile(_matmul(8, 8, 8), targets=["cpu{isa=avx2 vector_bits=512}"])
 
 
 @pytest.mark.parametrize("tool", ["lamina-run", "lamina-compile", "lamina-opt"])
