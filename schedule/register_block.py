@@ -107,12 +107,14 @@ def choose_block(
     most = max_block_rows(vectors, facts.vector_registers, knobs.block_broadcast_registers)
     if m <= most:
         return BlockShape(m, vectors, columns)
-    # A divisor of M leaves no tail rows (they keep the unblocked nest). With 16
-    # registers a row less is a sixth fewer FMAs per B vector loaded, more than
-    # the tail costs (M = 1024: 6 rows and a tail of 4, not 4 rows).
-    least = most - 1 if knobs.block_broadcast_registers else (most + 1) // 2
-    rows = next((r for r in range(most, least - 1, -1) if m % r == 0), most)
-    return BlockShape(rows, vectors, columns)
+    # A divisor of M leaves no tail rows (they keep the unblocked nest). With one
+    # broadcast register (16 registers) the largest block is taken when its tail
+    # is at most 1/32 of M: M = 1024 gets 6 rows and a tail of 4, not 4 rows;
+    # M = 8 or 64 get 4.
+    divisor = next((r for r in range(most, (most - 1) // 2, -1) if m % r == 0), None)
+    if divisor is None or (knobs.block_broadcast_registers and 32 * (m % most) <= m):
+        return BlockShape(most, vectors, columns)
+    return BlockShape(divisor, vectors, columns)
 
 
 def max_block_rows(vectors: int, registers: int, broadcasts: int) -> int:
