@@ -9,7 +9,9 @@
 NumPy's OpenBLAS.) Lamina and NumPy run in interleaved rounds at each
 thread count (`--threads 1,2`: Lamina through LAMINA_NUM_THREADS' runtime
 setter, NumPy's OpenBLAS through threadpoolctl or its own setter); the
-ratio is the median of the per-round ratios, with min and max. "% peak" is
+ratio is the median of the per-round ratios, with min and max; the CSV
+also has the best (minimum) times and their ratios, steadier when other
+jobs share the machine. "% peak" is
 against a measured single-precision peak: a Lamina kernel of independent
 register-only FMA chains (see `measured_peak_gflops`), times the threads,
 compiled for the same target as the cases (`--target`, or `--isa NAME` for
@@ -369,6 +371,10 @@ def main() -> int:
                 "ratio": statistics.median(ratios),
                 "ratio_min": min(ratios),
                 "ratio_max": max(ratios),
+                "lamina_best_ms": min(t_lam) * 1e3,
+                "numpy_best_ms": min(t_np) * 1e3,
+                "ort_best_ms": min(t_ort[0]) * 1e3 if t_ort else float("nan"),
+                "best_gflops": case.flops / min(t_lam) / 1e9,
                 "best_ratio": min(t_lam) / min(t_np),
                 "ort_best_ratio": min(t_lam) / min(t_ort[0]) if t_ort else float("nan"),
                 "ort_ms": med_o * 1e3,
