@@ -15,7 +15,7 @@
 // vectorized loop, so that LLVM emits each row's broadcast right before its
 // two FMAs instead of hoisting all six (which spills accumulators at 16
 // registers). B is read in place: 2 row blocks share its panel, fewer than
-// `pack_min_row_blocks` (32); with that knob at 2 the 8x16 panel is packed
+// `pack_min_row_blocks` (8 at 256 bits); with that knob at 2 the 8x16 panel is packed
 // per column block. `block_rows` and `block_vector_choices` force a 2 x 8
 // block (then 4 column blocks: enough for 2 cores, so they run in parallel),
 // from a pass option or a target option alike; an impossible knob value is

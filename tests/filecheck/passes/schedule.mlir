@@ -9,8 +9,8 @@
 // outermost, the row blocks stay parallel (2 column blocks are too few for 2
 // cores), and the 6 rows are jammed into the reduction loop, each in its own
 // vectorized loop. B is read in place: 2 row blocks share its panel, too few
-// to pay for a copy; with 32 (@matmul_tall) the 8x16 panel is packed per
-// column block.
+// to pay for a copy (`pack_min_row_blocks`: 8 at 256 bits); with 32
+// (@matmul_tall) the 8x16 panel is packed per column block.
 
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @matmul(%a: memref<12x8xf32>, %b: memref<8x32xf32>, %c: memref<12x32xf32>) {
