@@ -9,11 +9,13 @@ it). Steps, each timed in `CompileTimings`:
    (function attributes such as `nounwind`);
 2. parse + verify: `llvmlite.binding.parse_assembly` and `ModuleRef.verify`;
 3. optimize: LLVM's new pass manager at O3 with loop and SLP vectorization,
-   for the *host* CPU (`get_host_cpu_name`/`get_host_cpu_features`, so AVX2,
+   for the CPU of the module's target (`CodeTarget.of`: the `isa` option,
+   target/cpu_facts.py; by default the host's CPU name and features, so AVX2,
    AVX-512 and FMA are used where the machine has them);
 4. JIT: an MCJIT engine, with a TargetMachine of its own. llvmlite crashes
    (SIGSEGV) when one TargetMachine is shared by two engines,
-   so `_host_target_machine()` makes a new one every time.
+   so `_target_machine()` makes a new one every time. Code for features the
+   host lacks is refused first (`check_runnable`): a clear error, never SIGILL.
 
 Compiled modules are cached by a content hash of the printed llvm-dialect
 module: compiling the same program twice in one process returns the same
@@ -56,7 +58,7 @@ from lamina.backends.llvm.binary_constants import attach_bytes, detached_dense_g
 from lamina.backends.llvm.conversion import LOOP_KIND_ATTR
 from lamina.backends.llvm.device_runtime import link_device_runtime
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
-from lamina.runtime import native_setup
+from lamina.runtime import cpu_features, native_setup
 
 if TYPE_CHECKING:  # kernel_split imports this module
     from lamina.backends.kernel_split import Split
@@ -141,16 +143,55 @@ def uses_openmp(module: ModuleOp) -> bool:
     )
 
 
-def _host_target_machine(*, jit: bool, cpu: str | None = None) -> llvm.TargetMachine:
-    """A fresh TargetMachine for the host CPU (or `cpu`, e.g. `x86-64-v3`, for portable AOT code).
+@dataclass(frozen=True)
+class CodeTarget:
+    """The CPU code is generated for: what LLVM's TargetMachine and the keys need."""
 
-    Never share one across MCJIT engines.
-    """
+    cpu: str
+    """LLVM's CPU name (`znver4`, `haswell`, ...)."""
+    features: str
+    """LLVM's feature string (the host's flags for the host CPU; "" for a named CPU)."""
+    vector_bits: int | None
+    """The vector width functions prefer (`vector_width_attributes`); None: the CPU's own."""
+    required: tuple[str, ...] = ()
+    """The instruction-set features the code may use (`cpu_features.required`)."""
+
+    @staticmethod
+    def of(module: ModuleOp | None = None, cpu: str | None = None) -> CodeTarget:
+        """The module's target CPU (its `lamina.targets` facts: the `isa` option, default
+        the host), or LLVM CPU `cpu` with its default features (portable AOT code)."""
+        from lamina.target.cpu_facts import KNOWN_CPUS, llvm_features
+        from lamina.target.registry import module_facts
+
+        if cpu is not None:
+            return CodeTarget(cpu, "", None, tuple(cpu_features.required(KNOWN_CPUS.get(cpu, ()))))
+        facts = module_facts(module if module is not None else ModuleOp([]))
+        return CodeTarget(
+            facts.cpu_name,
+            llvm_features(facts),
+            facts.vector_bits,
+            tuple(cpu_features.required(facts.features)),
+        )
+
+    @property
+    def key(self) -> str:
+        """What of the target shapes the code, for cache keys."""
+        return f"cpu={self.cpu}\nfeatures={self.features}\nvector_bits={self.vector_bits}"
+
+
+def check_runnable(target: CodeTarget) -> None:
+    """Refuse to load code for CPU features this host lacks (it would die of SIGILL):
+    `cpu_features.HostFeatureError`, a user error in every tool."""
+    cpu_features.check_host(target.required, f"code built for CPU '{target.cpu}'")
+
+
+def _target_machine(*, jit: bool, target: CodeTarget) -> llvm.TargetMachine:
+    """A fresh TargetMachine for `target`. Never share one across MCJIT engines."""
     _ensure_llvm()
-    target = llvm.Target.from_triple(llvm.get_process_triple())
-    return target.create_target_machine(
-        cpu=cpu or llvm.get_host_cpu_name(),
-        features="" if cpu else llvm.get_host_cpu_features().flatten(),
+    machine = llvm.Target.from_triple(llvm.get_process_triple())
+    return machine.create_target_machine(
+        cpu=target.cpu,
+        features=target.features,
         opt=OPT_LEVEL,
         reloc="default" if jit else "pic",
         codemodel="jitdefault" if jit else "default",
@@ -180,27 +221,30 @@ def _check_build_phase_ops(module: ModuleOp) -> None:
 
 
 def translate(
-    module: ModuleOp, tm: llvm.TargetMachine | None = None, *, host: bool = True
+    module: ModuleOp, tm: llvm.TargetMachine | None = None, *, bits: int | None = 0
 ) -> llvm_ir.Module:
     """llvm dialect → llvmlite IR module, with host triple and data layout.
 
-    With `host` (code for this machine, not a portable `cpu`), functions also
-    get the host's vector width (`vector_width_attributes`).
+    Functions prefer vectors of `bits` (`vector_width_attributes`; 0: the
+    module's target's width; None: the CPU's own, for a portable `cpu`).
     """
-    return _translate(module, tm, host=host)[0]
+    return _translate(module, tm, bits=bits)[0]
 
 
 def _translate(
     module: ModuleOp,
     tm: llvm.TargetMachine | None,
     *,
-    host: bool = True,
+    bits: int | None = 0,
     attach_limit: int | None = None,
 ) -> tuple[llvm_ir.Module, dict[str, bytes]]:
     """`translate`, and the detached constants' bytes. With `attach_limit`, constants of
     that many bytes or more are not attached (they go to a blob, runtime/constant_blob.py)."""
     _check_build_phase_ops(module)
-    tm = tm or _host_target_machine(jit=False)
+    if tm is None or bits == 0:
+        target = CodeTarget.of(module)
+        tm = tm or _target_machine(jit=False, target=target)
+        bits = target.vector_bits if bits == 0 else bits
     try:
         with detached_dense_globals(module) as blobs:
             ir_module = convert_module(
@@ -216,9 +260,9 @@ def _translate(
         if not fn.is_declaration:
             for attr in FUNCTION_ATTRIBUTES:
                 fn.attributes.add(attr)
-            if host:
+            if bits is not None:
                 # llvmlite only accepts enum attributes; string ones go in verbatim.
-                set.update(fn.attributes, vector_width_attributes())
+                set.update(fn.attributes, vector_width_attributes(bits))
     for func in _internal_functions(module):
         ir_module.get_global(func.sym_name.data).linkage = "internal"
     _attach_loop_metadata(module, ir_module)
@@ -226,16 +270,13 @@ def _translate(
     return ir_module, blobs
 
 
-def vector_width_attributes() -> tuple[str, ...]:
-    """Function attributes that make LLVM use the host's full vector width.
+def vector_width_attributes(bits: int) -> tuple[str, ...]:
+    """Function attributes that make LLVM use the target's full vector width (`bits`).
 
     Without them LLVM follows the CPU's tuning, which on several AVX-512
     CPUs (Intel's `prefer-256-bit`) keeps loops at 256 bits although the
     peers run 512-bit kernels there; the width comes from `cpu_facts`.
     """
-    from lamina.target.cpu_facts import host_cpu_facts
-
-    bits = host_cpu_facts().vector_bits
     return (f'"prefer-vector-width"="{bits}"', f'"min-legal-vector-width"="{bits}"')
 
 
@@ -395,13 +436,13 @@ def _optimized_ref(
     tm: llvm.TargetMachine,
     timings: CompileTimings,
     *,
-    host: bool = True,
+    bits: int | None = 0,
     ir_module: llvm_ir.Module | None = None,
 ):
     """Translate (unless given `ir_module`), parse, link the runtime and optimize, timed."""
     if ir_module is None:
         start = time.perf_counter()
-        ir_module = translate(module, tm, host=host)
+        ir_module = translate(module, tm, bits=bits)
         timings.translate = time.perf_counter() - start
     start = time.perf_counter()
     ref = parse_and_verify(ir_module)
@@ -435,6 +476,8 @@ class CompiledModule:
     unit_modules: list[llvm.ModuleRef | None] = field(default_factory=list)
     """The optimized host and kernel modules of a module compiled in units (None: a kernel
     whose object came from the disk cache)."""
+    target: CodeTarget | None = None
+    """The CPU the code was compiled for (None: the host's)."""
 
     def get_function_address(self, name: str) -> int:
         """Address of the jitted function `name`; KeyError if the module defines no such function."""
@@ -487,9 +530,10 @@ _cache_lock = threading.Lock()
 _stats = {"hits": 0, "misses": 0}
 
 
-def module_key(module: ModuleOp) -> str:
-    """Content hash of the printed llvm-dialect module (plus the host CPU it is compiled for)."""
-    digest = hashlib.sha256(f"{llvm.get_host_cpu_name()}\n{OPT_LEVEL}\n".encode())
+def module_key(module: ModuleOp, target: CodeTarget | None = None) -> str:
+    """Content hash of the printed llvm-dialect module (plus the CPU it is compiled for)."""
+    target = target or CodeTarget.of(module)
+    digest = hashlib.sha256(f"{target.key}\n{OPT_LEVEL}\n".encode())
     # Constant data is hashed as bytes: xDSL prints a dense value via a Python list.
     with detached_dense_globals(module) as blobs:
         digest.update(str(module).encode())
@@ -504,19 +548,23 @@ def compile_module(module: ModuleOp, *, use_cache: bool = True) -> CompiledModul
 
     A module compiled in units is keyed by its units (the host's text and the
     kernels' keys), which translation produces anyway: printing the whole
-    llvm-dialect module only to hash it cost as much as translating it.
+    llvm-dialect module only to hash it cost as much as translating it. Code
+    for CPU features this host lacks (`cpu{isa=avx512}` on an AVX2 machine)
+    is refused before anything is built (`check_runnable`).
     """
-    prepared = _prepare_units(module) if split_enabled() else None
+    target = CodeTarget.of(module)
+    check_runnable(target)
+    prepared = _prepare_units(module, target) if split_enabled() else None
     if prepared is not None and prepared.split is not None:
         key = prepared.key
     else:
-        key = module_key(module)
+        key = module_key(module, target)
     with _cache_lock:
         if use_cache and key in _cache:
             _stats["hits"] += 1
             return _cache[key]
         _stats["misses"] += 1
-        compiled = _jit(module, key, use_cache, prepared)
+        compiled = _jit(module, key, target, use_cache, prepared)
         if use_cache:
             _cache[key] = compiled
         return compiled
@@ -536,6 +584,7 @@ class _Prepared:
     """A module translated and split into units (`split` None: it compiles whole)."""
 
     tm: llvm.TargetMachine
+    target: CodeTarget
     ir_module: llvm_ir.Module
     blobs: dict[str, bytes]
     split: Split | None
@@ -544,13 +593,13 @@ class _Prepared:
     @property
     def key(self) -> str:
         assert self.split is not None, "only a module compiled in units has a units key"
-        digest = hashlib.sha256(b"units\n" + self.split.host.encode())
+        digest = hashlib.sha256(f"units\n{self.target.key}\n{self.split.host}".encode())
         for unit in self.split.kernels:
             digest.update(f"\n{unit.key}".encode())
         return digest.hexdigest()
 
 
-def _prepare_units(module: ModuleOp) -> _Prepared:
+def _prepare_units(module: ModuleOp, target: CodeTarget) -> _Prepared:
     from lamina.backends import kernel_cache
     from lamina.backends.kernel_split import BLOB_MIN_BYTES, split_module
 
@@ -559,31 +608,35 @@ def _prepare_units(module: ModuleOp) -> _Prepared:
     if missing:
         raise CodegenError(missing)
     start = time.perf_counter()
-    tm = _host_target_machine(jit=True)
-    ir_module, blobs = _translate(module, tm, attach_limit=BLOB_MIN_BYTES)
-    split = split_module(ir_module, blobs, kernel_cache.facts())
-    return _Prepared(tm, ir_module, blobs, split, time.perf_counter() - start)
+    tm = _target_machine(jit=True, target=target)
+    ir_module, blobs = _translate(module, tm, bits=target.vector_bits, attach_limit=BLOB_MIN_BYTES)
+    split = split_module(ir_module, blobs, kernel_cache.facts(target))
+    return _Prepared(tm, target, ir_module, blobs, split, time.perf_counter() - start)
 
 
 def _jit(
-    module: ModuleOp, key: str, use_cache: bool = True, prepared: _Prepared | None = None
+    module: ModuleOp,
+    key: str,
+    target: CodeTarget,
+    use_cache: bool = True,
+    prepared: _Prepared | None = None,
 ) -> CompiledModule:
     _ensure_llvm()
     missing = jit_symbols.missing_declared_functions(module)
     if missing:
         raise CodegenError(missing)
     timings = CompileTimings()
-    tm = _host_target_machine(jit=True)
+    tm = _target_machine(jit=True, target=target)
     ir_module = None
     if prepared is not None:
         from lamina.backends.kernel_split import BLOB_MIN_BYTES
 
         tm, ir_module, timings.translate = prepared.tm, prepared.ir_module, prepared.seconds
         if prepared.split is not None:
-            return _jit_units(module, key, prepared.split, tm, timings, use_cache)
+            return _jit_units(module, key, prepared.split, tm, target, timings, use_cache)
         large = {n: d for n, d in prepared.blobs.items() if len(d) >= BLOB_MIN_BYTES}
         attach_bytes(ir_module, large)
-    ref = _optimized_ref(module, tm, timings, ir_module=ir_module)
+    ref = _optimized_ref(module, tm, timings, bits=target.vector_bits, ir_module=ir_module)
     start = time.perf_counter()
     engine = llvm.create_mcjit_compiler(ref, tm)
     objects: list[bytes] = []  # the object code, to check its undefined symbols
@@ -596,16 +649,18 @@ def _jit(
     timings.jit = time.perf_counter() - start
     signatures = {name: op.function_type for name, op in exported_functions(module).items()}
     code = objects[0] if len(objects) == 1 else None
-    return CompiledModule(key, engine, tm, ref, signatures, timings, code)
+    return CompiledModule(key, engine, tm, ref, signatures, timings, code, target=target)
 
 
-def _jit_units(module: ModuleOp, key: str, split, tm, timings, use_cache: bool) -> CompiledModule:
+def _jit_units(
+    module: ModuleOp, key: str, split, tm, target: CodeTarget, timings, use_cache: bool
+) -> CompiledModule:
     """Compile a split module (backends/kernel_split.py): kernels from the kernel cache or
     built in parallel with the host unit, all loaded into one engine with the constants."""
     from lamina.backends import kernel_cache
     from lamina.runtime import constant_blob
 
-    built = kernel_cache.build_split(split, timings, use_memory=use_cache)
+    built = kernel_cache.build_split(split, timings, target, use_memory=use_cache)  # pyright: ignore[reportArgumentType]
     timings.kernels = built.kernels
     start = time.perf_counter()
     constant_blob.register(split.constants)
@@ -628,7 +683,7 @@ def _jit_units(module: ModuleOp, key: str, split, tm, timings, use_cache: bool) 
     assert host is not None, "the host unit is always compiled, never read from the cache"
     return UnitsModule(
         key, engine, tm, host, signatures, timings, None, built.modules,
-        objects=built.objects, constants=split.constants,
+        objects=built.objects, constants=split.constants, target=target,
     )  # fmt: skip
 
 
@@ -658,10 +713,11 @@ def emit_llvm_ir(
     timings: CompileTimings | None = None,
 ) -> str:
     """Textual LLVM IR for the host (or `cpu`); after O3 unless `optimized=False`."""
-    tm = _host_target_machine(jit=False, cpu=cpu)
+    target = CodeTarget.of(module, cpu)
+    tm = _target_machine(jit=False, target=target)
     if not optimized:
-        return str(translate(module, tm, host=cpu is None))
-    return _timed_emit(str, module, tm, timings, host=cpu is None)
+        return str(translate(module, tm, bits=target.vector_bits))
+    return _timed_emit(str, module, tm, timings, target)
 
 
 def emit_object(
@@ -674,32 +730,39 @@ def emit_object(
     an object that also runs on older machines. `timings` receives the
     steps' times (machine-code generation in `jit`).
     """
-    tm = _host_target_machine(jit=False, cpu=cpu)
-    return _timed_emit(tm.emit_object, module, tm, timings, host=cpu is None)
+    target = CodeTarget.of(module, cpu)
+    tm = _target_machine(jit=False, target=target)
+    return _timed_emit(tm.emit_object, module, tm, timings, target)
 
 
 def emit_assembly(
     module: ModuleOp, *, cpu: str | None = None, timings: CompileTimings | None = None
 ) -> str:
     """Assembly text of the optimized module for the host (or `cpu`)."""
-    tm = _host_target_machine(jit=False, cpu=cpu)
-    return _timed_emit(tm.emit_assembly, module, tm, timings, host=cpu is None)
+    target = CodeTarget.of(module, cpu)
+    tm = _target_machine(jit=False, target=target)
+    return _timed_emit(tm.emit_assembly, module, tm, timings, target)
 
 
 def emit_bitcode(
     module: ModuleOp, *, cpu: str | None = None, timings: CompileTimings | None = None
 ) -> bytes:
     """LLVM bitcode of the optimized module for the host (or `cpu`), for `llc`/`clang`."""
-    tm = _host_target_machine(jit=False, cpu=cpu)
-    return _timed_emit(lambda ref: ref.as_bitcode(), module, tm, timings, host=cpu is None)
+    target = CodeTarget.of(module, cpu)
+    tm = _target_machine(jit=False, target=target)
+    return _timed_emit(lambda ref: ref.as_bitcode(), module, tm, timings, target)
 
 
 def _timed_emit(
-    emit, module: ModuleOp, tm: llvm.TargetMachine, timings: CompileTimings | None, host: bool
+    emit,
+    module: ModuleOp,
+    tm: llvm.TargetMachine,
+    timings: CompileTimings | None,
+    target: CodeTarget,
 ):
     """Optimize `module` for `tm`, then `emit(ref)`, recording every step in `timings`."""
     timings = timings if timings is not None else CompileTimings()
-    ref = _optimized_ref(module, tm, timings, host=host)
+    ref = _optimized_ref(module, tm, timings, bits=target.vector_bits)
     start = time.perf_counter()
     result = emit(ref)
     timings.jit = time.perf_counter() - start
@@ -728,15 +791,16 @@ def _aot_unit_objects(
     from lamina.backends.kernel_split import BLOB_MIN_BYTES, split_module
 
     timings = timings if timings is not None else CompileTimings()
-    tm = _host_target_machine(jit=False, cpu=cpu)
+    target = CodeTarget.of(module, cpu)
+    tm = _target_machine(jit=False, target=target)
     start = time.perf_counter()
     limit = BLOB_MIN_BYTES if detach else None
-    ir_module, blobs = _translate(module, tm, host=cpu is None, attach_limit=limit)
-    split = split_module(ir_module, blobs if detach else {}, f"aot cpu={cpu}")
+    ir_module, blobs = _translate(module, tm, bits=target.vector_bits, attach_limit=limit)
+    split = split_module(ir_module, blobs if detach else {}, f"aot {target.key}")
     if split is None:
         return None
     timings.translate = time.perf_counter() - start
-    objects = kernel_cache.build_objects_aot(split, timings, cpu)
+    objects = kernel_cache.build_objects_aot(split, timings, target)  # pyright: ignore[reportArgumentType]
     if split.constants:
         objects.append(_weights_object(split.constants, tm))
     return objects, split.constants

@@ -1,7 +1,8 @@
 """Kernels compiled once: object code keyed by the kernel, in memory and on disk.
 
 `kernel_split` gives every kernel a key: the SHA-256 of its normalized LLVM
-IR and of `facts()` — the CPU name and features, the optimization level,
+IR and of `facts(target)` — the target's CPU name and features (the `isa`
+option, or the host's), the optimization level,
 the LLVM and llvmlite versions and the code generator's own source — so a
 key names exactly one object file. `build_split` then compiles each
 distinct kernel at most once:
@@ -27,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import llvmlite.binding as llvm
 
@@ -34,6 +36,9 @@ from lamina.backends import parallel_build
 from lamina.backends.kernel_split import KERNEL_RUNTIME_IR, KernelUnit, Split
 from lamina.backends.llvm.device_runtime import RUNTIME_IR
 from lamina.runtime import cache as disk
+
+if TYPE_CHECKING:  # codegen imports this module
+    from lamina.backends.codegen import CodeTarget
 
 _RUNTIME_SYMBOLS = tuple(
     name
@@ -68,8 +73,8 @@ _stats = {"built": 0, "memory": 0, "disk": 0}
 
 
 @cache
-def facts() -> str:
-    """Everything besides a kernel's text that shapes its object code."""
+def facts(target: CodeTarget) -> str:
+    """Everything besides a kernel's text that shapes its object code for `target`."""
     import sys
 
     import llvmlite
@@ -82,8 +87,7 @@ def facts() -> str:
         sources.update(Path(module.__file__).read_bytes())  # wherever the modules live
     return "\n".join(
         [
-            f"cpu={llvm.get_host_cpu_name()}",
-            f"features={llvm.get_host_cpu_features().flatten()}",
+            target.key,
             f"triple={llvm.get_process_triple()}",
             f"opt={codegen.OPT_LEVEL}",
             f"llvm={'.'.join(map(str, llvm.llvm_version_info))}",
@@ -121,9 +125,12 @@ def _lookup(unit: KernelUnit, use_disk: bool) -> tuple[KernelObject | None, str]
     return None, "built"
 
 
-def build_split(split: Split, timings, *, use_memory: bool = True) -> BuildResult:
-    """Object code for every unit of `split`: kernels from the caches where possible,
-    the rest (and the host) compiled in parallel. `timings`: a `codegen.CompileTimings`."""
+def build_split(
+    split: Split, timings, target: CodeTarget, *, use_memory: bool = True
+) -> BuildResult:
+    """Object code for every unit of `split` for `target`: kernels from the caches where
+    possible, the rest (and the host) compiled in parallel. `timings`: a
+    `codegen.CompileTimings`."""
     use_disk = disk.enabled()
     found: dict[str, tuple[KernelObject, str]] = {}
     missing: list[KernelUnit] = []
@@ -136,7 +143,7 @@ def build_split(split: Split, timings, *, use_memory: bool = True) -> BuildResul
 
     parallel_build.report("cached", len(split.kernels) - len(missing), len(split.kernels))
     wall = time.perf_counter()
-    built = parallel_build.build_all(_build_unit, [split.host, *missing])
+    built = parallel_build.build_all(lambda unit: _build_unit(unit, target), [split.host, *missing])
     _record(timings, built, time.perf_counter() - wall)
     host, kernel_builds = built[0], built[1:]
     for unit, result in zip(missing, kernel_builds, strict=True):
@@ -158,10 +165,10 @@ def build_split(split: Split, timings, *, use_memory: bool = True) -> BuildResul
     return result
 
 
-def _build_unit(unit: KernelUnit | str, cpu: str | None = None, jit: bool = True):
+def _build_unit(unit: KernelUnit | str, target: CodeTarget, jit: bool = True):
     """Parse (into a context of its own), link the runtime, verify, optimize and compile
-    one unit (`str`: the host) for the host CPU (or `cpu`), timed per step."""
-    from lamina.backends.codegen import _host_target_machine, optimize
+    one unit (`str`: the host) for `target`'s CPU, timed per step."""
+    from lamina.backends.codegen import _target_machine, optimize
 
     seconds: dict[str, float] = {}
     start = time.thread_time()
@@ -176,7 +183,7 @@ def _build_unit(unit: KernelUnit | str, cpu: str | None = None, jit: bool = True
         _hide_lamina_symbols(ref)
     parallel_build.verify(ref)
     start = parallel_build.timed("parse", seconds, start)
-    tm = _host_target_machine(jit=jit, cpu=cpu)
+    tm = _target_machine(jit=jit, target=target)
     optimize(ref, tm, run=parallel_build.run_module_passes)
     start = parallel_build.timed("optimize", seconds, start)
     code = parallel_build.emit_object(tm, ref)
@@ -184,13 +191,13 @@ def _build_unit(unit: KernelUnit | str, cpu: str | None = None, jit: bool = True
     return parallel_build.BuiltUnit(code, ref, seconds)
 
 
-def build_objects_aot(split: Split, timings, cpu: str | None) -> list[bytes]:
-    """Relocatable (PIC) objects of every unit of `split` for `cpu` (None: this machine),
+def build_objects_aot(split: Split, timings, target: CodeTarget) -> list[bytes]:
+    """Relocatable (PIC) objects of every unit of `split` for `target`,
     host first, compiled in parallel, for a shared library. No kernel cache: its keys
     are for JIT code of this machine."""
     wall = time.perf_counter()
     built = parallel_build.build_all(
-        lambda unit: _build_unit(unit, cpu=cpu, jit=False), [split.host, *split.kernels]
+        lambda unit: _build_unit(unit, target, jit=False), [split.host, *split.kernels]
     )
     _record(timings, built, time.perf_counter() - wall)
     return [result.object_code for result in built]

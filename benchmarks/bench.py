@@ -3,14 +3,19 @@
     python benchmarks/bench.py            # all cases
     python benchmarks/bench.py --quick    # small sizes, few repeats (smoke run)
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench.py
+    python benchmarks/bench.py --isa avx2 # an AVX2 build (--target 'cpu{isa=avx2}')
 
 (unset those two only for benchmarks: set in this environment, they slow
 NumPy's OpenBLAS.) Lamina and NumPy run in interleaved rounds at each
 thread count (`--threads 1,2`: Lamina through LAMINA_NUM_THREADS' runtime
 setter, NumPy's OpenBLAS through threadpoolctl or its own setter); the
-ratio is the median of the per-round ratios, with min and max. "% peak" is
+ratio is the median of the per-round ratios, with min and max; the CSV
+also has the best (minimum) times and their ratios, steadier when other
+jobs share the machine. "% peak" is
 against a measured single-precision peak: a Lamina kernel of independent
-register-only FMA chains (see `measured_peak_gflops`), times the threads.
+register-only FMA chains (see `measured_peak_gflops`), times the threads,
+compiled for the same target as the cases (`--target`, or `--isa NAME` for
+`cpu{isa=NAME}`: docs/performance.md).
 Results go to a CSV and, with matplotlib installed, a PNG plot.
 
 For each case prints Lamina's time, NumPy's time, their ratio (>1 means
@@ -159,13 +164,20 @@ def set_numpy_threads(count: int) -> bool:
     return False
 
 
-def measured_peak_gflops(threads: int = 1) -> float:
+def measured_peak_gflops(threads: int = 1, target: str = "cpu") -> float:
     """Single-precision peak of one core, measured: a register-only FMA chain kernel.
 
     Lamina compiles `acc_i = acc_i * x + y` on 8 independent accumulator
-    rows (enough to hide FMA latency), so the loop is FMA-throughput-bound.
+    rows (enough to hide FMA latency), so the loop is FMA-throughput-bound;
+    each row is 4 vectors of `target` at 32 registers (AVX-512), 1 at 16
+    (AVX2: 8 accumulators, the FMA latency times its two pipes; measured on
+    Zen 4: 2 vectors per row reach only 60 % of that, they spill).
     """
-    lanes = 64
+    from lamina.driver.hooks import split_target_spec
+    from lamina.target.registry import Target
+
+    facts = Target("cpu", options=split_target_spec(target)[1]).facts
+    lanes = facts.lanes(32) * (4 if facts.vector_registers >= 32 else 1)
     n = 1 << 14
     text = (
         f"""builtin.module attributes {{lamina.phase = #lamina.phase<lowering>}} {{
@@ -201,7 +213,7 @@ def measured_peak_gflops(threads: int = 1) -> float:
     from lamina.driver.lowering import lower_to_build, parse_source
 
     module = parse_source(text, "peak")
-    lower_to_build(module)
+    lower_to_build(module, [target])
     compiled = compile_module(module)
     fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(compiled.get_function_address("peak"))
     buf = np.ones((8, lanes), np.float32)
@@ -298,15 +310,22 @@ def main() -> int:
     parser.add_argument(
         "--settle", type=float, default=0.15, help="pause (s) before each call at >1 thread"
     )
+    parser.add_argument(
+        "--target", default="cpu", help="compile target, e.g. 'cpu{isa=avx2}' (default: cpu)"
+    )
+    parser.add_argument(
+        "--isa", help="instruction set: --target 'cpu{isa=ISA}' (avx2, avx512, ...)"
+    )
     args = parser.parse_args()
+    target = f"cpu{{isa={args.isa}}}" if args.isa else args.target
     rounds = args.rounds or (3 if args.quick else 9)
     thread_counts = [int(t) for t in args.threads.split(",")]
     if args.quick:
         thread_counts = thread_counts[:1]
-    peak = measured_peak_gflops()
+    peak = measured_peak_gflops(target=target)
     print(
-        f"numpy {np.__version__}; median of {rounds} interleaved rounds [min-max]; "
-        f"measured f32 peak per core {peak:.0f} GFLOP/s"
+        f"target {target}; numpy {np.__version__}; median of {rounds} interleaved rounds "
+        f"[min-max]; measured f32 peak per core {peak:.0f} GFLOP/s"
     )
     header = (
         f"{'case':28} {'thr':>3} {'lamina ms':>10} {'numpy ms':>10} {'vs numpy [min-max]':>18} "
@@ -322,7 +341,8 @@ def main() -> int:
         for case in cases(args.quick):
             if case.name not in compiled:
                 start = time.perf_counter()
-                compiled[case.name] = (lamina.compile(case.program), time.perf_counter() - start)
+                exe = lamina.compile(case.program, targets=[target])
+                compiled[case.name] = (exe, time.perf_counter() - start)
             exe, compile_s = compiled[case.name]
             got = exe.run("main", *case.inputs)
             want = case.reference(*case.inputs)
@@ -351,6 +371,10 @@ def main() -> int:
                 "ratio": statistics.median(ratios),
                 "ratio_min": min(ratios),
                 "ratio_max": max(ratios),
+                "lamina_best_ms": min(t_lam) * 1e3,
+                "numpy_best_ms": min(t_np) * 1e3,
+                "ort_best_ms": min(t_ort[0]) * 1e3 if t_ort else float("nan"),
+                "best_gflops": case.flops / min(t_lam) / 1e9,
                 "best_ratio": min(t_lam) / min(t_np),
                 "ort_best_ratio": min(t_lam) / min(t_ort[0]) if t_ort else float("nan"),
                 "ort_ms": med_o * 1e3,

@@ -5,7 +5,8 @@ the compiler's half, the key an entry is stored under. It covers
 
 * the input exactly as given (the program text, or the printed module),
   and the file name it is reported under;
-* the pipeline (its name), the targets, the compile options;
+* the pipeline (its name), the targets with their options (so the
+  instruction set, `cpu{isa=avx2}`), the compile options;
 * the versions of Lamina (its version *and* a digest of its source files,
   so an edited checkout never reuses a stale entry), xDSL, llvmlite and
   LLVM, the host CPU and its features, the Python version;

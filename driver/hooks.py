@@ -32,7 +32,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    i64,
+)
 from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 
@@ -77,20 +84,26 @@ def read_module_targets(module: ModuleOp) -> list[str] | None:
     )
 
 
-def split_target_spec(spec: str) -> tuple[str, dict[str, int]]:
+def split_target_spec(spec: str) -> tuple[str, dict[str, int | str]]:
     """`"cpu{vector_bits=256 cores=1}"` → `("cpu", {"vector_bits": 256, "cores": 1})`.
 
     The options are spelled like a pass's (`-p 'schedule{vector_bits=256}'`),
-    separated by spaces or commas; each is an integer code-generation fact.
+    separated by spaces or commas; each is an integer code-generation fact,
+    except `isa`, a name (`cpu{isa=avx2}`, checked by `check_target_options`).
     """
+    from lamina.target.registry import ISA_OPTION
+
     name, brace, rest = spec.partition("{")
-    options: dict[str, int] = {}
+    options: dict[str, int | str] = {}
     if not brace:
         return spec.strip(), options
     if not rest.endswith("}"):
         raise _bad_spec(spec, "the options do not end with '}'")
     for item in rest[:-1].replace(",", " ").split():
         key, eq, value = item.partition("=")
+        if key == ISA_OPTION and eq and value:
+            options[key] = value
+            continue
         try:
             options[key] = int(value)
         except ValueError:
@@ -98,6 +111,11 @@ def split_target_spec(spec: str) -> tuple[str, dict[str, int]]:
         if not eq or not key:
             raise _bad_spec(spec, f"option '{item}' is not KEY=INTEGER")
     return name.strip(), options
+
+
+def _option_attr(value: int | str) -> Attribute:
+    """A target option as recorded in `#lamina.target` (`isa = "avx2"`, `cores = 1 : i64`)."""
+    return StringAttr(value) if isinstance(value, str) else IntegerAttr(value, i64)
 
 
 def _bad_spec(spec: str, why: str) -> DiagnosticError:
@@ -148,7 +166,7 @@ def module_targets(module: ModuleOp, targets: Sequence[str] | None = None) -> li
     if given:
         specs = [split_target_spec(t) for t in targets or ()]
         options = {
-            get_target(name).name: {k: IntegerAttr(v, i64) for k, v in opts.items()}
+            get_target(name).name: {k: _option_attr(v) for k, v in opts.items()}
             for name, opts in specs
         }
     for claimer, op in claimed_targets(module).items():

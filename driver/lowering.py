@@ -122,7 +122,16 @@ def _compile_cold_steps(
     timings = {"lowering": lowering_time, "codegen": time.perf_counter() - start}
     if instruments is not None and request.observed:  # else the cache write is still to come
         instruments.finish(compiled.timings, cached=cache_stats()["hits"] > hits)
-    return Executable(signatures, compiled, module, timings, not_entries)
+    target = compiled.target
+    return Executable(
+        signatures,
+        compiled,
+        module,
+        timings,
+        not_entries,
+        target_cpu=target.cpu if target else "",
+        target_features=target.required if target else (),
+    )
 
 
 def executable_uses_openmp(exe: Executable) -> bool:

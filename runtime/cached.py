@@ -5,7 +5,9 @@ hit needs to rebuild the `Executable` without the compiler: the entry
 signatures, the functions that are not entries (and why), the compile
 timings, the libraries the code calls (a CBLAS a target registered while
 lowering: a hit skips lowering, so they are registered again before the
-object is loaded) and whether it calls libgomp.
+object is loaded) and whether it calls libgomp, and the CPU it was built for
+(`{"name": ..., "features": [...]}`): a hit on a host that lacks one of those
+features is `HostFeatureError`, never SIGILL.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from lamina.runtime import cache as disk
+from lamina.runtime.cpu_features import check_host
 from lamina.runtime.executable import Executable, Signature, TensorSpec
 from lamina.runtime.native_setup import LibraryLoadError, register_library
 from lamina.runtime.native_setup import libraries as registered_libraries
@@ -52,6 +55,7 @@ def store(key: str, exe: Executable, *, openmp: bool) -> bool:
         "timings": exe.timings,
         "libraries": list(registered_libraries),
         "openmp": openmp,
+        "cpu": {"name": exe.target_cpu, "features": list(exe.target_features)},
     }
     return disk.write(key, disk.Entry(code, metadata)) is not None
 
@@ -75,15 +79,21 @@ def load(key: str) -> Executable | None:
         not_entries = {str(k): str(v) for k, v in entry.metadata["not_entries"].items()}
         libraries = [str(path) for path in entry.metadata["libraries"]]
         runtime = bool(libraries) or entry.metadata["openmp"] is True
+        cpu = str(entry.metadata["cpu"]["name"])
+        features = tuple(str(f) for f in entry.metadata["cpu"]["features"])
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
+    check_host(features, f"the cached code for CPU '{cpu}'")
     if libraries and not _register_libraries(libraries):
         return None
     try:
         compiled = disk.load(key, entry.object_code, signatures, runtime=runtime)
     except (RuntimeError, OSError, ValueError):  # LLVM could not load it: rebuild
         return None
-    return Executable(signatures, compiled, None, {}, not_entries, cache_hit=True)
+    return Executable(
+        signatures, compiled, None, {}, not_entries, cache_hit=True,
+        target_cpu=cpu, target_features=features,
+    )  # fmt: skip
 
 
 def _register_libraries(paths: list[str]) -> bool:

@@ -66,8 +66,15 @@ class ScheduleRulePass(LaminaPass):
     def knobs(self, module: ModuleOp) -> ScheduleKnobs:
         """The module's knobs, then the knob options this pass was given (the
         knobs derived from facts read caches and lines, which no pass option
-        overrides)."""
+        overrides, and the vector width and register count, which
+        `vector_bits` and `vector_registers` do)."""
         knobs = module_knobs(module)
+        if self.vector_bits or self.vector_registers:
+            derived = ScheduleKnobs.for_cpu(self.facts(module))
+            knobs = knobs.replace(
+                block_broadcast_registers=derived.block_broadcast_registers,
+                pack_min_row_blocks=derived.pack_min_row_blocks,
+            )
         given = {
             f.name: getattr(self, f.name)
             for f in fields(self)
@@ -92,6 +99,7 @@ class RegisterBlockOptions:
     block_vector_choices: tuple[int, ...] | None = None
     block_max_vectors: int | None = None
     block_rows: int | None = None
+    block_broadcast_registers: int | None = None
     pack_min_row_blocks: int | None = None
     pack_max_bytes: int | None = None
     parallel_min_iterations_per_core: int | None = None

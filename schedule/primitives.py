@@ -255,13 +255,17 @@ def unroll(for_op: loop.ForOp) -> None:
     Rewriter.erase_op(for_op)
 
 
-def unroll_and_jam(for_op: loop.ForOp) -> None:
+def unroll_and_jam(for_op: loop.ForOp, *, jam_vectorized: bool = True) -> None:
     """Unroll `for_op` (constant trip count) and jam the copies into its inner loops.
 
     Inner loops without iter_args whose bounds do not depend on `for_op`
     stay single loops holding every copy of their body; every other op is
     copied once per iteration. Legal when the iterations of `for_op` are
-    independent of each other (a spatial loop of a compute).
+    independent of each other (a spatial loop of a compute). Without
+    `jam_vectorized`, a `vectorized` inner loop is copied whole per
+    iteration instead (one loop per row of a register block: LLVM then
+    emits each row's FMAs right after its broadcast, see
+    schedule/register_block.py).
     """
     _no_iter_args(for_op, "unroll-and-jam")
     lb, _, step = bounds(for_op)
@@ -269,21 +273,29 @@ def unroll_and_jam(for_op: loop.ForOp) -> None:
         {for_op.induction_var: index_constant(for_op, lb + t * step)}
         for t in range(trip_count(for_op))
     ]
-    _jam(body_ops(for_op), mappers, InsertPoint.before(for_op))
+    _jam(body_ops(for_op), mappers, InsertPoint.before(for_op), jam_vectorized)
     Rewriter.erase_op(for_op)
 
 
 def _jam(
-    ops: Sequence[Operation], mappers: list[dict[SSAValue, SSAValue]], at: InsertPoint
+    ops: Sequence[Operation],
+    mappers: list[dict[SSAValue, SSAValue]],
+    at: InsertPoint,
+    jam_vectorized: bool = True,
 ) -> None:
     for op in ops:
-        if isinstance(op, loop.ForOp) and not op.iter_args and _same_in_all(op, mappers):
+        if (
+            isinstance(op, loop.ForOp)
+            and not op.iter_args
+            and _same_in_all(op, mappers)
+            and (jam_vectorized or op.kind_name != LoopKind.VECTORIZED)
+        ):
             m0 = mappers[0]
             new = loop.ForOp(*(m0.get(v, v) for v in (op.lb, op.ub, op.step)), kind=op.kind_name)
             new.induction_var.name_hint = op.induction_var.name_hint
             Rewriter.insert_op(new, at)
             inner = [{**m, op.induction_var: new.induction_var} for m in mappers]
-            _jam(body_ops(op), inner, InsertPoint.before(new.yield_op))
+            _jam(body_ops(op), inner, InsertPoint.before(new.yield_op), jam_vectorized)
         elif _invariant_across(op, mappers):
             _clone_into(op, mappers[0], at)
             for mapper in mappers[1:]:

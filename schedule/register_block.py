@@ -33,10 +33,15 @@ panels see sums of loop variables; a panel of an operand read down its
 columns is stored transposed (`pack`).
 
 NR = nv vectors (nv ≤ 4 dividing the row, preferring 2) and MR rows such
-that MR·nv accumulators + nv B vectors + MR broadcasts fit the vector
-registers: up to 10×32 on AVX-512 (8×32 at M = 1024), 4×16 on AVX2. The C tile's addresses are invariant in `k`, so LLVM
-keeps the MR·nv accumulators in registers across the reduction loop
-(checked in the assembly). Batched matmuls (the `b` loop outside `L`),
+that MR·nv accumulators + nv B vectors + the broadcasts fit the vector
+registers: up to 10×32 on AVX-512 (8×32 at M = 1024; one broadcast per
+row, LLVM hoists them), 6×16 on AVX2 (one broadcast register,
+`block_broadcast_registers`: each row then keeps its own vectorized loop
+inside the jammed reduction, so that LLVM broadcasts a row's A element
+right before its FMAs instead of hoisting all six and spilling). The C
+tile's addresses are invariant in `k`, so LLVM keeps the MR·nv
+accumulators in registers across the reduction loop (checked in the
+assembly). Batched matmuls (the `b` loop outside `L`),
 matmuls in MLPs/attention match the same shape. A nest whose rows do not
 share the vector loaded along the row (a convolution's output rows read
 different input rows) is not blocked by default: there the layout's
@@ -80,10 +85,11 @@ def choose_block(
     `block_max_vectors` vectors long -- also a row of at
     least half a vector (a classifier's 10 outputs: one masked vector per row,
     2x faster than accumulating the row in memory). Rows: as many as
-    leave room for MR·nv accumulators, nv B vectors and MR broadcasts (LLVM
-    hoists all MR broadcasts of a step before its FMAs; measured on AVX-512:
-    8 × 32 beats 12 × 32 and 14 × 32, which spill); preferably a divisor of
-    M (no tail rows); `block_rows` forces that many.
+    leave room for MR·nv accumulators, nv B vectors and the broadcasts
+    (`max_block_rows`: MR of them where LLVM hoists all MR broadcasts of a
+    step before its FMAs, measured on AVX-512: 8 × 32 beats 12 × 32 and
+    14 × 32, which spill; `block_broadcast_registers` at 16 registers);
+    preferably a divisor of M (no tail rows); `block_rows` forces that many.
     """
     knobs = knobs or ScheduleKnobs.for_cpu(facts)
     lanes = facts.lanes(element_bits)
@@ -96,12 +102,27 @@ def choose_block(
         vectors, columns = -(-n // lanes), n
     else:
         return None
-    most = knobs.block_rows or max(1, (facts.vector_registers - vectors) // (vectors + 1))
+    if knobs.block_rows:
+        return BlockShape(min(m, knobs.block_rows), vectors, columns)
+    most = max_block_rows(vectors, facts.vector_registers, knobs.block_broadcast_registers)
     if m <= most:
-        rows = m
-    else:
-        rows = next((r for r in range(most, (most + 1) // 2 - 1, -1) if m % r == 0), most)
-    return BlockShape(rows, vectors, columns)
+        return BlockShape(m, vectors, columns)
+    # A divisor of M leaves no tail rows (they keep the unblocked nest). With one
+    # broadcast register (16 registers) the largest block is taken when its tail
+    # is at most 1/32 of M: M = 1024 gets 6 rows and a tail of 4, not 4 rows;
+    # M = 8 or 64 get 4.
+    divisor = next((r for r in range(most, (most - 1) // 2, -1) if m % r == 0), None)
+    if divisor is None or (knobs.block_broadcast_registers and 32 * (m % most) <= m):
+        return BlockShape(most, vectors, columns)
+    return BlockShape(divisor, vectors, columns)
+
+
+def max_block_rows(vectors: int, registers: int, broadcasts: int) -> int:
+    """Most rows MR such that MR·nv accumulators, nv B vectors and the broadcasts
+    (`broadcasts` registers, or MR of them when 0) fit `registers`."""
+    if broadcasts:
+        return max(1, (registers - vectors - broadcasts) // vectors)
+    return max(1, (registers - vectors) // (vectors + 1))
 
 
 @dataclass
@@ -182,7 +203,7 @@ def register_block(
         assert top is columns
         distribute_columns(columns, rows_outer, cores, knobs)
         pack_panels(rows_outer, streamed, knobs)
-    prim.unroll_and_jam(rows_inner)
+    prim.unroll_and_jam(rows_inner, jam_vectorized=not knobs.block_broadcast_registers)
     return top
 
 

@@ -9,6 +9,15 @@ hands to its TargetMachine) and the cache sizes from Linux's sysfs, with
 conservative defaults where sysfs is missing. A target can pin other
 values with `CpuFacts.replace(...)` (for example a 256-bit vector width on an
 AVX-512 machine, to compare).
+
+`isa_cpu_facts(isa)` gives the facts of another instruction set than the
+host's (the target option `isa`, docs/performance.md): `avx2` (LLVM's
+`haswell`: AVX2 + FMA, 16 ymm registers, no AVX-512 feature at all),
+`avx512` (the host when it has AVX-512, else LLVM's `x86-64-v4`), `host`, or
+one of the LLVM CPU names of `KNOWN_CPUS`. Its features are the CPU's own,
+not the host's, so the code LLVM generates, the vector width and register
+count the schedules size their blocks for, and the cache keys all follow it.
+The cache sizes stay the host's (the machine the code is tuned and timed on).
 """
 
 from __future__ import annotations
@@ -56,6 +65,78 @@ class CpuFacts:
     def replace(self, **changes: object) -> CpuFacts:
         """These facts with some overridden (a target's options)."""
         return dataclasses.replace(self, **changes)
+
+
+_X86_64_V2 = frozenset(
+    {"sse", "sse2", "sse3", "ssse3", "sse4.1", "sse4.2", "popcnt", "cx16", "sahf"}
+)
+_X86_64_V3 = _X86_64_V2 | {"avx", "avx2", "fma", "f16c", "bmi", "bmi2", "lzcnt", "movbe", "xsave"}
+_X86_64_V4 = _X86_64_V3 | {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}
+_ICELAKE = _X86_64_V4 | {
+    "avx512vnni", "avx512vbmi", "avx512vbmi2", "avx512ifma", "avx512bitalg", "avx512vpopcntdq"
+}  # fmt: skip
+
+KNOWN_CPUS: dict[str, frozenset[str]] = {
+    "x86-64-v2": _X86_64_V2,
+    "x86-64-v3": _X86_64_V3,
+    "x86-64-v4": _X86_64_V4,
+    "haswell": _X86_64_V3,
+    "broadwell": _X86_64_V3,
+    "skylake": _X86_64_V3,
+    "alderlake": _X86_64_V3,
+    "znver1": _X86_64_V3,
+    "znver2": _X86_64_V3,
+    "znver3": _X86_64_V3,
+    "skylake-avx512": _X86_64_V4,
+    "cascadelake": _X86_64_V4 | {"avx512vnni"},
+    "icelake-client": _ICELAKE,
+    "icelake-server": _ICELAKE,
+    "tigerlake": _ICELAKE,
+    "sapphirerapids": _ICELAKE | {"avx512bf16", "avx512fp16"},
+    "znver4": _ICELAKE | {"avx512bf16"},
+}
+"""LLVM CPU names `isa` accepts → the instruction-set features of that CPU that
+generated code may use (LLVM enables them for the name; the table is what
+`CpuFacts.features` reports and what a host is checked for before running)."""
+
+ISA_ALIASES = {"avx2": "haswell", "avx512": "x86-64-v4"}
+"""Instruction-set names → the LLVM CPU they build for (`avx512` is the host
+itself when the host has AVX-512: the same code, the host's tuning)."""
+
+ISA_NAMES = ("host", *ISA_ALIASES, *KNOWN_CPUS)
+"""Every value the target option `isa` accepts."""
+
+
+def check_isa(value: object) -> str | None:
+    """Why `value` is not a valid `isa` (None: it is)."""
+    if isinstance(value, str) and value in ISA_NAMES:
+        return None
+    return f"must be one of {', '.join(ISA_NAMES)}"
+
+
+def isa_cpu_facts(isa: str) -> CpuFacts:
+    """The facts of code built for `isa` (see the module docstring) on this machine."""
+    host = host_cpu_facts()
+    if isa == "host" or (isa == "avx512" and "avx512f" in host.features):
+        return host
+    name = ISA_ALIASES.get(isa, isa)
+    if name == host.cpu_name:
+        return host
+    features = KNOWN_CPUS[name]
+    bits, registers = _vector_shape(features)
+    return host.replace(
+        cpu_name=name, features=features, vector_bits=bits, vector_registers=registers
+    )
+
+
+def llvm_features(facts: CpuFacts) -> str:
+    """The feature string of LLVM's TargetMachine for `facts`: the host's own flags for
+    the host's CPU; none (the defaults of the CPU name) for a named CPU."""
+    import llvmlite.binding as llvm
+
+    if facts.cpu_name == llvm.get_host_cpu_name():
+        return llvm.get_host_cpu_features().flatten()
+    return ""
 
 
 def _vector_shape(features: frozenset[str]) -> tuple[int, int]:

@@ -42,7 +42,7 @@ from xdsl.passes import ModulePass
 
 from lamina.core.diagnostics import DiagnosticError
 from lamina.dialects.lamina import Phase
-from lamina.target.cpu_facts import CpuFacts, host_cpu_facts
+from lamina.target.cpu_facts import CpuFacts, check_isa, isa_cpu_facts
 from lamina.target.schedule_knobs import KNOB_NAMES, ScheduleKnobs, check_knob
 
 ENTRY_POINT_GROUP = "lamina.targets"
@@ -57,6 +57,10 @@ HOOK_POINTS: dict[str, Phase] = {
 optimization (after `fold-constants`, before device/layout planning and
 `fuse-ops`, which must see claimed ops as claimed); `optimization` is after
 `fuse-ops`; `build` is the end of phase lowering, just before `lower-to-llvm`."""
+
+ISA_OPTION = "isa"
+"""The one target option whose value is a name, not an integer: the instruction set
+(`cpu{isa=avx2}`; the values: `cpu_facts.ISA_NAMES`)."""
 
 ALIASES = {"host": "cpu"}
 """Other names `--target` accepts for a registered target."""
@@ -124,9 +128,11 @@ class Target:
 
     @property
     def facts(self) -> CpuFacts:
-        """The host CPU's code-generation facts with this target's `options` applied."""
-        return host_cpu_facts().replace(
-            **{k: v for k, v in self.options.items() if k not in KNOB_NAMES}
+        """The code-generation facts of the target's `isa` (default: the host CPU's)
+        with this target's other `options` applied."""
+        base = isa_cpu_facts(str(self.options.get(ISA_OPTION, "host")))
+        return base.replace(
+            **{k: v for k, v in self.options.items() if k not in KNOB_NAMES and k != ISA_OPTION}
         )
 
     @property
@@ -410,8 +416,15 @@ def preferred_layout(op: Operation, targets: Sequence[str]) -> Attribute | None:
 def check_target_options(name: str, options: dict[str, object]) -> None:
     """Refuse an option that is neither a code-generation fact (a `CpuFacts`
     field) nor a tuning knob (a `ScheduleKnobs` field), or a value no CPU has."""
-    facts = {f.name for f in fields(CpuFacts)}
+    facts = {f.name for f in fields(CpuFacts)} - {"cpu_name", "features"}
     for key, value in options.items():
+        if key == ISA_OPTION:
+            why = check_isa(value)
+            if why is not None:
+                raise TargetError(f"target '{name}': unknown isa '{value}' (isa {why})")
+            continue
+        if isinstance(value, str):
+            raise TargetError(f"target '{name}': option '{key}' must be an integer, not '{value}'")
         if key in KNOB_NAMES:
             why = check_knob(key, value)
             if why is not None:
@@ -420,13 +433,20 @@ def check_target_options(name: str, options: dict[str, object]) -> None:
         if key not in facts:
             raise TargetError(
                 f"target '{name}': unknown option '{key}' "
-                f"(code-generation options: {', '.join(sorted(facts))}; "
+                f"(code-generation options: {', '.join(sorted({*facts, ISA_OPTION}))}; "
                 f"tuning knobs: {', '.join(sorted(KNOB_NAMES))})"
             )
         if key == "vector_bits" and value not in (128, 256, 512):
             raise TargetError(f"target '{name}': vector_bits must be 128, 256 or 512, not {value}")
         if isinstance(value, int) and value <= 0:
             raise TargetError(f"target '{name}': option '{key}' must be positive, not {value}")
+    isa, bits = options.get(ISA_OPTION), options.get("vector_bits")
+    if isinstance(isa, str) and isinstance(bits, int):
+        widest = isa_cpu_facts(isa).vector_bits
+        if bits > widest:
+            raise TargetError(
+                f"target '{name}': vector_bits={bits} is wider than isa={isa}'s {widest}-bit vectors"
+            )
 
 
 def op_facts(op: Operation) -> CpuFacts:
@@ -465,7 +485,7 @@ def module_facts(module: ModuleOp, device_kind: str = "cpu") -> CpuFacts:
 
 def _module_target(module: ModuleOp, device_kind: str) -> Target:
     """The module's target of `device_kind` with the options it records."""
-    from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr
+    from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, StringAttr
 
     from lamina.dialects.lamina import TARGETS_ATTR_NAME, TargetAttr
 
@@ -483,6 +503,9 @@ def _module_target(module: ModuleOp, device_kind: str) -> Target:
         target = get_target(attr.target_name.data)
         options.update(target.options)
         for key, option in attr.options.data.items():
+            if key == ISA_OPTION and isinstance(option, StringAttr):
+                options[key] = option.data
+                continue
             if not isinstance(option, IntegerAttr):
                 raise TargetError(f"target option '{key}' must be an integer, got {option}")
             options[key] = option.value.data
@@ -494,6 +517,7 @@ def _module_target(module: ModuleOp, device_kind: str) -> Target:
 __all__ = [
     "ENTRY_POINT_GROUP",
     "HOOK_POINTS",
+    "ISA_OPTION",
     "Target",
     "TargetError",
     "check_target_available",

@@ -92,12 +92,27 @@ class ScheduleKnobs:
 
     block_rows: int = 0
     """Rows of a register block (MR); 0: as many as leave room for MR x NR
-    accumulators, NR B vectors and MR broadcasts in the vector registers,
-    preferably a divisor of M (measured on AVX-512: 8 x 32 beats 12 x 32 and
-    14 x 32, which spill)."""
+    accumulators, NR B vectors and the broadcasts (`block_broadcast_registers`)
+    in the vector registers, preferably a divisor of M (measured on AVX-512:
+    8 x 32 beats 12 x 32 and 14 x 32, which spill; on AVX2 6 x 16, with a
+    tail of 4 rows at M = 1024 rather than 4 x 16)."""
+
+    block_broadcast_registers: int = field(
+        default=0, metadata={_DERIVED: "1 if vector_registers <= 16 else 0"}
+    )
+    """Vector registers a register block keeps for the broadcasts of A; 0: one
+    per row. With 32 registers (AVX-512) LLVM hoists the MR broadcasts of a
+    reduction step before its FMAs, so each row needs one (measured: 8 x 32).
+    With 16 (AVX2) that would leave 4 x 16 (8 accumulators); a block sized for
+    one broadcast at a time, each right before its row's FMAs (BLIS's
+    Haswell/Zen kernel: 6 x 16 = 12 accumulators + 2 B vectors + 1
+    broadcast), is what LLVM's scheduler emits when registers are short
+    (checked in the assembly: no spills)."""
 
     # -- packing (`schedule/packing.py`) -------------------------------------------------
-    pack_min_row_blocks: int = 32
+    pack_min_row_blocks: int = field(
+        default=32, metadata={_DERIVED: "32 at 512-bit vectors, else 8"}
+    )
     """Row blocks that must share a column panel read in place (along its rows)
     before copying it into a contiguous panel pays. The copy reads the panel
     once more, from L3 or memory, before any FMA; read in place, the first row
@@ -108,7 +123,11 @@ class ScheduleKnobs:
     256 and 512 equal; matmul 1024 (128 row blocks) 19.9 -> 21.8 ms, so it
     stays packed. A panel read down its columns (attention's K^T) is always
     packed: the copy transposes it once instead of gathering on every use
-    (attention 0.87 -> 1.12 ms unpacked)."""
+    (attention 0.87 -> 1.12 ms unpacked). With 256-bit vectors a column
+    block (NR = 16 f32) is one 64-byte line per panel row, and rows a power
+    of two apart (2 KiB at N = 512) crowd into two L1 sets: packing pays
+    from 8 row blocks (measured, AVX2 build on Zen 4, one thread, best of 40:
+    64x784 @ 784x512 0.74 -> 0.56 ms, 64x512 @ 512x512 0.43 -> 0.38 ms)."""
 
     pack_max_bytes: int = field(default=512 * 1024, metadata={_DERIVED: "l2_bytes // 2"})
     """Largest packed panel: half of L2, so the panel stays there while the
@@ -144,6 +163,8 @@ class ScheduleKnobs:
             gather_line_bytes=facts.cache_line_bytes,
             pack_max_bytes=facts.l2_bytes // 2,
             whole_vector_lanes=min(8, facts.lanes(32)),
+            block_broadcast_registers=1 if facts.vector_registers <= 16 else 0,
+            pack_min_row_blocks=32 if facts.vector_bits >= 512 else 8,
             winograd_max_weight_bytes=facts.l2_bytes,
         )
 
@@ -164,7 +185,9 @@ def check_knob(name: str, value: object) -> str | None:
         return None
     if not isinstance(value, int) or isinstance(value, bool):
         return "must be an integer"
-    if name in ("block_rows", "conv_channel_block", "winograd_min_output"):
+    if name in (
+        "block_rows", "block_broadcast_registers", "conv_channel_block", "winograd_min_output"
+    ):  # fmt: skip
         return None if value >= 0 else "must be >= 0"
     return None if value >= 1 else "must be >= 1"
 

@@ -26,12 +26,14 @@ class UsageError(Exception):
 
 def user_error_types() -> tuple[type[BaseException], ...]:
     from lamina.core.dense import DTypeError
+    from lamina.runtime.cpu_features import HostFeatureError
     from lamina.runtime.executable import LaminaRuntimeError
 
     # Any OSError reaching a tool's top level comes from reading or writing a
     # file the user named (input, -o, --dump-phases-to, --reproducer, ...).
     # DTypeError: an element type with no NumPy dtype, in a constant or an entry.
-    return (UsageError, LaminaRuntimeError, DTypeError, OSError)
+    # HostFeatureError: code built for CPU features this host lacks (`isa`).
+    return (UsageError, LaminaRuntimeError, DTypeError, HostFeatureError, OSError)
 
 
 def guarded_main(tool: str, body: Callable[[], int | None]) -> int:
@@ -90,8 +92,9 @@ def add_target_argument(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="T",
-        help="compile target (repeatable), e.g. cpu or 'cpu{vector_bits=256 cores=1}' "
-        "(options override the host's code-generation facts; docs/performance.md)",
+        help="compile target (repeatable), e.g. cpu, 'cpu{isa=avx2}' or "
+        "'cpu{vector_bits=256 cores=1}' (isa: the instruction set, host by default; "
+        "options override the host's code-generation facts; docs/performance.md)",
     )
 
 

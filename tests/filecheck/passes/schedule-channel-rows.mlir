@@ -5,8 +5,9 @@
 // Rows h read different input rows (no register reuse), but rows o all read
 // the same input vector x[c, h, w]: the default schedule interchanges o
 // inside h, keeps the parallel kind outermost, and register-blocks 4 output
-// channels x 2 vectors (AVX2: 8 accumulators + 2 input vectors + 4
-// broadcast weights).
+// channels x 2 vectors (AVX2: 8 accumulators + 2 input vectors + 1
+// broadcast weight; 6 rows would leave 2 of the 8 channels unblocked),
+// each channel in its own vectorized loop inside the reduction loop.
 
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @pointwise(%x: memref<4x2x16xf32>, %wt: memref<8x4xf32>, %out: memref<8x2x16xf32>) {
@@ -42,11 +43,14 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK:         loop.for %h = %c0 to %c2 step %c1 kind(parallel) {
 // CHECK-NEXT:      loop.for %oo = %c0 to %c8 step %c4 {
 // CHECK-COUNT-4:     arith.addi %oo, %c{{[0-9]+}} : index
-// CHECK-NEXT:        loop.for %w = %c0 to %c16 step %c1 kind(vectorized) {
-// CHECK-COUNT-4:       loop.store %zero, %out[
-// CHECK-NEXT:        }
-// CHECK-NEXT:        loop.for %c = %c0 to %c4 step %c1 {
+// CHECK-COUNT-4:     loop.store %zero, %out[
+// CHECK:             loop.for %c = %c0 to %c4 step %c1 {
 // CHECK-NEXT:          loop.for %w2 = %c0 to %c16 step %c1 kind(vectorized) {
 // CHECK-NEXT:            %v = loop.load %x[%c, %h, %w2]
-// CHECK-COUNT-4:         arith.mulf
-// CHECK-COUNT-4:         loop.store {{.*}}, %out[
+// CHECK-NEXT:            %k = loop.load %wt[%o, %c]
+// CHECK-NEXT:            arith.mulf
+// CHECK-NEXT:            loop.load %out[
+// CHECK-NEXT:            arith.addf
+// CHECK-NEXT:            loop.store {{.*}}, %out[
+// CHECK-NEXT:          }
+// CHECK-COUNT-3:       loop.store {{.*}}, %out[

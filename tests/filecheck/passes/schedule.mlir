@@ -4,11 +4,12 @@
 
 // The default schedule of a matmul as lower-te emits it (fill a row of C,
 // then for k, for j: C[i, j] += A[i, k] * B[k, j]): a register-blocked
-// micro-kernel. AVX2 (8 lanes, 16 ymm): 4 rows x 2 vectors (16 columns) of
-// accumulators (8 + 2 B vectors + 4 broadcasts); the column blocks go
+// micro-kernel. AVX2 (8 lanes, 16 ymm): 6 rows x 2 vectors (16 columns) of
+// accumulators (12 + 2 B vectors + 1 broadcast); the column blocks go
 // outermost, the row blocks stay parallel (2 column blocks are too few for 2
-// cores), and the 4 rows are jammed into the vectorized loops. B is read in
-// place: 3 row blocks share its panel, too few to pay for a copy; with 32
+// cores), and the 6 rows are jammed into the reduction loop, each in its own
+// vectorized loop. B is read in place: 2 row blocks share its panel, too few
+// to pay for a copy (`pack_min_row_blocks`: 8 at 256 bits); with 32
 // (@matmul_tall) the 8x16 panel is packed per column block.
 
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
@@ -37,25 +38,25 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     loop.return
   }
 
-  loop.func @matmul_tall(%a: memref<128x8xf32>, %b: memref<8x32xf32>, %c: memref<128x32xf32>) {
+  loop.func @matmul_tall(%a: memref<192x8xf32>, %b: memref<8x32xf32>, %c: memref<192x32xf32>) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c8 = arith.constant 8 : index
-    %c128 = arith.constant 128 : index
+    %c192 = arith.constant 192 : index
     %c32 = arith.constant 32 : index
     %zero = arith.constant 0.0 : f32
-    loop.for %i = %c0 to %c128 step %c1 kind(parallel) {
+    loop.for %i = %c0 to %c192 step %c1 kind(parallel) {
       loop.for %j = %c0 to %c32 step %c1 kind(vectorized) {
-        loop.store %zero, %c[%i, %j] : memref<128x32xf32>
+        loop.store %zero, %c[%i, %j] : memref<192x32xf32>
       }
       loop.for %k = %c0 to %c8 step %c1 {
         loop.for %j2 = %c0 to %c32 step %c1 kind(vectorized) {
-          %x = loop.load %a[%i, %k] : memref<128x8xf32>
+          %x = loop.load %a[%i, %k] : memref<192x8xf32>
           %y = loop.load %b[%k, %j2] : memref<8x32xf32>
           %p = arith.mulf %x, %y : f32
-          %acc = loop.load %c[%i, %j2] : memref<128x32xf32>
+          %acc = loop.load %c[%i, %j2] : memref<192x32xf32>
           %s = arith.addf %acc, %p : f32
-          loop.store %s, %c[%i, %j2] : memref<128x32xf32>
+          loop.store %s, %c[%i, %j2] : memref<192x32xf32>
         }
       }
     }
@@ -85,18 +86,18 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-LABEL: loop.func @matmul(
 // CHECK-NOT:     loop.alloc
 // CHECK:         loop.for %jo = %c0 to %c32 step %c16 {
-// CHECK-NEXT:      loop.for %io = %c0 to %c12 step %c4 kind(parallel) {
-// CHECK-COUNT-4:     arith.addi %io, %c{{[0-9]+}} : index
-// CHECK-NEXT:        loop.for %ji = %c0 to %c16 step %c1 kind(vectorized) {
-// CHECK-COUNT-4:       loop.store %zero, %c[
-// CHECK-NEXT:        }
-// CHECK-NEXT:        loop.for %k = %c0 to %c8 step %c1 {
+// CHECK-NEXT:      loop.for %io = %c0 to %c12 step %c6 kind(parallel) {
+// CHECK-COUNT-6:     arith.addi %io, %c{{[0-9]+}} : index
+// CHECK-COUNT-6:     loop.store %zero, %c[
+// CHECK:             loop.for %k = %c0 to %c8 step %c1 {
 // CHECK-NEXT:          loop.for %j2i = %c0 to %c16 step %c1 kind(vectorized) {
 // CHECK:                 loop.load %b[%k, %{{.*}}] : memref<8x32xf32>
-// CHECK-COUNT-4:         arith.mulf
-// CHECK-COUNT-4:         loop.load %c[
-// CHECK-COUNT-4:         arith.addf
-// CHECK-COUNT-4:         loop.store {{.*}}, %c[
+// CHECK-NEXT:            arith.mulf
+// CHECK-NEXT:            loop.load %c[
+// CHECK-NEXT:            arith.addf
+// CHECK-NEXT:            loop.store {{.*}}, %c[
+// CHECK-NEXT:          }
+// CHECK-COUNT-5:       loop.store {{.*}}, %c[
 // CHECK-NOT:     loop.alloc
 // CHECK:         loop.return
 
@@ -108,7 +109,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NEXT:          %[[COL:.*]] = arith.addi %jo, %p1 : index
 // CHECK-NEXT:          %[[V:.*]] = loop.load %b[%p0, %[[COL]]] : memref<8x32xf32>
 // CHECK-NEXT:          loop.store %[[V]], %[[PANEL]][%p0, %p1] : memref<8x16xf32>
-// CHECK:           loop.for %io = %c0 to %c128 step %c4 kind(parallel) {
+// CHECK:           loop.for %io = %c0 to %c192 step %c6 kind(parallel) {
 // CHECK:               loop.load %[[PANEL]][%k, %j2i] : memref<8x16xf32>
 // CHECK:           loop.free %[[PANEL]] : memref<8x16xf32>
 
