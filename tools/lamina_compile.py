@@ -62,8 +62,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def run(argv: list[str] | None = None) -> int:
     from lamina.backends import abi
-    from lamina.driver.instruments import Instruments
-    from lamina.tools.cli import instrument_options
 
     args = _parser().parse_args(argv)
     for plugin in args.load_plugin:  # registers dialects, passes, targets (docs/extending.md)
@@ -84,14 +82,22 @@ def run(argv: list[str] | None = None) -> int:
         )
     header = Path(args.header) if args.header else out.with_suffix(".h")
     abi.check_symbol_prefix(args.symbol_prefix)
-    options = instrument_options(args)
-    show_progress = options.pop("progress")
-    instruments = Instruments(**options, show_progress=show_progress)
+    instruments = _instruments(args)
     try:
         _compile(args, out, header, instruments)
     finally:
         instruments.close_line()  # a diagnostic starts on a clean line
     return 0
+
+
+def _instruments(args):
+    """The instruments the shared flags ask for (`--pass-timing`, `-v`, `--progress`, ...)."""
+    from lamina.driver.instruments import Instruments
+    from lamina.tools.cli import instrument_options
+
+    options = instrument_options(args)
+    show_progress = options.pop("progress")
+    return Instruments(**options, show_progress=show_progress)
 
 
 def _compile(args, out: Path, header: Path, instruments) -> None:
@@ -129,11 +135,9 @@ def _write_artifact(args, out: Path) -> int:
     from lamina.backends.abi import DEFAULT_SYMBOL_PREFIX
     from lamina.backends.codegen import CompileTimings
     from lamina.driver.artifact import write_artifact
-    from lamina.driver.instruments import Instruments
     from lamina.driver.lowering import lower_to_build, parse_source
     from lamina.driver.signatures import entry_signatures
     from lamina.runtime.artifact import artifact_output
-    from lamina.tools.cli import instrument_options
 
     if args.header:
         raise UsageError("--header applies to .so/.o outputs; an artifact has its manifest")
@@ -143,17 +147,22 @@ def _write_artifact(args, out: Path) -> int:
             f"always {DEFAULT_SYMBOL_PREFIX}<name> (its manifest names them)"
         )
     artifact_output(out)  # a path that cannot be an artifact fails before the compile
-    instruments = Instruments(**instrument_options(args))
-    module = parse_source(read_program(args.file, args.input_shape), args.file)
-    not_entries: dict[str, str] = {}
-    signatures = entry_signatures(module, not_entries)
-    lowered, _ = lower_to_build(
-        module, args.targets, instruments=instruments, check_bounds=args.check_bounds
-    )
-    instruments.progress("codegen: LLVM optimization and the artifact's library")
-    timings = CompileTimings()
-    write_artifact(lowered, signatures, out, not_entries=not_entries, timings=timings)
-    instruments.finish(timings)
+    instruments = _instruments(args)
+    try:
+        with instruments.recorder.phase("parse + verify"):
+            module = parse_source(read_program(args.file, args.input_shape), args.file)
+            not_entries: dict[str, str] = {}
+            signatures = entry_signatures(module, not_entries)
+        lowered, _ = lower_to_build(
+            module, args.targets, instruments=instruments, check_bounds=args.check_bounds
+        )
+        instruments.progress("codegen: LLVM optimization and the artifact's library")
+        timings = CompileTimings()
+        with instruments.recorder.phase("codegen"), instruments.watching_build():
+            write_artifact(lowered, signatures, out, not_entries=not_entries, timings=timings)
+        instruments.finish(timings)
+    finally:
+        instruments.close_line()
     return 0
 
 
