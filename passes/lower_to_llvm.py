@@ -63,6 +63,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 
+from lamina.backends.llvm.batch_entries import batch_entries, emit_wrapper
 from lamina.backends.llvm.conversion import (
     ALLOC_ALIGNMENT,
     BUFFER_ATTR,
@@ -83,7 +84,6 @@ from lamina.backends.llvm.conversion import (
     to_llvm,
 )
 from lamina.backends.llvm.device_runtime import ALLOC_SYMBOL, COPY_SYMBOL, FREE_SYMBOL, device_slot
-from lamina.backends.llvm.batch_entries import batch_entries, emit_wrapper
 from lamina.backends.llvm.entry_points import RESULTS_ATTR
 from lamina.backends.llvm.errors import ERROR_ATTR, alloc_message, insert_error_exits
 from lamina.backends.llvm.parallel import ParallelForLowering

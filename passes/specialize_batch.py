@@ -34,8 +34,6 @@ from typing import ClassVar
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
-    DenseArrayBase,
-    DictionaryAttr,
     FunctionType,
     ModuleOp,
     StringAttr,
@@ -44,15 +42,17 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
-from lamina.backends.llvm.batch_entries import BatchEntry, set_batch_entry
+from lamina.backends.llvm.batch_entries import (
+    BOUNDS_ATTR,
+    BatchEntry,
+    func_bounds,
+    set_batch_entry,
+)
 from lamina.backends.llvm.entry_points import is_private
 from lamina.core.diagnostics import Diagnostic, DiagnosticError, op_error
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph
 from lamina.dialects.lamina import Phase
-
-BOUNDS_ATTR = "lamina.bounds"
-"""On a `graph.func`: `{N = array<i64: LO, HI>}`, the batch symbol and its inclusive bounds."""
 
 PIN_ADVICE = "pin the batch with --input-shape (or a static leading dimension)"
 
@@ -64,20 +64,14 @@ def is_batched(ty: Attribute) -> bool:
 
 def read_bounds(func: graph.FuncOp) -> tuple[str, tuple[int, int]]:
     """The batch symbol and its bounds, or a diagnostic at the function."""
-    attr = func.attributes.get(BOUNDS_ATTR)
-    if not isinstance(attr, DictionaryAttr) or len(attr.data) != 1:
+    bounds = func_bounds(func)
+    if bounds is None:
         raise op_error(
             func,
             f"a function over a dynamic batch needs `{BOUNDS_ATTR} = {{N = array<i64: LO, HI>}}` "
-            "(one symbol: only the leading dimension can be dynamic)",
+            "with 1 <= LO <= HI (one symbol: only the leading dimension can be dynamic)",
         )
-    (symbol, value), *_ = attr.data.items()
-    values = tuple(int(v) for v in value.get_values()) if isinstance(value, DenseArrayBase) else ()
-    if len(values) != 2 or not 1 <= values[0] <= values[1]:
-        raise op_error(
-            func, f"`{BOUNDS_ATTR}` of {symbol}: expected array<i64: LO, HI> with 1 <= LO <= HI"
-        )
-    return symbol, (values[0], values[1])
+    return bounds
 
 
 # ---------------------------------------------------------------------------

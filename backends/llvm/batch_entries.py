@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
-    ArrayAttr,
     DYNAMIC_INDEX,
+    ArrayAttr,
     DenseArrayBase,
     DictionaryAttr,
     IntegerAttr,
@@ -36,12 +36,16 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i64,
 )
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from lamina.backends.llvm.conversion import NSW
 
 BATCH_ENTRIES_ATTR = "lamina.batch_entries"
 """Module attribute: entry name → the record of a dynamic-batch entry (above)."""
+
+BOUNDS_ATTR = "lamina.bounds"
+"""On a `graph.func` over a dynamic batch: `{N = array<i64: LO, HI>}`, the symbol and its
+inclusive bounds."""
 
 SIZE_ATTR = "lamina.size"
 """On a wrapper's integer parameter: the symbol whose size it passes (`"N"`)."""
@@ -100,6 +104,21 @@ def batch_entries(module: ModuleOp) -> dict[str, BatchEntry]:
             tuple(bool(b) for b in _ints(fields["results"])),
         )
     return entries
+
+
+def func_bounds(func: Operation) -> tuple[str, tuple[int, int]] | None:
+    """The batch symbol and bounds in a function's `lamina.bounds`, None if absent or
+    malformed (`specialize-batch` reports a malformed one at the function)."""
+    attr = func.attributes.get(BOUNDS_ATTR)
+    if not isinstance(attr, DictionaryAttr) or len(attr.data) != 1:
+        return None
+    (symbol, value), *_ = attr.data.items()
+    if not isinstance(value, DenseArrayBase):
+        return None
+    values = tuple(int(v) for v in value.get_values())
+    if len(values) != 2 or not 1 <= values[0] <= values[1]:
+        return None
+    return symbol, (values[0], values[1])
 
 
 def set_batch_entry(module: ModuleOp, entry: BatchEntry) -> None:
@@ -226,6 +245,8 @@ def _constant(value: int) -> llvm.ConstantOp:
 
 __all__ = [
     "BATCH_ENTRIES_ATTR",
+    "BOUNDS_ATTR",
+    "func_bounds",
     "SIZE_ATTR",
     "BatchEntry",
     "batch_entries",
