@@ -26,7 +26,8 @@ def _spec_json(spec: TensorSpec) -> list[object]:
 
 def _spec_from_json(data: list[Any]) -> TensorSpec:
     shape, dtype = data
-    return TensorSpec(tuple(int(d) for d in shape), np.dtype(str(dtype)))
+    dims = tuple(d if isinstance(d, str) else int(d) for d in shape)
+    return TensorSpec(dims, np.dtype(str(dtype)))
 
 
 def store(key: str, exe: Executable, *, openmp: bool) -> bool:
@@ -44,6 +45,7 @@ def store(key: str, exe: Executable, *, openmp: bool) -> bool:
                 "params": [_spec_json(p) for p in sig.params],
                 "results": [_spec_json(r) for r in sig.results],
                 "param_names": list(sig.param_names),
+                "bounds": {symbol: list(pair) for symbol, pair in sig.bounds.items()},
             }
             for name, sig in exe.signatures.items()
         },
@@ -67,6 +69,7 @@ def load(key: str) -> Executable | None:
                 tuple(_spec_from_json(p) for p in sig["params"]),
                 tuple(_spec_from_json(r) for r in sig["results"]),
                 tuple(sig.get("param_names", ())),
+                {str(k): (int(lo), int(hi)) for k, (lo, hi) in sig.get("bounds", {}).items()},
             )
             for name, sig in entry.metadata["signatures"].items()
         }

@@ -83,6 +83,8 @@ def run(argv: list[str] | None = None) -> int:
     lowered, _ = lower_to_build(
         module, args.targets, instruments=instruments, check_bounds=args.check_bounds
     )
+    # The static bodies of a dynamic-batch entry exist only after lowering.
+    signatures = {**entry_signatures(lowered), **signatures}
     symbols = abi.export_symbols(lowered, args.symbol_prefix)
     text = abi.c_header(
         signatures,
