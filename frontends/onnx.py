@@ -108,6 +108,10 @@ class ImportResult:
     notes: list[str] = field(default_factory=list)
 
 
+DEFAULT_BATCH_BOUNDS: tuple[int, int] = (1, 64)
+"""Bounds of a dynamic batch (`dim_param` leading dimension) unless given."""
+
+
 def load_model(path: str):
     """Read an ONNX file (with external data next to it), as a user error if it is not one."""
     import onnx
@@ -127,10 +131,16 @@ def import_file(
     *,
     cli: bool = False,
     bind_inputs: dict[str, np.ndarray] | None = None,
+    batch_bounds: tuple[int, int] = DEFAULT_BATCH_BOUNDS,
 ) -> ImportResult:
     """Import the ONNX model at `path` (see `import_model`)."""
     return import_model(
-        load_model(path), input_shapes=input_shapes, path=path, cli=cli, bind_inputs=bind_inputs
+        load_model(path),
+        input_shapes=input_shapes,
+        path=path,
+        cli=cli,
+        bind_inputs=bind_inputs,
+        batch_bounds=batch_bounds,
     )
 
 
@@ -141,8 +151,13 @@ def import_model(
     *,
     cli: bool = False,
     bind_inputs: dict[str, np.ndarray] | None = None,
+    batch_bounds: tuple[int, int] = DEFAULT_BATCH_BOUNDS,
 ) -> ImportResult:
     """Translate an `onnx.ModelProto` into a verified graph-dialect module.
+
+    A `dim_param` (or unknown) leading dimension of an input that `input_shapes`
+    does not fix becomes the dynamic batch `?` with `batch_bounds`
+    (docs/dynamic-shapes.md); any other dynamic dimension must be fixed.
 
     `input_shapes` fixes dynamic input dimensions (`{"input": (1, 3, 224, 224)}`);
     each entry must name a graph input, have its rank and agree with its static
@@ -154,7 +169,7 @@ def import_model(
     """
     notes: list[str] = []
     model = _checked_opset(model, path, notes)
-    importer = _Importer(model, path, dict(input_shapes or {}), cli)
+    importer = _Importer(model, path, dict(input_shapes or {}), cli, _bounds(batch_bounds, path))
     for name, value in (bind_inputs or {}).items():
         importer.bind(name, value)
     return ImportResult(importer.run(), notes)
@@ -166,6 +181,7 @@ def import_source(
     *,
     cli: bool = False,
     filename: str = "<model>",
+    batch_bounds: tuple[int, int] = DEFAULT_BATCH_BOUNDS,
 ) -> ImportResult | None:
     """`source` imported if it is an ONNX model, else None (graph IR text or its path).
 
@@ -175,7 +191,7 @@ def import_source(
     `lamina.compile`, `lamina-run` and `lamina-compile` take ONNX models.
     """
     if is_model_proto(source):
-        return import_model(source, input_shapes, filename, cli=cli)
+        return import_model(source, input_shapes, filename, cli=cli, batch_bounds=batch_bounds)
     path = _onnx_path(source)
     if path is None:
         if input_shapes:
@@ -188,7 +204,18 @@ def import_source(
         raise _error(
             path, "reading ONNX models needs the 'onnx' package: pip install 'lamina[onnx]'"
         ) from None
-    return import_file(path, input_shapes, cli=cli)
+    return import_file(path, input_shapes, cli=cli, batch_bounds=batch_bounds)
+
+
+def _bounds(bounds: tuple[int, int], path: str) -> tuple[int, int]:
+    """`batch_bounds` checked: two integers 1 <= LO <= HI."""
+    try:
+        lo, hi = (int(b) for b in bounds)
+    except (TypeError, ValueError):
+        raise _error(path, f"batch bounds must be two integers (LO, HI), got {bounds!r}") from None
+    if not 1 <= lo <= hi:
+        raise _error(path, f"batch bounds must satisfy 1 <= LO <= HI, got [{lo}, {hi}]")
+    return lo, hi
 
 
 def _onnx_path(source: object) -> str | None:
@@ -255,7 +282,14 @@ def _default_opset(model) -> int | None:
 
 
 class _Importer:
-    def __init__(self, model, path: str, input_shapes: dict[str, Sequence[int]], cli: bool):
+    def __init__(
+        self,
+        model,
+        path: str,
+        input_shapes: dict[str, Sequence[int]],
+        cli: bool,
+        batch_bounds: tuple[int, int] = DEFAULT_BATCH_BOUNDS,
+    ):
         self.model = model
         self.path = path
         self.opset = _default_opset(model) or MIN_OPSET
@@ -263,7 +297,7 @@ class _Importer:
         self.cli = cli
         self.bound: dict[str, np.ndarray] = {}
         self.param_names: set[str] = set()
-        self.g = GraphBuilder("main")
+        self.g = GraphBuilder("main", batch_bounds)
         self.env: dict[str, Value | np.ndarray] = {}
         self.materialized: dict[str, Value] = {}
 
@@ -347,6 +381,8 @@ class _Importer:
                     f"{self._shape_option(info.name)}",
                 )
             dynamic = [k for k, d in enumerate(declared) if not isinstance(d, int)]
+            if dynamic == [0]:  # the batch: one compile for every size (docs/dynamic-shapes.md)
+                return self.g.param([None, *declared[1:]], dtype, name=info.name)
             if dynamic:
                 k = dynamic[0]
                 raise _error(
@@ -453,16 +489,26 @@ class _Importer:
             try:
                 outputs = fn(ctx)
             except BuilderError as err:
-                raise ctx.error(str(err)) from None
+                raise ctx.error(str(err) + self._batch_hint()) from None
             except (ValueError, IndexError, TypeError) as err:
                 # Inconsistent attributes or shapes (a malformed model), as a diagnostic.
-                raise ctx.error(f"invalid node: {err}") from None
+                raise ctx.error(f"invalid node: {err}{self._batch_hint()}") from None
         for k, name in enumerate(node.output):
             if not name:
                 continue
             if k >= len(outputs) or outputs[k] is None:
                 raise ctx.error(f"output #{k} ('{name}') is not supported")
             self.env[name] = outputs[k]
+
+    def _batch_hint(self) -> str:
+        """What to do when a node fails over the dynamic batch: pin it."""
+        if self.g.batch_symbol is None:
+            return ""
+        what = "--input-shape NAME=1,..." if self.cli else "input_shapes={NAME: (1, ...)}"
+        return (
+            "; the batch dimension is dynamic here and this node's shape cannot be computed "
+            f"for every batch size: pin it with {what}"
+        )
 
     def _foldable(self, node) -> bool:
         if node.op_type in _NEVER_FOLD or node.op_type in ("Identity", "Dropout"):
@@ -2093,6 +2139,7 @@ def _conv3d(n: Node) -> Value:
 
 __all__ = [
     "AUDITED_OPSET",
+    "DEFAULT_BATCH_BOUNDS",
     "HANDLERS",
     "MAX_OPSET",
     "NeedsConstantInput",

@@ -20,7 +20,11 @@ from pathlib import Path
 
 from lamina.tools.cli import UsageError, guarded_main
 from lamina.tools.lamina_run import _ArgumentParser
-from lamina.tools.program_input import add_input_shape_argument, parse_input_shapes
+from lamina.tools.program_input import (
+    add_input_shape_argument,
+    parse_batch_bounds,
+    parse_input_shapes,
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -28,6 +32,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("model", help="ONNX model file (.onnx)")
     p.add_argument("-o", "--output", default="-", help="output .mlir file (default: stdout)")
     add_input_shape_argument(p)
+    p.add_argument(
+        "--batch-bounds",
+        default=None,
+        metavar="LO:HI",
+        help="bounds of a dynamic batch (an input's dim_param leading dimension); "
+        "default 1:64 (docs/dynamic-shapes.md)",
+    )
     p.add_argument(
         "--mlir-elide-elementsattrs-if-larger",
         "--elide-constants-larger-than",
@@ -54,7 +65,12 @@ def run(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.elide_larger_than < 0:
         raise UsageError("--mlir-elide-elementsattrs-if-larger expects N >= 0")
-    result = import_file(args.model, parse_input_shapes(args.input_shape), cli=True)
+    result = import_file(
+        args.model,
+        parse_input_shapes(args.input_shape),
+        cli=True,
+        batch_bounds=parse_batch_bounds(args.batch_bounds),
+    )
     for note in result.notes:
         print(f"{args.model}: note: {note}", file=sys.stderr)
     text = print_module(result.module, args.elide_larger_than) + "\n"

@@ -59,3 +59,19 @@ def parse_input_shapes(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
             raise UsageError(f"--input-shape gives '{name}' twice")
         shapes[name] = shape
     return shapes
+
+
+def parse_batch_bounds(spec: str | None) -> tuple[int, int]:
+    """`LO:HI` (`--batch-bounds`) as (lo, hi); None → the default; malformed → a user error."""
+    from lamina.frontends.onnx import DEFAULT_BATCH_BOUNDS
+
+    if spec is None:
+        return DEFAULT_BATCH_BOUNDS
+    lo, sep, hi = spec.partition(":")
+    try:
+        bounds = (int(lo), int(hi))
+    except ValueError:
+        bounds = (0, 0)
+    if not sep or not 1 <= bounds[0] <= bounds[1]:
+        raise UsageError(f"--batch-bounds expects LO:HI with 1 <= LO <= HI, got '{spec}'")
+    return bounds
