@@ -77,7 +77,7 @@ def run(argv: list[str] | None = None) -> int:
     header = Path(args.header) if args.header else out.with_suffix(".h")
     abi.check_symbol_prefix(args.symbol_prefix)
     instruments = Instruments(**instrument_options(args))
-    module = parse_source(read_program(args.file, args.input_shape), args.file)
+    module = parse_source(read_program(args.file, args.input_shape, args.batch_bounds), args.file)
     signatures = entry_signatures(module)
     already_lowered = not any(op.name == "graph.func" for op in module.ops)
     lowered, _ = lower_to_build(

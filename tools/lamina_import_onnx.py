@@ -33,13 +33,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="-", help="output .mlir file (default: stdout)")
     add_input_shape_argument(p)
     p.add_argument(
-        "--batch-bounds",
-        default=None,
-        metavar="LO:HI",
-        help="bounds of a dynamic batch (an input's dim_param leading dimension); "
-        "default 1:64 (docs/dynamic-shapes.md)",
-    )
-    p.add_argument(
         "--mlir-elide-elementsattrs-if-larger",
         "--elide-constants-larger-than",
         dest="elide_larger_than",
