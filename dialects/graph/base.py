@@ -11,6 +11,7 @@ operands, properties and shape rule.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -58,6 +59,19 @@ def _probe_size(types: Sequence[Attribute]) -> int:
     while probe in sizes:
         probe += 2
     return probe
+
+
+def _unprobe(message: str, probe: int) -> str:
+    """A message about the probe op in terms of `?`: the probe size reads `?`, a multiple
+    of it (an element count) `k×?`."""
+
+    def word(match: re.Match[str]) -> str:
+        value = int(match.group())
+        if value == probe:
+            return "?"
+        return f"{value // probe}×?" if value > probe and value % probe == 0 else match.group()
+
+    return re.sub(r"(?<!\d)\d+(?!\d)", word, message)
 
 
 def _with_batch(ty: Attribute, probe: int, back: bool = False) -> Attribute:
@@ -132,10 +146,13 @@ class _ComputeOp(_DeviceOp):
         try:
             inferred = twin.infer_result_type()
         except ShapeError as err:
-            raise VerifyException(str(err).replace(str(probe), "?")) from None
+            raise VerifyException(_unprobe(str(err), probe)) from None
         finally:
             twin.drop_all_references()
-        _check_result_type(self.results[0].type, _with_batch(inferred, probe, back=True))
+        try:
+            _check_result_type(self.results[0].type, _with_batch(inferred, probe, back=True))
+        except VerifyException as err:
+            raise VerifyException(_unprobe(str(err), probe)) from None
 
 
 class _LhsRhsOp(_ComputeOp):
