@@ -42,7 +42,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
 from lamina.frontends.builder import BuilderError, GraphBuilder, Value, build_module, shape_of
-from lamina.frontends.sources import candidate_path, is_model_proto
+from lamina.frontends.sources import DEFAULT_BATCH_BOUNDS, candidate_path, is_model_proto
 
 
 def _installed_max_opset() -> int:
@@ -106,10 +106,6 @@ def _error(path: str, message: str) -> OnnxImportError:
 class ImportResult:
     module: ModuleOp
     notes: list[str] = field(default_factory=list)
-
-
-DEFAULT_BATCH_BOUNDS: tuple[int, int] = (1, 64)
-"""Bounds of a dynamic batch (`dim_param` leading dimension) unless given."""
 
 
 def load_model(path: str):
@@ -384,12 +380,12 @@ class _Importer:
             if dynamic == [0]:  # the batch: one compile for every size (docs/dynamic-shapes.md)
                 return self.g.param([None, *declared[1:]], dtype, name=info.name)
             if dynamic:
-                k = dynamic[0]
+                k = next(k for k in dynamic if k != 0)
                 raise _error(
                     self.path,
                     f"input '{info.name}' has a dynamic dimension {k} ('{declared[k]}'); Lamina "
-                    "needs static shapes: give the input's shape with "
-                    f"{self._shape_option(info.name, declared)}",
+                    "needs static shapes (only a leading batch dimension may be dynamic): "
+                    f"give the input's shape with {self._shape_option(info.name, declared)}",
                 )
             shape = declared
         return self.g.param(shape, dtype, name=info.name)

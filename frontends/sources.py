@@ -17,6 +17,10 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+DEFAULT_BATCH_BOUNDS: tuple[int, int] = (1, 64)
+"""Bounds of an ONNX model's dynamic batch (a `dim_param` leading dimension) unless
+`batch_bounds=`/`--batch-bounds` gives them (docs/dynamic-shapes.md)."""
+
 
 def compile(  # noqa: A001 - the API name is docs/design.md §7's
     module_or_text: Any,
@@ -39,7 +43,7 @@ def compile(  # noqa: A001 - the API name is docs/design.md §7's
         source = _deferred_import(path, input_shapes, batch_bounds)
         return compile_ir(source, targets, filename=path, **options)
     if input_shapes or batch_bounds or might_be_onnx(module_or_text):
-        from lamina.frontends.onnx import DEFAULT_BATCH_BOUNDS, import_source
+        from lamina.frontends.onnx import import_source
 
         result = import_source(
             module_or_text,
@@ -62,7 +66,6 @@ def _deferred_import(
     """The ONNX model at `path` as a source the driver imports only on a cache miss,
     keyed by the digest of the file, the input shapes and the batch bounds."""
     from lamina.driver.compiler import DeferredSource
-    from lamina.frontends.onnx import DEFAULT_BATCH_BOUNDS
 
     bounds = tuple(batch_bounds or DEFAULT_BATCH_BOUNDS)
     shapes = {name: tuple(shape) for name, shape in sorted((input_shapes or {}).items())}

@@ -73,7 +73,7 @@ def parse_input_shapes(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
 
 def parse_batch_bounds(spec: str | None) -> tuple[int, int]:
     """`LO:HI` (`--batch-bounds`) as (lo, hi); None → the default; malformed → a user error."""
-    from lamina.frontends.onnx import DEFAULT_BATCH_BOUNDS
+    from lamina.frontends.sources import DEFAULT_BATCH_BOUNDS
 
     if spec is None:
         return DEFAULT_BATCH_BOUNDS
