@@ -34,6 +34,7 @@ from typing import ClassVar
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    DenseArrayBase,
     FunctionType,
     ModuleOp,
     StringAttr,
@@ -121,8 +122,9 @@ def mixing_reason(op: Operation) -> str | None:
             return "concatenates along the batch dimension (axis 0)"
         return None
     if isinstance(op, graph.SliceOp):
-        first = (op.starts.get_values()[0], op.steps.get_values()[0])
-        return None if first == (0, 1) else "slices along the batch dimension (axis 0)"
+        if op.sizes.get_values()[0] == DYNAMIC_INDEX:
+            return None  # the whole batch (start 0, step 1: the verifier checks)
+        return "slices along the batch dimension (axis 0)"
     if isinstance(op, graph.GatherOp):
         data, indices = op.operand_types
         axis = _axis(op.axis, 0, len(data.get_shape()))  # type: ignore[union-attr]
@@ -211,12 +213,24 @@ def static_body(func: graph.FuncOp, name: str, size: int) -> graph.FuncOp:
         if block_op is not body:
             for result in list(block_op.results):
                 _retype(result, size)
+            _static_properties(block_op, size)
     ftype = func.function_type
     body.properties["function_type"] = FunctionType.from_lists(
         [_static(t, size) for t in ftype.inputs.data],
         [_static(t, size) for t in ftype.outputs.data],
     )
     return body
+
+
+def _static_properties(op: Operation, size: int) -> None:
+    """A `?` (DYNAMIC_INDEX) in an integer-array property (a slice's size over the whole
+    batch) becomes `size`."""
+    for key, value in list(op.properties.items()):
+        if isinstance(value, DenseArrayBase):
+            values = [int(v) for v in value.get_values()]
+            if DYNAMIC_INDEX in values:
+                values = [size if v == DYNAMIC_INDEX else v for v in values]
+                op.properties[key] = DenseArrayBase.from_list(value.elt_type, values)
 
 
 def body_sizes(block: int, bounds: tuple[int, int]) -> list[int]:
