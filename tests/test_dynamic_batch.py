@@ -205,6 +205,27 @@ def test_onnx_dim_param_batch_equals_onnxruntime_and_the_static_build() -> None:
         np.testing.assert_allclose(got, run_ort(model, {"x": x})[0], rtol=1e-4, atol=1e-4)
 
 
+def test_transformer_encoder_equals_the_static_builds() -> None:
+    """The encoder of examples/onnx_models.py (small) with its batch a dim_param:
+    attention reshapes through Shape/Gather/Concat, Split slices the whole batch."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    import onnx_models
+    from onnx_util import run_ort
+
+    model = onnx_models.transformer_encoder(seq=8, d=32, heads=4, ff=64)
+    for info in (*model.graph.input, *model.graph.output):
+        dim = info.type.tensor_type.shape.dim[0]
+        dim.Clear()
+        dim.dim_param = "batch"
+    dynamic = lamina.compile(model, cache=False)
+    for n in SIZES:
+        x = _inputs(n, (8, 32))
+        static = lamina.compile(model, input_shapes={"src": (n, 8, 32)}, cache=False)
+        got = dynamic.run("main", x)
+        _same(got, static.run("main", x), n)
+        np.testing.assert_allclose(got, run_ort(model, {"src": x})[0], rtol=1e-3, atol=1e-4)
+
+
 def test_onnx_batch_bounds() -> None:
     exe = lamina.compile(_onnx_cnn(), batch_bounds=(4, 6), cache=False)
     assert exe.signatures["main"].bounds == {"N": (4, 6)}
