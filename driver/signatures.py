@@ -75,10 +75,9 @@ def entry_signatures(
                 rejected[op.sym_name.data] = str(err)
             continue
         names = tuple(arg.name_hint for arg in op.body.block.args) if op.body.blocks else ()
-        dynamic = bounds is not None and not all(s.is_static for s in (*params, *results))
-        sigs[op.sym_name.data] = Signature(
-            op.sym_name.data, params, results, names, dict([bounds]) if dynamic else {}
-        )
+        dynamic = not all(s.is_static for s in (*params, *results))
+        symbols = {bounds[0]: bounds[1]} if bounds is not None and dynamic else {}
+        sigs[op.sym_name.data] = Signature(op.sym_name.data, params, results, names, symbols)
     _batch_signatures(module, sigs)
     return sigs
 

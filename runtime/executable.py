@@ -216,6 +216,13 @@ def _check_input(
     return np.ascontiguousarray(arr)
 
 
+def _check_count(sig: Signature, arrays: Sequence[object]) -> None:
+    if len(arrays) != len(sig.params):
+        raise LaminaRuntimeError(
+            f"@{sig.name} expects {len(sig.params)} argument(s), got {len(arrays)}"
+        )
+
+
 def _pointer(arr: np.ndarray) -> object:
     """A ctypes argument for a C-contiguous array's data pointer, as cheaply as NumPy allows.
 
@@ -254,17 +261,14 @@ class EntryCall:
         self.sig = sig
         count = len(sig.params) + len(sig.results)
         self.cfunc = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * count))(address)
-        self.params = tuple((spec.shape, spec.dtype) for spec in sig.params)
-        self.results = tuple((spec.shape, spec.dtype) for spec in sig.results)
+        self.params = tuple((spec.resolved({}), spec.dtype) for spec in sig.params)
+        self.results = tuple((spec.resolved({}), spec.dtype) for spec in sig.results)
 
     def __call__(
         self, arrays: Sequence[object], out: object
     ) -> np.ndarray | tuple[np.ndarray, ...]:
         sig = self.sig
-        if len(arrays) != len(self.params):
-            raise LaminaRuntimeError(
-                f"@{sig.name} expects {len(sig.params)} argument(s), got {len(arrays)}"
-            )
+        _check_count(sig, arrays)
         inputs = []
         for i, arr in enumerate(arrays):
             shape, dtype = self.params[i]
@@ -335,10 +339,7 @@ class DynamicEntryCall(EntryCall):
         self, arrays: Sequence[object], out: object
     ) -> np.ndarray | tuple[np.ndarray, ...]:
         sig = self.sig
-        if len(arrays) != len(sig.params):
-            raise LaminaRuntimeError(
-                f"@{sig.name} expects {len(sig.params)} argument(s), got {len(arrays)}"
-            )
+        _check_count(sig, arrays)
         sizes = infer_sizes(sig, arrays)
         inputs = [
             _check_input(sig, i, arr, spec, sizes)
