@@ -122,7 +122,9 @@ def c_header(
         " *",
         " * ABI (docs/abi.md): parameters first, then one output buffer per result,",
         " * each a pointer to a row-major, contiguous array of the shape shown; the",
-        " * caller allocates every buffer; buffers must not alias.",
+        " * caller allocates every buffer; buffers must not alias. A function over a",
+        " * dynamic batch takes its size(s) first, then buffers whose leading dimension",
+        " * is that size.",
         f" * Link with: {' '.join(link)}",
         " */",
         f"#ifndef {guard}",
@@ -151,6 +153,9 @@ def _declaration(sig: Signature, symbol: str) -> list[str]:
     """`/* comment with shapes */` plus the prototype of one entry point."""
     comment = [f"/* @{sig.name}"]
     params = []
+    for size, (lo, hi) in sig.bounds.items():  # sizes first (docs/abi.md, "Dynamic batch")
+        comment.append(f" *   {size}: the batch size, {lo} <= {size} <= {hi}")
+        params.append(f"int64_t {size}")
     for i, spec in enumerate(sig.params):
         comment.append(f" *   arg{i}: {_c_type(spec)}[{_dims(spec)}]  (input)")
         params.append(f"const {_c_type(spec)} *arg{i}")

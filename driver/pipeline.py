@@ -67,6 +67,7 @@ DEFAULT_STAGES: tuple[Stage, ...] = (
     Stage(
         Phase.OPTIMIZATION,
         (
+            "specialize-batch",  # first: every later pass sees static bodies only
             "canonicalize",
             "cse",
             "specialize-closures",

@@ -14,6 +14,7 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ArrayAttr, MemRefType, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Attribute, Operation
 
+from lamina.backends.llvm.batch_entries import batch_entries, func_bounds
 from lamina.backends.llvm.entry_points import (
     is_private,
     lowered_buffers,
@@ -35,11 +36,20 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
         raise LaminaRuntimeError(f"element type {element_type} has no NumPy equivalent") from None
 
 
-def tensor_spec(ty: Attribute) -> TensorSpec:
-    """The spec of a static tensor type (entry functions take and return nothing else)."""
+def tensor_spec(ty: Attribute, symbol: str | None = None) -> TensorSpec:
+    """The spec of a tensor type: static, or with a `?` leading dimension that is
+    `symbol` (entry functions take and return nothing else)."""
     if not isinstance(ty, TensorType):
         raise LaminaRuntimeError(f"entry functions take and return static tensors, got {ty}")
-    return TensorSpec(tuple(ty.get_shape()), numpy_dtype(ty.element_type))
+    shape: tuple[int | str, ...] = tuple(ty.get_shape())
+    if not ty.has_static_shape():
+        if symbol is None or any(d < 0 for d in shape[1:]):
+            raise LaminaRuntimeError(
+                f"entry functions take and return static tensors, got {ty} "
+                "(a dynamic leading dimension needs lamina.bounds)"
+            )
+        shape = (symbol, *shape[1:])
+    return TensorSpec(shape, numpy_dtype(ty.element_type))
 
 
 def entry_signatures(
@@ -55,15 +65,43 @@ def entry_signatures(
         if _lowered_signature(op, sigs, rejected) or not isinstance(op, FuncOp):
             continue
         ftype = op.function_type
+        bounds = func_bounds(op)
+        symbol = bounds[0] if bounds is not None else None
         try:
-            params = tuple(tensor_spec(t) for t in ftype.inputs)
-            results = tuple(tensor_spec(t) for t in ftype.outputs)
+            params = tuple(tensor_spec(t, symbol) for t in ftype.inputs)
+            results = tuple(tensor_spec(t, symbol) for t in ftype.outputs)
         except LaminaRuntimeError as err:
             if rejected is not None:
                 rejected[op.sym_name.data] = str(err)
             continue
-        sigs[op.sym_name.data] = Signature(op.sym_name.data, params, results, *_io_names(op))
+        dynamic = not all(s.is_static for s in (*params, *results))
+        symbols = {bounds[0]: bounds[1]} if bounds is not None and dynamic else {}
+        sigs[op.sym_name.data] = Signature(
+            op.sym_name.data, params, results, *_io_names(op), symbols
+        )
+    _batch_signatures(module, sigs)
     return sigs
+
+
+def _batch_signatures(module: ModuleOp, sigs: dict[str, Signature]) -> None:
+    """The dynamic entries `specialize-batch` recorded (later phases): the one-sample
+    body's signature with the batch dimension made symbolic."""
+    for entry in batch_entries(module).values():
+        tail = sigs.get(entry.bodies[-1][1])
+        if tail is None:
+            continue
+
+        def symbolic(spec: TensorSpec, batched: bool, symbol: str = entry.symbol) -> TensorSpec:
+            return TensorSpec((symbol, *spec.shape[1:]), spec.dtype) if batched else spec
+
+        sigs[entry.name] = Signature(
+            entry.name,
+            tuple(map(symbolic, tail.params, entry.params)),
+            tuple(map(symbolic, tail.results, entry.results)),
+            tail.param_names,
+            tail.result_names,
+            {entry.symbol: entry.bounds},
+        )
 
 
 INPUT_NAMES_ATTR = "lamina.input_names"

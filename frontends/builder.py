@@ -26,10 +26,19 @@ from collections.abc import Callable, Sequence
 from math import prod
 
 import numpy as np
-from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    DenseArrayBase,
+    DictionaryAttr,
+    FunctionType,
+    ModuleOp,
+    TensorType,
+    i64,
+)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
+from lamina.backends.llvm.batch_entries import BOUNDS_ATTR
 from lamina.core.dense import DTypeError, dense_attr, dense_value, element_type_of, numpy_dtype
 from lamina.core.diagnostics import DiagnosticError, verify_module
 from lamina.dialects import graph
@@ -50,8 +59,17 @@ def element_type(dtype: np.dtype | type | str) -> Attribute:
         raise BuilderError(str(err)) from None
 
 
-def tensor_type(shape: Sequence[int], dtype: np.dtype | type | str = np.float32) -> TensorType:
-    return TensorType(element_type(dtype), [int(d) for d in shape])
+def tensor_type(
+    shape: Sequence[int | str | None], dtype: np.dtype | type | str = np.float32
+) -> TensorType:
+    """A tensor type; a `None` or `str` (symbol) leading dimension is the dynamic batch `?`."""
+    dims = [DYNAMIC_INDEX if d is None or isinstance(d, str) else int(d) for d in shape]
+    if any(d == DYNAMIC_INDEX for d in dims[1:]):
+        raise BuilderError(
+            f"only the leading (batch) dimension can be dynamic, got {list(shape)} "
+            "(docs/dynamic-shapes.md)"
+        )
+    return TensorType(element_type(dtype), dims)
 
 
 def shape_of(value: Value) -> tuple[int, ...]:
@@ -81,9 +99,18 @@ def _pair(value: int | Sequence[int]) -> tuple[int, int]:
     return (int(a), int(b))
 
 
-def resolve_reshape(shape: Sequence[int], target: Sequence[int]) -> tuple[int, ...]:
-    """NumPy's reshape target: one `-1` takes the remaining element count."""
-    target = [int(d) for d in target]
+def resolve_reshape(shape: Sequence[int], target: Sequence[int | None]) -> tuple[int, ...]:
+    """NumPy's reshape target: one `-1` takes the remaining element count. Over a dynamic
+    batch the leading dimension stays the batch (`None`, `-1` or the batch itself) and
+    the rest is resolved per sample."""
+    if shape and shape[0] == DYNAMIC_INDEX:
+        if not target or target[0] not in (None, -1, DYNAMIC_INDEX):
+            raise BuilderError(
+                f"reshape of a dynamic batch must keep the batch first (None), got {list(target)}"
+            )
+        rest = resolve_reshape(shape[1:], [d for d in target[1:] if d is not None])
+        return (DYNAMIC_INDEX, *rest)
+    target = [int(d) for d in target]  # pyright: ignore[reportArgumentType]
     if target.count(-1) > 1:
         raise BuilderError(f"reshape target {target} has more than one -1")
     if -1 in target:
@@ -121,20 +148,31 @@ def resolve_slice(
 class GraphBuilder:
     """Builds one `graph.func` (default `@main`) op by op, NumPy style."""
 
-    def __init__(self, name: str = "main"):
+    def __init__(self, name: str = "main", batch_bounds: tuple[int, int] = (1, 64)):
         self.name = name
         self.block = Block()
         self.results: list[Value] | None = None
+        self.batch_bounds = batch_bounds
+        """Bounds of the dynamic batch (a `None`/named leading dimension of a parameter)."""
+        self.batch_symbol: str | None = None
 
     # -- parameters, constants, results -------------------------------------
 
     def param(
         self,
-        shape: Sequence[int],
+        shape: Sequence[int | str | None],
         dtype: np.dtype | type | str = np.float32,
         name: str | None = None,
     ) -> Value:
-        """A new function parameter (in order of calls)."""
+        """A new function parameter (in order of calls). A leading dimension `None` or a
+        name (`"N"`) is the dynamic batch (bounds: `batch_bounds`)."""
+        if shape and (shape[0] is None or isinstance(shape[0], str)):
+            symbol = shape[0] if isinstance(shape[0], str) else "N"
+            if self.batch_symbol not in (None, symbol):
+                raise BuilderError(
+                    f"one batch symbol per function: {self.batch_symbol} and {symbol}"
+                )
+            self.batch_symbol = symbol
         arg = self.block.insert_arg(tensor_type(shape, dtype), len(self.block.args))
         if name:
             arg.name_hint = ssa_name(name)
@@ -160,7 +198,13 @@ class GraphBuilder:
         signature = FunctionType.from_lists(
             [a.type for a in self.block.args], [v.type for v in self.results]
         )
-        return graph.FuncOp(self.name, signature, Region(self.block))
+        func = graph.FuncOp(self.name, signature, Region(self.block))
+        if self.batch_symbol is not None:
+            lo, hi = self.batch_bounds
+            func.attributes[BOUNDS_ATTR] = DictionaryAttr(
+                {self.batch_symbol: DenseArrayBase.from_list(i64, [lo, hi])}
+            )
+        return func
 
     def module(self) -> ModuleOp:
         """A verified module holding this function (what `lamina.compile` takes)."""
@@ -333,8 +377,8 @@ class GraphBuilder:
 
     # -- data movement ---------------------------------------------------------
 
-    def reshape(self, x, shape: Sequence[int], name=None) -> Value:
-        """NumPy reshape (one `-1` allowed)."""
+    def reshape(self, x, shape: Sequence[int | None], name=None) -> Value:
+        """NumPy reshape (one `-1` allowed; `None` first keeps a dynamic batch)."""
         target = resolve_reshape(shape_of(x), shape)
         result = TensorType(graph.element_type(x), list(target))
         return self._make("graph.reshape", lambda: graph.ReshapeOp(x, result), name)
@@ -346,8 +390,9 @@ class GraphBuilder:
     def concat(self, values: Sequence[Value], axis: int = 0, name=None) -> Value:
         return self._make("graph.concat", lambda: graph.ConcatOp(list(values), axis), name)
 
-    def broadcast_to(self, x, shape: Sequence[int], name=None) -> Value:
-        result = TensorType(graph.element_type(x), [int(d) for d in shape])
+    def broadcast_to(self, x, shape: Sequence[int | None], name=None) -> Value:
+        """NumPy broadcast_to; a `None` leading dimension is the dynamic batch."""
+        result = tensor_type(shape, dtype_of(x))
         return self._make("graph.broadcast_to", lambda: graph.BroadcastToOp(x, result), name)
 
     def cast(self, x, dtype: np.dtype | type | str, name=None) -> Value:

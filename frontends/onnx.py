@@ -52,7 +52,7 @@ from lamina.frontends.builder import (
     shape_of,
     ssa_name,
 )
-from lamina.frontends.sources import candidate_path, is_model_proto
+from lamina.frontends.sources import DEFAULT_BATCH_BOUNDS, candidate_path, is_model_proto
 
 
 def _installed_max_opset() -> int:
@@ -137,10 +137,16 @@ def import_file(
     *,
     cli: bool = False,
     bind_inputs: dict[str, np.ndarray] | None = None,
+    batch_bounds: tuple[int, int] = DEFAULT_BATCH_BOUNDS,
 ) -> ImportResult:
     """Import the ONNX model at `path` (see `import_model`)."""
     return import_model(
-        load_model(path), input_shapes=input_shapes, path=path, cli=cli, bind_inputs=bind_inputs
+        load_model(path),
+        input_shapes=input_shapes,
+        path=path,
+        cli=cli,
+        bind_inputs=bind_inputs,
+        batch_bounds=batch_bounds,
     )
 
 
@@ -151,8 +157,13 @@ def import_model(
     *,
     cli: bool = False,
     bind_inputs: dict[str, np.ndarray] | None = None,
+    batch_bounds: tuple[int, int] = DEFAULT_BATCH_BOUNDS,
 ) -> ImportResult:
     """Translate an `onnx.ModelProto` into a verified graph-dialect module.
+
+    A `dim_param` (or unknown) leading dimension of an input that `input_shapes`
+    does not fix becomes the dynamic batch `?` with `batch_bounds`
+    (docs/dynamic-shapes.md); any other dynamic dimension must be fixed.
 
     `input_shapes` fixes dynamic input dimensions (`{"input": (1, 3, 224, 224)}`);
     each entry must name a graph input, have its rank and agree with its static
@@ -164,7 +175,7 @@ def import_model(
     """
     notes: list[str] = []
     model = _checked_opset(model, path, notes)
-    importer = _Importer(model, path, dict(input_shapes or {}), cli)
+    importer = _Importer(model, path, dict(input_shapes or {}), cli, _bounds(batch_bounds, path))
     for name, value in (bind_inputs or {}).items():
         importer.bind(name, value)
     return ImportResult(importer.run(), notes)
@@ -176,6 +187,7 @@ def import_source(
     *,
     cli: bool = False,
     filename: str = "<model>",
+    batch_bounds: tuple[int, int] = DEFAULT_BATCH_BOUNDS,
 ) -> ImportResult | None:
     """`source` imported if it is an ONNX model, else None (graph IR text or its path).
 
@@ -185,7 +197,7 @@ def import_source(
     `lamina.compile`, `lamina-run` and `lamina-compile` take ONNX models.
     """
     if is_model_proto(source):
-        return import_model(source, input_shapes, filename, cli=cli)
+        return import_model(source, input_shapes, filename, cli=cli, batch_bounds=batch_bounds)
     path = _onnx_path(source)
     if path is None:
         if input_shapes:
@@ -198,7 +210,18 @@ def import_source(
         raise _error(
             path, "reading ONNX models needs the 'onnx' package: pip install 'lamina[onnx]'"
         ) from None
-    return import_file(path, input_shapes, cli=cli)
+    return import_file(path, input_shapes, cli=cli, batch_bounds=batch_bounds)
+
+
+def _bounds(bounds: tuple[int, int], path: str) -> tuple[int, int]:
+    """`batch_bounds` checked: two integers 1 <= LO <= HI."""
+    try:
+        lo, hi = (int(b) for b in bounds)
+    except (TypeError, ValueError):
+        raise _error(path, f"batch bounds must be two integers (LO, HI), got {bounds!r}") from None
+    if not 1 <= lo <= hi:
+        raise _error(path, f"batch bounds must satisfy 1 <= LO <= HI, got [{lo}, {hi}]")
+    return lo, hi
 
 
 def _onnx_path(source: object) -> str | None:
@@ -265,7 +288,14 @@ def _default_opset(model) -> int | None:
 
 
 class _Importer:
-    def __init__(self, model, path: str, input_shapes: dict[str, Sequence[int]], cli: bool):
+    def __init__(
+        self,
+        model,
+        path: str,
+        input_shapes: dict[str, Sequence[int]],
+        cli: bool,
+        batch_bounds: tuple[int, int] = DEFAULT_BATCH_BOUNDS,
+    ):
         self.model = model
         self.path = path
         self.opset = _default_opset(model) or MIN_OPSET
@@ -273,7 +303,7 @@ class _Importer:
         self.cli = cli
         self.bound: dict[str, np.ndarray] = {}
         self.param_names: set[str] = set()
-        self.g = GraphBuilder("main")
+        self.g = GraphBuilder("main", batch_bounds)
         self.env: dict[str, Value | np.ndarray] = {}
         self.materialized: dict[str, Value] = {}
 
@@ -359,13 +389,15 @@ class _Importer:
                     f"{self._shape_option(info.name)}",
                 )
             dynamic = [k for k, d in enumerate(declared) if not isinstance(d, int)]
+            if dynamic == [0]:  # the batch: one compile for every size (docs/dynamic-shapes.md)
+                return self.g.param([None, *declared[1:]], dtype, name=info.name)
             if dynamic:
-                k = dynamic[0]
+                k = next(k for k in dynamic if k != 0)
                 raise _error(
                     self.path,
                     f"input '{info.name}' has a dynamic dimension {k} ('{declared[k]}'); Lamina "
-                    "needs static shapes: give the input's shape with "
-                    f"{self._shape_option(info.name, declared)}",
+                    "needs static shapes (only a leading batch dimension may be dynamic): "
+                    f"give the input's shape with {self._shape_option(info.name, declared)}",
                 )
             shape = declared
         return self.g.param(shape, dtype, name=info.name)
@@ -465,16 +497,26 @@ class _Importer:
             try:
                 outputs = fn(ctx)
             except BuilderError as err:
-                raise ctx.error(str(err)) from None
+                raise ctx.error(str(err) + self._batch_hint()) from None
             except (ValueError, IndexError, TypeError) as err:
                 # Inconsistent attributes or shapes (a malformed model), as a diagnostic.
-                raise ctx.error(f"invalid node: {err}") from None
+                raise ctx.error(f"invalid node: {err}{self._batch_hint()}") from None
         for k, name in enumerate(node.output):
             if not name:
                 continue
             if k >= len(outputs) or outputs[k] is None:
                 raise ctx.error(f"output #{k} ('{name}') is not supported")
             self.env[name] = outputs[k]
+
+    def _batch_hint(self) -> str:
+        """What to do when a node fails over the dynamic batch: pin it."""
+        if self.g.batch_symbol is None:
+            return ""
+        what = "--input-shape NAME=1,..." if self.cli else "input_shapes={NAME: (1, ...)}"
+        return (
+            "; the batch dimension is dynamic here and this node's shape cannot be computed "
+            f"for every batch size: pin it with {what}"
+        )
 
     def _foldable(self, node) -> bool:
         if node.op_type in _NEVER_FOLD or node.op_type in ("Identity", "Dropout"):
@@ -2125,6 +2167,7 @@ def _name_inputs_and_outputs(module: ModuleOp, inputs: list[str], outputs: list[
 
 __all__ = [
     "AUDITED_OPSET",
+    "DEFAULT_BATCH_BOUNDS",
     "HANDLERS",
     "MAX_OPSET",
     "NeedsConstantInput",

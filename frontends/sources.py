@@ -17,26 +17,40 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+DEFAULT_BATCH_BOUNDS: tuple[int, int] = (1, 64)
+"""Bounds of an ONNX model's dynamic batch (a `dim_param` leading dimension) unless
+`batch_bounds=`/`--batch-bounds` gives them (docs/dynamic-shapes.md)."""
+
 
 def compile(  # noqa: A001 - the API name is docs/design.md §7's
     module_or_text: Any,
     targets: Sequence[str] | None = None,
     *,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    batch_bounds: tuple[int, int] | None = None,
     filename: str = "<input>",
     **options: Any,
 ):
     """`lamina.driver.compiler.compile(module_or_text, targets, **options)`, with
-    ONNX models imported first (see the module docstring). Raises `DiagnosticError`."""
+    ONNX models imported first (see the module docstring). Raises `DiagnosticError`.
+
+    `batch_bounds=(lo, hi)`: bounds of an ONNX model's dynamic batch (a
+    `dim_param` leading dimension; default (1, 64), docs/dynamic-shapes.md)."""
     from lamina.driver.compiler import compile as compile_ir
 
     path = None if is_model_proto(module_or_text) else candidate_path(module_or_text)
     if path is not None and os.path.isfile(path):  # imported on a cache miss only
-        return compile_ir(_deferred_import(path, input_shapes), targets, filename=path, **options)
-    if input_shapes or might_be_onnx(module_or_text):
+        source = _deferred_import(path, input_shapes, batch_bounds)
+        return compile_ir(source, targets, filename=path, **options)
+    if input_shapes or batch_bounds or might_be_onnx(module_or_text):
         from lamina.frontends.onnx import import_source
 
-        result = import_source(module_or_text, dict(input_shapes or {}), filename=filename)
+        result = import_source(
+            module_or_text,
+            dict(input_shapes or {}),
+            filename=filename,
+            batch_bounds=batch_bounds or DEFAULT_BATCH_BOUNDS,
+        )
         if result is not None:
             if isinstance(module_or_text, str | os.PathLike):
                 filename = os.fspath(module_or_text)
@@ -44,11 +58,16 @@ def compile(  # noqa: A001 - the API name is docs/design.md §7's
     return compile_ir(module_or_text, targets, filename=filename, **options)
 
 
-def _deferred_import(path: str, input_shapes: Mapping[str, Sequence[int]] | None):
+def _deferred_import(
+    path: str,
+    input_shapes: Mapping[str, Sequence[int]] | None,
+    batch_bounds: tuple[int, int] | None = None,
+):
     """The ONNX model at `path` as a source the driver imports only on a cache miss,
-    keyed by the digest of the file and the input shapes."""
+    keyed by the digest of the file, the input shapes and the batch bounds."""
     from lamina.driver.compiler import DeferredSource
 
+    bounds = tuple(batch_bounds or DEFAULT_BATCH_BOUNDS)
     shapes = {name: tuple(shape) for name, shape in sorted((input_shapes or {}).items())}
     with open(path, "rb") as f:
         digest = hashlib.file_digest(f, "sha256").hexdigest()
@@ -56,11 +75,14 @@ def _deferred_import(path: str, input_shapes: Mapping[str, Sequence[int]] | None
     def build():
         from lamina.frontends.onnx import import_source
 
-        result = import_source(path, dict(shapes), filename=path)
+        result = import_source(path, dict(shapes), filename=path, batch_bounds=bounds)  # type: ignore[arg-type]
         assert result is not None, "a candidate path is a model or a diagnostic, never IR"
         return result.module
 
-    return DeferredSource(f"onnx {digest} input_shapes={shapes!r}", build)
+    key = f"onnx {digest} input_shapes={shapes!r}"
+    if bounds != DEFAULT_BATCH_BOUNDS:
+        key += f" batch_bounds={bounds!r}"
+    return DeferredSource(key, build)
 
 
 def is_model_proto(source: object) -> bool:

@@ -63,6 +63,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 
+from lamina.backends.llvm.batch_entries import batch_entries, emit_wrapper
 from lamina.backends.llvm.conversion import (
     ALLOC_ALIGNMENT,
     BUFFER_ATTR,
@@ -719,11 +720,27 @@ class LowerToLLVMPass(LaminaPass):
             GreedyRewritePatternApplier([TypeDispatch(patterns)]), apply_recursively=True
         ).rewrite_module(op)
         self.check_legality(op)
+        _emit_batch_entries(op)
         insert_error_exits(op)
         for func in op.ops:
             if isinstance(func, llvm.FuncOp):
                 order_blocks(func)
         set_phase(op, Phase.BUILD)
+
+
+def _emit_batch_entries(module: ModuleOp) -> None:
+    """The entry of each dynamic-batch function: a loop over its static bodies
+    (`specialize-batch`; backends/llvm/batch_entries.py)."""
+    functions = {f.sym_name.data: f for f in module.ops if isinstance(f, llvm.FuncOp)}
+    for entry in batch_entries(module).values():
+        if entry.name in functions:  # emitted already (the module was lowered before)
+            continue
+        tail = functions.get(entry.bodies[-1][1])
+        if tail is None or not tail.body.blocks:
+            raise op_error(
+                module, f"dynamic entry @{entry.name}: its body @{entry.bodies[-1][1]} is missing"
+            )
+        emit_wrapper(module, entry, tail)
 
 
 __all__ = ["LowerToLLVMPass", "convert_type", "order_blocks", "BUFFER_ATTR"]

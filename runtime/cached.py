@@ -29,7 +29,8 @@ def _spec_json(spec: TensorSpec) -> list[object]:
 
 def _spec_from_json(data: list[Any]) -> TensorSpec:
     shape, dtype = data
-    return TensorSpec(tuple(int(d) for d in shape), np.dtype(str(dtype)))
+    dims = tuple(d if isinstance(d, str) else int(d) for d in shape)
+    return TensorSpec(dims, np.dtype(str(dtype)))
 
 
 def store(key: str, exe: Executable, *, openmp: bool) -> bool:
@@ -48,6 +49,7 @@ def store(key: str, exe: Executable, *, openmp: bool) -> bool:
                 "results": [_spec_json(r) for r in sig.results],
                 "param_names": list(sig.param_names),
                 "result_names": list(sig.result_names),
+                "bounds": {symbol: list(pair) for symbol, pair in sig.bounds.items()},
             }
             for name, sig in exe.signatures.items()
         },
@@ -73,6 +75,7 @@ def load(key: str) -> Executable | None:
                 tuple(_spec_from_json(r) for r in sig["results"]),
                 tuple(sig.get("param_names", ())),
                 tuple(sig.get("result_names", ())),
+                {str(k): (int(lo), int(hi)) for k, (lo, hi) in sig.get("bounds", {}).items()},
             )
             for name, sig in entry.metadata["signatures"].items()
         }

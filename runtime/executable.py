@@ -53,10 +53,22 @@ class LaminaRuntimeError(ValueError):
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """Shape and dtype of one parameter or result of an entry function."""
+    """Shape and dtype of one parameter or result of an entry function.
 
-    shape: tuple[int, ...]
+    A `str` entry of `shape` is a symbolic size (`"N"`, the dynamic batch),
+    bounded by the signature's `bounds` and fixed per call by the arrays.
+    """
+
+    shape: tuple[int | str, ...]
     dtype: np.dtype
+
+    @property
+    def is_static(self) -> bool:
+        return all(isinstance(d, int) for d in self.shape)
+
+    def resolved(self, sizes: dict[str, int]) -> tuple[int, ...]:
+        """The shape with each symbol replaced by its size in `sizes`."""
+        return tuple(sizes[d] if isinstance(d, str) else d for d in self.shape)
 
     def __str__(self) -> str:
         return f"{self.dtype}[{', '.join(map(str, self.shape))}]"
@@ -72,6 +84,13 @@ class Signature:
     unnamed."""
     result_names: tuple[str | None, ...] = ()
     """The results' names (an ONNX output's name, the returned value's `%name`)."""
+    bounds: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Inclusive bounds of each symbolic size (`{"N": (1, 64)}`); the native entry takes
+    the sizes first, in this order (docs/abi.md)."""
+
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        return tuple(self.bounds)
 
     def input_names(self) -> list[str]:
         """Every parameter's name: its own, else `input<i>` (unique either way)."""
@@ -106,11 +125,11 @@ class TensorInfo:
         return f"{self.name}: {self.dtype}[{', '.join(map(str, self.shape))}]"
 
 
-def _allocate_result(sig: Signature, index: int) -> np.ndarray:
+def _allocate_result(sig: Signature, index: int, sizes: dict[str, int] | None = None) -> np.ndarray:
     """The output array for result `index`; too large for memory is an error of `run`."""
     spec = sig.results[index]
     try:
-        return np.empty(spec.shape, spec.dtype)
+        return np.empty(spec.resolved(sizes or {}), spec.dtype)
     except (MemoryError, ValueError) as err:
         raise LaminaRuntimeError(f"@{sig.name} result {index} ({spec}): {err}") from None
 
@@ -186,8 +205,10 @@ class Executable:
             raise LaminaRuntimeError("run(name, *arrays): out= takes an array or a sequence")
         call = self._calls.get(name)
         if call is None:
-            call = self._calls[name] = EntryCall(
-                self._signature(name), self.compiled.get_function_address(name)
+            sig = self._signature(name)
+            address = self.compiled.get_function_address(name)
+            call = self._calls[name] = (
+                DynamicEntryCall(sig, address) if sig.bounds else EntryCall(sig, address)
             )
         errors = self._errors
         if errors is None:
@@ -297,8 +318,11 @@ class Executable:
             reset_device_stats(engine)
 
 
-def _check_input(sig: Signature, i: int, arr: object, spec: TensorSpec) -> np.ndarray:
-    """Argument `i` checked against `spec` (a clear error if it does not fit), C-contiguous."""
+def _check_input(
+    sig: Signature, i: int, arr: object, spec: TensorSpec, sizes: dict[str, int] | None = None
+) -> np.ndarray:
+    """Argument `i` checked against `spec` (a clear error if it does not fit), C-contiguous;
+    `sizes` gives the symbols' sizes of this call."""
     if not isinstance(arr, np.ndarray | np.generic):
         raise LaminaRuntimeError(
             f"@{sig.name} argument {i}: expected a numpy array {spec}, got {type(arr).__name__}"
@@ -309,12 +333,21 @@ def _check_input(sig: Signature, i: int, arr: object, spec: TensorSpec) -> np.nd
             f"@{sig.name} argument {i}: expected dtype {spec.dtype}, got {arr.dtype} "
             f"(convert with .astype(np.{spec.dtype}))"
         )
-    if tuple(arr.shape) != spec.shape:
+    expected = spec.resolved(sizes) if sizes is not None else spec.shape
+    if tuple(arr.shape) != expected:
+        symbolic = "" if spec.is_static else f" = {_shape_text(spec.shape)}"
         raise LaminaRuntimeError(
-            f"@{sig.name} argument {i}: expected shape {spec.shape}, got {tuple(arr.shape)}"
+            f"@{sig.name} argument {i}: expected shape {expected}{symbolic}, got {tuple(arr.shape)}"
         )
     # Only non-contiguous views are copied; contiguous arrays are passed by pointer.
     return np.ascontiguousarray(arr)
+
+
+def _check_count(sig: Signature, arrays: Sequence[object]) -> None:
+    if len(arrays) != len(sig.params):
+        raise LaminaRuntimeError(
+            f"@{sig.name} expects {len(sig.params)} argument(s), got {len(arrays)}"
+        )
 
 
 def _pointer(arr: np.ndarray) -> object:
@@ -355,17 +388,14 @@ class EntryCall:
         self.sig = sig
         count = len(sig.params) + len(sig.results)
         self.cfunc = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * count))(address)
-        self.params = tuple((spec.shape, spec.dtype) for spec in sig.params)
-        self.results = tuple((spec.shape, spec.dtype) for spec in sig.results)
+        self.params = tuple((spec.resolved({}), spec.dtype) for spec in sig.params)
+        self.results = tuple((spec.resolved({}), spec.dtype) for spec in sig.results)
 
     def __call__(
         self, arrays: Sequence[object], out: object
     ) -> np.ndarray | tuple[np.ndarray, ...]:
         sig = self.sig
-        if len(arrays) != len(self.params):
-            raise LaminaRuntimeError(
-                f"@{sig.name} expects {len(sig.params)} argument(s), got {len(arrays)}"
-            )
+        _check_count(sig, arrays)
         inputs = []
         for i, arr in enumerate(arrays):
             shape, dtype = self.params[i]
@@ -387,7 +417,9 @@ class EntryCall:
         self.cfunc(*[_pointer(a) for a in inputs], *[_pointer(a) for a in outputs])
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
-    def _check_outputs(self, out: object, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    def _check_outputs(
+        self, out: object, inputs: list[np.ndarray], sizes: dict[str, int] | None = None
+    ) -> list[np.ndarray]:
         """`out` as a list of arrays the native code may write (else a clear error)."""
         sig = self.sig
         outs = [out] if isinstance(out, np.ndarray) else out
@@ -402,9 +434,10 @@ class EntryCall:
                 raise LaminaRuntimeError(
                     f"{where}: expected a numpy array {spec}, got {type(arr).__name__}"
                 )
-            if arr.dtype != spec.dtype or arr.shape != spec.shape:
+            if arr.dtype != spec.dtype or arr.shape != spec.resolved(sizes or {}):
+                shape = ", ".join(map(str, spec.resolved(sizes or {})))
                 raise LaminaRuntimeError(
-                    f"{where}: expected {spec}, got {arr.dtype}{list(arr.shape)}"
+                    f"{where}: expected {spec.dtype}[{shape}], got {arr.dtype}{list(arr.shape)}"
                 )
             if not (arr.flags.c_contiguous and arr.flags.writeable):
                 raise LaminaRuntimeError(f"{where}: must be C-contiguous and writeable")
@@ -416,7 +449,86 @@ class EntryCall:
         return list(outs)
 
 
+class DynamicEntryCall(EntryCall):
+    """An entry over symbolic sizes: they are read from the arrays, checked against the
+    bounds and passed first (docs/dynamic-shapes.md); every check precedes the call, so
+    a refused call writes nothing."""
+
+    __slots__ = ()
+
+    def __init__(self, sig: Signature, address: int):
+        self.sig = sig
+        count = len(sig.params) + len(sig.results)
+        argtypes = [ctypes.c_int64] * len(sig.bounds) + [ctypes.c_void_p] * count
+        self.cfunc = ctypes.CFUNCTYPE(None, *argtypes)(address)
+
+    def __call__(
+        self, arrays: Sequence[object], out: object
+    ) -> np.ndarray | tuple[np.ndarray, ...]:
+        sig = self.sig
+        _check_count(sig, arrays)
+        sizes = infer_sizes(sig, arrays)
+        inputs = [
+            _check_input(sig, i, arr, spec, sizes)
+            for i, (arr, spec) in enumerate(zip(arrays, sig.params, strict=True))
+        ]
+        if out is None:
+            outputs = [_allocate_result(sig, i, sizes) for i in range(len(sig.results))]
+        else:
+            outputs = self._check_outputs(out, inputs, sizes)
+        self.cfunc(
+            *[sizes[s] for s in sig.symbols],
+            *[_pointer(a) for a in inputs],
+            *[_pointer(a) for a in outputs],
+        )
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+def _describe(sig: Signature, i: int) -> str:
+    name = sig.param_names[i] if i < len(sig.param_names) else None
+    return f"@{sig.name} argument {i}" + (f" ({name})" if name else "")
+
+
+def infer_sizes(sig: Signature, arrays: Sequence[object]) -> dict[str, int]:
+    """Each symbol's size, read from the first argument that has it; an array of the wrong
+    rank, a size out of bounds or two arguments disagreeing is a `LaminaRuntimeError`."""
+    sizes: dict[str, int] = {}
+    origin: dict[str, int] = {}
+    for i, (arr, spec) in enumerate(zip(arrays, sig.params, strict=True)):
+        if spec.is_static or not isinstance(arr, np.ndarray | np.generic):
+            continue
+        shape = np.shape(arr)
+        if len(shape) != len(spec.shape):
+            raise LaminaRuntimeError(
+                f"{_describe(sig, i)}: expected rank {len(spec.shape)} "
+                f"(shape {_shape_text(spec.shape)}), got shape {tuple(shape)}"
+            )
+        for dim, (want, got) in enumerate(zip(spec.shape, shape, strict=True)):
+            if not isinstance(want, str):
+                continue
+            lo, hi = sig.bounds[want]
+            if not lo <= got <= hi:
+                raise LaminaRuntimeError(
+                    f"{_describe(sig, i)}: dimension {dim} is {want} = {got}, "
+                    f"out of bounds [{lo}, {hi}] (compiled for {lo} <= {want} <= {hi})"
+                )
+            if want in sizes and sizes[want] != got:
+                raise LaminaRuntimeError(
+                    f"{_describe(sig, i)}: dimension {dim} is {want} = {got}, but "
+                    f"{_describe(sig, origin[want])[len(sig.name) + 2 :]} has {want} = "
+                    f"{sizes[want]} (every argument must agree on {want})"
+                )
+            sizes.setdefault(want, got)
+            origin.setdefault(want, i)
+    return sizes
+
+
+def _shape_text(shape: tuple[int | str, ...]) -> str:
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
 __all__ = [
+    "DynamicEntryCall",
     "EntryCall",
     "Executable",
     "LaminaRuntimeError",

@@ -116,12 +116,26 @@ def test_dynamic_dimension_and_its_override(tmp_path, capsys) -> None:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
     )  # fmt: skip
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    err = _error_of(tmp_path, capsys, model)
-    assert "input 'x' has a dynamic dimension 0 ('batch')" in err
-    assert "--input-shape x=" in err
+    code, out, err = _tool(capsys, _save(tmp_path, model))
+    assert code == 0, err  # a leading dim_param is the dynamic batch (docs/dynamic-shapes.md)
+    assert "graph.func @main(%x: tensor<?x4xf32>) -> tensor<?x4xf32>" in out
+    assert "lamina.bounds = {N = array<i64: 1, 64>}" in out
+    code, out, err = _tool(capsys, _save(tmp_path, model), "--batch-bounds", "2:16")
+    assert code == 0 and "lamina.bounds = {N = array<i64: 2, 16>}" in out, err
+    code, out, err = _tool(capsys, _save(tmp_path, model), "--batch-bounds", "0:16")
+    assert code == 1 and "--batch-bounds expects LO:HI with 1 <= LO <= HI, got '0:16'" in err
     code, out, err = _tool(capsys, _save(tmp_path, model), "--input-shape", "x=2,4")
     assert code == 0, err
     assert "graph.func @main(%x: tensor<2x4xf32>) -> tensor<2x4xf32>" in out
+    other = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "f"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )  # fmt: skip
+    err = _error_of(
+        tmp_path, capsys, helper.make_model(other, opset_imports=[helper.make_opsetid("", 17)])
+    )
+    assert "input 'x' has a dynamic dimension 1 ('f')" in err
+    assert "--input-shape x=" in err
 
 
 def test_opset_out_of_range(tmp_path, capsys) -> None:

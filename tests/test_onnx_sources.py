@@ -18,7 +18,8 @@ from onnx import TensorProto, helper, numpy_helper, save  # isort: skip
 
 
 def _dynamic_model():
-    """Conv + Relu on x: [N, 3, 6, 6] (a dynamic batch), written with the default opset."""
+    """Conv + Relu on x: [N, 3, H, 6] (a dynamic batch and height: the height must be
+    given), written with the default opset."""
     w = np.random.default_rng(0).standard_normal((4, 3, 3, 3)).astype(np.float32)
     graph = helper.make_graph(
         [
@@ -26,7 +27,7 @@ def _dynamic_model():
             helper.make_node("Relu", ["c"], ["y"], name="relu"),
         ],
         "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 6, 6])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", 6])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4, 6, 6])],
         [numpy_helper.from_array(w, "w")],
     )
@@ -59,8 +60,8 @@ def test_compile_names_the_python_argument(model_path) -> None:
     with pytest.raises(DiagnosticError) as err:
         lamina.compile(model_path)
     message = str(err.value)
-    assert "input 'x' has a dynamic dimension 0 ('N')" in message
-    assert "input_shapes={'x': (N, 3, 6, 6)}" in message and "--input-shape" not in message
+    assert "input 'x' has a dynamic dimension 2 ('H')" in message
+    assert "input_shapes={'x': (N, 3, H, 6)}" in message and "--input-shape" not in message
 
 
 def test_backend_prepare_names_the_python_argument() -> None:
@@ -79,9 +80,9 @@ def test_backend_prepare_names_the_python_argument() -> None:
     [
         ({"X": (1, 3, 6, 6)}, "names 'X', which is not an input of the model (inputs: 'x'); "
                               "did you mean 'x'?"),
-        ({"x": (1, 3, 6)}, "input 'x' has rank 4 (shape [N, 3, 6, 6]), but input_shapes gives "
+        ({"x": (1, 3, 6)}, "input 'x' has rank 4 (shape [N, 3, H, 6]), but input_shapes gives "
                            "3 dimensions"),
-        ({"x": (1, 5, 6, 6)}, "input 'x' has the static dimension 1 = 3 (shape [N, 3, 6, 6]); "
+        ({"x": (1, 5, 6, 6)}, "input 'x' has the static dimension 1 = 3 (shape [N, 3, H, 6]); "
                               "input_shapes cannot change it to 5"),
     ],
 )  # fmt: skip
@@ -111,8 +112,8 @@ def test_lamina_run_takes_an_onnx_file(model_path, tmp_path, capsys) -> None:
 def test_lamina_run_names_the_flag(model_path, capsys) -> None:
     code, _, err = _tool(lamina_run, capsys, model_path)
     assert code == 1 and "Traceback" not in err
-    assert "dyn.onnx: error: input 'x' has a dynamic dimension 0 ('N')" in err
-    assert "--input-shape x=N,3,6,6" in err
+    assert "dyn.onnx: error: input 'x' has a dynamic dimension 2 ('H')" in err
+    assert "--input-shape x=N,3,H,6" in err
     code, _, err = _tool(lamina_run, capsys, model_path, "--input-shape", "xx=1,3,6,6")
     assert code == 1 and "did you mean 'x'?" in err
 

@@ -108,12 +108,16 @@ def _compile(args, out: Path, header: Path, instruments) -> None:
     from lamina.driver.signatures import entry_signatures
 
     with instruments.recorder.phase("parse + verify"):
-        module = parse_source(read_program(args.file, args.input_shape), args.file)
+        module = parse_source(
+            read_program(args.file, args.input_shape, args.batch_bounds), args.file
+        )
         signatures = entry_signatures(module)
     already_lowered = not any(op.name == "graph.func" for op in module.ops)
     lowered, _ = lower_to_build(
         module, args.targets, instruments=instruments, check_bounds=args.check_bounds
     )
+    # The static bodies of a dynamic-batch entry exist only after lowering.
+    signatures = {**entry_signatures(lowered), **signatures}
     symbols = abi.export_symbols(lowered, args.symbol_prefix)
     text = abi.c_header(
         signatures,
@@ -150,7 +154,9 @@ def _write_artifact(args, out: Path) -> int:
     instruments = _instruments(args)
     try:
         with instruments.recorder.phase("parse + verify"):
-            module = parse_source(read_program(args.file, args.input_shape), args.file)
+            module = parse_source(
+                read_program(args.file, args.input_shape, args.batch_bounds), args.file
+            )
             not_entries: dict[str, str] = {}
             signatures = entry_signatures(module, not_entries)
         lowered, _ = lower_to_build(

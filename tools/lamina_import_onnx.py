@@ -22,7 +22,11 @@ import sys
 
 from lamina.tools.cli import UsageError, guarded_main
 from lamina.tools.lamina_run import _ArgumentParser
-from lamina.tools.program_input import add_input_shape_argument, parse_input_shapes
+from lamina.tools.program_input import (
+    add_input_shape_argument,
+    parse_batch_bounds,
+    parse_input_shapes,
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -62,7 +66,12 @@ def run(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.elide_larger_than < 0:
         raise UsageError("--mlir-elide-elementsattrs-if-larger expects N >= 0")
-    result = import_file(args.model, parse_input_shapes(args.input_shape), cli=True)
+    result = import_file(
+        args.model,
+        parse_input_shapes(args.input_shape),
+        cli=True,
+        batch_bounds=parse_batch_bounds(args.batch_bounds),
+    )
     for note in result.notes:
         print(f"{args.model}: note: {note}", file=sys.stderr)
     if args.output == "-":

@@ -45,6 +45,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     src.add_argument("--random-inputs", action="store_true", help="random inputs (default)")
     p.add_argument("--seed", type=int, default=0, help="seed for --random-inputs")
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        metavar="N",
+        help="--random-inputs of an entry over a dynamic batch: N samples "
+        "(default: the lower bound of N; docs/dynamic-shapes.md)",
+    )
     p.add_argument("--output", help="write results to this .npz as out0, out1, ...")
     p.add_argument("--repeat", type=int, default=0, help="time N further runs")
     p.add_argument(
@@ -79,11 +87,26 @@ def random_input_limit() -> int:
     return min(available // 2, 4 << 30)
 
 
-def _check_input_sizes(signature) -> None:
+def batch_sizes(signature, batch_size: int | None) -> dict[str, int]:
+    """The size of each symbolic dimension for random inputs: `--batch-size`, else the
+    lower bound; a size out of bounds is a user error."""
+    sizes = {}
+    for symbol, (lo, hi) in signature.bounds.items():
+        size = lo if batch_size is None else batch_size
+        if not lo <= size <= hi:
+            raise UsageError(
+                f"--batch-size {size}: @{signature.name} was compiled for {lo} <= {symbol} <= {hi}"
+            )
+        sizes[symbol] = size
+    return sizes
+
+
+def _check_input_sizes(signature, symbols: dict[str, int]) -> None:
     """Fail fast (before generating anything) when the inputs cannot sensibly be allocated."""
     limit = random_input_limit()
     sizes = [
-        int(np.prod(spec.shape, dtype=object)) * spec.dtype.itemsize for spec in signature.params
+        int(np.prod(spec.resolved(symbols), dtype=object)) * spec.dtype.itemsize
+        for spec in signature.params
     ]
     if sum(sizes, 0) > limit:
         largest = max(range(len(sizes)), key=sizes.__getitem__)
@@ -94,20 +117,23 @@ def _check_input_sizes(signature) -> None:
         )
 
 
-def random_inputs(signature, seed: int) -> list[np.ndarray]:
-    """Reproducible inputs: standard normal floats, small integers, random booleans."""
-    _check_input_sizes(signature)
+def random_inputs(signature, seed: int, batch_size: int | None = None) -> list[np.ndarray]:
+    """Reproducible inputs: standard normal floats, small integers, random booleans
+    (`batch_size` samples of a dynamic batch, default its lower bound)."""
+    sizes = batch_sizes(signature, batch_size)
+    _check_input_sizes(signature, sizes)
     rng = np.random.default_rng(seed)
     arrays = []
     for spec in signature.params:
+        shape = spec.resolved(sizes)
         if spec.dtype in (np.float32, np.float64):
-            arrays.append(rng.standard_normal(spec.shape, dtype=spec.dtype))
+            arrays.append(rng.standard_normal(shape, dtype=spec.dtype))
         elif spec.dtype.kind == "f":
-            arrays.append(rng.standard_normal(spec.shape).astype(spec.dtype))
+            arrays.append(rng.standard_normal(shape).astype(spec.dtype))
         elif spec.dtype.kind == "b":
-            arrays.append(rng.integers(0, 2, spec.shape).astype(np.bool_))
+            arrays.append(rng.integers(0, 2, shape).astype(np.bool_))
         else:
-            arrays.append(rng.integers(-8, 8, spec.shape).astype(spec.dtype))
+            arrays.append(rng.integers(-8, 8, shape).astype(spec.dtype))
     return arrays
 
 
@@ -164,7 +190,7 @@ def run(argv: list[str] | None = None) -> int:
     if args.print_pipeline:
         return print_pipeline(args)
     exe = lamina.compile(
-        read_program(args.file, args.input_shape),
+        read_program(args.file, args.input_shape, args.batch_bounds),
         targets=args.targets,
         filename=args.file,
         stats=args.stats,
@@ -174,7 +200,11 @@ def run(argv: list[str] | None = None) -> int:
     if exe.stats is not None:
         print(exe.stats.format())
     sig = exe._signature(args.entry)
-    inputs = load_inputs(args.inputs, sig) if args.inputs else random_inputs(sig, args.seed)
+    inputs = (
+        load_inputs(args.inputs, sig)
+        if args.inputs
+        else random_inputs(sig, args.seed, args.batch_size)
+    )
     exe.reset_device_stats()  # --device-stats reports this first run
     results = exe.run(args.entry, *inputs)
     results = results if isinstance(results, tuple) else (results,)

@@ -11,11 +11,13 @@ from collections.abc import Sequence
 from lamina.tools.cli import UsageError, read_source
 
 
-def read_program(path: str, input_shape_specs: Sequence[str] = ()):
+def read_program(path: str, input_shape_specs: Sequence[str] = (), batch_bounds: str | None = None):
     """The program in `path`: graph IR text, or the module of an ONNX model
     (a `.onnx` file, or any file that is not UTF-8 text and loads as one)
-    imported with the `--input-shape` specs; the importer's notes go to stderr."""
+    imported with the `--input-shape` specs and `--batch-bounds`; the importer's
+    notes go to stderr."""
     shapes = parse_input_shapes(input_shape_specs)
+    bounds = parse_batch_bounds(batch_bounds)
     if path == "-":
         if shapes:
             raise UsageError("--input-shape applies to ONNX models only")
@@ -26,7 +28,7 @@ def read_program(path: str, input_shape_specs: Sequence[str] = ()):
         return read_source(path)
     from lamina.frontends.onnx import import_source
 
-    result = import_source(path, shapes, cli=True, filename=path)
+    result = import_source(path, shapes, cli=True, filename=path, batch_bounds=bounds)
     if result is None:
         return read_source(path)
     for note in result.notes:
@@ -40,7 +42,15 @@ def add_input_shape_argument(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME=D0,D1,...",
-        help="ONNX models: the static shape of an input with dynamic dimensions (repeatable)",
+        help="ONNX models: the static shape of an input with dynamic dimensions (repeatable); "
+        "pins a dynamic batch",
+    )
+    parser.add_argument(
+        "--batch-bounds",
+        default=None,
+        metavar="LO:HI",
+        help="ONNX models: bounds of a dynamic batch (a dim_param leading dimension "
+        "not pinned by --input-shape); default 1:64 (docs/dynamic-shapes.md)",
     )
 
 
@@ -59,3 +69,19 @@ def parse_input_shapes(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
             raise UsageError(f"--input-shape gives '{name}' twice")
         shapes[name] = shape
     return shapes
+
+
+def parse_batch_bounds(spec: str | None) -> tuple[int, int]:
+    """`LO:HI` (`--batch-bounds`) as (lo, hi); None → the default; malformed → a user error."""
+    from lamina.frontends.sources import DEFAULT_BATCH_BOUNDS
+
+    if spec is None:
+        return DEFAULT_BATCH_BOUNDS
+    lo, sep, hi = spec.partition(":")
+    try:
+        bounds = (int(lo), int(hi))
+    except ValueError:
+        bounds = (0, 0)
+    if not sep or not 1 <= bounds[0] <= bounds[1]:
+        raise UsageError(f"--batch-bounds expects LO:HI with 1 <= LO <= HI, got '{spec}'")
+    return bounds

@@ -2,7 +2,8 @@
 
 `GraphCompute` marks the ops `legalize` turns into kernel calls;
 `_DeviceOp` gives every graph op its optional `device`; `_ComputeOp`
-(pure, functional-type syntax, `verify_` = static shapes + `infer_result_type`)
+(pure, functional-type syntax, `verify_` = static shapes, or `?` only in the
+leading (batch) dimension, + `infer_result_type`)
 and its one/two-operand refinements (`_OneInputOp`, `_RetypeOp`, `_LhsRhsOp`)
 are what the family modules derive from, so a family module only states its
 operands, properties and shape rule.
@@ -10,11 +11,12 @@ operands, properties and shape rule.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
@@ -35,6 +37,50 @@ from lamina.dialects.graph.common import (
     tensor_shape,
 )
 from lamina.dialects.lamina import DeviceAttr
+
+
+def _check_batch_dynamic(kind: str, index: int, ty: Attribute) -> bool:
+    """Whether `ty` is a tensor with a dynamic (batch) leading dimension; a `?` elsewhere
+    is an error (only the leading dimension can be symbolic, docs/dynamic-shapes.md)."""
+    if not isinstance(ty, TensorType) or ty.has_static_shape():
+        return False
+    shape = ty.get_shape()
+    if any(d == DYNAMIC_INDEX for d in shape[1:]) or shape[0] != DYNAMIC_INDEX:
+        raise VerifyException(
+            f"{kind} #{index}: only the leading (batch) dimension may be dynamic, got {ty}"
+        )
+    return True
+
+
+def _probe_size(types: Sequence[Attribute]) -> int:
+    """A size equal to no static dimension of `types` (the stand-in for `?`)."""
+    sizes = {d for t in types if isinstance(t, TensorType) for d in t.get_shape()}
+    probe = 7919
+    while probe in sizes:
+        probe += 2
+    return probe
+
+
+def _unprobe(message: str, probe: int) -> str:
+    """A message about the probe op in terms of `?`: the probe size reads `?`, a multiple
+    of it (an element count) `k×?`."""
+
+    def word(match: re.Match[str]) -> str:
+        value = int(match.group())
+        if value == probe:
+            return "?"
+        return f"{value // probe}×?" if value > probe and value % probe == 0 else match.group()
+
+    return re.sub(r"(?<!\d)\d+(?!\d)", word, message)
+
+
+def _with_batch(ty: Attribute, probe: int, back: bool = False) -> Attribute:
+    """`?xS` → `PxS` (or, with `back`, `PxS` → `?xS`); other types unchanged."""
+    if not isinstance(ty, TensorType):
+        return ty
+    old, new = (probe, DYNAMIC_INDEX) if back else (DYNAMIC_INDEX, probe)
+    shape = [new if d == old else d for d in ty.get_shape()]
+    return TensorType(ty.element_type, shape, ty.encoding)
 
 
 class GraphCompute(OpTrait):
@@ -65,17 +111,48 @@ class _ComputeOp(_DeviceOp):
         raise NotImplementedError
 
     def verify_(self) -> None:
+        dynamic = False
         for kind, values in (("operand", self.operands), ("result", self.results)):
             for index, val in enumerate(values):
-                if isinstance(val.type, TensorType) and not val.type.has_static_shape():
-                    raise VerifyException(
-                        f"{kind} #{index} must be a statically shaped tensor, got {val.type}"
-                    )
+                dynamic |= _check_batch_dynamic(kind, index, val.type)
+        if dynamic:
+            self._verify_with_probe()
+            return
         try:
             inferred = self.infer_result_type()
         except ShapeError as err:
             raise VerifyException(str(err)) from None
         _check_result_type(self.results[0].type, inferred)
+
+    def _verify_with_probe(self) -> None:
+        """Verify an op over `?x...` tensors as the same op over `Px...` tensors.
+
+        Every `?` of a function stands for the one batch symbol `N`
+        (docs/dynamic-shapes.md), so the shape rules hold for all N exactly
+        when they hold for one size P that no static dimension of the op
+        equals: the rules only copy, compare and multiply dimensions, and a
+        rule mixing N with a static size (a reshape turning `?x4` into `?x2`)
+        fails for P. The inferred `P` is read back as `?`.
+        """
+        types = [v.type for v in (*self.operands, *self.results)]
+        probe = _probe_size(types)
+        block = Block(arg_types=[_with_batch(t, probe) for t in self.operand_types])
+        twin = type(self).create(
+            operands=list(block.args),
+            result_types=[_with_batch(t, probe) for t in self.result_types],
+            properties=dict(self.properties),
+            attributes=dict(self.attributes),
+        )
+        try:
+            inferred = twin.infer_result_type()
+        except ShapeError as err:
+            raise VerifyException(_unprobe(str(err), probe)) from None
+        finally:
+            twin.drop_all_references()
+        try:
+            _check_result_type(self.results[0].type, _with_batch(inferred, probe, back=True))
+        except VerifyException as err:
+            raise VerifyException(_unprobe(str(err), probe)) from None
 
 
 class _LhsRhsOp(_ComputeOp):

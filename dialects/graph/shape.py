@@ -11,7 +11,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from math import prod
 
-from xdsl.dialects.builtin import I64, DenseArrayBase, IntegerAttr, IntegerType, TensorType, i64
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    I64,
+    DenseArrayBase,
+    IntegerAttr,
+    IntegerType,
+    TensorType,
+    i64,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     irdl_op_definition,
@@ -198,8 +206,18 @@ def gather_result_shape(data: Sequence[int], indices: Sequence[int], axis: int) 
 def slice_result_shape(
     shape: Sequence[int], starts: Sequence[int], sizes: Sequence[int], steps: Sequence[int]
 ) -> tuple[int, ...]:
-    """The shape of a strided window: `sizes`, checked to stay inside `shape`."""
+    """The shape of a strided window: `sizes`, checked to stay inside `shape`.
+
+    A size `?` (MLIR's dynamic sentinel, `DYNAMIC_INDEX`) in dim 0 takes the
+    whole dynamic batch (start 0, step 1): the result keeps the operand's
+    leading dimension (docs/dynamic-shapes.md).
+    """
     rank = len(shape)
+    if rank and sizes and sizes[0] == DYNAMIC_INDEX:
+        if starts[0] != 0 or steps[0] != 1:
+            raise ShapeError("a slice of the whole batch (size ?) has start 0 and step 1 in dim 0")
+        rest = slice_result_shape(shape[1:], starts[1:], sizes[1:], steps[1:])
+        return (shape[0], *rest)
     _check_length("starts", starts, [rank])
     _check_length("sizes", sizes, [rank])
     _check_length("steps", steps, [rank])

@@ -592,12 +592,12 @@ graph.func @f(%a: tensor<20xf32>) {
 
 // -----
 
-graph.func @f(%a: tensor<?x3xf32>) {
-  // expected-error @+1 {{operand #0 must be a statically shaped tensor, got tensor<?x3xf32>}}
-  %0 = graph.relu %a : (tensor<?x3xf32>) -> tensor<?x3xf32>
+graph.func @f(%a: tensor<3x?xf32>) {
+  // expected-error @+1 {{operand #0: only the leading (batch) dimension may be dynamic, got tensor<3x?xf32>}}
+  %0 = graph.relu %a : (tensor<3x?xf32>) -> tensor<3x?xf32>
   graph.return
 }
-// CHECK: operand #0 must be a statically shaped tensor, got tensor<?x3xf32>
+// CHECK: operand #0: only the leading (batch) dimension may be dynamic, got tensor<3x?xf32>
 
 // -----
 
