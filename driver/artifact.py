@@ -36,14 +36,13 @@ if TYPE_CHECKING:
     from lamina.driver.compiler import CompileRequest
 
 
-def host_cpu() -> tuple[str, list[str]]:
-    """The host's LLVM CPU name and the instruction-set features code built for it uses."""
-    import llvmlite.binding as llvm
+def target_cpu(module: ModuleOp) -> tuple[str, list[str]]:
+    """The LLVM CPU name the module's code is built for (its target's `isa`, default the
+    host) and the instruction-set features that code may use: what a loader checks."""
+    from lamina.backends.codegen import CodeTarget
 
-    from lamina.runtime.cpu_features import required
-
-    features = llvm.get_host_cpu_features()
-    return llvm.get_host_cpu_name(), required(name for name, on in features.items() if on)
+    target = CodeTarget.of(module)
+    return target.cpu, list(target.required)
 
 
 def write_artifact(
@@ -67,7 +66,7 @@ def write_artifact(
         region = codegen.build_artifact_library(
             lowered, tmp / LIBRARY, tmp / WEIGHTS, timings=timings
         )
-        cpu, features = host_cpu()
+        cpu, features = target_cpu(module)
         weights = {**file_record(tmp / WEIGHTS), "symbol": WEIGHTS_SYMBOL, "region": region}
         manifest = {
             "format": FORMAT,
@@ -100,4 +99,4 @@ def save_executable(request: CompileRequest, exe: Executable, path: str | os.Pat
     write_artifact(module, exe.signatures, path, not_entries=exe.not_entries)
 
 
-__all__ = ["host_cpu", "save_executable", "write_artifact"]
+__all__ = ["target_cpu", "save_executable", "write_artifact"]

@@ -445,3 +445,45 @@ def test_a_new_artifact_in_the_same_directory_is_the_new_one(tmp_path: Path):
         lamina.compile(g.module(), cache=False).save(folder)
         got = lamina.runtime.load(folder).run("main", x)
         np.testing.assert_allclose(got, x @ w, rtol=1e-5, atol=1e-5)
+
+
+def test_an_avx2_artifact_records_the_isa_it_was_built_for(tmp_path: Path):
+    """The manifest names the target's CPU and features (`cpu{isa=avx2}`), not the host's:
+    a loader on an AVX2-only machine must accept it, and it must not need AVX-512."""
+    cmd = [sys.executable, "-m", "lamina.tools.lamina_compile", str(MLP)]
+    cmd += ["--target", "cpu{isa=avx2}", "-o", f"{tmp_path / 'mlp'}/"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    manifest = json.loads((tmp_path / "mlp" / "manifest.json").read_text())
+    features = manifest["cpu"]["features"]
+    assert manifest["cpu"]["name"] == "haswell"
+    assert {"avx2", "fma"} <= set(features) and not any(f.startswith("avx512") for f in features)
+    exe = lamina.runtime.load(tmp_path / "mlp")
+    args = _mlp_inputs(exe)
+    np.testing.assert_allclose(exe.run("main", *args), _mlp_reference(*args), rtol=1e-4, atol=1e-4)
+
+
+DYNAMIC = """
+graph.func @main(%x: tensor<?x16xf32>, %w: tensor<16x8xf32>) -> tensor<?x8xf32>
+    attributes {lamina.bounds = {N = array<i64: 1, 32>}} {
+  %y = graph.matmul %x, %w : (tensor<?x16xf32>, tensor<16x8xf32>) -> tensor<?x8xf32>
+  %r = graph.relu %y : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  graph.return %r : tensor<?x8xf32>
+}
+"""
+
+
+def test_a_dynamic_batch_artifact_runs_at_every_size(tmp_path: Path):
+    """The manifest keeps the symbol and its bounds; the loaded entry infers N."""
+    lamina.compile(DYNAMIC).save(tmp_path / "dyn")
+    entry = json.loads((tmp_path / "dyn" / "manifest.json").read_text())["entries"]["main"]
+    assert entry["bounds"] == {"N": [1, 32]}
+    exe = lamina.runtime.load(tmp_path / "dyn")
+    assert exe.get_inputs()[0].shape == ("N", 16) and exe.get_outputs()[0].shape == ("N", 8)
+    rng = np.random.default_rng(0)
+    w = rng.random((16, 8), dtype=np.float32)
+    for n in (1, 3, 8, 17, 32):
+        x = rng.random((n, 16), dtype=np.float32)
+        np.testing.assert_allclose(exe.run("main", x, w), np.maximum(x @ w, 0), rtol=1e-5)
+    with pytest.raises(lamina.LaminaRuntimeError, match=r"N = 33, out of bounds \[1, 32\]"):
+        exe.run("main", np.zeros((33, 16), np.float32), w)
