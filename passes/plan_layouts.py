@@ -54,7 +54,7 @@ from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, Phase, UndefAttr
 from lamina.dialects.layout_maps import LayoutMapError, invert_map, same_map
-from lamina.kernels.strategy import conv2d_block, winograd_pays
+from lamina.kernels.strategy import conv2d_block, is_depthwise, winograd_pays
 
 ENABLE_ATTR_NAME = "lamina.plan_layouts"
 
@@ -168,8 +168,10 @@ def block_conv2d(op: graph.Conv2dOp, blocks: tuple[int, int], winograd: bool = F
     elem = graph.element_type(op.data)
     zero = _zero(elem)
     c, o = blocks
+    depthwise = is_depthwise(op)
+    i = 1 if depthwise else c
     x = _transform(op.data, blocked_data_map(c), zero)
-    w = _transform(op.weight, blocked_weight_map(c, o), zero)
+    w = _transform(op.weight, blocked_weight_map(i, o), zero)
     out_map = blocked_data_map(o)
     logical = graph.tensor_shape(op.results[0])
     conv = graph.Conv2dOp(
@@ -178,8 +180,9 @@ def block_conv2d(op: graph.Conv2dOp, blocks: tuple[int, int], winograd: bool = F
         strides=op.strides_value,
         padding=op.padding_value,
         dilation=op.dilation_value,
+        groups=op.groups_value if depthwise else None,
         data_layout=f"NCHW{c}c",
-        kernel_layout=f"OIHW{c}i{o}o",
+        kernel_layout=f"OIHW{i}i{o}o",
         device=op.device,
     )
     chosen = op.attributes.get(graph.CONV_ALGORITHM_ATTR)  # a user's choice stays
@@ -249,6 +252,13 @@ def propagate(op: Operation) -> bool:
             new_operands.append(source[0].input)
             pads.append(_pad_number(source[1]))
             continue
+        if all(d == 1 for d in graph.tensor_shape(value)):
+            # A scalar (relu6's bounds) broadcasts against any layout: only its rank changes.
+            scalar = _as_rank(value, len(graph.tensor_shape(physical_type)))
+            pre.extend(scalar)
+            new_operands.append(scalar[-1].results[0] if scalar else value)
+            pads.append(_constant_number(value))
+            continue
         moved = _broadcast_operand(value, known, graph.tensor_shape(op.results[0]))
         if moved is None:
             return False
@@ -271,6 +281,25 @@ def propagate(op: Operation) -> bool:
     back = _transform(new, inverse.constraint.index_map.data, UndefAttr(), op.results[0].type)
     Rewriter.replace_op(op, [*pre, new, back], [back.results[0]])
     return True
+
+
+def _as_rank(value: SSAValue, rank: int) -> list[Operation]:
+    """A reshape of the one-element `value` to `rank` dims of 1 (none if it has them)."""
+    if len(graph.tensor_shape(value)) == rank:
+        return []
+    return [graph.ReshapeOp(value, TensorType(graph.element_type(value), (1,) * rank))]
+
+
+def _constant_number(value: SSAValue) -> float | None:
+    """The number a one-element constant holds (None: not a constant)."""
+    owner = value.owner
+    if not isinstance(owner, graph.ConstantOp):
+        return None
+    dense = owner.value
+    if not isinstance(dense, DenseIntOrFPElementsAttr):
+        return None
+    values = dense.get_values()
+    return float(values[0]) if len(values) >= 1 else None
 
 
 def _broadcast_operand(

@@ -150,8 +150,12 @@ def blocked_conv_layout(data_layout: str, kernel_layout: str) -> tuple[int, int,
             f'"OIHW<i>i<o>o"), got "{data_layout}" and "{kernel_layout}"'
         )
     c, i, o = int(data.group(1)), int(kernel.group(1)), int(kernel.group(2))
-    if c != i or c <= 0 or o <= 0:
-        raise ShapeError(f"data block {c} must equal the kernel input block {i} (and be > 0)")
+    depthwise = i == 1 and o == c  # `OIHW1i{c}o`: one input channel per output channel
+    if (c != i and not depthwise) or c <= 0 or o <= 0:
+        raise ShapeError(
+            f"data block {c} must equal the kernel input block {i} (and be > 0), "
+            f"or the kernel be depthwise (OIHW1i{c}o)"
+        )
     return c, i, o
 
 
@@ -176,15 +180,46 @@ def _blocked_conv2d_output_shape(
             f"block extents of data {shape_str(data)} / weight {shape_str(weight)} do not match "
             f"the layouts' blocks c={c}, i={i}, o={o}"
         )
-    if groups != 1:
-        raise ShapeError(f"a blocked conv2d needs groups = 1, got {groups}")
     n, h, w_ = data[0], data[2], data[3]
+    if groups != 1:
+        return _blocked_depthwise_output_shape(data, weight, blocks, strides, padding, dilation)
     plain = conv2d_output_shape(
         (n, data[1] * c, h, w_),
         (weight[0] * o, weight[1] * i, weight[2], weight[3]),
         strides,
         padding,
         dilation,
+    )
+    return (n, weight[0], plain[2], plain[3], o)
+
+
+def _blocked_depthwise_output_shape(
+    data: Sequence[int],
+    weight: Sequence[int],
+    blocks: tuple[int, int, int],
+    strides: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+) -> tuple[int, ...]:
+    """A blocked depthwise conv2d (groups > 1): data `NCHW{c}c`, weight
+    `OIHW1i{c}o` (`C/c x 1 x KH x KW x 1 x c`), each channel convolved with
+    its own filter; `groups` is the logical channel count (the padded
+    channels of the last block compute 0 from zero-padded filters)."""
+    c, i, o = blocks
+    if i != 1 or o != c or weight[1] != 1 or weight[0] != data[1]:
+        raise ShapeError(
+            f"a blocked conv2d with groups > 1 must be depthwise: data N x C/{c} x H x W x {c},"
+            f" weight C/{c} x 1 x KH x KW x 1 x {c}, got data {shape_str(data)} and weight "
+            f"{shape_str(weight)}"
+        )
+    n, h, w_ = data[0], data[2], data[3]
+    plain = conv2d_output_shape(
+        (n, data[1] * c, h, w_),
+        (weight[0] * o, 1, weight[2], weight[3]),
+        strides,
+        padding,
+        dilation,
+        groups=data[1] * c,
     )
     return (n, weight[0], plain[2], plain[3], o)
 
