@@ -230,13 +230,17 @@ def pool2d_output_shape(
     strides: Sequence[int] = (1, 1),
     padding: Sequence[int] = (0, 0, 0, 0),
 ) -> tuple[int, ...]:
-    """Result shape of a 2-D max/avg pool over an NCHW tensor.
+    """Result shape of a 2-D max/avg pool over an NCHW tensor, or a
+    channel-blocked `NCHW{c}c` one (5-D: the block dimension is carried
+    through, each lane its own channel; `plan-layouts` produces it).
 
     Each padding must be smaller than the kernel (ONNX), so that every window
     holds at least one real element (avg_pool2d divides by that count).
     """
-    if len(data) != 4:
-        raise ShapeError(f"pooling expects a 4-D NCHW input, got {shape_str(data)}")
+    if len(data) not in (4, 5):
+        raise ShapeError(
+            f"pooling expects a 4-D NCHW (or 5-D NCHW<c>c) input, got {shape_str(data)}"
+        )
     _check_length("kernel", kernel, (2,))
     _check_length("strides", strides, (2,))
     _check_positive("kernel", kernel)
@@ -248,7 +252,7 @@ def pool2d_output_shape(
             raise ShapeError(f"{which} padding {pad} must be smaller than the kernel extent {size}")
     out_h = _window_output("height", data[2], kernel[0], strides[0], top + bottom)
     out_w = _window_output("width", data[3], kernel[1], strides[1], left + right)
-    return (data[0], data[1], out_h, out_w)
+    return (data[0], data[1], out_h, out_w, *data[4:])
 
 
 class _Window2dOp(_ComputeOp):
@@ -473,16 +477,18 @@ class GlobalAvgPool2dOp(_OneInputOp):
         value = SSAValue.get(input)
         if result_type is None:
             shape = tensor_shape(value)
-            result_type = _tensor(element_type(value), (*shape[:2], 1, 1))
+            result_type = _tensor(element_type(value), (*shape[:2], 1, 1, *shape[4:]))
         super().__init__(
             operands=[input], result_types=[result_type], properties={"device": device}
         )
 
     def infer_result_type(self) -> Attribute:
         shape = tensor_shape(self.input)
-        if len(shape) != 4:
-            raise ShapeError(f"expected a 4-D NCHW input, got {shape_str(shape)}")
-        return _tensor(element_type(self.input), (*shape[:2], 1, 1))
+        if len(shape) not in (4, 5):
+            raise ShapeError(
+                f"expected a 4-D NCHW (or 5-D NCHW<c>c) input, got {shape_str(shape)}"
+            )
+        return _tensor(element_type(self.input), (*shape[:2], 1, 1, *shape[4:]))
 
 
 @irdl_op_definition
