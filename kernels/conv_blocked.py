@@ -85,6 +85,8 @@ def _depthwise(kb, op, data, weight, source, windows, channels, c: int) -> SSAVa
         zero = em.const(0, graph.element_type(data))
         first = em.index(0)
         product = em.mul(x, em.read(weight, [k, first, kh, kw, first, j]))
+        if channels is None:  # every channel slot holds data, or its padding is 0
+            return product
         inside = channel_mask(em, em.affine([(k, c), (j, 1)]), channels, ws[0] * c)
         return product if inside is None else em.select(inside, product, zero)
 

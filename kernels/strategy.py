@@ -177,4 +177,10 @@ def _fed_by_blocked(value: SSAValue, depth: int = 4) -> bool:
     return False
 
 
-__all__ = ["conv2d_algorithm", "conv2d_block", "is_depthwise", "packed_rhs_columns", "winograd_pays"]
+__all__ = [
+    "conv2d_algorithm",
+    "conv2d_block",
+    "is_depthwise",
+    "packed_rhs_columns",
+    "winograd_pays",
+]

@@ -577,9 +577,7 @@ def _fixpoint(func: graph.FuncOp) -> None:
             if isinstance(o, graph.LayoutTransformOp):
                 changed |= fold(o)
             else:
-                changed |= (
-                    propagate(o) or propagate_concat(o) or propagate_pool(o) or annotate(o)
-                )
+                changed |= propagate(o) or propagate_concat(o) or propagate_pool(o) or annotate(o)
         for o in list(func.walk()):
             if isinstance(o, graph.LayoutTransformOp) and not o.results[0].uses:
                 Rewriter.erase_op(o)

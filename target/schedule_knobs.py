@@ -169,8 +169,12 @@ def check_knob(name: str, value: object) -> str | None:
         return None
     if not isinstance(value, int) or isinstance(value, bool):
         return "must be an integer"
-    if name in ("block_rows", "conv_channel_block", "winograd_min_output",
-                "conv_nchw_pointwise_min_pixels"):
+    if name in (
+        "block_rows",
+        "conv_channel_block",
+        "winograd_min_output",
+        "conv_nchw_pointwise_min_pixels",
+    ):
         return None if value >= 0 else "must be >= 0"
     return None if value >= 1 else "must be >= 1"
 

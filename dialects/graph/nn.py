@@ -485,9 +485,7 @@ class GlobalAvgPool2dOp(_OneInputOp):
     def infer_result_type(self) -> Attribute:
         shape = tensor_shape(self.input)
         if len(shape) not in (4, 5):
-            raise ShapeError(
-                f"expected a 4-D NCHW (or 5-D NCHW<c>c) input, got {shape_str(shape)}"
-            )
+            raise ShapeError(f"expected a 4-D NCHW (or 5-D NCHW<c>c) input, got {shape_str(shape)}")
         return _tensor(element_type(self.input), (*shape[:2], 1, 1, *shape[4:]))
 
 
