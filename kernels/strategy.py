@@ -167,12 +167,15 @@ def _pointwise_on_nchw(op: graph.Conv2dOp) -> bool:
 
 
 def _fed_by_blocked(value: SSAValue, depth: int = 4) -> bool:
-    """Does `value` come (through a few elementwise ops) from a layout transform,
-    i.e. from a blocked producer whose crop plan-layouts will fold away?"""
+    """Does `value` come (through a few elementwise ops, pools or
+    concatenations) from a layout transform, i.e. from a blocked producer
+    whose crop plan-layouts will fold away?"""
     owner = value.owner
     if isinstance(owner, graph.LayoutTransformOp):
         return True
-    if depth and isinstance(owner, graph.UNARY_OPS + graph.BINARY_OPS):
+    # Concatenations and pools of blocked values stay blocked (plan-layouts).
+    passes = graph.UNARY_OPS + graph.BINARY_OPS + _POOLS + (graph.ConcatOp,)
+    if depth and isinstance(owner, passes):
         return any(_fed_by_blocked(v, depth - 1) for v in owner.operands)
     return False
 
