@@ -333,15 +333,12 @@ def propagate_concat(op: Operation) -> bool:
     SqueezeNet's concatenations between blocked convolutions blocked."""
     if not isinstance(op, graph.ConcatOp) or op.axis_value != 1:
         return False
-    sources = [_inverse_source(v) for v in op.inputs]
+    sources = [_channel_blocked_source(v) for v in op.inputs]
     lead = next((s for s in sources if s is not None), None)
     if lead is None:
         return False
     known = lead[1]
-    shape = graph.tensor_shape(lead[0].input)
-    if len(shape) != 5 or known.index_map.data != blocked_data_map(shape[4]):
-        return False
-    c = shape[4]
+    c = graph.tensor_shape(lead[0].input)[4]
     if any(graph.tensor_shape(v)[1] % c for v in op.inputs):
         return False
     pre: list[Operation] = []
@@ -363,6 +360,18 @@ def propagate_concat(op: Operation) -> bool:
     return True
 
 
+def _channel_blocked_source(value: SSAValue):
+    """`_inverse_source(value)` when its input is channel-blocked data (`NCHW{c}c`
+    by `blocked_data_map`, no padding before the data), else None."""
+    source = _inverse_source(value)
+    if source is None:
+        return None
+    shape = graph.tensor_shape(source[0].input)
+    if len(shape) != 5 or source[1].index_map.data != blocked_data_map(shape[4]):
+        return None
+    return source
+
+
 POOL_OPS = (graph.MaxPool2dOp, graph.AvgPool2dOp, graph.GlobalAvgPool2dOp)
 
 
@@ -373,17 +382,10 @@ def propagate_pool(op: Operation) -> bool:
     SqueezeNet's max pools, the squeeze-and-excitation blocks' global
     average pools). Padded channels keep their value: every window holds
     at least one real element, all equal to the pad."""
-    if not isinstance(op, POOL_OPS):
-        return False
-    source = _inverse_source(op.input)
+    source = _channel_blocked_source(op.input) if isinstance(op, POOL_OPS) else None
     if source is None:
         return False
-    inverse, known = source
-    y = inverse.input
-    if len(graph.tensor_shape(y)) != 5 or known.index_map.data != blocked_data_map(
-        graph.tensor_shape(y)[4]
-    ):
-        return False
+    y, known = source[0].input, source[1]
     probe = op.__class__.create(
         operands=[y], result_types=[op.results[0].type], properties=dict(op.properties)
     )

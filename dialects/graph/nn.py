@@ -168,7 +168,10 @@ def _blocked_conv2d_output_shape(
     dilation: Sequence[int],
     groups: int,
 ) -> tuple[int, ...]:
-    """`N x O/o x OH x OW x o`, via the unblocked convolution's shape."""
+    """`N x O/o x OH x OW x o`, via the unblocked convolution's shape. With
+    groups > 1 the convolution is depthwise (weight `C/c x 1 x KH x KW x 1 x
+    c`, each channel its own filter; `groups` is the logical channel count,
+    the padded channels of the last block compute 0 from zero filters)."""
     c, i, o = blocks
     if len(data) != 5 or len(weight) != 6:
         raise ShapeError(
@@ -180,33 +183,8 @@ def _blocked_conv2d_output_shape(
             f"block extents of data {shape_str(data)} / weight {shape_str(weight)} do not match "
             f"the layouts' blocks c={c}, i={i}, o={o}"
         )
-    n, h, w_ = data[0], data[2], data[3]
-    if groups != 1:
-        return _blocked_depthwise_output_shape(data, weight, blocks, strides, padding, dilation)
-    plain = conv2d_output_shape(
-        (n, data[1] * c, h, w_),
-        (weight[0] * o, weight[1] * i, weight[2], weight[3]),
-        strides,
-        padding,
-        dilation,
-    )
-    return (n, weight[0], plain[2], plain[3], o)
-
-
-def _blocked_depthwise_output_shape(
-    data: Sequence[int],
-    weight: Sequence[int],
-    blocks: tuple[int, int, int],
-    strides: Sequence[int],
-    padding: Sequence[int],
-    dilation: Sequence[int],
-) -> tuple[int, ...]:
-    """A blocked depthwise conv2d (groups > 1): data `NCHW{c}c`, weight
-    `OIHW1i{c}o` (`C/c x 1 x KH x KW x 1 x c`), each channel convolved with
-    its own filter; `groups` is the logical channel count (the padded
-    channels of the last block compute 0 from zero-padded filters)."""
-    c, i, o = blocks
-    if i != 1 or o != c or weight[1] != 1 or weight[0] != data[1]:
+    depthwise = groups != 1  # the only grouped form blocked: `OIHW1i{c}o`, one filter a channel
+    if depthwise and (i != 1 or o != c or weight[1] != 1 or weight[0] != data[1]):
         raise ShapeError(
             f"a blocked conv2d with groups > 1 must be depthwise: data N x C/{c} x H x W x {c},"
             f" weight C/{c} x 1 x KH x KW x 1 x {c}, got data {shape_str(data)} and weight "
@@ -215,11 +193,11 @@ def _blocked_depthwise_output_shape(
     n, h, w_ = data[0], data[2], data[3]
     plain = conv2d_output_shape(
         (n, data[1] * c, h, w_),
-        (weight[0] * o, 1, weight[2], weight[3]),
+        (weight[0] * o, weight[1] * i, weight[2], weight[3]),
         strides,
         padding,
         dilation,
-        groups=data[1] * c,
+        groups=data[1] * c if depthwise else 1,
     )
     return (n, weight[0], plain[2], plain[3], o)
 
