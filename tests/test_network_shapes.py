@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx_util import check_against_ort, make_model
+from onnx_util import check_against_ort, make_model, run_ort
+
+import lamina
+from lamina.frontends.onnx import import_model
 
 onnx = pytest.importorskip("onnx")
 from onnx import helper  # noqa: E402
@@ -101,3 +104,14 @@ def test_fire_and_inception_branches():
     ]
     x = RNG.standard_normal((1, 16, 15, 15)).astype(np.float32)
     check_against_ort(make_model(nodes, {"x": x}, ["o"], inits), {"x": x})
+
+
+def test_inverted_residual_in_blocks_of_8():
+    """The same block built for 256-bit vectors (`NCHW8c`), as on an AVX2 CPU."""
+    nodes, inits, out = _inverted_residual(20, 3, 5, 2, True)
+    x = RNG.standard_normal((1, 20, 13, 13)).astype(np.float32)
+    model = make_model(nodes, {"x": x}, [out], inits)
+    exe = lamina.compile(import_model(model).module, targets=["cpu{vector_bits=256}"])
+    np.testing.assert_allclose(
+        exe.run("main", x), run_ort(model, {"x": x})[0], rtol=1e-4, atol=1e-5
+    )
