@@ -381,7 +381,8 @@ def winograd_unsupported(op: Conv2dOp) -> str | None:
 
 
 class _Pool2dOp(_Window2dOp, _OneInputOp):
-    """2-D pooling over an NCHW tensor: `kernel`, `strides` (default 1), `padding` (default 0)."""
+    """2-D pooling over an NCHW tensor, or a channel-blocked `NCHW{c}c` one (5-D, the
+    block carried through): `kernel`, `strides` (default 1), `padding` (default 0)."""
 
     kernel = prop_def(DenseArrayBase.constr(i64))
 
@@ -442,7 +443,8 @@ class AvgPool2dOp(_Pool2dOp):
 
 @irdl_op_definition
 class GlobalAvgPool2dOp(_OneInputOp):
-    """Mean over H and W of an NCHW tensor: N x C x 1 x 1."""
+    """Mean over H and W of an NCHW tensor: N x C x 1 x 1 (of a channel-blocked
+    `NCHW{c}c` one: N x C/c x 1 x 1 x c)."""
 
     name = "graph.global_avg_pool2d"
 
