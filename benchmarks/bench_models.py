@@ -1,7 +1,8 @@
 """Real networks: torchvision's classification models through ONNX, Lamina against onnxruntime.
 
     python benchmarks/bench_models.py [--models resnet18,mobilenet_v2,...] [--threads 1,2]
-                                      [--rounds 9] [--target 'cpu{vector_bits=256}']
+                                      [--rounds 9] [--isa avx2|avx512|host]
+                                      [--target 'cpu{vector_bits=256}']
                                       [--profile] [--csv out.csv] [--plot out.png]
 
 Each model is torchvision's (random weights, eval mode, batch 1, 224×224; needs
@@ -16,8 +17,11 @@ cached in `--export-dir` so later runs skip the export. For each model:
 - with `--profile`: onnxruntime's own profile (`enable_profiling`) summed by op
   kind, beside Lamina's per-kernel time, so a slow model shows where.
 
-`--target` passes a target (with options) to `lamina.compile`, e.g.
-`'cpu{vector_bits=256}'` for a 256-bit (AVX2-class) build on an AVX-512 host.
+`--isa avx2` compiles for the target `'cpu{isa=avx2}'` (an AVX2 + FMA build,
+which an AVX-512 host runs at the same FMA peak; `avx512`, `host` likewise);
+`--target` passes any target (with options) to `lamina.compile`, e.g.
+`'cpu{vector_bits=256}'`. The two exclude each other. Each row records the
+ISA and target it was built for, and the thread count.
 """
 
 from __future__ import annotations
@@ -122,10 +126,15 @@ def bench_model(name: str, args: argparse.Namespace) -> list[dict]:
         want = session.run(None, feed)[0]
         got = exe.run("main", x)
         error = float(np.abs(got - want).max() / np.abs(want).max())
-        peer = functools.partial(session.run, None, feed)
-        lam, ort_t = bench._rounds([functools.partial(exe.run, "main", x), peer], args.rounds)
+        fns = [functools.partial(exe.run, "main", x), functools.partial(session.run, None, feed)]
+        if args.alternate == "numpy":
+            fns = [_after(_numpy_matmul(threads), fn) for fn in fns]
+        lam, ort_t = bench._rounds(fns, args.rounds)
+        if args.alternate == "numpy":
+            lam, ort_t = [f.timed for f in fns]  # pyright: ignore[reportAttributeAccessIssue]
         row = {
             "model": name,
+            "target": args.target or "host",
             "threads": threads,
             "compile_s": round(compile_s, 2),
             "lamina_ms": round(1e3 * float(np.median(lam)), 3),
@@ -147,8 +156,39 @@ def bench_model(name: str, args: argparse.Namespace) -> list[dict]:
     return rows
 
 
+def _numpy_matmul(threads: int):
+    """A NumPy (OpenBLAS) matmul of 512 on `threads` threads: a user's pre- or
+    post-processing between two model calls in the same process."""
+    bench.set_numpy_threads(threads)
+    a = np.random.default_rng(1).standard_normal((512, 512)).astype(np.float32)
+    return lambda: a @ a
+
+
+def _after(before, fn):
+    """`fn` preceded by `before` on every call; `.timed` collects `fn`'s own seconds."""
+
+    def call():
+        before()
+        start = time.perf_counter()
+        fn()
+        call.timed.append(time.perf_counter() - start)  # pyright: ignore[reportFunctionMemberAccess]
+
+    call.timed = []  # pyright: ignore[reportFunctionMemberAccess]
+    return call
+
+
 def _geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def _print_scaling(rows: list[dict], threads: list[int]) -> None:
+    """Speed-up of each peer from the fewest to the most threads (geomean over models)."""
+    lo, hi = min(threads), max(threads)
+    for peer in ("lamina_ms", "onnxruntime_ms"):
+        by = {(r["model"], r["threads"]): r[peer] for r in rows}
+        gains = [by[m, lo] / by[m, hi] for m, t in by if t == lo and (m, hi) in by]
+        if gains:
+            print(f"{peer[:-3]} speed-up {lo} -> {hi} threads: geomean {_geomean(gains):.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,12 +197,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", default="1", help="comma-separated thread counts")
     parser.add_argument("--rounds", type=int, default=9, help="interleaved rounds (medians)")
     parser.add_argument("--target", default=None, help="a target with options for lamina.compile")
+    parser.add_argument(
+        "--isa", choices=("avx2", "avx512", "host"), help="build for cpu{isa=...} (see --target)"
+    )
     parser.add_argument("--profile", action="store_true", help="onnxruntime's time by op kind")
+    parser.add_argument(
+        "--alternate",
+        choices=("none", "numpy"),
+        default="none",
+        help="numpy: each call follows a NumPy matmul (its OpenBLAS threads, same count); "
+        "every Lamina call follows an onnxruntime run anyway (interleaved rounds)",
+    )
     parser.add_argument("--export-dir", default=str(Path.home() / ".cache" / "lamina-bench"))
     parser.add_argument("--csv", help="write the rows as CSV")
     parser.add_argument("--plot", help="write a bar chart of the ratios (needs matplotlib)")
     args = parser.parse_args(argv)
     args.threads = [int(t) for t in args.threads.split(",")]
+    if args.isa and args.target:
+        parser.error("--isa and --target exclude each other (--isa X is --target 'cpu{isa=X}')")
+    if args.isa:
+        args.target = f"cpu{{isa={args.isa}}}"
     names = [m for m in args.models.split(",") if m]
     unknown = [m for m in names if m not in MODELS]
     if unknown:
@@ -180,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"geomean ratio at {threads} thread(s): {_geomean(ratios):.2f} over {len(ratios)}"
             )
+    if len(args.threads) > 1:
+        _print_scaling(rows, args.threads)
     if rows and args.csv:
         bench._write_csv(args.csv, rows)
     if rows and args.plot:

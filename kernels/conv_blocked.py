@@ -65,8 +65,32 @@ def build_blocked_conv2d(op: Operation, kb, inputs: list[SSAValue]) -> list[SSAV
             return product
         return em.select(inside, product, em.const(0, graph.element_type(data)))
 
+    if op.groups_value != 1:
+        return [_depthwise(kb, op, data, weight, source, (win_h, win_w), channels, c)]
     extents = [ws[1], ws[2], ws[3], ws[4]]
     return [kb.compute(os_, graph.element_type(data), body, reduce_extents=extents)]
+
+
+def _depthwise(kb, op, data, weight, source, windows, channels, c: int) -> SSAValue:
+    """`out[n, k, oh, ow, j] = sum_{kh, kw} xp[n, k, oh*sh + kh*dh, ow*sw + kw*dw, j]
+    * w[k, 0, kh, kw, 0, j]`: each lane its own channel, so the input is read
+    as whole vectors (no broadcast) and the window's taps are the reduction."""
+    win_h, win_w = windows
+    ws, os_ = graph.tensor_shape(weight), graph.tensor_shape(op.results[0])
+
+    def body(em, sp: list[SSAValue], red: list[SSAValue]) -> SSAValue:
+        n, k, oh, ow, j = sp
+        kh, kw = red
+        x = source.read(em, [n, k, oh, ow, j], [(win_h, oh, kh), (win_w, ow, kw)])
+        zero = em.const(0, graph.element_type(data))
+        first = em.index(0)
+        product = em.mul(x, em.read(weight, [k, first, kh, kw, first, j]))
+        if channels is None:  # every channel slot holds data, or its padding is 0
+            return product
+        inside = channel_mask(em, em.affine([(k, c), (j, 1)]), channels, ws[0] * c)
+        return product if inside is None else em.select(inside, product, zero)
+
+    return kb.compute(os_, graph.element_type(data), body, reduce_extents=[ws[2], ws[3]])
 
 
 def _constrain_window(

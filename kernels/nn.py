@@ -86,7 +86,7 @@ def _pool_windows(
     source = window_input(kb, x, [win_h, win_w], pad_value)
 
     def body(em: TeEmitter, sp: Indices, red: Indices) -> SSAValue:
-        n, c, oh, ow = sp
+        oh, ow = sp[2], sp[3]  # NCHW, or NCHW{c}c with the lanes' block last
         kh, kw = red
         return source.read(em, sp, [(win_h, oh, kh), (win_w, ow, kw)])
 
@@ -137,16 +137,20 @@ def build_avg_pool2d(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[
 
 
 def build_global_avg_pool2d(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
-    """`s[n, c] = sum_{h, w} x[n, c, h, w]`, then `out[n, c, 0, 0] = s[n, c] / (H*W)`."""
+    """`s[n, c] = sum_{h, w} x[n, c, h, w]`, then `out[n, c, 0, 0] = s[n, c] / (H*W)`
+    (channel-blocked `NCHW{c}c`: `s[n, cb, ci]` over `x[n, cb, h, w, ci]`, the
+    lanes' block innermost so the sum is vectorized along it)."""
     (x,) = inputs
-    n, c, h, w = shape_of(x)
+    n, c, h, w, *block = shape_of(x)
     t = elt(x)
-    total = kb.compute(
-        (n, c), t, lambda em, sp, red: em.read(x, [*sp, *red]), [h, w], combiner="sum"
-    )
+
+    def window_sum(em: TeEmitter, sp: Indices, red: Indices) -> SSAValue:
+        return em.read(x, [*sp[:2], *red, *sp[2:]])
+
+    total = kb.compute((n, c, *block), t, window_sum, [h, w], combiner="sum")
 
     def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
-        return em.div(em.read(total, sp[:2]), em.const(h * w, t))
+        return em.div(em.read(total, [*sp[:2], *sp[4:]]), em.const(h * w, t))
 
     return [kb.compute(shape_of(op.results[0]), t, body)]
 

@@ -29,6 +29,7 @@ independent of the host's vector width).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -54,7 +55,7 @@ from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, Phase, UndefAttr
 from lamina.dialects.layout_maps import LayoutMapError, invert_map, same_map
-from lamina.kernels.strategy import conv2d_block, winograd_pays
+from lamina.kernels.strategy import conv2d_block, is_depthwise, winograd_pays
 
 ENABLE_ATTR_NAME = "lamina.plan_layouts"
 
@@ -146,6 +147,9 @@ ELEMENTWISE_PAD = {
     "graph.mul": lambda a, b: a * b,
     "graph.maximum": max,
     "graph.minimum": min,
+    "graph.div": lambda a, b: a / b if b else float("nan"),
+    "graph.sigmoid": lambda a: 1.0 / (1.0 + math.exp(-a)),
+    "graph.tanh": math.tanh,
 }
 """What each elementwise op makes of the padding (others: unspecified)."""
 
@@ -168,8 +172,10 @@ def block_conv2d(op: graph.Conv2dOp, blocks: tuple[int, int], winograd: bool = F
     elem = graph.element_type(op.data)
     zero = _zero(elem)
     c, o = blocks
+    depthwise = is_depthwise(op)
+    i = 1 if depthwise else c
     x = _transform(op.data, blocked_data_map(c), zero)
-    w = _transform(op.weight, blocked_weight_map(c, o), zero)
+    w = _transform(op.weight, blocked_weight_map(i, o), zero)
     out_map = blocked_data_map(o)
     logical = graph.tensor_shape(op.results[0])
     conv = graph.Conv2dOp(
@@ -178,8 +184,9 @@ def block_conv2d(op: graph.Conv2dOp, blocks: tuple[int, int], winograd: bool = F
         strides=op.strides_value,
         padding=op.padding_value,
         dilation=op.dilation_value,
+        groups=op.groups_value if depthwise else None,
         data_layout=f"NCHW{c}c",
-        kernel_layout=f"OIHW{c}i{o}o",
+        kernel_layout=f"OIHW{i}i{o}o",
         device=op.device,
     )
     chosen = op.attributes.get(graph.CONV_ALGORITHM_ATTR)  # a user's choice stays
@@ -236,18 +243,26 @@ def propagate(op: Operation) -> bool:
     if not isinstance(op, graph.UNARY_OPS + graph.BINARY_OPS):
         return False
     sources = [_inverse_source(v) for v in op.operands]
-    lead = next((s for s in sources if s is not None), None)
-    if lead is None:
+    present = [s for s in sources if s is not None]
+    if not present:
         return False
-    inverse, known = lead
+    # The largest blocked operand leads (a feature map, not the scale it is multiplied by).
+    inverse, known = max(present, key=lambda s: math.prod(graph.tensor_shape(s[0].input)))
     physical_type = inverse.input.type
     new_operands: list[SSAValue] = []
     pads: list[float | None] = []
     pre: list[Operation] = []
     for value, source in zip(op.operands, sources, strict=True):
-        if source is not None and source[0].input.type == physical_type:
+        if source is not None and _broadcasts_blocked(source, known, physical_type):
             new_operands.append(source[0].input)
             pads.append(_pad_number(source[1]))
+            continue
+        if all(d == 1 for d in graph.tensor_shape(value)):
+            # A scalar (relu6's bounds) broadcasts against any layout: only its rank changes.
+            scalar = _as_rank(value, len(graph.tensor_shape(physical_type)))
+            pre.extend(scalar)
+            new_operands.append(scalar[-1].results[0] if scalar else value)
+            pads.append(_constant_number(value))
             continue
         moved = _broadcast_operand(value, known, graph.tensor_shape(op.results[0]))
         if moved is None:
@@ -270,6 +285,124 @@ def propagate(op: Operation) -> bool:
     )
     back = _transform(new, inverse.constraint.index_map.data, UndefAttr(), op.results[0].type)
     Rewriter.replace_op(op, [*pre, new, back], [back.results[0]])
+    return True
+
+
+def _broadcasts_blocked(source, known: ConstraintAttr, physical_type) -> bool:
+    """Is the blocked operand `source` usable as it is against a result of
+    `physical_type` in the layout `known`: the same type, or the same map
+    and a physical shape that broadcasts (a squeeze-and-excitation scale,
+    `N x C/c x 1 x 1 x c`, against its feature map)?"""
+    inverse, constraint = source
+    if inverse.input.type == physical_type:
+        return True
+    if constraint.index_map != known.index_map:
+        return False
+    got, full = graph.tensor_shape(inverse.input), graph.tensor_shape(physical_type)
+    if len(got) != len(full) or known.logical_shape is None:
+        return False
+    same_channels = constraint.logical_shape[1] == known.logical_shape[1]
+    return same_channels and all(g in (f, 1) for g, f in zip(got, full, strict=True))
+
+
+def _as_rank(value: SSAValue, rank: int) -> list[Operation]:
+    """A reshape of the one-element `value` to `rank` dims of 1 (none if it has them)."""
+    if len(graph.tensor_shape(value)) == rank:
+        return []
+    return [graph.ReshapeOp(value, TensorType(graph.element_type(value), (1,) * rank))]
+
+
+def _constant_number(value: SSAValue) -> float | None:
+    """The number a one-element constant holds (None: not a constant)."""
+    owner = value.owner
+    if not isinstance(owner, graph.ConstantOp):
+        return None
+    dense = owner.value
+    if not isinstance(dense, DenseIntOrFPElementsAttr):
+        return None
+    values = dense.get_values()
+    return float(values[0]) if len(values) >= 1 else None
+
+
+def propagate_concat(op: Operation) -> bool:
+    """`concat(G(y1), x2, ..., axis=1)` → `G(concat(y1, F(x2), ..., axis=1))` for
+    channel-blocked values whose channel counts are whole blocks (the blocks
+    then simply follow each other; no slot is padding). An operand that is
+    not blocked (a pool's result) is transformed into the block layout: a
+    copy, as the concat of it was. Keeps DenseNet's, GoogLeNet's and
+    SqueezeNet's concatenations between blocked convolutions blocked."""
+    if not isinstance(op, graph.ConcatOp) or op.axis_value != 1:
+        return False
+    sources = [_channel_blocked_source(v) for v in op.inputs]
+    lead = next((s for s in sources if s is not None), None)
+    if lead is None:
+        return False
+    known = lead[1]
+    c = graph.tensor_shape(lead[0].input)[4]
+    if any(graph.tensor_shape(v)[1] % c for v in op.inputs):
+        return False
+    pre: list[Operation] = []
+    operands: list[SSAValue] = []
+    for value, source in zip(op.inputs, sources, strict=True):
+        if source is not None and source[1].index_map == known.index_map:
+            operands.append(source[0].input)
+            continue
+        pre.append(_transform(value, known.index_map.data, _zero(graph.element_type(value))))
+        operands.append(pre[-1].results[0])
+    logical = graph.tensor_shape(op.results[0])
+    new = graph.ConcatOp(operands, axis=1, device=op.device)
+    zero = _zero(graph.element_type(op.results[0]))
+    new.attributes[CONSTRAINT_ATTR_NAME] = ConstraintAttr(known.index_map, zero, logical)
+    back_map = inverse_map(known.index_map.data, logical)
+    assert back_map is not None
+    back = _transform(new, back_map, UndefAttr(), op.results[0].type)
+    Rewriter.replace_op(op, [*pre, new, back], [back.results[0]])
+    return True
+
+
+def _channel_blocked_source(value: SSAValue):
+    """`_inverse_source(value)` when its input is channel-blocked data (`NCHW{c}c`
+    by `blocked_data_map`, no padding before the data), else None."""
+    source = _inverse_source(value)
+    if source is None:
+        return None
+    shape = graph.tensor_shape(source[0].input)
+    if len(shape) != 5 or source[1].index_map.data != blocked_data_map(shape[4]):
+        return None
+    return source
+
+
+POOL_OPS = (graph.MaxPool2dOp, graph.AvgPool2dOp, graph.GlobalAvgPool2dOp)
+
+
+def propagate_pool(op: Operation) -> bool:
+    """`pool(G(y))` → `G(pool(y))` for a channel-blocked `y`: the pools window
+    dims 2 and 3 of `NCHW{c}c` as of NCHW, each lane its own channel, so the
+    blocked chain goes on through a network's pools (GoogLeNet's and
+    SqueezeNet's max pools, the squeeze-and-excitation blocks' global
+    average pools). Padded channels keep their value: every window holds
+    at least one real element, all equal to the pad."""
+    source = _channel_blocked_source(op.input) if isinstance(op, POOL_OPS) else None
+    if source is None:
+        return False
+    y, known = source[0].input, source[1]
+    probe = op.__class__.create(
+        operands=[y], result_types=[op.results[0].type], properties=dict(op.properties)
+    )
+    result_type = probe.infer_result_type()  # the pool's own shape rule, on the 5-D input
+    probe.drop_all_references()
+    new = op.__class__.create(
+        operands=[y],
+        result_types=[result_type],
+        properties=dict(op.properties),
+        attributes=dict(op.attributes),
+    )
+    logical = graph.tensor_shape(op.results[0])
+    new.attributes[CONSTRAINT_ATTR_NAME] = ConstraintAttr(known.index_map, known.pad, logical)
+    back_map = inverse_map(known.index_map.data, logical)
+    assert back_map is not None
+    back = _transform(new, back_map, UndefAttr(), op.results[0].type)
+    Rewriter.replace_op(op, [new, back], [back.results[0]])
     return True
 
 
@@ -446,7 +579,7 @@ def _fixpoint(func: graph.FuncOp) -> None:
             if isinstance(o, graph.LayoutTransformOp):
                 changed |= fold(o)
             else:
-                changed |= propagate(o) or annotate(o)
+                changed |= propagate(o) or propagate_concat(o) or propagate_pool(o) or annotate(o)
         for o in list(func.walk()):
             if isinstance(o, graph.LayoutTransformOp) and not o.results[0].uses:
                 Rewriter.erase_op(o)

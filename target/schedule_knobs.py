@@ -146,6 +146,11 @@ class ScheduleKnobs:
     element type (16 f32 on AVX-512), so the innermost output-channel loop
     fills one vector register."""
 
+    conv_nchw_pointwise_min_pixels: int = 56 * 56
+    """Smallest output image (OH*OW) at which a pointwise (1x1) conv2d whose
+    input is not channel-blocked stays NCHW (a matrix product along the image
+    rows); smaller ones are blocked (`kernels/strategy.py`, measured there)."""
+
     winograd_min_output: int = 14 * 14
     """Smallest output image (OH*OW) computed by Winograd when the weights are a
     parameter: their transform then runs on every call and costs 16/(OH*OW) of
@@ -186,8 +191,12 @@ def check_knob(name: str, value: object) -> str | None:
     if not isinstance(value, int) or isinstance(value, bool):
         return "must be an integer"
     if name in (
-        "block_rows", "block_broadcast_registers", "conv_channel_block", "winograd_min_output"
-    ):  # fmt: skip
+        "block_rows",
+        "block_broadcast_registers",
+        "conv_channel_block",
+        "winograd_min_output",
+        "conv_nchw_pointwise_min_pixels",
+    ):
         return None if value >= 0 else "must be >= 0"
     return None if value >= 1 else "must be >= 1"
 

@@ -514,14 +514,21 @@ def test_parallel_loop_covers_every_iteration_once(lb, ub, step):
     assert np.all((ids[touched] == 0) | (ids[touched] == 1))
 
 
-def test_parallel_loop_runs_on_several_threads():
-    kernel = lower_and_jit(PARALLEL_IDS)
+TEAM_SIZES = PARALLEL_IDS.replace("omp_get_thread_num", "omp_get_num_threads")
+
+
+def test_parallel_loop_runs_on_a_team_in_chunks():
     codegen.set_num_threads(2)
     assert codegen.get_max_threads() == 2
+    sizes = np.full(64, -1, np.int32)
+    lower_and_jit(TEAM_SIZES).call("who", sizes, 0, 64, 1)
+    assert np.all(sizes == 2)  # every iteration ran inside a team of two
+    # Dynamic schedule: chunks of 64 / (2 threads * CHUNKS_PER_THREAD) = 8
+    # iterations, each run by one thread, whichever asked first.
     ids = np.full(64, -1, np.int32)
-    kernel.call("who", ids, 0, 64, 1)
-    # Static schedule: thread 0 takes the first half, thread 1 the second.
-    np.testing.assert_array_equal(ids, np.repeat(np.array([0, 1], np.int32), 32))
+    lower_and_jit(PARALLEL_IDS).call("who", ids, 0, 64, 1)
+    chunks = ids.reshape(8, 8)
+    assert np.all(chunks == chunks[:, :1]) and np.all((ids == 0) | (ids == 1))
 
 
 def test_parallel_loop_with_captured_scalars_and_nested_parallel_loop():

@@ -11,8 +11,8 @@ parallel` (docs/design.md §7: a real threading runtime, not a Python pool):
       }                                      }
                                              llvm.func @f_par0_omp(%ctx) {   // every thread
                                                captures = load %ctx[0, k]
-                                               [lo, hi) = this thread's static chunk
-                                               llvm.call @f_par0(captures, lo, hi)
+                                               while a chunk [lo, hi) is left:
+                                                 llvm.call @f_par0(captures, lo, hi)
                                              }
                                              loop.func @f_par0(captures, %lo, %hi) {
                                                loop.for %i = %lo to %hi step %s { body }
@@ -35,6 +35,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     UnitAttr,
     UnrealizedConversionCastOp,
+    i8,
     i32,
     i64,
 )
@@ -266,18 +267,32 @@ class _Emitter:
         return self(llvm.CallIntrinsicOp("llvm.smax.i64", [a, b], [i64]))
 
 
+CHUNKS_PER_THREAD = 4
+"""A parallel loop's iterations are handed out in about this many chunks per
+thread, on demand (libgomp's dynamic schedule): a thread that starts late
+(a sleeping worker's futex wake-up) or runs slowly (its core shared with a
+NumPy/OpenBLAS or onnxruntime thread still spinning after that library's
+own call) takes fewer chunks instead of holding up the whole region, as a
+static split into one range per thread did (docs/performance.md, Threads)."""
+
+GOMP_DYNAMIC_START = "GOMP_loop_dynamic_start"
+GOMP_DYNAMIC_NEXT = "GOMP_loop_dynamic_next"
+GOMP_END_NOWAIT = "GOMP_loop_end_nowait"
+
+
 def _trampoline(base: str, header: list[SSAValue], captures: list[SSAValue]) -> llvm.FuncOp:
-    """`llvm.func @<base>_omp(%ctx)`: unpack, take this thread's static chunk, call `@<base>`.
+    """`llvm.func @<base>_omp(%ctx)`: unpack, then call `@<base>` on chunks taken on demand.
 
     n     = max((ub - lb + step - 1) / step, 0)       trip count
-    chunk = (n + nthreads - 1) / nthreads
-    lo    = lb + min(tid * chunk, n) * step
-    hi    = lb + min(tid * chunk + chunk, n) * step
+    chunk = max(ceil(n / (nthreads * CHUNKS_PER_THREAD)), 1)
+    while GOMP_loop_dynamic_{start,next} hands this thread [s, e):
+        @<base>(captures, lb + s * step, lb + e * step, step)
+    GOMP_loop_end_nowait()        (GOMP_parallel's own barrier ends the region)
     """
     values = [*header, *captures]
-    block = Block(arg_types=[PTR])
-    emit = _Emitter(block)
-    ctx = block.args[0]
+    entry, body, done = Block(arg_types=[PTR]), Block(), Block()
+    emit = _Emitter(entry)
+    ctx = entry.args[0]
     loaded = []
     for index, value in enumerate(values):
         word = emit(llvm.LoadOp(emit(llvm.GEPOp(ctx, [index], i64)), i64, alignment=8))
@@ -287,26 +302,48 @@ def _trampoline(base: str, header: list[SSAValue], captures: list[SSAValue]) -> 
     span = emit(llvm.AddOp(emit(llvm.SubOp(ub_v, lb_v)), emit(llvm.SubOp(step_v, one))))
     n = emit.smax(emit(llvm.SDivOp(span, step_v)), emit.const(0))
     threads = emit.icall("omp_get_num_threads")
-    tid = emit.icall("omp_get_thread_num")
-    chunk = emit(llvm.SDivOp(emit(llvm.AddOp(n, emit(llvm.SubOp(threads, one)))), threads))
-    begin = emit.smin(emit(llvm.MulOp(tid, chunk)), n)
-    end = emit.smin(emit(llvm.AddOp(begin, chunk)), n)
+    pieces = emit(llvm.MulOp(threads, emit.const(CHUNKS_PER_THREAD)))
+    chunk = emit(llvm.SDivOp(emit(llvm.AddOp(n, emit(llvm.SubOp(pieces, one)))), pieces))
+    chunk = emit.smax(chunk, one)
+    bounds = emit(llvm.AllocaOp(emit.const(2), i64, 8))
+    first, last = emit(llvm.GEPOp(bounds, [0], i64)), emit(llvm.GEPOp(bounds, [1], i64))
+    start = llvm.CallOp(GOMP_DYNAMIC_START, emit.const(0), n, one, chunk, first, last,
+                        return_type=i8)  # fmt: skip
+    emit(llvm.CondBrOp(_true(emit, emit(start)), body, [], done, []))
+
+    emit = _Emitter(body)
+    begin = emit(llvm.LoadOp(first, i64, alignment=8))
+    end = emit(llvm.LoadOp(last, i64, alignment=8))
     lo = emit(llvm.AddOp(lb_v, emit(llvm.MulOp(begin, step_v))))
     hi = emit(llvm.AddOp(lb_v, emit(llvm.MulOp(end, step_v))))
     emit(llvm.CallOp(base, *capture_vals, lo, hi, step_v))
+    more = emit(llvm.CallOp(GOMP_DYNAMIC_NEXT, first, last, return_type=i8))
+    emit(llvm.CondBrOp(_true(emit, more), body, [], done, []))
+
+    emit = _Emitter(done)
+    emit(llvm.CallOp(GOMP_END_NOWAIT))
     emit(llvm.ReturnOp())
     return llvm.FuncOp(
         f"{base}_omp",
         llvm.LLVMFunctionType([PTR], llvm.LLVMVoidType()),
         linkage=llvm.LinkageAttr("internal"),
-        body=Region(block),
+        body=Region([entry, body, done]),
     )
 
 
+def _true(emit: _Emitter, flag: SSAValue) -> SSAValue:
+    """The C `bool` libgomp returns (an i8) as an i1."""
+    zero = emit(llvm.ConstantOp(IntegerAttr(0, i8), i8))
+    ne = IntegerAttr(llvm.ICmpPredicateFlag("ne").to_int(), i64)
+    return emit(llvm.ICmpOp(flag, zero, ne))
+
+
 def declare_omp_queries(op: Operation, rewriter) -> None:
-    """The two libgomp queries every trampoline calls."""
+    """The libgomp entry points every trampoline calls."""
     declare_function(op, rewriter, "omp_get_num_threads", [], i32)
-    declare_function(op, rewriter, "omp_get_thread_num", [], i32)
+    declare_function(op, rewriter, GOMP_DYNAMIC_START, [i64, i64, i64, i64, PTR, PTR], i8)
+    declare_function(op, rewriter, GOMP_DYNAMIC_NEXT, [PTR, PTR], i8)
+    declare_function(op, rewriter, GOMP_END_NOWAIT, [], llvm.LLVMVoidType())
 
 
 __all__ = ["ParallelForLowering", "captured_values"]

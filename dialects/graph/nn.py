@@ -150,8 +150,12 @@ def blocked_conv_layout(data_layout: str, kernel_layout: str) -> tuple[int, int,
             f'"OIHW<i>i<o>o"), got "{data_layout}" and "{kernel_layout}"'
         )
     c, i, o = int(data.group(1)), int(kernel.group(1)), int(kernel.group(2))
-    if c != i or c <= 0 or o <= 0:
-        raise ShapeError(f"data block {c} must equal the kernel input block {i} (and be > 0)")
+    depthwise = i == 1 and o == c  # `OIHW1i{c}o`: one input channel per output channel
+    if (c != i and not depthwise) or c <= 0 or o <= 0:
+        raise ShapeError(
+            f"data block {c} must equal the kernel input block {i} (and be > 0), "
+            f"or the kernel be depthwise (OIHW1i{c}o)"
+        )
     return c, i, o
 
 
@@ -164,7 +168,10 @@ def _blocked_conv2d_output_shape(
     dilation: Sequence[int],
     groups: int,
 ) -> tuple[int, ...]:
-    """`N x O/o x OH x OW x o`, via the unblocked convolution's shape."""
+    """`N x O/o x OH x OW x o`, via the unblocked convolution's shape. With
+    groups > 1 the convolution is depthwise (weight `C/c x 1 x KH x KW x 1 x
+    c`, each channel its own filter; `groups` is the logical channel count,
+    the padded channels of the last block compute 0 from zero filters)."""
     c, i, o = blocks
     if len(data) != 5 or len(weight) != 6:
         raise ShapeError(
@@ -176,8 +183,13 @@ def _blocked_conv2d_output_shape(
             f"block extents of data {shape_str(data)} / weight {shape_str(weight)} do not match "
             f"the layouts' blocks c={c}, i={i}, o={o}"
         )
-    if groups != 1:
-        raise ShapeError(f"a blocked conv2d needs groups = 1, got {groups}")
+    depthwise = groups != 1  # the only grouped form blocked: `OIHW1i{c}o`, one filter a channel
+    if depthwise and (i != 1 or o != c or weight[1] != 1 or weight[0] != data[1]):
+        raise ShapeError(
+            f"a blocked conv2d with groups > 1 must be depthwise: data N x C/{c} x H x W x {c},"
+            f" weight C/{c} x 1 x KH x KW x 1 x {c}, got data {shape_str(data)} and weight "
+            f"{shape_str(weight)}"
+        )
     n, h, w_ = data[0], data[2], data[3]
     plain = conv2d_output_shape(
         (n, data[1] * c, h, w_),
@@ -185,6 +197,7 @@ def _blocked_conv2d_output_shape(
         strides,
         padding,
         dilation,
+        groups=data[1] * c if depthwise else 1,
     )
     return (n, weight[0], plain[2], plain[3], o)
 
@@ -195,13 +208,17 @@ def pool2d_output_shape(
     strides: Sequence[int] = (1, 1),
     padding: Sequence[int] = (0, 0, 0, 0),
 ) -> tuple[int, ...]:
-    """Result shape of a 2-D max/avg pool over an NCHW tensor.
+    """Result shape of a 2-D max/avg pool over an NCHW tensor, or a
+    channel-blocked `NCHW{c}c` one (5-D: the block dimension is carried
+    through, each lane its own channel; `plan-layouts` produces it).
 
     Each padding must be smaller than the kernel (ONNX), so that every window
     holds at least one real element (avg_pool2d divides by that count).
     """
-    if len(data) != 4:
-        raise ShapeError(f"pooling expects a 4-D NCHW input, got {shape_str(data)}")
+    if len(data) not in (4, 5):
+        raise ShapeError(
+            f"pooling expects a 4-D NCHW (or 5-D NCHW<c>c) input, got {shape_str(data)}"
+        )
     _check_length("kernel", kernel, (2,))
     _check_length("strides", strides, (2,))
     _check_positive("kernel", kernel)
@@ -213,7 +230,7 @@ def pool2d_output_shape(
             raise ShapeError(f"{which} padding {pad} must be smaller than the kernel extent {size}")
     out_h = _window_output("height", data[2], kernel[0], strides[0], top + bottom)
     out_w = _window_output("width", data[3], kernel[1], strides[1], left + right)
-    return (data[0], data[1], out_h, out_w)
+    return (data[0], data[1], out_h, out_w, *data[4:])
 
 
 class _Window2dOp(_ComputeOp):
@@ -364,7 +381,8 @@ def winograd_unsupported(op: Conv2dOp) -> str | None:
 
 
 class _Pool2dOp(_Window2dOp, _OneInputOp):
-    """2-D pooling over an NCHW tensor: `kernel`, `strides` (default 1), `padding` (default 0)."""
+    """2-D pooling over an NCHW tensor, or a channel-blocked `NCHW{c}c` one (5-D, the
+    block carried through): `kernel`, `strides` (default 1), `padding` (default 0)."""
 
     kernel = prop_def(DenseArrayBase.constr(i64))
 
@@ -425,7 +443,8 @@ class AvgPool2dOp(_Pool2dOp):
 
 @irdl_op_definition
 class GlobalAvgPool2dOp(_OneInputOp):
-    """Mean over H and W of an NCHW tensor: N x C x 1 x 1."""
+    """Mean over H and W of an NCHW tensor: N x C x 1 x 1 (of a channel-blocked
+    `NCHW{c}c` one: N x C/c x 1 x 1 x c)."""
 
     name = "graph.global_avg_pool2d"
 
@@ -438,16 +457,16 @@ class GlobalAvgPool2dOp(_OneInputOp):
         value = SSAValue.get(input)
         if result_type is None:
             shape = tensor_shape(value)
-            result_type = _tensor(element_type(value), (*shape[:2], 1, 1))
+            result_type = _tensor(element_type(value), (*shape[:2], 1, 1, *shape[4:]))
         super().__init__(
             operands=[input], result_types=[result_type], properties={"device": device}
         )
 
     def infer_result_type(self) -> Attribute:
         shape = tensor_shape(self.input)
-        if len(shape) != 4:
-            raise ShapeError(f"expected a 4-D NCHW input, got {shape_str(shape)}")
-        return _tensor(element_type(self.input), (*shape[:2], 1, 1))
+        if len(shape) not in (4, 5):
+            raise ShapeError(f"expected a 4-D NCHW (or 5-D NCHW<c>c) input, got {shape_str(shape)}")
+        return _tensor(element_type(self.input), (*shape[:2], 1, 1, *shape[4:]))
 
 
 @irdl_op_definition

@@ -376,9 +376,10 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // -----
 
 // A parallel loop is outlined: the caller packs its bounds and captured values
-// into i64 slots and calls GOMP_parallel with a trampoline, which runs its
-// thread's static chunk [lo, hi) of the outlined serial loop. The nested
-// parallel loop runs serially inside the outlined body.
+// into i64 slots and calls GOMP_parallel with a trampoline, in which every
+// thread of the team runs chunks [lo, hi) of the outlined serial loop as long
+// as libgomp's dynamic schedule hands it one. The nested parallel loop runs
+// serially inside the outlined body.
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @scale(%a: memref<64x16xf32>, %o: memref<64x16xf32>, %s: f32) {
     %c0 = arith.constant 0 : index
@@ -396,8 +397,10 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   }
 }
 // CHECK-DAG:   llvm.func @GOMP_parallel(!llvm.ptr, !llvm.ptr, i32, i32)
-// CHECK-DAG:   llvm.func @omp_get_thread_num() -> i32
 // CHECK-DAG:   llvm.func @omp_get_num_threads() -> i32
+// CHECK-DAG:   llvm.func @GOMP_loop_dynamic_start(i64, i64, i64, i64, !llvm.ptr, !llvm.ptr) -> i8
+// CHECK-DAG:   llvm.func @GOMP_loop_dynamic_next(!llvm.ptr, !llvm.ptr) -> i8
+// CHECK-DAG:   llvm.func @GOMP_loop_end_nowait()
 // CHECK-LABEL: llvm.func @scale(
 // CHECK-SAME:      %[[A:[^:]*]]: !llvm.ptr {{.*}}, %[[O:[^:]*]]: !llvm.ptr {{.*}}, %[[S:[^:]*]]: f32)
 // CHECK-NEXT:    %[[N:.*]] = llvm.mlir.constant(6) : i64
@@ -416,8 +419,16 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NOT:     GOMP_parallel
 // CHECK-LABEL: llvm.func internal @scale_par0_omp(
 // CHECK:         llvm.call @omp_get_num_threads() : () -> i32
-// CHECK:         llvm.call @omp_get_thread_num() : () -> i32
+// CHECK:         %[[FIRST:.*]] = llvm.getelementptr %[[BOUNDS:.*]][0] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-NEXT:    %[[LAST:.*]] = llvm.getelementptr %[[BOUNDS]][1] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK:         %[[GOT:.*]] = llvm.call @GOMP_loop_dynamic_start(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[FIRST]], %[[LAST]])
+// CHECK:         llvm.cond_br %{{.*}}, ^[[CHUNK:.*]], ^[[DONE:.*]]
+// CHECK-NEXT:  ^[[CHUNK]]:
 // CHECK:         llvm.call @scale_par0(
+// CHECK-NEXT:    %[[MORE:.*]] = llvm.call @GOMP_loop_dynamic_next(%[[FIRST]], %[[LAST]])
+// CHECK:         llvm.cond_br %{{.*}}, ^[[CHUNK]], ^[[DONE]]
+// CHECK-NEXT:  ^[[DONE]]:
+// CHECK-NEXT:    llvm.call @GOMP_loop_end_nowait() : () -> ()
 // CHECK-NEXT:    llvm.return
 
 // -----

@@ -274,12 +274,12 @@ graph.func @f(%x: tensor<1x3x8x8xf32>) {
 // -----
 
 graph.func @f(%x: tensor<3x8x8xf32>) {
-  // expected-error @+1 {{pooling expects a 4-D NCHW input, got 3x8x8}}
+  // expected-error @+1 {{pooling expects a 4-D NCHW (or 5-D NCHW<c>c) input, got 3x8x8}}
   %0 = graph.max_pool2d %x {kernel = array<i64: 2, 2>} : (tensor<3x8x8xf32>) -> tensor<3x7x7xf32>
   graph.return
 }
 
-// CHECK: pooling expects a 4-D NCHW input, got 3x8x8
+// CHECK: pooling expects a 4-D NCHW (or 5-D NCHW<c>c) input, got 3x8x8
 
 // -----
 
@@ -294,12 +294,12 @@ graph.func @f(%x: tensor<1x3x8x8xf32>) {
 // -----
 
 graph.func @f(%x: tensor<3x8x8xf32>) {
-  // expected-error @+1 {{expected a 4-D NCHW input, got 3x8x8}}
+  // expected-error @+1 {{expected a 4-D NCHW (or 5-D NCHW<c>c) input, got 3x8x8}}
   %0 = graph.global_avg_pool2d %x : (tensor<3x8x8xf32>) -> tensor<3x1x1xf32>
   graph.return
 }
 
-// CHECK: expected a 4-D NCHW input, got 3x8x8
+// CHECK: expected a 4-D NCHW (or 5-D NCHW<c>c) input, got 3x8x8
 
 // -----
 

@@ -89,6 +89,24 @@ graph.func @blocked_conv_blocks(%x: tensor<1x1x4x4x8xf32>, %w: tensor<1x1x3x3x4x
 
 // -----
 
+graph.func @blocked_grouped_not_depthwise(%x: tensor<1x2x4x4x8xf32>, %w: tensor<2x2x3x3x8x8xf32>) {
+  // expected-error @+1 {{a blocked conv2d with groups > 1 must be depthwise: data N x C/8 x H x W x 8, weight C/8 x 1 x KH x KW x 1 x 8, got data 1x2x4x4x8 and weight 2x2x3x3x8x8}}
+  %y = graph.conv2d %x, %w {groups = 2 : i64, data_layout = "NCHW8c", kernel_layout = "OIHW8i8o"} : (tensor<1x2x4x4x8xf32>, tensor<2x2x3x3x8x8xf32>) -> tensor<1x2x2x2x8xf32>
+  graph.return
+}
+// CHECK: a blocked conv2d with groups > 1 must be depthwise
+
+// -----
+
+graph.func @pool_rank(%x: tensor<2x4x4xf32>) {
+  // expected-error @+1 {{pooling expects a 4-D NCHW (or 5-D NCHW<c>c) input, got 2x4x4}}
+  %y = graph.max_pool2d %x {kernel = array<i64: 2, 2>} : (tensor<2x4x4xf32>) -> tensor<2x2x2xf32>
+  graph.return
+}
+// CHECK: pooling expects a 4-D NCHW (or 5-D NCHW<c>c) input
+
+// -----
+
 graph.func @winograd_needs_3x3(%x: tensor<1x1x6x6x8xf32>, %w: tensor<1x1x5x5x8x8xf32>) {
   // expected-error @+1 {{lamina.algorithm = "winograd": it needs a 3x3 kernel, got 5x5}}
   %0 = graph.conv2d %x, %w {data_layout = "NCHW8c", kernel_layout = "OIHW8i8o", lamina.algorithm = "winograd"} : (tensor<1x1x6x6x8xf32>, tensor<1x1x5x5x8x8xf32>) -> tensor<1x1x2x2x8xf32>

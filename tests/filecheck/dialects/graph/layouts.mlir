@@ -40,3 +40,19 @@ graph.func @left_padding(%x: tensor<14xf32>, %h: tensor<4x5xf32>) -> (tensor<14x
   %3 = graph.layout_transform %2 {constraint = #lamina.constraint<affine_map<(d0, d1) -> (d0 - 1, d1 - 2)>, #lamina.undef>, crop} : (tensor<6x9xf32>) -> tensor<4x5xf32>
   graph.return %1, %3 : tensor<14xf32>, tensor<4x5xf32>
 }
+
+// A blocked depthwise conv2d (one filter per channel, `OIHW1i8o`; groups is
+// the logical channel count), and pools on channel-blocked data (the block
+// dimension is carried through).
+// CHECK-LABEL: graph.func @blocked_depthwise
+// CHECK-NEXT:    %0 = graph.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 12 : i64, data_layout = "NCHW8c", kernel_layout = "OIHW1i8o"} : (tensor<1x2x8x8x8xf32>, tensor<2x1x3x3x1x8xf32>) -> tensor<1x2x4x4x8xf32>
+// CHECK-NEXT:    %1 = graph.max_pool2d %0 {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x2x4x4x8xf32>) -> tensor<1x2x2x2x8xf32>
+// CHECK-NEXT:    %2 = graph.avg_pool2d %1 {kernel = array<i64: 2, 2>} : (tensor<1x2x2x2x8xf32>) -> tensor<1x2x1x1x8xf32>
+// CHECK-NEXT:    %3 = graph.global_avg_pool2d %0 : (tensor<1x2x4x4x8xf32>) -> tensor<1x2x1x1x8xf32>
+graph.func @blocked_depthwise(%x: tensor<1x2x8x8x8xf32>, %w: tensor<2x1x3x3x1x8xf32>) -> tensor<1x2x1x1x8xf32> {
+  %0 = graph.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 12 : i64, data_layout = "NCHW8c", kernel_layout = "OIHW1i8o"} : (tensor<1x2x8x8x8xf32>, tensor<2x1x3x3x1x8xf32>) -> tensor<1x2x4x4x8xf32>
+  %1 = graph.max_pool2d %0 {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x2x4x4x8xf32>) -> tensor<1x2x2x2x8xf32>
+  %2 = graph.avg_pool2d %1 {kernel = array<i64: 2, 2>} : (tensor<1x2x2x2x8xf32>) -> tensor<1x2x1x1x8xf32>
+  %3 = graph.global_avg_pool2d %0 : (tensor<1x2x4x4x8xf32>) -> tensor<1x2x1x1x8xf32>
+  graph.return %3 : tensor<1x2x1x1x8xf32>
+}

@@ -1,0 +1,117 @@
+"""The op shapes of mobile and multi-branch networks, blocked end to end, against onnxruntime.
+
+Each model is a small block of a real network (random weights): depthwise
+convolutions (3x3 and 5x5, stride 1 and 2, channel counts that do not fill
+the last block), relu6 and hardswish, a squeeze-and-excitation block, a
+concatenation of whole channel blocks, max and average pools between
+convolutions, and a pointwise convolution on a small image.
+`plan-layouts` keeps them in `NCHW{c}c` between one transform in and one out
+(tests/filecheck/passes/plan-layouts-networks.mlir shows the plan).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx_util import check_against_ort, make_model, run_ort
+
+import lamina
+from lamina.frontends.onnx import import_model
+
+onnx = pytest.importorskip("onnx")
+from onnx import helper  # noqa: E402
+
+RNG = np.random.default_rng(7)
+
+
+def _w(*shape: int) -> np.ndarray:
+    return (RNG.standard_normal(shape) * (2.0 / np.prod(shape[1:])) ** 0.5).astype(np.float32)
+
+
+def _conv(name, x, w, k, stride=1, group=1, pad=None):
+    pad = k // 2 if pad is None else pad
+    return helper.make_node("Conv", [x, w, f"{w}_b"], [name], kernel_shape=[k, k],
+                            strides=[stride, stride], pads=[pad] * 4, group=group)  # fmt: skip
+
+
+def _inverted_residual(channels: int, expand: int, k: int, stride: int, se: bool):
+    """MobileNet-v3-style block: 1x1 expand, hardswish, kxk depthwise, SE, 1x1 project."""
+    hidden = channels * expand
+    inits = {
+        "we": _w(hidden, channels, 1, 1), "we_b": _w(hidden),
+        "wd": _w(hidden, 1, k, k), "wd_b": _w(hidden),
+        "wp": _w(channels, hidden, 1, 1), "wp_b": _w(channels),
+        "ws1": _w(8, hidden, 1, 1), "ws1_b": _w(8),
+        "ws2": _w(hidden, 8, 1, 1), "ws2_b": _w(hidden),
+        "lo": np.array(0, np.float32), "hi": np.array(6, np.float32),
+    }  # fmt: skip
+    nodes = [
+        _conv("e", "x", "we", 1),
+        helper.make_node("HardSwish", ["e"], ["e6"]),
+        _conv("d", "e6", "wd", k, stride, group=hidden),
+        helper.make_node("Clip", ["d", "lo", "hi"], ["d6"]),
+    ]
+    feature = "d6"
+    if se:
+        nodes += [
+            helper.make_node("GlobalAveragePool", ["d6"], ["g"]),
+            _conv("s1", "g", "ws1", 1),
+            helper.make_node("Relu", ["s1"], ["s1r"]),
+            _conv("s2", "s1r", "ws2", 1),
+            helper.make_node("HardSigmoid", ["s2"], ["s2h"], alpha=1 / 6, beta=0.5),
+            helper.make_node("Mul", ["d6", "s2h"], ["scaled"]),
+        ]
+        feature = "scaled"
+    nodes.append(_conv("p", feature, "wp", 1))
+    out = "p"
+    if stride == 1:
+        nodes.append(helper.make_node("Add", ["p", "x"], ["y"]))
+        out = "y"
+    return nodes, inits, out
+
+
+@pytest.mark.parametrize(
+    ("channels", "expand", "k", "stride", "se", "size"),
+    [(24, 3, 3, 1, False, 14), (20, 3, 5, 2, True, 13), (40, 6, 3, 2, True, 8)],
+)
+def test_inverted_residual(channels, expand, k, stride, se, size):
+    nodes, inits, out = _inverted_residual(channels, expand, k, stride, se)
+    x = RNG.standard_normal((1, channels, size, size)).astype(np.float32)
+    check_against_ort(make_model(nodes, {"x": x}, [out], inits), {"x": x})
+
+
+def test_fire_and_inception_branches():
+    """SqueezeNet's fire module and GoogLeNet's pool branch: concat of blocked
+    convolutions and of a max pool, then an average pool and a conv on it."""
+    inits = {
+        "w0": _w(32, 16, 3, 3), "w0_b": _w(32),
+        "ws": _w(16, 32, 1, 1), "ws_b": _w(16),
+        "w1": _w(32, 16, 1, 1), "w1_b": _w(32),
+        "w3": _w(32, 16, 3, 3), "w3_b": _w(32),
+        "wo": _w(24, 96, 1, 1), "wo_b": _w(24),
+    }  # fmt: skip
+    nodes = [
+        _conv("c0", "x", "w0", 3),
+        helper.make_node("Relu", ["c0"], ["r0"]),
+        helper.make_node("MaxPool", ["r0"], ["m"], kernel_shape=[3, 3], strides=[2, 2]),
+        _conv("s", "m", "ws", 1),
+        helper.make_node("Relu", ["s"], ["sr"]),
+        _conv("e1", "sr", "w1", 1),
+        _conv("e3", "sr", "w3", 3),
+        helper.make_node("Concat", ["e1", "e3", "m"], ["cat"], axis=1),
+        helper.make_node("AveragePool", ["cat"], ["a"], kernel_shape=[2, 2], strides=[2, 2]),
+        _conv("o", "a", "wo", 1),
+    ]
+    x = RNG.standard_normal((1, 16, 15, 15)).astype(np.float32)
+    check_against_ort(make_model(nodes, {"x": x}, ["o"], inits), {"x": x})
+
+
+def test_inverted_residual_in_blocks_of_8():
+    """The same block built for 256-bit vectors (`NCHW8c`), as on an AVX2 CPU."""
+    nodes, inits, out = _inverted_residual(20, 3, 5, 2, True)
+    x = RNG.standard_normal((1, 20, 13, 13)).astype(np.float32)
+    model = make_model(nodes, {"x": x}, [out], inits)
+    exe = lamina.compile(import_model(model).module, targets=["cpu{vector_bits=256}"])
+    np.testing.assert_allclose(
+        exe.run("main", x), run_ort(model, {"x": x})[0], rtol=1e-4, atol=1e-5
+    )
