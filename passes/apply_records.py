@@ -29,7 +29,7 @@ from lamina.dialects import loop
 from lamina.dialects.lamina import Phase
 from lamina.target.function_knobs import KNOBS_ATTR, knobs_attr
 from lamina.target.registry import module_facts
-from lamina.target.tuning_records import RecordSet, RecordsError, load_records
+from lamina.target.tuning_records import RecordsError, RecordSet, load_records
 
 KEY_FORMAT = "lamina kernel key 1"
 """Changes whenever what `kernel_key` hashes changes (old records then stop applying)."""

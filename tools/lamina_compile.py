@@ -60,7 +60,7 @@ def run(argv: list[str] | None = None) -> int:
     from lamina.driver.instruments import Instruments
     from lamina.driver.lowering import lower_to_build, parse_source
     from lamina.driver.signatures import entry_signatures
-    from lamina.tools.cli import instrument_options
+    from lamina.tools.cli import instrument_options, records_options
 
     args = _parser().parse_args(argv)
     for plugin in args.load_plugin:  # registers dialects, passes, targets (docs/extending.md)
@@ -81,7 +81,11 @@ def run(argv: list[str] | None = None) -> int:
     signatures = entry_signatures(module)
     already_lowered = not any(op.name == "graph.func" for op in module.ops)
     lowered, _ = lower_to_build(
-        module, args.targets, instruments=instruments, check_bounds=args.check_bounds
+        module,
+        args.targets,
+        instruments=instruments,
+        check_bounds=args.check_bounds,
+        **records_options(args),
     )
     symbols = abi.export_symbols(lowered, args.symbol_prefix)
     text = abi.c_header(

@@ -47,7 +47,9 @@ class Kernel:
 
     def program(self, knobs: Mapping[str, Any] | None = None) -> str:
         """The kernel's own program, its function carrying `knobs` (none: the defaults)."""
-        body = self.body.replace(_PLACEHOLDER, f"{KNOBS_ATTR} = {_text(knobs_attr(knobs or {}))}", 1)
+        body = self.body.replace(
+            _PLACEHOLDER, f"{KNOBS_ATTR} = {_text(knobs_attr(knobs or {}))}", 1
+        )
         return f"{self.header} {{\n{self.main}{body}}}\n"
 
 
@@ -101,7 +103,9 @@ def model_kernels(module: ModuleOp) -> list[Kernel]:
         key = kernel_key(func, module)
         if key in found:
             old = found[key]
-            found[key] = Kernel(key, old.name, old.shape, old.calls + 1, old.header, old.main, old.body)
+            found[key] = Kernel(
+                key, old.name, old.shape, old.calls + 1, old.header, old.main, old.body
+            )
             continue
         found[key] = Kernel(
             key, func.sym_name.data, _shape(call), 1, header, _main(call), _body(func, module)

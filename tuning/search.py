@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import statistics
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -55,6 +56,10 @@ BATCH = 5
 """Candidates timed together with the default in one interleaved measurement."""
 
 ROUNDS, FINAL_ROUNDS, FINALISTS = 5, 11, 3
+
+MIN_GAIN = 1.01
+"""A finalist replaces the default only when it is at least this much faster (the median
+of its per-round speed-ups over the default in the final measurement)."""
 
 
 def canonical(knobs: Mapping[str, Any]) -> str:
@@ -123,14 +128,12 @@ class Tuner:
         for kernel, built in zip(self.kernels, builds, strict=True):
             if not built["ok"]:
                 raise RuntimeError(f"kernel {kernel.name} does not build alone: {built['why']}")
-        times: list[Timing] = []
-        for kernel, text in zip(self.kernels, texts, strict=True):
-            answer = self.measurer.measure(kernel.key, [text], ROUNDS, self._timeout(None, ROUNDS, 1))
-            if not answer["ok"]:
-                raise RuntimeError(f"kernel {kernel.name} does not run alone: {answer['why']}")
-            self.measurements += 1
-            median, spread = summary(answer["samples"][0])
-            times.append(Timing(median, spread, ROUNDS))
+        rounds = FINAL_ROUNDS  # all kernels interleaved: their shares see the same machine
+        answer = self.measurer.measure("", texts, rounds, self._timeout(None, rounds, len(texts)))
+        if not answer["ok"]:
+            raise RuntimeError(f"the model's kernels do not run alone: {answer['why']}")
+        self.measurements += len(texts)
+        times = [Timing(*summary(s), rounds) for s in answer["samples"]]
         total = sum(t.median * k.calls for t, k in zip(times, self.kernels, strict=True))
         for kernel, t, built in zip(self.kernels, times, builds, strict=True):
             search = KernelSearch(kernel, t, t.median * kernel.calls / total)
@@ -175,7 +178,9 @@ class Tuner:
         for i in range(0, len(checked), BATCH):
             self._time_batch(search, checked[i : i + BATCH], ROUNDS)
 
-    def _time_batch(self, search: KernelSearch, batch: list[Candidate], rounds: int) -> list[Timing]:
+    def _time_batch(
+        self, search: KernelSearch, batch: list[Candidate], rounds: int
+    ) -> list[Timing]:
         kernel = search.kernel
         texts = [kernel.program()] + [kernel.program(c.knobs) for c in batch]
         answer = self.measurer.measure(
@@ -186,9 +191,11 @@ class Tuner:
                 self._invalid(search, c, answer["why"])
             return []
         self.measurements += len(batch)
-        timings = [Timing(*summary(s), rounds) for s in answer["samples"]]
-        for c, t in zip(batch, timings[1:], strict=True):
-            c.ratio = timings[0].median / t.median
+        samples = answer["samples"]
+        timings = [Timing(*summary(s), rounds) for s in samples]
+        for c, own in zip(batch, samples[1:], strict=True):
+            # Paired by round: a change of the machine's load between rounds cancels out.
+            c.ratio = statistics.median(d / t for d, t in zip(samples[0], own, strict=True))
         return timings
 
     def _invalid(self, search: KernelSearch, c: Candidate, why: str) -> None:
@@ -278,12 +285,14 @@ class Tuner:
         timings = self._time_batch(search, ranked, FINAL_ROUNDS)
         if not timings:
             return
-        default, rest = timings[0], timings[1:]
-        best_i = min(range(len(rest)), key=lambda i: rest[i].median)
-        if rest[best_i].median < default.median:
-            search.best, search.best_time = ranked[best_i], rest[best_i]
-            scale = search.default_time.median / default.median  # this batch's noise level
-            search.best_time = Timing(rest[best_i].median * scale, rest[best_i].spread, FINAL_ROUNDS)
+        rest = timings[1:]
+        best_i = max(range(len(rest)), key=lambda i: ranked[i].ratio or 0.0)
+        if (ranked[best_i].ratio or 0.0) >= MIN_GAIN:
+            best = ranked[best_i]
+            search.best = best
+            # The default's time from the shares' measurement, scaled by the paired speed-up.
+            median = search.default_time.median / (best.ratio or 1.0)
+            search.best_time = Timing(median, rest[best_i].spread, FINAL_ROUNDS)
 
     # -- records -------------------------------------------------------------------------
     def records(self, identity: tuple[str, tuple[str, ...]]) -> list[Record]:

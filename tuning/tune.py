@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO
 
-from lamina.target.tuning_records import Record, host_identity, load_records, write_records
+from lamina.target.tuning_records import Record, load_records, write_records
 from lamina.tuning.kernels import load_model, model_kernels
 from lamina.tuning.measure import LocalMeasurer
 from lamina.tuning.search import Candidate, Tuner
@@ -88,7 +88,11 @@ def tune(
         tuner.tune(max(0.0, remaining), table.update)
         identity = measurer.identity()
         new = tuner.records(identity)
-        kept = [r for r in (existing.records if existing else []) if r.identity not in {n.identity for n in new}]
+        kept = [
+            r
+            for r in (existing.records if existing else [])
+            if r.identity not in {n.identity for n in new}
+        ]
         write_records(records, [*kept, *new])
         trials = sum(s.trials for s in tuner.searches)
         result = _summary(
@@ -121,14 +125,24 @@ def _measurer(ray: str | None, threads: int | None):
 
 def _summary(records, kernels, trials, measurements, builds, started, out) -> TuneResult:
     keys = {k.key: k for k in kernels}
-    default = sum(r.default.median * keys[r.kernel].calls for r in records if r.kernel in keys and r.default)
-    tuned = sum(r.time.median * keys[r.kernel].calls for r in records if r.kernel in keys and r.default)
+    default = sum(
+        r.default.median * keys[r.kernel].calls for r in records if r.kernel in keys and r.default
+    )
+    tuned = sum(
+        r.time.median * keys[r.kernel].calls for r in records if r.kernel in keys and r.default
+    )
     if tuned > 0:
-        out.write(f"lamina-tune: tuned kernels {default / tuned:.2f}x faster than the defaults (sum of kernel times)\n")
-    return TuneResult(records, len(kernels), trials, measurements, builds, time.perf_counter() - started)
+        out.write(
+            f"lamina-tune: tuned kernels {default / tuned:.2f}x faster than the defaults (sum of kernel times)\n"
+        )
+    return TuneResult(
+        records, len(kernels), trials, measurements, builds, time.perf_counter() - started
+    )
 
 
-def model_times(model, records: str, targets, threads: int | None, rounds: int = 7) -> tuple[float, float]:
+def model_times(
+    model, records: str, targets, threads: int | None, rounds: int = 7
+) -> tuple[float, float]:
     """The model's time per call compiled without and with `records`, interleaved (medians)."""
     import numpy as np
 
@@ -144,7 +158,9 @@ def model_times(model, records: str, targets, threads: int | None, rounds: int =
     ]
     rng = np.random.default_rng(0)
     args = [
-        rng.uniform(0.1, 1.0, p.shape).astype(p.dtype) if p.dtype.kind == "f" else np.zeros(p.shape, p.dtype)
+        rng.uniform(0.1, 1.0, p.shape).astype(p.dtype)
+        if p.dtype.kind == "f"
+        else np.zeros(p.shape, p.dtype)
         for p in exes[0]._signature("main").params
     ]
     start = time.perf_counter()

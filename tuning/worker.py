@@ -61,14 +61,16 @@ def _executable(text: str):
     return exe
 
 
-def _inputs_for(exe, key: str) -> list[np.ndarray]:
-    """Reproducible inputs: floats in [0.1, 1) (safe for log, sqrt, division), zero
-    integers (valid indices), false booleans."""
+def _inputs_for(exe) -> list[np.ndarray]:
+    """Reproducible inputs, the same for every program of the same signature: floats in
+    [0.1, 1) (safe for log, sqrt, division), zero integers (valid indices), false booleans."""
+    params = exe._signature("main").params
+    key = repr([(p.shape, p.dtype.str) for p in params])
     found = _inputs.get(key)
     if found is None:
         rng = np.random.default_rng(0)
         found = []
-        for spec in exe._signature("main").params:
+        for spec in params:
             if spec.dtype.kind == "f":
                 found.append(rng.uniform(0.1, 1.0, spec.shape).astype(spec.dtype))
             else:
@@ -101,7 +103,7 @@ def _install(request: dict) -> dict:
 def _check(request: dict) -> dict:
     reference_text, key = request["reference"], request["kernel"]
     ref_exe = _executable(reference_text)
-    args = _inputs_for(ref_exe, key)
+    args = _inputs_for(ref_exe)
     if key not in _references:
         _references[key] = _results(ref_exe, args)
     got = _results(_executable(request["text"]), args)
@@ -120,11 +122,10 @@ def _check(request: dict) -> dict:
 
 
 def _measure(request: dict) -> dict:
-    texts, key = request["texts"], request["kernel"]
-    exes = [_executable(t) for t in texts]
-    args = _inputs_for(exes[0], key)
+    exes = [_executable(t) for t in request["texts"]]
+    inputs = [_inputs_for(exe) for exe in exes]
     counts = []
-    for exe in exes:  # warm up, then calls per sample
+    for exe, args in zip(exes, inputs, strict=True):  # warm up, then calls per sample
         exe.run("main", *args)
         start = time.perf_counter()
         exe.run("main", *args)
@@ -135,7 +136,7 @@ def _measure(request: dict) -> dict:
         order = list(range(len(exes)))
         order = order[round_ % len(order) :] + order[: round_ % len(order)]  # rotate
         for i in order:
-            exe, n = exes[i], counts[i]
+            exe, n, args = exes[i], counts[i], inputs[i]
             start = time.perf_counter()
             for _ in range(n):
                 exe.run("main", *args)
