@@ -13,8 +13,10 @@ records always give the same code.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
+import json
 import os
 from dataclasses import dataclass
 from typing import ClassVar
@@ -48,8 +50,9 @@ def kernel_text(func: loop.FuncOp) -> str:
 def kernel_key(func: loop.FuncOp, module: ModuleOp) -> str:
     """The structural key (hex SHA-256) of a kernel as `lower-te` leaves it, for the module's
     target facts (vector width, registers, caches, cores)."""
-    facts = module_facts(module)
-    digest = hashlib.sha256(f"{KEY_FORMAT}\n{facts!r}\n".encode())
+    facts = dataclasses.asdict(module_facts(module))
+    canonical = {k: sorted(v) if isinstance(v, set | frozenset) else v for k, v in facts.items()}
+    digest = hashlib.sha256(f"{KEY_FORMAT}\n{json.dumps(canonical, sort_keys=True)}\n".encode())
     digest.update(kernel_text(func).encode())
     return digest.hexdigest()
 

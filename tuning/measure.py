@@ -62,6 +62,12 @@ class Worker:
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
+                try:
+                    pipe.close()
+                except OSError:  # the pipe of a killed process: nothing left to flush
+                    pass
 
 
 class LocalMeasurer:
