@@ -5,6 +5,7 @@ invalid, and the tuner runs locally and on a local Ray instance."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -160,24 +161,45 @@ def test_measurer_records_crashes_hangs_and_wrong_numbers(small: Path):
         measurer.close()
 
 
-def test_lamina_tune_writes_records_and_budget_zero_changes_nothing(small: Path, tmp_path: Path):
-    records = tmp_path / "small.jsonl"
-    result = _tool(
-        "lamina.tools.lamina_tune", str(small), "--budget", "4", "--records", str(records)
-    )
-    assert result.returncode == 0, result.stderr
-    assert "speed-up" in result.stderr and "model" in result.stderr
-    found = load_records(records)
+def _documented_commands() -> list[list[str]]:
+    """The commands of docs/tuning.md's worked example."""
+    text = (ROOT / "docs" / "tuning.md").read_text()
+    block = text.split("<!-- tuning-example", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    return [shlex.split(line) for line in block.splitlines() if line.strip()]
+
+
+def test_docs_worked_example_runs(tmp_path: Path):
+    """docs/tuning.md's example: records are written, applied (same results as the
+    defaults), and a budget of 0 leaves them byte for byte."""
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    commands = _documented_commands()
+    assert [c[0] for c in commands] == ["lamina-tune", "lamina-run", "lamina-tune"]
+    tools = {"lamina-tune": "lamina.tools.lamina_tune", "lamina-run": "lamina.tools.lamina_run"}
+    outputs = []
+    for command in commands:
+        if command[0] == "lamina-tune" and command[2:4] == ["--budget", "0"]:
+            before = (tmp_path / "mlp.jsonl").read_bytes()
+        result = subprocess.run(
+            [sys.executable, "-m", tools[command[0]], *command[1:]],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            cwd=tmp_path,
+        )
+        assert result.returncode == 0, result.stderr
+        outputs.append(result.stdout + result.stderr)
+    assert "speed-up" in outputs[0] and "lamina-tune: model" in outputs[0]
+    assert (tmp_path / "mlp.jsonl").read_bytes() == before
+    found = load_records(tmp_path / "mlp.jsonl")
     assert found.applicable and all(r.trials > 0 for r in found.applicable.values())
-    before = records.read_bytes()
-    again = _tool(
-        "lamina.tools.lamina_tune", str(small), "--budget", "0", "--records", str(records)
+    mlp = ROOT / "examples" / "mlp.mlir"
+    tuned = lamina.compile(mlp, cache=False, records=str(tmp_path / "mlp.jsonl"))
+    default = lamina.compile(mlp, cache=False)
+    args = _inputs(default)
+    want = default.run("main", *args)
+    np.testing.assert_allclose(
+        tuned.run("main", *args), want, atol=1e-4 * float(np.abs(want).max())
     )
-    assert again.returncode == 0 and records.read_bytes() == before
-    exe = lamina.compile(small, cache=False, records=str(records))
-    default = lamina.compile(small, cache=False)
-    args = _inputs(exe)
-    np.testing.assert_allclose(exe.run("main", *args), default.run("main", *args), atol=1e-4)
 
 
 def test_unreachable_ray_address_is_one_line(small: Path, tmp_path: Path):
