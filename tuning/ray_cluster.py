@@ -137,7 +137,7 @@ class RayMeasurer:
             for n in nodes
         ]
         self.actor = self.actors[0]  # the node the records are measured on
-        self.builds_on = len(nodes)
+        self.parallel_builds = max(1, int(ray.cluster_resources().get("CPU", 1)))
 
     def build_many(self, texts: list[str]) -> list[dict]:
         ray = self.ray

@@ -114,6 +114,8 @@ class Tuner:
         self.builds = 0
         self.started = time.perf_counter()
         self.deadline = self.started
+        self.group = BATCH * max(1, getattr(measurer, "parallel_builds", 1))
+        """Candidates built together: a batch per build slot (a Ray cluster builds in parallel)."""
 
     # -- measuring -----------------------------------------------------------------------
     def _timeout(self, search: KernelSearch | None, rounds: int, count: int) -> float:
@@ -222,10 +224,11 @@ class Tuner:
 
     def _search(self, search: KernelSearch, until: float, progress: Progress | None) -> None:
         singles = [Candidate({k: v}) for k, values in CHOICES.items() for v in values]
-        for i in range(0, len(singles), BATCH):
+        group = self.group
+        for i in range(0, len(singles), group):
             if time.perf_counter() >= until:
                 return
-            self._evaluate(search, singles[i : i + BATCH])
+            self._evaluate(search, singles[i : i + group])
         relevant = {
             k: [v for v in values if self._distinct(search, {k: v})]
             for k, values in CHOICES.items()
@@ -240,28 +243,30 @@ class Tuner:
                 {k: v for k, v in zip(relevant, values, strict=True) if v is not None}
                 for values in itertools.product(*([None, *v] for v in relevant.values()))
             ]
-            for i in range(0, len(space), BATCH):
+            for i in range(0, len(space), group):
                 if time.perf_counter() >= until:
                     return
-                self._evaluate(search, [Candidate(k) for k in space[i : i + BATCH]])
+                self._evaluate(search, [Candidate(k) for k in space[i : i + group]])
             return
         while time.perf_counter() < until:
-            self._evaluate(search, self._children(search, relevant))
+            self._evaluate(search, self._children(search, relevant, group))
 
     def _distinct(self, search: KernelSearch, knobs: dict[str, Any]) -> bool:
         c = search.seen.get(canonical(knobs))
         default = search.seen[canonical({})]
         return c is not None and not c.why and c.code != default.code
 
-    def _children(self, search: KernelSearch, relevant: dict[str, list[Any]]) -> list[Candidate]:
+    def _children(
+        self, search: KernelSearch, relevant: dict[str, list[Any]], count: int
+    ) -> list[Candidate]:
         """A batch of new candidates bred from the best measured ones."""
         ranked = sorted(
             (c for c in search.seen.values() if c.ratio is not None and not c.why),
             key=lambda c: -(c.ratio or 0.0),
         )[:6] or [search.seen[canonical({})]]
         children: list[Candidate] = []
-        for _ in range(50):
-            if len(children) >= BATCH:
+        for _ in range(10 * count):
+            if len(children) >= count:
                 break
             a, b = self.rng.choice(ranked), self.rng.choice(ranked)
             child = {k: (a.knobs if self.rng.random() < 0.5 else b.knobs).get(k) for k in relevant}
