@@ -12,6 +12,7 @@ timing is per call, one thread unless `--threads`, rounds interleaved
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import tempfile
@@ -51,7 +52,7 @@ def compare(records: str, threads: int, rounds: int = 21) -> dict[str, float]:
         "tuned": lambda: exes["tuned"].run("main", *args),
         "onnxruntime": lambda: session.run(None, feed),
     }
-    want = session.run(None, feed)[0]
+    want = np.asarray(session.run(None, feed)[0])
     for name in ("default", "tuned"):
         got = runs[name]()
         assert np.allclose(got, want, rtol=1e-4, atol=1e-3), f"{name} differs from onnxruntime"
@@ -82,7 +83,7 @@ def rate(seconds: float, ray_cpus: int | None, threads: int) -> dict[str, float]
             include_dashboard=False,
             _node_ip_address="127.0.0.1",
             log_to_driver=False,
-            logging_level="ERROR",
+            logging_level=logging.ERROR,
         )
         measurer = RayMeasurer("auto", threads)
     else:

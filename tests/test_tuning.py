@@ -5,6 +5,7 @@ invalid, and the tuner runs locally and on a local Ray instance."""
 from __future__ import annotations
 
 import json
+import logging
 import shlex
 import subprocess
 import sys
@@ -228,7 +229,7 @@ def test_tune_through_a_local_ray_instance(small: Path, tmp_path: Path):
         include_dashboard=False,
         _node_ip_address="127.0.0.1",
         log_to_driver=False,
-        logging_level="ERROR",
+        logging_level=logging.ERROR,
     )
     try:
         records = tmp_path / "ray.jsonl"

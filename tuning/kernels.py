@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
+from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.ir import Operation
 from xdsl.printer import Printer
 
@@ -143,9 +143,11 @@ def _main(call: graph.CallLoopOp) -> str:
 def _body(func: loop.FuncOp, module: ModuleOp) -> str:
     """`func` and the top-level symbols it refers to (transitively), as text."""
     table = {
-        op.sym_name.data: op
+        name.data: op
         for op in module.body.block.ops
-        if hasattr(op, "sym_name") and op.sym_name is not None
+        if isinstance(
+            name := op.attributes.get("sym_name") or op.properties.get("sym_name"), StringAttr
+        )
     }
     order: list[Operation] = []
     stack: list[Operation] = [func]

@@ -18,6 +18,7 @@ be right for it (docs/tuning.md).
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import socket
 from pathlib import Path
@@ -110,7 +111,7 @@ def connect(address: str) -> Any:
     if address != "auto":
         _reachable(address)
     try:
-        ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+        ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
     except (ConnectionError, RuntimeError, TimeoutError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise RayUnavailable(f"--ray: cannot connect to Ray at {address}: {first}") from None

@@ -61,7 +61,7 @@ def tune(
     while measured (default: Lamina's). `out`: where the progress table goes
     (default stderr; plain lines unless a terminal).
     """
-    out = out if out is not None else sys.stderr
+    out = _stream(out)
     started = time.perf_counter()
     records = os.fspath(records)
     existing = load_records(records) if os.path.exists(records) else None
@@ -115,6 +115,10 @@ def tune(
             f"{result.tuned_seconds * 1e3:.3f} ms tuned: {result.speedup:.2f}x\n"
         )
     return result
+
+
+def _stream(out: IO[str] | None) -> IO[str]:
+    return out if out is not None else sys.stderr
 
 
 def _measurer(ray: str | None, threads: int | None):

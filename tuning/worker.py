@@ -27,7 +27,7 @@ import pickle
 import struct
 import sys
 import time
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 import numpy as np
 
@@ -36,13 +36,13 @@ _inputs: dict[str, list[np.ndarray]] = {}
 _references: dict[str, tuple[np.ndarray, ...]] = {}
 
 
-def send(stream: BinaryIO, message: object) -> None:
+def send(stream: IO[bytes], message: object) -> None:
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     stream.write(struct.pack("<Q", len(data)) + data)
     stream.flush()
 
 
-def receive(stream: BinaryIO) -> Any:
+def receive(stream: IO[bytes]) -> Any:
     head = stream.read(8)
     if len(head) < 8:
         raise EOFError
