@@ -141,6 +141,11 @@ def test_tools_take_records_and_refuse_bad_ones(small: Path, tmp_path: Path):
         assert "Traceback" not in result.stderr and not out.exists()
         result = _tool(tool, str(small), "--records", str(bad), "--records-ignore-errors", *extra)
         assert result.returncode == 0, result.stderr
+    other = tmp_path / "other.jsonl"
+    other.write_text(_record("a" * 64, {"block_rows": 2}, cpu="pentium") + "\n")
+    result = _tool("lamina.tools.lamina_run", str(small), "--records", str(other), "-v")
+    assert result.returncode == 0, result.stderr
+    assert "1 record(s) for another CPU ignored" in result.stderr
 
 
 def test_measurer_records_crashes_hangs_and_wrong_numbers(small: Path):

@@ -77,6 +77,12 @@ def run(argv: list[str] | None = None) -> int:
     header = Path(args.header) if args.header else out.with_suffix(".h")
     abi.check_symbol_prefix(args.symbol_prefix)
     instruments = Instruments(**instrument_options(args))
+    records = records_options(args)
+    if records:
+        from lamina.target.tuning_records import load_records
+
+        for note in load_records(args.records, ignore_errors=args.records_ignore_errors).notes():
+            instruments.progress(note)  # -v: which records do not apply here, and why
     module = parse_source(read_program(args.file, args.input_shape), args.file)
     signatures = entry_signatures(module)
     already_lowered = not any(op.name == "graph.func" for op in module.ops)
@@ -85,7 +91,7 @@ def run(argv: list[str] | None = None) -> int:
         args.targets,
         instruments=instruments,
         check_bounds=args.check_bounds,
-        **records_options(args),
+        **records,
     )
     symbols = abi.export_symbols(lowered, args.symbol_prefix)
     text = abi.c_header(
