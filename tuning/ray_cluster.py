@@ -34,10 +34,7 @@ class RayUnavailable(Exception):
 
 def _build(text: str) -> dict[str, Any]:
     """A Ray task: compile one kernel program; its cache entry and the identity of its code."""
-    import tempfile
-
-    os.environ.setdefault("LAMINA_CACHE_DIR", tempfile.mkdtemp(prefix="lamina-tune-build-"))
-    os.environ["LAMINA_CACHE"] = "1"
+    os.environ["LAMINA_CACHE"] = "1"  # this Ray worker's builds go to its node's disk cache
     try:
         import lamina
         from lamina.driver.compiler import CompileRequest

@@ -114,6 +114,8 @@ class Tuner:
         self.builds = 0
         self.started = time.perf_counter()
         self.deadline = self.started
+        self.skipped: list[tuple[Kernel, str]] = []
+        """Kernels that cannot be built as programs of their own (left at their defaults)."""
         self.group = BATCH * max(1, getattr(measurer, "parallel_builds", 1))
         """Candidates built together: a batch per build slot (a Ray cluster builds in parallel)."""
 
@@ -127,9 +129,16 @@ class Tuner:
         texts = [k.program() for k in self.kernels]
         builds = self.measurer.build_many(texts)
         self.builds += len(texts)
-        for kernel, built in zip(self.kernels, builds, strict=True):
-            if not built["ok"]:
-                raise RuntimeError(f"kernel {kernel.name} does not build alone: {built['why']}")
+        self.skipped = [
+            (kernel, built["why"])
+            for kernel, built in zip(self.kernels, builds, strict=True)
+            if not built["ok"]
+        ]
+        kept = [i for i, built in enumerate(builds) if built["ok"]]
+        self.kernels = [self.kernels[i] for i in kept]
+        texts, builds = [texts[i] for i in kept], [builds[i] for i in kept]
+        if not texts:
+            return
         rounds = FINAL_ROUNDS  # all kernels interleaved: their shares see the same machine
         answer = self.measurer.measure("", texts, rounds, self._timeout(None, rounds, len(texts)))
         if not answer["ok"]:

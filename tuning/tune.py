@@ -76,6 +76,11 @@ def tune(
         tuner = Tuner(kernels, measurer, seed=seed)
         out.write(f"lamina-tune: {len(kernels)} kernel(s), budget {budget:g} s\n")
         tuner.measure_defaults()
+        for kernel, why in tuner.skipped:
+            out.write(
+                f"lamina-tune: note: {kernel.name} cannot be measured alone ({why}); "
+                "it keeps the default knobs\n"
+            )
         if existing is not None:
             for search in tuner.searches:
                 old = existing.applicable.get(search.kernel.key)
