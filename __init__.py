@@ -19,6 +19,7 @@ _LAZY = {
     "Executable": "lamina.runtime.executable",
     "LaminaRuntimeError": "lamina.runtime.executable",
     "DiagnosticError": "lamina.core.diagnostics",
+    "tune": "lamina.tuning.tune",
 }
 
 
@@ -39,3 +40,4 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["compile", "Executable", "LaminaRuntimeError", "DiagnosticError", "cache", "__version__"]
+__all__ += ["tune"]  # lamina.tune: the schedule search (docs/tuning.md)
