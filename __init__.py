@@ -26,6 +26,7 @@ _LAZY = {
     "load": "lamina.runtime.artifact",
     "ArtifactError": "lamina.runtime.artifact",
     "DiagnosticError": "lamina.core.diagnostics",
+    "tune": "lamina.tuning.tune",
 }
 
 
@@ -60,5 +61,6 @@ __all__ = [
     "DiagnosticError",
     "cache",
     "runtime",
+    "tune",
     "__version__",
 ]

@@ -95,7 +95,14 @@ def save_executable(request: CompileRequest, exe: Executable, path: str | os.Pat
         module = parse_source(
             source.build() if isinstance(source, DeferredSource) else source, request.filename
         )
-        lower_to_build(module, request.targets, request.pipeline, check_bounds=request.check_bounds)
+        lower_to_build(
+            module,
+            request.targets,
+            request.pipeline,
+            check_bounds=request.check_bounds,
+            records=request.records,
+            records_ignore_errors=request.records_ignore_errors,
+        )
     write_artifact(module, exe.signatures, path, not_entries=exe.not_entries)
 
 

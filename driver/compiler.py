@@ -61,6 +61,10 @@ class CompileRequest:
     """None: the module's own `lamina.targets` (default: cpu)."""
     pipeline: str = "default"
     check_bounds: bool = False
+    records: str | None = None
+    """A tuning-records file (docs/tuning.md): each kernel with a record for this CPU
+    is scheduled with the record's knobs."""
+    records_ignore_errors: bool = False
     cache: bool | None = None
     """None: on unless `LAMINA_CACHE=0`. Off anyway while an instrument is on."""
     stats: bool = False
@@ -118,6 +122,13 @@ class CompileRequest:
             recorder=recorder or StatsRecorder(False),
         )
 
+    def record_set(self):
+        """The records of `records` (read once per change of the file)."""
+        from lamina.target.tuning_records import load_records
+
+        assert self.records is not None
+        return load_records(self.records, ignore_errors=self.records_ignore_errors)
+
     def cache_key(self) -> str:
         """The disk-cache key. Unknown targets or pipelines get a key too: they fail to
         compile, so nothing is ever stored under it.
@@ -139,6 +150,8 @@ class CompileRequest:
 
             if blobs := side_file_digests(source, self.filename):
                 options["side_files"] = blobs
+        if self.records is not None:  # the knobs that apply here, not the file's timings
+            options["records"] = self.record_set().digest()
         return key(
             source,
             filename=self.filename,
@@ -174,6 +187,8 @@ def compile(  # noqa: A001 - the API name is docs/design.md §7's
     verbose: bool = False,
     check_bounds: bool = False,
     progress: bool | None = None,
+    records: str | os.PathLike[str] | None = None,
+    records_ignore_errors: bool = False,
 ) -> Executable:
     """Compile a graph program (module, text or path of a `.mlir` file; any phase) to native code.
 
@@ -193,7 +208,10 @@ def compile(  # noqa: A001 - the API name is docs/design.md §7's
     Raises `DiagnosticError` (with located diagnostics) for bad IR or a failed
     pass; `Executable.run` raises `LaminaRuntimeError` for bad arguments and
     for failures the code reports (out of memory; with `check_bounds`, an
-    out-of-bounds access, named by kernel, buffer and index).
+    out-of-bounds access, named by kernel, buffer and index). `records`: a
+    tuning-records file written by `lamina-tune` (docs/tuning.md); kernels
+    with a record for this CPU and Lamina version get its knobs (a malformed
+    file is a `RecordsError` naming the line, unless `records_ignore_errors`).
     """
     try:
         request = CompileRequest.of(
@@ -202,6 +220,8 @@ def compile(  # noqa: A001 - the API name is docs/design.md §7's
             filename,
             pipeline=pipeline,
             check_bounds=check_bounds,
+            records=None if records is None else os.fspath(records),
+            records_ignore_errors=records_ignore_errors,
             cache=cache,
             stats=stats,
             pass_timing=pass_timing,

@@ -24,6 +24,7 @@ from lamina.driver.instruments import Instruments, watching_build
 from lamina.driver.pipeline import passes_for_module
 from lamina.driver.signatures import entry_signatures
 from lamina.driver.stats import StatsRecorder
+from lamina.passes.apply_records import ApplyRecordsPass
 from lamina.passes.check_bounds import CheckBoundsPass
 from lamina.runtime.executable import Executable
 from lamina.target.devices import with_device_check
@@ -55,12 +56,15 @@ def lower_to_build(
     instruments: Instruments | None = None,
     *,
     check_bounds: bool = False,
+    records: str | None = None,
+    records_ignore_errors: bool = False,
 ) -> tuple[ModuleOp, dict[str, float]]:
     """Run `pipeline` on `module` (in place) down to the build phase; return it and pass times.
 
     The instruments (a quiet set on `recorder` if none) time a row per phase on
     the compile's clock (driver/stats.py), and print IR, phase dumps, progress,
-    the report. `check_bounds` inserts `check-bounds` right before `lower-to-llvm`.
+    the report. `check_bounds` inserts `check-bounds` right before `lower-to-llvm`,
+    `records` inserts `apply-records` right after `lower-te`.
     """
     if instruments is None:
         instruments = Instruments(recorder=recorder or StatsRecorder(False))
@@ -69,6 +73,8 @@ def lower_to_build(
         passes = with_device_check(passes)  # devices no target compiles: refused now
         if check_bounds:
             passes = with_bounds_checks(passes)
+        if records is not None:
+            passes = with_records(passes, records, records_ignore_errors)
     manager = instruments.pass_manager(passes)
     manager.run(make_context(), module)
     return module, manager.pass_times
@@ -80,6 +86,16 @@ def with_bounds_checks(passes: list) -> list:
     if index is None:
         return list(passes)  # already past the lowering phase: nothing left to guard
     return [*passes[:index], CheckBoundsPass(), *passes[index:]]
+
+
+def with_records(passes: list, records: str, ignore_errors: bool = False) -> list:
+    """`passes` with `apply-records` right after `lower-te` (or first, if `lower-te` already
+    ran: the module's kernels are then already loop functions, maybe scheduled)."""
+    step = ApplyRecordsPass(records=records, ignore_errors=ignore_errors)
+    index = next((i for i, p in enumerate(passes) if p.name == "lower-te"), None)
+    if index is None:
+        return [step, *passes] if any(p.name == "schedule" for p in passes) else list(passes)
+    return [*passes[: index + 1], step, *passes[index + 1 :]]
 
 
 def compile_cold(
@@ -102,6 +118,9 @@ def _compile_cold_steps(
         )
         not_entries: dict[str, str] = {}
         signatures = entry_signatures(module, not_entries)
+    if instruments is not None and request.records is not None:
+        for note in request.record_set().notes():  # other CPUs' records: why they do not apply
+            instruments.progress(note)
     start = time.perf_counter()
     lower_to_build(
         module,
@@ -110,6 +129,8 @@ def _compile_cold_steps(
         recorder,
         instruments,
         check_bounds=request.check_bounds,
+        records=request.records,
+        records_ignore_errors=request.records_ignore_errors,
     )
     lowering_time = time.perf_counter() - start
     if instruments is not None:
@@ -145,4 +166,5 @@ __all__ = [
     "lower_to_build",
     "parse_source",
     "with_bounds_checks",
+    "with_records",
 ]

@@ -95,6 +95,7 @@ from lamina.dialects import loop
 from lamina.dialects.lamina import Phase, set_phase
 from lamina.dialects.loop import LoopKind
 from lamina.target.devices import check_usable_devices
+from lamina.target.function_knobs import KNOBS_ATTR
 from lamina.target.registry import op_knobs
 
 # ---------------------------------------------------------------------------
@@ -346,6 +347,8 @@ class FuncLowering(RewritePattern):
         )
         if RESULTS_ATTR in op.attributes:  # an entry point: keep its results count
             new.attributes[RESULTS_ATTR] = op.attributes[RESULTS_ATTR]
+        if KNOBS_ATTR in op.attributes:  # the kernel's own knobs, for its loops' hints
+            new.attributes[KNOBS_ATTR] = op.attributes[KNOBS_ATTR]
         if body.blocks:
             _retype_block_args(body.blocks[0], rewriter)
         rewriter.replace(op, new)

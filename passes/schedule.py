@@ -110,11 +110,12 @@ class SchedulePass(ScheduleRulePass, RegisterBlockOptions, GatherReuseOptions):
             if func.is_declaration:  # an external function: nothing to schedule
                 continue
             directed = directed_loops(func)
+            func_knobs = self.function_knobs(func, knobs)
             if directed:
                 for loop_op in directed:
-                    self._apply_directive(loop_op, facts, knobs)
+                    self._apply_directive(loop_op, facts, func_knobs)
             elif self.default:
-                default_schedule(func, facts, knobs)
+                default_schedule(func, facts, func_knobs)
             if self.polynomial_math:
                 expand_transcendentals(func)
 

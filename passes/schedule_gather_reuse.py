@@ -32,7 +32,7 @@ class ScheduleGatherReusePass(ScheduleRulePass, GatherReuseOptions):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         knobs = self.knobs(op)
         for func in self.default_scheduled(op):
-            reuse_gathered_lines(func, knobs)
+            reuse_gathered_lines(func, self.function_knobs(func, knobs))
 
 
 __all__ = ["ScheduleGatherReusePass"]

@@ -31,7 +31,7 @@ class ScheduleParallelPass(ScheduleRulePass, ParallelOptions):
         facts = self.facts(op)
         knobs = self.knobs(op)
         for func in self.default_scheduled(op):
-            balance_parallel(func, facts.cores, knobs)
+            balance_parallel(func, facts.cores, self.function_knobs(func, knobs))
 
 
 __all__ = ["ScheduleParallelPass"]

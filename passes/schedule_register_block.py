@@ -36,7 +36,7 @@ class ScheduleRegisterBlockPass(ScheduleRulePass, RegisterBlockOptions):
         facts = self.facts(op)
         knobs = self.knobs(op)
         for func in self.default_scheduled(op):
-            block_reductions(func, facts, knobs)
+            block_reductions(func, facts, self.function_knobs(func, knobs))
 
 
 __all__ = ["ScheduleRegisterBlockPass"]

@@ -22,6 +22,7 @@ from lamina.dialects import loop
 from lamina.dialects.lamina import Phase
 from lamina.schedule.directives import directed_loops
 from lamina.target.cpu_facts import CpuFacts
+from lamina.target.function_knobs import KnobsAttrError, function_knobs
 from lamina.target.registry import module_facts, module_knobs
 from lamina.target.schedule_knobs import KNOB_NAMES, ScheduleKnobs, check_knob
 
@@ -85,6 +86,14 @@ class ScheduleRulePass(LaminaPass):
             if why is not None:
                 raise op_error(module, f"{self.name}: {name} {why}, got {value}")
         return knobs.replace(**given)
+
+    def function_knobs(self, func: loop.FuncOp, knobs: ScheduleKnobs) -> ScheduleKnobs:
+        """`knobs` with the function's own `lamina.knobs` (a tuning record's, written by
+        `apply-records`) applied: they win over the module's and this pass's."""
+        try:
+            return function_knobs(func, knobs)
+        except KnobsAttrError as err:
+            raise op_error(func, f"{self.name}: {err}") from None
 
     def default_scheduled(self, module: ModuleOp) -> list[loop.FuncOp]:
         """The loop functions that get the default schedules: those without a

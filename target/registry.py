@@ -43,6 +43,7 @@ from xdsl.passes import ModulePass
 from lamina.core.diagnostics import DiagnosticError
 from lamina.dialects.lamina import Phase
 from lamina.target.cpu_facts import CpuFacts, check_isa, isa_cpu_facts
+from lamina.target.function_knobs import function_knobs
 from lamina.target.schedule_knobs import KNOB_NAMES, ScheduleKnobs, check_knob
 
 ENTRY_POINT_GROUP = "lamina.targets"
@@ -457,9 +458,10 @@ def op_facts(op: Operation) -> CpuFacts:
 
 
 def op_knobs(op: Operation) -> ScheduleKnobs:
-    """The tuning knobs of the module `op` is in (`module_knobs`)."""
+    """The tuning knobs of the module `op` is in (`module_knobs`), with the
+    `lamina.knobs` of its function applied (target/function_knobs.py)."""
     top = op.get_toplevel_object()
-    return module_knobs(top if isinstance(top, ModuleOp) else ModuleOp([]))
+    return function_knobs(op, module_knobs(top if isinstance(top, ModuleOp) else ModuleOp([])))
 
 
 def module_knobs(module: ModuleOp, device_kind: str = "cpu") -> ScheduleKnobs:

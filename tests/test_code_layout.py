@@ -228,6 +228,7 @@ LAYERS: dict[str, int] = {
     "lamina.backends": 5,
     "lamina.driver": 6,
     "lamina.frontends": 7,
+    "lamina.tuning": 7,
     "lamina.tools": 8,
     "lamina.serve": 9,
 }
@@ -354,6 +355,7 @@ def test_importing_the_runtime_loads_neither_xdsl_llvmlite_nor_the_compiler():
 MAPPED_FOLDERS = (
     "runtime", "core", "target", "backends", "driver", "frontends", "tools", "schedule", "kernels",
     "serve",
+    "tuning",
 )  # fmt: skip
 """Folders whose every module has a row in docs/internals.md's code map."""
 

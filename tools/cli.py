@@ -28,12 +28,22 @@ def user_error_types() -> tuple[type[BaseException], ...]:
     from lamina.core.dense import DTypeError
     from lamina.runtime.cpu_features import HostFeatureError
     from lamina.runtime.executable import LaminaRuntimeError
+    from lamina.target.tuning_records import RecordsError
+    from lamina.tuning.ray_cluster import RayUnavailable
 
     # Any OSError reaching a tool's top level comes from reading or writing a
     # file the user named (input, -o, --dump-phases-to, --reproducer, ...).
     # DTypeError: an element type with no NumPy dtype, in a constant or an entry.
     # HostFeatureError: code built for CPU features this host lacks (`isa`).
-    return (UsageError, LaminaRuntimeError, DTypeError, HostFeatureError, OSError)
+    return (
+        UsageError,
+        LaminaRuntimeError,
+        DTypeError,
+        HostFeatureError,
+        OSError,
+        RecordsError,
+        RayUnavailable,
+    )
 
 
 def guarded_main(tool: str, body: Callable[[], int | None]) -> int:
@@ -106,6 +116,17 @@ def add_instrument_arguments(parser: argparse.ArgumentParser, *, opt: bool = Fal
     """
     add_target_argument(parser)
     parser.add_argument(
+        "--records",
+        metavar="PATH",
+        help="tuning records (lamina-tune): kernels with a record for this CPU get its "
+        "knobs (docs/tuning.md)",
+    )
+    parser.add_argument(
+        "--records-ignore-errors",
+        action="store_true",
+        help="skip malformed lines of --records instead of failing",
+    )
+    parser.add_argument(
         "--pass-timing",
         "--time-passes",
         dest="pass_timing",
@@ -155,6 +176,17 @@ def instrument_options(args: argparse.Namespace) -> dict[str, Any]:
         "verbose": getattr(args, "verbose", False),
         "progress": getattr(args, "progress", None),
     }
+
+
+def records_options(args: argparse.Namespace) -> dict[str, Any]:
+    """`records` and `records_ignore_errors` of `lamina.compile` from `--records`; the file
+    is read now, so a malformed one fails before anything is compiled."""
+    if args.records is None:
+        return {}
+    from lamina.target.tuning_records import load_records
+
+    load_records(args.records, ignore_errors=args.records_ignore_errors)
+    return {"records": args.records, "records_ignore_errors": args.records_ignore_errors}
 
 
 def print_pipeline(args: argparse.Namespace, pipeline: str = "default") -> int:

@@ -100,6 +100,20 @@ def _instruments(args):
     return Instruments(**options, show_progress=show_progress)
 
 
+def _records(args, instruments) -> dict:
+    """`--records`: the keyword arguments of `lower_to_build`; under `-v`, a note for each
+    record that does not apply here (another CPU or version) and why."""
+    from lamina.tools.cli import records_options
+
+    records = records_options(args)
+    if records:
+        from lamina.target.tuning_records import load_records
+
+        for note in load_records(args.records, ignore_errors=args.records_ignore_errors).notes():
+            instruments.progress(note)
+    return records
+
+
 def _compile(args, out: Path, header: Path, instruments) -> None:
     """Parse, lower and write the outputs, each a row on the instruments' clock."""
     from lamina.backends import abi
@@ -107,6 +121,7 @@ def _compile(args, out: Path, header: Path, instruments) -> None:
     from lamina.driver.lowering import lower_to_build, parse_source
     from lamina.driver.signatures import entry_signatures
 
+    records = _records(args, instruments)
     with instruments.recorder.phase("parse + verify"):
         module = parse_source(
             read_program(args.file, args.input_shape, args.batch_bounds), args.file
@@ -114,7 +129,11 @@ def _compile(args, out: Path, header: Path, instruments) -> None:
         signatures = entry_signatures(module)
     already_lowered = not any(op.name == "graph.func" for op in module.ops)
     lowered, _ = lower_to_build(
-        module, args.targets, instruments=instruments, check_bounds=args.check_bounds
+        module,
+        args.targets,
+        instruments=instruments,
+        check_bounds=args.check_bounds,
+        **records,
     )
     # The static bodies of a dynamic-batch entry exist only after lowering.
     signatures = {**entry_signatures(lowered), **signatures}
@@ -160,7 +179,11 @@ def _write_artifact(args, out: Path) -> int:
             not_entries: dict[str, str] = {}
             signatures = entry_signatures(module, not_entries)
         lowered, _ = lower_to_build(
-            module, args.targets, instruments=instruments, check_bounds=args.check_bounds
+            module,
+            args.targets,
+            instruments=instruments,
+            check_bounds=args.check_bounds,
+            **_records(args, instruments),
         )
         instruments.progress("codegen: LLVM optimization and the artifact's library")
         timings = CompileTimings()

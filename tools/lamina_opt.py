@@ -411,6 +411,7 @@ class LaminaOptMain(xDSLOptMain):
 
     def _apply_passes(self, module: ModuleOp, chunk_index: int | None) -> None:
         from lamina.core.pass_manager import PassManager
+        from lamina.driver.lowering import with_records
         from lamina.driver.pipeline import passes_for_module
 
         passes = self.passes
@@ -418,6 +419,8 @@ class LaminaOptMain(xDSLOptMain):
             passes = passes_for_module(
                 self.pipeline_name, module, self.args.targets, self.stop_phase
             )
+        if self.args.records is not None:
+            passes = with_records(passes, **_records(self.args))
         if not passes and not self.args.dump_phases_to:
             return
         manager = PassManager(
@@ -548,6 +551,20 @@ def _load_plugins(argv: Sequence[str] | None) -> None:
 def _is_blank(text: str) -> bool:
     """True if `text` holds nothing but whitespace and `//` comments."""
     return all(not line.strip() or line.strip().startswith("//") for line in text.splitlines())
+
+
+def _records(args) -> dict[str, object]:
+    """`with_records`' arguments from `--records` (the file read now: a malformed one fails
+    before any pass; `--verbose` says which records do not apply here)."""
+    from lamina.tools.cli import records_options
+
+    options = records_options(args)
+    if args.verbose:
+        from lamina.target.tuning_records import load_records
+
+        for note in load_records(args.records, ignore_errors=args.records_ignore_errors).notes():
+            print(f"lamina-opt: {note}", file=sys.stderr)
+    return {"records": options["records"], "ignore_errors": options["records_ignore_errors"]}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

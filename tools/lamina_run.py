@@ -23,6 +23,7 @@ from lamina.tools.cli import (
     guarded_main,
     instrument_options,
     print_pipeline,
+    records_options,
 )
 from lamina.tools.program_input import add_input_shape_argument, read_program
 
@@ -195,6 +196,7 @@ def run(argv: list[str] | None = None) -> int:
         filename=args.file,
         stats=args.stats,
         check_bounds=args.check_bounds,
+        **records_options(args),
         **instrument_options(args),
     )
     if exe.stats is not None:

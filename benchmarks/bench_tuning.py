@@ -1,0 +1,139 @@
+"""lamina-tune on the MLP: default vs tuned vs onnxruntime, and the search's rate local vs Ray.
+
+    python benchmarks/bench_tuning.py --budget 180            # tune, then time the three
+    python benchmarks/bench_tuning.py --rate 60 [--ray-cpus 2] # trials per minute, local and Ray
+
+The MLP is examples/mlp.mlir (64 x 784 -> 512 -> 512 -> 10, weights as
+parameters); onnxruntime runs the same graph (benchmarks/peers.py). Every
+timing is per call, one thread unless `--threads`, rounds interleaved
+(docs/tuning.md has the numbers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MLP = ROOT / "examples" / "mlp.mlir"
+
+
+def compare(records: str, threads: int, rounds: int = 21) -> dict[str, float]:
+    """Medians (seconds per call) of Lamina default, Lamina tuned and onnxruntime, interleaved."""
+    import numpy as np
+    import onnxruntime as ort
+
+    import lamina
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from peers import onnx_mlp
+
+    exes = {
+        "default": lamina.compile(MLP, cache=False),
+        "tuned": lamina.compile(MLP, cache=False, records=records),
+    }
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    session = ort.InferenceSession(
+        onnx_mlp(64, (784, 512, 512, 10)), options, providers=["CPUExecutionProvider"]
+    )
+    rng = np.random.default_rng(0)
+    params = exes["default"]._signature("main").params
+    args = [rng.standard_normal(p.shape).astype(np.float32) for p in params]
+    feed = dict(zip([i.name for i in session.get_inputs()], args, strict=True))
+    runs = {
+        "default": lambda: exes["default"].run("main", *args),
+        "tuned": lambda: exes["tuned"].run("main", *args),
+        "onnxruntime": lambda: session.run(None, feed),
+    }
+    want = np.asarray(session.run(None, feed)[0])
+    for name in ("default", "tuned"):
+        got = runs[name]()
+        assert np.allclose(got, want, rtol=1e-4, atol=1e-3), f"{name} differs from onnxruntime"
+    samples: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            for _ in range(50):
+                run()
+            samples[name].append((time.perf_counter() - start) / 50)
+    return {name: float(np.median(s)) for name, s in samples.items()}
+
+
+def rate(seconds: float, ray_cpus: int | None, threads: int) -> dict[str, float]:
+    """Trials, builds and measurements per minute of a fresh search of the MLP."""
+    from lamina.tuning.kernels import load_model, model_kernels
+    from lamina.tuning.measure import LocalMeasurer
+    from lamina.tuning.search import Tuner
+
+    kernels = model_kernels(load_model(MLP))
+    if ray_cpus:
+        import ray
+
+        from lamina.tuning.ray_cluster import RayMeasurer
+
+        ray.init(
+            num_cpus=ray_cpus,
+            include_dashboard=False,
+            _node_ip_address="127.0.0.1",
+            log_to_driver=False,
+            logging_level=logging.ERROR,
+        )
+        measurer = RayMeasurer("auto", threads)
+    else:
+        measurer = LocalMeasurer(threads)
+    try:
+        tuner = Tuner(kernels, measurer)
+        tuner.measure_defaults()
+        start = time.perf_counter()
+        tuner.tune(seconds)
+        minutes = (time.perf_counter() - start) / 60
+        trials = sum(s.trials for s in tuner.searches)
+    finally:
+        measurer.close()
+        if ray_cpus:
+            ray.shutdown()
+    return {"trials/min": trials / minutes, "builds/min": tuner.builds / minutes}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    p.add_argument("--budget", type=float, default=0.0, help="tune the MLP this long first")
+    p.add_argument("--records", help="records file (default: a temporary one)")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--rate", type=float, help="measure the search's rate for this many seconds")
+    p.add_argument("--ray-cpus", type=int, default=2, help="CPUs of the local Ray instance")
+    args = p.parse_args()
+    os.environ["LAMINA_NUM_THREADS"] = str(args.threads)
+    print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    if args.rate:
+        local = rate(args.rate, None, args.threads)
+        print("local:", {k: round(v, 1) for k, v in local.items()})
+        remote = rate(args.rate, args.ray_cpus, args.threads)
+        print(f"ray ({args.ray_cpus} CPUs):", {k: round(v, 1) for k, v in remote.items()})
+        print(f"ray / local trials per minute: {remote['trials/min'] / local['trials/min']:.2f}x")
+        print(f"load average: {os.getloadavg()[0]:.1f}")
+        return
+    records = args.records or os.path.join(tempfile.mkdtemp(), "mlp.jsonl")
+    if args.budget > 0:
+        from lamina.tuning.tune import tune
+
+        tune(MLP, records, args.budget, threads=args.threads, measure_model=False)
+    if not os.path.exists(records):
+        sys.exit(f"no records at {records}: give --budget")
+    times = compare(records, args.threads)
+    for name, seconds in times.items():
+        print(f"{name:12} {seconds * 1e3:8.3f} ms")
+    print(f"tuned / default: {times['tuned'] / times['default']:.2f}")
+    print(f"tuned / onnxruntime: {times['tuned'] / times['onnxruntime']:.2f}")
+    print(f"load average: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

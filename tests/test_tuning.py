@@ -1,0 +1,256 @@
+"""Tuning records and lamina-tune (docs/tuning.md): records apply per kernel and
+deterministically, malformed files are located errors, bad candidates are recorded
+invalid, and the tuner runs locally and on a local Ray instance."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import lamina
+from lamina.target.tuning_records import (
+    RecordsError,
+    host_identity,
+    lamina_version,
+    load_records,
+    parse_record,
+)
+from lamina.tuning.kernels import load_model, model_kernels
+from lamina.tuning.measure import LocalMeasurer
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SMALL = """
+graph.func @main(%x: tensor<32x64xf32>, %w: tensor<64x48xf32>, %b: tensor<48xf32>,
+                 %w2: tensor<48x16xf32>) -> tensor<32x16xf32> {
+  %y = graph.dataflow -> tensor<32x16xf32> {
+    %0 = graph.matmul %x, %w : (tensor<32x64xf32>, tensor<64x48xf32>) -> tensor<32x48xf32>
+    %1 = graph.add %0, %b : (tensor<32x48xf32>, tensor<48xf32>) -> tensor<32x48xf32>
+    %2 = graph.relu %1 : (tensor<32x48xf32>) -> tensor<32x48xf32>
+    %3 = graph.matmul %2, %w2 : (tensor<32x48xf32>, tensor<48x16xf32>) -> tensor<32x16xf32>
+    graph.output %3 : tensor<32x16xf32>
+  }
+  graph.return %y : tensor<32x16xf32>
+}
+"""
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> Path:
+    path = tmp_path / "small.mlir"
+    path.write_text(SMALL)
+    return path
+
+
+def _record(kernel: str, knobs: dict, cpu: str | None = None, version: str | None = None) -> str:
+    name, features = host_identity()
+    return json.dumps(
+        {
+            "kernel": kernel,
+            "cpu": {"name": cpu or name, "features": list(features)},
+            "lamina": version or lamina_version(),
+            "knobs": knobs,
+            "time": {"median": 1e-4, "spread": 0.01, "count": 5},
+        }
+    )
+
+
+def _inputs(exe) -> list[np.ndarray]:
+    rng = np.random.default_rng(0)
+    return [rng.standard_normal(p.shape).astype(p.dtype) for p in exe._signature("main").params]
+
+
+def test_malformed_records_name_the_line(tmp_path: Path):
+    path = tmp_path / "r.jsonl"
+    kernel = "a" * 64
+    cases = {
+        "not json": "not JSON",
+        _record(kernel, {"no_such_knob": 1}): "unknown knob 'no_such_knob'",
+        _record(kernel, {"block_rows": -1}): "knob 'block_rows' must be >= 0",
+        _record(kernel, {"winograd_min_output": 4}): "decided before kernels exist",
+        "[1, 2]": "a record must be a JSON object",
+    }
+    for line, why in cases.items():
+        path.write_text(_record(kernel, {}) + "\n\n" + line + "\n")
+        with pytest.raises(RecordsError, match=rf"r\.jsonl:3: .*{why}"):
+            load_records(path)
+        found = load_records(path, ignore_errors=True)
+        assert list(found.applicable) == [kernel] and "r.jsonl:3" in found.skipped[0]
+
+
+def test_records_of_another_cpu_or_version_are_ignored_with_a_note(tmp_path: Path):
+    path = tmp_path / "r.jsonl"
+    path.write_text(
+        _record("a" * 64, {"block_rows": 2}, cpu="pentium")
+        + "\n"
+        + _record("b" * 64, {"block_rows": 2}, version="0.0.1")
+        + "\n"
+    )
+    found = load_records(path)
+    assert found.applicable == {}
+    notes = "\n".join(found.notes())
+    assert "1 record(s) for another CPU ignored" in notes
+    assert "1 record(s) of another Lamina version ignored" in notes
+
+
+def test_records_apply_per_kernel_and_deterministically(small: Path, tmp_path: Path):
+    """A record changes its kernel's code only; the same records give byte-identical
+    code; the results stay those of the defaults; the cache key sees the records."""
+    first, second = model_kernels(load_model(small))
+    records = tmp_path / "r.jsonl"
+    records.write_text(_record(first.key, {"block_rows": 2, "block_vector_choices": [1]}) + "\n")
+    default = lamina.compile(small, cache=False)
+    tuned = [lamina.compile(small, cache=False, records=str(records)) for _ in range(2)]
+    assert tuned[0].compiled.object_code == tuned[1].compiled.object_code
+    assert tuned[0].compiled.object_code != default.compiled.object_code
+    kernels = [set(e.compiled.timings.kernels) for e in (default, tuned[0])]
+    assert len(kernels[0] & kernels[1]) == 1  # the second kernel's code is shared
+    args = _inputs(default)
+    np.testing.assert_allclose(
+        tuned[0].run("main", *args), default.run("main", *args), rtol=1e-5, atol=1e-5
+    )
+    from lamina.driver.compiler import CompileRequest
+
+    keys = {CompileRequest.of(str(small), records=r).cache_key() for r in (None, str(records))}
+    assert len(keys) == 2
+    assert second.key != first.key
+
+
+def _tool(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_tools_take_records_and_refuse_bad_ones(small: Path, tmp_path: Path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"kernel": 1}\n')
+    for tool in ("lamina.tools.lamina_run", "lamina.tools.lamina_compile"):
+        out = tmp_path / "m.ll"
+        extra = ["-o", str(out)] if tool.endswith("compile") else []
+        result = _tool(tool, str(small), "--records", str(bad), *extra)
+        assert result.returncode == 1, result.stderr
+        assert "bad.jsonl:1: 'kernel' must be a 64-digit kernel key" in result.stderr
+        assert "Traceback" not in result.stderr and not out.exists()
+        result = _tool(tool, str(small), "--records", str(bad), "--records-ignore-errors", *extra)
+        assert result.returncode == 0, result.stderr
+    other = tmp_path / "other.jsonl"
+    other.write_text(_record("a" * 64, {"block_rows": 2}, cpu="pentium") + "\n")
+    result = _tool("lamina.tools.lamina_run", str(small), "--records", str(other), "-v")
+    assert result.returncode == 0, result.stderr
+    assert "1 record(s) for another CPU ignored" in result.stderr
+
+
+def test_measurer_records_crashes_hangs_and_wrong_numbers(small: Path):
+    """A candidate that does not build, hangs (timed out) or computes something else is
+    answered as invalid, and the measuring process is started again after it."""
+    first, _ = model_kernels(load_model(small))
+    other = model_kernels(load_model(SMALL.replace("graph.relu", "graph.neg")))[0]
+    measurer = LocalMeasurer()
+    try:
+        built = measurer.build_many([first.program(), "graph.func @broken("])
+        assert built[0]["ok"] and not built[1]["ok"]
+        wrong = measurer.check(first.key, first.program(), other.program(), 60)
+        assert not wrong["ok"] and "wrong numbers" in wrong["why"]
+        hung = measurer.measure(first.key, [first.program()], 10**7, 0.5)
+        assert not hung["ok"] and "timed out" in hung["why"]
+        again = measurer.check(first.key, first.program(), first.program({"block_rows": 2}), 60)
+        assert again == {"ok": True}
+    finally:
+        measurer.close()
+
+
+def _documented_commands() -> list[list[str]]:
+    """The commands of docs/tuning.md's worked example."""
+    text = (ROOT / "docs" / "tuning.md").read_text()
+    block = text.split("<!-- tuning-example", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    return [shlex.split(line) for line in block.splitlines() if line.strip()]
+
+
+def test_docs_worked_example_runs(tmp_path: Path):
+    """docs/tuning.md's example: records are written, applied (same results as the
+    defaults), and a budget of 0 leaves them byte for byte."""
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    commands = _documented_commands()
+    assert [c[0] for c in commands] == ["lamina-tune", "lamina-run", "lamina-tune"]
+    tools = {"lamina-tune": "lamina.tools.lamina_tune", "lamina-run": "lamina.tools.lamina_run"}
+    outputs = []
+    for command in commands:
+        if command[0] == "lamina-tune" and command[2:4] == ["--budget", "0"]:
+            before = (tmp_path / "mlp.jsonl").read_bytes()
+        result = subprocess.run(
+            [sys.executable, "-m", tools[command[0]], *command[1:]],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            cwd=tmp_path,
+        )
+        assert result.returncode == 0, result.stderr
+        outputs.append(result.stdout + result.stderr)
+    assert "speed-up" in outputs[0] and "lamina-tune: model" in outputs[0]
+    assert (tmp_path / "mlp.jsonl").read_bytes() == before
+    found = load_records(tmp_path / "mlp.jsonl")
+    assert found.applicable and all(r.trials > 0 for r in found.applicable.values())
+    mlp = ROOT / "examples" / "mlp.mlir"
+    tuned = lamina.compile(mlp, cache=False, records=str(tmp_path / "mlp.jsonl"))
+    default = lamina.compile(mlp, cache=False)
+    args = _inputs(default)
+    want = default.run("main", *args)
+    np.testing.assert_allclose(
+        tuned.run("main", *args), want, atol=1e-4 * float(np.abs(want).max())
+    )
+
+
+def test_unreachable_ray_address_is_one_line(small: Path, tmp_path: Path):
+    result = _tool(
+        "lamina.tools.lamina_tune",
+        str(small),
+        "--budget",
+        "5",
+        "--records",
+        str(tmp_path / "r.jsonl"),
+        "--ray",
+        "127.0.0.1:1",
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().count("\n") == 0, result.stderr
+    assert "cannot reach a Ray cluster at 127.0.0.1:1" in result.stderr
+
+
+def test_tune_through_a_local_ray_instance(small: Path, tmp_path: Path):
+    ray = pytest.importorskip("ray")
+    from lamina.tuning.tune import tune
+
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        log_to_driver=False,
+        logging_level=logging.ERROR,
+    )
+    try:
+        records = tmp_path / "ray.jsonl"
+        result = tune(small, records, budget=4, ray="auto", measure_model=False)
+    finally:
+        ray.shutdown()
+    assert result.measurements > 0 and result.builds > 0
+    found = load_records(records)
+    assert {r.kernel for r in found.applicable.values()} <= {
+        k.key for k in model_kernels(load_model(small))
+    }
+    assert found.applicable
+
+
+def test_parse_record_round_trips():
+    line = _record("c" * 64, {"block_vector_choices": [2, 1], "block_rows": 4})
+    record = parse_record(line)
+    assert record.knobs == {"block_vector_choices": (2, 1), "block_rows": 4}
+    assert parse_record(record.to_json()) == record

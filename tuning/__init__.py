@@ -1,0 +1,1 @@
+"""Schedule search: lamina-tune (docs/tuning.md)."""

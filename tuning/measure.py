@@ -1,0 +1,141 @@
+"""The measurer: candidates built, checked and timed in a worker process, under timeouts.
+
+`LocalMeasurer` keeps one worker (tuning/worker.py) and talks to it; when
+the worker dies (a candidate crashed it) or does not answer in time (a
+candidate hangs), it is killed and started again, and the request's answer
+says why, so the tuner records that candidate invalid. The worker builds
+into its own disk cache (`LAMINA_CACHE_DIR`, kept for the tuner's run), so
+a restarted worker loads what was built instead of building it again.
+`RayMeasurer` (tuning/ray_cluster.py) has the same three methods.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import sys
+import tempfile
+
+from lamina.tuning.worker import receive, send
+
+TOLERANCE = 1e-4
+"""A candidate's results must be within this of the default's (relative to their magnitude)."""
+
+
+class WorkerDied(Exception):
+    """The worker crashed or timed out on a request."""
+
+
+class Worker:
+    """One measuring process and its pipes."""
+
+    def __init__(self, cache_dir: str, threads: int | None = None):
+        env = dict(os.environ, LAMINA_CACHE_DIR=cache_dir, LAMINA_CACHE="1")
+        if threads:
+            env["LAMINA_NUM_THREADS"] = str(threads)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "lamina.tuning.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+
+    def ask(self, request: dict, timeout: float) -> dict:
+        process = self.process
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            send(process.stdin, request)
+        except (BrokenPipeError, OSError):
+            raise WorkerDied("crashed") from None
+        ready, _, _ = select.select([process.stdout], [], [], timeout)
+        if not ready:
+            raise WorkerDied(f"timed out after {timeout:.0f} s")
+        try:
+            return receive(process.stdout)
+        except (EOFError, OSError, ValueError):
+            code = process.wait()
+            raise WorkerDied(f"crashed (exit status {code})") from None
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
+                try:
+                    pipe.close()
+                except OSError:  # the pipe of a killed process: nothing left to flush
+                    pass
+
+
+class LocalMeasurer:
+    """Builds, checks and measures on this machine, one request at a time."""
+
+    def __init__(self, threads: int | None = None, build_timeout: float = 120.0):
+        self._dir = tempfile.TemporaryDirectory(prefix="lamina-tune-")
+        self.threads = threads
+        self.build_timeout = build_timeout
+        self._worker: Worker | None = None
+
+    @property
+    def cache_dir(self) -> str:
+        return self._dir.name
+
+    def _ask(self, request: dict, timeout: float) -> dict:
+        if self._worker is None:
+            self._worker = Worker(self.cache_dir, self.threads)
+        try:
+            return self._worker.ask(request, timeout)
+        except WorkerDied as err:
+            self._worker.close()
+            self._worker = None
+            return {"ok": False, "why": str(err)}
+
+    def build_many(self, texts: list[str]) -> list[dict]:
+        """Build each program; per program {"ok", "code" (identity of the code), "why"}."""
+        return [self._ask({"op": "build", "text": t}, self.build_timeout) for t in texts]
+
+    def check(self, kernel: str, reference: str, text: str, timeout: float) -> dict:
+        request = {
+            "op": "check",
+            "kernel": kernel,
+            "reference": reference,
+            "text": text,
+            "tolerance": TOLERANCE,
+        }
+        return self._ask(request, timeout)
+
+    def measure(self, kernel: str, texts: list[str], rounds: int, timeout: float) -> dict:
+        request = {
+            "op": "measure",
+            "kernel": kernel,
+            "texts": texts,
+            "rounds": rounds,
+            "sample_seconds": 0.002,
+        }
+        return self._ask(request, timeout)
+
+    def identity(self) -> tuple[str, tuple[str, ...]]:
+        from lamina.target.tuning_records import host_identity
+
+        return host_identity()
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+        self._dir.cleanup()
+
+
+def summary(samples: list[float]) -> tuple[float, float]:
+    """Median and relative spread (interquartile range / median) of timing samples."""
+    import numpy as np
+
+    median = float(np.median(samples))
+    q1, q3 = np.percentile(samples, [25, 75])
+    return median, float((q3 - q1) / median) if median > 0 else 0.0
+
+
+__all__ = ["TOLERANCE", "LocalMeasurer", "Worker", "WorkerDied", "summary"]

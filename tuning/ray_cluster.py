@@ -1,0 +1,177 @@
+"""`lamina-tune --ray ADDRESS`: builds as Ray tasks anywhere, measurements on one node at a time.
+
+Building a candidate (xDSL lowering, LLVM O3) takes far longer than timing
+it, and builds do not disturb each other's results: they run as Ray tasks
+on every CPU of the cluster (`build_many` submits a whole batch at once).
+Timing does disturb: a `_NodeMeasurer` actor (one per node, placed there by
+node affinity; Ray runs an actor's calls one after another) owns the
+node's measuring process (tuning/measure.py's `LocalMeasurer`, with its
+timeouts and restarts). A built candidate travels to it as a disk-cache
+entry (runtime/cache.py), so the measuring process loads it instead of
+building it again. The records are gathered by the tuner, here.
+
+Every node needs this Lamina installed (the same version: the cache keys
+hash the source) and the same CPU as the measuring node for the records to
+be right for it (docs/tuning.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+CONNECT_TIMEOUT = 10.0
+"""Seconds to wait for a cluster's address to answer before giving up."""
+
+
+class RayUnavailable(Exception):
+    """Ray is missing or the cluster cannot be reached (a one-line user error)."""
+
+
+def _build(text: str) -> dict[str, Any]:
+    """A Ray task: compile one kernel program; its cache entry and the identity of its code."""
+    os.environ["LAMINA_CACHE"] = "1"  # this Ray worker's builds go to its node's disk cache
+    try:
+        import lamina
+        from lamina.driver.compiler import CompileRequest
+        from lamina.runtime import cache as disk
+
+        exe = lamina.compile(text, filename="<kernel>")
+        key = CompileRequest.of(text, filename="<kernel>").cache_key()
+        entry = disk.read(key)
+        code = hashlib.sha256(exe.compiled.object_code or text.encode()).hexdigest()
+        return {
+            "ok": True,
+            "code": code,
+            "key": key,
+            "entry": None if entry is None else disk.encode(entry),
+        }
+    except Exception as err:  # a candidate that does not build: its answer
+        return {"ok": False, "why": f"{type(err).__name__}: {err}".splitlines()[0][:300]}
+
+
+class _NodeMeasurer:
+    """A Ray actor: the measuring process of one node."""
+
+    def __init__(self, threads: int | None):
+        from lamina.tuning.measure import LocalMeasurer
+
+        self.local = LocalMeasurer(threads)
+
+    def install(self, key: str, entry: bytes) -> bool:
+        from lamina.runtime import cache as disk
+
+        decoded = disk.decode(entry)
+        return (
+            decoded is not None
+            and disk.write(key, decoded, folder=Path(self.local.cache_dir)) is not None
+        )
+
+    def check(self, *args: Any) -> dict:
+        return self.local.check(*args)
+
+    def measure(self, *args: Any) -> dict:
+        return self.local.measure(*args)
+
+    def identity(self) -> tuple[str, tuple[str, ...]]:
+        return self.local.identity()
+
+    def close(self) -> None:
+        self.local.close()
+
+
+def _reachable(address: str) -> None:
+    """A one-line error, within `CONNECT_TIMEOUT`, when nothing listens at `host:port`."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise RayUnavailable(f"--ray: '{address}' is not 'auto' or HOST:PORT")
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT).close()
+    except OSError as err:
+        raise RayUnavailable(
+            f"--ray: cannot reach a Ray cluster at {address} ({err.strerror or err})"
+        ) from None
+
+
+def connect(address: str) -> Any:
+    """Ray, connected to `address` (or the cluster this process is already connected to)."""
+    try:
+        import ray
+    except ImportError:
+        raise RayUnavailable("--ray needs Ray: pip install 'lamina[ray]'") from None
+    if ray.is_initialized():
+        return ray
+    if address != "auto":
+        _reachable(address)
+    try:
+        ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
+    except (ConnectionError, RuntimeError, TimeoutError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise RayUnavailable(f"--ray: cannot connect to Ray at {address}: {first}") from None
+    return ray
+
+
+class RayMeasurer:
+    """`LocalMeasurer`'s interface on a Ray cluster (see the module docstring)."""
+
+    def __init__(self, address: str, threads: int | None = None, build_timeout: float = 300.0):
+        self.ray = ray = connect(address)
+        self.build_timeout = build_timeout
+        self._build_task = ray.remote(num_cpus=1, max_retries=0)(_build)
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        if not nodes:
+            raise RayUnavailable(f"--ray: the cluster at {address} has no live node")
+        actor = ray.remote(num_cpus=0, max_restarts=0)(_NodeMeasurer)
+        self.actors = [
+            actor.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
+            ).remote(threads)
+            for n in nodes
+        ]
+        self.actor = self.actors[0]  # the node the records are measured on
+        self.parallel_builds = max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+    def build_many(self, texts: list[str]) -> list[dict]:
+        ray = self.ray
+        refs = [self._build_task.remote(t) for t in texts]
+        answers: list[dict] = []
+        for ref in refs:
+            try:
+                answers.append(ray.get(ref, timeout=self.build_timeout))
+            except Exception as err:  # the task's worker died, or it timed out
+                ray.cancel(ref, force=True)
+                answers.append({"ok": False, "why": f"build {type(err).__name__}"})
+        installs = [
+            self.actor.install.remote(a["key"], a["entry"])
+            for a in answers
+            if a.get("ok") and a.get("entry") is not None
+        ]
+        ray.get(installs)
+        return answers
+
+    def check(self, *args: Any) -> dict:
+        return self.ray.get(self.actor.check.remote(*args))
+
+    def measure(self, *args: Any) -> dict:
+        return self.ray.get(self.actor.measure.remote(*args))
+
+    def identity(self) -> tuple[str, tuple[str, ...]]:
+        return tuple(self.ray.get(self.actor.identity.remote()))  # type: ignore[return-value]
+
+    def close(self) -> None:
+        ray = self.ray
+        for actor in self.actors:
+            try:
+                ray.get(actor.close.remote(), timeout=30)
+            except Exception:  # an actor that is gone already has nothing to close
+                pass
+            ray.kill(actor)
+
+
+__all__ = ["CONNECT_TIMEOUT", "RayMeasurer", "RayUnavailable", "connect"]

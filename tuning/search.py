@@ -1,0 +1,337 @@
+"""The schedule search: which knobs, for each kernel, within a time budget (docs/tuning.md).
+
+For each kernel, heaviest first (its share of the model's time, measured
+with the default knobs), within its part of the budget:
+
+1. every single-knob change of the defaults (`CHOICES`) is built; candidates
+   whose code is identical to one already built (the same object code) are
+   not measured again, and a knob none of whose values changes the code is
+   irrelevant to this kernel;
+2. the relevant knobs are searched exhaustively when their combinations are
+   few (`EXHAUSTIVE_LIMIT`), otherwise evolutionarily (children of the best
+   measured candidates: crossover and one mutation);
+3. every new candidate is checked (one run, results against the default's)
+   before it is timed; crashes, hangs and wrong numbers are recorded invalid;
+4. candidates are timed in batches interleaved with the default, and the
+   finalists re-measured together with it: the record keeps knobs only when
+   they beat the default there, so a tuned kernel is never the slower one.
+
+The default (no knobs) is always candidate 0.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from lamina.target.tuning_records import Record, Timing, lamina_version
+from lamina.tuning.kernels import Kernel
+from lamina.tuning.measure import summary
+
+CHOICES: dict[str, tuple[Any, ...]] = {
+    "block_vector_choices": ((1,), (2,), (3,), (4,)),
+    "block_rows": (1, 2, 4, 6, 8, 12),
+    "block_max_vectors": (1, 2, 8),
+    "pack_min_row_blocks": (1, 8, 16, 64, 1 << 30),
+    "pack_max_bytes": (1 << 17, 1 << 20, 1 << 22),
+    "parallel_min_work": (1 << 14, 1 << 17, 1 << 21, 1 << 40),
+    "parallel_min_iterations_per_core": (1, 4),
+    "parallel_gather_reads": (1, 16),
+    "gather_line_bytes": (128,),
+    "whole_vector_lanes": (4, 16),
+}
+"""The values tried per knob besides the default (the knobs `schedule` and `lower-to-llvm`
+read per kernel; target/tuning_records.py `KERNEL_KNOBS`)."""
+
+EXHAUSTIVE_LIMIT = 48
+"""Combinations of the relevant knobs' values searched exhaustively; more: evolutionary."""
+
+BATCH = 5
+"""Candidates timed together with the default in one interleaved measurement."""
+
+ROUNDS, FINAL_ROUNDS, FINALISTS = 5, 11, 3
+
+MIN_GAIN = 1.01
+"""A finalist replaces the default only when it is at least this much faster (the median
+of its per-round speed-ups over the default in the final measurement)."""
+
+
+def canonical(knobs: Mapping[str, Any]) -> str:
+    return json.dumps({k: list(v) if isinstance(v, tuple) else v for k, v in sorted(knobs.items())})
+
+
+@dataclass
+class Candidate:
+    knobs: dict[str, Any]
+    code: str = ""
+    ratio: float | None = None
+    """Default's median / this one's, measured in the same batch (> 1: faster)."""
+    why: str = ""
+    """Why it is invalid (empty: valid so far)."""
+
+
+@dataclass
+class KernelSearch:
+    """The search state of one kernel."""
+
+    kernel: Kernel
+    default_time: Timing
+    share: float
+    seen: dict[str, Candidate] = field(default_factory=dict)
+    """By canonical knobs."""
+    by_code: dict[str, Candidate] = field(default_factory=dict)
+    """The first candidate of each distinct code."""
+    invalid: list[dict[str, Any]] = field(default_factory=list)
+    trials: int = 0
+    best: Candidate | None = None
+    best_time: Timing | None = None
+
+    @property
+    def speedup(self) -> float:
+        if self.best_time is None:
+            return 1.0
+        return self.default_time.median / self.best_time.median
+
+
+Progress = Callable[["Tuner"], None]
+
+
+class Tuner:
+    """Tunes the kernels of one model with one measurer, under a deadline."""
+
+    def __init__(self, kernels: list[Kernel], measurer, seed: int = 0):
+        self.kernels = kernels
+        self.measurer = measurer
+        self.rng = random.Random(seed)
+        self.searches: list[KernelSearch] = []
+        self.measurements = 0
+        self.builds = 0
+        self.started = time.perf_counter()
+        self.deadline = self.started
+        self.skipped: list[tuple[Kernel, str]] = []
+        """Kernels that cannot be built as programs of their own (left at their defaults)."""
+        self.group = BATCH * max(1, getattr(measurer, "parallel_builds", 1))
+        """Candidates built together: a batch per build slot (a Ray cluster builds in parallel)."""
+
+    # -- measuring -----------------------------------------------------------------------
+    def _timeout(self, search: KernelSearch | None, rounds: int, count: int) -> float:
+        per = search.default_time.median if search else 0.01
+        return 30.0 + count * rounds * max(0.004, 20 * per) * 3
+
+    def measure_defaults(self) -> None:
+        """Every kernel's default time (interleaved), hence its share of the model's time."""
+        texts = [k.program() for k in self.kernels]
+        builds = self.measurer.build_many(texts)
+        self.builds += len(texts)
+        self.skipped = [
+            (kernel, built["why"])
+            for kernel, built in zip(self.kernels, builds, strict=True)
+            if not built["ok"]
+        ]
+        kept = [i for i, built in enumerate(builds) if built["ok"]]
+        self.kernels = [self.kernels[i] for i in kept]
+        texts, builds = [texts[i] for i in kept], [builds[i] for i in kept]
+        if not texts:
+            return
+        rounds = FINAL_ROUNDS  # all kernels interleaved: their shares see the same machine
+        answer = self.measurer.measure("", texts, rounds, self._timeout(None, rounds, len(texts)))
+        if not answer["ok"]:
+            raise RuntimeError(f"the model's kernels do not run alone: {answer['why']}")
+        self.measurements += len(texts)
+        times = [Timing(*summary(s), rounds) for s in answer["samples"]]
+        total = sum(t.median * k.calls for t, k in zip(times, self.kernels, strict=True))
+        for kernel, t, built in zip(self.kernels, times, builds, strict=True):
+            search = KernelSearch(kernel, t, t.median * kernel.calls / total)
+            default = Candidate({}, built["code"], 1.0)
+            search.seen[canonical({})] = default
+            search.by_code[built["code"]] = default
+            self.searches.append(search)
+        self.searches.sort(key=lambda s: -s.share)
+
+    def _evaluate(self, search: KernelSearch, candidates: list[Candidate]) -> None:
+        """Build, check and time new candidates (duplicates of known code are not measured)."""
+        kernel = search.kernel
+        fresh = [c for c in candidates if canonical(c.knobs) not in search.seen]
+        for c in fresh:
+            search.seen[canonical(c.knobs)] = c
+        if not fresh:
+            return
+        builds = self.measurer.build_many([kernel.program(c.knobs) for c in fresh])
+        self.builds += len(fresh)
+        new: list[Candidate] = []
+        for c, built in zip(fresh, builds, strict=True):
+            search.trials += 1
+            if not built["ok"]:
+                self._invalid(search, c, f"build failed: {built['why']}")
+                continue
+            c.code = built["code"]
+            same = search.by_code.get(c.code)
+            if same is not None:  # identical code: its measurement stands for this one
+                c.ratio, c.why = same.ratio, same.why
+                continue
+            search.by_code[c.code] = c
+            new.append(c)
+        reference = kernel.program()
+        timeout = self._timeout(search, 1, 2)
+        checked = []
+        for c in new:
+            answer = self.measurer.check(kernel.key, reference, kernel.program(c.knobs), timeout)
+            if answer["ok"]:
+                checked.append(c)
+            else:
+                self._invalid(search, c, answer["why"])
+        for i in range(0, len(checked), BATCH):
+            self._time_batch(search, checked[i : i + BATCH], ROUNDS)
+
+    def _time_batch(
+        self, search: KernelSearch, batch: list[Candidate], rounds: int
+    ) -> list[Timing]:
+        kernel = search.kernel
+        texts = [kernel.program()] + [kernel.program(c.knobs) for c in batch]
+        answer = self.measurer.measure(
+            kernel.key, texts, rounds, self._timeout(search, rounds, len(texts))
+        )
+        if not answer["ok"]:  # a candidate that passed its check hung or crashed when timed
+            for c in batch:
+                self._invalid(search, c, answer["why"])
+            return []
+        self.measurements += len(batch)
+        samples = answer["samples"]
+        timings = [Timing(*summary(s), rounds) for s in samples]
+        for c, own in zip(batch, samples[1:], strict=True):
+            # Paired by round: a change of the machine's load between rounds cancels out.
+            c.ratio = statistics.median(d / t for d, t in zip(samples[0], own, strict=True))
+        return timings
+
+    def _invalid(self, search: KernelSearch, c: Candidate, why: str) -> None:
+        c.why, c.ratio = why, None
+        search.invalid.append({"knobs": dict(sorted(c.knobs.items())), "why": why})
+
+    # -- searching -----------------------------------------------------------------------
+    def tune(self, budget: float, progress: Progress | None = None) -> None:
+        """Spend `budget` seconds on the kernels, each a part in proportion to its share."""
+        self.deadline = time.perf_counter() + budget
+        if not self.searches:
+            self.measure_defaults()
+        left_share = sum(s.share for s in self.searches)
+        for search in self.searches:
+            remaining = self.deadline - time.perf_counter()
+            if remaining <= 0:
+                break
+            until = time.perf_counter() + remaining * search.share / max(left_share, 1e-9)
+            left_share -= search.share
+            self._search(search, until, progress)
+            self._finalize(search)
+            if progress is not None:
+                progress(self)
+
+    def _search(self, search: KernelSearch, until: float, progress: Progress | None) -> None:
+        singles = [Candidate({k: v}) for k, values in CHOICES.items() for v in values]
+        group = self.group
+        for i in range(0, len(singles), group):
+            if time.perf_counter() >= until:
+                return
+            self._evaluate(search, singles[i : i + group])
+        relevant = {
+            k: [v for v in values if self._distinct(search, {k: v})]
+            for k, values in CHOICES.items()
+        }
+        relevant = {k: v for k, v in relevant.items() if v}
+        sizes = [len(v) + 1 for v in relevant.values()]
+        combos = 1
+        for n in sizes:
+            combos *= n
+        if combos <= EXHAUSTIVE_LIMIT:
+            space = [
+                {k: v for k, v in zip(relevant, values, strict=True) if v is not None}
+                for values in itertools.product(*([None, *v] for v in relevant.values()))
+            ]
+            for i in range(0, len(space), group):
+                if time.perf_counter() >= until:
+                    return
+                self._evaluate(search, [Candidate(k) for k in space[i : i + group]])
+            return
+        while time.perf_counter() < until:
+            self._evaluate(search, self._children(search, relevant, group))
+
+    def _distinct(self, search: KernelSearch, knobs: dict[str, Any]) -> bool:
+        c = search.seen.get(canonical(knobs))
+        default = search.seen[canonical({})]
+        return c is not None and not c.why and c.code != default.code
+
+    def _children(
+        self, search: KernelSearch, relevant: dict[str, list[Any]], count: int
+    ) -> list[Candidate]:
+        """A batch of new candidates bred from the best measured ones."""
+        ranked = sorted(
+            (c for c in search.seen.values() if c.ratio is not None and not c.why),
+            key=lambda c: -(c.ratio or 0.0),
+        )[:6] or [search.seen[canonical({})]]
+        children: list[Candidate] = []
+        for _ in range(10 * count):
+            if len(children) >= count:
+                break
+            a, b = self.rng.choice(ranked), self.rng.choice(ranked)
+            child = {k: (a.knobs if self.rng.random() < 0.5 else b.knobs).get(k) for k in relevant}
+            knob = self.rng.choice(list(relevant))
+            child[knob] = self.rng.choice([None, *relevant[knob]])
+            knobs = {k: v for k, v in child.items() if v is not None}
+            if canonical(knobs) not in search.seen and all(
+                canonical(knobs) != canonical(c.knobs) for c in children
+            ):
+                children.append(Candidate(knobs))
+        return children
+
+    def _finalize(self, search: KernelSearch) -> None:
+        """Re-measure the finalists with the default; keep the best only if it beats it."""
+        ranked = sorted(
+            (c for c in search.by_code.values() if c.ratio is not None and not c.why and c.knobs),
+            key=lambda c: -(c.ratio or 0.0),
+        )[:FINALISTS]
+        if not ranked:
+            return
+        timings = self._time_batch(search, ranked, FINAL_ROUNDS)
+        if not timings:
+            return
+        rest = timings[1:]
+        best_i = max(range(len(rest)), key=lambda i: ranked[i].ratio or 0.0)
+        if (ranked[best_i].ratio or 0.0) >= MIN_GAIN:
+            best = ranked[best_i]
+            search.best = best
+            # The default's time from the shares' measurement, scaled by the paired speed-up.
+            median = search.default_time.median / (best.ratio or 1.0)
+            search.best_time = Timing(median, rest[best_i].spread, FINAL_ROUNDS)
+
+    # -- records -------------------------------------------------------------------------
+    def records(self, identity: tuple[str, tuple[str, ...]]) -> list[Record]:
+        cpu, features = identity
+        found = []
+        for s in self.searches:
+            if s.trials == 0:
+                continue
+            knobs = dict(s.best.knobs) if s.best else {}
+            found.append(
+                Record(
+                    s.kernel.key,
+                    cpu,
+                    features,
+                    lamina_version(),
+                    knobs,
+                    s.best_time or s.default_time,
+                    s.default_time,
+                    s.kernel.name,
+                    s.kernel.shape,
+                    s.trials,
+                    tuple(s.invalid[:20]),
+                )
+            )
+        return found
+
+
+__all__ = ["CHOICES", "Candidate", "KernelSearch", "Tuner", "canonical"]

@@ -1,0 +1,223 @@
+"""`lamina.tune`: tune a model's kernels within a budget and write the records (docs/tuning.md).
+
+Resumes from the records file: a kernel's recorded knobs are its first
+candidate, its trials count on, and the records of other kernels, CPUs and
+versions are kept. `budget=0` measures nothing and leaves the file as it
+is. At the end the model itself is timed with and without the records
+(interleaved, in a fresh compile each): that is the speed-up reported.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import IO
+
+from lamina.target.tuning_records import Record, load_records, write_records
+from lamina.tuning.kernels import load_model, model_kernels
+from lamina.tuning.measure import LocalMeasurer
+from lamina.tuning.search import Candidate, Tuner
+
+
+@dataclass
+class TuneResult:
+    records: list[Record]
+    """The records this run wrote (all of the file's for this CPU and version)."""
+    kernels: int
+    trials: int
+    measurements: int
+    builds: int
+    seconds: float
+    default_seconds: float | None = None
+    """The model's time per call with the default knobs (None: not measured)."""
+    tuned_seconds: float | None = None
+
+    @property
+    def speedup(self) -> float | None:
+        if self.default_seconds is None or self.tuned_seconds is None:
+            return None
+        return self.default_seconds / self.tuned_seconds
+
+
+def tune(
+    model: str | os.PathLike[str],
+    records: str | os.PathLike[str],
+    budget: float = 60.0,
+    *,
+    ray: str | None = None,
+    threads: int | None = None,
+    targets: Sequence[str] | None = None,
+    out: IO[str] | None = None,
+    measure_model: bool = True,
+    seed: int = 0,
+) -> TuneResult:
+    """Tune the kernels of `model` (.mlir or .onnx) for `budget` seconds into `records`.
+
+    `ray`: a Ray address (or "auto") to build and measure on a cluster
+    (tuning/ray_cluster.py). `threads`: the thread count the kernels run with
+    while measured (default: Lamina's). `out`: where the progress table goes
+    (default stderr; plain lines unless a terminal).
+    """
+    out = _stream(out)
+    started = time.perf_counter()
+    records = os.fspath(records)
+    existing = load_records(records) if os.path.exists(records) else None
+    module = load_model(model, list(targets) if targets else None)
+    kernels = model_kernels(module)
+    if budget <= 0:
+        kept = list(existing.applicable.values()) if existing else []
+        out.write(f"lamina-tune: budget 0: {len(kept)} record(s) kept, nothing measured\n")
+        return _summary(kept, kernels, 0, 0, 0, started, out)
+    measurer = _measurer(ray, threads)
+    try:
+        tuner = Tuner(kernels, measurer, seed=seed)
+        out.write(f"lamina-tune: {len(kernels)} kernel(s), budget {budget:g} s\n")
+        tuner.measure_defaults()
+        for kernel, why in tuner.skipped:
+            out.write(
+                f"lamina-tune: note: {kernel.name} cannot be measured alone ({why}); "
+                "it keeps the default knobs\n"
+            )
+        if existing is not None:
+            for search in tuner.searches:
+                old = existing.applicable.get(search.kernel.key)
+                if old is not None:
+                    search.trials = old.trials
+                    if old.knobs:
+                        tuner._evaluate(search, [Candidate(dict(old.knobs))])
+        table = ProgressTable(out)
+        tuner.tune(
+            budget, table.update
+        )  # the search's time: loading and timing the model come on top
+        table.update(tuner)
+        identity = measurer.identity()
+        new = tuner.records(identity)
+        kept = [
+            r
+            for r in (existing.records if existing else [])
+            if r.identity not in {n.identity for n in new}
+        ]
+        write_records(records, [*kept, *new])
+        trials = sum(s.trials for s in tuner.searches)
+        result = _summary(
+            [r for r in [*kept, *new] if (r.cpu, r.features) == identity],
+            kernels,
+            trials,
+            tuner.measurements,
+            tuner.builds,
+            started,
+            out,
+        )
+    finally:
+        measurer.close()
+    if measure_model:
+        result.default_seconds, result.tuned_seconds = model_times(model, records, targets, threads)
+        out.write(
+            f"lamina-tune: model {result.default_seconds * 1e3:.3f} ms default, "
+            f"{result.tuned_seconds * 1e3:.3f} ms tuned: {result.speedup:.2f}x\n"
+        )
+    return result
+
+
+def _stream(out: IO[str] | None) -> IO[str]:
+    return out if out is not None else sys.stderr
+
+
+def _measurer(ray: str | None, threads: int | None):
+    if ray is None:
+        return LocalMeasurer(threads)
+    from lamina.tuning.ray_cluster import RayMeasurer
+
+    return RayMeasurer(ray, threads)
+
+
+def _summary(records, kernels, trials, measurements, builds, started, out) -> TuneResult:
+    keys = {k.key: k for k in kernels}
+    default = sum(
+        r.default.median * keys[r.kernel].calls for r in records if r.kernel in keys and r.default
+    )
+    tuned = sum(
+        r.time.median * keys[r.kernel].calls for r in records if r.kernel in keys and r.default
+    )
+    if tuned > 0:
+        out.write(
+            f"lamina-tune: tuned kernels {default / tuned:.2f}x faster than the defaults (sum of kernel times)\n"
+        )
+    return TuneResult(
+        records, len(kernels), trials, measurements, builds, time.perf_counter() - started
+    )
+
+
+def model_times(
+    model, records: str, targets, threads: int | None, rounds: int = 15
+) -> tuple[float, float]:
+    """The model's time per call compiled without and with `records`: the default's median,
+    and the tuned one as that divided by the median of the per-round speed-ups (rounds
+    interleaved, so a change of the machine's load between rounds cancels out). Identical
+    code is not timed."""
+    import numpy as np
+
+    import lamina
+    from lamina.runtime.native_setup import set_num_threads
+
+    if threads:
+        set_num_threads(threads)
+    path = os.fspath(model)
+    exes = [
+        lamina.compile(path, targets=targets, cache=False),
+        lamina.compile(path, targets=targets, records=records, cache=False),
+    ]
+    rng = np.random.default_rng(0)
+    params = exes[0]._signature("main").params
+    args = [
+        rng.uniform(0.1, 1.0, p.shape).astype(p.dtype)
+        if p.dtype.kind == "f"
+        else np.zeros(p.shape, p.dtype)
+        for p in params
+    ]
+    start = time.perf_counter()
+    exes[0].run("main", *args)
+    calls = max(1, min(1000, int(0.02 / max(time.perf_counter() - start, 1e-7))))
+    same = exes[0].compiled.object_code == exes[1].compiled.object_code
+    samples: list[list[float]] = [[], []]
+    for _ in range(rounds):
+        for i, exe in enumerate(exes[:1] if same else exes):
+            start = time.perf_counter()
+            for _ in range(calls):
+                exe.run("main", *args)
+            samples[i].append((time.perf_counter() - start) / calls)
+    default = float(np.median(samples[0]))
+    if same:
+        return default, default
+    speedup = float(np.median([d / t for d, t in zip(samples[0], samples[1], strict=True)]))
+    return default, default / speedup
+
+
+class ProgressTable:
+    """Kernel, share, best time, trials, speed-up, ETA: redrawn on a terminal, lines otherwise."""
+
+    def __init__(self, out: IO[str]):
+        self.out = out
+        self.tty = hasattr(out, "isatty") and out.isatty()
+        self.drawn = 0
+
+    def update(self, tuner: Tuner) -> None:
+        rows = [f"{'kernel':40} {'share':>6} {'best':>10} {'trials':>6} {'speed-up':>8}"]
+        for s in tuner.searches:
+            best = (s.best_time or s.default_time).median
+            rows.append(
+                f"{s.kernel.name[:40]:40} {s.share:6.1%} {best * 1e3:8.3f}ms {s.trials:6d} {s.speedup:7.2f}x"
+            )
+        eta = max(0.0, tuner.deadline - time.perf_counter())
+        rows.append(f"ETA {eta:.0f} s, {tuner.measurements} measurements, {tuner.builds} builds")
+        if self.tty and self.drawn:
+            self.out.write(f"\x1b[{self.drawn}F\x1b[J")
+        self.out.write("\n".join(rows) + "\n")
+        self.out.flush()
+        self.drawn = len(rows)
+
+
+__all__ = ["ProgressTable", "TuneResult", "model_times", "tune"]

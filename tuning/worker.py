@@ -1,0 +1,169 @@
+"""The measuring process: builds candidates and times them, apart from the tuner.
+
+`python -m lamina.tuning.worker` reads requests from stdin and answers on
+stdout (pickled, length-prefixed; anything the code prints goes to stderr).
+A candidate that crashes takes only this process down, and one that hangs
+is killed with it (tuning/measure.py restarts it): the tuner records the
+candidate invalid and goes on.
+
+Requests (dicts with an "op"):
+* `build`: compile a kernel program (the disk cache and the kernel cache
+  keep it: a later `check` or `measure` in a new process loads it);
+  answers the symbols of its kernels, which name the code exactly
+  (identical code: identical symbols, backends/kernel_split.py).
+* `install`: a cache entry built elsewhere (a Ray task), stored here.
+* `check`: run a candidate once on the reference inputs and compare with
+  the default candidate's results (within `tolerance` of their magnitude).
+* `measure`: time candidates interleaved: each round times every
+  candidate once (a batch of calls of at least `sample_seconds`), so a
+  disturbance of the machine hits all of them alike.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import struct
+import sys
+import time
+from typing import IO, Any
+
+import numpy as np
+
+_exes: dict[str, Any] = {}
+_inputs: dict[str, list[np.ndarray]] = {}
+_references: dict[str, tuple[np.ndarray, ...]] = {}
+
+
+def send(stream: IO[bytes], message: object) -> None:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(struct.pack("<Q", len(data)) + data)
+    stream.flush()
+
+
+def receive(stream: IO[bytes]) -> Any:
+    head = stream.read(8)
+    if len(head) < 8:
+        raise EOFError
+    (size,) = struct.unpack("<Q", head)
+    return pickle.loads(stream.read(size))
+
+
+def _executable(text: str):
+    exe = _exes.get(text)
+    if exe is None:
+        import lamina
+
+        exe = _exes[text] = lamina.compile(text, filename="<kernel>")
+        if len(_exes) > 64:  # keep memory bounded: forget the oldest
+            _exes.pop(next(iter(_exes)))
+    return exe
+
+
+def _inputs_for(exe) -> list[np.ndarray]:
+    """Reproducible inputs, the same for every program of the same signature: floats in
+    [0.1, 1) (safe for log, sqrt, division), zero integers (valid indices), false booleans."""
+    params = exe._signature("main").params
+    key = repr([(p.shape, p.dtype.str) for p in params])
+    found = _inputs.get(key)
+    if found is None:
+        rng = np.random.default_rng(0)
+        found = []
+        for spec in params:
+            if spec.dtype.kind == "f":
+                found.append(rng.uniform(0.1, 1.0, spec.shape).astype(spec.dtype))
+            else:
+                found.append(np.zeros(spec.shape, spec.dtype))
+        _inputs[key] = found
+    return found
+
+
+def _results(exe, args) -> tuple[np.ndarray, ...]:
+    out = exe.run("main", *args)
+    return tuple(np.array(r) for r in (out if isinstance(out, tuple) else (out,)))
+
+
+def _build(request: dict) -> dict:
+    start = time.perf_counter()
+    exe = _executable(request["text"])
+    code = hashlib.sha256(exe.compiled.object_code or request["text"].encode()).hexdigest()
+    return {"ok": True, "code": code, "seconds": time.perf_counter() - start}
+
+
+def _install(request: dict) -> dict:
+    from lamina.runtime import cache as disk
+
+    entry = disk.decode(request["entry"])
+    if entry is not None:
+        disk.write(request["key"], entry)
+    return {"ok": entry is not None}
+
+
+def _check(request: dict) -> dict:
+    reference_text, key = request["reference"], request["kernel"]
+    ref_exe = _executable(reference_text)
+    args = _inputs_for(ref_exe)
+    if key not in _references:
+        _references[key] = _results(ref_exe, args)
+    got = _results(_executable(request["text"]), args)
+    for want, have in zip(_references[key], got, strict=True):
+        if want.shape != have.shape:
+            return {"ok": False, "why": f"wrong shape {have.shape}"}
+        if want.dtype.kind != "f":
+            if not np.array_equal(want, have):
+                return {"ok": False, "why": "wrong numbers"}
+            continue
+        scale = max(1.0, float(np.max(np.abs(want)))) if want.size else 1.0
+        error = float(np.max(np.abs(want - have))) if want.size else 0.0
+        if not error <= request["tolerance"] * scale:  # NaN fails too
+            return {"ok": False, "why": f"wrong numbers (max error {error:.3g})"}
+    return {"ok": True}
+
+
+def _measure(request: dict) -> dict:
+    exes = [_executable(t) for t in request["texts"]]
+    inputs = [_inputs_for(exe) for exe in exes]
+    counts = []
+    for exe, args in zip(exes, inputs, strict=True):  # warm up, then calls per sample
+        exe.run("main", *args)
+        start = time.perf_counter()
+        exe.run("main", *args)
+        once = max(time.perf_counter() - start, 1e-7)
+        counts.append(max(1, min(10000, int(request["sample_seconds"] / once))))
+    samples: list[list[float]] = [[] for _ in exes]
+    for round_ in range(request["rounds"]):
+        order = list(range(len(exes)))
+        order = order[round_ % len(order) :] + order[: round_ % len(order)]  # rotate
+        for i in order:
+            exe, n, args = exes[i], counts[i], inputs[i]
+            start = time.perf_counter()
+            for _ in range(n):
+                exe.run("main", *args)
+            samples[i].append((time.perf_counter() - start) / n)
+    return {"ok": True, "samples": samples}
+
+
+_HANDLERS = {"build": _build, "install": _install, "check": _check, "measure": _measure}
+
+
+def main() -> None:
+    """Serve requests until stdin closes; a failing request is answered with its error."""
+    protocol = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # whatever the code prints must not corrupt the answers
+    sys.stdout = sys.stderr
+    requests = sys.stdin.buffer
+    while True:
+        try:
+            request = receive(requests)
+        except EOFError:
+            return
+        try:
+            answer = _HANDLERS[request["op"]](request)
+        except Exception as err:  # a candidate that fails to build or run: its answer
+            answer = {"ok": False, "why": f"{type(err).__name__}: {err}".splitlines()[0][:300]}
+        send(protocol, answer)
+
+
+if __name__ == "__main__":
+    main()
