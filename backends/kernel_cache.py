@@ -65,6 +65,7 @@ class BuildResult:
 _objects: dict[str, KernelObject] = {}
 _lock = threading.Lock()
 _stats = {"built": 0, "memory": 0, "disk": 0}
+_preloaded: set[str] = set()
 
 
 @cache
@@ -103,6 +104,7 @@ def clear() -> None:
     """Forget the kernels compiled in this process (the disk cache is untouched)."""
     with _lock:
         _objects.clear()
+        _preloaded.clear()
         _stats.update(built=0, memory=0, disk=0)
 
 
@@ -110,6 +112,10 @@ def _lookup(unit: KernelUnit, use_disk: bool) -> tuple[KernelObject | None, str]
     with _lock:
         found = _objects.get(unit.key)
     if found is not None:
+        with _lock:
+            if unit.key in _preloaded:
+                _preloaded.discard(unit.key)
+                return found, "disk"
         return found, "memory"
     if use_disk:
         code = disk.read_kernel(unit.key)
@@ -121,6 +127,18 @@ def _lookup(unit: KernelUnit, use_disk: bool) -> tuple[KernelObject | None, str]
     return None, "built"
 
 
+def preload(key: str, symbol: str) -> bool:
+    """Is the object of kernel `key` at hand (in memory, or read from disk into memory)?
+    A kernel reused before lowering (backends/kernel_reuse.py) has no text to build
+    from: its object must stay available until its module is linked."""
+    unit = KernelUnit(key, symbol, "", ())
+    found, where = _lookup(unit, disk.enabled())
+    if where == "disk":
+        with _lock:
+            _preloaded.add(key)  # reported as found on disk by the build that uses it
+    return found is not None
+
+
 def build_split(split: Split, timings, *, use_memory: bool = True) -> BuildResult:
     """Object code for every unit of `split`: kernels from the caches where possible,
     the rest (and the host) compiled in parallel. `timings`: a `codegen.CompileTimings`."""
@@ -128,7 +146,10 @@ def build_split(split: Split, timings, *, use_memory: bool = True) -> BuildResul
     found: dict[str, tuple[KernelObject, str]] = {}
     missing: list[KernelUnit] = []
     for unit in split.kernels:
-        obj, where = _lookup(unit, use_disk) if use_memory else (None, "built")
+        reused = not unit.text  # no text: compiled before, preloaded
+        obj, where = _lookup(unit, use_disk) if use_memory or reused else (None, "built")
+        if obj is None and reused:
+            raise RuntimeError(f"kernel {unit.symbol} vanished from the kernel cache")
         if obj is None:
             missing.append(unit)
         else:
@@ -249,6 +270,7 @@ __all__ = [
     "build_objects_aot",
     "build_split",
     "clear",
+    "preload",
     "facts",
     "stats",
 ]

@@ -16,12 +16,14 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from lamina.backends.codegen import cache_stats, compile_module, uses_openmp
+from lamina.backends.codegen import cache_stats, compile_module, split_enabled, uses_openmp
+from lamina.backends.kernel_reuse import ReuseKernelsPass, reuse_enabled
 from lamina.core.context import make_context
 from lamina.core.diagnostics import parse_module, verify_module
 from lamina.core.gc_pauses import fewer_gc_pauses
-from lamina.core.pass_manager import PassManager
+from lamina.core.pass_manager import PassManager, pipeline_spec_string
 from lamina.dialects.lamina import get_phase
+from lamina.driver.cache_key import key
 from lamina.driver.compiler import CompileRequest, DeferredSource, is_path
 from lamina.driver.instruments import Instruments
 from lamina.driver.pipeline import passes_for_module
@@ -58,16 +60,21 @@ def lower_to_build(
     instruments: Instruments | None = None,
     *,
     check_bounds: bool = False,
+    reuse_kernels: bool = False,
 ) -> tuple[ModuleOp, dict[str, float]]:
     """Run `pipeline` on `module` (in place) down to the build phase; return it and pass times.
 
     With an enabled `recorder`, each phase runs under its own pass manager and
     is measured. `check_bounds` inserts `check-bounds` right before `lower-to-llvm`.
+    `reuse_kernels`: kernels lowered by an earlier compile are not lowered again
+    (backends/kernel_reuse.py; for code generation in units only).
     """
     passes = passes_for_module(pipeline, module, targets)  # from the module's phase on
     passes = with_device_check(passes)  # devices no target compiles: refused now, not at run time
     if check_bounds:
         passes = with_bounds_checks(passes)
+    if reuse_kernels:
+        passes = with_kernel_reuse(passes, pipeline, targets)
     if recorder is not None and recorder.enabled and instruments is None:
         return module, _run_by_phase(passes, module, recorder)
     # Records pass times; the instruments print IR, phase dumps, progress, report.
@@ -82,6 +89,19 @@ def with_bounds_checks(passes: list) -> list:
     if index is None:
         return list(passes)  # already past the lowering phase: nothing left to guard
     return [*passes[:index], CheckBoundsPass(), *passes[index:]]
+
+
+def with_kernel_reuse(passes: list, pipeline: str, targets: Sequence[str] | None) -> list:
+    """`passes` with `reuse-kernels` right before `lower-te`, keyed by everything the
+    kernels' lowering depends on: the passes from there on (with their options), the
+    toolchain, Lamina's source and the plugins (the module's attributes are added by
+    the pass itself)."""
+    index = next((i for i, p in enumerate(passes) if p.name == "lower-te"), None)
+    if index is None:
+        return list(passes)
+    rest = pipeline_spec_string(passes[index:])
+    context = key(rest, filename="", pipeline=pipeline, targets=list(targets or ()))
+    return [*passes[:index], ReuseKernelsPass(context), *passes[index:]]
 
 
 def compile_cold(request: CompileRequest, recorder: StatsRecorder) -> Executable:
@@ -107,6 +127,7 @@ def _compile_cold_steps(request: CompileRequest, recorder: StatsRecorder) -> Exe
         recorder,
         instruments,
         check_bounds=request.check_bounds,
+        reuse_kernels=instruments is None and split_enabled() and reuse_enabled(),
     )
     lowering_time = time.perf_counter() - start
     if instruments is not None:
@@ -157,4 +178,5 @@ __all__ = [
     "lower_to_build",
     "parse_source",
     "with_bounds_checks",
+    "with_kernel_reuse",
 ]
