@@ -65,7 +65,9 @@ class BuildResult:
 _objects: dict[str, KernelObject] = {}
 _lock = threading.Lock()
 _stats = {"built": 0, "memory": 0, "disk": 0}
-_preloaded: set[str] = set()
+_first_seen: dict[str, str] = {}
+"""Kernels put in memory for a build to come (read from disk, or built by a lowering
+process): where the build that uses them reports them from."""
 
 
 @cache
@@ -104,7 +106,7 @@ def clear() -> None:
     """Forget the kernels compiled in this process (the disk cache is untouched)."""
     with _lock:
         _objects.clear()
-        _preloaded.clear()
+        _first_seen.clear()
         _stats.update(built=0, memory=0, disk=0)
 
 
@@ -113,9 +115,8 @@ def _lookup(unit: KernelUnit, use_disk: bool) -> tuple[KernelObject | None, str]
         found = _objects.get(unit.key)
     if found is not None:
         with _lock:
-            if unit.key in _preloaded:
-                _preloaded.discard(unit.key)
-                return found, "disk"
+            if unit.key in _first_seen:
+                return found, _first_seen.pop(unit.key)
         return found, "memory"
     if use_disk:
         code = disk.read_kernel(unit.key)
@@ -135,8 +136,18 @@ def preload(key: str, symbol: str) -> bool:
     found, where = _lookup(unit, disk.enabled())
     if where == "disk":
         with _lock:
-            _preloaded.add(key)  # reported as found on disk by the build that uses it
+            _first_seen[key] = "disk"  # reported as found on disk by the build that uses it
     return found is not None
+
+
+def insert(key: str, symbol: str, object_code: bytes) -> None:
+    """Object code of kernel `key` compiled elsewhere (a lowering process,
+    backends/parallel_lowering.py): kept in memory and on disk, as if built here."""
+    with _lock:
+        _objects[key] = KernelObject(symbol, object_code)
+        _first_seen[key] = "built"
+    if disk.enabled():
+        disk.write_kernel(key, object_code)
 
 
 def build_split(split: Split, timings, *, use_memory: bool = True) -> BuildResult:
@@ -270,6 +281,7 @@ __all__ = [
     "build_objects_aot",
     "build_split",
     "clear",
+    "insert",
     "preload",
     "facts",
     "stats",

@@ -146,7 +146,13 @@ def store(key: str, record: Record) -> None:
         )
 
 
-def _declaration(func: te.FuncOp) -> te.FuncOp:
+def known(key: str) -> Record | None:
+    """The record of te key `key` in this process, if any."""
+    with _lock:
+        return _records.get(key)
+
+
+def declaration(func: te.FuncOp) -> te.FuncOp:
     """`func` without its body; an output a constrained te.compute returns keeps that
     layout in its result attributes (what `lower-te` would write on the buffer)."""
     ret = func.get_return_op()
@@ -171,13 +177,24 @@ def _declaration(func: te.FuncOp) -> te.FuncOp:
     )
 
 
+@dataclass
+class Delegating:
+    """The passes a lowering process runs, and the child once forked (shared by the
+    `reuse-kernels` and `await-kernels` passes of one compile)."""
+
+    passes: list
+    delegation: object = None
+
+
 @dataclass(frozen=True)
 class ReuseKernelsPass(ModulePass):
-    """Declare the kernels lowered before (right before `lower-te`); key the others."""
+    """Declare the kernels lowered before (right before `lower-te`); key the others;
+    with `parallel`, hand about half of those to a lowering process."""
 
     name = "reuse-kernels"
 
     context: str = ""
+    parallel: Delegating | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         funcs = [f for f in op.ops if isinstance(f, te.FuncOp) and not f.is_declaration]
@@ -186,12 +203,15 @@ class ReuseKernelsPass(ModulePass):
         keys = {f.sym_name.data: te_key(f, context) for f in funcs}
         reused: dict[str, str] = {}
         failing: list[str] = []
+        weights: dict[str, int] = {}
         for func in funcs:
             record = lookup(keys[func.sym_name.data])
             if record is not None:
-                op.body.block.insert_op_before(_declaration(func), func)
+                op.body.block.insert_op_before(declaration(func), func)
                 op.body.block.erase_op(func)
                 reused[func.sym_name.data] = record.symbol
+            else:
+                weights[func.sym_name.data] = _weight(func)
         # The loop functions' names, as lower-te will choose them (module order).
         taken = symbol_names(op)
         loop_names: dict[str, str] = {}
@@ -211,6 +231,60 @@ class ReuseKernelsPass(ModulePass):
             op.attributes[FAILING_DECLARATIONS_ATTR] = ArrayAttr([StringAttr(n) for n in failing])
         if lowered:
             op.attributes[LOWERED_ATTR] = DictionaryAttr(lowered)
+        if self.parallel is not None:
+            self._delegate(op, weights, keys, loop_names)
+
+    def _delegate(
+        self, op: ModuleOp, weights: dict[str, int], keys: dict[str, str], loop_names: dict
+    ) -> None:
+        """Fork a lowering process for about half of the kernels left; declare them here."""
+        from lamina.backends import parallel_lowering
+
+        assert self.parallel is not None
+        if len(weights) < parallel_lowering.MIN_KERNELS or not parallel_lowering.enabled():
+            return
+        names = parallel_lowering.deal(weights)
+        delegated = {name: keys[name] for name in names}
+        self.parallel.delegation = parallel_lowering.start(op, delegated, self.parallel.passes)
+        for func in [f for f in op.ops if isinstance(f, te.FuncOp) and f.sym_name.data in names]:
+            op.body.block.insert_op_before(declaration(func), func)
+            op.body.block.erase_op(func)
+        declared = module_keys(op, REUSED_ATTR)
+        declared |= {loop_names[n]: keys[n] for n in names}
+        op.attributes[REUSED_ATTR] = DictionaryAttr({k: StringAttr(v) for k, v in declared.items()})
+        lowered = module_keys(op, LOWERED_ATTR)
+        op.attributes[LOWERED_ATTR] = DictionaryAttr(
+            {k: StringAttr(v) for k, v in lowered.items() if v not in delegated.values()}
+        )
+
+
+@dataclass(frozen=True)
+class AwaitKernelsPass(ModulePass):
+    """Right before `lower-to-llvm`: wait for the lowering process, store its kernels,
+    and mark those that can fail (the host checks after calling them)."""
+
+    name = "await-kernels"
+
+    parallel: Delegating
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        delegation = self.parallel.delegation
+        if delegation is None:
+            return
+        records = delegation.finish()  # type: ignore[attr-defined]
+        failing = op.attributes.get(FAILING_DECLARATIONS_ATTR)
+        names = [a.data for a in failing.data] if isinstance(failing, ArrayAttr) else []
+        for name, key in module_keys(op, REUSED_ATTR).items():
+            record = records.get(key)
+            if record is not None and record.may_fail and name not in names:
+                names.append(name)
+        if names:
+            op.attributes[FAILING_DECLARATIONS_ATTR] = ArrayAttr([StringAttr(n) for n in names])
+
+
+def _weight(func: te.FuncOp) -> int:
+    """How much lowering a kernel costs, roughly: its ops."""
+    return sum(1 for _ in func.walk())
 
 
 def module_keys(module: ModuleOp, attr: str) -> dict[str, str]:
@@ -263,9 +337,13 @@ __all__ = [
     "LOWERED_ATTR",
     "REUSED_ATTR",
     "REUSE_ENV",
+    "AwaitKernelsPass",
+    "Delegating",
     "Record",
     "ReuseKernelsPass",
     "clear",
+    "declaration",
+    "known",
     "lookup",
     "module_keys",
     "record_split",

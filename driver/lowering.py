@@ -17,7 +17,13 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from lamina.backends.codegen import cache_stats, compile_module, split_enabled, uses_openmp
-from lamina.backends.kernel_reuse import ReuseKernelsPass, reuse_enabled
+from lamina.backends.kernel_reuse import (
+    AwaitKernelsPass,
+    Delegating,
+    ReuseKernelsPass,
+    reuse_enabled,
+)
+from lamina.backends.parallel_lowering import ParallelLoweringFailed, abandon_all
 from lamina.core.context import make_context
 from lamina.core.diagnostics import parse_module, verify_module
 from lamina.core.gc_pauses import fewer_gc_pauses
@@ -61,20 +67,22 @@ def lower_to_build(
     *,
     check_bounds: bool = False,
     reuse_kernels: bool = False,
+    parallel: bool = False,
 ) -> tuple[ModuleOp, dict[str, float]]:
     """Run `pipeline` on `module` (in place) down to the build phase; return it and pass times.
 
     With an enabled `recorder`, each phase runs under its own pass manager and
     is measured. `check_bounds` inserts `check-bounds` right before `lower-to-llvm`.
     `reuse_kernels`: kernels lowered by an earlier compile are not lowered again
-    (backends/kernel_reuse.py; for code generation in units only).
+    (backends/kernel_reuse.py; for code generation in units only); with `parallel`,
+    a forked process lowers part of the others (backends/parallel_lowering.py).
     """
     passes = passes_for_module(pipeline, module, targets)  # from the module's phase on
     passes = with_device_check(passes)  # devices no target compiles: refused now, not at run time
     if check_bounds:
         passes = with_bounds_checks(passes)
     if reuse_kernels:
-        passes = with_kernel_reuse(passes, pipeline, targets)
+        passes = with_kernel_reuse(passes, pipeline, targets, parallel=parallel)
     if recorder is not None and recorder.enabled and instruments is None:
         return module, _run_by_phase(passes, module, recorder)
     # Records pass times; the instruments print IR, phase dumps, progress, report.
@@ -91,26 +99,45 @@ def with_bounds_checks(passes: list) -> list:
     return [*passes[:index], CheckBoundsPass(), *passes[index:]]
 
 
-def with_kernel_reuse(passes: list, pipeline: str, targets: Sequence[str] | None) -> list:
+def with_kernel_reuse(
+    passes: list, pipeline: str, targets: Sequence[str] | None, *, parallel: bool = False
+) -> list:
     """`passes` with `reuse-kernels` right before `lower-te`, keyed by everything the
     kernels' lowering depends on: the passes from there on (with their options), the
     toolchain, Lamina's source and the plugins (the module's attributes are added by
     the pass itself)."""
     index = next((i for i, p in enumerate(passes) if p.name == "lower-te"), None)
-    if index is None:
+    last = next((i for i, p in enumerate(passes) if p.name == "lower-to-llvm"), None)
+    if index is None or last is None or last < index:
         return list(passes)
     rest = pipeline_spec_string(passes[index:])
     context = key(rest, filename="", pipeline=pipeline, targets=list(targets or ()))
-    return [*passes[:index], ReuseKernelsPass(context), *passes[index:]]
+    if not parallel:
+        return [*passes[:index], ReuseKernelsPass(context), *passes[index:]]
+    shared = Delegating(list(passes[index:]))
+    return [
+        *passes[:index],
+        ReuseKernelsPass(context, shared),
+        *passes[index:last],
+        AwaitKernelsPass(shared),
+        *passes[last:],
+    ]
 
 
 def compile_cold(request: CompileRequest, recorder: StatsRecorder) -> Executable:
     """Parse, run the pipeline phase by phase, JIT-compile (with fewer GC pauses)."""
     with fewer_gc_pauses():
-        return _compile_cold_steps(request, recorder)
+        try:
+            return _compile_cold_steps(request, recorder, parallel=True)
+        except ParallelLoweringFailed:  # the lowering process failed: all in this one
+            return _compile_cold_steps(request, recorder, parallel=False)
+        finally:
+            abandon_all()  # a failed compile leaves no lowering process behind
 
 
-def _compile_cold_steps(request: CompileRequest, recorder: StatsRecorder) -> Executable:
+def _compile_cold_steps(
+    request: CompileRequest, recorder: StatsRecorder, *, parallel: bool
+) -> Executable:
     instruments = request.instruments()
     with recorder.phase("parse + verify"):
         source = request.source
@@ -128,6 +155,7 @@ def _compile_cold_steps(request: CompileRequest, recorder: StatsRecorder) -> Exe
         instruments,
         check_bounds=request.check_bounds,
         reuse_kernels=instruments is None and split_enabled() and reuse_enabled(),
+        parallel=parallel,
     )
     lowering_time = time.perf_counter() - start
     if instruments is not None:
