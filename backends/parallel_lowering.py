@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import os
 import pickle
+import select
 import signal
+import threading
 import traceback
 from dataclasses import asdict, dataclass, field
 
@@ -49,7 +51,15 @@ class ParallelLoweringFailed(Exception):
     """The child failed; the message is its traceback. The compile is redone serially."""
 
 
+WAIT_SECONDS = 900.0
+"""A child silent for this long is stopped and the compile redone in one process."""
+
+
 def enabled() -> bool:
+    """Fork for this compile? Not with other Python threads running: one of them could
+    hold a lock the child would then wait for forever (say, a compile in another thread)."""
+    if threading.active_count() > 1:
+        return False
     explicit = os.environ.get(PROCESSES_ENV, "").strip()
     if explicit.isdigit():
         return int(explicit) > 1
@@ -90,9 +100,16 @@ class Delegation:
             return self.records
         self.done = True
         chunks = []
-        with os.fdopen(self.read_fd, "rb") as pipe:
-            while chunk := pipe.read(1 << 20):
-                chunks.append(chunk)
+        while select.select([self.read_fd], [], [], WAIT_SECONDS)[0]:
+            chunk = os.read(self.read_fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        else:
+            self.done = False
+            self.abandon()
+            raise ParallelLoweringFailed(f"the lowering process was silent for {WAIT_SECONDS} s")
+        os.close(self.read_fd)
         _, status = os.waitpid(self.pid, 0)
         _live.pop(self.pid, None)
         try:
