@@ -123,7 +123,10 @@ def test_a_failing_lowering_process_means_a_serial_compile(fresh, monkeypatch):
 
 def test_the_deal_balances_by_size_and_is_deterministic():
     weights = {"a": 50, "b": 40, "c": 30, "d": 20, "e": 10, "f": 10}
-    child = parallel_lowering.deal(weights)
-    assert child == parallel_lowering.deal(dict(reversed(weights.items())))
+    child = parallel_lowering.deal(weights, 0.5)
+    assert child == parallel_lowering.deal(dict(reversed(weights.items())), 0.5)
     load = sum(weights[n] for n in child)
     assert abs(2 * load - sum(weights.values())) <= max(weights.values())
+    two_thirds = parallel_lowering.deal(weights, 2 / 3)
+    load = sum(weights[n] for n in two_thirds)
+    assert abs(load - 2 / 3 * sum(weights.values())) <= max(weights.values())
