@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import threading
 from dataclasses import asdict, dataclass
 
@@ -79,16 +80,17 @@ class Record:
     """Its `declare` lines of the device runtime (the host defines the runtime)."""
 
     def messages_for(self, root: str) -> tuple[str, ...]:
-        """The messages naming `root` instead (`[N x i8] c"kernel @root: ..."`)."""
+        """The messages naming `root` instead (`[N x i8] c"kernel @root: ..."`, or
+        `kernel @root_par0: ...` for a parallel part of it)."""
         if root == self.root:
             return self.messages
         grow = len(root.encode()) - len(self.root.encode())
+        name = re.compile(f"kernel @{re.escape(self.root)}(?=[:_])")
         out = []
         for text in self.messages:
             head, _, rest = text.partition(" x i8] ")
-            count = int(head.lstrip("["))
-            renamed = rest.replace(f"kernel @{self.root}:", f"kernel @{root}:")
-            out.append(f"[{count + grow * (renamed != rest)} x i8] {renamed}")
+            renamed, count = name.subn(f"kernel @{root}", rest)
+            out.append(f"[{int(head.lstrip('[')) + grow * count} x i8] {renamed}")
         return tuple(out)
 
 
@@ -197,7 +199,9 @@ class ReuseKernelsPass(ModulePass):
     parallel: Delegating | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        funcs = [f for f in op.ops if isinstance(f, te.FuncOp) and not f.is_declaration]
+        funcs = [  # a public te.func is an entry point of its own: always lowered here
+            f for f in op.ops if isinstance(f, te.FuncOp) and not f.is_declaration and _private(f)
+        ]
         attributes = {k: str(v) for k, v in op.attributes.items() if k != PHASE_ATTR_NAME}
         context = f"{self.context}\n{sorted(attributes.items())}"
         keys = {f.sym_name.data: te_key(f, context) for f in funcs}
@@ -280,6 +284,11 @@ class AwaitKernelsPass(ModulePass):
                 names.append(name)
         if names:
             op.attributes[FAILING_DECLARATIONS_ATTR] = ArrayAttr([StringAttr(n) for n in names])
+
+
+def _private(func: te.FuncOp) -> bool:
+    visibility = func.sym_visibility
+    return visibility is not None and visibility.data == "private"
 
 
 def _weight(func: te.FuncOp) -> int:

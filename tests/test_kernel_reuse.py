@@ -124,3 +124,8 @@ def test_messages_of_a_reused_kernel_name_the_kernel_of_this_model():
     )  # fmt: skip
     assert record.messages_for("conv_loop") == record.messages
     assert record.messages_for("conv_1_loop") == ('[23 x i8] c"kernel @conv_1_loop: x\\00"',)
+    part = kernel_reuse.Record(
+        "k", "__lamina_k_k", "conv_loop", "declare void @x()",
+        ('[26 x i8] c"kernel @conv_loop_par0: x\\00"',), may_fail=True, openmp=True,
+    )  # fmt: skip
+    assert part.messages_for("c_loop") == ('[23 x i8] c"kernel @c_loop_par0: x\\00"',)
