@@ -35,6 +35,7 @@ import signal
 import threading
 import traceback
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 
@@ -118,6 +119,7 @@ class Delegation:
         os.close(self.read_fd)
         _, status = os.waitpid(self.pid, 0)
         _live.pop(self.pid, None)
+        payload: dict[str, Any]
         try:
             payload = pickle.loads(b"".join(chunks))
         except Exception:  # noqa: BLE001 - a child that died sends nothing readable
@@ -126,7 +128,8 @@ class Delegation:
             raise ParallelLoweringFailed(payload["error"])
         from lamina.backends import kernel_cache, kernel_reuse
 
-        for key, fields, code in payload["kernels"]:
+        kernels: list[tuple[str, dict[str, Any], bytes]] = payload["kernels"]
+        for key, fields, code in kernels:
             record = kernel_reuse.Record(**fields)
             kernel_cache.insert(record.unit_key, record.symbol, code)
             kernel_reuse.store(key, record)
