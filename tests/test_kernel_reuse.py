@@ -33,9 +33,8 @@ def fresh(tmp_path, monkeypatch):
     kernel_reuse.clear()
 
 
-@pytest.fixture
-def splits(monkeypatch):
-    """Every `split_module` result, in order."""
+def spy_on_splits(monkeypatch) -> list[kernel_split.Split]:
+    """Every `split_module` result from now on, in order."""
     seen: list[kernel_split.Split] = []
     original = kernel_split.split_module
 
@@ -45,6 +44,11 @@ def splits(monkeypatch):
 
     monkeypatch.setattr(kernel_split, "split_module", spy)
     return seen
+
+
+@pytest.fixture
+def splits(monkeypatch):
+    return spy_on_splits(monkeypatch)
 
 
 def _compile(program: str, **options):

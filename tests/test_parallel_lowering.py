@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_kernel_reuse import spy_on_splits
 
 import lamina
-from lamina.backends import codegen, kernel_cache, kernel_reuse, kernel_split, parallel_lowering
+from lamina.backends import codegen, kernel_cache, kernel_reuse, parallel_lowering
 from lamina.runtime import cache
 
 CHANNELS = (3, 4, 6, 8, 10, 12, 14, 16)
@@ -72,15 +73,7 @@ def fresh(tmp_path, monkeypatch):
 
 @pytest.fixture
 def splits(monkeypatch):
-    seen: list[kernel_split.Split] = []
-    original = kernel_split.split_module
-
-    def spy(*args, **kwargs):
-        seen.append(original(*args, **kwargs))
-        return seen[-1]
-
-    monkeypatch.setattr(kernel_split, "split_module", spy)
-    return seen
+    return spy_on_splits(monkeypatch)
 
 
 def _cold(monkeypatch, processes: str):
