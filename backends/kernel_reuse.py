@@ -188,15 +188,16 @@ class Delegating:
     delegation: object = None
 
 
-@dataclass(frozen=True)
 class ReuseKernelsPass(ModulePass):
     """Declare the kernels lowered before (right before `lower-te`); key the others;
     with `parallel`, hand about half of those to a lowering process."""
 
     name = "reuse-kernels"
 
-    context: str = ""
-    parallel: Delegating | None = None
+    def __init__(self, context: str = "", parallel: Delegating | None = None):
+        # Not dataclass fields: a reproducer's pipeline spec has no place for them.
+        object.__setattr__(self, "context", context)
+        object.__setattr__(self, "parallel", parallel)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         funcs = [  # a public te.func is an entry point of its own: always lowered here
@@ -262,14 +263,14 @@ class ReuseKernelsPass(ModulePass):
         )
 
 
-@dataclass(frozen=True)
 class AwaitKernelsPass(ModulePass):
     """Right before `lower-to-llvm`: wait for the lowering process, store its kernels,
     and mark those that can fail (the host checks after calling them)."""
 
     name = "await-kernels"
 
-    parallel: Delegating
+    def __init__(self, parallel: Delegating):
+        object.__setattr__(self, "parallel", parallel)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         delegation = self.parallel.delegation
