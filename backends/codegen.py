@@ -137,6 +137,11 @@ def register_library(path: str | os.PathLike[str]) -> None:
 
 
 def uses_openmp(module: ModuleOp) -> bool:
+    """Does the code call libgomp (its own functions, or a kernel reused from the cache)?"""
+    from lamina.backends import kernel_reuse
+
+    if any(r.openmp for r in kernel_reuse.reused_records(module).values()):
+        return True
     return any(
         isinstance(op, llvm_dialect.FuncOp) and op.sym_name.data.startswith("GOMP_")
         for op in module.ops
@@ -600,17 +605,20 @@ class _Prepared:
 
 
 def _prepare_units(module: ModuleOp, target: CodeTarget) -> _Prepared:
-    from lamina.backends import kernel_cache
+    from lamina.backends import kernel_cache, kernel_reuse
     from lamina.backends.kernel_split import BLOB_MIN_BYTES, split_module
 
     _ensure_llvm()
-    missing = jit_symbols.missing_declared_functions(module)
+    reused = kernel_reuse.reused_records(module)
+    missing = jit_symbols.missing_declared_functions(module, exempt=set(reused))
     if missing:
         raise CodegenError(missing)
     start = time.perf_counter()
     tm = _target_machine(jit=True, target=target)
     ir_module, blobs = _translate(module, tm, bits=target.vector_bits, attach_limit=BLOB_MIN_BYTES)
-    split = split_module(ir_module, blobs, kernel_cache.facts(target))
+    split = split_module(ir_module, blobs, kernel_cache.facts(target), reused)
+    if split is None and reused:
+        raise RuntimeError("a module with kernels reused before lowering did not split")
     return _Prepared(tm, target, ir_module, blobs, split, time.perf_counter() - start)
 
 
@@ -621,8 +629,11 @@ def _jit(
     use_cache: bool = True,
     prepared: _Prepared | None = None,
 ) -> CompiledModule:
+    from lamina.backends import kernel_reuse
+
     _ensure_llvm()
-    missing = jit_symbols.missing_declared_functions(module)
+    exempt = set(kernel_reuse.reused_records(module))
+    missing = jit_symbols.missing_declared_functions(module, exempt=exempt)
     if missing:
         raise CodegenError(missing)
     timings = CompileTimings()
@@ -657,10 +668,11 @@ def _jit_units(
 ) -> CompiledModule:
     """Compile a split module (backends/kernel_split.py): kernels from the kernel cache or
     built in parallel with the host unit, all loaded into one engine with the constants."""
-    from lamina.backends import kernel_cache
+    from lamina.backends import kernel_cache, kernel_reuse
     from lamina.runtime import constant_blob
 
     built = kernel_cache.build_split(split, timings, target, use_memory=use_cache)  # pyright: ignore[reportArgumentType]
+    kernel_reuse.record_split(module, split)
     timings.kernels = built.kernels
     start = time.perf_counter()
     constant_blob.register(split.constants)

@@ -38,8 +38,11 @@ RUNTIME_PREFIX = "__lamina_"
 the module before it is compiled: declared here, defined there."""
 
 
-def missing_declared_functions(module: ModuleOp) -> list[Diagnostic]:
-    """Functions the module declares (no body) that no loaded library defines."""
+def missing_declared_functions(
+    module: ModuleOp, exempt: set[str] | frozenset[str] = frozenset()
+) -> list[Diagnostic]:
+    """Functions the module declares (no body) that no loaded library defines
+    (besides `exempt`: kernels whose object code is at hand)."""
     return [
         Diagnostic(
             f"codegen: external function '@{op.sym_name.data}' is not defined by any loaded "
@@ -50,6 +53,7 @@ def missing_declared_functions(module: ModuleOp) -> list[Diagnostic]:
         if isinstance(op, llvm_dialect.FuncOp)
         and not op.body.blocks
         and not op.sym_name.data.startswith(("llvm.", RUNTIME_PREFIX))
+        and op.sym_name.data not in exempt
         and not llvm.address_of_symbol(op.sym_name.data)
     ]
 

@@ -70,6 +70,9 @@ class BuildResult:
 _objects: dict[str, KernelObject] = {}
 _lock = threading.Lock()
 _stats = {"built": 0, "memory": 0, "disk": 0}
+_first_seen: dict[str, str] = {}
+"""Kernels put in memory for a build to come (read from disk, or built by a lowering
+process): where the build that uses them reports them from."""
 
 
 @cache
@@ -107,6 +110,7 @@ def clear() -> None:
     """Forget the kernels compiled in this process (the disk cache is untouched)."""
     with _lock:
         _objects.clear()
+        _first_seen.clear()
         _stats.update(built=0, memory=0, disk=0)
 
 
@@ -114,6 +118,9 @@ def _lookup(unit: KernelUnit, use_disk: bool) -> tuple[KernelObject | None, str]
     with _lock:
         found = _objects.get(unit.key)
     if found is not None:
+        with _lock:
+            if unit.key in _first_seen:
+                return found, _first_seen.pop(unit.key)
         return found, "memory"
     if use_disk:
         code = disk.read_kernel(unit.key)
@@ -123,6 +130,28 @@ def _lookup(unit: KernelUnit, use_disk: bool) -> tuple[KernelObject | None, str]
                 _objects.setdefault(unit.key, found)
             return found, "disk"
     return None, "built"
+
+
+def preload(key: str, symbol: str) -> bool:
+    """Is the object of kernel `key` at hand (in memory, or read from disk into memory)?
+    A kernel reused before lowering (backends/kernel_reuse.py) has no text to build
+    from: its object must stay available until its module is linked."""
+    unit = KernelUnit(key, symbol, "", ())
+    found, where = _lookup(unit, disk.enabled())
+    if where == "disk":
+        with _lock:
+            _first_seen[key] = "disk"  # reported as found on disk by the build that uses it
+    return found is not None
+
+
+def insert(key: str, symbol: str, object_code: bytes) -> None:
+    """Object code of kernel `key` compiled elsewhere (a lowering process,
+    backends/parallel_lowering.py): kept in memory and on disk, as if built here."""
+    with _lock:
+        _objects[key] = KernelObject(symbol, object_code)
+        _first_seen[key] = "built"
+    if disk.enabled():
+        disk.write_kernel(key, object_code)
 
 
 def build_split(
@@ -135,7 +164,10 @@ def build_split(
     found: dict[str, tuple[KernelObject, str]] = {}
     missing: list[KernelUnit] = []
     for unit in split.kernels:
-        obj, where = _lookup(unit, use_disk) if use_memory else (None, "built")
+        reused = not unit.text  # no text: compiled before, preloaded
+        obj, where = _lookup(unit, use_disk) if use_memory or reused else (None, "built")
+        if obj is None and reused:
+            raise RuntimeError(f"kernel {unit.symbol} vanished from the kernel cache")
         if obj is None:
             missing.append(unit)
         else:
@@ -257,6 +289,8 @@ __all__ = [
     "build_objects_aot",
     "build_split",
     "clear",
+    "insert",
+    "preload",
     "facts",
     "stats",
 ]

@@ -60,6 +60,9 @@ BLOB_ALIGN = 64
 
 _PLACEHOLDER = "__lamina_kernel_entry"
 
+RUNTIME_PREFIX = "__lamina_device_"
+"""Names of the device runtime's functions (backends/llvm/device_runtime.py)."""
+
 MESSAGE_PREFIX = "lamina_error_message_"
 """Names of the error-message constants (backends/llvm/errors.py). A kernel's messages
 name the kernel, so they stay out of its unit: the host defines them as
@@ -90,6 +93,22 @@ class KernelUnit:
     """The kernel's names in the module this unit was split from (inspection, messages)."""
     messages: tuple[str, ...] = ()
     """The module's message globals the kernel refers to, as `<symbol>_m0`, `_m1`, ..."""
+    message_definitions: tuple[str, ...] = ()
+    """A reused kernel's messages (it has no text, backends/kernel_reuse.py): the host
+    defines `<symbol>_m<i>` as these."""
+    reused_runtime: tuple[str, ...] = ()
+    """A reused kernel's declarations of the device runtime."""
+
+    @property
+    def runtime_declarations(self) -> tuple[str, ...]:
+        """The unit's `declare` lines of the device runtime (the host must define it)."""
+        if not self.text:
+            return self.reused_runtime
+        return tuple(
+            line
+            for line in self.text.splitlines()
+            if line.startswith("declare ") and f'@"{RUNTIME_PREFIX}' in line
+        )
 
     @property
     def uses_runtime(self) -> bool:
@@ -102,6 +121,10 @@ class Split:
     kernels: list[KernelUnit]
     constants: dict[str, bytes] = field(default_factory=dict)
     """Blob symbol → bytes, for every large constant the host declares."""
+    declarations: dict[str, str] = field(default_factory=dict)
+    """Kernel (its name in the module) → the host's declaration of its entry."""
+    message_definitions: dict[str, str] = field(default_factory=dict)
+    """Message global → its definition (after `= internal constant `)."""
 
 
 @dataclass
@@ -144,14 +167,19 @@ def _parts(ir_module: llvm_ir.Module) -> _Parts | None:
     return parts
 
 
-def split_module(ir_module: llvm_ir.Module, blobs: dict[str, bytes], facts: str) -> Split | None:
+def split_module(
+    ir_module: llvm_ir.Module, blobs: dict[str, bytes], facts: str, reused: dict | None = None
+) -> Split | None:
     """The host and kernel units of a translated module, or None to compile it whole.
 
     `blobs`: the detached data of the module's dense constants (global name →
     bytes; those of at least `BLOB_MIN_BYTES` are not attached to `ir_module`).
     `facts`: everything besides the text that shapes a kernel's object code
     (CPU, features, optimization level, versions); it goes into every key.
+    `reused`: declared kernels compiled before (name → `kernel_reuse.Record`),
+    put where their definitions would be.
     """
+    reused = reused or {}
     parts = _parts(ir_module)
     if parts is None or not parts.exported:
         return None
@@ -159,7 +187,9 @@ def split_module(ir_module: llvm_ir.Module, blobs: dict[str, bytes], facts: str)
     roots: list[str] = []
     for name in parts.exported:
         for callee in parts.refs[name]:
-            if callee in parts.functions and callee not in exported and callee not in roots:
+            if callee in roots or callee in exported:
+                continue
+            if callee in parts.functions or callee in reused:
                 roots.append(callee)
     constants = {
         name: f"{CONSTANT_PREFIX}{hashlib.sha256(data).hexdigest()[:32]}"
@@ -169,7 +199,10 @@ def split_module(ir_module: llvm_ir.Module, blobs: dict[str, bytes], facts: str)
     units: dict[str, KernelUnit] = {}
     symbol_of: dict[str, str] = {}
     for root in roots:
-        unit = _kernel_unit(parts, root, set(roots) | exported, facts, constants)
+        if root in reused:
+            unit = _reused_unit(root, reused[root])
+        else:
+            unit = _kernel_unit(parts, root, set(roots) | exported, facts, constants)
         if unit is None:
             return None
         symbol_of[root] = unit.symbol
@@ -178,10 +211,37 @@ def split_module(ir_module: llvm_ir.Module, blobs: dict[str, bytes], facts: str)
             units[unit.key] = unit
         else:
             names = (*known.names, root)
-            units[unit.key] = KernelUnit(known.key, known.symbol, known.text, names, known.messages)
-    host = _host_unit(parts, roots, symbol_of, constants, list(units.values()))
+            units[unit.key] = KernelUnit(
+                known.key, known.symbol, known.text, names, known.messages,
+                known.message_definitions, known.reused_runtime,
+            )  # fmt: skip
+    declarations = {
+        root: reused[root].declaration
+        if root in reused
+        else _renamed(_declaration(parts.functions[root]), symbol_of)
+        for root in roots
+    }
+    parts.declarations = {n: t for n, t in parts.declarations.items() if n not in reused}
+    host = _host_unit(parts, roots, symbol_of, constants, list(units.values()), declarations)
     blob = {symbol: blobs[name] for name, symbol in constants.items()}
-    return Split(host, list(units.values()), blob)
+    definitions = {
+        name: _message_definition(parts.globals[name])
+        for unit in units.values()
+        for name in unit.messages
+    }
+    return Split(host, list(units.values()), blob, declarations, definitions)
+
+
+def _reused_unit(root: str, record) -> KernelUnit:
+    """A kernel compiled before (a `kernel_reuse.Record`): no text, its object is cached."""
+    return KernelUnit(
+        record.unit_key, record.symbol, "", (root,), (), record.messages_for(root),
+        tuple(record.runtime),
+    )  # fmt: skip
+
+
+def _message_definition(gv: llvm_ir.GlobalVariable) -> str:
+    return str(gv).partition(" = internal constant ")[2]
 
 
 def _closure(parts: _Parts, root: str, stop: set[str]) -> list[str] | None:
@@ -315,6 +375,7 @@ def _host_unit(
     symbol_of: dict[str, str],
     constants: dict[str, str],
     kernels: list[KernelUnit],
+    declarations: dict[str, str],
 ) -> str:
     """The host functions, every global (large constants as external blob symbols), the
     kernels' messages, the declarations, and a declaration of every kernel entry."""
@@ -333,15 +394,37 @@ def _host_unit(
         elif name in used:
             lines.append(str(gv))
     for unit in kernels:
-        for i, name in enumerate(unit.messages):
-            definition = str(parts.globals[name]).partition(" = internal constant ")[2]
+        definitions = unit.message_definitions or [
+            _message_definition(parts.globals[name]) for name in unit.messages
+        ]
+        for i, definition in enumerate(definitions):
             lines.append(f'@"{unit.symbol}_m{i}" = constant {definition}')
-    lines += parts.declarations.values()
-    lines += sorted({_renamed(_declaration(parts.functions[root]), symbol_of) for root in roots})
+    lines += _host_declarations(parts, kernels)
+    lines += sorted(set(declarations.values()))
     bodies = [parts.functions[name] for name in parts.exported]
     needed = _metadata_closure(bodies, parts.metadata)
     text = "\n".join([*lines, "", *bodies, *(parts.metadata[n] for n in needed), ""])
     return _renamed(text, rename)
+
+
+def _host_declarations(parts: _Parts, kernels: list[KernelUnit]) -> list[str]:
+    """What the host declares: the functions its own code calls, and the device
+    runtime (it defines it for the kernels) if it or a kernel uses it. Not the
+    kernels' other callees, so the host's text is the same whether a kernel was
+    lowered here or reused (backends/kernel_reuse.py)."""
+    used = {ref for name in parts.exported for ref in parts.refs[name]}
+    runtime = {
+        line.split('@"', 1)[1].split('"', 1)[0]: line
+        for unit in kernels
+        for line in unit.runtime_declarations
+    }
+    lines = [
+        text
+        for name, text in parts.declarations.items()
+        if name in used or name.startswith(RUNTIME_PREFIX)
+    ]
+    lines += [text for name, text in runtime.items() if name not in parts.declarations]
+    return lines
 
 
 def _metadata_closure(bodies: Iterable[str], metadata: dict[str, str]) -> list[str]:

@@ -482,7 +482,9 @@ class PassManager:
         """IR before the failing pass, headed by the pipeline that reproduces the failure
         and the flags it needs: the plugins loaded in this process, then the caller's."""
         assert self.reproducer_path is not None
-        remaining = pipeline_spec_string(self.passes[index:])
+        # Driver steps that are not registered passes (kernel reuse) cannot be replayed.
+        replayable = [p for p in self.passes[index:] if getattr(p, "replayable", True)]
+        remaining = pipeline_spec_string(replayable)
         path = self.reproducer_path
         if path.is_dir():
             fd, name = tempfile.mkstemp(prefix="lamina-reproducer-", suffix=".mlir", dir=path)

@@ -15,10 +15,19 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import ModuleOp
 
-from lamina.backends.codegen import cache_stats, compile_module, uses_openmp
+from lamina.backends.codegen import cache_stats, compile_module, split_enabled, uses_openmp
+from lamina.backends.kernel_reuse import (
+    AwaitKernelsPass,
+    Delegating,
+    ReuseKernelsPass,
+    reuse_enabled,
+)
+from lamina.backends.parallel_lowering import ParallelLoweringFailed, abandon_all
 from lamina.core.context import make_context
 from lamina.core.diagnostics import parse_module, verify_module
 from lamina.core.gc_pauses import fewer_gc_pauses
+from lamina.core.pass_manager import pipeline_spec_string
+from lamina.driver.cache_key import key
 from lamina.driver.compiler import CompileRequest, DeferredSource, is_path
 from lamina.driver.instruments import Instruments, watching_build
 from lamina.driver.pipeline import passes_for_module
@@ -58,6 +67,8 @@ def lower_to_build(
     check_bounds: bool = False,
     records: str | None = None,
     records_ignore_errors: bool = False,
+    reuse_kernels: bool = False,
+    parallel: bool = False,
 ) -> tuple[ModuleOp, dict[str, float]]:
     """Run `pipeline` on `module` (in place) down to the build phase; return it and pass times.
 
@@ -65,6 +76,9 @@ def lower_to_build(
     the compile's clock (driver/stats.py), and print IR, phase dumps, progress,
     the report. `check_bounds` inserts `check-bounds` right before `lower-to-llvm`,
     `records` inserts `apply-records` right after `lower-te`.
+    `reuse_kernels`: kernels lowered by an earlier compile are not lowered again
+    (backends/kernel_reuse.py; for code generation in units only); with `parallel`,
+    a forked process lowers part of the others (backends/parallel_lowering.py).
     """
     if instruments is None:
         instruments = Instruments(recorder=recorder or StatsRecorder(False))
@@ -75,6 +89,9 @@ def lower_to_build(
             passes = with_bounds_checks(passes)
         if records is not None:
             passes = with_records(passes, records, records_ignore_errors)
+        if reuse_kernels:
+            salt = _records_digest(records, records_ignore_errors)
+            passes = with_kernel_reuse(passes, pipeline, targets, parallel=parallel, salt=salt)
     manager = instruments.pass_manager(passes)
     manager.run(make_context(), module)
     return module, manager.pass_times
@@ -98,16 +115,76 @@ def with_records(passes: list, records: str, ignore_errors: bool = False) -> lis
     return [*passes[: index + 1], step, *passes[index + 1 :]]
 
 
+def _records_digest(records: str | None, ignore_errors: bool) -> str:
+    """What of the tuning records changes kernels (their knobs), for the kernels' keys:
+    the path in `apply-records`'s options does not say what the file holds."""
+    if records is None:
+        return ""
+    from lamina.target.tuning_records import load_records
+
+    return f"records={load_records(records, ignore_errors=ignore_errors).digest()}"
+
+
+def with_kernel_reuse(
+    passes: list,
+    pipeline: str,
+    targets: Sequence[str] | None,
+    *,
+    parallel: bool = False,
+    salt: str = "",
+) -> list:
+    """`passes` with `reuse-kernels` right before `lower-te`, keyed by everything the
+    kernels' lowering depends on: the passes from there on (with their options), the
+    toolchain, Lamina's source and the plugins (the module's attributes are added by
+    the pass itself)."""
+    index = next((i for i, p in enumerate(passes) if p.name == "lower-te"), None)
+    last = next((i for i, p in enumerate(passes) if p.name == "lower-to-llvm"), None)
+    if index is None or last is None or last < index:
+        return list(passes)
+    rest = pipeline_spec_string(passes[index:]) + (f"\n{salt}" if salt else "")
+    context = key(rest, filename="", pipeline=pipeline, targets=list(targets or ()))
+    if not parallel:
+        return [*passes[:index], ReuseKernelsPass(context), *passes[index:]]
+    shared = Delegating(list(passes[index:]))
+    return [
+        *passes[:index],
+        ReuseKernelsPass(context, shared),
+        *passes[index:last],
+        AwaitKernelsPass(shared),
+        *passes[last:],
+    ]
+
+
 def compile_cold(
     request: CompileRequest, recorder: StatsRecorder, instruments: Instruments | None = None
 ) -> Executable:
     """Parse, run the pipeline phase by phase, JIT-compile (with fewer GC pauses)."""
     with fewer_gc_pauses():
-        return _compile_cold_steps(request, recorder, instruments)
+        try:
+            return _compile_cold_steps(request, recorder, instruments, parallel=True)
+        except ParallelLoweringFailed:  # the lowering process failed: all in this one
+            return _compile_cold_steps(request, recorder, instruments, parallel=False)
+        finally:
+            abandon_all()  # a failed compile leaves no lowering process behind
+
+
+def _may_reuse_kernels(request: CompileRequest) -> bool:
+    """Kernels reused or lowered in another process are not seen by the instruments (only
+    the progress line may watch), and a reproducer must hold every kernel's IR."""
+    return (
+        not request.observed
+        and not os.environ.get(REPRODUCER_ENV)
+        and split_enabled()
+        and reuse_enabled()
+    )
 
 
 def _compile_cold_steps(
-    request: CompileRequest, recorder: StatsRecorder, instruments: Instruments | None
+    request: CompileRequest,
+    recorder: StatsRecorder,
+    instruments: Instruments | None,
+    *,
+    parallel: bool,
 ) -> Executable:
     if instruments is None:
         instruments = request.instruments(recorder)
@@ -131,6 +208,8 @@ def _compile_cold_steps(
         check_bounds=request.check_bounds,
         records=request.records,
         records_ignore_errors=request.records_ignore_errors,
+        reuse_kernels=_may_reuse_kernels(request),
+        parallel=parallel,
     )
     lowering_time = time.perf_counter() - start
     if instruments is not None:
@@ -167,4 +246,5 @@ __all__ = [
     "parse_source",
     "with_bounds_checks",
     "with_records",
+    "with_kernel_reuse",
 ]

@@ -381,3 +381,24 @@ def test_invalid_padding_is_a_located_error(map_, shapes, crop, message) -> None
         lamina.compile(_module(body, [("x", shapes[0])], [shapes[1]], True))
     assert message in str(info.value)
     assert ":3:" in str(info.value)  # the transform's line
+
+
+@pytest.mark.parametrize(
+    "out_shape",
+    [(2, 2, 3, 3, 16, 16), (2, 3, 3, 3, 16, 16), (1, 1, 3, 3, 16, 16), (2, 2, 2, 3, 8, 16)],
+)
+def test_blocked_layout_fast_path_matches_the_scatter(out_shape, monkeypatch):
+    """Blocking maps (`d floordiv m`, `d mod m`) take a pad/reshape/transpose path: it
+    gives what the general scatter gives, with padding, growth and crops."""
+    from xdsl.ir.affine import AffineExpr, AffineMap
+
+    from lamina.dialects import layout_maps
+
+    d = [AffineExpr.dimension(i) for i in range(4)]
+    index_map = AffineMap(4, 0, (d[0] // 16, d[1] // 16, d[2], d[3], d[1] % 16, d[0] % 16))
+    x = np.random.default_rng(0).standard_normal((20, 30, 3, 3)).astype(np.float32)
+    assert layout_maps._blocked_layout(x, index_map, 0) is not None
+    fast = apply_layout(x, index_map, out_shape, -1.0)
+    monkeypatch.setattr(layout_maps, "_blocked_layout", lambda *args: None)
+    np.testing.assert_array_equal(fast, apply_layout(x, index_map, out_shape, -1.0))
+    assert fast.flags.c_contiguous

@@ -35,6 +35,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
     IntegerAttr,
@@ -58,6 +59,10 @@ ERROR_ATTR = "lamina.error"
 FAIL_PREFIX = "__lamina_error_"
 """Callee prefix of a call that stands for "fail with message k and these values"."""
 MESSAGES_ATTR = "lamina.error_messages"
+FAILING_DECLARATIONS_ATTR = "lamina.failing_declarations"
+"""Module attribute: declared functions that may fail (kernels compiled by an earlier
+compile, backends/kernel_reuse.py); calls of them are checked as calls of a failing
+definition are."""
 """Module attribute: fail callee name → message template."""
 GOMP_PARALLEL = "GOMP_parallel"
 _PTR = llvm.LLVMPointerType()
@@ -138,10 +143,15 @@ class _ErrorLowering:
             if isinstance(v, StringAttr)
         }
         self.strings: dict[str, str] = {}
+        declared = module.attributes.get(FAILING_DECLARATIONS_ATTR)
+        self.failing_declarations = {
+            a.data for a in (declared.data if isinstance(declared, ArrayAttr) else ())
+            if isinstance(a, StringAttr)
+        }  # fmt: skip
 
     def run(self) -> None:
         sites = {func: _sites(func) for func in self.funcs}
-        if any(sites.values()):
+        if any(sites.values()) or self.failing_declarations:
             self._declare_globals()
             may_fail = self._may_fail({f for f, s in sites.items() if s})
             for func, calls in sites.items():
@@ -154,6 +164,7 @@ class _ErrorLowering:
             if isinstance(op, llvm.FuncOp) and op.sym_name.data.startswith(FAIL_PREFIX):
                 self.module.body.block.erase_op(op)
         self.module.attributes.pop(MESSAGES_ATTR, None)
+        self.module.attributes.pop(FAILING_DECLARATIONS_ATTR, None)
 
     # -- analysis --------------------------------------------------------------
 
@@ -165,7 +176,8 @@ class _ErrorLowering:
             changed = False
             for func in self.funcs:
                 if func not in failing and any(
-                    names.get(c) in failing for c in self._callees(func)
+                    names.get(c) in failing or c in self.failing_declarations
+                    for c in self._callees(func)
                 ):
                     failing.add(func)
                     changed = True
@@ -279,7 +291,7 @@ class _ErrorLowering:
 
     def _check_calls(self, func: llvm.FuncOp, may_fail: set[llvm.FuncOp]) -> None:
         """After each call that may fail: return at once if the callee reported an error."""
-        failing_names = {f.sym_name.data for f in may_fail}
+        failing_names = {f.sym_name.data for f in may_fail} | self.failing_declarations
         calls = [
             op
             for op in func.walk()
@@ -335,6 +347,7 @@ def error_addresses(engine, module: ModuleOp | None = None) -> tuple[int, int] |
 __all__ = [
     "ERROR_ATTR",
     "ERROR_SYMBOL",
+    "FAILING_DECLARATIONS_ATTR",
     "MESSAGES_ATTR",
     "alloc_message",
     "error_addresses",

@@ -1,0 +1,366 @@
+"""Kernels lowered once: a kernel seen before skips the Python lowering, not only LLVM.
+
+`kernel_cache` keys a kernel's object code by its LLVM IR, which exists only
+after the whole Python pipeline (`lower-te`, `schedule`, `simplify`,
+`lower-to-llvm`, the verifier after each) has run on it: most of a cold
+compile. This module keys a kernel where it is born, as a `te.func`:
+
+* **The key** (`te_key`) is a SHA-256 of the te.func's printed text (its
+  name replaced, so that `@conv_1x64x56x56` and `@conv_1x64x56x56_1` of two
+  models match) and of a *context* the driver supplies: the passes still to
+  run (with their options), the module's attributes, the toolchain and
+  Lamina's source digest (driver/lowering.py). A kernel's lowering depends
+  on nothing else: the lowering passes work one function at a time.
+* **Recording.** A compile that lowered a kernel in full records, after its
+  code generation (`record_split`), what the host needs from it: the kernel
+  unit's key and symbol, the host's declaration of its entry, its error
+  messages, and whether it can fail or uses OpenMP. Records live in memory
+  and in the disk cache's `kernels/` folder beside the object code.
+* **Reuse** (`ReuseKernelsPass`, right before `lower-te`). A te.func whose
+  record is known and whose object code is found becomes a body-less
+  declaration (the output layouts its body would have declared kept, so the
+  host plans the same buffers); `lower-te` turns it into a declared
+  `loop.func` and the host's calls as usual. The module remembers the
+  declarations (`REUSED_ATTR`); `backends/llvm/errors.py` checks calls of
+  those that can fail (`FAILING_DECLARATIONS_ATTR`), and `kernel_split`
+  puts the recorded unit in the place the kernel would have had, so the
+  host unit's text, hence its object code, is what a full lowering gives.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+from dataclasses import asdict, dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr
+from xdsl.passes import ModulePass
+
+from lamina.backends.llvm.errors import FAILING_DECLARATIONS_ATTR
+from lamina.dialects import te
+from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, PHASE_ATTR_NAME
+from lamina.passes.lower_te import loop_func_name, symbol_names
+from lamina.runtime import cache as disk
+
+REUSED_ATTR = "lamina.reused_kernels"
+"""Module attribute: declared kernel (its loop-function name) → its te key."""
+
+LOWERED_ATTR = "lamina.kernel_keys"
+"""Module attribute: kernel lowered in full here (loop-function name) → its te key."""
+
+REUSE_ENV = "LAMINA_REUSE_KERNELS"
+"""Environment variable: `0` lowers every kernel in full (no reuse before lowering)."""
+
+_RECORD_PREFIX = b"lamina kernel record 1\n"
+
+
+def reuse_enabled() -> bool:
+    return os.environ.get(REUSE_ENV, "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+@dataclass(frozen=True)
+class Record:
+    """What a host needs from a kernel lowered and compiled by an earlier compile."""
+
+    unit_key: str
+    symbol: str
+    root: str
+    """The kernel's name in the module it was recorded from (its messages name it)."""
+    declaration: str
+    """The host's `declare` line of the entry (with `symbol`)."""
+    messages: tuple[str, ...]
+    """Definitions of its error messages (after `= internal constant `), naming `root`."""
+    may_fail: bool
+    openmp: bool
+    runtime: tuple[str, ...] = ()
+    """Its `declare` lines of the device runtime (the host defines the runtime)."""
+
+    def messages_for(self, root: str) -> tuple[str, ...]:
+        """The messages naming `root` instead (`[N x i8] c"kernel @root: ..."`, or
+        `kernel @root_par0: ...` for a parallel part of it)."""
+        if root == self.root:
+            return self.messages
+        grow = len(root.encode()) - len(self.root.encode())
+        name = re.compile(f"kernel @{re.escape(self.root)}(?=[:_])")
+        out = []
+        for text in self.messages:
+            head, _, rest = text.partition(" x i8] ")
+            renamed, count = name.subn(f"kernel @{root}", rest)
+            out.append(f"[{int(head.lstrip('[')) + grow * count} x i8] {renamed}")
+        return tuple(out)
+
+
+_records: dict[str, Record] = {}
+_lock = threading.Lock()
+
+
+def clear() -> None:
+    """Forget the records of this process (the disk cache keeps its own)."""
+    with _lock:
+        _records.clear()
+
+
+def te_key(func: te.FuncOp, context: str) -> str:
+    """The kernel's key: its text with its name replaced, and the lowering's context."""
+    name = func.sym_name.data
+    text = str(func).replace(f"@{name}(", "@__lamina_kernel(", 1)
+    return hashlib.sha256(f"{context}\n{text}".encode()).hexdigest()
+
+
+def _disk_key(key: str) -> str:
+    return hashlib.sha256(b"record\n" + key.encode()).hexdigest()
+
+
+def lookup(key: str) -> Record | None:
+    """The record of te key `key` whose object code is at hand (now in memory), or None."""
+    from lamina.backends import kernel_cache
+
+    with _lock:
+        record = _records.get(key)
+    if record is None and disk.enabled():
+        entry = disk.read(_disk_key(key), folder=disk.kernel_directory())
+        if entry is not None and entry.object_code.startswith(_RECORD_PREFIX):
+            try:
+                fields = json.loads(entry.object_code[len(_RECORD_PREFIX) :])
+                fields["messages"] = tuple(fields["messages"])
+                fields["runtime"] = tuple(fields.get("runtime", ()))
+                record = Record(**fields)
+            except (ValueError, TypeError, KeyError):
+                record = None
+    if record is None or not kernel_cache.preload(record.unit_key, record.symbol):
+        return None
+    with _lock:
+        _records[key] = record
+    return record
+
+
+def store(key: str, record: Record) -> None:
+    with _lock:
+        _records[key] = record
+    if disk.enabled():
+        data = _RECORD_PREFIX + json.dumps(asdict(record), sort_keys=True).encode()
+        disk.write(
+            _disk_key(key), disk.Entry(data, {"kernel-record": key}), folder=disk.kernel_directory()
+        )
+
+
+def known(key: str) -> Record | None:
+    """The record of te key `key` in this process, if any."""
+    with _lock:
+        return _records.get(key)
+
+
+def declaration(func: te.FuncOp) -> te.FuncOp:
+    """`func` without its body; an output a constrained te.compute returns keeps that
+    layout in its result attributes (what `lower-te` would write on the buffer)."""
+    ret = func.get_return_op()
+    res_attrs = list(func.res_attrs.data) if func.res_attrs else None
+    if ret is not None:
+        for j, value in enumerate(ret.arguments):
+            owner = value.owner
+            if not isinstance(owner, te.ComputeOp) or owner.constraint is None:
+                continue
+            if res_attrs is None:
+                res_attrs = [DictionaryAttr({})] * len(ret.arguments)
+            entry = dict(res_attrs[j].data)
+            entry.setdefault(CONSTRAINT_ATTR_NAME, owner.constraint)
+            res_attrs[j] = DictionaryAttr(entry)
+    return te.FuncOp(
+        func.sym_name.data,
+        func.function_type,
+        None,
+        func.sym_visibility,
+        arg_attrs=func.arg_attrs,
+        res_attrs=ArrayAttr(res_attrs) if res_attrs is not None else None,
+    )
+
+
+@dataclass
+class Delegating:
+    """The passes a lowering process runs, and the child once forked (shared by the
+    `reuse-kernels` and `await-kernels` passes of one compile)."""
+
+    passes: list
+    delegation: object = None
+
+
+class ReuseKernelsPass(ModulePass):
+    """Declare the kernels lowered before (right before `lower-te`); key the others;
+    with `parallel`, hand about half of those to a lowering process."""
+
+    name = "reuse-kernels"
+    replayable = False  # a driver step, not a registered pass (no reproducer names it)
+
+    def __init__(self, context: str = "", parallel: Delegating | None = None):
+        # Not dataclass fields: a reproducer's pipeline spec has no place for them.
+        object.__setattr__(self, "context", context)
+        object.__setattr__(self, "parallel", parallel)
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        funcs = [  # a public te.func is an entry point of its own: always lowered here
+            f for f in op.ops if isinstance(f, te.FuncOp) and not f.is_declaration and _private(f)
+        ]
+        attributes = {k: str(v) for k, v in op.attributes.items() if k != PHASE_ATTR_NAME}
+        context = f"{self.context}\n{sorted(attributes.items())}"
+        keys = {f.sym_name.data: te_key(f, context) for f in funcs}
+        reused: dict[str, str] = {}
+        failing: list[str] = []
+        weights: dict[str, int] = {}
+        for func in funcs:
+            record = lookup(keys[func.sym_name.data])
+            if record is not None:
+                op.body.block.insert_op_before(declaration(func), func)
+                op.body.block.erase_op(func)
+                reused[func.sym_name.data] = record.symbol
+            else:
+                weights[func.sym_name.data] = _weight(func)
+        # The loop functions' names, as lower-te will choose them (module order).
+        taken = symbol_names(op)
+        loop_names: dict[str, str] = {}
+        for func in op.ops:
+            if isinstance(func, te.FuncOp):
+                loop_names[func.sym_name.data] = name = loop_func_name(func.sym_name.data, taken)
+                taken.add(name)
+        declared = {loop_names[n]: StringAttr(keys[n]) for n in reused}
+        lowered = {loop_names[n]: StringAttr(k) for n, k in keys.items() if n not in reused}
+        for name in reused:
+            record = lookup(keys[name])
+            if record is not None and record.may_fail:
+                failing.append(loop_names[name])
+        if declared:
+            op.attributes[REUSED_ATTR] = DictionaryAttr(declared)
+        if failing:
+            op.attributes[FAILING_DECLARATIONS_ATTR] = ArrayAttr([StringAttr(n) for n in failing])
+        if lowered:
+            op.attributes[LOWERED_ATTR] = DictionaryAttr(lowered)
+        if self.parallel is not None:
+            self._delegate(op, weights, keys, loop_names)
+
+    def _delegate(
+        self, op: ModuleOp, weights: dict[str, int], keys: dict[str, str], loop_names: dict
+    ) -> None:
+        """Fork a lowering process for about half of the kernels left; declare them here."""
+        from lamina.backends import parallel_lowering
+
+        assert self.parallel is not None
+        if len(weights) < parallel_lowering.MIN_KERNELS or not parallel_lowering.enabled():
+            return
+        names = parallel_lowering.deal(weights)
+        delegated = {name: keys[name] for name in names}
+        self.parallel.delegation = parallel_lowering.start(op, delegated, self.parallel.passes)
+        for func in [f for f in op.ops if isinstance(f, te.FuncOp) and f.sym_name.data in names]:
+            op.body.block.insert_op_before(declaration(func), func)
+            op.body.block.erase_op(func)
+        declared = module_keys(op, REUSED_ATTR)
+        declared |= {loop_names[n]: keys[n] for n in names}
+        op.attributes[REUSED_ATTR] = DictionaryAttr({k: StringAttr(v) for k, v in declared.items()})
+        lowered = module_keys(op, LOWERED_ATTR)
+        op.attributes[LOWERED_ATTR] = DictionaryAttr(
+            {k: StringAttr(v) for k, v in lowered.items() if v not in delegated.values()}
+        )
+
+
+class AwaitKernelsPass(ModulePass):
+    """Right before `lower-to-llvm`: wait for the lowering process, store its kernels,
+    and mark those that can fail (the host checks after calling them)."""
+
+    name = "await-kernels"
+    replayable = False  # a driver step, not a registered pass (no reproducer names it)
+
+    def __init__(self, parallel: Delegating):
+        object.__setattr__(self, "parallel", parallel)
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        delegation = self.parallel.delegation
+        if delegation is None:
+            return
+        records = delegation.finish()  # type: ignore[attr-defined]
+        failing = op.attributes.get(FAILING_DECLARATIONS_ATTR)
+        names = [a.data for a in failing.data] if isinstance(failing, ArrayAttr) else []
+        for name, key in module_keys(op, REUSED_ATTR).items():
+            record = records.get(key)
+            if record is not None and record.may_fail and name not in names:
+                names.append(name)
+        if names:
+            op.attributes[FAILING_DECLARATIONS_ATTR] = ArrayAttr([StringAttr(n) for n in names])
+
+
+def _private(func: te.FuncOp) -> bool:
+    visibility = func.sym_visibility
+    return visibility is not None and visibility.data == "private"
+
+
+def _weight(func: te.FuncOp) -> int:
+    """How much lowering a kernel costs, roughly: its ops."""
+    return sum(1 for _ in func.walk())
+
+
+def module_keys(module: ModuleOp, attr: str) -> dict[str, str]:
+    """The name → te key map `attr` (`REUSED_ATTR` or `LOWERED_ATTR`) of `module`."""
+    found = module.attributes.get(attr)
+    if not isinstance(found, DictionaryAttr):
+        return {}
+    return {k: v.data for k, v in found.data.items() if isinstance(v, StringAttr)}
+
+
+def reused_records(module: ModuleOp) -> dict[str, Record]:
+    """Declared kernel (LLVM name) → its record, for the code generator."""
+    out = {}
+    for name, key in module_keys(module, REUSED_ATTR).items():
+        with _lock:
+            record = _records.get(key)
+        assert record is not None, f"kernel {name} was declared from a record of this process"
+        out[name] = record
+    return out
+
+
+def record_split(module: ModuleOp, split) -> None:
+    """After code generation: record every kernel lowered in full (a `kernel_split.Split`)."""
+    lowered = module_keys(module, LOWERED_ATTR)
+    if not lowered:
+        return
+    for unit in split.kernels:
+        if not unit.text:
+            continue  # reused itself
+        for root in unit.names:
+            key = lowered.get(root)
+            if key is None:
+                continue
+            store(
+                key,
+                Record(
+                    unit.key,
+                    unit.symbol,
+                    root,
+                    split.declarations[root],
+                    tuple(split.message_definitions[m] for m in unit.messages),
+                    may_fail='@"lamina_error"' in unit.text,
+                    openmp='@"GOMP_parallel"' in unit.text,
+                    runtime=unit.runtime_declarations,
+                ),
+            )
+
+
+__all__ = [
+    "LOWERED_ATTR",
+    "REUSED_ATTR",
+    "REUSE_ENV",
+    "AwaitKernelsPass",
+    "Delegating",
+    "Record",
+    "ReuseKernelsPass",
+    "clear",
+    "declaration",
+    "known",
+    "lookup",
+    "module_keys",
+    "record_split",
+    "reuse_enabled",
+    "reused_records",
+    "store",
+    "te_key",
+]

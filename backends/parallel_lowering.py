@@ -1,0 +1,234 @@
+"""Both cores for the Python lowering: a forked process lowers and compiles part of the kernels.
+
+The Python pipeline from `lower-te` on (`schedule`, `simplify`, `lower-to-llvm`
+and the verifier after each) works one kernel at a time and holds the GIL:
+threads would take turns. So, when a module has at least `MIN_KERNELS`
+kernels left to lower, `reuse-kernels` (backends/kernel_reuse.py) forks
+once, right before `lower-te`:
+
+* the **child** keeps about half of the work (kernels dealt by size, largest
+  first, to the lighter side), declares the other kernels, runs the same
+  passes, translates, splits and compiles its kernels' units to object code
+  (their LLVM work on threads, like any build), records them as a compile
+  that lowered them would (`kernel_reuse.record_split`) and sends the
+  records and objects back through a pipe;
+* the **parent** declares the child's kernels, as if an earlier compile had
+  recorded them, and lowers the rest. Right before `lower-to-llvm` (whose
+  error checks need to know which callees can fail) it waits for the child
+  and stores what it sent in the kernel caches; code generation then finds
+  those kernels as it finds reused ones.
+
+A kernel's unit does not depend on the module it is lowered in (that is what
+makes it reusable), so the host unit and every kernel unit are the same text
+as a serial compile's, hence the same object code
+(`tests/test_parallel_lowering.py`). A child that fails sends its error;
+the driver then compiles serially (`ParallelLoweringFailed`).
+`LAMINA_LOWER_PROCESSES=1` turns the fork off.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import signal
+import threading
+import traceback
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from xdsl.dialects.builtin import ModuleOp
+
+from lamina.dialects import te
+
+PROCESSES_ENV = "LAMINA_LOWER_PROCESSES"
+"""Environment variable: `1` lowers every kernel in this process (default: 2 on 2+ cores)."""
+
+MIN_KERNELS = 6
+"""Fewest kernels left to lower for which a fork pays (it costs ~20-50 ms)."""
+
+
+class ParallelLoweringFailed(Exception):
+    """The child failed; the message is its traceback. The compile is redone serially."""
+
+
+WAIT_SECONDS = 900.0
+"""A child silent for this long is stopped and the compile redone in one process."""
+
+
+def enabled() -> bool:
+    """Fork for this compile? Not with other Python threads running: one of them could
+    hold a lock the child would then wait for forever (say, a compile in another thread)."""
+    if threading.active_count() > 1:
+        return False
+    explicit = os.environ.get(PROCESSES_ENV, "").strip()
+    if explicit.isdigit():
+        return int(explicit) > 1
+    if not hasattr(os, "fork"):
+        return False
+    try:
+        return len(os.sched_getaffinity(0)) > 1
+    except AttributeError:
+        return (os.cpu_count() or 1) > 1
+
+
+CHILD_SHARE = 2 / 3
+"""The child's part of the kernels' weight. The parent also lowers the host, translates
+the module and compiles the host unit, stores the model and links it: measured on
+ResNet-18/34/50 (CPU time), that work is about the child's half of the kernels."""
+
+
+def deal(weights: dict[str, int], share: float = CHILD_SHARE) -> set[str]:
+    """The child's kernels: dealt largest first to the side furthest below its share
+    of the weight dealt so far. Deterministic for the same weights."""
+    child: set[str] = set()
+    loads = [0.0, 0.0]  # parent, child
+    for name, weight in sorted(weights.items(), key=lambda item: (-item[1], item[0])):
+        side = 1 if loads[1] / share <= loads[0] / (1 - share) else 0
+        loads[side] += weight
+        if side:
+            child.add(name)
+    return child
+
+
+@dataclass
+class Delegation:
+    """A child lowering some kernels: its pid and pipe, and their te keys by name."""
+
+    pid: int
+    read_fd: int
+    keys: dict[str, str]
+    records: dict = field(default_factory=dict)
+    done: bool = False
+
+    def finish(self) -> dict:
+        """Wait for the child; store its kernels (objects and records); te key → record."""
+        if self.done:
+            return self.records
+        self.done = True
+        chunks = []
+        while select.select([self.read_fd], [], [], WAIT_SECONDS)[0]:
+            chunk = os.read(self.read_fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        else:
+            self.done = False
+            self.abandon()
+            raise ParallelLoweringFailed(f"the lowering process was silent for {WAIT_SECONDS} s")
+        os.close(self.read_fd)
+        _, status = os.waitpid(self.pid, 0)
+        _live.pop(self.pid, None)
+        payload: dict[str, Any]
+        try:
+            payload = pickle.loads(b"".join(chunks))
+        except Exception:  # noqa: BLE001 - a child that died sends nothing readable
+            payload = {"error": f"the lowering process ended with status {status}"}
+        if "error" in payload:
+            raise ParallelLoweringFailed(payload["error"])
+        from lamina.backends import kernel_cache, kernel_reuse
+
+        kernels: list[tuple[str, dict[str, Any], bytes]] = payload["kernels"]
+        for key, fields, code in kernels:
+            record = kernel_reuse.Record(**fields)
+            kernel_cache.insert(record.unit_key, record.symbol, code)
+            kernel_reuse.store(key, record)
+            self.records[key] = record
+        missing = set(self.keys.values()) - set(self.records)
+        if missing:
+            raise ParallelLoweringFailed(
+                f"the lowering process did not send {len(missing)} kernels"
+            )
+        return self.records
+
+    def abandon(self) -> None:
+        """Stop the child (the compile failed before it was needed)."""
+        if self.done:
+            return
+        self.done = True
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except OSError:
+            pass
+        os.close(self.read_fd)
+        _live.pop(self.pid, None)
+
+
+_live: dict[int, Delegation] = {}
+
+
+def start(module: ModuleOp, delegated: dict[str, str], passes: list) -> Delegation:
+    """Fork a child lowering the te.funcs named in `delegated` (name → te key) of
+    `module` with `passes` (from `lower-te` on), compiling and sending them back."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        os.close(read_fd)
+        try:
+            payload = _lower_in_child(module, delegated, passes)
+        except BaseException:  # noqa: BLE001 - everything goes back to the parent
+            payload = {"error": traceback.format_exc()}
+        try:
+            with os.fdopen(write_fd, "wb") as pipe:
+                pipe.write(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    _live[pid] = delegation = Delegation(pid, read_fd, dict(delegated))
+    return delegation
+
+
+def _lower_in_child(module: ModuleOp, delegated: dict[str, str], passes: list) -> dict:
+    from lamina.backends import codegen, kernel_cache, kernel_reuse, kernel_split, parallel_build
+    from lamina.core.context import make_context
+    from lamina.core.pass_manager import PassManager
+
+    names = set(delegated)
+    for func in list(module.ops):
+        if isinstance(func, te.FuncOp) and not func.is_declaration:
+            if func.sym_name.data not in names:
+                module.body.block.insert_op_before(kernel_reuse.declaration(func), func)
+                module.body.block.erase_op(func)
+    module.attributes.pop(kernel_reuse.REUSED_ATTR, None)
+    PassManager(passes).run(make_context(), module)
+    codegen._ensure_llvm()
+    target = codegen.CodeTarget.of(module)  # the module's `isa`, as the parent builds for
+    tm = codegen._target_machine(jit=True, target=target)
+    ir_module, blobs = codegen._translate(
+        module, tm, bits=target.vector_bits, attach_limit=kernel_split.BLOB_MIN_BYTES
+    )
+    split = kernel_split.split_module(ir_module, blobs, kernel_cache.facts(target))
+    if split is None:
+        raise RuntimeError("the delegated kernels did not split into units")
+    built = parallel_build.build_all(
+        lambda unit: kernel_cache._build_unit(unit, target), split.kernels
+    )
+    kernel_reuse.record_split(module, split)
+    objects = {
+        unit.key: result.object_code for unit, result in zip(split.kernels, built, strict=True)
+    }
+    kernels = []
+    for key in delegated.values():
+        record = kernel_reuse.known(key)
+        if record is not None and record.unit_key in objects:
+            kernels.append((key, asdict(record), objects[record.unit_key]))
+    return {"kernels": kernels}
+
+
+def abandon_all() -> None:
+    """Stop every child still running (after a failed compile)."""
+    for delegation in list(_live.values()):
+        delegation.abandon()
+
+
+__all__ = [
+    "MIN_KERNELS",
+    "PROCESSES_ENV",
+    "Delegation",
+    "ParallelLoweringFailed",
+    "abandon_all",
+    "deal",
+    "enabled",
+    "start",
+]

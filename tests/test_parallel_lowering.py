@@ -1,0 +1,125 @@
+"""Both cores for the Python lowering (backends/parallel_lowering.py): a forked process
+lowers and compiles part of the kernels; the code is the same as a serial compile's.
+
+Real compiles of a CNN of seven distinct conv kernels, with one and with two
+lowering processes: the same host unit text, kernel keys, object code and
+outputs (against NumPy too). A child that fails makes the compile redo the
+work serially, with the same result.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_kernel_reuse import spy_on_splits
+
+import lamina
+from lamina.backends import codegen, kernel_cache, kernel_reuse, parallel_lowering
+from lamina.runtime import cache
+
+CHANNELS = (3, 4, 6, 8, 10, 12, 14, 16)
+RNG = np.random.default_rng(1)
+WEIGHTS = [
+    (RNG.standard_normal((o, i, 3, 3)) / np.sqrt(9 * i)).astype(np.float32)
+    for i, o in zip(CHANNELS, CHANNELS[1:], strict=False)
+]
+X = RNG.standard_normal((1, 3, 10, 10)).astype(np.float32)
+
+
+def _t(shape) -> str:
+    return f"tensor<{'x'.join(map(str, shape))}xf32>"
+
+
+def program() -> str:
+    """Seven 3x3 'same' conv + relu layers of growing width: seven distinct kernels."""
+    params = ", ".join(f"%w{i}: {_t(w.shape)}" for i, w in enumerate(WEIGHTS))
+    body, current = [], "%x"
+    for i, w in enumerate(WEIGHTS):
+        src, dst = _t((1, w.shape[1], 10, 10)), _t((1, w.shape[0], 10, 10))
+        body.append(
+            f"  %c{i} = graph.conv2d {current}, %w{i} {{padding = array<i64: 1, 1, 1, 1>}}"
+            f" : ({src}, {_t(w.shape)}) -> {dst}\n  %r{i} = graph.relu %c{i} : ({dst}) -> {dst}"
+        )
+        current = f"%r{i}"
+    out = _t((1, CHANNELS[-1], 10, 10))
+    return (
+        f"graph.func @main(%x: {_t(X.shape)}, {params}) -> {out} {{\n"
+        + "\n".join(body)
+        + f"\n  graph.return {current} : {out}\n}}\n"
+    )
+
+
+def reference() -> np.ndarray:
+    y = X.astype(np.float64)
+    for w in WEIGHTS:
+        pad = np.pad(y, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        out = np.zeros((1, w.shape[0], 10, 10))
+        for a in range(3):
+            for b in range(3):
+                out += np.einsum("nchw,oc->nohw", pad[:, :, a : a + 10, b : b + 10], w[:, :, a, b])
+        y = np.maximum(out, 0)
+    return y
+
+
+@pytest.fixture
+def fresh(tmp_path, monkeypatch):
+    monkeypatch.setenv(cache.CACHE_DIR_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv(cache.CACHE_ENV, raising=False)
+    monkeypatch.delenv(kernel_reuse.REUSE_ENV, raising=False)
+    yield
+    kernel_cache.clear()
+    kernel_reuse.clear()
+
+
+@pytest.fixture
+def splits(monkeypatch):
+    return spy_on_splits(monkeypatch)
+
+
+def _cold(monkeypatch, processes: str):
+    """A compile from nothing (no kernel, record or module anywhere) with `processes`."""
+    monkeypatch.setenv(parallel_lowering.PROCESSES_ENV, processes)
+    codegen.clear_cache()
+    kernel_cache.clear()
+    kernel_reuse.clear()
+    cache.clear()
+    return lamina.compile(program(), cache=False)
+
+
+def test_two_processes_give_the_code_of_one(fresh, splits, monkeypatch):
+    serial = _cold(monkeypatch, "1")
+    parallel = _cold(monkeypatch, "2")
+    declared = kernel_reuse.module_keys(parallel.llvm_module, kernel_reuse.REUSED_ATTR)
+    assert not kernel_reuse.module_keys(serial.llvm_module, kernel_reuse.REUSED_ATTR)
+    assert set(parallel.compiled.timings.kernels.values()) == {"built"}
+    host, par_host = splits[-2], splits[-1]  # (the child's splits stay in the child)
+    assert 0 < len(declared) < len(host.kernels)  # the child lowered part of the kernels
+    assert par_host.host == host.host
+    assert [u.key for u in par_host.kernels] == [u.key for u in host.kernels]
+    assert parallel.compiled.objects == serial.compiled.objects
+    args = [X, *WEIGHTS]
+    got = parallel.run("main", *args)
+    np.testing.assert_array_equal(got, serial.run("main", *args))
+    np.testing.assert_allclose(got, reference(), rtol=1e-4, atol=1e-4)
+
+
+def test_a_failing_lowering_process_means_a_serial_compile(fresh, monkeypatch):
+    def fail(*args):
+        raise RuntimeError("lowering process broke")
+
+    monkeypatch.setattr(parallel_lowering, "_lower_in_child", fail)  # the child inherits it
+    exe = _cold(monkeypatch, "2")
+    assert not kernel_reuse.module_keys(exe.llvm_module, kernel_reuse.REUSED_ATTR)
+    np.testing.assert_allclose(exe.run("main", X, *WEIGHTS), reference(), rtol=1e-4, atol=1e-4)
+    assert not parallel_lowering._live
+
+
+def test_the_deal_balances_by_size_and_is_deterministic():
+    weights = {"a": 50, "b": 40, "c": 30, "d": 20, "e": 10, "f": 10}
+    child = parallel_lowering.deal(weights, 0.5)
+    assert child == parallel_lowering.deal(dict(reversed(weights.items())), 0.5)
+    load = sum(weights[n] for n in child)
+    assert abs(2 * load - sum(weights.values())) <= max(weights.values())
+    two_thirds = parallel_lowering.deal(weights, 2 / 3)
+    load = sum(weights[n] for n in two_thirds)
+    assert abs(load - 2 / 3 * sum(weights.values())) <= max(weights.values())
