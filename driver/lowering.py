@@ -26,7 +26,7 @@ from lamina.backends.parallel_lowering import ParallelLoweringFailed, abandon_al
 from lamina.core.context import make_context
 from lamina.core.diagnostics import parse_module, verify_module
 from lamina.core.gc_pauses import fewer_gc_pauses
-from lamina.core.pass_manager import pipeline_spec_string
+from lamina.core.pass_manager import REPRODUCER_ENV, pipeline_spec_string
 from lamina.driver.cache_key import key
 from lamina.driver.compiler import CompileRequest, DeferredSource, is_path
 from lamina.driver.instruments import Instruments, watching_build
