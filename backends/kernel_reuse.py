@@ -194,6 +194,8 @@ class ReuseKernelsPass(ModulePass):
 
     name = "reuse-kernels"
     replayable = False  # a driver step, not a registered pass (no reproducer names it)
+    context: str  # set in __init__, not dataclass fields (the class is no dataclass)
+    parallel: Delegating | None
 
     def __init__(self, context: str = "", parallel: Delegating | None = None):
         # Not dataclass fields: a reproducer's pipeline spec has no place for them.
@@ -270,6 +272,7 @@ class AwaitKernelsPass(ModulePass):
 
     name = "await-kernels"
     replayable = False  # a driver step, not a registered pass (no reproducer names it)
+    parallel: Delegating  # set in __init__, not a dataclass field
 
     def __init__(self, parallel: Delegating):
         object.__setattr__(self, "parallel", parallel)

@@ -24,7 +24,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from io import StringIO
 from pathlib import Path
-from typing import IO, NoReturn
+from typing import IO, Any, NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
@@ -553,7 +553,7 @@ def _is_blank(text: str) -> bool:
     return all(not line.strip() or line.strip().startswith("//") for line in text.splitlines())
 
 
-def _records(args) -> dict[str, object]:
+def _records(args) -> dict[str, Any]:
     """`with_records`' arguments from `--records` (the file read now: a malformed one fails
     before any pass; `--verbose` says which records do not apply here)."""
     from lamina.tools.cli import records_options
