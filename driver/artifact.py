@@ -87,7 +87,9 @@ def write_artifact(
 def save_executable(request: CompileRequest, exe: Executable, path: str | os.PathLike[str]) -> None:
     """`Executable.save` of an executable `lamina.compile` made from `request`."""
     module = exe.llvm_module
-    if module is None:  # loaded from the disk cache: lower the request again
+    if module is None or _has_reused_kernels(module):
+        # Loaded from the disk cache, or kernels declared from an earlier compile's objects
+        # (backends/kernel_reuse.py): a library needs every kernel's code, lower it again.
         from lamina.driver.compiler import DeferredSource
         from lamina.driver.lowering import lower_to_build, parse_source
 
@@ -104,6 +106,12 @@ def save_executable(request: CompileRequest, exe: Executable, path: str | os.Pat
             records_ignore_errors=request.records_ignore_errors,
         )
     write_artifact(module, exe.signatures, path, not_entries=exe.not_entries)
+
+
+def _has_reused_kernels(module: ModuleOp) -> bool:
+    from lamina.backends.kernel_reuse import REUSED_ATTR
+
+    return REUSED_ATTR in module.attributes
 
 
 __all__ = ["target_cpu", "save_executable", "write_artifact"]

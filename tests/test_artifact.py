@@ -233,7 +233,7 @@ def test_eight_threads_get_every_answer_right(weights_dir: Path):
 def test_run_releases_the_gil(tmp_path: Path):
     """While one thread is inside a long native call, another keeps running Python."""
     g = GraphBuilder()
-    a, b = g.param((512, 1024), name="a"), g.param((1024, 1024), name="b")
+    a, b = g.param((1024, 1024), name="a"), g.param((1024, 1024), name="b")
     g.ret(g.matmul(g.matmul(a, b), b))
     lamina.compile(g.module(), cache=False).save(tmp_path / "mm")
     out = _run_python(
@@ -241,7 +241,7 @@ def test_run_releases_the_gil(tmp_path: Path):
         import threading, time
         import numpy as np, lamina.runtime
         exe = lamina.runtime.load({str(tmp_path / "mm")!r})
-        a, b = np.ones((512, 1024), np.float32), np.ones((1024, 1024), np.float32) * 1e-3
+        a, b = np.ones((1024, 1024), np.float32), np.ones((1024, 1024), np.float32) * 1e-3
         start = time.perf_counter(); exe.run("main", a, b); call = time.perf_counter() - start
         done = threading.Event()
         def calls():

@@ -207,6 +207,7 @@ def test_parse_pass_pipeline_options_and_errors():
 DESIGN_ORDER = [
     "normalize",
     "lift-lambdas",
+    "specialize-batch",  # our addition: static bodies of a dynamic batch (docs/dynamic-shapes.md)
     "canonicalize",
     "cse",
     "specialize-closures",  # our addition to docs/design.md §4 (docs/passes.md)
@@ -241,7 +242,7 @@ def test_default_pipeline_follows_the_design_order():
 
 def test_compile_to_stops_before_the_next_transition():
     names = [e.name for e in pipeline_entries("default", stop=Phase.OPTIMIZATION)]
-    assert "legalize" not in names and names[-1] in DESIGN_ORDER[2:9]
+    assert "legalize" not in names and names[-1] in DESIGN_ORDER[3:10]
     names = [e.name for e in pipeline_entries("default", start=Phase.LOWERING)]
     assert names[0] == "lower-te" and names[-1] == "lower-to-llvm"
 
@@ -284,7 +285,7 @@ def test_target_hooks_are_expanded_in_place(fancy_target):
         (replay, "hook build (target fancy)"),
     ]
     names = [e.name for e in entries]
-    assert names.index("cse") < names.index("cse", 4) < names.index("legalize")
+    assert names.index("cse") < names.index("cse", 5) < names.index("legalize")
     assert names.index("lower-graph") < names.index("target-hook") < names.index("lower-to-llvm")
     text = format_pipeline("default", ["cpu", "fancy"])
     assert "  [hooks: optimization]\n    cse   (hook optimization (target fancy))" in text
