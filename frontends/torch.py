@@ -270,8 +270,8 @@ class LaminaPartition(torch.nn.Module):
                     return entry(args, self.returns_tuple)
             elif self.plan.out_of_bounds(args):
                 self._warn(
-                    f"batch size {self.plan.batch_size(args)} is outside the dynamic batch's "
-                    f"bounds {list(self.plan.bounds)}; compiled for this size"
+                    f"compiles for batch size {self.plan.batch_size(args)} alone: it is "
+                    f"outside the dynamic batch's bounds {list(self.plan.bounds)}"
                 )
         entry = self._entry(tuple(_arg_key(a) for a in args), lambda: self._compile(args))
         if entry is None:
@@ -336,7 +336,7 @@ class LaminaPartition(torch.nn.Module):
     def _fallback(self, reason: str, plan: BatchPlan | None = None) -> None:
         if plan is not None:  # the caller compiles per batch size instead
             STATS["per_shape"] += 1
-            self._warn(f"the dynamic batch is not kept ({reason}); compiled per batch size")
+            self._warn(f"compiles per batch size, not for a dynamic batch: {reason}")
             return None
         STATS["eager_partitions"] += 1
         self._warn(f"runs in eager PyTorch: {reason}")
