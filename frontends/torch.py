@@ -545,11 +545,17 @@ def _dim_bounds(ep, node: torch.fx.Node) -> tuple[int, int]:
     ranges = ep.range_constraints.get(expr)
     lo, hi = DEFAULT_BATCH_BOUNDS
     if ranges is not None:
-        if ranges.lower.is_integer and ranges.lower.is_finite:
-            lo = max(int(ranges.lower), 1)
-        if ranges.upper.is_integer and ranges.upper.is_finite:
-            hi = int(ranges.upper)
+        lo = max(_finite(ranges.lower, lo), 1)
+        hi = _finite(ranges.upper, hi)
     return lo, hi
+
+
+def _finite(bound: object, default: int) -> int:
+    """A range's bound as an int; `default` for an infinite one (sympy's `oo`, `int_oo`)."""
+    try:
+        return int(bound)  # pyright: ignore[reportArgumentType]
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return default
 
 
 def _weight(node: torch.fx.Node, tensor) -> np.ndarray:

@@ -20,10 +20,23 @@ def _python_blocks() -> list[str]:
 
 def test_worked_example_runs() -> None:
     torch._dynamo.reset()
-    (python,) = _python_blocks()
+    python = _python_blocks()[0]
     with contextlib.redirect_stdout(io.StringIO()) as out:
         exec(compile(python, str(PAGE), "exec"), {})  # noqa: S102 - the page's own code
     assert "Lamina and PyTorch agree" in out.getvalue()
+    torch._dynamo.reset()
+
+
+def test_dynamic_batch_example_runs() -> None:
+    """ "Shapes and recompiles": three batch sizes, one dynamic Lamina compile."""
+    from lamina.frontends import torch as lamina_torch
+
+    torch._dynamo.reset()
+    lamina_torch._DYNAMIC_BUILDS.clear()
+    python = _python_blocks()[1]
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        exec(compile(python, str(PAGE), "exec"), {})  # noqa: S102 - the page's own code
+    assert "batch sizes 3, 8, 17: 1 dynamic Lamina compile" in out.getvalue()
     torch._dynamo.reset()
 
 
