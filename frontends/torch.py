@@ -280,12 +280,11 @@ class LaminaPartition(torch.nn.Module):
 
     def _entry(self, key: tuple, compile_) -> _Compiled | None:
         """The executable compiled for `key`, compiling it (`compile_()`) the first time."""
-        entry = self.compiled.get(key, False)
-        if entry is False:
+        if key not in self.compiled:
             if len(self.compiled) >= MAX_VARIANTS:  # the oldest shapes or weight versions
                 del self.compiled[next(iter(self.compiled))]
-            entry = self.compiled[key] = compile_()
-        return entry
+            self.compiled[key] = compile_()
+        return self.compiled[key]
 
     def _compile(self, args: Sequence, plan: BatchPlan | None = None) -> _Compiled | None:
         """Import and compile for these arguments (with `plan`: for every batch size);

@@ -31,14 +31,14 @@ def _fresh_dynamo():
     torch._dynamo.reset()
 
 
-def _mlp() -> torch.nn.Module:
+def _mlp():
     torch.manual_seed(0)
     return torch.nn.Sequential(
         torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)
     ).eval()
 
 
-def _cnn() -> torch.nn.Module:
+def _cnn():
     torch.manual_seed(0)
     return torch.nn.Sequential(
         torch.nn.Conv2d(3, 4, 3, padding=1),
