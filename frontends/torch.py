@@ -259,7 +259,11 @@ class LaminaPartition(torch.nn.Module):
         self.compiled: dict[tuple, _Compiled | None] = {}
         output = next(n for n in gm.graph.nodes if n.op == "output")
         self.returns_tuple = isinstance(output.args[0], list | tuple)
-        self.plan = BatchPlan.of(gm)
+        plan = BatchPlan.of(gm)
+        self.plan = plan if isinstance(plan, BatchPlan) else None
+        if isinstance(plan, str):
+            STATS["per_shape"] += 1
+            self._warn(f"compiles per batch size, not for a dynamic batch: {plan}")
 
     def forward(self, *args):
         if self.plan is not None:
@@ -368,7 +372,8 @@ class BatchPlan:
         self.bounds = bounds
 
     @staticmethod
-    def of(gm: torch.fx.GraphModule) -> BatchPlan | None:
+    def of(gm: torch.fx.GraphModule) -> BatchPlan | str | None:
+        """The plan; None without a symbolic batch; why not (a message) when refused."""
         values = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
         symbol = next((s for v in values if (s := _leading_symbol(v)) is not None), None)
         if symbol is None:
@@ -381,13 +386,16 @@ class BatchPlan:
                     kinds.append(BATCH)
                     continue
                 if symbol in expr.free_symbols:
-                    return None  # a size computed from the batch: per batch size
+                    return f"it takes the size {expr}, computed from the batch size {symbol}"
                 kinds.append(OTHER)
             elif isinstance(value, torch.Tensor):
                 batched = _leading_symbol(value) == symbol
                 rest = value.shape[1:] if batched else value.shape
                 if any(_mentions(d, symbol) for d in rest):
-                    return None  # the batch in another dimension: per batch size
+                    return (
+                        f"an input of shape {list(value.shape)} has the batch size {symbol} "
+                        "in another dimension than the leading one"
+                    )
                 kinds.append(BATCHED if batched else OTHER)
             else:
                 kinds.append(OTHER)

@@ -93,6 +93,20 @@ def test_mixing_samples_compiles_per_batch_size() -> None:
     assert counts["per_shape"] == 1
 
 
+class _Doubled(torch.nn.Module):
+    """Reshapes to twice the batch: a size computed from the batch reaches Lamina."""
+
+    def forward(self, x):
+        return torch.relu(x.reshape(x.size(0) * 2, -1)) + 1.0
+
+
+def test_size_computed_from_batch_compiles_per_batch_size() -> None:
+    with pytest.warns(LaminaFallbackWarning, match=r"not for a dynamic batch: it takes the size"):
+        counts = _run(_Doubled(), (8,), (3, 5), dynamic=True)
+    assert counts["dynamic"] == 0
+    assert counts["per_shape"] >= 1
+
+
 def test_batch_out_of_bounds_compiles_for_its_size() -> None:
     with pytest.warns(
         LaminaFallbackWarning, match=r"batch size 65 alone: it is outside .* bounds \[1, 64\]"
