@@ -26,6 +26,14 @@ FX graph dynamo captured (docs/pytorch.md):
    process compiling the same model loads the code instead. A partition
    that fails to import or compile runs in eager PyTorch, with a warning.
 
+With `torch.compile(..., dynamic=True)` (or the automatic dynamic shapes
+dynamo switches to when a second batch size arrives), a partition whose
+runtime inputs share one symbolic leading dimension compiles once with a
+dynamic batch (`?`, bounds `DEFAULT_BATCH_BOUNDS`) that every later batch
+size in those bounds reuses (`BatchPlan`, docs/dynamic-shapes.md). A
+partition where that fails (an operator mixing the samples, a size computed
+from the batch) compiles per batch size instead, with a warning.
+
 Weights are read when a partition is compiled; a weight changed in place
 afterwards (its `_version` moves) makes the partition compile again.
 
@@ -44,6 +52,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from lamina.frontends.sources import DEFAULT_BATCH_BOUNDS
 from lamina.frontends.torch_import import (
     Input,
     TorchImportError,
@@ -93,10 +102,12 @@ _NON_COMPUTE = (
 of only these runs in eager PyTorch (where they are views, not copies)."""
 
 
-STATS = {"compiled": 0, "cache_hits": 0, "eager_partitions": 0}
+STATS = {"compiled": 0, "cache_hits": 0, "eager_partitions": 0, "dynamic": 0, "per_shape": 0}
 """Counters of this process's partition compiles: `compiled` (Lamina executables
 made), `cache_hits` (of those, loaded from the disk cache), `eager_partitions`
-(partitions left to eager PyTorch after a failed import or compile)."""
+(partitions left to eager PyTorch after a failed import or compile), `dynamic`
+(executables compiled with a dynamic batch), `per_shape` (symbolic-batch
+partitions that fell back to one compile per batch size)."""
 
 
 def stats() -> dict[str, int]:
@@ -198,6 +209,8 @@ def _warn_unsupported(gm: torch.fx.GraphModule) -> None:
     nodes = []
     for node in gm.graph.nodes:
         reason = unsupported(node) if node.op == "call_function" else None
+        if _is_size(node):  # `s0 * 784`: Python arithmetic on sizes, not tensor work
+            continue
         if reason is not None and node.target is not operator.getitem:
             nodes.append((node, reason))
     if not nodes:
@@ -215,6 +228,10 @@ def _warn_unsupported(gm: torch.fx.GraphModule) -> None:
         f"them: {', '.join(ops)}\n" + "\n".join(lines)
     )
     warnings.warn(message, LaminaFallbackWarning, stacklevel=2)
+
+
+def _is_size(node: torch.fx.Node) -> bool:
+    return isinstance(node.meta.get("val"), torch.SymInt | torch.SymFloat | torch.SymBool)
 
 
 # ---------------------------------------------------------------------------
@@ -242,59 +259,190 @@ class LaminaPartition(torch.nn.Module):
         self.compiled: dict[tuple, _Compiled | None] = {}
         output = next(n for n in gm.graph.nodes if n.op == "output")
         self.returns_tuple = isinstance(output.args[0], list | tuple)
+        plan = BatchPlan.of(gm)
+        self.plan = plan if isinstance(plan, BatchPlan) else None
+        if isinstance(plan, str):
+            STATS["per_shape"] += 1
+            self._warn(f"compiles per batch size, not for a dynamic batch: {plan}")
 
     def forward(self, *args):
-        key = tuple(_arg_key(a) for a in args)
-        entry = self.compiled.get(key, False)
-        if entry is False:
-            if len(self.compiled) >= MAX_VARIANTS:  # the oldest shapes or weight versions
-                del self.compiled[next(iter(self.compiled))]
-            entry = self.compiled[key] = self._compile(args)
+        if self.plan is not None:
+            key = self.plan.key(args)
+            if key is not None:
+                entry = self._entry(key, lambda: self._compile(args, self.plan))
+                if entry is not None:
+                    return entry(args, self.returns_tuple)
+            elif self.plan.out_of_bounds(args):
+                self._warn(
+                    f"compiles for batch size {self.plan.batch_size(args)} alone: it is "
+                    f"outside the dynamic batch's bounds {list(self.plan.bounds)}"
+                )
+        entry = self._entry(tuple(_arg_key(a) for a in args), lambda: self._compile(args))
         if entry is None:
             return self.eager(*args)
         return entry(args, self.returns_tuple)
 
-    def _compile(self, args: Sequence) -> _Compiled | None:
-        """Import and compile for these arguments; None (with a warning) if that fails."""
+    def _entry(self, key: tuple, compile_) -> _Compiled | None:
+        """The executable compiled for `key`, compiling it (`compile_()`) the first time."""
+        if key not in self.compiled:
+            if len(self.compiled) >= MAX_VARIANTS:  # the oldest shapes or weight versions
+                del self.compiled[next(iter(self.compiled))]
+            self.compiled[key] = compile_()
+        return self.compiled[key]
+
+    def _compile(self, args: Sequence, plan: BatchPlan | None = None) -> _Compiled | None:
+        """Import and compile for these arguments (with `plan`: for every batch size);
+        None (with a warning) if that fails."""
         import lamina
         from lamina.core.dense_text import print_module
         from lamina.core.diagnostics import DiagnosticError
 
         specs, runtime = [], []
         for index, arg in enumerate(args):
-            if isinstance(arg, torch.Tensor):
+            if plan is not None and plan.kinds[index] == BATCH:
+                specs.append(None)  # the batch size: `None` keeps the batch in a size
+            elif isinstance(arg, torch.Tensor):
                 dtype = numpy_dtype(arg.dtype)
                 if dtype is None or arg.device.type != "cpu":
                     return self._fallback(f"input {index} is a {arg.dtype} tensor on {arg.device}")
                 if is_weight(arg):
                     specs.append(arg.detach().contiguous().numpy())
                 else:
-                    specs.append(Input(tuple(arg.shape), dtype))
+                    shape = tuple(arg.shape)
+                    if plan is not None and plan.kinds[index] == BATCHED:
+                        shape = (None, *shape[1:])
+                    specs.append(Input(shape, dtype))
                     runtime.append(index)
             elif isinstance(arg, bool | int | float):
                 specs.append(arg)
             else:
                 return self._fallback(f"input {index} is a {type(arg).__name__}")
+        bounds = plan.bounds if plan is not None else DEFAULT_BATCH_BOUNDS
         try:
-            module, constants = import_graph(self.eager.graph, specs, self.eager)
+            module, constants = import_graph(self.eager.graph, specs, self.eager, bounds)
             text = print_module(module)
+            memo = (text, repr(self.targets), self.cache)
+            if plan is not None and memo in _DYNAMIC_BUILDS:  # the same partition, recaptured
+                return _Compiled(_DYNAMIC_BUILDS[memo], runtime, constants)
             exe = lamina.compile(text, self.targets, filename=CACHE_FILENAME, cache=self.cache)
+            if plan is not None:
+                _DYNAMIC_BUILDS[memo] = exe
         except DiagnosticError as err:
-            return self._fallback(str(err))
+            return self._fallback(str(err), plan)
         except Exception as err:  # any failure in Lamina costs speed, not the run
-            return self._fallback(f"{type(err).__name__}: {err}")
+            return self._fallback(f"{type(err).__name__}: {err}", plan)
         STATS["compiled"] += 1
         STATS["cache_hits"] += exe.cache_hit is True
+        STATS["dynamic"] += plan is not None
         return _Compiled(exe, runtime, constants)
 
-    def _fallback(self, reason: str) -> None:
+    def _fallback(self, reason: str, plan: BatchPlan | None = None) -> None:
+        if plan is not None:  # the caller compiles per batch size instead
+            STATS["per_shape"] += 1
+            self._warn(f"compiles per batch size, not for a dynamic batch: {reason}")
+            return None
         STATS["eager_partitions"] += 1
-        warnings.warn(
-            f"lamina: partition '{self.label}' runs in eager PyTorch: {reason}",
-            LaminaFallbackWarning,
-            stacklevel=3,
-        )
+        self._warn(f"runs in eager PyTorch: {reason}")
         return None
+
+    def _warn(self, message: str) -> None:
+        warnings.warn(
+            f"lamina: partition '{self.label}' {message}", LaminaFallbackWarning, stacklevel=4
+        )
+
+
+BATCHED, BATCH, OTHER = "batched", "batch", "other"
+
+_DYNAMIC_BUILDS: dict[tuple, object] = {}
+"""Dynamic-batch executables by IR text: dynamo recaptures a graph when one of
+PyTorch's own guards on the batch fails (a convolution guards `2 <= N <= 15`),
+and the partition it makes again reuses the executable instead of compiling."""
+
+
+class BatchPlan:
+    """How a partition keeps dynamo's symbolic batch: per placeholder, `BATCHED` (a
+    tensor whose leading dimension is the batch symbol), `BATCH` (the symbol itself,
+    a size argument) or `OTHER` (weights, static tensors, other sizes: part of the
+    compile key as today). Made only when the symbol appears nowhere else in the
+    inputs (a non-leading dimension, a size computed from it): Lamina's batch is the
+    leading dimension only."""
+
+    def __init__(self, kinds: list[str], bounds: tuple[int, int]):
+        self.kinds = kinds
+        self.bounds = bounds
+
+    @staticmethod
+    def of(gm: torch.fx.GraphModule) -> BatchPlan | str | None:
+        """The plan; None without a symbolic batch; why not (a message) when refused."""
+        values = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
+        symbol = next((s for v in values if (s := _leading_symbol(v)) is not None), None)
+        if symbol is None:
+            return None
+        kinds = []
+        for value in values:
+            if isinstance(value, torch.SymInt):
+                expr = value.node.expr
+                if expr == symbol:
+                    kinds.append(BATCH)
+                    continue
+                if symbol in expr.free_symbols:
+                    return f"it takes the size {expr}, computed from the batch size {symbol}"
+                kinds.append(OTHER)
+            elif isinstance(value, torch.Tensor):
+                batched = _leading_symbol(value) == symbol
+                rest = value.shape[1:] if batched else value.shape
+                if any(_mentions(d, symbol) for d in rest):
+                    return (
+                        f"an input of shape {list(value.shape)} has the batch size {symbol} "
+                        "in another dimension than the leading one"
+                    )
+                kinds.append(BATCHED if batched else OTHER)
+            else:
+                kinds.append(OTHER)
+        return BatchPlan(kinds, DEFAULT_BATCH_BOUNDS)
+
+    def batch_size(self, args: Sequence) -> int | None:
+        """The batch size of these arguments, None when they disagree."""
+        sizes = {
+            int(a.shape[0]) if k == BATCHED else int(a)
+            for k, a in zip(self.kinds, args, strict=True)
+            if k in (BATCHED, BATCH)
+        }
+        return sizes.pop() if len(sizes) == 1 else None
+
+    def out_of_bounds(self, args: Sequence) -> bool:
+        n = self.batch_size(args)
+        return n is not None and not self.bounds[0] <= n <= self.bounds[1]
+
+    def key(self, args: Sequence) -> tuple | None:
+        """The compile key of the dynamic build (the batch size left out), or None when
+        these arguments cannot use it (sizes that disagree or are out of bounds)."""
+        n = self.batch_size(args)
+        if n is None or not self.bounds[0] <= n <= self.bounds[1]:
+            return None
+        key: list[tuple] = [("dynamic",)]
+        for kind, arg in zip(self.kinds, args, strict=True):
+            if kind == BATCH:
+                key.append(("s", "N"))
+            elif kind == BATCHED:
+                key.append(("t", ("N", *arg.shape[1:]), arg.dtype, arg.device.type))
+            else:
+                key.append(_arg_key(arg))
+        return tuple(key)
+
+
+def _leading_symbol(value: object):
+    """The sympy symbol a fake tensor's leading dimension is, if it is one."""
+    if not isinstance(value, torch.Tensor) or value.dim() == 0:
+        return None
+    size = value.shape[0]
+    if isinstance(size, torch.SymInt) and size.node.expr.is_Symbol:
+        return size.node.expr
+    return None
+
+
+def _mentions(size: object, symbol) -> bool:
+    return isinstance(size, torch.SymInt) and symbol in size.node.expr.free_symbols
 
 
 def _arg_key(arg: object) -> tuple:
@@ -355,17 +503,19 @@ def from_exported_program(ep, *, decompose: bool = True):
         ep = ep.run_decompositions(decompositions())
     signature = ep.graph_signature
     placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
-    specs = []
+    specs, bounds = [], DEFAULT_BATCH_BOUNDS
     for node, spec in zip(placeholders, signature.input_specs, strict=True):
         if spec.kind == InputKind.USER_INPUT:
             specs.append(_user_input(node))
+            if specs[-1].shape and specs[-1].shape[0] is None:
+                bounds = _dim_bounds(ep, node)
         elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
             specs.append(_weight(node, ep.state_dict[spec.target]))
         elif spec.kind == InputKind.CONSTANT_TENSOR:
             specs.append(_weight(node, ep.constants[spec.target]))
         else:
             raise node_error(node, f"input kind {spec.kind.name} is not supported")
-    module, constants = import_graph(ep.graph, specs, ep.graph_module)
+    module, constants = import_graph(ep.graph, specs, ep.graph_module, bounds)
     for node, constant in zip(_outputs(ep.graph), constants, strict=False):
         if constant is not None:
             raise node_error(node, "an output computed at import time is not supported")
@@ -379,13 +529,40 @@ def _user_input(node: torch.fx.Node) -> Input:
     dtype = numpy_dtype(value.dtype)
     if dtype is None:
         raise node_error(node, f"input dtype {value.dtype} is not supported")
-    if not all(type(d) is int for d in value.shape):
+    shape = list(value.shape)
+    batched = bool(shape) and _is_symbol(shape[0])
+    if not all(type(d) is int for d in shape[batched:]):
         raise node_error(
             node,
-            f"input '{node.name}' has a dynamic shape {list(value.shape)}; Lamina needs "
-            "static shapes (export without dynamic_shapes, with example inputs of that shape)",
+            f"input '{node.name}' has a dynamic shape {shape}; Lamina's only dynamic "
+            "dimension is the leading (batch) one (export this dimension static, "
+            "docs/dynamic-shapes.md)",
         )
-    return Input(tuple(value.shape), dtype)
+    return Input((None, *shape[1:]) if batched else tuple(shape), dtype)
+
+
+def _is_symbol(size: object) -> bool:
+    return isinstance(size, torch.SymInt) and size.node.expr.is_Symbol
+
+
+def _dim_bounds(ep, node: torch.fx.Node) -> tuple[int, int]:
+    """The batch's bounds: the `Dim`'s range (`torch.export.Dim("batch", min=, max=)`),
+    the default where it is unbounded."""
+    expr = node.meta["val"].shape[0].node.expr
+    ranges = ep.range_constraints.get(expr)
+    lo, hi = DEFAULT_BATCH_BOUNDS
+    if ranges is not None:
+        lo = max(_finite(ranges.lower, lo), 1)
+        hi = _finite(ranges.upper, hi)
+    return lo, hi
+
+
+def _finite(bound: object, default: int) -> int:
+    """A range's bound as an int; `default` for an infinite one (sympy's `oo`, `int_oo`)."""
+    try:
+        return int(bound)  # pyright: ignore[reportArgumentType]
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return default
 
 
 def _weight(node: torch.fx.Node, tensor) -> np.ndarray:

@@ -11,7 +11,11 @@ Each placeholder of the graph is given as one of:
   initializers; computations on known constants only (BatchNorm's scale and
   shift from its statistics) are done here in NumPy;
 * a Python int or float (a `SymInt` made concrete): used where an operator
-  takes a size.
+  takes a size;
+* `None`: the dynamic batch size itself (a `SymInt` placeholder equal to the
+  leading dimension of the inputs whose shape starts with `None`). A size
+  argument holding it keeps the batch (`view(x, [s0, -1])` becomes a reshape
+  to `(None, -1)`), see docs/dynamic-shapes.md.
 
 Operators are translated by their handlers in `HANDLERS` (keyed by the
 `OpOverload`) through `GraphBuilder`. A node the importer cannot represent
@@ -35,7 +39,15 @@ import numpy as np
 import torch
 
 from lamina.core.diagnostics import Diagnostic, DiagnosticError, SourceLocation
-from lamina.frontends.builder import BuilderError, GraphBuilder, Value, build_module, shape_of
+from lamina.frontends.builder import (
+    DYNAMIC_INDEX,
+    BuilderError,
+    GraphBuilder,
+    Value,
+    build_module,
+    shape_of,
+)
+from lamina.frontends.sources import DEFAULT_BATCH_BOUNDS
 
 aten = torch.ops.aten
 
@@ -49,11 +61,12 @@ class TorchImportError(DiagnosticError):
 class Input:
     """A runtime tensor input of `@main`: its shape and dtype."""
 
-    shape: tuple[int, ...]
+    shape: tuple[int | None, ...]
+    """A leading `None` is the dynamic batch."""
     dtype: np.dtype
 
 
-InputSpec = Input | np.ndarray | int | float
+InputSpec = Input | np.ndarray | int | float | None
 
 
 # ---------------------------------------------------------------------------
@@ -96,22 +109,29 @@ def node_error(node: torch.fx.Node, message: str) -> TorchImportError:
 # ---------------------------------------------------------------------------
 
 
-def import_graph(graph: torch.fx.Graph, inputs: Sequence[InputSpec], owner=None):
+def import_graph(
+    graph: torch.fx.Graph,
+    inputs: Sequence[InputSpec],
+    owner=None,
+    batch_bounds: tuple[int, int] = DEFAULT_BATCH_BOUNDS,
+):
     """A verified module whose `@main` computes `graph` (see the module docstring).
 
     `owner`: the `GraphModule` holding the graph's `get_attr` constants.
+    `batch_bounds`: the bounds of the dynamic batch (inputs whose shape starts
+    with `None`).
     Returns `(module, outputs)`: `outputs[k]` is None for a tensor result of
     `@main`, or the Python value (a constant) the graph returns in place `k`.
     """
-    return _Importer(graph, list(inputs), owner).run()
+    return _Importer(graph, list(inputs), owner, batch_bounds).run()
 
 
 class _Importer:
-    def __init__(self, graph: torch.fx.Graph, inputs: list[InputSpec], owner):
+    def __init__(self, graph: torch.fx.Graph, inputs: list[InputSpec], owner, batch_bounds):
         self.graph = graph
         self.inputs = inputs
         self.owner = owner
-        self.g = GraphBuilder("main")
+        self.g = GraphBuilder("main", batch_bounds=batch_bounds)
         self.env: dict[torch.fx.Node, object] = {}
         self.materialized: dict[int, Value] = {}
 
@@ -674,8 +694,18 @@ def _reduce_all(c: Ctx) -> Value:
 # ---------------------------------------------------------------------------
 
 
-def _ints(values) -> list[int]:
-    return [int(v) for v in values]
+def _ints(values) -> list:
+    """Sizes as ints; `None` (the dynamic batch size) stays `None`."""
+    return [None if v is None else int(v) for v in values]
+
+
+@handles(aten.sym_size.int)
+def _sym_size(c: Ctx) -> int | None:
+    """A dimension of a tensor: an int, or `None` for the dynamic batch."""
+    x = c.arg(0)
+    shape = x.shape if isinstance(x, np.ndarray) else shape_of(c.value(0))
+    size = shape[int(c.arg(1)) % len(shape)]
+    return None if size == DYNAMIC_INDEX else int(size)
 
 
 @handles(aten.view.default, aten._unsafe_view.default, aten.reshape.default)
@@ -717,7 +747,7 @@ def _expand(c: Ctx) -> Value:
     shape = list(shape_of(x))
     sizes = _ints(c.arg(1))
     shape = [1] * (len(sizes) - len(shape)) + shape
-    target = [s if d == -1 else d for s, d in zip(shape, sizes, strict=True)]
+    target = [s if d in (-1, None) else d for s, d in zip(shape, sizes, strict=True)]
     if target == list(shape_of(x)):
         return x
     return c.g.broadcast_to(x, target)

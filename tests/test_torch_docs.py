@@ -18,13 +18,26 @@ def _python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", PAGE.read_text(), re.S)
 
 
-def test_worked_example_runs() -> None:
+def _run_block(index: int) -> str:
+    """Run the page's `index`-th Python block on a fresh dynamo; what it printed."""
     torch._dynamo.reset()
-    (python,) = _python_blocks()
     with contextlib.redirect_stdout(io.StringIO()) as out:
-        exec(compile(python, str(PAGE), "exec"), {})  # noqa: S102 - the page's own code
-    assert "Lamina and PyTorch agree" in out.getvalue()
+        code = _python_blocks()[index]
+        exec(compile(code, str(PAGE), "exec"), {})  # noqa: S102 - the page's own code
     torch._dynamo.reset()
+    return out.getvalue()
+
+
+def test_worked_example_runs() -> None:
+    assert "Lamina and PyTorch agree" in _run_block(0)
+
+
+def test_dynamic_batch_example_runs() -> None:
+    """ "Shapes and recompiles": three batch sizes, one dynamic Lamina compile."""
+    from lamina.frontends import torch as lamina_torch
+
+    lamina_torch._DYNAMIC_BUILDS.clear()
+    assert "batch sizes 3, 8, 17: 1 dynamic Lamina compile" in _run_block(1)
 
 
 def test_every_supported_operator_is_listed() -> None:

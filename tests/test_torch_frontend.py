@@ -25,6 +25,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import lamina  # noqa: E402
+from lamina.core.dense_text import print_module  # noqa: E402
 from lamina.frontends import torch as lamina_torch  # noqa: E402
 from lamina.frontends.torch import (  # noqa: E402
     LaminaFallbackWarning,
@@ -202,8 +203,9 @@ def test_second_process_loads_partitions_from_the_disk_cache(tmp_path) -> None:
         )
         assert done.returncode == 0, done.stderr
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    assert runs[0] == {"compiled": 1, "cache_hits": 0, "eager_partitions": 0}
-    assert runs[1] == {"compiled": 1, "cache_hits": 1, "eager_partitions": 0}
+    counts = {"eager_partitions": 0, "dynamic": 0, "per_shape": 0}
+    assert runs[0] == {"compiled": 1, "cache_hits": 0, **counts}
+    assert runs[1] == {"compiled": 1, "cache_hits": 1, **counts}
     assert len(list((tmp_path / "cache").glob("*.lxc"))) == 1
 
 
@@ -341,12 +343,14 @@ def test_from_exported_program_transformer_encoder() -> None:
         _assert_close(lamina.compile(module).run("main", x.numpy()), model(x))
 
 
-def test_from_exported_program_refuses_dynamic_shapes() -> None:
+def test_from_exported_program_unbounded_batch_takes_default_bounds() -> None:
+    """A `Dim` without bounds: the batch is `?` with [1, 64] (tests/test_torch_dynamic.py
+    has bounded ones and the refused inner dimension)."""
     model = _small_net()
     batch = torch.export.Dim("batch")
     ep = torch.export.export(model, (torch.randn(2, 3, 8, 8),), dynamic_shapes=({0: batch},))
-    with pytest.raises(TorchImportError, match=r"input 'x' has a dynamic shape \[s\d+, 3, 8, 8\]"):
-        from_exported_program(ep)
+    text = print_module(from_exported_program(ep))
+    assert "tensor<?x3x8x8xf32>" in text and "N = array<i64: 1, 64>" in text
 
 
 class RefusedArguments(nn.Module):
