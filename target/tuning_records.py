@@ -36,7 +36,13 @@ from typing import Any
 from lamina.target.schedule_knobs import KNOB_NAMES, check_knob
 
 GRAPH_LEVEL_KNOBS: frozenset[str] = frozenset(
-    {"set_aliasing_bytes", "conv_channel_block", "winograd_min_output", "winograd_max_weight_bytes"}
+    {
+        "set_aliasing_bytes",
+        "conv_channel_block",
+        "conv_nchw_pointwise_min_pixels",
+        "winograd_min_output",
+        "winograd_max_weight_bytes",
+    }
 )
 """Knobs decided before a kernel exists (`plan-layouts`, `legalize`, `lower-te`): a
 target option sets them for the whole compile; a per-kernel record cannot."""
