@@ -178,14 +178,19 @@ def instrument_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def records_options(args: argparse.Namespace) -> dict[str, Any]:
+def records_options(
+    args: argparse.Namespace, note: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     """`records` and `records_ignore_errors` of `lamina.compile` from `--records`; the file
-    is read now, so a malformed one fails before anything is compiled."""
+    is read now, so a malformed one fails before anything is compiled. `note` is told
+    which records do not apply here (another CPU or version) and why (`-v`)."""
     if args.records is None:
         return {}
     from lamina.target.tuning_records import load_records
 
-    load_records(args.records, ignore_errors=args.records_ignore_errors)
+    loaded = load_records(args.records, ignore_errors=args.records_ignore_errors)
+    for line in loaded.notes() if note is not None else ():
+        note(line)
     return {"records": args.records, "records_ignore_errors": args.records_ignore_errors}
 
 

@@ -101,17 +101,11 @@ def _instruments(args):
 
 
 def _records(args, instruments) -> dict:
-    """`--records`: the keyword arguments of `lower_to_build`; under `-v`, a note for each
-    record that does not apply here (another CPU or version) and why."""
+    """`--records`: the keyword arguments of `lower_to_build` (`-v`: the records that do
+    not apply here, and why)."""
     from lamina.tools.cli import records_options
 
-    records = records_options(args)
-    if records:
-        from lamina.target.tuning_records import load_records
-
-        for note in load_records(args.records, ignore_errors=args.records_ignore_errors).notes():
-            instruments.progress(note)
-    return records
+    return records_options(args, instruments.progress)
 
 
 def _compile(args, out: Path, header: Path, instruments) -> None:

@@ -554,16 +554,13 @@ def _is_blank(text: str) -> bool:
 
 
 def _records(args) -> dict[str, Any]:
-    """`with_records`' arguments from `--records` (the file read now: a malformed one fails
-    before any pass; `--verbose` says which records do not apply here)."""
+    """`with_records`' arguments from `--records` (`--verbose`: which records do not apply)."""
     from lamina.tools.cli import records_options
 
-    options = records_options(args)
-    if args.verbose:
-        from lamina.target.tuning_records import load_records
+    def note(line: str) -> None:
+        print(f"lamina-opt: {line}", file=sys.stderr)
 
-        for note in load_records(args.records, ignore_errors=args.records_ignore_errors).notes():
-            print(f"lamina-opt: {note}", file=sys.stderr)
+    options = records_options(args, note if args.verbose else None)
     return {"records": options["records"], "ignore_errors": options["records_ignore_errors"]}
 
 
