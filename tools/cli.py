@@ -189,8 +189,9 @@ def records_options(
     from lamina.target.tuning_records import load_records
 
     loaded = load_records(args.records, ignore_errors=args.records_ignore_errors)
-    for line in loaded.notes() if note is not None else ():
-        note(line)
+    if note is not None:
+        for line in loaded.notes():
+            note(line)
     return {"records": args.records, "records_ignore_errors": args.records_ignore_errors}
 
 
