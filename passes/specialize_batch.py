@@ -53,6 +53,7 @@ from lamina.backends.llvm.entry_points import is_private
 from lamina.core.diagnostics import Diagnostic, DiagnosticError, op_error
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph
+from lamina.dialects.graph.control import BOUNDS_SPELLING
 from lamina.dialects.lamina import Phase
 
 PIN_ADVICE = "pin the batch with --input-shape (or a static leading dimension)"
@@ -64,13 +65,14 @@ def is_batched(ty: Attribute) -> bool:
 
 
 def read_bounds(func: graph.FuncOp) -> tuple[str, tuple[int, int]]:
-    """The batch symbol and its bounds, or a diagnostic at the function."""
+    """The batch symbol and its bounds, or a diagnostic at the function (the
+    verifier has already rejected malformed bounds; here they are missing)."""
     bounds = func_bounds(func)
     if bounds is None:
         raise op_error(
             func,
-            f"a function over a dynamic batch needs `{BOUNDS_ATTR} = {{N = array<i64: LO, HI>}}` "
-            "with 1 <= LO <= HI (one symbol: only the leading dimension can be dynamic)",
+            f"a function over a dynamic batch needs {BOUNDS_SPELLING} "
+            "(one symbol: only the leading dimension can be dynamic)",
         )
     return bounds
 

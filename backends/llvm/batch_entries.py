@@ -39,11 +39,11 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from lamina.backends.llvm.conversion import NSW
+from lamina.dialects.graph.control import BOUNDS_ATTR, parse_bounds
 
 BATCH_ENTRIES_ATTR = "lamina.batch_entries"
 """Module attribute: entry name → the record of a dynamic-batch entry (above)."""
 
-BOUNDS_ATTR = "lamina.bounds"
 """On a `graph.func` over a dynamic batch: `{N = array<i64: LO, HI>}`, the symbol and its
 inclusive bounds."""
 
@@ -107,18 +107,10 @@ def batch_entries(module: ModuleOp) -> dict[str, BatchEntry]:
 
 
 def func_bounds(func: Operation) -> tuple[str, tuple[int, int]] | None:
-    """The batch symbol and bounds in a function's `lamina.bounds`, None if absent or
-    malformed (`specialize-batch` reports a malformed one at the function)."""
+    """The batch symbol and bounds in a function's `lamina.bounds`, None if absent
+    (the `graph.func` verifier rejects a malformed one)."""
     attr = func.attributes.get(BOUNDS_ATTR)
-    if not isinstance(attr, DictionaryAttr) or len(attr.data) != 1:
-        return None
-    (symbol, value), *_ = attr.data.items()
-    if not isinstance(value, DenseArrayBase):
-        return None
-    values = tuple(int(v) for v in value.get_values())
-    if len(values) != 2 or not 1 <= values[0] <= values[1]:
-        return None
-    return symbol, (values[0], values[1])
+    return None if attr is None else parse_bounds(attr)
 
 
 def set_batch_entry(module: ModuleOp, entry: BatchEntry) -> None:

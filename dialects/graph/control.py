@@ -16,6 +16,7 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DenseResourceAttr,
     DictionaryAttr,
@@ -92,6 +93,29 @@ def _check_signature(
             raise VerifyException(
                 f"{kind} #{index} of {what} has type {got}, but the callee expects {want}"
             )
+
+
+BOUNDS_ATTR = "lamina.bounds"
+BOUNDS_SPELLING = f"`{BOUNDS_ATTR} = {{N = array<i64: LO, HI>}}` with 1 <= LO <= HI"
+
+
+def parse_bounds(attr: Attribute) -> tuple[str, tuple[int, int]]:
+    """The batch symbol and its bounds in a `lamina.bounds` attribute.
+
+    Checked by the `graph.func` verifier, so a malformed attribute is reported
+    where it is written rather than by the first pass that reads it
+    (docs/dynamic-shapes.md). Only the leading dimension can be dynamic, so
+    there is exactly one symbol."""
+    if not isinstance(attr, DictionaryAttr) or len(attr.data) != 1:
+        raise VerifyException(
+            f"{BOUNDS_ATTR} must name exactly one symbol: {BOUNDS_SPELLING} "
+            "(only the leading dimension can be dynamic)"
+        )
+    ((symbol, value),) = attr.data.items()
+    values = tuple(int(v) for v in value.get_values()) if isinstance(value, DenseArrayBase) else ()
+    if len(values) != 2 or not 1 <= values[0] <= values[1]:
+        raise VerifyException(f"bad bounds for {symbol}: expected {BOUNDS_SPELLING}, got {value}")
+    return symbol, (values[0], values[1])
 
 
 @irdl_op_definition
@@ -174,6 +198,8 @@ class FuncOp(SymbolFuncOp):
                     f"(one per function {'parameter' if name == 'arg_attrs' else 'result'})"
                 )
         verify_boundary_constraints(self.arg_attrs, self.res_attrs, inputs, outputs)
+        if BOUNDS_ATTR in self.attributes:
+            parse_bounds(self.attributes[BOUNDS_ATTR])
         if self.is_declaration:
             return
         block_types = self.body.blocks.first.arg_types  # type: ignore[union-attr]

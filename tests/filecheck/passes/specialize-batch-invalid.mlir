@@ -74,13 +74,3 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 }
 
 // CHECK: a function over a dynamic batch needs `lamina.bounds
-
-// -----
-
-builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
-  // expected-error @+1 {{a function over a dynamic batch needs}}
-  graph.func @main(%x: tensor<?x4xf32>) -> tensor<?x4xf32> attributes {lamina.bounds = {N = array<i64: 0, 4>}} {
-    %0 = graph.relu %x : (tensor<?x4xf32>) -> tensor<?x4xf32>
-    graph.return %0 : tensor<?x4xf32>
-  }
-}

@@ -60,3 +60,33 @@ graph.func @f(%a: tensor<?x4xf32>) {
 }
 
 // CHECK: result type tensor<?x4xf32> does not match inferred tensor<2×?x4xf32>
+
+// -----
+
+// Malformed `lamina.bounds` are reported by the function's verifier, where they
+// are written, not by the first pass that reads them.
+
+// expected-error @+1 {{bad bounds for N: expected `lamina.bounds = {N = array<i64: LO, HI>}` with 1 <= LO <= HI, got array<i64: 0, 4>}}
+graph.func @lo(%x: tensor<?x4xf32>) -> tensor<?x4xf32> attributes {lamina.bounds = {N = array<i64: 0, 4>}} {
+  graph.return %x : tensor<?x4xf32>
+}
+
+// CHECK: bad bounds for N
+
+// -----
+
+// expected-error @+1 {{bad bounds for N: expected `lamina.bounds = {N = array<i64: LO, HI>}` with 1 <= LO <= HI, got array<i64: 8, 2>}}
+graph.func @inverted(%x: tensor<?x4xf32>) -> tensor<?x4xf32> attributes {lamina.bounds = {N = array<i64: 8, 2>}} {
+  graph.return %x : tensor<?x4xf32>
+}
+
+// CHECK: bad bounds for N
+
+// -----
+
+// expected-error @+1 {{lamina.bounds must name exactly one symbol}}
+graph.func @two(%x: tensor<?x4xf32>) -> tensor<?x4xf32> attributes {lamina.bounds = {N = array<i64: 1, 4>, M = array<i64: 1, 4>}} {
+  graph.return %x : tensor<?x4xf32>
+}
+
+// CHECK: lamina.bounds must name exactly one symbol
