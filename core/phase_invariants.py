@@ -215,16 +215,30 @@ def enclosing_top_level(op: Operation, module: ModuleOp) -> Operation | None:
 # ---------------------------------------------------------------------------
 
 Violation = tuple[Operation, str, str]
+Check = Callable[[ModuleOp, Sequence[Operation]], Iterator[Violation]]
+"""A check gets the module and its ops (module excluded) in IR order: one walk
+serves every invariant (xDSL's recursive walk costs microseconds per op)."""
 
 
-def check_no_lambda(module: ModuleOp, ops: Sequence[Operation]) -> Iterator[Violation]:
-    for op in ops:
-        if op.name == "graph.lambda" and not in_codegen(op):
-            yield (
-                op,
-                "'graph.lambda' is not allowed from phase optimization on",
-                "run lift-lambdas to lift inner functions to top-level graph.func",
-            )
+def _forbid_outside_codegen(name: str, phase: str, advice: str) -> Check:
+    """A check that `name` ops are gone from `phase` on (code regions excepted)."""
+
+    def check(module: ModuleOp, ops: Sequence[Operation]) -> Iterator[Violation]:
+        for op in ops:
+            if op.name == name and not in_codegen(op):
+                yield op, f"'{name}' is not allowed from phase {phase} on", advice
+
+    return check
+
+
+check_no_lambda = _forbid_outside_codegen(
+    "graph.lambda",
+    "optimization",
+    "run lift-lambdas to lift inner functions to top-level graph.func",
+)
+check_no_dataflow = _forbid_outside_codegen(
+    "graph.dataflow", "lowering", "run legalize to flatten dataflow blocks"
+)
 
 
 def check_closure_callees(module: ModuleOp, ops: Sequence[Operation]) -> Iterator[Violation]:
@@ -254,16 +268,6 @@ def check_dialects(module: ModuleOp, ops: Sequence[Operation]) -> Iterator[Viola
                 op,
                 f"'{op_name(op)}' is not allowed from phase optimization on",
                 f"only {allowed} ops are; express it with graph, te or loop ops",
-            )
-
-
-def check_no_dataflow(module: ModuleOp, ops: Sequence[Operation]) -> Iterator[Violation]:
-    for op in ops:
-        if op.name == "graph.dataflow" and not in_codegen(op):
-            yield (
-                op,
-                "'graph.dataflow' is not allowed from phase lowering on",
-                "run legalize to flatten dataflow blocks",
             )
 
 
@@ -368,10 +372,6 @@ def _callee_suffix(op: Operation) -> str:
     name = callee_name(op)
     return f" (@{name})" if name is not None else ""
 
-
-Check = Callable[[ModuleOp, Sequence[Operation]], Iterator[Violation]]
-"""A check gets the module and its ops (module excluded) in IR order: one walk
-serves every invariant (xDSL's recursive walk costs microseconds per op)."""
 
 CHECKS: dict[int, Check] = {
     1: check_no_lambda,
