@@ -305,7 +305,21 @@ def _kernel_unit(
     key = hashlib.sha256(f"{facts}\n{KERNEL_RUNTIME_IR}\n{text}".encode()).hexdigest()
     symbol = f"{KERNEL_PREFIX}{key[:32]}"
     text = text.replace(f'@"{_PLACEHOLDER}', f'@"{symbol}')  # the entry and its messages
-    return KernelUnit(key, symbol, text, (root,), tuple(messages))
+    return KernelUnit(key, symbol, _helpers_named(text, rename), (root,), tuple(messages))
+
+
+def _helpers_named(text: str, rename: dict[str, str]) -> str:
+    """The unit's text with its helpers (parallel bodies, OpenMP wrappers) named
+    as in the module again, once the key is computed from the canonical text:
+    they are internal to the unit's object, so their names only show in a
+    profiler (`perf report`: `te_fused_matmul_add_relu_..._loop_par0_omp`
+    rather than `__lamina_kf1` in every kernel). A kernel reused from the
+    cache keeps the names of the model that compiled it first, which name the
+    same fused ops and shape."""
+    for name, canonical in rename.items():
+        if canonical.startswith("__lamina_kf"):
+            text = text.replace(f'@"{canonical}"', f'@"{name}"')
+    return text
 
 
 def _external_global(gv: llvm_ir.GlobalVariable) -> str:

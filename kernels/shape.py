@@ -5,6 +5,10 @@ inputs), broadcast_to, gather (wrapped and clamped indices) and slice.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from itertools import accumulate
+from operator import mul
+
 from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
@@ -22,24 +26,65 @@ from lamina.schedule.loop_order import row_major_strides
 
 
 def build_reshape(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
-    """Row-major: `lin = sum out[i]*stride_out[i]`, `in[j] = (lin / stride_in[j]) % S[j]`."""
+    """Row-major re-indexing, one group of dimensions at a time.
+
+    The shapes are cut where both have a dimension boundary at the same
+    element count (`1x128x256 -> 1x128x8x32`: {1}, {128}, {256 | 8x32}); in a
+    group, `lin = sum out[i]*stride_out[i]` and `in[j] = (lin / stride_in[j]) % S[j]`
+    over the group's dimensions only. A split dimension is then read at an
+    affine index (`in[2] = 32*i2 + i3`) and a kept one at its own index, with
+    no division or remainder for `schedule` to see through (attention's head
+    split would otherwise hide a transposed read from packing)."""
     (x,) = inputs
     src, dst = shape_of(x), shape_of(op.results[0])
-    src_strides = row_major_strides(src)
-    dst_strides = row_major_strides(dst)
+    groups = _reshape_groups(src, dst)
 
     def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:
-        lin = em.affine([(i, s) for i, s, d in zip(sp, dst_strides, dst, strict=True) if d != 1])
         idx: Indices = []
-        for j, (size, stride) in enumerate(zip(src, src_strides, strict=True)):
-            if size == 1:
-                idx.append(em.index(0))
-                continue
-            v = em.idiv(lin, stride)
-            idx.append(v if j == 0 else em.irem(v, size))
+        for src_dims, dst_dims in groups:
+            sizes_out = [dst[d] for d in dst_dims]
+            sizes_in = [src[d] for d in src_dims]
+            lin = em.affine(
+                [
+                    (sp[d], stride)
+                    for d, stride in zip(dst_dims, row_major_strides(sizes_out), strict=True)
+                    if dst[d] != 1
+                ]
+            )
+            first = True
+            for size, stride in zip(sizes_in, row_major_strides(sizes_in), strict=True):
+                if size == 1:
+                    idx.append(em.index(0))
+                    continue
+                v = em.idiv(lin, stride)
+                idx.append(v if first else em.irem(v, size))
+                first = False
         return em.read(x, idx)
 
     return [kb.compute(dst, elt(x), body)]
+
+
+def _reshape_groups(
+    src: tuple[int, ...], dst: tuple[int, ...]
+) -> list[tuple[list[int], list[int]]]:
+    """The (source dims, result dims) groups of a reshape: cut wherever both
+    shapes' running element counts meet (one group of everything for a
+    scalar or an empty tensor)."""
+    if 0 in src or 0 in dst or not src or not dst:
+        return [(list(range(len(src))), list(range(len(dst))))]
+    cuts = sorted(set(accumulate(src, mul)) & set(accumulate(dst, mul)))
+
+    def group_of(sizes: tuple[int, ...]) -> list[int]:
+        return [bisect_left(cuts, count) for count in accumulate(sizes, mul)]
+
+    src_group, dst_group = group_of(src), group_of(dst)
+    return [
+        (
+            [d for d, g in enumerate(src_group) if g == k],
+            [d for d, g in enumerate(dst_group) if g == k],
+        )
+        for k in range(len(cuts))
+    ]
 
 
 def build_transpose(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:

@@ -25,14 +25,15 @@ from lamina.schedule.loop_order import (
 )
 
 
-def legalized(op_text: str) -> te.ComputeOp:
-    """The single te.compute `legalize` makes of a one-op `graph.func @main`."""
+def legalized(op_text: str, pipeline: str = "legalize") -> te.ComputeOp:
+    """The single te.compute `legalize` makes of a one-op `graph.func @main`
+    (or of a chain that `fuse-ops,legalize` fuses into one)."""
     text = (
         "builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {\n"
         f"  graph.func @main{op_text}\n}}\n"
     )
     module = parse_module(make_context(), text, "t.mlir")
-    PassManager(parse_pass_pipeline("legalize")).run(make_context(), module)
+    PassManager(parse_pass_pipeline(pipeline)).run(make_context(), module)
     return only_compute(module)
 
 
@@ -68,6 +69,29 @@ def test_matrix_vector_puts_the_reduction_innermost() -> None:
     graph.return %y : tensor<8xf32>
   }""")
     assert choose_innermost(compute) == Innermost(1, is_reduction=True)
+
+
+def _transposed_rhs_matmul(rows: int) -> str:
+    """`A @ B^T` as attention's `Q @ K^T`: both operands contiguous along k."""
+    return f"""(%q: tensor<{rows}x32xf32>, %k: tensor<128x32xf32>) -> tensor<{rows}x128xf32> {{
+    %t = graph.transpose %k {{perm = array<i64: 1, 0>}} : (tensor<128x32xf32>) -> tensor<32x128xf32>
+    %y = graph.matmul %q, %t : (tensor<{rows}x32xf32>, tensor<32x128xf32>) -> tensor<{rows}x128xf32>
+    graph.return %y : tensor<{rows}x128xf32>
+  }}"""
+
+
+def test_contraction_with_a_transposed_operand_puts_the_column_innermost() -> None:
+    """k scores +2 (Q and K contiguous), j scores 0 (C contiguous, Q invariant,
+    K strided), but along j `schedule` builds a micro-kernel over a packed,
+    transposed panel of K: the column goes innermost."""
+    compute = legalized(_transposed_rhs_matmul(128), "fuse-ops,legalize")
+    assert choose_innermost(compute) == Innermost(1, is_reduction=False)
+
+
+def test_transposed_contraction_with_few_rows_keeps_dot_products() -> None:
+    """Two rows reuse no packed panel: the reduction stays innermost."""
+    compute = legalized(_transposed_rhs_matmul(2), "fuse-ops,legalize")
+    assert choose_innermost(compute) == Innermost(2, is_reduction=True)
 
 
 @pytest.mark.parametrize(
