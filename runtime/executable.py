@@ -182,11 +182,13 @@ class Executable:
 
     def run(
         self,
-        name: str | Mapping[str, object],
+        name: str | Mapping[str, object] | np.ndarray,
         *arrays: np.ndarray,
         out: np.ndarray | Sequence[np.ndarray] | Mapping[str, np.ndarray] | None = None,
     ) -> np.ndarray | tuple[np.ndarray, ...] | dict[str, np.ndarray]:
         """Call entry function `name`; one result → an array, several → a tuple.
+
+        `run(x, ...)` (no name) calls the default entry (`main`, or the only one).
 
         `run({"x": x, ...})` calls the entry function (`main`, or the only one)
         with its inputs by name and returns a dict of its outputs by name, in
@@ -201,6 +203,8 @@ class Executable:
             if arrays:
                 raise LaminaRuntimeError("run(inputs): pass the inputs by name or by position")
             return self._run_named(self.default_entry(), name, out)
+        if not isinstance(name, str):  # run(x, y): the default entry's inputs by position
+            name, arrays = self.default_entry(), (name, *arrays)
         if isinstance(out, Mapping):
             raise LaminaRuntimeError("run(name, *arrays): out= takes an array or a sequence")
         call = self._calls.get(name)

@@ -154,6 +154,7 @@ def test_run_by_name_returns_the_outputs_by_name(mlp_dir: Path):
     for exe in (compiled, loaded):
         result = exe.run(feed)
         assert list(result) == ["logits"]
+        np.testing.assert_array_equal(exe.run(*args), result["logits"])  # default entry
         np.testing.assert_allclose(result["logits"], _mlp_reference(*args), rtol=1e-4, atol=1e-4)
         out = {"logits": np.empty((64, 10), np.float32)}
         assert exe.run(feed, out=out)["logits"] is out["logits"]
