@@ -19,7 +19,10 @@ stored once per point). A reduction candidate keeps the accumulator in a
 register (`iter_args`), so the result access leaves the innermost loop.
 
 The candidate with the best total wins; loops of extent 1 only when nothing
-else is left; ties go to the candidate with fewer strided accesses (a
+else is left; a contraction whose column has one operand invariant and the
+other strided (attention's `Q @ K^T`) takes the column before any score
+(`_contraction_column`: `schedule` blocks it in registers over a packed,
+transposed panel); ties go to the candidate with fewer strided accesses (a
 strided access in a vectorized loop is a gather: layer_norm's variance
 `sum((x[i, k] - mean[i])^2)` scores +1 along `i`, with the mean and the
 result contiguous, and +1 along `k`, but `i` gathers a column of `x` --
