@@ -12,6 +12,7 @@ The request checks and the batcher are also tested alone, without Ray.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -20,6 +21,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lamina.serve.batching import BatchPlan, plan_batching, run_batch
+from lamina.serve.batching import BatchPlan, BatchQueue, plan_batching, run_batch
 from lamina.serve.requests import BadRequest, Port, check_request, decode_json
 
 onnx = pytest.importorskip("onnx")
@@ -182,6 +184,71 @@ def test_a_failing_call_fails_only_its_group():
     requests = [{"x": np.ones((1, 3), np.float32)}, {"x": np.ones((1, 4), np.float32)}]
     bad, good = run_batch(run, requests, BatchPlan(rows=None, minimum=1))
     assert isinstance(bad, ValueError) and isinstance(good, dict)
+
+
+def _queue_run(queue_batches: list[list[int]], gate: threading.Event):
+    """A `run_batch` that records each batch's request ids and holds the first batch
+    until `gate` is set (the worker is busy meanwhile)."""
+
+    def run(requests):
+        if not queue_batches:
+            assert gate.wait(10)
+        queue_batches.append([int(r["id"][0]) for r in requests])
+        return [{"y": r["id"] * 2} for r in requests]
+
+    return run
+
+
+def test_the_batch_queue_cuts_a_batch_when_the_worker_is_free():
+    """Requests arriving while a batch computes all join the next batch (up to its
+    size); a lone request runs at once; each gets its own answer; a request whose
+    caller gave up is dropped."""
+    batches: list[list[int]] = []
+    gate = threading.Event()
+    worker = ThreadPoolExecutor(1)
+
+    async def scenario():
+        queue = BatchQueue(_queue_run(batches, gate), worker, max_batch_size=4)
+        first = asyncio.ensure_future(queue.submit({"id": np.array([0])}))
+        await asyncio.sleep(0.05)  # the lone request runs at once, and holds the worker
+        assert batches == [] and not first.done()
+        rest = [asyncio.ensure_future(queue.submit({"id": np.array([i])})) for i in range(1, 8)]
+        await asyncio.sleep(0.05)
+        rest[1].cancel()  # request 2: its caller gave up before its batch
+        await asyncio.sleep(0)
+        gate.set()
+        answers = await asyncio.gather(first, *rest[:1], *rest[2:])
+        return [int(a["y"][0]) for a in answers]
+
+    try:
+        answers = asyncio.run(scenario())
+    finally:
+        worker.shutdown()
+    assert answers == [2 * i for i in (0, 1, 3, 4, 5, 6, 7)]
+    assert batches == [[0], [1, 3, 4, 5], [6, 7]]
+
+
+def test_the_batch_queue_waits_for_more_only_when_told():
+    batches: list[list[int]] = []
+    gate = threading.Event()
+    gate.set()
+    worker = ThreadPoolExecutor(1)
+
+    async def scenario():
+        queue = BatchQueue(_queue_run(batches, gate), worker, 8, batch_wait_timeout_s=0.5)
+        first = asyncio.ensure_future(queue.submit({"id": np.array([0])}))
+        await asyncio.sleep(0.05)
+        assert batches == []  # still waiting for the batch to fill
+        second = queue.submit({"id": np.array([1])})
+        await asyncio.gather(first, second)
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        worker.shutdown()
+    assert batches == [[0, 1]]
+    with pytest.raises(ValueError, match="max_batch_size must be >= 1"):
+        BatchQueue(_queue_run(batches, gate), worker, 0)
 
 
 # ---------------------------------------------------------------------------
