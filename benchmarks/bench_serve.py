@@ -131,14 +131,16 @@ while not __import__("os").path.exists(go):
     time.sleep(0.001)
 times = []
 start = time.perf_counter()
+cpu = time.process_time()
 for i in range(calls):
     t = time.perf_counter()
     exe.run({name: images[i % len(images)][None]})
     times.append(time.perf_counter() - t)
 total = time.perf_counter() - start
+cpu = time.process_time() - cpu
 if sys.argv[4] != "-":
     np.save(sys.argv[4], np.stack([next(iter(o.values()))[0] for o in outputs]))
-print(json.dumps({"seconds": total, "times": times}))
+print(json.dumps({"seconds": total, "cpu": cpu, "times": times}))
 """
 
 
@@ -180,10 +182,35 @@ def run_direct(
     results = [json.loads(loop.communicate()[0].strip().splitlines()[-1]) for loop in loops]
     for i in range(processes):
         (tmp / f"ready{i}").unlink()
+    done = processes * (calls // processes)
     return {
-        "rate": processes * (calls // processes) / max(r["seconds"] for r in results),
+        "rate": done / max(r["seconds"] for r in results),
+        "per_cpu": done / sum(r["cpu"] for r in results),
         "times": [t for r in results for t in r["times"]],
     }
+
+
+def tree_cpu_seconds() -> float:
+    """CPU seconds used so far by this process and all its descendants (Ray's
+    processes and the replicas are among them), read from /proc."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            parents.setdefault(int(stat[stat.rfind(")") + 2 :].split()[1]), []).append(int(entry))
+    total, todo = 0.0, [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        todo += parents.get(pid, [])
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def percentiles(times: list[float]) -> tuple[float, float]:
@@ -251,11 +278,15 @@ class Served:
             slots = asyncio.Semaphore(self.args.in_flight)
             await asyncio.gather(*(one(i, slots) for i in range(self.args.requests)))
 
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), tree_cpu_seconds()
         asyncio.run(burst())
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, tree_cpu_seconds() - cpu
         self.sent += self.args.requests
-        return {"rate": self.args.requests / seconds, "times": latencies}
+        return {
+            "rate": self.args.requests / seconds,
+            "per_cpu": self.args.requests / cpu,
+            "times": latencies,
+        }
 
     def lone(self) -> list[float]:
         """`--sequential` requests one after the other: each one's latency."""
@@ -302,8 +333,12 @@ def measure(artifact: Path, replicas: int, threads: int, images: np.ndarray,
             for name, step in steps:
                 row[name] = step()
             row["ratio"] = row["serve"]["rate"] / row["direct"]["rate"]
-            print(f"  round {r + 1}: direct {row['direct']['rate']:.1f} images/s, serve "
-                  f"{row['serve']['rate']:.1f} images/s: {row['ratio']:.2f}x", flush=True)  # fmt: skip
+            row["cpu_ratio"] = row["serve"]["per_cpu"] / row["direct"]["per_cpu"]
+            print(f"  round {r + 1}: direct {row['direct']['rate']:.1f} images/s "
+                  f"({row['direct']['per_cpu']:.1f} per CPU-second), serve "
+                  f"{row['serve']['rate']:.1f} images/s ({row['serve']['per_cpu']:.1f} per "
+                  f"CPU-second): {row['ratio']:.2f}x, per CPU-second {row['cpu_ratio']:.2f}x",
+                  flush=True)  # fmt: skip
             rounds.append(row)
         stats = served.replica_stats()
     finally:
@@ -326,6 +361,7 @@ def report(name: str, result: dict) -> list[str]:
     direct = float(np.median([r["direct"]["rate"] for r in rounds]))
     serve = float(np.median([r["serve"]["rate"] for r in rounds]))
     ratios = [r["ratio"] for r in rounds]
+    cpu_ratios = [r["cpu_ratio"] for r in rounds]
     stats = result["stats"]
     per_batch = sum(s["requests"] for s in stats) / max(sum(s["batches"] for s in stats), 1)
     d50, d99 = percentiles(pooled("direct"))
@@ -333,9 +369,11 @@ def report(name: str, result: dict) -> list[str]:
     dl50, dl99 = percentiles(pooled("direct_lone"))
     sl50, sl99 = percentiles(pooled("serve_lone"))
     return [
-        f"| {name} direct | {direct:.1f} | | {d50:.1f} / {d99:.1f} | {dl50:.1f} / {dl99:.1f} | | |",
+        f"| {name} direct | {direct:.1f} | | | {d50:.1f} / {d99:.1f} | {dl50:.1f} / {dl99:.1f} "
+        "| | |",
         f"| {name} serve | {serve:.1f} | **{np.median(ratios):.2f}** "
-        f"({min(ratios):.2f}–{max(ratios):.2f}) | {s50:.1f} / {s99:.1f} | "
+        f"({min(ratios):.2f}–{max(ratios):.2f}) | **{np.median(cpu_ratios):.2f}** "
+        f"({min(cpu_ratios):.2f}–{max(cpu_ratios):.2f}) | {s50:.1f} / {s99:.1f} | "
         f"{sl50:.1f} / {sl99:.1f} | {per_batch:.1f} | "
         f"{result['wrong']} / {result['lost']} of {result['sent']} |",
     ]
@@ -386,9 +424,10 @@ def main() -> int:
         serve.shutdown()
         ray.shutdown()
     print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
-    print("\n| replicas x threads | images/s (median) | serve / direct (median, range) | "
-          "burst p50 / p99 ms | lone p50 / p99 ms | requests per batch | wrong / lost |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|")
+    print("\n| replicas x threads | images/s (median) | serve / direct images/s (median, "
+          "range) | serve / direct images per CPU-second | burst p50 / p99 ms | "
+          "lone p50 / p99 ms | requests per batch | wrong / lost |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
     for name, result in results.items():
         print("\n".join(report(name, result)))
     return 1 if any(r["wrong"] or r["lost"] for r in results.values()) else 0
