@@ -7,8 +7,10 @@ survive a fork), runs parallel loops on as many threads as it reserved CPUs,
 and answers
 
 * HTTP: `POST {"inputs": {"x": [[...]]}}` → `{"outputs": {"y": [[...]]}}`,
-  400 with `{"error": ...}` for a bad request; `GET` describes the model and
-  the answering replica (`stats`);
+  or, with `Content-Type: application/x-npz`, an `np.savez` archive of the
+  inputs → one of the outputs (no JSON: dtypes and shapes travel with the
+  arrays); 400 with `{"error": ...}` for a bad request; `GET` describes the
+  model and the answering replica (`stats`);
 * a `DeploymentHandle`: `handle.remote({"x": array})` → `{"y": array}`,
   `BadRequest` for a bad request.
 
@@ -33,7 +35,16 @@ from starlette.responses import Response
 from lamina.runtime.artifact import read_manifest
 from lamina.serve.batching import BatchQueue
 from lamina.serve.model import ServedModel, threads_for
-from lamina.serve.requests import BadRequest, arrays_of, decode_json, describe_model, encode_json
+from lamina.serve.requests import (
+    NPZ,
+    BadRequest,
+    arrays_of,
+    decode_json,
+    decode_npz,
+    describe_model,
+    encode_json,
+    encode_npz,
+)
 
 
 @serve.deployment
@@ -66,13 +77,17 @@ class LaminaModel:
             )
         if request.method != "POST":
             return _json({"error": f"{request.method} not allowed: POST a request"}, 405)
+        binary = request.headers.get("content-type", "").split(";")[0].strip() == NPZ
+        decode = decode_npz if binary else decode_json
         try:
-            arrays = model.check(decode_json(await request.body(), model.inputs))
+            arrays = model.check(decode(await request.body(), model.inputs))
         except BadRequest as err:
             return _json({"error": str(err)}, 400)
         answer = await self._queue.submit(arrays)
         if isinstance(answer, Exception):
             return _json({"error": f"{type(answer).__name__}: {answer}"}, 500)
+        if binary:
+            return Response(encode_npz(answer), media_type=NPZ)
         return _json(encode_json(answer))
 
     def stats(self) -> dict[str, object]:

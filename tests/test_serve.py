@@ -13,6 +13,7 @@ The request checks and the batcher are also tested alone, without Ray.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import re
@@ -31,7 +32,15 @@ import numpy as np
 import pytest
 
 from lamina.serve.batching import BatchPlan, BatchQueue, plan_batching, run_batch
-from lamina.serve.requests import BadRequest, Port, check_request, decode_json
+from lamina.serve.requests import (
+    NPZ,
+    BadRequest,
+    Port,
+    check_request,
+    decode_json,
+    decode_npz,
+    encode_npz,
+)
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
@@ -132,6 +141,19 @@ def test_json_requests_decode_to_the_inputs_dtypes():
     small = Port("i", np.dtype(np.int32), (BATCH,))
     with pytest.raises(BadRequest, match="out of int32's range"):
         decode_json(b'{"inputs": {"i": [1, 2, 3, 4000000000]}}', (small,))
+
+
+def test_npz_requests_keep_dtypes_and_shapes():
+    x = RNG.normal(size=(3, 16)).astype(np.float32)
+    got = decode_npz(encode_npz({"x": x}), (X,))
+    assert got["x"].dtype == np.float32
+    np.testing.assert_array_equal(got["x"], x)
+    with pytest.raises(BadRequest, match="malformed application/x-npz body"):
+        decode_npz(b"not a zip", (X,))
+    with pytest.raises(BadRequest, match="got one array"):
+        buffer = io.BytesIO()
+        np.save(buffer, x)
+        decode_npz(buffer.getvalue(), (X,))
 
 
 def test_batching_plans():
@@ -311,13 +333,32 @@ def cnn(ray_serve: str, artifact: Path):
     return f"{ray_serve}/cnn", handle
 
 
-def post(url: str, body: bytes) -> tuple[int, dict]:
-    request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+def post(url: str, body: bytes, content_type: str = "application/json") -> tuple[int, dict]:
+    """POST `body`: the status and the answer (JSON, or the arrays of an .npz answer)."""
+    request = urllib.request.Request(url, data=body, headers={"Content-Type": content_type})
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
-            return response.status, json.loads(response.read())
+            data = response.read()
+            if response.headers.get("content-type") == NPZ:
+                with np.load(io.BytesIO(data)) as archive:
+                    return response.status, {name: archive[name] for name in archive.files}
+            return response.status, json.loads(data)
     except urllib.error.HTTPError as err:
         return err.code, json.loads(err.read())
+
+
+def test_http_takes_and_answers_npz_archives(cnn):
+    """`Content-Type: application/x-npz`: the inputs as `np.savez` writes them, the
+    outputs back the same way (dtype and shape kept); a bad archive gets 400."""
+    url, _ = cnn
+    x = RNG.normal(size=(3, 3, 16, 16)).astype(np.float32)
+    status, answer = post(url, encode_npz({"x": x}), NPZ)
+    assert status == 200 and answer["y"].dtype == np.float32 and answer["y"].shape == (3, 10)
+    np.testing.assert_allclose(answer["y"], reference(x), rtol=1e-4, atol=1e-4)
+    status, answer = post(url, encode_npz({"x": x.astype(np.float64)}), NPZ)
+    assert status == 400 and "expected dtype float32, got float64" in answer["error"]
+    status, answer = post(url, b"PK garbage", NPZ)
+    assert status == 400 and "malformed application/x-npz" in answer["error"]
 
 
 def test_a_burst_of_concurrent_requests_is_answered_correctly(cnn):
