@@ -231,20 +231,29 @@ def start_ray(cpus: int) -> None:
     serve.start(http_options={"host": "127.0.0.1", "port": port})
 
 
-class Served:
-    """One deployed configuration: bursts and lone requests, answers checked."""
+def echo_app(replicas: int, args: argparse.Namespace):
+    """Ray Serve alone: a deployment that answers each request with a slice of it and
+    computes nothing (its replicas reserve no CPU, so it runs beside Lamina's). Its
+    CPU per request is what Ray, Serve and the client cost without any model."""
+    from ray import serve
 
-    def __init__(self, artifact: Path, replicas: int, threads: int, args: argparse.Namespace,
-                 images: np.ndarray, reference: np.ndarray):  # fmt: skip
+    @serve.deployment(num_replicas=replicas, ray_actor_options={"num_cpus": 0},
+                      max_ongoing_requests=2 * args.max_batch)  # fmt: skip
+    class Echo:
+        async def __call__(self, request: dict) -> dict:
+            return {"logits": np.asarray(request["input"]).reshape(1, -1)[:, :1000].copy()}
+
+    return Echo.bind()
+
+
+class Served:
+    """One deployed application: bursts and lone requests, answers checked if `checked`."""
+
+    def __init__(self, app, name: str, replicas: int, args: argparse.Namespace,
+                 images: np.ndarray, reference: np.ndarray | None):  # fmt: skip
         from ray import serve
 
-        import lamina.serve
-
-        app = lamina.serve.deployment(
-            artifact, num_replicas=replicas, num_cpus=threads, max_batch_size=args.max_batch,
-            batch_wait_timeout_s=args.batch_wait, max_constructor_retry_count=1,
-        )  # fmt: skip
-        self.handle = serve.run(app, name="bench", route_prefix="/bench")
+        self.handle = serve.run(app, name=name, route_prefix=f"/{name}")
         self.replicas, self.args, self.images, self.reference = replicas, args, images, reference
         self.wrong: list[int] = []
         self.failed: list[str] = []
@@ -253,7 +262,7 @@ class Served:
             self.handle.remote({"input": images[i % len(images)][None]}).result(timeout_s=120)
 
     def _check(self, i: int, answer: dict) -> None:
-        if not np.allclose(
+        if self.reference is not None and not np.allclose(
             answer["logits"][0], self.reference[i % len(self.images)], rtol=1e-4, atol=1e-4
         ):
             self.wrong.append(i)
@@ -313,9 +322,15 @@ def measure(artifact: Path, replicas: int, threads: int, images: np.ndarray,
     """Interleaved rounds of direct and served bursts and lone calls for `RxT`."""
     from ray import serve
 
-    first = run_direct(artifact, images, len(images), 1, threads, work)  # the reference
-    del first
-    served = Served(artifact, replicas, threads, args, images, np.load(work / "reference.npy"))
+    import lamina.serve
+
+    run_direct(artifact, images, len(images), 1, threads, work)  # writes the reference
+    app = lamina.serve.deployment(
+        artifact, num_replicas=replicas, num_cpus=threads, max_batch_size=args.max_batch,
+        batch_wait_timeout_s=args.batch_wait, max_constructor_retry_count=1,
+    )  # fmt: skip
+    served = Served(app, "bench", replicas, args, images, np.load(work / "reference.npy"))
+    echo = Served(echo_app(replicas, args), "echo", replicas, args, images, None)
     rounds: list[dict] = []
     try:
         for r in range(args.rounds):
@@ -324,29 +339,36 @@ def measure(artifact: Path, replicas: int, threads: int, images: np.ndarray,
                 ("direct", lambda: run_direct(artifact, images, args.requests, replicas,
                                               threads, work)),
                 ("serve", served.burst),
+                ("echo", echo.burst),
                 ("direct_lone", lambda: run_direct(artifact, images, args.sequential, 1,
                                                    threads, work)["times"]),
                 ("serve_lone", served.lone),
             ]  # fmt: skip
             if r % 2:  # alternate which runs first
-                steps = [steps[1], steps[0], steps[3], steps[2]]
+                steps = [steps[2], steps[1], steps[0], steps[4], steps[3]]
             for name, step in steps:
                 row[name] = step()
             row["ratio"] = row["serve"]["rate"] / row["direct"]["rate"]
             row["cpu_ratio"] = row["serve"]["per_cpu"] / row["direct"]["per_cpu"]
+            # The best serve / direct per CPU-second Ray allows: the direct CPU per image
+            # plus Ray's alone per request.
+            direct_cpu, ray_cpu = 1 / row["direct"]["per_cpu"], 1 / row["echo"]["per_cpu"]
+            row["ceiling"] = direct_cpu / (direct_cpu + ray_cpu)
             print(f"  round {r + 1}: direct {row['direct']['rate']:.1f} images/s "
                   f"({row['direct']['per_cpu']:.1f} per CPU-second), serve "
                   f"{row['serve']['rate']:.1f} images/s ({row['serve']['per_cpu']:.1f} per "
-                  f"CPU-second): {row['ratio']:.2f}x, per CPU-second {row['cpu_ratio']:.2f}x",
-                  flush=True)  # fmt: skip
+                  f"CPU-second): {row['ratio']:.2f}x, per CPU-second {row['cpu_ratio']:.2f}x; "
+                  f"Ray alone {ray_cpu * 1e3:.1f} ms CPU per request, ceiling "
+                  f"{row['ceiling']:.2f}x", flush=True)  # fmt: skip
             rounds.append(row)
         stats = served.replica_stats()
     finally:
         serve.delete("bench")
+        serve.delete("echo")
     if served.failed:
         print(f"  {len(served.failed)} lost, first: {served.failed[0]}")
     return {"rounds": rounds, "stats": stats, "wrong": len(served.wrong),
-            "lost": len(served.failed), "sent": served.sent}  # fmt: skip
+            "lost": len(served.failed) + len(echo.failed), "sent": served.sent}  # fmt: skip
 
 
 def report(name: str, result: dict) -> list[str]:
@@ -362,6 +384,8 @@ def report(name: str, result: dict) -> list[str]:
     serve = float(np.median([r["serve"]["rate"] for r in rounds]))
     ratios = [r["ratio"] for r in rounds]
     cpu_ratios = [r["cpu_ratio"] for r in rounds]
+    ceilings = [r["ceiling"] for r in rounds]
+    ray_ms = float(np.median([1e3 / r["echo"]["per_cpu"] for r in rounds]))
     stats = result["stats"]
     per_batch = sum(s["requests"] for s in stats) / max(sum(s["batches"] for s in stats), 1)
     d50, d99 = percentiles(pooled("direct"))
@@ -369,11 +393,12 @@ def report(name: str, result: dict) -> list[str]:
     dl50, dl99 = percentiles(pooled("direct_lone"))
     sl50, sl99 = percentiles(pooled("serve_lone"))
     return [
-        f"| {name} direct | {direct:.1f} | | | {d50:.1f} / {d99:.1f} | {dl50:.1f} / {dl99:.1f} "
-        "| | |",
+        f"| {name} direct | {direct:.1f} | | | | {d50:.1f} / {d99:.1f} | "
+        f"{dl50:.1f} / {dl99:.1f} | | |",
         f"| {name} serve | {serve:.1f} | **{np.median(ratios):.2f}** "
         f"({min(ratios):.2f}–{max(ratios):.2f}) | **{np.median(cpu_ratios):.2f}** "
-        f"({min(cpu_ratios):.2f}–{max(cpu_ratios):.2f}) | {s50:.1f} / {s99:.1f} | "
+        f"({min(cpu_ratios):.2f}–{max(cpu_ratios):.2f}) | {np.median(ceilings):.2f} "
+        f"({ray_ms:.1f} ms) | {s50:.1f} / {s99:.1f} | "
         f"{sl50:.1f} / {sl99:.1f} | {per_batch:.1f} | "
         f"{result['wrong']} / {result['lost']} of {result['sent']} |",
     ]
@@ -391,6 +416,9 @@ def main() -> int:
     parser.add_argument("--max-batch", type=int, default=8,
                         help="max_batch_size, and the upper bound of the compiled batch")  # fmt: skip
     parser.add_argument("--batch-wait", type=float, default=0.0, help="batch_wait_timeout_s")
+    parser.add_argument("--inline-bytes", type=int, default=0,
+                        help="Ray's max_direct_call_object_size: requests up to this size go "
+                        "inline in the call, not through the object store (0: Ray's default)")  # fmt: skip
     parser.add_argument(
         "--work-dir", default=os.path.join(tempfile.gettempdir(), "lamina-bench-serve")
     )
@@ -409,6 +437,8 @@ def main() -> int:
     print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())} "
           f"({os.cpu_count()} CPUs)", flush=True)  # fmt: skip
 
+    if args.inline_bytes:  # read by every Ray process as it starts
+        os.environ["RAY_max_direct_call_object_size"] = str(args.inline_bytes)
     start_ray(args.cpus)
     results = {}
     try:
@@ -425,9 +455,10 @@ def main() -> int:
         ray.shutdown()
     print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     print("\n| replicas x threads | images/s (median) | serve / direct images/s (median, "
-          "range) | serve / direct images per CPU-second | burst p50 / p99 ms | "
-          "lone p50 / p99 ms | requests per batch | wrong / lost |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|")
+          "range) | serve / direct images per CPU-second | ceiling (Ray alone, CPU per "
+          "request) | burst p50 / p99 ms | lone p50 / p99 ms | requests per batch | "
+          "wrong / lost |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
     for name, result in results.items():
         print("\n".join(report(name, result)))
     return 1 if any(r["wrong"] or r["lost"] for r in results.values()) else 0
