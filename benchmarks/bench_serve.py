@@ -405,7 +405,7 @@ def report(name: str, result: dict) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--model", choices=("resnet18", "mlp"), default="resnet18")
     parser.add_argument("--cpus", type=int, default=2, help="CPUs of Ray")
     parser.add_argument("--configs", default="2x1", help="replicas x threads, comma-separated")
