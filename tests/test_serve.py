@@ -435,12 +435,13 @@ def _blocks(language: str) -> list[str]:
 
 
 def test_docs_walkthrough_runs(ray_serve: str, tmp_path: Path, monkeypatch, capsys):
-    """The page's Python blocks and its `lamina-compile` and `curl` commands, in order,
+    """The page's Python blocks (the last one over HTTP with an .npz archive) and its
+    `lamina-compile` and `curl` commands, in order,
     on this module's Ray (standing in for `ray start --head`) with Serve's HTTP port.
     Runs last: the CNN's replicas hold both CPUs, so its application is deleted first."""
     serve.delete("cnn")
     monkeypatch.chdir(tmp_path)
-    make_model, deploy, ask = _blocks("python")
+    make_model, deploy, ask, ask_npz = _blocks("python")
     shell = "\n".join(_blocks("sh")).replace("\\\n", "")
     namespace: dict = {}
     exec(compile(make_model, str(PAGE), "exec"), namespace)  # noqa: S102 - the page's own code
@@ -477,4 +478,10 @@ def test_docs_walkthrough_runs(ray_serve: str, tmp_path: Path, monkeypatch, caps
     printed = capsys.readouterr().out
     np.testing.assert_allclose(namespace["probabilities"], expected(namespace["x"]), rtol=1e-5)
     assert printed.strip().startswith("[[")
+
+    ask_npz = ask_npz.replace("http://127.0.0.1:8000", ray_serve)
+    exec(compile(ask_npz, str(PAGE), "exec"), namespace)  # noqa: S102
+    np.testing.assert_allclose(
+        namespace["probabilities"], expected([[5.1, 3.5, 1.4, 0.2]]), rtol=1e-5
+    )
     serve.delete("classifier")
