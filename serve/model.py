@@ -13,6 +13,7 @@ import ctypes.util
 import os
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -36,21 +37,55 @@ def set_threads(count: int) -> None:
     os.environ["LAMINA_NUM_THREADS"] = str(count)
 
 
-def openmp_threads() -> int | None:
-    """Threads a parallel loop of this process uses (None: no OpenMP runtime loaded)."""
+def _loaded_openmp() -> ctypes.CDLL | None:
+    """libgomp if this process has loaded it (never loads it)."""
     name = ctypes.util.find_library("gomp")
     try:
-        gomp = ctypes.CDLL(name or "libgomp.so.1", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+        return ctypes.CDLL(name or "libgomp.so.1", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
     except OSError:
         return None
+
+
+def openmp_threads() -> int | None:
+    """Threads a parallel loop started from the calling thread uses (None: no OpenMP
+    runtime loaded)."""
+    gomp = _loaded_openmp()
+    return None if gomp is None else int(gomp.omp_get_max_threads())
+
+
+def pin_threads(count: int | None) -> int | None:
+    """Parallel loops started from the calling thread run on `count` threads (None: as
+    the process was set up); returns the count they will use.
+
+    OpenMP's thread count is per starting thread: a thread inherits the value
+    libgomp read from the environment when it was loaded. If something loaded
+    libgomp before the replica set `LAMINA_NUM_THREADS`, only this call puts
+    the worker thread that runs the model at the replica's count.
+    """
+    gomp = _loaded_openmp()
+    if gomp is None:
+        return None
+    if count is not None:
+        gomp.omp_set_num_threads(ctypes.c_int(count))
     return int(gomp.omp_get_max_threads())
 
 
 class ServedModel:
     """A loaded artifact with its inputs and outputs, batching plan and warm-up call."""
 
-    def __init__(self, artifact: Executable):
+    def __init__(self, artifact: Executable, threads: int | None = None):
         self.artifact = artifact
+        self.threads: int | None = None
+        """Threads of the worker's parallel loops, as OpenMP reports them on the worker
+        (None: the code has no parallel loops' runtime)."""
+        self.worker = ThreadPoolExecutor(
+            max_workers=1,
+            thread_name_prefix="lamina-run",
+            initializer=self._pin,
+            initargs=(threads,),
+        )
+        """The one thread that runs the model's calls (warm-up included): its OpenMP
+        thread team is started once, by the warm-up, and reused."""
         self.inputs = tuple(map(port_of, artifact.get_inputs()))
         self.outputs = tuple(map(port_of, artifact.get_outputs()))
         self.bounds: dict[str, tuple[int, int]] = dict(_bounds_of(artifact))
@@ -67,7 +102,10 @@ class ServedModel:
         thread count once)."""
         if threads is not None:
             set_threads(threads)
-        return cls(load(path))
+        return cls(load(path), threads)
+
+    def _pin(self, threads: int | None) -> None:
+        self.threads = pin_threads(threads)
 
     def check(self, arrays: Mapping[str, object]) -> Arrays:
         """One request's arrays checked (`BadRequest` if they do not fit)."""
@@ -92,10 +130,12 @@ class ServedModel:
         return answers
 
     def warm_up(self) -> None:
-        """One call on zeros: the first call's one-time costs (page faults on the
-        weights, OpenMP's thread start) are not paid by a user's request."""
+        """One call on zeros, on the worker thread: the first call's one-time costs (page
+        faults on the weights, the worker's OpenMP thread team) are not paid by a user's
+        request."""
         rows = self.plan.minimum if self.plan is not None else None
-        (result,) = self.run_batch([{p.name: _zeros(p, self.bounds, rows) for p in self.inputs}])
+        zeros = {p.name: _zeros(p, self.bounds, rows) for p in self.inputs}
+        (result,) = self.worker.submit(self.run_batch, [zeros]).result()
         if isinstance(result, Exception):
             raise result
 

@@ -7,22 +7,23 @@ survive a fork), runs parallel loops on as many threads as it reserved CPUs,
 and answers
 
 * HTTP: `POST {"inputs": {"x": [[...]]}}` → `{"outputs": {"y": [[...]]}}`,
-  400 with `{"error": ...}` for a bad request; `GET` describes the model and
-  the answering replica (`stats`);
+  or, with `Content-Type: application/x-npz`, an `np.savez` archive of the
+  inputs → one of the outputs (no JSON: dtypes and shapes travel with the
+  arrays); 400 with `{"error": ...}` for a bad request; `GET` describes the
+  model and the answering replica (`stats`);
 * a `DeploymentHandle`: `handle.remote({"x": array})` → `{"y": array}`,
   `BadRequest` for a bad request.
 
-Requests are checked one by one, then batched with `@serve.batch` and run on
-one worker thread (the event loop keeps accepting requests meanwhile, so the
-next batch fills while this one computes).
+Requests are checked one by one, then batched by a `BatchQueue` and run on
+one worker thread (the event loop keeps accepting requests meanwhile, and
+the next batch is cut when the worker is free, so it holds every request
+that arrived while this one computed).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +33,18 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from lamina.runtime.artifact import read_manifest
-from lamina.serve.batching import Arrays
-from lamina.serve.model import ServedModel, openmp_threads, threads_for
-from lamina.serve.requests import BadRequest, arrays_of, decode_json, describe_model, encode_json
+from lamina.serve.batching import BatchQueue
+from lamina.serve.model import ServedModel, threads_for
+from lamina.serve.requests import (
+    NPZ,
+    BadRequest,
+    arrays_of,
+    decode_json,
+    decode_npz,
+    describe_model,
+    encode_json,
+    encode_npz,
+)
 
 
 @serve.deployment
@@ -46,16 +56,15 @@ class LaminaModel:
     ):
         self.model = ServedModel.load(path, num_threads)
         self.model.warm_up()
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lamina-run")
-        # `@serve.batch` adds these setters to the method (invisible to type checkers).
-        self._infer.set_max_batch_size(max_batch_size)  # pyright: ignore[reportAttributeAccessIssue]
-        self._infer.set_batch_wait_timeout_s(batch_wait_timeout_s)  # pyright: ignore[reportAttributeAccessIssue]
+        self._queue = BatchQueue(
+            self.model.run_batch, self.model.worker, max_batch_size, batch_wait_timeout_s
+        )
 
     async def __call__(self, request: Any) -> Any:
         """An HTTP request (JSON) or a handle call (NumPy arrays)."""
         if isinstance(request, Request):
             return await self._http(request)
-        answer = await self._infer(self.model.check(arrays_of(request, self.model.inputs)))
+        answer = await self._queue.submit(self.model.check(arrays_of(request, self.model.inputs)))
         if isinstance(answer, Exception):
             raise answer
         return answer
@@ -68,24 +77,23 @@ class LaminaModel:
             )
         if request.method != "POST":
             return _json({"error": f"{request.method} not allowed: POST a request"}, 405)
+        binary = request.headers.get("content-type", "").split(";")[0].strip() == NPZ
+        decode = decode_npz if binary else decode_json
         try:
-            arrays = model.check(decode_json(await request.body(), model.inputs))
+            arrays = model.check(decode(await request.body(), model.inputs))
         except BadRequest as err:
             return _json({"error": str(err)}, 400)
-        answer = await self._infer(arrays)
+        answer = await self._queue.submit(arrays)
         if isinstance(answer, Exception):
             return _json({"error": f"{type(answer).__name__}: {answer}"}, 500)
+        if binary:
+            return Response(encode_npz(answer), media_type=NPZ)
         return _json(encode_json(answer))
 
     def stats(self) -> dict[str, object]:
         """This replica: its process, the threads of its parallel loops (None: it has
         none) and its counters since start (`ServedModel.stats`)."""
-        return {"replica": {"pid": os.getpid(), "threads": openmp_threads(), **self.model.stats}}
-
-    @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.01)
-    async def _infer(self, requests: list[Arrays]) -> list[Arrays | Exception]:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._worker, self.model.run_batch, requests)
+        return {"replica": {"pid": os.getpid(), "threads": self.model.threads, **self.model.stats}}
 
 
 def _json(content: object, status: int = 200) -> Response:
@@ -99,7 +107,7 @@ def deployment(
     *,
     num_replicas: int = 1,
     max_batch_size: int = 8,
-    batch_wait_timeout_s: float = 0.01,
+    batch_wait_timeout_s: float = 0.0,
     num_cpus: float = 1,
     num_threads: int | None = None,
     name: str = "lamina",
@@ -111,10 +119,12 @@ def deployment(
 
     Each of the `num_replicas` replicas reserves `num_cpus` CPUs and runs
     Lamina's parallel loops on `num_threads` threads (default: `num_cpus`).
-    `@serve.batch` collects up to `max_batch_size` requests, waiting at most
-    `batch_wait_timeout_s` for more. A replica takes `max_ongoing_requests`
-    at once (default: twice the batch, so the next batch fills while one
-    runs). `options` go to Serve's deployment (`autoscaling_config`, ...).
+    A batch holds up to `max_batch_size` requests: those that waited while
+    the previous batch ran, or, when the replica was idle, those that arrive
+    within `batch_wait_timeout_s` (default 0: a lone request runs at once).
+    A replica takes `max_ongoing_requests` at once (default: twice the batch,
+    so the next batch fills while one runs). `options` go to Serve's
+    deployment (`autoscaling_config`, ...).
 
     `path` must exist at the same place on every node running a replica. Its
     manifest is read here, so that a path that is no artifact (or one from

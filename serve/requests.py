@@ -12,7 +12,9 @@ tested without a cluster (docs/serving.md describes the formats).
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -180,6 +182,31 @@ def _array_of_json(value: object, port: Port) -> np.ndarray:
         if arr.min() < info.min or arr.max() > info.max:
             raise BadRequest(f"input {port.describe()}: a value is out of {port.dtype}'s range")
     return arr.astype(port.dtype)
+
+
+NPZ = "application/x-npz"
+"""Content type of a binary request or answer: NumPy's `.npz` (`np.savez`), one array
+per input or output name; dtypes and shapes travel with the arrays, no JSON."""
+
+
+def decode_npz(body: bytes, inputs: tuple[Port, ...]) -> dict[str, np.ndarray]:
+    """A binary request: `np.savez(buffer, x=array, ...)` by input name (never pickles)."""
+    names = ", ".join(p.name for p in inputs)
+    try:
+        archive = np.load(io.BytesIO(body), allow_pickle=False)
+        if not isinstance(archive, np.lib.npyio.NpzFile):
+            raise BadRequest(f"expected an .npz archive (np.savez with {names}), got one array")
+        with archive:
+            return {name: archive[name] for name in archive.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+        raise BadRequest(f"malformed {NPZ} body (np.savez with {names}): {err}") from None
+
+
+def encode_npz(outputs: Mapping[str, np.ndarray]) -> bytes:
+    """The answer to a binary request: the outputs by name, as `np.savez` writes them."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **outputs)  # pyright: ignore[reportArgumentType] (names, not options)
+    return buffer.getvalue()
 
 
 def encode_json(outputs: Mapping[str, np.ndarray]) -> dict[str, object]:

@@ -47,16 +47,16 @@ def test_runtime_benchmark_measures_load_and_threads(tmp_path):
 
 
 def test_serve_benchmark_checks_every_answer(tmp_path):
-    """bench_serve.py on the small MLP: direct loops, one Ray Serve configuration, a short
-    burst whose every answer is checked (exit status 1 if one is lost or wrong)."""
+    """bench_serve.py on the small MLP: one round of direct loops, Ray Serve and Ray
+    alone for one configuration, a short burst whose every answer is checked (exit
+    status 1 if one is lost or wrong)."""
     __import__("pytest").importorskip("ray.serve")
     script = BENCH.parent / "bench_serve.py"
     out = subprocess.run(
-        [sys.executable, str(script), "--model", "mlp", "--configs", "1x1:1",
-         "--requests", "20", "--direct-calls", "20", "--sequential", "2",
-         "--work-dir", str(tmp_path)],
+        [sys.executable, str(script), "--model", "mlp", "--configs", "1x1", "--rounds", "1",
+         "--requests", "20", "--sequential", "2", "--work-dir", str(tmp_path)],
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "| 1x1:1 |" in out.stdout and "0 wrong, 0 lost of 20" in out.stdout
-    assert "load average before" in out.stdout
+    assert "| 1x1 serve |" in out.stdout and "| 0 / 0 of 22 |" in out.stdout
+    assert "Ray alone" in out.stdout and "load average before" in out.stdout

@@ -146,3 +146,65 @@ def test_docs_example_runs_as_shown(tmp_path):
     result = _tool("lamina_run", tmp_path / "shift.mlir", "--entry", "shift", "--check-bounds")
     assert result.returncode == 1
     assert result.stderr.strip() == console[1]
+
+
+# A kernel that computes for a while (a sum of `a`, 512 times) before an access at
+# an index read from its input: calls from several threads overlap, some in bounds,
+# some not.
+PICK = """\
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @pick(%a: memref<512xf32>, %i: memref<1xi64>, %out: memref<1xf32>) attributes {lamina.results = 1 : i64} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %n = arith.constant 512 : index
+    %z = arith.constant 0.0 : f32
+    loop.store %z, %out[%c0] : memref<1xf32>
+    loop.for %r = %c0 to %n step %c1 {
+      loop.for %t = %c0 to %n step %c1 {
+        %v = loop.load %a[%t] : memref<512xf32>
+        %o = loop.load %out[%c0] : memref<1xf32>
+        %s = arith.addf %o, %v : f32
+        loop.store %s, %out[%c0] : memref<1xf32>
+      }
+    }
+    %k = loop.load %i[%c0] : memref<1xi64>
+    %j = arith.index_cast %k : i64 to index
+    %v = loop.load %a[%j] : memref<512xf32>
+    loop.store %v, %out[%c0] : memref<1xf32>
+    loop.return
+  }
+}
+"""
+
+
+def test_concurrent_failing_and_succeeding_calls_never_return_a_wrong_result():
+    """4 threads x 40 calls of one module, a third of them out of bounds. The error
+    globals are per module (docs/runtime-errors.md): a failing call raises an
+    out-of-bounds error (its own, or a concurrent call's), a succeeding call returns
+    the right value or, if an error was recorded while it ran, raises one that says
+    so; none returns a wrong value, and the module keeps working afterwards."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    exe = lamina.compile(PICK, check_bounds=True)
+    a = np.arange(512, dtype=np.float32)
+    indices = [600 + t if (t + c) % 3 == 0 else 7 + t for t in range(4) for c in range(40)]
+
+    def call(index: int) -> tuple[int, object]:
+        try:
+            return index, exe.run("pick", a, np.array([index], np.int64))[0]
+        except lamina.LaminaRuntimeError as err:
+            return index, str(err)
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(call, indices))
+    succeeded = 0
+    for index, result in results:
+        if index >= 512:
+            assert isinstance(result, str) and "index (6" in result and "out of bounds" in result
+        elif isinstance(result, str):
+            assert "out of bounds" in result and "recorded while this call ran" in result
+        else:
+            assert result == a[index]
+            succeeded += 1
+    assert succeeded > 0
+    assert exe.run("pick", a, np.array([5], np.int64))[0] == 5.0  # the globals were cleared

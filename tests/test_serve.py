@@ -12,6 +12,8 @@ The request checks and the batcher are also tested alone, without Ray.
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
 import os
 import re
@@ -20,6 +22,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -28,8 +31,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lamina.serve.batching import BatchPlan, plan_batching, run_batch
-from lamina.serve.requests import BadRequest, Port, check_request, decode_json
+from lamina.serve.batching import BatchPlan, BatchQueue, plan_batching, run_batch
+from lamina.serve.requests import (
+    NPZ,
+    BadRequest,
+    Port,
+    check_request,
+    decode_json,
+    decode_npz,
+    encode_npz,
+)
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
@@ -132,6 +143,19 @@ def test_json_requests_decode_to_the_inputs_dtypes():
         decode_json(b'{"inputs": {"i": [1, 2, 3, 4000000000]}}', (small,))
 
 
+def test_npz_requests_keep_dtypes_and_shapes():
+    x = RNG.normal(size=(3, 16)).astype(np.float32)
+    got = decode_npz(encode_npz({"x": x}), (X,))
+    assert got["x"].dtype == np.float32
+    np.testing.assert_array_equal(got["x"], x)
+    with pytest.raises(BadRequest, match="malformed application/x-npz body"):
+        decode_npz(b"not a zip", (X,))
+    with pytest.raises(BadRequest, match="got one array"):
+        buffer = io.BytesIO()
+        np.save(buffer, x)
+        decode_npz(buffer.getvalue(), (X,))
+
+
 def test_batching_plans():
     assert plan_batching((X,), (Y,), {}) == BatchPlan(rows=BATCH, minimum=BATCH)
     dynamic = Port("x", np.dtype(np.float32), ("N", 16))
@@ -182,6 +206,71 @@ def test_a_failing_call_fails_only_its_group():
     requests = [{"x": np.ones((1, 3), np.float32)}, {"x": np.ones((1, 4), np.float32)}]
     bad, good = run_batch(run, requests, BatchPlan(rows=None, minimum=1))
     assert isinstance(bad, ValueError) and isinstance(good, dict)
+
+
+def _queue_run(queue_batches: list[list[int]], gate: threading.Event):
+    """A `run_batch` that records each batch's request ids and holds the first batch
+    until `gate` is set (the worker is busy meanwhile)."""
+
+    def run(requests):
+        if not queue_batches:
+            assert gate.wait(10)
+        queue_batches.append([int(r["id"][0]) for r in requests])
+        return [{"y": r["id"] * 2} for r in requests]
+
+    return run
+
+
+def test_the_batch_queue_cuts_a_batch_when_the_worker_is_free():
+    """Requests arriving while a batch computes all join the next batch (up to its
+    size); a lone request runs at once; each gets its own answer; a request whose
+    caller gave up is dropped."""
+    batches: list[list[int]] = []
+    gate = threading.Event()
+    worker = ThreadPoolExecutor(1)
+
+    async def scenario():
+        queue = BatchQueue(_queue_run(batches, gate), worker, max_batch_size=4)
+        first = asyncio.ensure_future(queue.submit({"id": np.array([0])}))
+        await asyncio.sleep(0.05)  # the lone request runs at once, and holds the worker
+        assert batches == [] and not first.done()
+        rest = [asyncio.ensure_future(queue.submit({"id": np.array([i])})) for i in range(1, 8)]
+        await asyncio.sleep(0.05)
+        rest[1].cancel()  # request 2: its caller gave up before its batch
+        await asyncio.sleep(0)
+        gate.set()
+        answers = await asyncio.gather(first, *rest[:1], *rest[2:])
+        return [int(a["y"][0]) for a in answers]
+
+    try:
+        answers = asyncio.run(scenario())
+    finally:
+        worker.shutdown()
+    assert answers == [2 * i for i in (0, 1, 3, 4, 5, 6, 7)]
+    assert batches == [[0], [1, 3, 4, 5], [6, 7]]
+
+
+def test_the_batch_queue_waits_for_more_only_when_told():
+    batches: list[list[int]] = []
+    gate = threading.Event()
+    gate.set()
+    worker = ThreadPoolExecutor(1)
+
+    async def scenario():
+        queue = BatchQueue(_queue_run(batches, gate), worker, 8, batch_wait_timeout_s=0.5)
+        first = asyncio.ensure_future(queue.submit({"id": np.array([0])}))
+        await asyncio.sleep(0.05)
+        assert batches == []  # still waiting for the batch to fill
+        second = queue.submit({"id": np.array([1])})
+        await asyncio.gather(first, second)
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        worker.shutdown()
+    assert batches == [[0, 1]]
+    with pytest.raises(ValueError, match="max_batch_size must be >= 1"):
+        BatchQueue(_queue_run(batches, gate), worker, 0)
 
 
 # ---------------------------------------------------------------------------
@@ -244,13 +333,32 @@ def cnn(ray_serve: str, artifact: Path):
     return f"{ray_serve}/cnn", handle
 
 
-def post(url: str, body: bytes) -> tuple[int, dict]:
-    request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+def post(url: str, body: bytes, content_type: str = "application/json") -> tuple[int, dict]:
+    """POST `body`: the status and the answer (JSON, or the arrays of an .npz answer)."""
+    request = urllib.request.Request(url, data=body, headers={"Content-Type": content_type})
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
-            return response.status, json.loads(response.read())
+            data = response.read()
+            if response.headers.get("content-type") == NPZ:
+                with np.load(io.BytesIO(data)) as archive:
+                    return response.status, {name: archive[name] for name in archive.files}
+            return response.status, json.loads(data)
     except urllib.error.HTTPError as err:
         return err.code, json.loads(err.read())
+
+
+def test_http_takes_and_answers_npz_archives(cnn):
+    """`Content-Type: application/x-npz`: the inputs as `np.savez` writes them, the
+    outputs back the same way (dtype and shape kept); a bad archive gets 400."""
+    url, _ = cnn
+    x = RNG.normal(size=(3, 3, 16, 16)).astype(np.float32)
+    status, answer = post(url, encode_npz({"x": x}), NPZ)
+    assert status == 200 and answer["y"].dtype == np.float32 and answer["y"].shape == (3, 10)
+    np.testing.assert_allclose(answer["y"], reference(x), rtol=1e-4, atol=1e-4)
+    status, answer = post(url, encode_npz({"x": x.astype(np.float64)}), NPZ)
+    assert status == 400 and "expected dtype float32, got float64" in answer["error"]
+    status, answer = post(url, b"PK garbage", NPZ)
+    assert status == 400 and "malformed application/x-npz" in answer["error"]
 
 
 def test_a_burst_of_concurrent_requests_is_answered_correctly(cnn):
@@ -327,12 +435,13 @@ def _blocks(language: str) -> list[str]:
 
 
 def test_docs_walkthrough_runs(ray_serve: str, tmp_path: Path, monkeypatch, capsys):
-    """The page's Python blocks and its `lamina-compile` and `curl` commands, in order,
+    """The page's Python blocks (the last one over HTTP with an .npz archive) and its
+    `lamina-compile` and `curl` commands, in order,
     on this module's Ray (standing in for `ray start --head`) with Serve's HTTP port.
     Runs last: the CNN's replicas hold both CPUs, so its application is deleted first."""
     serve.delete("cnn")
     monkeypatch.chdir(tmp_path)
-    make_model, deploy, ask = _blocks("python")
+    make_model, deploy, ask, ask_npz = _blocks("python")
     shell = "\n".join(_blocks("sh")).replace("\\\n", "")
     namespace: dict = {}
     exec(compile(make_model, str(PAGE), "exec"), namespace)  # noqa: S102 - the page's own code
@@ -369,4 +478,10 @@ def test_docs_walkthrough_runs(ray_serve: str, tmp_path: Path, monkeypatch, caps
     printed = capsys.readouterr().out
     np.testing.assert_allclose(namespace["probabilities"], expected(namespace["x"]), rtol=1e-5)
     assert printed.strip().startswith("[[")
+
+    ask_npz = ask_npz.replace("http://127.0.0.1:8000", ray_serve)
+    exec(compile(ask_npz, str(PAGE), "exec"), namespace)  # noqa: S102
+    np.testing.assert_allclose(
+        namespace["probabilities"], expected([[5.1, 3.5, 1.4, 0.2]]), rtol=1e-5
+    )
     serve.delete("classifier")
