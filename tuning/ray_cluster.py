@@ -2,17 +2,18 @@
 
 Building a candidate (xDSL lowering, LLVM O3) takes far longer than timing
 it, and builds do not disturb each other's results: they run as Ray tasks
-on every CPU of the cluster (`build_many` submits a whole batch at once).
-Timing does disturb: a `_NodeMeasurer` actor (one per node, placed there by
-node affinity; Ray runs an actor's calls one after another) owns the
-node's measuring process (tuning/measure.py's `LocalMeasurer`, with its
+on every CPU of the cluster, submitted ahead (`submit`: the tuner keeps
+builds in flight while it measures earlier candidates). Timing does
+disturb: a `_NodeMeasurer` actor (one per node, placed there by node
+affinity; Ray runs an actor's calls one after another, so a node measures
+one thing at a time) owns the node's measuring process (tuning/measure.py's `LocalMeasurer`, with its
 timeouts and restarts). A built candidate travels to it as a disk-cache
 entry (runtime/cache.py), so the measuring process loads it instead of
 building it again. The records are gathered by the tuner, here.
 
 Every node needs this Lamina installed (the same version: the cache keys
-hash the source) and the same CPU as the measuring node for the records to
-be right for it (docs/tuning.md).
+hash the source). Nodes with the CPU of the reference node (where the tuner
+runs) measure, in turn; nodes with another CPU only build (docs/tuning.md).
 """
 
 from __future__ import annotations
@@ -74,8 +75,11 @@ class _NodeMeasurer:
     def check(self, *args: Any) -> dict:
         return self.local.check(*args)
 
-    def measure(self, *args: Any) -> dict:
-        return self.local.measure(*args)
+    def check_many(self, *args: Any) -> list:
+        return self.local.check_many(*args)
+
+    def measure(self, *args: Any, **options: Any) -> dict:
+        return self.local.measure(*args, **options)
 
     def identity(self) -> tuple[str, tuple[str, ...]]:
         return self.local.identity()
@@ -116,7 +120,17 @@ def connect(address: str) -> Any:
 
 
 class RayMeasurer:
-    """`LocalMeasurer`'s interface on a Ray cluster (see the module docstring)."""
+    """`LocalMeasurer`'s interface on a Ray cluster (see the module docstring).
+
+    Builds are Ray tasks (one CPU each) submitted ahead of the measurements
+    (`submit`), so the cluster's CPUs build the next candidates while a node
+    measures the last ones. Each measuring node has one `_NodeMeasurer`;
+    the nodes that measure are those with the CPU of the reference node (the
+    node this process runs on, else the first), so every measurement holds
+    for the records' CPU. Each built candidate is installed on every measuring
+    node; independent measurements (`measure_many`) go to the nodes in turn,
+    one at a time per node.
+    """
 
     def __init__(self, address: str, threads: int | None = None, build_timeout: float = 300.0):
         self.ray = ray = connect(address)
@@ -127,42 +141,73 @@ class RayMeasurer:
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         if not nodes:
             raise RayUnavailable(f"--ray: the cluster at {address} has no live node")
+        here = ray.get_runtime_context().get_node_id()
+        nodes.sort(key=lambda n: n["NodeID"] != here)  # the reference node first
         actor = ray.remote(num_cpus=0, max_restarts=0)(_NodeMeasurer)
-        self.actors = [
+        actors = [
             actor.options(
                 scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
             ).remote(threads)
             for n in nodes
         ]
-        self.actor = self.actors[0]  # the node the records are measured on
+        identities = ray.get([a.identity.remote() for a in actors])
+        self.actors = [a for a, i in zip(actors, identities, strict=True) if i == identities[0]]
+        """The measuring nodes' actors, the reference node's first."""
+        for a, i in zip(actors, identities, strict=True):
+            if i != identities[0]:  # another CPU: it builds, but its timings would not hold
+                ray.kill(a)
+        self._identity: tuple[str, tuple[str, ...]] = (identities[0][0], tuple(identities[0][1]))
+        self._turn = 0
         self.parallel_builds = max(1, int(ray.cluster_resources().get("CPU", 1)))
 
-    def build_many(self, texts: list[str]) -> list[dict]:
+    def _next(self) -> Any:
+        """The measuring actor whose turn it is."""
+        self._turn = (self._turn + 1) % len(self.actors)
+        return self.actors[self._turn]
+
+    def submit(self, texts: list[str]) -> list[Any]:
+        return [self._build_task.remote(t) for t in texts]
+
+    def collect(self, pending: list[Any]) -> list[dict]:
         ray = self.ray
-        refs = [self._build_task.remote(t) for t in texts]
         answers: list[dict] = []
-        for ref in refs:
+        for ref in pending:
             try:
                 answers.append(ray.get(ref, timeout=self.build_timeout))
             except Exception as err:  # the task's worker died, or it timed out
                 ray.cancel(ref, force=True)
                 answers.append({"ok": False, "why": f"build {type(err).__name__}"})
         installs = [
-            self.actor.install.remote(a["key"], a["entry"])
+            actor.install.remote(a["key"], a["entry"])
             for a in answers
             if a.get("ok") and a.get("entry") is not None
+            for actor in self.actors
         ]
         ray.get(installs)
         return answers
 
-    def check(self, *args: Any) -> dict:
-        return self.ray.get(self.actor.check.remote(*args))
+    def cancel(self, pending: list[Any]) -> None:
+        """Builds no longer wanted: queued ones are dropped, running ones finish unread."""
+        for ref in pending:
+            self.ray.cancel(ref, force=False)
 
-    def measure(self, *args: Any) -> dict:
-        return self.ray.get(self.actor.measure.remote(*args))
+    def build_many(self, texts: list[str]) -> list[dict]:
+        return self.collect(self.submit(texts))
+
+    def check(self, *args: Any) -> dict:
+        return self.ray.get(self.actors[0].check.remote(*args))
+
+    def check_many(self, kernel: str, reference: str, texts: list[str], timeout: float) -> list:
+        return self.ray.get(self._next().check_many.remote(kernel, reference, texts, timeout))
+
+    def measure(self, *args: Any, **options: Any) -> dict:
+        return self.ray.get(self.actors[0].measure.remote(*args, **options))
+
+    def measure_many(self, requests: list[tuple[str, list[str], int, float]]) -> list[dict]:
+        return self.ray.get([self._next().measure.remote(*r) for r in requests])
 
     def identity(self) -> tuple[str, tuple[str, ...]]:
-        return tuple(self.ray.get(self.actor.identity.remote()))  # type: ignore[return-value]
+        return self._identity
 
     def close(self) -> None:
         ray = self.ray
