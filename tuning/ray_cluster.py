@@ -21,7 +21,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import shutil
 import socket
+import tempfile
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +36,12 @@ class RayUnavailable(Exception):
     """Ray is missing or the cluster cannot be reached (a one-line user error)."""
 
 
-def _build(text: str) -> dict[str, Any]:
-    """A Ray task: compile one kernel program; its cache entry and the identity of its code."""
-    os.environ["LAMINA_CACHE"] = "1"  # this Ray worker's builds go to its node's disk cache
+def _build(text: str, cache_dir: str) -> dict[str, Any]:
+    """A Ray task: compile one kernel program; its cache entry and the identity of its code.
+    Builds go to `cache_dir`, the tuner run's own disk cache on this node (as the local
+    measuring process's): nothing is loaded from an earlier run's builds."""
+    os.environ["LAMINA_CACHE"] = "1"
+    os.environ["LAMINA_CACHE_DIR"] = cache_dir
     try:
         import lamina
         from lamina.driver.compiler import CompileRequest
@@ -88,6 +94,11 @@ class _NodeMeasurer:
         self.local.close()
 
 
+def _remove(folder: str) -> None:
+    """A Ray task: remove a tuner run's disk cache from its node."""
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def _reachable(address: str) -> None:
     """A one-line error, within `CONNECT_TIMEOUT`, when nothing listens at `host:port`."""
     host, _, port = address.removeprefix("ray://").rpartition(":")
@@ -136,9 +147,12 @@ class RayMeasurer:
         self.ray = ray = connect(address)
         self.build_timeout = build_timeout
         self._build_task = ray.remote(num_cpus=1, max_retries=0)(_build)
+        self.cache_dir = os.path.join(tempfile.gettempdir(), f"lamina-tune-{uuid.uuid4().hex}")
+        """This run's disk cache, on every node that builds (removed by `close`)."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         nodes = [n for n in ray.nodes() if n.get("Alive")]
+        self._nodes = [n["NodeID"] for n in nodes]
         if not nodes:
             raise RayUnavailable(f"--ray: the cluster at {address} has no live node")
         here = ray.get_runtime_context().get_node_id()
@@ -166,7 +180,7 @@ class RayMeasurer:
         return self.actors[self._turn]
 
     def submit(self, texts: list[str]) -> list[Any]:
-        return [self._build_task.remote(t) for t in texts]
+        return [self._build_task.remote(t, self.cache_dir) for t in texts]
 
     def collect(self, pending: list[Any]) -> list[dict]:
         ray = self.ray
@@ -217,6 +231,16 @@ class RayMeasurer:
             except Exception:  # an actor that is gone already has nothing to close
                 pass
             ray.kill(actor)
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        remove = ray.remote(num_cpus=0)(_remove)
+        done = [
+            remove.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=True)
+            ).remote(self.cache_dir)
+            for node in self._nodes
+        ]
+        ray.wait(done, num_returns=len(done), timeout=30)
 
 
 __all__ = ["CONNECT_TIMEOUT", "RayMeasurer", "RayUnavailable", "connect"]
