@@ -254,3 +254,43 @@ def test_parse_record_round_trips():
     record = parse_record(line)
     assert record.knobs == {"block_vector_choices": (2, 1), "block_rows": 4}
     assert parse_record(record.to_json()) == record
+
+
+class _Skewed(LocalMeasurer):
+    """The real measurer, its timings of every candidate but the default (the first text
+    of a measurement) multiplied by `factor`: the search's decision made certain."""
+
+    def __init__(self, factor: float):
+        super().__init__()
+        self.factor = factor
+
+    def measure(self, kernel, texts, rounds, timeout, drop_slower=None):
+        answer = super().measure(kernel, texts, rounds, timeout, drop_slower)
+        if answer["ok"] and kernel:  # not the shares' measurement (every kernel's default)
+            first, *rest = answer["samples"]
+            answer["samples"] = [first, *[[t * self.factor for t in s] for s in rest]]
+        return answer
+
+
+@pytest.mark.parametrize("factor", [1.5, 0.5])
+def test_default_is_candidate_zero_and_never_loses(small: Path, factor: float):
+    """Candidates all slower than the default: the record keeps the defaults (a tuned
+    build is the default build); all faster: the record holds the fastest's knobs."""
+    from lamina.tuning.search import Tuner
+
+    kernels = model_kernels(load_model(small))
+    measurer = _Skewed(factor)
+    try:
+        tuner = Tuner(kernels[:1], measurer)
+        tuner.measure_defaults()
+        search = tuner.searches[0]
+        assert search.seen[next(iter(search.seen))].knobs == {}  # candidate 0: the default
+        tuner.tune(8)
+        (record,) = tuner.records(measurer.identity())
+    finally:
+        measurer.close()
+    assert record.trials > 1
+    if factor > 1:
+        assert record.knobs == {} and record.time == record.default
+    else:
+        assert record.knobs and record.time.median < record.default.median  # type: ignore[union-attr]
