@@ -145,6 +145,7 @@ class RayMeasurer:
 
     def __init__(self, address: str, threads: int | None = None, build_timeout: float = 300.0):
         self.ray = ray = connect(address)
+        self.threads = threads
         self.build_timeout = build_timeout
         self._build_task = ray.remote(num_cpus=1, max_retries=0)(_build)
         self.cache_dir = os.path.join(tempfile.gettempdir(), f"lamina-tune-{uuid.uuid4().hex}")
