@@ -294,3 +294,46 @@ def test_default_is_candidate_zero_and_never_loses(small: Path, factor: float):
         assert record.knobs == {} and record.time == record.default
     else:
         assert record.knobs and record.time.median < record.default.median  # type: ignore[union-attr]
+
+
+def test_model_records_hold_graph_level_knobs_only(tmp_path: Path):
+    path = tmp_path / "r.jsonl"
+    model = json.loads(_record("d" * 64, {"conv_channel_block": 8}))
+    path.write_text(json.dumps({**model, "scope": "model"}) + "\n")
+    (record,) = load_records(path).applicable.values()
+    assert record.scope == "model" and parse_record(record.to_json()) == record
+    path.write_text(json.dumps({**model, "scope": "model", "knobs": {"block_rows": 2}}) + "\n")
+    with pytest.raises(RecordsError, match=r"r\.jsonl:1: knob 'block_rows' is per kernel"):
+        load_records(path)
+    path.write_text(json.dumps({**model, "scope": "graph"}) + "\n")
+    with pytest.raises(RecordsError, match=r"r\.jsonl:1: 'scope' must be"):
+        load_records(path)
+
+
+def test_graph_level_knobs_are_tuned_on_whole_models(tmp_path: Path):
+    """A model with convolutions: the graph-level knobs are searched first and recorded
+    under the model's key, which the compile finds (a hand-written model record changes
+    the code, deterministically, not the results); budget 0 keeps the file byte for byte."""
+    from lamina.passes.apply_model_records import model_key
+    from lamina.tuning.testing import write_model_record
+    from lamina.tuning.tune import tune
+
+    cnn = ROOT / "examples" / "cnn.mlir"
+    records = tmp_path / "cnn.jsonl"
+    result = tune(cnn, records, budget=40, measure_model=False)
+    (graph,) = [r for r in result.records if r.scope == "model"]
+    assert graph.kernel == model_key(load_model(cnn, lower=False)) and graph.trials >= 1
+    before = records.read_bytes()
+    tune(cnn, records, budget=0)
+    assert records.read_bytes() == before
+    hand = tmp_path / "hand.jsonl"
+    write_model_record(str(cnn), str(hand), {"conv_channel_block": 8})
+    default = lamina.compile(cnn, cache=False)
+    tuned = [lamina.compile(cnn, cache=False, records=str(hand)) for _ in range(2)]
+    assert tuned[0].compiled.object_code == tuned[1].compiled.object_code
+    assert tuned[0].compiled.object_code != default.compiled.object_code
+    args = _inputs(default)
+    want = default.run("main", *args)
+    np.testing.assert_allclose(
+        tuned[0].run("main", *args), want, atol=1e-4 * float(np.abs(want).max())
+    )
