@@ -7,11 +7,15 @@ is kept (no graph-level search), a kernel's recorded knobs are its first
 candidate, its trials count on, and the records of other kernels, CPUs and
 versions are kept. `budget=0` measures nothing and leaves the file as it
 is. At the end the model itself is timed with and without the records
-(interleaved, in a fresh compile each): that is the speed-up reported.
+(interleaved, in a fresh compile each): that is the speed-up reported. When
+the tuned model is slower as a whole (the kernels were measured alone; a
+second, longer measurement agrees), this run's records are written with the
+default knobs: a tuned model is never the slower one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -24,7 +28,7 @@ from lamina.target.tuning_records import Record, load_records, write_records
 from lamina.tuning.graph_search import GRAPH_SHARE, GraphSearch, has_convolutions, search_graph
 from lamina.tuning.kernels import load_model, model_kernels
 from lamina.tuning.measure import LocalMeasurer
-from lamina.tuning.search import Candidate, Tuner
+from lamina.tuning.search import MIN_GAIN, Candidate, Tuner
 
 
 @dataclass
@@ -132,12 +136,28 @@ def tune(
     finally:
         measurer.close()
     if measure_model:
-        result.default_seconds, result.tuned_seconds = model_times(model, records, targets, threads)
+        times = model_times(model, records, targets, threads)
+        if times[1] > times[0] * MIN_GAIN:  # slower as a whole: make sure, else keep defaults
+            out.write("lamina-tune: the tuned model measured slower; timing it again\n")
+            times = model_times(model, records, targets, threads, rounds=31)
+            if times[1] > times[0]:
+                write_records(records, [*kept, *(_reverted(r) for r in new)])
+                out.write(
+                    "lamina-tune: the tuned model is slower than the default as a whole: "
+                    "this run's records keep the default knobs\n"
+                )
+                times = (times[0], times[0])
+        result.default_seconds, result.tuned_seconds = times
         out.write(
             f"lamina-tune: model {result.default_seconds * 1e3:.3f} ms default, "
             f"{result.tuned_seconds * 1e3:.3f} ms tuned: {result.speedup:.2f}x\n"
         )
     return result
+
+
+def _reverted(record: Record) -> Record:
+    """`record` with the default knobs (its trials still count for a resumed search)."""
+    return dataclasses.replace(record, knobs={}, time=record.default or record.time)
 
 
 def _knobs(record: Record | None) -> dict | None:
