@@ -25,13 +25,11 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, DenseResourceAttr, ModuleOp
 from xdsl.ir import Attribute
 
-from lamina.core.diagnostics import op_error
-from lamina.core.pass_base import LaminaPass
 from lamina.dialects.lamina import Phase
-from lamina.passes.apply_records import cached_records
+from lamina.passes.apply_records import ApplyRecordsPass
 from lamina.target.function_knobs import KNOBS_ATTR, knobs_attr
 from lamina.target.registry import module_facts
-from lamina.target.tuning_records import RecordsError, RecordSet
+from lamina.target.tuning_records import RecordSet
 
 KEY_FORMAT = "lamina model key 1"
 """Changes whenever what `model_key` hashes changes (old records then stop applying)."""
@@ -73,7 +71,7 @@ def apply_model_record(module: ModuleOp, records: RecordSet) -> bool:
 
 
 @dataclass(frozen=True)
-class ApplyModelRecordsPass(LaminaPass):
+class ApplyModelRecordsPass(ApplyRecordsPass):
     """Compile the model with the graph-level knobs its tuning record holds.
 
     Input invariant: phase `ingestion` or `optimization`, before `plan-layouts`
@@ -82,26 +80,16 @@ class ApplyModelRecordsPass(LaminaPass):
     this CPU and Lamina version, the module carries its knobs as `lamina.knobs`;
     otherwise the module is unchanged.
     Invariants: no operation changes.
+    Options: those of `apply-records` (the records file, `ignore_errors`).
     """
 
     name = "apply-model-records"
     phases: ClassVar[frozenset[Phase]] = frozenset({Phase.INGESTION, Phase.OPTIMIZATION})
-
-    records: str = ""
-    """Path of the records file (JSON lines, docs/tuning.md); empty: nothing to apply."""
-    ignore_errors: bool = False
-    """Skip malformed lines instead of failing."""
+    requires: ClassVar[tuple[str, ...]] = ()
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if not self.records:
-            return
-        try:
-            found = cached_records(self.records, self.ignore_errors)
-        except OSError as err:
-            raise op_error(op, f"apply-model-records: {err.strerror}: '{self.records}'") from None
-        except RecordsError as err:
-            raise op_error(op, f"apply-model-records: {err}") from None
-        apply_model_record(op, found)
+        if self.records:
+            apply_model_record(op, self.record_set(op))
 
 
 __all__ = ["ApplyModelRecordsPass", "apply_model_record", "model_key"]
