@@ -184,7 +184,7 @@ def parse_record(line: str) -> Record:
         raise ValueError("'invalid' must be a list")
     scope = data.get("scope", "kernel")
     if scope not in ("kernel", MODEL_SCOPE):
-        raise ValueError(f"'scope' must be \"kernel\" or \"{MODEL_SCOPE}\"")
+        raise ValueError(f'\'scope\' must be "kernel" or "{MODEL_SCOPE}"')
     return Record(
         kernel,
         cpu["name"],
