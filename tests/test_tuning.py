@@ -337,3 +337,26 @@ def test_graph_level_knobs_are_tuned_on_whole_models(tmp_path: Path):
     np.testing.assert_allclose(
         tuned[0].run("main", *args), want, atol=1e-4 * float(np.abs(want).max())
     )
+
+
+def test_a_model_slower_as_a_whole_keeps_the_defaults(
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """When the whole model compiled with this run's records times slower than without
+    (here: its timing made so, the decision rule under test), the records are written
+    with the default knobs and the model's speed-up is 1."""
+    import lamina.tuning.tune as tuning
+
+    calls = []
+
+    def slower(*args, **kwargs):
+        calls.append(kwargs.get("rounds"))
+        return 1e-3, 2e-3
+
+    monkeypatch.setattr(tuning, "model_times", slower)
+    records = tmp_path / "r.jsonl"
+    result = tuning.tune(small, records, budget=6)
+    assert calls == [None, 31] and result.speedup == 1.0
+    found = load_records(records)
+    assert found.applicable and all(r.knobs == {} for r in found.applicable.values())
+    assert all(r.time == r.default for r in found.applicable.values())
