@@ -1,7 +1,8 @@
 """lamina-tune on the MLP: default vs tuned vs onnxruntime, and the search's rate local vs Ray.
 
     python benchmarks/bench_tuning.py --budget 180            # tune, then time the three
-    python benchmarks/bench_tuning.py --rate 60 [--ray-cpus 2] # trials per minute, local and Ray
+    python benchmarks/bench_tuning.py --rate 60 [--ray-cpus 2] [--repeat 3]
+                                    # measurements per minute, local and Ray, alternated
 
 The MLP is examples/mlp.mlir (64 x 784 -> 512 -> 512 -> 10, weights as
 parameters); onnxruntime runs the same graph (benchmarks/peers.py). Every
@@ -90,8 +91,9 @@ def rate(seconds: float, ray_cpus: int | None, threads: int) -> dict[str, float]
         measurer = LocalMeasurer(threads)
     try:
         tuner = Tuner(kernels, measurer)
-        tuner.measure_defaults()
+        tuner.measure_defaults()  # outside the timed part (it starts the build processes)
         start = time.perf_counter()
+        builds, measurements = tuner.builds, tuner.measurements
         tuner.tune(seconds)
         minutes = (time.perf_counter() - start) / 60
         trials = sum(s.trials for s in tuner.searches)
@@ -99,7 +101,33 @@ def rate(seconds: float, ray_cpus: int | None, threads: int) -> dict[str, float]
         measurer.close()
         if ray_cpus:
             ray.shutdown()
-    return {"trials/min": trials / minutes, "builds/min": tuner.builds / minutes}
+    return {
+        "trials/min": trials / minutes,
+        "builds/min": (tuner.builds - builds) / minutes,
+        "measurements/min": (tuner.measurements - measurements) / minutes,
+    }
+
+
+def rates(seconds: float, ray_cpus: int, threads: int, repeat: int) -> None:
+    """Local and Ray searches alternated `repeat` times; the medians and their ratio."""
+    import statistics
+
+    runs: dict[str, list[dict[str, float]]] = {"local": [], "ray": []}
+    for _ in range(repeat):
+        for name, cpus in (("local", None), ("ray", ray_cpus)):
+            got = rate(seconds, cpus, threads)
+            runs[name].append(got)
+            shown = {k: round(v, 1) for k, v in got.items()}
+            print(f"{name}: {shown}  load {os.getloadavg()[0]:.1f}", flush=True)
+    medians = {
+        name: {k: statistics.median(r[k] for r in got) for k in got[0]}
+        for name, got in runs.items()
+    }
+    for name, got in medians.items():
+        label = name if name == "local" else f"ray ({ray_cpus} CPUs)"
+        print(f"median {label}:", {k: round(v, 1) for k, v in got.items()})
+    for key in ("measurements/min", "trials/min"):
+        print(f"ray / local {key}: {medians['ray'][key] / medians['local'][key]:.2f}x")
 
 
 def main() -> None:
@@ -109,15 +137,12 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--rate", type=float, help="measure the search's rate for this many seconds")
     p.add_argument("--ray-cpus", type=int, default=2, help="CPUs of the local Ray instance")
+    p.add_argument("--repeat", type=int, default=1, help="local and Ray runs alternated")
     args = p.parse_args()
     os.environ["LAMINA_NUM_THREADS"] = str(args.threads)
     print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     if args.rate:
-        local = rate(args.rate, None, args.threads)
-        print("local:", {k: round(v, 1) for k, v in local.items()})
-        remote = rate(args.rate, args.ray_cpus, args.threads)
-        print(f"ray ({args.ray_cpus} CPUs):", {k: round(v, 1) for k, v in remote.items()})
-        print(f"ray / local trials per minute: {remote['trials/min'] / local['trials/min']:.2f}x")
+        rates(args.rate, args.ray_cpus, args.threads, args.repeat)
         print(f"load average: {os.getloadavg()[0]:.1f}")
         return
     records = args.records or os.path.join(tempfile.mkdtemp(), "mlp.jsonl")

@@ -33,6 +33,7 @@ from lamina.driver.instruments import Instruments, watching_build
 from lamina.driver.pipeline import passes_for_module
 from lamina.driver.signatures import entry_signatures
 from lamina.driver.stats import StatsRecorder
+from lamina.passes.apply_model_records import ApplyModelRecordsPass
 from lamina.passes.apply_records import ApplyRecordsPass
 from lamina.passes.check_bounds import CheckBoundsPass
 from lamina.runtime.executable import Executable
@@ -107,7 +108,11 @@ def with_bounds_checks(passes: list) -> list:
 
 def with_records(passes: list, records: str, ignore_errors: bool = False) -> list:
     """`passes` with `apply-records` right after `lower-te` (or first, if `lower-te` already
-    ran: the module's kernels are then already loop functions, maybe scheduled)."""
+    ran: the module's kernels are then already loop functions, maybe scheduled), and
+    `apply-model-records` first when `plan-layouts` is still to run."""
+    if any(p.name == "plan-layouts" for p in passes):
+        model = ApplyModelRecordsPass(records=records, ignore_errors=ignore_errors)
+        passes = [model, *passes]
     step = ApplyRecordsPass(records=records, ignore_errors=ignore_errors)
     index = next((i for i, p in enumerate(passes) if p.name == "lower-te"), None)
     if index is None:

@@ -111,15 +111,18 @@ class ApplyRecordsPass(LaminaPass):
     """Skip malformed lines instead of failing."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if not self.records:
-            return
+        if self.records:
+            apply_record_set(op, self.record_set(op))
+
+    def record_set(self, op: ModuleOp) -> RecordSet:
+        """The records of `self.records`; a file that cannot be read or used is an error
+        located on `op`, named after this pass."""
         try:
-            found = cached_records(self.records, self.ignore_errors)
+            return cached_records(self.records, self.ignore_errors)
         except OSError as err:
-            raise op_error(op, f"apply-records: {err.strerror}: '{self.records}'") from None
+            raise op_error(op, f"{self.name}: {err.strerror}: '{self.records}'") from None
         except RecordsError as err:
-            raise op_error(op, f"apply-records: {err}") from None
-        apply_record_set(op, found)
+            raise op_error(op, f"{self.name}: {err}") from None
 
 
 __all__ = ["ApplyRecordsPass", "apply_record_set", "kernel_key", "kernel_text", "kernels"]

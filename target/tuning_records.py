@@ -10,6 +10,9 @@
      "default": {"median": 1.5e-4, "spread": 0.02, "count": 7},
      "trials": 24, "invalid": [{"knobs": {...}, "why": "wrong numbers"}]}
 
+A record of `"scope": "model"` holds the graph-level knobs of a whole model
+instead (`conv_channel_block`, ...), under the model's key
+(`passes/apply_model_records.py`), applied before `plan-layouts`.
 The kernel key (`passes/apply_records.py`) hashes the kernel as `lower-te`
 leaves it and the target facts, never the knobs, so a record names the
 kernel whatever knobs built it. `knobs` holds only the knobs that differ
@@ -45,7 +48,11 @@ GRAPH_LEVEL_KNOBS: frozenset[str] = frozenset(
     }
 )
 """Knobs decided before a kernel exists (`plan-layouts`, `legalize`, `lower-te`): a
-target option sets them for the whole compile; a per-kernel record cannot."""
+model record (`scope: "model"`) or a target option sets them for the whole compile; a
+per-kernel record cannot."""
+
+MODEL_SCOPE = "model"
+"""A record's `scope` for the graph-level knobs of a whole model (its key: `model_key`)."""
 
 KERNEL_KNOBS: tuple[str, ...] = tuple(sorted(KNOB_NAMES - GRAPH_LEVEL_KNOBS))
 """The knobs a record may set for one kernel (read by `schedule` and `lower-to-llvm`)."""
@@ -93,10 +100,14 @@ class Record:
     shape: str = ""
     trials: int = 0
     invalid: tuple[dict[str, Any], ...] = ()
+    scope: str = "kernel"
+    """"kernel": `kernel` is a kernel's key, `knobs` per-kernel knobs; `MODEL_SCOPE`:
+    `kernel` is a model's key (passes/apply_model_records.py), `knobs` graph-level ones."""
 
     def to_json(self) -> str:
         data: dict[str, Any] = {
             "kernel": self.kernel,
+            **({"scope": self.scope} if self.scope != "kernel" else {}),
             "cpu": {"name": self.cpu, "features": list(self.features)},
             "lamina": self.lamina,
             "knobs": knobs_json(self.knobs),
@@ -121,18 +132,25 @@ def knobs_json(knobs: Mapping[str, Any]) -> dict[str, Any]:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in sorted(knobs.items())}
 
 
-def check_record_knobs(knobs: object) -> dict[str, Any]:
-    """`knobs` as knob values (lists as tuples); ValueError naming the first bad one."""
+def check_record_knobs(knobs: object, model: bool = False) -> dict[str, Any]:
+    """`knobs` as knob values (lists as tuples); ValueError naming the first bad one.
+    `model`: the knobs of a model record (graph-level ones only), else of a kernel's."""
     if not isinstance(knobs, dict):
         raise ValueError("'knobs' must be an object of knob names to values")
     checked: dict[str, Any] = {}
     for name, value in knobs.items():
         if name not in KNOB_NAMES:
             raise ValueError(f"unknown knob '{name}' (knobs: {', '.join(KERNEL_KNOBS)})")
-        if name in GRAPH_LEVEL_KNOBS:
+        if name in GRAPH_LEVEL_KNOBS and not model:
             raise ValueError(
                 f"knob '{name}' is decided before kernels exist; set it for the whole "
-                f"compile with a target option (--target 'cpu{{{name}=...}}')"
+                f"compile with a target option (--target 'cpu{{{name}=...}}') or in a "
+                f'record of scope "{MODEL_SCOPE}"'
+            )
+        if model and name not in GRAPH_LEVEL_KNOBS:
+            raise ValueError(
+                f"knob '{name}' is per kernel; a record of scope \"{MODEL_SCOPE}\" holds "
+                f"only {', '.join(sorted(GRAPH_LEVEL_KNOBS))}"
             )
         if isinstance(value, list):
             value = tuple(value)
@@ -164,18 +182,22 @@ def parse_record(line: str) -> Record:
     invalid = data.get("invalid", [])
     if not isinstance(invalid, list):
         raise ValueError("'invalid' must be a list")
+    scope = data.get("scope", "kernel")
+    if scope not in ("kernel", MODEL_SCOPE):
+        raise ValueError(f'\'scope\' must be "kernel" or "{MODEL_SCOPE}"')
     return Record(
         kernel,
         cpu["name"],
         tuple(sorted(features)),
         lamina,
-        check_record_knobs(data.get("knobs", {})),
+        check_record_knobs(data.get("knobs", {}), model=scope == MODEL_SCOPE),
         Timing.from_json(data.get("time")),
         Timing.from_json(data["default"]) if "default" in data else None,
         str(data.get("name", "")),
         str(data.get("shape", "")),
         int(data.get("trials", 0)),
         tuple(invalid),
+        scope,
     )
 
 
@@ -286,6 +308,7 @@ def write_records(path: str | os.PathLike[str], records: Iterable[Record]) -> No
 __all__ = [
     "GRAPH_LEVEL_KNOBS",
     "KERNEL_KNOBS",
+    "MODEL_SCOPE",
     "Record",
     "RecordSet",
     "RecordsError",

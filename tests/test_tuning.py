@@ -254,3 +254,109 @@ def test_parse_record_round_trips():
     record = parse_record(line)
     assert record.knobs == {"block_vector_choices": (2, 1), "block_rows": 4}
     assert parse_record(record.to_json()) == record
+
+
+class _Skewed(LocalMeasurer):
+    """The real measurer, its timings of every candidate but the default (the first text
+    of a measurement) multiplied by `factor`: the search's decision made certain."""
+
+    def __init__(self, factor: float):
+        super().__init__()
+        self.factor = factor
+
+    def measure(self, kernel, texts, rounds, timeout, drop_slower=None):
+        answer = super().measure(kernel, texts, rounds, timeout, drop_slower)
+        if answer["ok"] and kernel:  # not the shares' measurement (every kernel's default)
+            first, *rest = answer["samples"]
+            answer["samples"] = [first, *[[t * self.factor for t in s] for s in rest]]
+        return answer
+
+
+@pytest.mark.parametrize("factor", [4.0, 0.25])
+def test_default_is_candidate_zero_and_never_loses(small: Path, factor: float):
+    """Candidates all slower than the default: the record keeps the defaults (a tuned
+    build is the default build); all faster: the record holds the fastest's knobs."""
+    from lamina.tuning.search import Tuner
+
+    kernels = model_kernels(load_model(small))
+    measurer = _Skewed(factor)
+    try:
+        tuner = Tuner(kernels[:1], measurer)
+        tuner.measure_defaults()
+        search = tuner.searches[0]
+        assert search.seen[next(iter(search.seen))].knobs == {}  # candidate 0: the default
+        tuner.tune(8)
+        (record,) = tuner.records(measurer.identity())
+    finally:
+        measurer.close()
+    assert record.trials > 1
+    if factor > 1:
+        assert record.knobs == {} and record.time == record.default
+    else:
+        assert record.knobs and record.time.median < record.default.median  # type: ignore[union-attr]
+
+
+def test_model_records_hold_graph_level_knobs_only(tmp_path: Path):
+    path = tmp_path / "r.jsonl"
+    model = json.loads(_record("d" * 64, {"conv_channel_block": 8}))
+    path.write_text(json.dumps({**model, "scope": "model"}) + "\n")
+    (record,) = load_records(path).applicable.values()
+    assert record.scope == "model" and parse_record(record.to_json()) == record
+    path.write_text(json.dumps({**model, "scope": "model", "knobs": {"block_rows": 2}}) + "\n")
+    with pytest.raises(RecordsError, match=r"r\.jsonl:1: knob 'block_rows' is per kernel"):
+        load_records(path)
+    path.write_text(json.dumps({**model, "scope": "graph"}) + "\n")
+    with pytest.raises(RecordsError, match=r"r\.jsonl:1: 'scope' must be"):
+        load_records(path)
+
+
+def test_graph_level_knobs_are_tuned_on_whole_models(tmp_path: Path):
+    """A model with convolutions: the graph-level knobs are searched first and recorded
+    under the model's key, which the compile finds (a hand-written model record changes
+    the code, deterministically, not the results); budget 0 keeps the file byte for byte."""
+    from lamina.passes.apply_model_records import model_key
+    from lamina.tuning.testing import write_model_record
+    from lamina.tuning.tune import tune
+
+    cnn = ROOT / "examples" / "cnn.mlir"
+    records = tmp_path / "cnn.jsonl"
+    result = tune(cnn, records, budget=40, measure_model=False)
+    (graph,) = [r for r in result.records if r.scope == "model"]
+    assert graph.kernel == model_key(load_model(cnn, lower=False)) and graph.trials >= 1
+    before = records.read_bytes()
+    tune(cnn, records, budget=0)
+    assert records.read_bytes() == before
+    hand = tmp_path / "hand.jsonl"
+    write_model_record(str(cnn), str(hand), {"conv_channel_block": 8})
+    default = lamina.compile(cnn, cache=False)
+    tuned = [lamina.compile(cnn, cache=False, records=str(hand)) for _ in range(2)]
+    assert tuned[0].compiled.object_code == tuned[1].compiled.object_code
+    assert tuned[0].compiled.object_code != default.compiled.object_code
+    args = _inputs(default)
+    want = default.run("main", *args)
+    np.testing.assert_allclose(
+        tuned[0].run("main", *args), want, atol=1e-4 * float(np.abs(want).max())
+    )
+
+
+def test_a_model_slower_as_a_whole_keeps_the_defaults(
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """When the whole model compiled with this run's records times slower than without
+    (here: its timing made so, the decision rule under test), the records are written
+    with the default knobs and the model's speed-up is 1."""
+    import lamina.tuning.tune as tuning
+
+    calls = []
+
+    def slower(*args, **kwargs):
+        calls.append(kwargs.get("rounds"))
+        return 1e-3, 2e-3
+
+    monkeypatch.setattr(tuning, "model_times", slower)
+    records = tmp_path / "r.jsonl"
+    result = tuning.tune(small, records, budget=6)
+    assert calls == [None, 31] and result.speedup == 1.0
+    found = load_records(records)
+    assert found.applicable and all(r.knobs == {} for r in found.applicable.values())
+    assert all(r.time == r.default for r in found.applicable.values())

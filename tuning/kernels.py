@@ -67,8 +67,15 @@ def _text(item: Operation | Any) -> str:
     return out.getvalue()
 
 
-def load_model(path: str | os.PathLike[str], targets: list[str] | None = None) -> ModuleOp:
-    """The model at `path` (`.onnx` or graph IR text) lowered down to `lower-te`, inclusive."""
+def load_model(
+    path: str | os.PathLike[str],
+    targets: list[str] | None = None,
+    graph_knobs: Mapping[str, Any] | None = None,
+    lower: bool = True,
+) -> ModuleOp:
+    """The model at `path` (`.onnx` or graph IR text) lowered down to `lower-te`, inclusive,
+    with `graph_knobs` (a model record's) applied as `apply-model-records` does; with
+    `lower` False, as imported (its targets recorded: what `model_key` hashes)."""
     path = os.fspath(path)
     if path.endswith(".onnx"):
         from lamina.frontends.onnx import import_source
@@ -79,6 +86,10 @@ def load_model(path: str | os.PathLike[str], targets: list[str] | None = None) -
     else:
         module = parse_source(path, path)
     passes = passes_for_module("default", module, targets)
+    if not lower:
+        return module
+    if graph_knobs:
+        module.attributes[KNOBS_ATTR] = knobs_attr(graph_knobs)
     cut = next((i for i, p in enumerate(passes) if p.name == "lower-te"), None)
     if cut is not None:
         PassManager(passes[: cut + 1]).run(_context(), module)

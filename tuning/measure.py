@@ -6,7 +6,10 @@ candidate hangs), it is killed and started again, and the request's answer
 says why, so the tuner records that candidate invalid. The worker builds
 into its own disk cache (`LAMINA_CACHE_DIR`, kept for the tuner's run), so
 a restarted worker loads what was built instead of building it again.
-`RayMeasurer` (tuning/ray_cluster.py) has the same three methods.
+`RayMeasurer` (tuning/ray_cluster.py) has the same methods; there `submit`
+starts builds that run while the tuner measures (here a build runs when
+its answers are collected, in the measuring process), and `measure_many`
+spreads independent measurements over the nodes.
 """
 
 from __future__ import annotations
@@ -21,6 +24,11 @@ from lamina.tuning.worker import receive, send
 
 TOLERANCE = 1e-4
 """A candidate's results must be within this of the default's (relative to their magnitude)."""
+
+
+DROP_SLOWER = 2.0
+"""A candidate this many times slower than the default in a measurement's first round is
+not timed in the others (early stopping: its one sample already rules it out)."""
 
 
 class WorkerDied(Exception):
@@ -93,9 +101,23 @@ class LocalMeasurer:
             self._worker = None
             return {"ok": False, "why": str(err)}
 
+    parallel_builds = 1
+    """Builds that run at once (one: the measuring process builds)."""
+
+    def submit(self, texts: list[str]) -> list[str]:
+        """Builds to be collected later (`collect`); here they run when collected."""
+        return list(texts)
+
+    def collect(self, pending: list[str]) -> list[dict]:
+        """Per program of `submit`: {"ok", "code" (identity of the code), "why"}."""
+        return [self._ask({"op": "build", "text": t}, self.build_timeout) for t in pending]
+
+    def cancel(self, pending: list[str]) -> None:
+        """Builds submitted but no longer wanted (nothing ran yet)."""
+
     def build_many(self, texts: list[str]) -> list[dict]:
         """Build each program; per program {"ok", "code" (identity of the code), "why"}."""
-        return [self._ask({"op": "build", "text": t}, self.build_timeout) for t in texts]
+        return self.collect(self.submit(texts))
 
     def check(self, kernel: str, reference: str, text: str, timeout: float) -> dict:
         request = {
@@ -107,15 +129,32 @@ class LocalMeasurer:
         }
         return self._ask(request, timeout)
 
-    def measure(self, kernel: str, texts: list[str], rounds: int, timeout: float) -> dict:
+    def measure(
+        self,
+        kernel: str,
+        texts: list[str],
+        rounds: int,
+        timeout: float,
+        drop_slower: float | None = DROP_SLOWER,
+    ) -> dict:
+        """Time `texts` interleaved; `drop_slower`: see `DROP_SLOWER` (None: time them all)."""
         request = {
             "op": "measure",
             "kernel": kernel,
             "texts": texts,
             "rounds": rounds,
             "sample_seconds": 0.002,
+            "drop_slower": drop_slower,
         }
         return self._ask(request, timeout)
+
+    def check_many(self, kernel: str, reference: str, texts: list[str], timeout: float) -> list:
+        """`check` of each program in `texts` against `reference`."""
+        return [self.check(kernel, reference, t, timeout) for t in texts]
+
+    def measure_many(self, requests: list[tuple[str, list[str], int, float]]) -> list[dict]:
+        """`measure` of each request (kernel, texts, rounds, timeout): one after another."""
+        return [self.measure(*request) for request in requests]
 
     def identity(self) -> tuple[str, tuple[str, ...]]:
         from lamina.target.tuning_records import host_identity
@@ -138,4 +177,4 @@ def summary(samples: list[float]) -> tuple[float, float]:
     return median, float((q3 - q1) / median) if median > 0 else 0.0
 
 
-__all__ = ["TOLERANCE", "LocalMeasurer", "Worker", "WorkerDied", "summary"]
+__all__ = ["DROP_SLOWER", "TOLERANCE", "LocalMeasurer", "Worker", "WorkerDied", "summary"]

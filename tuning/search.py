@@ -26,7 +26,8 @@ import json
 import random
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +37,7 @@ from lamina.tuning.measure import summary
 
 CHOICES: dict[str, tuple[Any, ...]] = {
     "block_vector_choices": ((1,), (2,), (3,), (4,)),
-    "block_rows": (1, 2, 4, 6, 8, 12),
+    "block_rows": (1, 2, 3, 4, 6, 7, 8, 12, 14, 16),
     "block_max_vectors": (1, 2, 8),
     "pack_min_row_blocks": (1, 8, 16, 64, 1 << 30),
     "pack_max_bytes": (1 << 17, 1 << 20, 1 << 22),
@@ -47,7 +48,10 @@ CHOICES: dict[str, tuple[Any, ...]] = {
     "whole_vector_lanes": (4, 16),
 }
 """The values tried per knob besides the default (the knobs `schedule` and `lower-to-llvm`
-read per kernel; target/tuning_records.py `KERNEL_KNOBS`)."""
+read per kernel; target/tuning_records.py `KERNEL_KNOBS`). `block_rows` includes 7 and 14:
+a blocked convolution's rows are its output columns, 7, 14, 28 or 56 in most networks,
+and a block that divides them leaves no tail (resnet18's 3x3 convolutions gained
+1.08-1.17x from 4-12 rows at 1 thread)."""
 
 EXHAUSTIVE_LIMIT = 48
 """Combinations of the relevant knobs' values searched exhaustively; more: evolutionary."""
@@ -56,6 +60,9 @@ BATCH = 5
 """Candidates timed together with the default in one interleaved measurement."""
 
 ROUNDS, FINAL_ROUNDS, FINALISTS = 5, 11, 3
+
+PIPELINE = 3
+"""Builds per build slot kept queued ahead of the measurements (a Ray cluster)."""
 
 MIN_GAIN = 1.01
 """A finalist replaces the default only when it is at least this much faster (the median
@@ -102,6 +109,18 @@ class KernelSearch:
 Progress = Callable[["Tuner"], None]
 
 
+@dataclass
+class _Pending:
+    """Candidates whose builds were submitted (the measurer's handle to collect them)."""
+
+    candidates: list[Candidate]
+    handle: Any
+
+
+def _chunks(items: list[Candidate], size: int) -> Iterator[list[Candidate]]:
+    return (items[i : i + size] for i in range(0, len(items), size))
+
+
 class Tuner:
     """Tunes the kernels of one model with one measurer, under a deadline."""
 
@@ -116,8 +135,12 @@ class Tuner:
         self.deadline = self.started
         self.skipped: list[tuple[Kernel, str]] = []
         """Kernels that cannot be built as programs of their own (left at their defaults)."""
-        self.group = BATCH * max(1, getattr(measurer, "parallel_builds", 1))
-        """Candidates built together: a batch per build slot (a Ray cluster builds in parallel)."""
+        self.group = BATCH
+        """Candidates submitted together (and timed together when their code is new)."""
+        parallel = max(1, getattr(measurer, "parallel_builds", 1))
+        self.depth = 1 if parallel == 1 else 1 + -(-PIPELINE * parallel // BATCH)
+        """Groups in flight: while the oldest is measured, the others keep every build
+        slot busy (`PIPELINE` builds per slot); one where builds run in the measuring process."""
 
     # -- measuring -----------------------------------------------------------------------
     def _timeout(self, search: KernelSearch | None, rounds: int, count: int) -> float:
@@ -140,7 +163,9 @@ class Tuner:
         if not texts:
             return
         rounds = FINAL_ROUNDS  # all kernels interleaved: their shares see the same machine
-        answer = self.measurer.measure("", texts, rounds, self._timeout(None, rounds, len(texts)))
+        answer = self.measurer.measure(
+            "", texts, rounds, self._timeout(None, rounds, len(texts)), drop_slower=None
+        )
         if not answer["ok"]:
             raise RuntimeError(f"the model's kernels do not run alone: {answer['why']}")
         self.measurements += len(texts)
@@ -155,17 +180,29 @@ class Tuner:
         self.searches.sort(key=lambda s: -s.share)
 
     def _evaluate(self, search: KernelSearch, candidates: list[Candidate]) -> None:
-        """Build, check and time new candidates (duplicates of known code are not measured)."""
-        kernel = search.kernel
+        """Build, check and time new candidates, now."""
+        pending = self._start(search, candidates)
+        if pending is not None:
+            self._finish(search, pending)
+
+    def _start(self, search: KernelSearch, candidates: list[Candidate]) -> _Pending | None:
+        """Submit the builds of the candidates not seen yet (None: there are none)."""
         fresh = [c for c in candidates if canonical(c.knobs) not in search.seen]
         for c in fresh:
             search.seen[canonical(c.knobs)] = c
         if not fresh:
-            return
-        builds = self.measurer.build_many([kernel.program(c.knobs) for c in fresh])
-        self.builds += len(fresh)
+            return None
+        texts = [search.kernel.program(c.knobs) for c in fresh]
+        return _Pending(fresh, self.measurer.submit(texts))
+
+    def _finish(self, search: KernelSearch, pending: _Pending) -> None:
+        """Collect the builds, then check and time the candidates of new code (a duplicate
+        of known code takes that code's measurement)."""
+        kernel = search.kernel
+        builds = self.measurer.collect(pending.handle)
+        self.builds += len(pending.candidates)
         new: list[Candidate] = []
-        for c, built in zip(fresh, builds, strict=True):
+        for c, built in zip(pending.candidates, builds, strict=True):
             search.trials += 1
             if not built["ok"]:
                 self._invalid(search, c, f"build failed: {built['why']}")
@@ -177,36 +214,53 @@ class Tuner:
                 continue
             search.by_code[c.code] = c
             new.append(c)
-        reference = kernel.program()
-        timeout = self._timeout(search, 1, 2)
+        if not new:
+            return
+        answers = self.measurer.check_many(
+            kernel.key,
+            kernel.program(),
+            [kernel.program(c.knobs) for c in new],
+            self._timeout(search, 1, 2),
+        )
         checked = []
-        for c in new:
-            answer = self.measurer.check(kernel.key, reference, kernel.program(c.knobs), timeout)
+        for c, answer in zip(new, answers, strict=True):
             if answer["ok"]:
                 checked.append(c)
             else:
                 self._invalid(search, c, answer["why"])
-        for i in range(0, len(checked), BATCH):
-            self._time_batch(search, checked[i : i + BATCH], ROUNDS)
+        batches = [checked[i : i + BATCH] for i in range(0, len(checked), BATCH)]
+        requests = [self._request(search, b, ROUNDS) for b in batches]
+        for batch, answer in zip(batches, self.measurer.measure_many(requests), strict=True):
+            self._timed(search, batch, ROUNDS, answer)
+
+    def _request(
+        self, search: KernelSearch, batch: list[Candidate], rounds: int
+    ) -> tuple[str, list[str], int, float]:
+        """A measurement of `batch` interleaved with the default (the default first)."""
+        kernel = search.kernel
+        texts = [kernel.program()] + [kernel.program(c.knobs) for c in batch]
+        return kernel.key, texts, rounds, self._timeout(search, rounds, len(texts))
 
     def _time_batch(
         self, search: KernelSearch, batch: list[Candidate], rounds: int
     ) -> list[Timing]:
-        kernel = search.kernel
-        texts = [kernel.program()] + [kernel.program(c.knobs) for c in batch]
-        answer = self.measurer.measure(
-            kernel.key, texts, rounds, self._timeout(search, rounds, len(texts))
-        )
+        answer = self.measurer.measure(*self._request(search, batch, rounds))
+        return self._timed(search, batch, rounds, answer)
+
+    def _timed(
+        self, search: KernelSearch, batch: list[Candidate], rounds: int, answer: dict
+    ) -> list[Timing]:
+        """Each candidate's speed-up over the default from a measurement's answer."""
         if not answer["ok"]:  # a candidate that passed its check hung or crashed when timed
             for c in batch:
                 self._invalid(search, c, answer["why"])
             return []
         self.measurements += len(batch)
         samples = answer["samples"]
-        timings = [Timing(*summary(s), rounds) for s in samples]
+        timings = [Timing(*summary(s), len(s)) for s in samples]
         for c, own in zip(batch, samples[1:], strict=True):
             # Paired by round: a change of the machine's load between rounds cancels out.
-            c.ratio = statistics.median(d / t for d, t in zip(samples[0], own, strict=True))
+            c.ratio = statistics.median(d / t for d, t in zip(samples[0], own, strict=False))
         return timings
 
     def _invalid(self, search: KernelSearch, c: Candidate, why: str) -> None:
@@ -234,10 +288,8 @@ class Tuner:
     def _search(self, search: KernelSearch, until: float, progress: Progress | None) -> None:
         singles = [Candidate({k: v}) for k, values in CHOICES.items() for v in values]
         group = self.group
-        for i in range(0, len(singles), group):
-            if time.perf_counter() >= until:
-                return
-            self._evaluate(search, singles[i : i + group])
+        if not self._run(search, _chunks(singles, group), until):
+            return
         relevant = {
             k: [v for v in values if self._distinct(search, {k: v})]
             for k, values in CHOICES.items()
@@ -249,16 +301,40 @@ class Tuner:
             combos *= n
         if combos <= EXHAUSTIVE_LIMIT:
             space = [
-                {k: v for k, v in zip(relevant, values, strict=True) if v is not None}
+                Candidate({k: v for k, v in zip(relevant, values, strict=True) if v is not None})
                 for values in itertools.product(*([None, *v] for v in relevant.values()))
             ]
-            for i in range(0, len(space), group):
-                if time.perf_counter() >= until:
-                    return
-                self._evaluate(search, [Candidate(k) for k in space[i : i + group]])
+            self._run(search, _chunks(space, group), until)
             return
-        while time.perf_counter() < until:
-            self._evaluate(search, self._children(search, relevant, group))
+
+        def bred():
+            while children := self._children(search, relevant, group):
+                yield children
+
+        self._run(search, bred(), until)
+
+    def _run(self, search: KernelSearch, groups: Iterator[list[Candidate]], until: float) -> bool:
+        """Evaluate the groups of candidates until `until`, `self.depth` of them in flight
+        (their builds run while the oldest is measured); False when time ran out first.
+        A group is made when it is submitted, so bred children see the latest results."""
+        in_flight: deque[_Pending] = deque()
+        try:
+            while True:
+                while len(in_flight) < self.depth and time.perf_counter() < until:
+                    candidates = next(groups, None)
+                    if candidates is None:
+                        break
+                    pending = self._start(search, candidates)
+                    if pending is not None:
+                        in_flight.append(pending)
+                if time.perf_counter() >= until:
+                    return False
+                if not in_flight:
+                    return True
+                self._finish(search, in_flight.popleft())
+        finally:
+            for pending in in_flight:
+                self.measurer.cancel(pending.handle)
 
     def _distinct(self, search: KernelSearch, knobs: dict[str, Any]) -> bool:
         c = search.seen.get(canonical(knobs))

@@ -1,4 +1,5 @@
-"""Records written by hand, for tests and examples: the record of one function of a file."""
+"""Records written by hand, for tests and examples: the record of one function of a file,
+or of a whole model."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from lamina.core.diagnostics import parse_module
 from lamina.dialects import loop
 from lamina.passes.apply_records import kernel_key
 from lamina.target.tuning_records import (
+    MODEL_SCOPE,
     Record,
     Timing,
     check_record_knobs,
@@ -40,4 +42,25 @@ def write_record(source: str, records: str, function: str, knobs: dict[str, Any]
     return record
 
 
-__all__ = ["write_record"]
+def write_model_record(source: str, records: str, knobs: dict[str, Any]) -> Record:
+    """Write to `records` a model record giving the graph-level `knobs` to the model in
+    file `source` (graph IR, as imported), for this CPU and version."""
+    from lamina.passes.apply_model_records import model_key
+    from lamina.tuning.kernels import load_model
+
+    cpu, features = host_identity()
+    record = Record(
+        model_key(load_model(source, lower=False)),
+        cpu,
+        features,
+        lamina_version(),
+        check_record_knobs(knobs, model=True),
+        Timing(1e-3, 0.0, 1),
+        name=source,
+        scope=MODEL_SCOPE,
+    )
+    write_records(records, [record])
+    return record
+
+
+__all__ = ["write_model_record", "write_record"]

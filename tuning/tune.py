@@ -1,14 +1,21 @@
 """`lamina.tune`: tune a model's kernels within a budget and write the records (docs/tuning.md).
 
-Resumes from the records file: a kernel's recorded knobs are its first
+First, for a model with convolutions, the graph-level knobs are searched on
+whole-model builds (tuning/graph_search.py); the kernels are then those of
+the plan chosen. Resumes from the records file: a model record found there
+is kept (no graph-level search), a kernel's recorded knobs are its first
 candidate, its trials count on, and the records of other kernels, CPUs and
 versions are kept. `budget=0` measures nothing and leaves the file as it
 is. At the end the model itself is timed with and without the records
-(interleaved, in a fresh compile each): that is the speed-up reported.
+(interleaved, in a fresh compile each): that is the speed-up reported. When
+the tuned model is slower as a whole (the kernels were measured alone; a
+second, longer measurement agrees), this run's records are written with the
+default knobs: a tuned model is never the slower one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -16,10 +23,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO
 
+from lamina.passes.apply_model_records import model_key
 from lamina.target.tuning_records import Record, load_records, write_records
+from lamina.tuning.graph_search import GRAPH_SHARE, GraphSearch, has_convolutions, search_graph
 from lamina.tuning.kernels import load_model, model_kernels
 from lamina.tuning.measure import LocalMeasurer
-from lamina.tuning.search import Candidate, Tuner
+from lamina.tuning.search import MIN_GAIN, Candidate, Tuner
 
 
 @dataclass
@@ -65,16 +74,27 @@ def tune(
     started = time.perf_counter()
     records = os.fspath(records)
     existing = load_records(records) if os.path.exists(records) else None
-    module = load_model(model, list(targets) if targets else None)
-    kernels = model_kernels(module)
+    target_list = list(targets) if targets else None
+    imported = load_model(model, target_list, lower=False)
+    key = model_key(imported)
+    old_graph = existing.applicable.get(key) if existing else None
     if budget <= 0:
         kept = list(existing.applicable.values()) if existing else []
+        kernels = model_kernels(load_model(model, target_list, _knobs(old_graph)))
         out.write(f"lamina-tune: budget 0: {len(kept)} record(s) kept, nothing measured\n")
         return _summary(kept, kernels, 0, 0, 0, started, out)
     measurer = _measurer(ray, threads)
     try:
+        graph = None
+        if old_graph is None and has_convolutions(imported):
+            graph_started = time.perf_counter()
+            graph = _search_graph(model, key, target_list, measurer, budget, out)
+            budget -= time.perf_counter() - graph_started
+        del imported
+        graph_knobs = graph.knobs if graph is not None else _knobs(old_graph)
+        kernels = model_kernels(load_model(model, target_list, graph_knobs))
         tuner = Tuner(kernels, measurer, seed=seed)
-        out.write(f"lamina-tune: {len(kernels)} kernel(s), budget {budget:g} s\n")
+        out.write(f"lamina-tune: {len(kernels)} kernel(s), budget {max(budget, 0):.0f} s\n")
         tuner.measure_defaults()
         for kernel, why in tuner.skipped:
             out.write(
@@ -95,6 +115,8 @@ def tune(
         table.update(tuner)
         identity = measurer.identity()
         new = tuner.records(identity)
+        if graph is not None:
+            new.append(graph.record(identity))
         kept = [
             r
             for r in (existing.records if existing else [])
@@ -114,12 +136,52 @@ def tune(
     finally:
         measurer.close()
     if measure_model:
-        result.default_seconds, result.tuned_seconds = model_times(model, records, targets, threads)
+        times = model_times(model, records, targets, threads)
+        if times[1] > times[0] * MIN_GAIN:  # slower as a whole: make sure, else keep defaults
+            out.write("lamina-tune: the tuned model measured slower; timing it again\n")
+            times = model_times(model, records, targets, threads, rounds=31)
+            if times[1] > times[0]:
+                write_records(records, [*kept, *(_reverted(r) for r in new)])
+                out.write(
+                    "lamina-tune: the tuned model is slower than the default as a whole: "
+                    "this run's records keep the default knobs\n"
+                )
+                times = (times[0], times[0])
+        result.default_seconds, result.tuned_seconds = times
         out.write(
             f"lamina-tune: model {result.default_seconds * 1e3:.3f} ms default, "
             f"{result.tuned_seconds * 1e3:.3f} ms tuned: {result.speedup:.2f}x\n"
         )
     return result
+
+
+def _reverted(record: Record) -> Record:
+    """`record` with the default knobs (its trials still count for a resumed search)."""
+    return dataclasses.replace(record, knobs={}, time=record.default or record.time)
+
+
+def _knobs(record: Record | None) -> dict | None:
+    return dict(record.knobs) if record is not None else None
+
+
+def _search_graph(model, key, targets, measurer, budget: float, out: IO[str]) -> GraphSearch:
+    """The graph-level knobs of `model`, within `GRAPH_SHARE` of the budget."""
+    from lamina.runtime.native_setup import set_num_threads
+
+    if measurer.threads:  # the whole model runs here: with the threads the kernels get
+        set_num_threads(measurer.threads)
+    search = GraphSearch(os.fspath(model), key, targets)
+    out.write(f"lamina-tune: graph-level knobs, whole-model builds, {budget * GRAPH_SHARE:.0f} s\n")
+
+    def note(s: GraphSearch) -> None:
+        ratios = ", ".join(f"{k}: {v:.2f}x" for k, v in s.ratios.items())
+        out.write(f"lamina-tune: graph trials {s.trials}{'; ' + ratios if ratios else ''}\n")
+        out.flush()
+
+    search_graph(search, measurer.identity(), time.perf_counter() + budget * GRAPH_SHARE, note)
+    chosen = ", ".join(f"{k}={v}" for k, v in sorted(search.knobs.items())) or "the defaults"
+    out.write(f"lamina-tune: graph-level knobs: {chosen}\n")
+    return search
 
 
 def _stream(out: IO[str] | None) -> IO[str]:

@@ -16,7 +16,9 @@ Requests (dicts with an "op"):
   the default candidate's results (within `tolerance` of their magnitude).
 * `measure`: time candidates interleaved: each round times every
   candidate once (a batch of calls of at least `sample_seconds`), so a
-  disturbance of the machine hits all of them alike.
+  disturbance of the machine hits all of them alike. With `drop_slower`,
+  a candidate slower than that many times the first (the default) in the
+  first round is not timed again: one sample says enough about it.
 """
 
 from __future__ import annotations
@@ -132,9 +134,12 @@ def _measure(request: dict) -> dict:
         once = max(time.perf_counter() - start, 1e-7)
         counts.append(max(1, min(10000, int(request["sample_seconds"] / once))))
     samples: list[list[float]] = [[] for _ in exes]
+    timed = list(range(len(exes)))
+    slower = request.get("drop_slower")
     for round_ in range(request["rounds"]):
-        order = list(range(len(exes)))
-        order = order[round_ % len(order) :] + order[: round_ % len(order)]  # rotate
+        if round_ == 1 and slower:  # far slower than the first (the default): seen enough
+            timed = [i for i in timed if i == 0 or samples[i][0] <= slower * samples[0][0]]
+        order = timed[round_ % len(timed) :] + timed[: round_ % len(timed)]  # rotate
         for i in order:
             exe, n, args = exes[i], counts[i], inputs[i]
             start = time.perf_counter()

@@ -1,0 +1,225 @@
+"""The search of the graph-level knobs: whole-model builds, measured as whole models.
+
+The knobs decided before kernels exist (`GRAPH_LEVEL_KNOBS`: the channel block
+of a blocked convolution, which 1x1 convolutions stay NCHW, Winograd) change
+the graph plan, hence which kernels there are: a candidate is a build of the
+whole model, timed as the whole model against the default build (rounds
+interleaved, the per-round speed-ups' median). It runs before the kernels are
+searched, for a part of the budget (`GRAPH_SHARE`), and only for a model with
+convolutions (the only operations these knobs decide for); the kernels are then
+searched in the plan it chose. The winner is a record of scope "model"
+(passes/apply_model_records.py); as for kernels, the default build is
+candidate 0 and a winner must beat it by `MIN_GAIN` in a final measurement.
+
+Candidates are built and run in this process (a whole model is too large to
+send to the measuring process as text); each is checked against the default's
+results (within `TOLERANCE` of their magnitude) before it is timed.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from lamina.target.tuning_records import (
+    MODEL_SCOPE,
+    Record,
+    Timing,
+    lamina_version,
+    write_records,
+)
+from lamina.tuning.measure import TOLERANCE, summary
+
+GRAPH_CHOICES: dict[str, tuple[int, ...]] = {
+    "conv_channel_block": (32, 8),
+    "conv_nchw_pointwise_min_pixels": (1 << 30, 28 * 28),
+    "winograd_min_output": (7 * 7, 1 << 30),
+}
+"""Values tried per graph-level knob besides the default, most promising first
+(resnet18, AVX-512, one thread: `conv_channel_block = 32` 1.05x, 8 0.73x)."""
+
+GRAPH_SHARE = 0.35
+"""The part of the budget the graph-level search may take (the kernels get the rest)."""
+
+ROUNDS, FINAL_ROUNDS = 7, 11
+MIN_GAIN = 1.01
+
+
+@dataclass
+class GraphSearch:
+    """The graph-level search of one model; `knobs` is the winner (empty: the default)."""
+
+    model: str
+    key: str
+    targets: Sequence[str] | None
+    knobs: dict[str, Any] = field(default_factory=dict)
+    default_time: Timing | None = None
+    best_time: Timing | None = None
+    trials: int = 0
+    invalid: list[dict[str, Any]] = field(default_factory=list)
+    ratios: dict[str, float] = field(default_factory=dict)
+    """Speed-up over the default per candidate (its knobs as text)."""
+
+    def record(self, identity: tuple[str, tuple[str, ...]]) -> Record:
+        cpu, features = identity
+        assert self.default_time is not None
+        return Record(
+            self.key,
+            cpu,
+            features,
+            lamina_version(),
+            dict(self.knobs),
+            self.best_time or self.default_time,
+            self.default_time,
+            os.path.basename(self.model),
+            "whole model",
+            self.trials,
+            tuple(self.invalid[:20]),
+            MODEL_SCOPE,
+        )
+
+
+def has_convolutions(module) -> bool:
+    return any(op.name == "graph.conv2d" for op in module.walk())
+
+
+class _Builds:
+    """Whole-model builds with a candidate's model record, in a scratch records file."""
+
+    def __init__(self, search: GraphSearch, identity: tuple[str, tuple[str, ...]]):
+        self.search = search
+        self.identity = identity
+        self.folder = tempfile.TemporaryDirectory(prefix="lamina-graph-")
+
+    def build(self, knobs: dict[str, Any]):
+        import lamina
+
+        records = None
+        if knobs:
+            records = os.path.join(self.folder.name, f"{len(os.listdir(self.folder.name))}.jsonl")
+            probe = GraphSearch(self.search.model, self.search.key, None, dict(knobs))
+            probe.default_time = Timing(1.0, 0.0, 1)
+            write_records(records, [probe.record(self.identity)])
+        return lamina.compile(
+            self.search.model, targets=self.search.targets, records=records, cache=False
+        )
+
+
+def _inputs(exe) -> list[np.ndarray]:
+    rng = np.random.default_rng(0)
+    return [
+        rng.uniform(0.1, 1.0, p.shape).astype(p.dtype)
+        if p.dtype.kind == "f"
+        else np.zeros(p.shape, p.dtype)
+        for p in exe._signature("main").params
+    ]
+
+
+def _outputs(exe, args) -> list[np.ndarray]:
+    out = exe.run("main", *args)
+    return [np.asarray(r) for r in (out if isinstance(out, tuple | list) else (out,))]
+
+
+def _paired(default, candidate, args, rounds: int) -> tuple[list[float], list[float]]:
+    """Seconds per call of both, interleaved by round (the order alternating)."""
+    start = time.perf_counter()
+    default.run("main", *args)
+    calls = max(1, min(100, int(0.05 / max(time.perf_counter() - start, 1e-7))))
+    samples: list[list[float]] = [[], []]
+    for r in range(rounds):
+        pair = [(0, default), (1, candidate)]
+        for i, exe in pair if r % 2 == 0 else pair[::-1]:
+            start = time.perf_counter()
+            for _ in range(calls):
+                exe.run("main", *args)
+            samples[i].append((time.perf_counter() - start) / calls)
+    return samples[0], samples[1]
+
+
+def search_graph(
+    search: GraphSearch, identity: tuple[str, tuple[str, ...]], until: float, note
+) -> None:
+    """Single-knob changes of the defaults, then the best value of each knob that won
+    together, each a whole-model build timed against the default, until `until`."""
+    builds = _Builds(search, identity)
+    try:
+        default = builds.build({})
+        args = _inputs(default)
+        want = _outputs(default, args)
+        seen = {default.compiled.object_code}
+        best: dict[str, tuple[float, Any]] = {}
+        candidates = [{k: v} for k, values in GRAPH_CHOICES.items() for v in values]
+        for knobs in candidates:
+            if time.perf_counter() >= until:
+                break
+            ratio = _try(search, builds, default, args, want, seen, knobs)
+            if ratio is not None:
+                ((name, value),) = knobs.items()
+                if ratio >= MIN_GAIN and ratio > best.get(name, (0.0, None))[0]:
+                    best[name] = (ratio, value)
+            note(search)
+        if len(best) > 1 and time.perf_counter() < until:
+            _try(search, builds, default, args, want, seen, {k: v for k, (_, v) in best.items()})
+        _finalize(search, builds, default, args)
+        if search.default_time is None:  # nothing was timed: the default's time, for the record
+            base, _ = _paired(default, default, args, 3)
+            search.default_time = Timing(*summary(base), len(base))
+    finally:
+        builds.folder.cleanup()
+
+
+def _text(knobs: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(knobs.items()))
+
+
+def _try(search, builds, default, args, want, seen, knobs) -> float | None:
+    """Build, check and time one candidate; its speed-up (None: same code or invalid)."""
+    search.trials += 1
+    try:
+        exe = builds.build(knobs)
+    except Exception as err:  # a plan that does not build: recorded, never applied
+        search.invalid.append({"knobs": knobs, "why": f"build failed: {err}".splitlines()[0]})
+        return None
+    if exe.compiled.object_code in seen:
+        return None  # the knob changes nothing in this model
+    seen.add(exe.compiled.object_code)
+    for w, h in zip(want, _outputs(exe, args), strict=True):
+        scale = max(1.0, float(np.max(np.abs(w)))) if w.size else 1.0
+        if w.shape != h.shape or not float(np.max(np.abs(w - h), initial=0.0)) <= TOLERANCE * scale:
+            search.invalid.append({"knobs": knobs, "why": "wrong numbers"})
+            return None
+    base, own = _paired(default, exe, args, ROUNDS)
+    ratio = statistics.median(d / t for d, t in zip(base, own, strict=True))
+    search.ratios[_text(knobs)] = ratio
+    if search.default_time is None:
+        search.default_time = Timing(*summary(base), len(base))
+    return ratio
+
+
+def _finalize(search: GraphSearch, builds: _Builds, default, args) -> None:
+    """The best candidate against the default again, longer: kept only if it still wins."""
+    ranked = sorted(search.ratios.items(), key=lambda kv: -kv[1])
+    if not ranked or ranked[0][1] < MIN_GAIN:
+        return
+    knobs = _parse(ranked[0][0])
+    exe = builds.build(knobs)
+    base, own = _paired(default, exe, args, FINAL_ROUNDS)
+    ratio = statistics.median(d / t for d, t in zip(base, own, strict=True))
+    if ratio >= MIN_GAIN:
+        search.knobs = knobs
+        search.default_time = Timing(*summary(base), len(base))
+        search.best_time = Timing(search.default_time.median / ratio, summary(own)[1], len(own))
+
+
+def _parse(text: str) -> dict[str, Any]:
+    return {k: int(v) for k, v in (item.split("=") for item in text.split(", "))}
+
+
+__all__ = ["GRAPH_CHOICES", "GRAPH_SHARE", "GraphSearch", "has_convolutions", "search_graph"]
