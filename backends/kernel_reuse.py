@@ -123,9 +123,10 @@ def lookup(key: str) -> Record | None:
         record = _records.get(key)
     if record is None and disk.enabled():
         entry = disk.read(_disk_key(key), folder=disk.kernel_directory())
-        if entry is not None and entry.object_code.startswith(_RECORD_PREFIX):
+        code = b"" if entry is None else bytes(entry.object_code)
+        if code.startswith(_RECORD_PREFIX):
             try:
-                fields = json.loads(entry.object_code[len(_RECORD_PREFIX) :])
+                fields = json.loads(code[len(_RECORD_PREFIX) :])
                 fields["messages"] = tuple(fields["messages"])
                 fields["runtime"] = tuple(fields.get("runtime", ()))
                 record = Record(**fields)
