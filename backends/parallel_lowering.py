@@ -13,10 +13,11 @@ once, right before `lower-te`:
   that lowered them would (`kernel_reuse.record_split`) and sends the
   records and objects back through a pipe;
 * the **parent** declares the child's kernels, as if an earlier compile had
-  recorded them, and lowers the rest. Right before `lower-to-llvm` (whose
-  error checks need to know which callees can fail) it waits for the child
-  and stores what it sent in the kernel caches; code generation then finds
-  those kernels as it finds reused ones.
+  recorded them, and lowers the rest, the host included, down to the llvm
+  dialect. Only then, right before `lower-to-llvm` inserts the error checks
+  after calls (which need to know which callees can fail), it waits for the
+  child and stores what it sent in the kernel caches; code generation then
+  finds those kernels as it finds reused ones.
 
 A kernel's unit does not depend on the module it is lowered in (that is what
 makes it reusable), so the host unit and every kernel unit are the same text
