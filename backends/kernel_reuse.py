@@ -40,7 +40,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
-from lamina.backends.llvm.errors import FAILING_DECLARATIONS_ATTR
+from lamina.backends.llvm.errors import FAILING_DECLARATIONS_ATTR, defer_failing_declarations
 from lamina.dialects import te
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, PHASE_ATTR_NAME
 from lamina.passes.lower_te import loop_func_name, symbol_names
@@ -123,9 +123,10 @@ def lookup(key: str) -> Record | None:
         record = _records.get(key)
     if record is None and disk.enabled():
         entry = disk.read(_disk_key(key), folder=disk.kernel_directory())
-        if entry is not None and entry.object_code.startswith(_RECORD_PREFIX):
+        code = b"" if entry is None else bytes(entry.object_code)
+        if code.startswith(_RECORD_PREFIX):
             try:
-                fields = json.loads(entry.object_code[len(_RECORD_PREFIX) :])
+                fields = json.loads(code[len(_RECORD_PREFIX) :])
                 fields["messages"] = tuple(fields["messages"])
                 fields["runtime"] = tuple(fields.get("runtime", ()))
                 record = Record(**fields)
@@ -267,8 +268,11 @@ class ReuseKernelsPass(ModulePass):
 
 
 class AwaitKernelsPass(ModulePass):
-    """Right before `lower-to-llvm`: wait for the lowering process, store its kernels,
-    and mark those that can fail (the host checks after calling them)."""
+    """Right before `lower-to-llvm`: arrange for the lowering process to be awaited
+    inside it, right before its error exits (the first step that needs to know which
+    delegated kernels can fail), then store its kernels and mark those that can fail
+    (the host checks after calling them). Until then this process lowers its own
+    kernels and the host to the llvm dialect while the other one works."""
 
     name = "await-kernels"
     replayable = False  # a driver step, not a registered pass (no reproducer names it)
@@ -278,10 +282,11 @@ class AwaitKernelsPass(ModulePass):
         object.__setattr__(self, "parallel", parallel)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        delegation = self.parallel.delegation
-        if delegation is None:
-            return
-        records = delegation.finish()  # type: ignore[attr-defined]
+        if self.parallel.delegation is not None:
+            defer_failing_declarations(op, self._finish)
+
+    def _finish(self, op: ModuleOp) -> None:
+        records = self.parallel.delegation.finish()  # type: ignore[attr-defined]
         failing = op.attributes.get(FAILING_DECLARATIONS_ATTR)
         names = [a.data for a in failing.data] if isinstance(failing, ArrayAttr) else []
         for name, key in module_keys(op, REUSED_ATTR).items():

@@ -196,6 +196,9 @@ def _run_compile_process(
     """(hit?, seconds in import + compile, seconds for the whole process, peak MiB, the
     lowering process's peak MiB, CPU seconds of both: on a busy machine the CPU time is
     what compares)."""
+    env = dict(env)
+    if env.pop("PYTHONDONTWRITEBYTECODE", None):  # measure as installed: compiled bytecode
+        env.setdefault("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "lamina-pyc"))
     start = time.perf_counter()
     out = subprocess.run(
         [sys.executable, "-c", _CACHED_SCRIPT, str(path)],

@@ -174,10 +174,13 @@ def compile_cold(
 
 
 def _may_reuse_kernels(request: CompileRequest) -> bool:
-    """Kernels reused or lowered in another process are not seen by the instruments (only
-    the progress line may watch), and a reproducer must hold every kernel's IR."""
+    """Kernels reused or lowered in another process never pass through this process's
+    IR: the instruments that print or dump it, and a reproducer, need every kernel's IR.
+    The timing instruments (`--pass-timing`, `-v`, `stats`) observe the compile as it
+    runs unobserved (the lowering process's passes are its wait in `lower-to-llvm`)."""
     return (
-        not request.observed
+        not request.print_ir_after_all
+        and request.dump_phases_to is None
         and not os.environ.get(REPRODUCER_ENV)
         and split_enabled()
         and reuse_enabled()

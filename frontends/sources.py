@@ -12,7 +12,6 @@ hit stays as light as `driver.compiler.compile`'s.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -40,7 +39,8 @@ def compile(  # noqa: A001 - the API name is docs/design.md §7's
 
     path = None if is_model_proto(module_or_text) else candidate_path(module_or_text)
     if path is not None and os.path.isfile(path):  # imported on a cache miss only
-        source = _deferred_import(path, input_shapes, batch_bounds)
+        remember = options.get("cache") is not False
+        source = _deferred_import(path, input_shapes, batch_bounds, remember=remember)
         return compile_ir(source, targets, filename=path, **options)
     if input_shapes or batch_bounds or might_be_onnx(module_or_text):
         from lamina.frontends.onnx import import_source
@@ -62,15 +62,19 @@ def _deferred_import(
     path: str,
     input_shapes: Mapping[str, Sequence[int]] | None,
     batch_bounds: tuple[int, int] | None = None,
+    *,
+    remember: bool = True,
 ):
     """The ONNX model at `path` as a source the driver imports only on a cache miss,
-    keyed by the digest of the file, the input shapes and the batch bounds."""
+    keyed by the digest of the file, the input shapes and the batch bounds (the digest
+    is remembered by the file's status in the disk cache, `remember` and the cache on:
+    runtime/cache.py `file_digest`)."""
     from lamina.driver.compiler import DeferredSource
+    from lamina.runtime import cache as disk
 
     bounds = tuple(batch_bounds or DEFAULT_BATCH_BOUNDS)
     shapes = {name: tuple(shape) for name, shape in sorted((input_shapes or {}).items())}
-    with open(path, "rb") as f:
-        digest = hashlib.file_digest(f, "sha256").hexdigest()
+    digest = disk.file_digest(path, remember=remember and disk.enabled())
 
     def build():
         from lamina.frontends.onnx import import_source

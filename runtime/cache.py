@@ -44,10 +44,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import stat
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,11 +62,18 @@ CACHE_ENV = "LAMINA_CACHE"
 CACHE_DIR_ENV = "LAMINA_CACHE_DIR"
 """Environment variable: the cache directory (default: the platform's per-user cache)."""
 
-FORMAT = b"LAMINA-CACHE-1\n"
+FORMAT = b"LAMINA-CACHE-2\n"
 """First bytes of every entry; a new layout gets a new number (old entries are then misses)."""
 
 SUFFIX = ".lxc"
 _DIGEST = 32  # bytes of SHA-256 at the end of an entry
+ALIGN = 64
+"""An entry's object code starts at a multiple of this offset, and so does the constant
+blob inside it (`pack_objects`): a mapped entry's weights are used in place."""
+_CHUNK = 8 << 20
+"""Bytes per chunk of `checksum` (chunks are hashed on every core)."""
+_MAP_AT_LEAST = 1 << 20
+"""Entries this large are memory-mapped by `read`, not copied."""
 
 
 def enabled() -> bool:
@@ -100,6 +110,10 @@ def clear() -> int:
     if kernels.is_dir():
         for path in [*kernels.glob(f"*{SUFFIX}"), *kernels.glob(f".*{SUFFIX}.tmp")]:
             _unlink(path)
+    digests = directory() / DIGEST_FOLDER
+    if digests.is_dir():
+        for path in digests.iterdir():
+            _unlink(path)
     folder = directory()
     if folder.is_dir():
         for stray in folder.glob(f".*{SUFFIX}.tmp"):
@@ -124,7 +138,8 @@ def _unlink(path: Path) -> bool:
 class Entry:
     """What a hit needs: the object code and the description of its entry points."""
 
-    object_code: bytes
+    object_code: bytes | memoryview
+    """A memoryview into the mapped file for a large entry `read` (see `read`)."""
     metadata: dict
     """JSON-able: entry signatures, functions that are not entries, compile timings."""
 
@@ -133,50 +148,97 @@ def _path(cache_key: str, folder: Path | None = None) -> Path:
     return (folder or directory()) / f"{cache_key}{SUFFIX}"
 
 
+def checksum(body: bytes | memoryview) -> bytes:
+    """SHA-256 of the SHA-256s of `body`'s 8 MiB chunks.
+
+    A tree rather than one SHA-256 so that the chunks are hashed on every
+    usable core (hashlib releases the GIL): ResNet-50's 100 MB entry is checked
+    on every hit, and one core hashes it in about 0.15 s.
+    """
+    view = memoryview(body)
+    count = max(1, -(-len(view) // _CHUNK))
+    digests = [b""] * count
+    workers = min(count, _usable_cores())
+
+    def hash_chunks(first: int) -> None:
+        for i in range(first, count, workers):
+            digests[i] = hashlib.sha256(view[i * _CHUNK : (i + 1) * _CHUNK]).digest()
+
+    threads = [threading.Thread(target=hash_chunks, args=(i,)) for i in range(1, workers)]
+    for thread in threads:
+        thread.start()
+    hash_chunks(0)
+    for thread in threads:
+        thread.join()
+    return hashlib.sha256(b"".join(digests)).digest()
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        return os.cpu_count() or 1
+
+
 def encode(entry: Entry) -> bytes:
-    """FORMAT, metadata length, metadata (JSON), object code, SHA-256 of all of it."""
+    """FORMAT, metadata length, metadata (JSON, padded with spaces so that the object
+    code starts at a multiple of `ALIGN`), object code, `checksum` of all of it."""
     meta = json.dumps(entry.metadata, sort_keys=True).encode()
+    meta += b" " * (-(len(FORMAT) + 8 + len(meta)) % ALIGN)
     body = FORMAT + len(meta).to_bytes(8, "little") + meta + entry.object_code
-    return body + hashlib.sha256(body).digest()
+    return body + checksum(body)
 
 
-def decode(data: bytes) -> Entry | None:
-    """The entry in `data`, or None if it is not a whole, intact entry of this format."""
-    if len(data) < len(FORMAT) + 8 + _DIGEST or not data.startswith(FORMAT):
+def decode(data: bytes | memoryview | mmap.mmap) -> Entry | None:
+    """The entry in `data`, or None if it is not a whole, intact entry of this format.
+
+    The object code is a slice of `data` (bytes for bytes, else a memoryview of it)."""
+    view = memoryview(data)
+    if len(view) < len(FORMAT) + 8 + _DIGEST or view[: len(FORMAT)] != FORMAT:
         return None
-    body, digest = data[:-_DIGEST], data[-_DIGEST:]
-    if hashlib.sha256(body).digest() != digest:
+    body, digest = view[:-_DIGEST], view[-_DIGEST:]
+    if checksum(body) != digest:
         return None
     start = len(FORMAT) + 8
     size = int.from_bytes(body[len(FORMAT) : start], "little")
     if start + size > len(body):
         return None
     try:
-        metadata = json.loads(body[start : start + size])
+        metadata = json.loads(bytes(body[start : start + size]))
     except ValueError:
         return None
     if not isinstance(metadata, dict):
         return None
-    return Entry(body[start + size :], metadata)
+    code = body[start + size :]
+    return Entry(bytes(code) if isinstance(data, bytes) else code, metadata)
 
 
 def read(cache_key: str, *, folder: Path | None = None) -> Entry | None:
     """The intact entry stored under `cache_key`, or None (a bad entry is deleted).
 
-    An entry of an untrusted directory, or one another user owns or that
-    group or others can write (`untrusted`), is ignored with a warning.
+    A large entry is memory-mapped read-only, not read: its object code is a
+    view of the mapping, which lives as long as a reference to it (a loaded
+    model's constants are used where they are, runtime/constant_blob.py).
+    Entries are replaced by renaming, never rewritten, so a mapping never
+    sees a change. An entry of an untrusted directory, or one another user
+    owns or that group or others can write (`untrusted`), is ignored with a
+    warning.
     """
     if not _usable_directory():
         return None
     path = _path(cache_key, folder)
     try:
         with open(path, "rb") as f:
-            why = untrusted(os.fstat(f.fileno()))
+            st = os.fstat(f.fileno())
+            why = untrusted(st)
             if why is not None:
                 _warn(f"ignoring the compile cache entry '{path}': {why}")
                 return None
-            data = f.read()
-    except OSError:
+            if st.st_size >= _MAP_AT_LEAST:
+                data: bytes | mmap.mmap = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            else:
+                data = f.read()
+    except (OSError, ValueError):
         return None
     entry = decode(data)
     if entry is None:
@@ -209,6 +271,78 @@ def write(cache_key: str, entry: Entry, *, folder: Path | None = None) -> Path |
         if tmp_name is not None:
             _unlink(Path(tmp_name))
         return None
+
+
+# ---------------------------------------------------------------------------
+# Digests of input files, remembered by their status
+# ---------------------------------------------------------------------------
+
+DIGEST_FOLDER = "digests"
+"""Subdirectory of the cache directory: the SHA-256 of input files (`file_digest`)."""
+_RACY_NS = 2_000_000_000
+"""A file changed this recently (before its hashing began) is hashed again next time."""
+
+
+def file_digest(path: str | os.PathLike[str], *, remember: bool = True) -> str:
+    """The hex SHA-256 of the file at `path`, remembered across processes by its status.
+
+    A `.onnx` model's key is the digest of the file (frontends/sources.py):
+    ResNet-50's 100 MB cost a cached compile 0.1-0.2 s to hash. As Bazel and
+    git's index do, the digest is stored with the file's device, inode, size,
+    modification and status-change times (`remember`, in `digests/` of the
+    cache directory) and reused while all five are the same. The status-change
+    time is set by the kernel on every write, rename or `utime`, so a
+    rewritten file never matches; a file changed within two seconds before
+    its hashing began is not remembered (a write later in the same clock tick
+    would leave the times equal: git's "racily clean" files).
+    """
+    path = os.path.realpath(path)
+    memo = directory() / DIGEST_FOLDER / (hashlib.sha256(path.encode()).hexdigest() + ".json")
+    st = os.stat(path)
+    status = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+    if remember and _usable_directory():
+        try:
+            with open(memo, "rb") as f:
+                if untrusted(os.fstat(f.fileno())) is None:
+                    known = json.loads(f.read())
+                    if known.get("status") == status and isinstance(known.get("sha256"), str):
+                        return known["sha256"]
+        except (OSError, ValueError, AttributeError):
+            pass
+    began = time.time_ns()
+    with open(path, "rb") as f:
+        digest = hashlib.file_digest(f, "sha256").hexdigest()
+        after = os.fstat(f.fileno())
+    same = status == [
+        after.st_dev,
+        after.st_ino,
+        after.st_size,
+        after.st_mtime_ns,
+        after.st_ctime_ns,
+    ]
+    if remember and same and max(st.st_mtime_ns, st.st_ctime_ns) < began - _RACY_NS:
+        _write_atomic(memo, json.dumps({"path": path, "status": status, "sha256": digest}).encode())
+    return digest
+
+
+def _write_atomic(path: Path, data: bytes) -> bool:
+    """Write `path` as `write` writes entries (owner-only, renamed into place)."""
+    tmp_name = None
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _usable_directory():
+            return False
+        fd, tmp_name = tempfile.mkstemp(
+            prefix=f".{path.stem[:16]}-", suffix=".tmp", dir=path.parent
+        )
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp_name, path)
+        return True
+    except OSError:
+        if tmp_name is not None:
+            _unlink(Path(tmp_name))
+        return False
 
 
 # ---------------------------------------------------------------------------
@@ -271,7 +405,7 @@ def kernel_directory() -> Path:
 def read_kernel(kernel_key: str) -> bytes | None:
     """The object code of the kernel keyed `kernel_key` (backends/kernel_split.py), or None."""
     entry = read(kernel_key, folder=kernel_directory())
-    return None if entry is None else entry.object_code
+    return None if entry is None else bytes(entry.object_code)
 
 
 def write_kernel(kernel_key: str, object_code: bytes) -> Path | None:
@@ -279,19 +413,22 @@ def write_kernel(kernel_key: str, object_code: bytes) -> Path | None:
     return write(kernel_key, Entry(object_code, {"kernel": kernel_key}), folder=kernel_directory())
 
 
-PACKED = b"LAMINA-OBJECTS-1\n"
+PACKED = b"LAMINA-OBJECTS-2\n"
 """First bytes of `object_code` that holds several object files and a constant blob."""
 
 
 def pack_objects(objects: list[bytes], constants: bytes = b"") -> bytes:
     """Several object files (host first, then kernels) and a packed constant blob
-    (runtime/constant_blob.py) as one `object_code`: a model split into units."""
+    (runtime/constant_blob.py) as one `object_code`: a model split into units. The
+    blob starts at a multiple of `ALIGN` (zero padding before it), so that in an
+    entry (whose object code is aligned too) its constants can be used in place."""
     sizes = b"".join(len(o).to_bytes(8, "little") for o in objects)
     head = PACKED + len(objects).to_bytes(8, "little") + sizes
-    return head + b"".join(objects) + constants
+    code = head + b"".join(objects)
+    return code + b"\0" * (-len(code) % ALIGN) + constants
 
 
-def unpack_objects(object_code: bytes) -> tuple[list[bytes], memoryview]:
+def unpack_objects(object_code: bytes | memoryview) -> tuple[list[bytes], memoryview]:
     """`pack_objects`'s object files and constant blob; ValueError if truncated."""
     view = memoryview(object_code)
     at = len(PACKED)
@@ -304,6 +441,7 @@ def unpack_objects(object_code: bytes) -> tuple[list[bytes], memoryview]:
             raise ValueError("packed object code is truncated")
         objects.append(bytes(view[at : at + size]))
         at += size
+    at += -at % ALIGN
     return objects, view[at:]
 
 
@@ -356,13 +494,14 @@ def load(cache_key: str, object_code: bytes, names: Iterable[str], *, runtime: b
         llvm.initialize_native_asmprinter()
     tm = llvm.Target.from_default_triple().create_target_machine(jit=True)
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
-    objects = [object_code]
-    if object_code.startswith(PACKED):  # a split module: its units and its constants
+    if object_code[: len(PACKED)] == PACKED:  # a split module: its units and its constants
         from lamina.runtime import constant_blob
 
         objects, constants = unpack_objects(object_code)
         if len(constants):
             constant_blob.register_packed(constants)
+    else:
+        objects = [bytes(object_code)]
     for obj in objects:
         engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
@@ -371,6 +510,12 @@ def load(cache_key: str, object_code: bytes, names: Iterable[str], *, runtime: b
 
 
 __all__ = [
+    "ALIGN",
+    "DIGEST_FOLDER",
+    "checksum",
+    "decode",
+    "encode",
+    "file_digest",
     "KERNEL_FOLDER",
     "PACKED",
     "kernel_directory",

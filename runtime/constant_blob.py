@@ -12,7 +12,10 @@ symbol table, where MCJIT resolves the host's references.
 Symbols name content, so two models (or two compiles of one) that share a
 tensor share one copy, and re-registering a symbol is a no-op. The code
 only reads these constants; registered blobs live as long as the process
-(as the JIT engines that use them do).
+(as the JIT engines that use them do). A blob loaded from the disk cache is
+registered where it is (`register_packed`): the cache maps its entry
+read-only, so a cached model's weights are neither read nor copied until the
+code touches them (as an artifact's weights file is mapped, runtime/artifact.py).
 
 `pack`/`unpack` give the byte layout stored beside the object code in the
 disk cache (runtime/cache.py): a JSON table of (symbol, offset, size) and
@@ -32,7 +35,7 @@ _lock = threading.Lock()
 _registered: dict[str, int] = {}
 """Symbol → address of every constant registered in this process."""
 _blobs: list[np.ndarray] = []
-"""Keeps the memory of every registered blob alive."""
+"""Keeps the memory of every registered blob alive (copies, or views of mapped entries)."""
 
 
 def layout(sizes: dict[str, int]) -> tuple[dict[str, int], int]:
@@ -73,11 +76,24 @@ def register(constants: dict[str, bytes] | dict[str, memoryview]) -> int:
 
 
 def register_packed(data: bytes | memoryview) -> None:
-    """`register` the constants of a `pack`ed blob without copying them twice."""
+    """`register` the constants of a `pack`ed blob, in place if it is 64-byte aligned
+    (a mapped cache entry, runtime/cache.py): no byte is copied; else copied once."""
     table, blob = unpack(data)
-    register(
-        {symbol: bytes(blob[offset : offset + size]) for symbol, (offset, size) in table.items()}
-    )
+    array = np.frombuffer(blob, np.uint8)
+    base = array.ctypes.data
+    if base % ALIGN:
+        register({symbol: blob[offset : offset + size] for symbol, (offset, size) in table.items()})
+        return
+    import llvmlite.binding as llvm
+
+    with _lock:
+        new = {s: base + offset for s, (offset, _) in table.items() if s not in _registered}
+        if not new:
+            return
+        _blobs.append(array)
+        for symbol, address in new.items():
+            _registered[symbol] = address
+            llvm.add_symbol(symbol, address)
 
 
 def pack(constants: dict[str, bytes]) -> bytes:

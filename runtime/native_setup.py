@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import sys
 import threading
 from types import ModuleType
 
@@ -42,6 +43,23 @@ def _llvm() -> ModuleType:
     return llvmlite.binding
 
 
+_SONAMES = {"m": "libm.so.6", "c": "libc.so.6", "gomp": "libgomp.so.1", "gcc_s": "libgcc_s.so.1"}
+"""glibc's names of the libraries generated code calls: `find_library` runs `ldconfig -p`
+in a new process per call (about 10 ms each, on every cache hit); the loader finds these."""
+
+
+def find_library(name: str) -> str | None:
+    """`ctypes.util.find_library(name)`, without a process when the glibc soname loads."""
+    soname = _SONAMES.get(name) if sys.platform.startswith("linux") else None
+    if soname is not None:
+        try:
+            ctypes.CDLL(soname)
+            return soname
+        except OSError:
+            pass
+    return ctypes.util.find_library(name)
+
+
 def ensure_native() -> None:
     """Initialize LLVM's native target once, and load the libraries generated code calls."""
     global _initialized
@@ -53,7 +71,7 @@ def ensure_native() -> None:
         llvm.initialize_native_asmprinter()
         llvm.initialize_native_asmparser()
         for lib in ("m", "c"):
-            path = ctypes.util.find_library(lib)
+            path = find_library(lib)
             if path:
                 llvm.load_library_permanently(path)
         _load_openmp()
@@ -67,7 +85,7 @@ def load_runtime_libraries() -> None:
     A symbol still missing afterwards is reported by `jit_symbols` as a
     diagnostic (never a call to address 0).
     """
-    path = ctypes.util.find_library("gcc_s")
+    path = find_library("gcc_s")
     if path:
         try:
             _llvm().load_library_permanently(path)
@@ -94,15 +112,15 @@ def load_openmp() -> str | None:
     which would otherwise start with its defaults.
     """
     global _gomp
-    path = ctypes.util.find_library("gomp")
-    if path is None:
-        return None
     threads = os.environ.get(NUM_THREADS_ENV)
     if threads:
         os.environ["OMP_NUM_THREADS"] = threads
     # Idle workers sleep instead of spinning: on a shared or oversubscribed
     # machine spinning made a 256^3 matmul 30x slower (measured, 2 cores).
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+    path = find_library("gomp")  # may load it: the variables are set first
+    if path is None:
+        return None
     _gomp = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
     if threads:
         _gomp.omp_set_num_threads(ctypes.c_int(int(threads)))

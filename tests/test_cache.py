@@ -465,3 +465,72 @@ def test_a_group_writable_entry_is_ignored(cache_dir, capfd):
     exe = lamina.compile(PROGRAM)
     assert not exe.cache_hit
     np.testing.assert_array_equal(exe.run("main", A, B), EXPECTED)
+
+
+BIG = np.random.default_rng(1).standard_normal((512, 600)).astype(np.float32)  # 1.2 MB
+BIG_PROGRAM = f"""\
+graph.func @main(%x: tensor<2x512xf32>) -> tensor<2x600xf32> {{
+  %w = graph.constant dense<"0x{BIG.tobytes().hex().upper()}"> : tensor<512x600xf32>
+  %y = graph.matmul %x, %w : (tensor<2x512xf32>, tensor<512x600xf32>) -> tensor<2x600xf32>
+  graph.return %y : tensor<2x600xf32>
+}}
+"""
+
+
+def test_a_hit_uses_the_weights_in_the_mapped_entry_without_copying(cache_dir, tmp_path):
+    """A large entry is mapped read-only and its constant blob registered where it is:
+    the weight's symbol points into the mapping (a new process: nothing registered yet)."""
+    path = tmp_path / "big.mlir"
+    path.write_text(BIG_PROGRAM)
+    x = np.random.default_rng(2).standard_normal((2, 512)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    assert lamina.compile(str(path)).cache_hit is False
+    script = textwrap.dedent(
+        f"""
+        import numpy as np, lamina, llvmlite.binding as llvm
+        from lamina.runtime import cache, constant_blob
+        exe = lamina.compile({str(path)!r})
+        code = exe.compiled.object_code
+        assert exe.cache_hit is True and isinstance(code, memoryview), type(code)
+        start = np.frombuffer(code, np.uint8).ctypes.data
+        table, _ = constant_blob.unpack(cache.unpack_objects(code)[1])
+        assert table
+        for symbol in table:
+            assert start <= llvm.address_of_symbol(symbol) < start + len(code), symbol
+        np.save({str(tmp_path / "y.npy")!r}, exe.run("main", np.load({str(tmp_path / "x.npy")!r})))
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=300)
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), x @ BIG, rtol=1e-4, atol=1e-4)
+
+
+def test_the_checksum_covers_every_chunk(monkeypatch):
+    """The entry's checksum hashes chunks on several threads; a flip in any chunk fails it."""
+    monkeypatch.setattr(cache, "_CHUNK", 1000)
+    entry = cache.Entry(bytes(range(256)) * 40, {"n": 1})
+    data = cache.encode(entry)
+    assert cache.decode(data) == entry
+    for at in (100, len(data) // 2, len(data) - 40):
+        damaged = data[:at] + bytes([data[at] ^ 1]) + data[at + 1 :]
+        assert cache.decode(damaged) is None
+
+
+def test_a_model_files_digest_is_remembered_until_the_file_changes(cache_dir, tmp_path):
+    model = tmp_path / "m.bin"
+    model.write_bytes(b"a" * 1000)
+    old = (model.stat().st_mtime_ns - 10**10) / 1e9
+    os.utime(model, (old, old))  # the status-change time is now: too recent to remember
+    expected = cache.hashlib.sha256(b"a" * 1000).hexdigest()
+    assert cache.file_digest(model) == expected
+    assert not (cache_dir / cache.DIGEST_FOLDER).exists()
+    status = model.stat()
+    fake = cache_dir / cache.DIGEST_FOLDER / "x"
+    memo = {"status": [status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns,
+                       status.st_ctime_ns], "sha256": "remembered"}  # fmt: skip
+    fake.parent.mkdir(parents=True, mode=0o700)
+    name = cache.hashlib.sha256(os.path.realpath(model).encode()).hexdigest() + ".json"
+    (fake.parent / name).write_text(json.dumps(memo))
+    assert cache.file_digest(model) == "remembered"  # same status: not read again
+    assert cache.file_digest(model, remember=False) == expected
+    model.write_bytes(b"b" * 1000)  # same size, new times
+    assert cache.file_digest(model) == cache.hashlib.sha256(b"b" * 1000).hexdigest()

@@ -133,3 +133,16 @@ def test_messages_of_a_reused_kernel_name_the_kernel_of_this_model():
         ('[26 x i8] c"kernel @conv_loop_par0: x\\00"',), may_fail=True, openmp=True,
     )  # fmt: skip
     assert part.messages_for("c_loop") == ('[23 x i8] c"kernel @c_loop_par0: x\\00"',)
+
+
+def test_pass_timing_observes_the_compile_with_kernel_reuse(fresh, capfd):
+    """`--pass-timing` times the flow of an unobserved compile (kernels reused), while
+    the instruments that print the IR still see every kernel lowered."""
+    program = conv_program(extra_relu=True)
+    _compile(program)
+    timed = _compile(program, pass_timing=True)
+    assert len(_reused(timed)) == 2 and set(timed.compiled.timings.kernels.values()) == {"memory"}
+    assert "reuse-kernels" in capfd.readouterr().err
+    printed = _compile(program, print_ir_after_all=True)
+    assert not _reused(printed)
+    np.testing.assert_array_equal(timed.run("main", X), printed.run("main", X))

@@ -31,7 +31,8 @@ error); calls that do not fail are unaffected.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
@@ -320,8 +321,24 @@ def _predicate(name: str) -> IntegerAttr[IntegerType]:
     return IntegerAttr(llvm.ICmpPredicateFlag(name).to_int(), i64)
 
 
+_pending: weakref.WeakKeyDictionary[ModuleOp, Callable[[ModuleOp], None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def defer_failing_declarations(module: ModuleOp, resolve: Callable[[ModuleOp], None]) -> None:
+    """Have `resolve(module)` complete `FAILING_DECLARATIONS_ATTR` right before
+    `insert_error_exits` reads it, the last moment it is needed: a lowering process
+    (backends/parallel_lowering.py) says which of its kernels can fail only when it is
+    done, and `lower-to-llvm`'s rewriting of everything else need not wait for it."""
+    _pending[module] = resolve
+
+
 def insert_error_exits(module: ModuleOp) -> None:
     """Lower every error site of a build-phase module and the checks after failing calls."""
+    resolve = _pending.pop(module, None)
+    if resolve is not None:
+        resolve(module)
     _ErrorLowering(module).run()
 
 
