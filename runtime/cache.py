@@ -462,7 +462,7 @@ class LoadedCode:
     """llvmlite's MCJIT engine (llvmlite is imported by `load` only)."""
     target_machine: Any
     signatures: Mapping[str, object]
-    object_code: bytes
+    object_code: bytes | memoryview
 
     def get_function_address(self, name: str) -> int:
         if name not in self.signatures:
@@ -473,7 +473,9 @@ class LoadedCode:
         return address
 
 
-def load(cache_key: str, object_code: bytes, names: Iterable[str], *, runtime: bool) -> LoadedCode:
+def load(
+    cache_key: str, object_code: bytes | memoryview, names: Iterable[str], *, runtime: bool
+) -> LoadedCode:
     """Link `object_code` into this process; raises RuntimeError if LLVM cannot.
 
     `runtime`: the code calls libgomp or registered libraries, so they are
