@@ -35,6 +35,7 @@ from lamina.driver.signatures import entry_signatures
 from lamina.driver.stats import StatsRecorder
 from lamina.passes.apply_records import ApplyRecordsPass
 from lamina.passes.check_bounds import CheckBoundsPass
+from lamina.passes.profile_kernels import ProfileKernelsPass
 from lamina.runtime.executable import Executable
 from lamina.target.devices import with_device_check
 
@@ -65,6 +66,7 @@ def lower_to_build(
     instruments: Instruments | None = None,
     *,
     check_bounds: bool = False,
+    profile: bool = False,
     records: str | None = None,
     records_ignore_errors: bool = False,
     reuse_kernels: bool = False,
@@ -87,6 +89,8 @@ def lower_to_build(
         passes = with_device_check(passes)  # devices no target compiles: refused now
         if check_bounds:
             passes = with_bounds_checks(passes)
+        if profile:
+            passes = with_profiling(passes)
         if records is not None:
             passes = with_records(passes, records, records_ignore_errors)
         if reuse_kernels:
@@ -103,6 +107,14 @@ def with_bounds_checks(passes: list) -> list:
     if index is None:
         return list(passes)  # already past the lowering phase: nothing left to guard
     return [*passes[:index], CheckBoundsPass(), *passes[index:]]
+
+
+def with_profiling(passes: list) -> list:
+    """`passes` with `profile-kernels` right after `lower-to-llvm` (at the end if the
+    module is already past it)."""
+    index = next((i for i, p in enumerate(passes) if p.name == "lower-to-llvm"), None)
+    at = len(passes) if index is None else index + 1
+    return [*passes[:at], ProfileKernelsPass(), *passes[at:]]
 
 
 def with_records(passes: list, records: str, ignore_errors: bool = False) -> list:
@@ -206,6 +218,7 @@ def _compile_cold_steps(
         recorder,
         instruments,
         check_bounds=request.check_bounds,
+        profile=request.profile,
         records=request.records,
         records_ignore_errors=request.records_ignore_errors,
         reuse_kernels=_may_reuse_kernels(request),
