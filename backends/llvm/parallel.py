@@ -26,6 +26,8 @@ sets from `LAMINA_NUM_THREADS` (else all cores) before libgomp loads.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import (
     Float64Type,
@@ -118,13 +120,18 @@ class ParallelForLowering(RewritePattern):
 
     See the module docstring for the shape of the result. A parallel loop
     with iter_args (a reduction) is left to `ForLowering` and runs serially.
+    `collapse_below(op)`: the `parallel_collapse_below` knob for `op`'s kernel
+    (`collapse_few`); default `COLLAPSE_BELOW`.
     """
+
+    def __init__(self, collapse_below: Callable[[Operation], int] | None = None):
+        self.collapse_below = collapse_below or (lambda op: COLLAPSE_BELOW)
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: loop.ForOp, rewriter: PatternRewriter, /):
         if op.kind.data != LoopKind.PARALLEL or op.iter_args:
             return
-        collapse_few(op, rewriter)
+        collapse_few(op, rewriter, self.collapse_below(op))
         module = module_of(op)
         base = _unique_name(module, f"{_enclosing_function_name(op)}_par")
         header = [op.lb, op.ub, op.step]
@@ -156,7 +163,8 @@ def static_trip_count(op: loop.ForOp) -> int | None:
 
 
 COLLAPSE_BELOW = 32
-"""A parallel loop of fewer iterations than this, whose body is one loop of
+"""The default of the `parallel_collapse_below` knob (target/schedule_knobs.py):
+a parallel loop of fewer iterations than this, whose body is one loop of
 constant bounds, is collapsed with it: the threads share (outer x inner)
 iterations. A batch-1 convolution's parallel loop runs over output-channel
 blocks: 2, 6 or 9 of them (MobileNetV2) leave one of two threads idle for a
@@ -174,8 +182,8 @@ def _constant_int(value: SSAValue) -> int | None:
     return attr.value.data if isinstance(attr, IntegerAttr) else None
 
 
-def collapse_few(op: loop.ForOp, rewriter: PatternRewriter) -> loop.ForOp | None:
-    """Replace a parallel loop of fewer than `COLLAPSE_BELOW` iterations over one
+def collapse_few(op: loop.ForOp, rewriter: PatternRewriter, below: int = 32) -> loop.ForOp | None:
+    """Replace a parallel loop of fewer than `below` iterations over one
     nested loop by a parallel loop over their product (None: not collapsible):
 
         loop.for %i = a to b step s kind(parallel) {    loop.for %f = 0 to Ni*Nj step 1 kind(parallel) {
@@ -188,7 +196,7 @@ def collapse_few(op: loop.ForOp, rewriter: PatternRewriter) -> loop.ForOp | None
     a vectorized or unrolled one keeps its kind.
     """
     outer_trips = static_trip_count(op)
-    if outer_trips is None or outer_trips >= COLLAPSE_BELOW:
+    if outer_trips is None or outer_trips >= below:
         return None
     block = op.body.block
     inners = [o for o in block.ops if isinstance(o, loop.ForOp)]

@@ -438,7 +438,8 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // with it: the threads share the 6 x 28 (block, row) pairs, and the body finds
 // its block and row from the flat index by a division and a remainder. The
 // vectorized loop inside keeps its kind; a loop with two nested loops (here
-// @two) or a vectorized inner loop is not collapsed.
+// @two) or a vectorized inner loop is not collapsed, nor is a loop of a kernel
+// whose `parallel_collapse_below` knob is at most its trip count (@kept).
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @blocks(%o: memref<6x28x16xf32>, %s: f32) {
     %c0 = arith.constant 0 : index
@@ -450,6 +451,21 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     loop.for %b = %c0 to %c6 step %c1 kind(parallel) {
       loop.for %r2 = %c0 to %c56 step %c2 {
         %r = arith.divui %r2, %c2 : index
+        loop.for %l = %c0 to %c16 step %c1 kind(vectorized) {
+          loop.store %s, %o[%b, %r, %l] : memref<6x28x16xf32>
+        }
+      }
+    }
+    loop.return
+  }
+  loop.func @kept(%o: memref<6x28x16xf32>, %s: f32) attributes {lamina.knobs = {parallel_collapse_below = 6 : i64}} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c6 = arith.constant 6 : index
+    %c16 = arith.constant 16 : index
+    %c28 = arith.constant 28 : index
+    loop.for %b = %c0 to %c6 step %c1 kind(parallel) {
+      loop.for %r = %c0 to %c28 step %c1 {
         loop.for %l = %c0 to %c16 step %c1 kind(vectorized) {
           loop.store %s, %o[%b, %r, %l] : memref<6x28x16xf32>
         }
@@ -472,6 +488,8 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 }
 // CHECK-LABEL: llvm.func @blocks(
 // CHECK:         llvm.call @GOMP_parallel(%{{.*}}) {lamina.iterations = 168 : i64}
+// CHECK-LABEL: llvm.func @kept(
+// CHECK:         llvm.call @GOMP_parallel(%{{.*}}) {lamina.iterations = 6 : i64}
 // CHECK-LABEL: llvm.func @two(
 // CHECK:         llvm.call @GOMP_parallel(%{{.*}}) {lamina.iterations = 6 : i64}
 // CHECK-LABEL: llvm.func internal @blocks_par0(
