@@ -716,7 +716,7 @@ class LowerToLLVMPass(LaminaPass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_usable_devices(op)  # host code for a device no target compiles would be wrong
         # ParallelForLowering must see a parallel loop before ForLowering does.
-        patterns = [ParallelForLowering(lambda loop: op_knobs(loop).parallel_collapse_below)]
+        patterns = [ParallelForLowering()]
         patterns += [p() for p in LOOP_PATTERNS]
         patterns += scalar_patterns()
         locating_walker(

@@ -67,9 +67,9 @@ class ScheduleKnobs:
     loop on 2 cores leaves one core idle for a third of the time)."""
 
     parallel_collapse_below: int = 32
-    """A parallel loop of fewer iterations than this whose body is one serial
-    loop of constant bounds is collapsed with it, so the threads share outer x
-    inner iterations (`lower-to-llvm`, backends/llvm/parallel.py; 1: never). A
+    """A parallel loop of fewer iterations than this whose body is one spatial
+    loop of constant bounds shares that loop's iterations too (`schedule` marks
+    it parallel, `lower-to-llvm` collapses the two; 1: never). A
     batch-1 convolution's parallel loop runs over output-channel blocks, 2-12 of
     them in MobileNetV2's layers: on two threads 9 blocks split 5/4, and with
     2 a late-waking worker leaves both to the calling thread. Collapsed with

@@ -26,8 +26,6 @@ sets from `LAMINA_NUM_THREADS` (else all cores) before libgomp loads.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import (
     Float64Type,
@@ -120,18 +118,15 @@ class ParallelForLowering(RewritePattern):
 
     See the module docstring for the shape of the result. A parallel loop
     with iter_args (a reduction) is left to `ForLowering` and runs serially.
-    `collapse_below(op)`: the `parallel_collapse_below` knob for `op`'s kernel
-    (`collapse_few`); default `COLLAPSE_BELOW`.
+    A parallel loop holding one parallel loop is collapsed with it first
+    (`collapse_nested`).
     """
-
-    def __init__(self, collapse_below: Callable[[Operation], int] | None = None):
-        self.collapse_below = collapse_below or (lambda op: COLLAPSE_BELOW)
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: loop.ForOp, rewriter: PatternRewriter, /):
         if op.kind.data != LoopKind.PARALLEL or op.iter_args:
             return
-        collapse_few(op, rewriter, self.collapse_below(op))
+        collapse_nested(op, rewriter)
         module = module_of(op)
         base = _unique_name(module, f"{_enclosing_function_name(op)}_par")
         header = [op.lb, op.ub, op.step]
@@ -162,16 +157,6 @@ def static_trip_count(op: loop.ForOp) -> int | None:
     return max(0, -(-(ub - lb) // step))
 
 
-COLLAPSE_BELOW = 32
-"""The default of the `parallel_collapse_below` knob (target/schedule_knobs.py):
-a parallel loop of fewer iterations than this, whose body is one loop of
-constant bounds, is collapsed with it: the threads share (outer x inner)
-iterations. A batch-1 convolution's parallel loop runs over output-channel
-blocks: 2, 6 or 9 of them (MobileNetV2) leave one of two threads idle for a
-third of the region, or -- when the worker wakes late -- let the calling
-thread take every block; its blocks x rows give both threads even shares."""
-
-
 def _constant_int(value: SSAValue) -> int | None:
     """`value` as an int if it is an integer constant (possibly behind one cast)."""
     chain = _constant_chain(value)
@@ -182,21 +167,22 @@ def _constant_int(value: SSAValue) -> int | None:
     return attr.value.data if isinstance(attr, IntegerAttr) else None
 
 
-def collapse_few(op: loop.ForOp, rewriter: PatternRewriter, below: int = 32) -> loop.ForOp | None:
-    """Replace a parallel loop of fewer than `below` iterations over one
-    nested loop by a parallel loop over their product (None: not collapsible):
+def collapse_nested(op: loop.ForOp, rewriter: PatternRewriter) -> loop.ForOp | None:
+    """Turn a parallel loop whose body is one parallel loop of constant bounds
+    (beside pure arithmetic) into one parallel loop over their product (None:
+    not collapsible). The inner loop's `parallel` says its iterations are
+    independent too: `schedule` marks it so in a parallel loop of few
+    iterations (`share_rows`, schedule/parallel.py), and the threads then
+    share outer x inner iterations instead of a handful of outer ones:
 
-        loop.for %i = a to b step s kind(parallel) {    loop.for %f = 0 to Ni*Nj step 1 kind(parallel) {
-          <pure arith>                             ──▶     %i = a + (%f / Nj) * s
-          loop.for %j = c to d step t { body }              %j = c + (%f % Nj) * t
-        }                                                   <pure arith>; body
-                                                          }
-
-    Only a serial (or nested parallel) inner loop without iter_args is taken:
-    a vectorized or unrolled one keeps its kind.
+        loop.for %i = a to b step s kind(parallel) {   loop.for %f = 0 to Ni*Nj step 1 kind(parallel) {
+          <pure arith>                            ──▶     %i = a + (%f / Nj) * s
+          loop.for %j = c to d step t                      %j = c + (%f % Nj) * t
+              kind(parallel) { body }                      <pure arith>; body
+        }                                                }
     """
     outer_trips = static_trip_count(op)
-    if outer_trips is None or outer_trips >= below:
+    if outer_trips is None:
         return None
     block = op.body.block
     inners = [o for o in block.ops if isinstance(o, loop.ForOp)]
@@ -206,7 +192,7 @@ def collapse_few(op: loop.ForOp, rewriter: PatternRewriter, below: int = 32) -> 
     others = [o for o in block.ops if o is not inner and not isinstance(o, loop.YieldOp)]
     if any(not o.name.startswith("arith.") for o in others) or inner.iter_args:
         return None
-    if inner.kind.data not in (LoopKind.SERIAL, LoopKind.PARALLEL):
+    if inner.kind.data != LoopKind.PARALLEL:
         return None
     inner_trips = static_trip_count(inner)
     starts = [_constant_int(v) for v in (op.lb, op.step, inner.lb, inner.step)]
