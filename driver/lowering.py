@@ -182,9 +182,12 @@ def compile_cold(
 
 def _may_reuse_kernels(request: CompileRequest) -> bool:
     """Kernels reused or lowered in another process are not seen by the instruments (only
-    the progress line may watch), and a reproducer must hold every kernel's IR."""
+    the progress line may watch), a reproducer must hold every kernel's IR, and a
+    profiling build must see every kernel's body (its parallel regions; a reused kernel
+    is a declaration)."""
     return (
         not request.observed
+        and not request.profile
         and not os.environ.get(REPRODUCER_ENV)
         and split_enabled()
         and reuse_enabled()
