@@ -4,6 +4,7 @@
                                       [--rounds 9] [--isa avx2|avx512|host]
                                       [--target 'cpu{vector_bits=256}']
                                       [--profile] [--csv out.csv] [--plot out.png]
+                                      [--alternate none|numpy|ort] [--scaling]
 
 Each model is torchvision's (random weights, eval mode, batch 1, 224×224; needs
 the `torch` extra) exported to ONNX by PyTorch's TorchScript exporter (opset 17),
@@ -16,6 +17,12 @@ cached in `--export-dir` so later runs skip the export. For each model:
   each thread count, and the ratio Lamina / onnxruntime (below 1: Lamina faster);
 - with `--profile`: onnxruntime's own profile (`enable_profiling`) summed by op
   kind, beside Lamina's per-kernel time, so a slow model shows where.
+
+`--scaling` times Lamina alone at every `--threads` count in the same
+interleaved rounds (1, 2, 1, 2, ...) and prints each model's same-run
+speed-up; `--alternate numpy|ort` precedes every timed call with a NumPy
+matmul or a run of the model in a user's onnxruntime session (onnxruntime's
+defaults, whose workers spin after a run), on the same thread count.
 
 `--isa avx2` compiles for the target `'cpu{isa=avx2}'` (an AVX2 + FMA build,
 which an AVX-512 host runs at the same FMA peak; `avx512`, `host` likewise);
@@ -127,10 +134,10 @@ def bench_model(name: str, args: argparse.Namespace) -> list[dict]:
         got = exe.run("main", x)
         error = float(np.abs(got - want).max() / np.abs(want).max())
         fns = [functools.partial(exe.run, "main", x), functools.partial(session.run, None, feed)]
-        if args.alternate == "numpy":
-            fns = [_after(_numpy_matmul(threads), fn) for fn in fns]
+        if args.alternate != "none":
+            fns = [_after(_alternate(args.alternate, threads, model, x), fn) for fn in fns]
         lam, ort_t = bench._rounds(fns, args.rounds)
-        if args.alternate == "numpy":
+        if args.alternate != "none":
             lam, ort_t = [f.timed for f in fns]  # pyright: ignore[reportAttributeAccessIssue]
         row = {
             "model": name,
@@ -154,6 +161,52 @@ def bench_model(name: str, args: argparse.Namespace) -> list[dict]:
                                key=lambda kv: -kv[1]):  # fmt: skip
             print(f"    onnxruntime {kind:28s} {ms:8.3f} ms")
     return rows
+
+
+def _alternate(kind: str, threads: int, model: onnx.ModelProto, x: np.ndarray):
+    """What runs before every timed call: a NumPy matmul, or a user's own onnxruntime
+    session of the model with onnxruntime's defaults (its workers spin after a run)."""
+    if kind == "numpy":
+        return _numpy_matmul(threads)
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    session = ort.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+    feed = {session.get_inputs()[0].name: x}
+    return lambda: session.run(None, feed)
+
+
+def bench_scaling(name: str, args: argparse.Namespace) -> dict:
+    """Lamina's time at each thread count measured in the same interleaved rounds
+    (1, 2, 1, 2, ...), each call after `--alternate`'s call: a same-run speed-up."""
+    model = onnx.load(str(export(name, Path(args.export_dir))))
+    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    exe = lamina.compile(import_model(model).module, targets=[args.target] if args.target else None)
+    before = {
+        t: _alternate(args.alternate, t, model, x) if args.alternate != "none" else None
+        for t in args.threads
+    }
+    times: dict[int, list[float]] = {t: [] for t in args.threads}
+    for round_ in range(args.rounds + 1):  # the first round warms up
+        for threads in args.threads:
+            bench.set_num_threads(threads)
+            if before[threads] is not None:
+                before[threads]()  # pyright: ignore[reportOptionalCall]
+            start = time.perf_counter()
+            exe.run("main", x)
+            if round_:
+                times[threads].append(time.perf_counter() - start)
+    row = {"model": name, "alternate": args.alternate}
+    for threads in args.threads:
+        row[f"lamina_{threads}t_ms"] = round(1e3 * float(np.median(times[threads])), 3)
+    lo, hi = min(args.threads), max(args.threads)
+    row["speedup"] = round(row[f"lamina_{lo}t_ms"] / row[f"lamina_{hi}t_ms"], 2)
+    cells = "  ".join(f"{t}t {row[f'lamina_{t}t_ms']:8.2f} ms" for t in args.threads)
+    print(f"{name:20s} {cells}  speed-up {row['speedup']:.2f}", flush=True)
+    return row
 
 
 def _numpy_matmul(threads: int):
@@ -203,10 +256,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="onnxruntime's time by op kind")
     parser.add_argument(
         "--alternate",
-        choices=("none", "numpy"),
+        choices=("none", "numpy", "ort"),
         default="none",
         help="numpy: each call follows a NumPy matmul (its OpenBLAS threads, same count); "
-        "every Lamina call follows an onnxruntime run anyway (interleaved rounds)",
+        "ort: each call follows a run of the model in a user's onnxruntime session (its "
+        "defaults: workers spin after a run); every Lamina call follows the peer's "
+        "onnxruntime run anyway (interleaved rounds, that session does not spin)",
+    )
+    parser.add_argument(
+        "--scaling",
+        action="store_true",
+        help="Lamina only: every --threads count in the same interleaved rounds, and the "
+        "speed-up from the fewest to the most (same-run ratio; with --alternate)",
     )
     parser.add_argument("--export-dir", default=str(Path.home() / ".cache" / "lamina-bench"))
     parser.add_argument("--csv", help="write the rows as CSV")
@@ -222,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown model(s) {', '.join(unknown)} (known: {', '.join(MODELS)})")
 
+    if args.scaling:
+        return _main_scaling(names, args)
     rows: list[dict] = []
     for name in names:
         try:
@@ -240,6 +303,25 @@ def main(argv: list[str] | None = None) -> int:
         bench._write_csv(args.csv, rows)
     if rows and args.plot:
         bench._plot(args.plot, [{**r, "case": r["model"]} for r in rows], peer="onnxruntime")
+    return 0 if rows else 1
+
+
+def _main_scaling(names: list[str], args: argparse.Namespace) -> int:
+    if len(args.threads) < 2:
+        raise SystemExit("error: --scaling needs two thread counts or more (--threads 1,2)")
+    rows = []
+    for name in names:
+        try:
+            rows.append(bench_scaling(name, args))
+        except Exception as err:  # one model's failure must not hide the others' numbers
+            print(f"{name:20s} failed: {str(err).splitlines()[0]}", flush=True)
+    if rows:
+        gains = [r["speedup"] for r in rows]
+        lo, hi = min(args.threads), max(args.threads)
+        print(f"lamina speed-up {lo} -> {hi} threads (same run, alternate={args.alternate}): "
+              f"geomean {_geomean(gains):.2f} over {len(gains)}")  # fmt: skip
+    if rows and args.csv:
+        bench._write_csv(args.csv, rows)
     return 0 if rows else 1
 
 

@@ -102,6 +102,7 @@ def save_executable(request: CompileRequest, exe: Executable, path: str | os.Pat
             request.targets,
             request.pipeline,
             check_bounds=request.check_bounds,
+            profile=request.profile,
             records=request.records,
             records_ignore_errors=request.records_ignore_errors,
         )

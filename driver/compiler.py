@@ -61,6 +61,8 @@ class CompileRequest:
     """None: the module's own `lamina.targets` (default: cpu)."""
     pipeline: str = "default"
     check_bounds: bool = False
+    profile: bool = False
+    """Time each kernel call (`profile-kernels`; `Executable.profile` reads the times)."""
     records: str | None = None
     """A tuning-records file (docs/tuning.md): each kernel with a record for this CPU
     is scheduled with the record's knobs."""
@@ -145,6 +147,8 @@ class CompileRequest:
 
             source = print_module(source, digest=True)
         options: dict[str, object] = {"check_bounds": self.check_bounds}
+        if self.profile:  # absent when off: existing cache entries keep their keys
+            options["profile"] = True
         if isinstance(source, str):  # constants in side files: the text only names them
             from lamina.core.resources import side_file_digests
 
@@ -186,6 +190,7 @@ def compile(  # noqa: A001 - the API name is docs/design.md §7's
     dump_phases_to: str | os.PathLike[str] | None = None,
     verbose: bool = False,
     check_bounds: bool = False,
+    profile: bool = False,
     progress: bool | None = None,
     records: str | os.PathLike[str] | None = None,
     records_ignore_errors: bool = False,
@@ -202,7 +207,8 @@ def compile(  # noqa: A001 - the API name is docs/design.md §7's
     reports progress by phase. `progress`: one status line on stderr while
     compiling (phase, kernels built, ETA; default: when stderr is a terminal
     and not `verbose`). `check_bounds`: generated code checks every buffer
-    access (docs/runtime-errors.md). `Executable.timings["total"]` is the
+    access (docs/runtime-errors.md). `profile`: generated code times each kernel
+    call, which `Executable.profile` reports (docs/performance.md). `Executable.timings["total"]` is the
     compile's wall time, the total every report shows.
 
     Raises `DiagnosticError` (with located diagnostics) for bad IR or a failed
@@ -220,6 +226,7 @@ def compile(  # noqa: A001 - the API name is docs/design.md §7's
             filename,
             pipeline=pipeline,
             check_bounds=check_bounds,
+            profile=profile,
             records=None if records is None else os.fspath(records),
             records_ignore_errors=records_ignore_errors,
             cache=cache,

@@ -36,6 +36,7 @@ from lamina.driver.stats import StatsRecorder
 from lamina.passes.apply_model_records import ApplyModelRecordsPass
 from lamina.passes.apply_records import ApplyRecordsPass
 from lamina.passes.check_bounds import CheckBoundsPass
+from lamina.passes.profile_kernels import ProfileKernelsPass
 from lamina.runtime.executable import Executable
 from lamina.target.devices import with_device_check
 
@@ -66,6 +67,7 @@ def lower_to_build(
     instruments: Instruments | None = None,
     *,
     check_bounds: bool = False,
+    profile: bool = False,
     records: str | None = None,
     records_ignore_errors: bool = False,
     reuse_kernels: bool = False,
@@ -88,6 +90,8 @@ def lower_to_build(
         passes = with_device_check(passes)  # devices no target compiles: refused now
         if check_bounds:
             passes = with_bounds_checks(passes)
+        if profile:
+            passes = with_profiling(passes)
         if records is not None:
             passes = with_records(passes, records, records_ignore_errors)
         if reuse_kernels:
@@ -104,6 +108,14 @@ def with_bounds_checks(passes: list) -> list:
     if index is None:
         return list(passes)  # already past the lowering phase: nothing left to guard
     return [*passes[:index], CheckBoundsPass(), *passes[index:]]
+
+
+def with_profiling(passes: list) -> list:
+    """`passes` with `profile-kernels` right after `lower-to-llvm` (at the end if the
+    module is already past it)."""
+    index = next((i for i, p in enumerate(passes) if p.name == "lower-to-llvm"), None)
+    at = len(passes) if index is None else index + 1
+    return [*passes[:at], ProfileKernelsPass(), *passes[at:]]
 
 
 def with_records(passes: list, records: str, ignore_errors: bool = False) -> list:
@@ -175,12 +187,15 @@ def compile_cold(
 
 def _may_reuse_kernels(request: CompileRequest) -> bool:
     """Kernels reused or lowered in another process never pass through this process's
-    IR: the instruments that print or dump it, and a reproducer, need every kernel's IR.
-    The timing instruments (`--pass-timing`, `-v`, `stats`) observe the compile as it
-    runs unobserved (the lowering process's passes are its wait in `lower-to-llvm`)."""
+    IR: the instruments that print or dump it, and a reproducer, need every kernel's IR,
+    and a profiling build must see every kernel's body (its parallel regions; a reused
+    kernel is a declaration). The timing instruments (`--pass-timing`, `-v`, `stats`)
+    observe the compile as it runs unobserved (the lowering process's passes are its
+    wait in `lower-to-llvm`)."""
     return (
         not request.print_ir_after_all
         and request.dump_phases_to is None
+        and not request.profile
         and not os.environ.get(REPRODUCER_ENV)
         and split_enabled()
         and reuse_enabled()
@@ -214,6 +229,7 @@ def _compile_cold_steps(
         recorder,
         instruments,
         check_bounds=request.check_bounds,
+        profile=request.profile,
         records=request.records,
         records_ignore_errors=request.records_ignore_errors,
         reuse_kernels=_may_reuse_kernels(request),

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -32,6 +33,14 @@ from lamina.runtime.device_stats import (
     reset_device_stats,
 )
 from lamina.runtime.error_globals import CallErrors, call_errors, engine_error_addresses
+from lamina.runtime.profile import (
+    KernelProfile,
+    profile_addresses,
+    read_counters,
+    reset_counters,
+    slot_kernels,
+    summarize,
+)
 
 if TYPE_CHECKING:  # annotations only: the runtime never imports the compiler
     from xdsl.dialects.builtin import ModuleOp
@@ -320,6 +329,38 @@ class Executable:
         engine = getattr(self.compiled, "engine", None)
         if engine is not None:
             reset_device_stats(engine)
+
+    def profile(
+        self, name: str, *arrays: np.ndarray, runs: int = 10, warmup: int = 1
+    ) -> KernelProfile:
+        """Run entry `name` `warmup` + `runs` times on `arrays`; where the `runs` took
+        their time, per kernel symbol: calls, total ms, share of the wall time, and
+        the parallel regions it opens (docs/performance.md, Profiling).
+
+        Needs a profiling build (`lamina.compile(..., profile=True)`): kernel
+        calls are timed only in code built for it, so other builds pay nothing.
+        """
+        engine = getattr(self.compiled, "engine", None)
+        addresses = profile_addresses(engine) if engine is not None else None
+        if addresses is None:
+            raise LaminaRuntimeError(
+                "this executable was not built to profile: compile it with profile=True "
+                "(lamina-run --profile)"
+            )
+        if runs < 1 or warmup < 0:
+            raise LaminaRuntimeError(
+                f"profile: runs must be >= 1 and warmup >= 0, got {runs}, {warmup}"
+            )
+        kernels = slot_kernels(addresses)
+        for _ in range(warmup):
+            self.run(name, *arrays)
+        reset_counters(addresses, len(kernels))
+        start = time.perf_counter()
+        for _ in range(runs):
+            self.run(name, *arrays)
+        wall = time.perf_counter() - start
+        counts = read_counters(addresses, len(kernels))
+        return summarize(name, runs, wall, kernels, counts)
 
 
 def _check_input(

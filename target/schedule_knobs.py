@@ -66,6 +66,15 @@ class ScheduleKnobs:
     (with fewer iterations than two per core, the last wave of a 3-iteration
     loop on 2 cores leaves one core idle for a third of the time)."""
 
+    parallel_collapse_below: int = 32
+    """A parallel loop of fewer iterations than this whose body is one spatial
+    loop of constant bounds shares that loop's iterations too (`schedule` marks
+    it parallel, `lower-to-llvm` collapses the two; 1: never). A
+    batch-1 convolution's parallel loop runs over output-channel blocks, 2-12 of
+    them in MobileNetV2's layers: on two threads 9 blocks split 5/4, and with
+    2 a late-waking worker leaves both to the calling thread. Collapsed with
+    the rows they are 56-672 iterations handed out in chunks on demand."""
+
     # -- loop order (`schedule/loop_order.py`) -------------------------------------------
     set_aliasing_bytes: int = 2048
     """A strided access whose stride is a multiple of this many bytes puts the

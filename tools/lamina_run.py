@@ -76,6 +76,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="check every buffer access; an out-of-bounds index stops with an error",
     )
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="time each kernel call and print calls, total ms, share and parallel regions "
+        "per kernel over max(--repeat, 10) runs (docs/performance.md, Profiling)",
+    )
     return p
 
 
@@ -196,6 +202,7 @@ def run(argv: list[str] | None = None) -> int:
         filename=args.file,
         stats=args.stats,
         check_bounds=args.check_bounds,
+        profile=args.profile,
         **records_options(args),
         **instrument_options(args),
     )
@@ -225,6 +232,8 @@ def run(argv: list[str] | None = None) -> int:
             exe.run(args.entry, *inputs)
         per_run = (time.perf_counter() - start) / args.repeat
         print(f"run: {per_run * 1e3:.3f} ms/iter over {args.repeat} iterations")
+    if args.profile:
+        print(exe.profile(args.entry, *inputs, runs=max(args.repeat, 10)))
     if args.output:
         with open(args.output, "wb") as out:  # exactly this file (np.savez would add .npz)
             np.savez(out, **{f"out{i}": a for i, a in enumerate(results)})

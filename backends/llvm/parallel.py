@@ -118,12 +118,15 @@ class ParallelForLowering(RewritePattern):
 
     See the module docstring for the shape of the result. A parallel loop
     with iter_args (a reduction) is left to `ForLowering` and runs serially.
+    A parallel loop holding one parallel loop is collapsed with it first
+    (`collapse_nested`).
     """
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: loop.ForOp, rewriter: PatternRewriter, /):
         if op.kind.data != LoopKind.PARALLEL or op.iter_args:
             return
+        collapse_nested(op, rewriter)
         module = module_of(op)
         base = _unique_name(module, f"{_enclosing_function_name(op)}_par")
         header = [op.lb, op.ub, op.step]
@@ -134,8 +137,105 @@ class ParallelForLowering(RewritePattern):
         at_module = InsertPoint.at_end(module.body.block)
         rewriter.insert(outlined, at_module)
         rewriter.insert(trampoline, at_module)
-        _call_site(op, trampoline.sym_name.data, [*header, *captures], rewriter)
+        call = _call_site(op, trampoline.sym_name.data, [*header, *captures], rewriter)
+        iterations = static_trip_count(op)
+        if iterations is not None:
+            call.attributes[ITERATIONS_ATTR] = IntegerAttr(iterations, i64)
         rewriter.erase(op)
+
+
+ITERATIONS_ATTR = "lamina.iterations"
+"""On a `GOMP_parallel` call: the parallel loop's trip count, when it is a constant
+(what the threads share; the kernel profile reports it, passes/profile_kernels.py)."""
+
+
+def static_trip_count(op: loop.ForOp) -> int | None:
+    """`op`'s trip count if its bounds and step are constants, else None."""
+    lb, ub, step = (_constant_int(v) for v in (op.lb, op.ub, op.step))
+    if lb is None or ub is None or step is None or step <= 0:
+        return None
+    return max(0, -(-(ub - lb) // step))
+
+
+def _constant_int(value: SSAValue) -> int | None:
+    """`value` as an int if it is an integer constant (possibly behind one cast)."""
+    chain = _constant_chain(value)
+    const = chain[0] if chain is not None else None
+    if not isinstance(const, arith.ConstantOp | llvm.ConstantOp):
+        return None
+    attr = const.value
+    return attr.value.data if isinstance(attr, IntegerAttr) else None
+
+
+def collapse_nested(op: loop.ForOp, rewriter: PatternRewriter) -> loop.ForOp | None:
+    """Turn a parallel loop whose body is one parallel loop of constant bounds
+    (beside pure arithmetic) into one parallel loop over their product (None:
+    not collapsible). The inner loop's `parallel` says its iterations are
+    independent too: `schedule` marks it so in a parallel loop of few
+    iterations (`share_rows`, schedule/parallel.py), and the threads then
+    share outer x inner iterations instead of a handful of outer ones:
+
+        loop.for %i = a to b step s kind(parallel) {   loop.for %f = 0 to Ni*Nj step 1 kind(parallel) {
+          <pure arith>                            ──▶     %i = a + (%f / Nj) * s
+          loop.for %j = c to d step t                      %j = c + (%f % Nj) * t
+              kind(parallel) { body }                      <pure arith>; body
+        }                                                }
+    """
+    outer_trips = static_trip_count(op)
+    if outer_trips is None:
+        return None
+    block = op.body.block
+    inners = [o for o in block.ops if isinstance(o, loop.ForOp)]
+    if len(inners) != 1:
+        return None
+    inner = inners[0]
+    others = [o for o in block.ops if o is not inner and not isinstance(o, loop.YieldOp)]
+    if any(not o.name.startswith("arith.") for o in others) or inner.iter_args:
+        return None
+    if inner.kind.data != LoopKind.PARALLEL:
+        return None
+    inner_trips = static_trip_count(inner)
+    starts = [_constant_int(v) for v in (op.lb, op.step, inner.lb, inner.step)]
+    if inner_trips is None or inner_trips < 2:
+        return None
+    lb_i, step_i, lb_j, step_j = starts
+    if lb_i is None or step_i is None or lb_j is None or step_j is None:
+        return None
+    index = IndexType()
+    bounds = [arith.ConstantOp(IntegerAttr(v, index)) for v in (0, outer_trips * inner_trips, 1)]
+    for bound in bounds:
+        rewriter.insert(bound, InsertPoint.before(op))
+    flat = block.args[0]
+    derived: list[Operation] = []
+
+    def emit(new: Operation) -> SSAValue:
+        derived.append(new)
+        return new.results[0]
+
+    def const(value: int) -> SSAValue:
+        return emit(arith.ConstantOp(IntegerAttr(value, index)))
+
+    width = const(inner_trips)
+    quotient = emit(arith.DivUIOp(flat, width))
+    i = emit(arith.AddiOp(const(lb_i), emit(arith.MuliOp(quotient, const(step_i)))))
+    j = emit(
+        arith.AddiOp(
+            const(lb_j), emit(arith.MuliOp(emit(arith.RemUIOp(flat, width)), const(step_j)))
+        )
+    )
+    block.insert_ops_before(derived, block.first_op)  # pyright: ignore[reportArgumentType]
+    flat.replace_uses_with_if(i, lambda use: use.operation not in derived)
+    inner.body.block.args[0].replace_all_uses_with(j)
+    for moved in list(inner.body.block.ops):
+        if isinstance(moved, loop.YieldOp):
+            continue
+        moved.detach()
+        block.insert_op_before(moved, inner)
+    rewriter.erase(inner)
+    for position, bound in enumerate(bounds):
+        op.operands[position] = bound.result
+    flat.name_hint = "flat"
+    return op
 
 
 def _outline(op: loop.ForOp, name: str, captures: list[SSAValue]) -> loop.FuncOp:
@@ -226,7 +326,7 @@ def _from_slot(emit: _Emitter, word: SSAValue, ty) -> SSAValue:
     return emit(llvm.BitcastOp(emit(llvm.TruncOp(word, bits)), ty))
 
 
-def _call_site(op: Operation, trampoline: str, values: list[SSAValue], rewriter) -> None:
+def _call_site(op: Operation, trampoline: str, values: list[SSAValue], rewriter) -> llvm.CallOp:
     """Pack `values` into stack slots and hand it to `GOMP_parallel(trampoline, ctx, 0, 0)`."""
     entry = InsertPoint.at_start(entry_block(op))
     count = rewriter.insert(llvm.ConstantOp(IntegerAttr(len(values), i64), i64), entry)
@@ -240,7 +340,7 @@ def _call_site(op: Operation, trampoline: str, values: list[SSAValue], rewriter)
     fn = rewriter.insert(llvm.AddressOfOp(trampoline, PTR)).result
     zero = rewriter.insert(llvm.ConstantOp(IntegerAttr(0, i32), i32)).result
     declare_function(op, rewriter, GOMP_PARALLEL, [PTR, PTR, i32, i32], llvm.LLVMVoidType())
-    rewriter.insert(llvm.CallOp(GOMP_PARALLEL, fn, ctx, zero, zero))
+    return rewriter.insert(llvm.CallOp(GOMP_PARALLEL, fn, ctx, zero, zero))
 
 
 class _Emitter:
@@ -346,4 +446,4 @@ def declare_omp_queries(op: Operation, rewriter) -> None:
     declare_function(op, rewriter, GOMP_END_NOWAIT, [], llvm.LLVMVoidType())
 
 
-__all__ = ["ParallelForLowering", "captured_values"]
+__all__ = ["ITERATIONS_ATTR", "ParallelForLowering", "captured_values", "static_trip_count"]

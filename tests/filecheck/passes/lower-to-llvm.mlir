@@ -378,8 +378,8 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // A parallel loop is outlined: the caller packs its bounds and captured values
 // into i64 slots and calls GOMP_parallel with a trampoline, in which every
 // thread of the team runs chunks [lo, hi) of the outlined serial loop as long
-// as libgomp's dynamic schedule hands it one. The nested parallel loop runs
-// serially inside the outlined body.
+// as libgomp's dynamic schedule hands it one. The nested parallel loop is
+// collapsed with it (64 x 16 iterations; see the next case).
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @scale(%a: memref<64x16xf32>, %o: memref<64x16xf32>, %s: f32) {
     %c0 = arith.constant 0 : index
@@ -409,7 +409,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK:         %[[SB:.*]] = llvm.bitcast %[[S]] : f32 to i32
 // CHECK:         %[[FN:.*]] = llvm.mlir.addressof @scale_par0_omp : !llvm.ptr
 // CHECK-NEXT:    %[[ZERO:.*]] = llvm.mlir.constant(0 : i32) : i32
-// CHECK-NEXT:    llvm.call @GOMP_parallel(%[[FN]], %[[CTX]], %[[ZERO]], %[[ZERO]]) : (!llvm.ptr, !llvm.ptr, i32, i32) -> ()
+// CHECK-NEXT:    llvm.call @GOMP_parallel(%[[FN]], %[[CTX]], %[[ZERO]], %[[ZERO]]) {lamina.iterations = 1024 : i64} : (!llvm.ptr, !llvm.ptr, i32, i32) -> ()
 // CHECK-NEXT:    llvm.return
 // CHECK-LABEL: llvm.func internal @scale_par0(
 // CHECK-SAME:      %{{[^:]*}}: !llvm.ptr {llvm.noalias, lamina.buffer = memref<64x16xf32>}, %{{[^:]*}}: f32, %{{[^:]*}}: !llvm.ptr {llvm.noalias, lamina.buffer = memref<64x16xf32>}, %[[LO:[^:]*]]: i64, %[[HI:[^:]*]]: i64, %{{[^:]*}}: i64)
@@ -430,6 +430,77 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NEXT:  ^[[DONE]]:
 // CHECK-NEXT:    llvm.call @GOMP_loop_end_nowait() : () -> ()
 // CHECK-NEXT:    llvm.return
+
+// -----
+
+// A parallel loop holding one parallel loop of constant bounds (what
+// `schedule` makes of a convolution's 6 output-channel blocks over its rows)
+// is collapsed with it: the threads share the 6 x 28 (block, row) pairs, and
+// the body finds its block and row from the flat index by a division and a
+// remainder. The vectorized loop inside keeps its kind; a parallel loop
+// holding a serial loop (@kept) or a vectorized one (@two) is not collapsed.
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @blocks(%o: memref<6x28x16xf32>, %s: f32) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c6 = arith.constant 6 : index
+    %c16 = arith.constant 16 : index
+    %c56 = arith.constant 56 : index
+    loop.for %b = %c0 to %c6 step %c1 kind(parallel) {
+      loop.for %r2 = %c0 to %c56 step %c2 kind(parallel) {
+        %r = arith.divui %r2, %c2 : index
+        loop.for %l = %c0 to %c16 step %c1 kind(vectorized) {
+          loop.store %s, %o[%b, %r, %l] : memref<6x28x16xf32>
+        }
+      }
+    }
+    loop.return
+  }
+  loop.func @kept(%o: memref<6x28x16xf32>, %s: f32) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c6 = arith.constant 6 : index
+    %c16 = arith.constant 16 : index
+    %c28 = arith.constant 28 : index
+    loop.for %b = %c0 to %c6 step %c1 kind(parallel) {
+      loop.for %r = %c0 to %c28 step %c1 {
+        loop.for %l = %c0 to %c16 step %c1 kind(vectorized) {
+          loop.store %s, %o[%b, %r, %l] : memref<6x28x16xf32>
+        }
+      }
+    }
+    loop.return
+  }
+  loop.func @two(%o: memref<6x16xf32>, %s: f32) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c6 = arith.constant 6 : index
+    %c16 = arith.constant 16 : index
+    loop.for %b = %c0 to %c6 step %c1 kind(parallel) {
+      loop.for %l = %c0 to %c16 step %c1 kind(vectorized) {
+        loop.store %s, %o[%b, %l] : memref<6x16xf32>
+      }
+    }
+    loop.return
+  }
+}
+// CHECK-LABEL: llvm.func @blocks(
+// CHECK:         llvm.call @GOMP_parallel(%{{.*}}) {lamina.iterations = 168 : i64}
+// CHECK-LABEL: llvm.func @kept(
+// CHECK:         llvm.call @GOMP_parallel(%{{.*}}) {lamina.iterations = 6 : i64}
+// CHECK-LABEL: llvm.func @two(
+// CHECK:         llvm.call @GOMP_parallel(%{{.*}}) {lamina.iterations = 6 : i64}
+// CHECK-LABEL: llvm.func internal @blocks_par0(
+// CHECK:         %[[W:.*]] = llvm.mlir.constant(28) : i64
+// CHECK-NEXT:    %[[Q:.*]] = llvm.udiv %flat, %[[W]] : i64
+// CHECK:         %[[REM:.*]] = llvm.urem %flat, %[[W]] : i64
+// CHECK-NEXT:    %[[STEP:.*]] = llvm.mlir.constant(2) : i64
+// CHECK-NEXT:    %{{.*}} = llvm.mul %[[REM]], %[[STEP]] : i64
+// CHECK:         llvm.br ^{{.*}} {lamina.loop_kind = "vectorized"}
+// CHECK-LABEL: llvm.func internal @two_par0(
+// CHECK-NOT:     llvm.udiv
+// CHECK:         llvm.return
 
 // -----
 

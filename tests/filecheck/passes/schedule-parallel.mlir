@@ -1,7 +1,7 @@
-// RUN: lamina-opt %s -p 'schedule-parallel{cores=2}' | filecheck %s
-// RUN: lamina-opt %s -p 'schedule-parallel{cores=1}' | filecheck %s --check-prefix=ONE
-// RUN: lamina-opt %s -p 'schedule-parallel{cores=2 parallel_min_iterations_per_core=5}' | filecheck %s --check-prefix=ONE
-// RUN: lamina-opt %s -p 'schedule{cores=2}' | filecheck %s
+// RUN: lamina-opt %s --split-input-file -p 'schedule-parallel{cores=2}' | filecheck %s
+// RUN: lamina-opt %s --split-input-file -p 'schedule-parallel{cores=1}' | filecheck %s --check-prefix=ONE
+// RUN: lamina-opt %s --split-input-file -p 'schedule-parallel{cores=2 parallel_min_iterations_per_core=5}' | filecheck %s --check-prefix=ONE
+// RUN: lamina-opt %s --split-input-file -p 'schedule{cores=2}' | filecheck %s
 
 // A parallel loop of one iteration (a blocked convolution with a single
 // output-channel block) hands `parallel` to the loop it holds when that loop
@@ -56,3 +56,73 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // ONE-LABEL: loop.func @one_block(
 // ONE:         loop.for %b = %c0 to %c1 step %c1 kind(parallel) {
 // ONE-NEXT:      loop.for %h = %c0 to %c8 step %c1 {
+
+// -----
+
+// A parallel loop of fewer than `parallel_collapse_below` (32) iterations --
+// a convolution's 6 output-channel blocks -- marks the spatial loop it holds
+// (the rows) parallel too, and lower-to-llvm collapses the two: the threads
+// share 6 x 28 iterations. Not when that loop is not spatial (@scratch: every
+// row of a block writes the same scratch element), nor when the kernel's
+// `parallel_collapse_below` knob is at most the trip count (@kept), nor with
+// one core.
+
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @blocks(%x: memref<6x28x16xf32>, %y: memref<6x28x16xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c6 = arith.constant 6 : index
+    %c16 = arith.constant 16 : index
+    %c28 = arith.constant 28 : index
+    loop.for %b = %c0 to %c6 step %c1 kind(parallel) {
+      loop.for %h = %c0 to %c28 step %c1 {
+        loop.for %w = %c0 to %c16 step %c1 kind(vectorized) {
+          %v = loop.load %x[%b, %h, %w] : memref<6x28x16xf32>
+          loop.store %v, %y[%b, %h, %w] : memref<6x28x16xf32>
+        }
+      }
+    }
+    loop.return
+  }
+
+  loop.func @scratch(%x: memref<6x28xf32>, %t: memref<6xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c6 = arith.constant 6 : index
+    %c28 = arith.constant 28 : index
+    loop.for %b = %c0 to %c6 step %c1 kind(parallel) {
+      loop.for %h = %c0 to %c28 step %c1 {
+        %v = loop.load %x[%b, %h] : memref<6x28xf32>
+        loop.store %v, %t[%b] : memref<6xf32>
+      }
+    }
+    loop.return
+  }
+
+  loop.func @kept(%x: memref<6x28x16xf32>, %y: memref<6x28x16xf32>) attributes {lamina.knobs = {parallel_collapse_below = 6 : i64}} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c6 = arith.constant 6 : index
+    %c16 = arith.constant 16 : index
+    %c28 = arith.constant 28 : index
+    loop.for %b = %c0 to %c6 step %c1 kind(parallel) {
+      loop.for %h = %c0 to %c28 step %c1 {
+        loop.for %w = %c0 to %c16 step %c1 kind(vectorized) {
+          %v = loop.load %x[%b, %h, %w] : memref<6x28x16xf32>
+          loop.store %v, %y[%b, %h, %w] : memref<6x28x16xf32>
+        }
+      }
+    }
+    loop.return
+  }
+}
+
+// CHECK-LABEL: loop.func @blocks(
+// CHECK:         loop.for %b = %c0 to %c6 step %c1 kind(parallel) {
+// CHECK-NEXT:      loop.for %h = %c0 to %c28 step %c1 kind(parallel) {
+// CHECK-LABEL: loop.func @scratch(
+// CHECK:         loop.for %b = %c0 to %c6 step %c1 kind(parallel) {
+// CHECK-NEXT:      loop.for %h = %c0 to %c28 step %c1 {
+// CHECK-LABEL: loop.func @kept(
+// CHECK:         loop.for %b = %c0 to %c6 step %c1 kind(parallel) {
+// CHECK-NEXT:      loop.for %h = %c0 to %c28 step %c1 {

@@ -59,6 +59,8 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   // level and the epilogue reads the element the first stage just wrote.
   // The temporary then only carries values to the epilogue's store of %y at
   // the same index: %y itself holds them (no temporary of the output's size).
+  // Its 2 channel blocks share their rows with the threads (schedule-parallel:
+  // the rows loop becomes parallel too, lower-to-llvm collapses the two).
   loop.func @epilogue(%x: memref<1x2x3x8xf32>, %y: memref<1x2x3x8xf32>) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -216,7 +218,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 
 // CHECK-LABEL: loop.func @epilogue(
 // CHECK:         loop.for %b = %c0 to %c2 step %c1 kind(parallel) {
-// CHECK-NEXT:      loop.for %h = %c0 to %c3 step %c1 {
+// CHECK-NEXT:      loop.for %h = %c0 to %c3 step %c1 kind(parallel) {
 // CHECK-NEXT:        loop.for %w = %c0 to %c8 step %c1 kind(vectorized) {
 // CHECK-NOT:     loop.alloc
 // CHECK:               loop.store %d, %y[%c0, %b, %h, %w]

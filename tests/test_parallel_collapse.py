@@ -1,0 +1,41 @@
+"""Parallel loops of few iterations collapsed with the loop they hold (backends/llvm/parallel.py):
+the threads share blocks x rows, and the results are the same at one and two threads."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import lamina
+from lamina.backends.codegen import get_max_threads, set_num_threads
+
+CONV = """
+graph.func @main(%x: tensor<1x64x28x28xf32>, %w: tensor<32x64x1x1xf32>) -> tensor<1x32x28x28xf32> {
+  %y = graph.conv2d %x, %w : (tensor<1x64x28x28xf32>, tensor<32x64x1x1xf32>) -> tensor<1x32x28x28xf32>
+  graph.return %y : tensor<1x32x28x28xf32>
+}
+"""
+
+
+def _reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    return np.einsum("nchw,fc->nfhw", x, w[:, :, 0, 0])
+
+
+def test_two_channel_blocks_share_their_rows_among_threads():
+    exe = lamina.compile(CONV, profile=True, cache=False)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 64, 28, 28)).astype(np.float32)
+    w = rng.standard_normal((32, 64, 1, 1)).astype(np.float32)
+    want = _reference(x, w)
+    before = get_max_threads()
+    try:
+        results = {}
+        for threads in (1, 2):
+            set_num_threads(threads)
+            results[threads] = exe.run("main", x, w)
+            np.testing.assert_allclose(results[threads], want, rtol=1e-4, atol=1e-4)
+        np.testing.assert_array_equal(results[1], results[2])
+    finally:
+        set_num_threads(before)
+    (conv,) = [k for k in exe.profile("main", x, w, runs=1).kernels if "conv2d" in k.symbol]
+    # A pointwise convolution: two output-channel blocks of 16, collapsed with the 28 rows.
+    assert conv.symbol.endswith("1x2x28x28x16xf32_loop") and conv.iterations == 2 * 28

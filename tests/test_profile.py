@@ -1,0 +1,87 @@
+"""The per-kernel profiler: `lamina.compile(..., profile=True)`, `Executable.profile`,
+`lamina-run --profile`, and docs/performance.md's worked example."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import lamina
+from lamina.runtime.executable import LaminaRuntimeError
+from lamina.tools.lamina_run import run as lamina_run
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "performance.md"
+MLP = ROOT / "examples" / "mlp.mlir"
+
+
+def _inputs(exe):
+    rng = np.random.default_rng(0)
+    return [rng.standard_normal(t.shape).astype(np.float32) for t in exe.get_inputs()]
+
+
+def test_profile_counts_every_kernel_call_and_keeps_numerics():
+    plain = lamina.compile(MLP, cache=False)
+    exe = lamina.compile(MLP, profile=True, cache=False)
+    inputs = _inputs(exe)
+    np.testing.assert_array_equal(exe.run("main", *inputs), plain.run("main", *inputs))
+    profile = exe.profile("main", *inputs, runs=7, warmup=2)
+    assert profile.runs == 7 and profile.entry == "main"
+    assert len(profile.kernels) == 3
+    assert all(k.calls == 7 for k in profile.kernels)
+    assert all(k.symbol.startswith("te_fused_matmul_add") for k in profile.kernels)
+    times = [k.total_ms for k in profile.kernels]
+    assert times == sorted(times, reverse=True) and times[-1] > 0
+    assert 0 < profile.kernel_ms <= profile.wall_ms
+    assert sum(k.share for k in profile.kernels) == pytest.approx(
+        profile.kernel_ms / profile.wall_ms
+    )
+    # Each layer's matmul runs on the team: one region per call.
+    assert all(k.parallel and k.regions == 1 for k in profile.kernels)
+    assert profile.regions_per_run == 3
+    big = profile.kernels[0]
+    assert big.iterations >= 8
+    table = profile.table(top=1)
+    assert table.splitlines()[0].startswith("@main: 7 runs")
+    assert "(2 more)" in table and "(outside kernels)" in table
+
+
+def test_profile_needs_a_profiling_build():
+    exe = lamina.compile(MLP, cache=False)
+    with pytest.raises(LaminaRuntimeError, match="profile=True"):
+        exe.profile("main", *_inputs(exe))
+
+
+def test_profiling_build_is_cached_apart(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAMINA_CACHE_DIR", str(tmp_path))
+    plain = lamina.compile(MLP, cache=True)
+    profiled = lamina.compile(MLP, cache=True, profile=True)
+    again = lamina.compile(MLP, cache=True, profile=True)
+    assert again.cache_hit is True
+    inputs = _inputs(plain)
+    with pytest.raises(LaminaRuntimeError):
+        plain.profile("main", *inputs)
+    assert len(profiled.profile("main", *inputs, runs=1).kernels) == 3
+    assert again.profile("main", *inputs, runs=2).kernels[0].calls == 2
+
+
+def test_lamina_run_profile_flag(capsys):
+    assert lamina_run([str(MLP), "--profile", "--repeat", "12"]) == 0
+    out = capsys.readouterr().out
+    assert "@main: 12 runs" in out
+    assert re.search(
+        r"te_fused_matmul_add_relu_64x512xf32_loop +12 +[0-9.]+ +[0-9.]+% +1 region", out
+    )
+
+
+def test_worked_example_runs(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    section = PAGE.read_text().split("## Per-kernel profile")[1].split("\n## ")[0]
+    example = re.findall(r"```python\n(.*?)```", section, re.DOTALL)[0]
+    exec(compile(example, str(PAGE), "exec"), {})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("@main: 20 runs") and "3 kernels" in lines[0]
+    assert lines[-1].split()[1:] == ["20", "True"]
