@@ -44,6 +44,7 @@ CHOICES: dict[str, tuple[Any, ...]] = {
     "parallel_min_work": (1 << 14, 1 << 17, 1 << 21, 1 << 40),
     "parallel_min_iterations_per_core": (1, 4),
     "parallel_gather_reads": (1, 16),
+    "parallel_collapse_below": (1, 8, 128),
     "gather_line_bytes": (128,),
     "whole_vector_lanes": (4, 16),
 }
