@@ -169,6 +169,10 @@ class Analyzer:
             lb, ub = self._base_range(parent.lb), self._base_range(parent.ub)
             if ub.hi - 1 < lb.lo:
                 return Range(lb.lo, lb.lo)
+            step, first = int_constant(parent.step), lb.const
+            if step and step > 1 and first is not None:
+                # The last iteration: `for i = 1 to 55 step 9` ends at 46, not 54.
+                return Range(first, first + (ub.hi - 1 - first) // step * step)
             return Range(lb.lo, ub.hi - 1)
         return FULL
 
