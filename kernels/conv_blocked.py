@@ -22,6 +22,8 @@ kernel (the non-local use of docs/layouts.md).
 
 from __future__ import annotations
 
+import math
+
 from xdsl.dialects.builtin import AffineMapAttr, FloatAttr, IntegerAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineMap
@@ -33,6 +35,7 @@ from lamina.kernels.conv_winograd import build_winograd_conv2d, channel_mask
 from lamina.kernels.kernel import guarded, shifted_index
 from lamina.kernels.strategy import conv2d_algorithm
 from lamina.kernels.window import Window, window_input
+from lamina.target.registry import op_knobs
 
 
 def build_blocked_conv2d(op: Operation, kb, inputs: list[SSAValue]) -> list[SSAValue]:
@@ -52,11 +55,13 @@ def build_blocked_conv2d(op: Operation, kb, inputs: list[SSAValue]) -> list[SSAV
     win_w = Window(3, sw, dw, left, os_[3], ws[3])
     constraint = kb.operand_constraints[0]
     channels = _logical_channels(constraint, c)
-    if op.groups_value != 1:
-        return [_depthwise(kb, op, data, weight, (win_h, win_w), channels, c)]
+    if op.groups_value != 1 and _in_place_pays(op, win_w, graph.tensor_shape(data)[3]):
+        return [_depthwise(kb, op, data, weight, (win_h, win_w), channels, c, None)]
     source = window_input(kb, data, [win_h, win_w], 0)
     if source.tensor is not data:
         _constrain_window(source.tensor, constraint, top, left)
+    if op.groups_value != 1:
+        return [_depthwise(kb, op, data, weight, (win_h, win_w), channels, c, source)]
 
     def body(em, sp: list[SSAValue], red: list[SSAValue]) -> SSAValue:
         n, ko, oh, ow, ki = sp
@@ -72,12 +77,26 @@ def build_blocked_conv2d(op: Operation, kb, inputs: list[SSAValue]) -> list[SSAV
     return [kb.compute(os_, graph.element_type(data), body, reduce_extents=extents)]
 
 
-def _depthwise(kb, op, data, weight, windows, channels, c: int) -> SSAValue:
+def _in_place_pays(op: graph.Conv2dOp, win_w: Window, width: int) -> bool:
+    """Does a depthwise conv2d read its input in place (see `_depthwise`)? When
+    its interior output columns are many enough against its border columns'
+    taps (`depthwise_in_place_percent`): a border column is not
+    register-blocked, which on a small image (7x7) or with a wide window
+    (5x5 at 28x28) costs more than the padded copy saves."""
+    first = -(-win_w.lo // win_w.stride)  # the first column whose taps are all inside
+    last = (width - 1 - (win_w.kernel - 1) * win_w.dilation + win_w.lo) // win_w.stride
+    interior = max(0, min(last + 1, win_w.out_size) - first)
+    border_taps = (win_w.out_size - interior) * math.prod(graph.tensor_shape(op.weight)[2:4])
+    return interior > 0 and 100 * interior >= op_knobs(op).depthwise_in_place_percent * border_taps
+
+
+def _depthwise(kb, op, data, weight, windows, channels, c: int, source) -> SSAValue:
     """`out[n, k, oh, ow, j] = sum_{kh, kw} x[n, k, oh*sh + kh*dh - top, ow*sw + kw*dw - left, j]
     * w[k, 0, kh, kw, 0, j]`: each lane its own channel, so the input is read
     as whole vectors (no broadcast) and the window's taps are the reduction.
 
-    The input is read in place, not from a zero-padded copy: a tap outside
+    The input is read in place (`source` None), not from a zero-padded copy
+    (`source`, on small images: `_in_place_pays`): a tap outside
     the image is a guarded read (`select(inside, x[clamped], 0)`). The guard
     depends only on the row and column, never on the lane, so the read stays
     one vector load; and `schedule` splits the output rows and columns into
@@ -92,15 +111,18 @@ def _depthwise(kb, op, data, weight, windows, channels, c: int) -> SSAValue:
     def body(em, sp: list[SSAValue], red: list[SSAValue]) -> SSAValue:
         n, k, oh, ow, j = sp
         kh, kw = red
-        idx, conds = [n, k, oh, ow, j], []
-        for w, o, tap in ((windows[0], oh, kh), (windows[1], ow, kw)):
-            position = em.affine([(o, w.stride), (tap, w.dilation)])
-            extent = (w.out_size - 1) * w.stride + (w.kernel - 1) * w.dilation + 1
-            idx[w.axis], axis_conds = shifted_index(em, position, w.lo, shape[w.axis], extent)
-            conds += axis_conds
         zero = em.const(0, elem)
         first = em.index(0)
-        x = guarded(em, conds, em.read(data, idx), zero)
+        if source is not None:
+            x = source.read(em, [n, k, oh, ow, j], [(windows[0], oh, kh), (windows[1], ow, kw)])
+        else:
+            idx, conds = [n, k, oh, ow, j], []
+            for w, o, tap in ((windows[0], oh, kh), (windows[1], ow, kw)):
+                position = em.affine([(o, w.stride), (tap, w.dilation)])
+                extent = (w.out_size - 1) * w.stride + (w.kernel - 1) * w.dilation + 1
+                idx[w.axis], found = shifted_index(em, position, w.lo, shape[w.axis], extent)
+                conds += found
+            x = guarded(em, conds, em.read(data, idx), zero)
         product = em.mul(x, em.read(weight, [k, first, kh, kw, first, j]))
         if channels is None:  # every channel slot holds data, or its padding is 0
             return product

@@ -2,8 +2,9 @@
 
 The blocked depthwise kernel reads taps outside the image through guards,
 and `schedule` splits its output rows and columns into border strips and a
-guard-free interior (schedule/border_split.py). These cases cover what the
-split has to get right: 3x3 and 5x5 windows, strides 1 and 2, dilation,
+guard-free interior (schedule/border_split.py); on small images it reads a
+zero-padded copy instead (`depthwise_in_place_percent`). These cases cover
+both and what the split has to get right: 3x3 and 5x5 windows, strides 1 and 2, dilation,
 asymmetric padding, images no larger than the window (no interior at all),
 channel counts that do not fill the last block, and the epilogues mobile
 networks fuse into it (bias with relu, relu6 as Clip, hardswish, and the
@@ -61,6 +62,8 @@ CASES = [
     (20, 9, 3, 1, [2, 2, 2, 2], 2, "relu"),
     (48, 3, 5, 1, [2, 2, 2, 2], 1, "hardswish"),
     (16, 1, 3, 1, [1, 1, 1, 1], 1, "relu"),
+    (48, 32, 5, 2, [2, 2, 2, 2], 1, "swish"),
+    (16, 40, 3, 1, [2, 2, 2, 2], 2, "relu6"),
 ]
 
 
