@@ -32,9 +32,8 @@ from lamina.dialects import graph, te
 from lamina.dialects.lamina import ConstraintAttr
 from lamina.dialects.layout_maps import LayoutMapError, invert_map
 from lamina.kernels.conv_winograd import build_winograd_conv2d, channel_mask
-from lamina.kernels.kernel import guarded, shifted_index
 from lamina.kernels.strategy import conv2d_algorithm
-from lamina.kernels.window import Window, window_input
+from lamina.kernels.window import Window, read_in_place, window_input
 from lamina.target.registry import op_knobs
 
 
@@ -105,7 +104,6 @@ def _depthwise(kb, op, data, weight, windows, channels, c: int, source) -> SSAVa
     convolution"). The copy cost a write and a read of the whole input per
     call, as much memory traffic as the convolution itself."""
     ws, os_ = graph.tensor_shape(weight), graph.tensor_shape(op.results[0])
-    shape = graph.tensor_shape(data)
     elem = graph.element_type(data)
 
     def body(em, sp: list[SSAValue], red: list[SSAValue]) -> SSAValue:
@@ -116,13 +114,8 @@ def _depthwise(kb, op, data, weight, windows, channels, c: int, source) -> SSAVa
         if source is not None:
             x = source.read(em, [n, k, oh, ow, j], [(windows[0], oh, kh), (windows[1], ow, kw)])
         else:
-            idx, conds = [n, k, oh, ow, j], []
-            for w, o, tap in ((windows[0], oh, kh), (windows[1], ow, kw)):
-                position = em.affine([(o, w.stride), (tap, w.dilation)])
-                extent = (w.out_size - 1) * w.stride + (w.kernel - 1) * w.dilation + 1
-                idx[w.axis], found = shifted_index(em, position, w.lo, shape[w.axis], extent)
-                conds += found
-            x = guarded(em, conds, em.read(data, idx), zero)
+            taps = [(windows[0], oh, kh), (windows[1], ow, kw)]
+            x = read_in_place(em, data, [n, k, oh, ow, j], taps, 0)
         product = em.mul(x, em.read(weight, [k, first, kh, kw, first, j]))
         if channels is None:  # every channel slot holds data, or its padding is 0
             return product

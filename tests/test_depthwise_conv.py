@@ -93,3 +93,25 @@ def test_depthwise_reads_its_input_in_place(tmp_path):
     conv = conv[: conv.index("loop.return")]
     assert "loop.alloc" not in conv
     assert "%c1 to %c27 step %c1" in conv
+
+
+@pytest.mark.parametrize("isa", ["host", "avx2"])
+def test_blocked_pools_read_in_place(isa):
+    """Max and average pools with padding on `NCHW{c}c` (after a convolution)
+    read their input in place, the halo guarded (-inf, resp. 0 and not
+    counted), as ShuffleNet's stem pool does."""
+    w = RNG.standard_normal((24, 16, 1, 1)).astype(np.float32) / 4
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[1, 1]),
+        helper.make_node("MaxPool", ["c"], ["m"], kernel_shape=[3, 3], strides=[2, 2],
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("AveragePool", ["m"], ["a"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["a", "w2"], ["y"], kernel_shape=[1, 1]),
+    ]  # fmt: skip
+    w2 = RNG.standard_normal((16, 24, 1, 1)).astype(np.float32) / 4
+    x = RNG.standard_normal((1, 16, 29, 29)).astype(np.float32)
+    model = make_model(nodes, {"x": x}, ["y"], {"w": w, "w2": w2})
+    want = run_ort(model, {"x": x})[0]
+    targets = None if isa == "host" else [f"cpu{{isa={isa}}}"]
+    got = lamina.compile(import_model(model).module, targets=targets).run("main", x)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

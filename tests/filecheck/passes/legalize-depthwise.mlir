@@ -8,7 +8,8 @@
 // itself, a tap in the halo being a guarded read of a clamped position
 // (`schedule` later splits off the guard-free interior; the choice is
 // `depthwise_in_place_percent`). A global average pool on `NCHW8c` sums
-// over H and W with the block innermost.
+// over H and W with the block innermost. A max pool on `NCHW8c` always reads
+// in place (@pool): a tap in the halo is -inf.
 builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
   graph.func @depthwise(%x: tensor<1x2x6x6x8xf32>, %w: tensor<2x1x3x3x1x8xf32>) -> (tensor<1x2x3x3x8xf32>, tensor<1x2x1x1x8xf32>) {
     %0 = graph.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 16 : i64, data_layout = "NCHW8c", kernel_layout = "OIHW1i8o"} : (tensor<1x2x6x6x8xf32>, tensor<2x1x3x3x1x8xf32>) -> tensor<1x2x3x3x8xf32>
@@ -18,6 +19,10 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
   graph.func @in_place(%x: tensor<1x2x32x32x8xf32>, %w: tensor<2x1x3x3x1x8xf32>) -> tensor<1x2x32x32x8xf32> {
     %0 = graph.conv2d %x, %w {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, groups = 16 : i64, data_layout = "NCHW8c", kernel_layout = "OIHW1i8o"} : (tensor<1x2x32x32x8xf32>, tensor<2x1x3x3x1x8xf32>) -> tensor<1x2x32x32x8xf32>
     graph.return %0 : tensor<1x2x32x32x8xf32>
+  }
+  graph.func @pool(%x: tensor<1x2x8x8x8xf32>) -> tensor<1x2x4x4x8xf32> {
+    %0 = graph.max_pool2d %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x2x8x8x8xf32>) -> tensor<1x2x4x4x8xf32>
+    graph.return %0 : tensor<1x2x4x4x8xf32>
   }
 }
 
@@ -46,3 +51,10 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 // CHECK:           %[[G:.*]] = arith.select %{{.*}}, %[[X]], %{{.*}} : f32
 // CHECK:           %[[W:.*]] = te.read %in1[%[[K]], %{{.*}}, %[[KH]], %[[KW]], %{{.*}}, %[[J]]] : tensor<2x1x3x3x1x8xf32>
 // CHECK:           %[[M:.*]] = arith.mulf %[[G]], %[[W]] : f32
+
+// CHECK-LABEL: te.func private @te_max_pool2d_1x2x4x4x8xf32(%in0: tensor<1x2x8x8x8xf32>) -> tensor<1x2x4x4x8xf32> {
+// CHECK-NOT:     te.compute [1, 2, 9, 9, 8]
+// CHECK:         te.compute [1, 2, 4, 4, 8] reduce [3, 3] combiner(max)
+// CHECK:           %[[X:.*]] = te.read %in0[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : tensor<1x2x8x8x8xf32>
+// CHECK:           %[[NINF:.*]] = arith.constant 0xff800000 : f32
+// CHECK:           arith.select %{{.*}}, %[[X]], %[[NINF]] : f32
