@@ -22,10 +22,7 @@ device (`device`, after `plan-devices`), and the kinds allow it:
     injective only                    a matmul (a prologue, for every operand)
 
 so `matmul → add(bias) → relu`, `conv2d → add → relu`, `exp → reduce_sum`
-and gelu/softmax/layer_norm epilogue chains each become one group. A value
-read twice may still join when the two reads close a diamond inside the
-group: swish, `mul(x, sigmoid(x))`, is one epilogue of the convolution
-that produces `x`. A
+and gelu/softmax/layer_norm epilogue chains each become one group. A
 matmul also absorbs every operand's group of reshapes and transposes
 (attention's `transpose(reshape(q)) · transpose(reshape(k))`): those only
 remap indices, so the matmul reads the original tensors in place instead
@@ -145,7 +142,7 @@ class Grouping:
         if isinstance(op, graph.MatmulOp) and self._absorb_prologues(op, device):
             return
         for operand in op.operands:
-            group = self._open_group(operand, device, op)
+            group = self._open_group(operand, device)
             if group is not None and group.accepts(kind):
                 group.ops.append(op)
                 if kind in (REDUCTION, OUTPUT_FUSABLE):
@@ -156,15 +153,13 @@ class Grouping:
         self.groups.append(group)
         self.group_of[op] = group
 
-    def _open_group(
-        self, operand: SSAValue, device: object, consumer: Operation | None = None
-    ) -> Group | None:
+    def _open_group(self, operand: SSAValue, device: object) -> Group | None:
         """The group `operand`'s producer ends, if a consumer on `device` may join it."""
         producer = operand.owner
         group = self.group_of.get(producer) if isinstance(producer, Operation) else None
         if (
             group is None
-            or not (operand.has_one_use() or _closes_diamond(operand, consumer))
+            or not operand.has_one_use()
             or group.ops[-1] is not producer
             or group.device != device
         ):
@@ -186,32 +181,6 @@ class Grouping:
         for member in merged.ops:
             self.group_of[member] = merged
         return True
-
-
-def _closes_diamond(value: SSAValue, consumer: Operation | None) -> bool:
-    """Is `value` read by `consumer` (a unary elementwise op) and by exactly one
-    other op, which reads only `value` and `consumer`'s result, the latter's
-    only use? That is swish, `x * sigmoid(x)` (EfficientNet's activation, as
-    ONNX spells SiLU): the consumer may join `value`'s group, and the other
-    reader then joins through `consumer`'s result, so `value` never leaves
-    the kernel (a convolution's epilogue computes both on the row it wrote,
-    instead of a kernel of its own reading and writing the whole tensor)."""
-    if consumer is None or len(consumer.operands) != 1 or len(consumer.results) != 1:
-        return False
-    if pattern_kind(consumer) != ELEMENTWISE:
-        return False
-    users = {use.operation for use in value.uses}
-    others = users - {consumer}
-    if len(list(value.uses)) != 2 or len(others) != 1:
-        return False
-    (other,) = others
-    result = consumer.results[0]
-    return (
-        result.has_one_use()
-        and next(iter(result.uses)).operation is other
-        and set(other.operands) == {value, result}
-        and pattern_kind(other) == ELEMENTWISE
-    )
 
 
 def group_blocks(module: ModuleOp) -> list[Group]:

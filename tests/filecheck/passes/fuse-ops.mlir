@@ -20,32 +20,6 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
     graph.return %r : tensor<4x16xf32>
   }
 
-  // Swish (`x * sigmoid(x)`, ONNX's spelling of SiLU): the biased value is
-  // read twice, but both reads close a diamond inside the group, so the
-  // whole activation is the matmul's epilogue. A value read twice by ops
-  // that do not close a diamond (@two_uses below) still ends the group.
-  // CHECK-LABEL: graph.func @swish(
-  // CHECK-NEXT:    %y = graph.call_te @te_fused_matmul_add_sigmoid_mul_4x16xf32(%x, %w, %b)
-  // CHECK-NEXT:    graph.return %y
-  graph.func @swish(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
-    %m = graph.matmul %x, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
-    %a = graph.add %m, %b : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
-    %s = graph.sigmoid %a : (tensor<4x16xf32>) -> tensor<4x16xf32>
-    %y = graph.mul %a, %s : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    graph.return %y : tensor<4x16xf32>
-  }
-
-  // CHECK-LABEL: graph.func @two_uses(
-  // CHECK-NEXT:    %a = graph.call_te @te_fused_matmul_add_4x16xf32(%x, %w, %b)
-  // CHECK-NEXT:    %s = graph.call_te @te_fused_sigmoid_mul_4x16xf32(%a, %x2)
-  graph.func @two_uses(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>, %x2: tensor<4x16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {
-    %m = graph.matmul %x, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
-    %a = graph.add %m, %b : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
-    %g = graph.sigmoid %a : (tensor<4x16xf32>) -> tensor<4x16xf32>
-    %s = graph.mul %g, %x2 : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    graph.return %a, %s : tensor<4x16xf32>, tensor<4x16xf32>
-  }
-
   // The same group again shares the kernel.
   // CHECK-LABEL: graph.func @dense_again(
   // CHECK-NEXT:    graph.call_te @te_fused_matmul_add_relu_4x16xf32(%x, %w, %b)
