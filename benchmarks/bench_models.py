@@ -3,8 +3,9 @@
     python benchmarks/bench_models.py [--models resnet18,mobilenet_v2,...] [--threads 1,2]
                                       [--rounds 9] [--isa avx2|avx512|host]
                                       [--target 'cpu{vector_bits=256}']
-                                      [--profile] [--csv out.csv] [--plot out.png]
-                                      [--alternate none|numpy|ort] [--scaling]
+                                      [--profile] [--profile-ops] [--csv out.csv]
+                                      [--plot out.png] [--alternate none|numpy|ort]
+                                      [--scaling]
 
 Each model is torchvision's (random weights, eval mode, batch 1, 224×224; needs
 the `torch` extra) exported to ONNX by PyTorch's TorchScript exporter (opset 17),
@@ -16,7 +17,13 @@ cached in `--export-dir` so later runs skip the export. For each model:
 - run time: medians of interleaved rounds (Lamina, onnxruntime, Lamina, …) at
   each thread count, and the ratio Lamina / onnxruntime (below 1: Lamina faster);
 - with `--profile`: onnxruntime's own profile (`enable_profiling`) summed by op
-  kind, beside Lamina's per-kernel time, so a slow model shows where.
+  kind;
+- with `--profile-ops`: a table per model of milliseconds by op kind (conv 1x1,
+  depthwise, kxk; pools; elementwise; layout transforms; concat/shuffle;
+  matmul), Lamina against onnxruntime. Lamina's split is sampled by Linux
+  `perf` in a child process running the model saved as a shared library
+  (whose kernels keep their symbols), scaled to the measured median;
+  onnxruntime's is its own profiler's kernel time, summed by kind.
 
 `--scaling` times Lamina alone at every `--threads` count in the same
 interleaved rounds (1, 2, 1, 2, ...) and prints each model's same-run
@@ -38,6 +45,7 @@ import functools
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 import time
@@ -160,6 +168,10 @@ def bench_model(name: str, args: argparse.Namespace) -> list[dict]:
         for kind, ms in sorted(ort_profile(model.SerializeToString(), x, 5).items(),
                                key=lambda kv: -kv[1]):  # fmt: skip
             print(f"    onnxruntime {kind:28s} {ms:8.3f} ms")
+    if args.profile_ops:
+        shares = lamina_profile_kinds(module, args.target, x, args.profile_seconds)
+        ort_kinds = ort_profile_kinds(model.SerializeToString(), x, 10)
+        print_op_profile(rows[0], shares, ort_kinds)
     return rows
 
 
@@ -209,6 +221,236 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
     return row
 
 
+# ---------------------------------------------------------------------------
+# --profile-ops: time by op kind, Lamina against onnxruntime
+# ---------------------------------------------------------------------------
+#
+# Lamina's kernels are sampled with Linux `perf` in a child process that loads
+# the model saved as a shared library (its kernels keep their symbols there);
+# the symbols are mapped back to the kernels' names while the library is
+# written, and each kernel's op kind is read from its signature in the
+# lowering-phase IR. A local measurement for this benchmark only, not an API.
+
+OP_KINDS = (
+    "conv 1x1",
+    "conv depthwise",
+    "conv kxk",
+    "pool",
+    "elementwise",
+    "layout transform",
+    "concat/shuffle",
+    "matmul",
+    "other",
+)
+
+_MOVES = {"concat", "reshape", "transpose", "slice", "split", "flatten", "pad", "gather"}
+_POOLS = {"max_pool2d", "avg_pool2d", "global_avg_pool2d", "reduce_mean", "reduce_sum"}
+
+
+def conv_kind(weight: list[int]) -> str:
+    """`conv 1x1`, `conv depthwise` or `conv kxk` from a convolution's weight
+    shape: OIHW (`O x I/groups x kh x kw`) or blocked `OIHW{i}i{o}o`."""
+    if len(weight) == 6:
+        _, cb, kh, kw, ci, _ = weight
+        inputs = cb * ci
+    elif len(weight) == 4:
+        _, inputs, kh, kw = weight
+    else:
+        return "conv kxk"  # Winograd's transformed weights
+    if kh * kw == 1:
+        return "conv 1x1"
+    return "conv depthwise" if inputs == 1 else "conv kxk"
+
+
+def lamina_kind(name: str, shapes: list[list[int]]) -> str:
+    """The op kind of a Lamina kernel from its name (`te_fused_conv2d_add_...`)
+    and its parameters' shapes: a convolution or matmul in a fused group decides."""
+    words = name.removeprefix("te_").removeprefix("fused_")
+    if words.startswith("layout_transform"):
+        return "layout transform"
+    ops = words.split("_")
+    if "conv2d" in ops and len(shapes) > 1:
+        return conv_kind(shapes[1])
+    if "matmul" in ops:
+        return "matmul"
+    for kind, names in (("pool", _POOLS), ("concat/shuffle", _MOVES)):
+        if any(words.startswith(n) for n in names):
+            return kind
+    return "elementwise"
+
+
+_ORT_KINDS = {
+    "MaxPool": "pool",
+    "AveragePool": "pool",
+    "GlobalAveragePool": "pool",
+    "ReduceMean": "pool",
+    "ReorderInput": "layout transform",
+    "ReorderOutput": "layout transform",
+    "Concat": "concat/shuffle",
+    "Split": "concat/shuffle",
+    "Reshape": "concat/shuffle",
+    "Transpose": "concat/shuffle",
+    "Flatten": "concat/shuffle",
+    "Slice": "concat/shuffle",
+    "Gemm": "matmul",
+    "MatMul": "matmul",
+    "FusedGemm": "matmul",
+}
+
+
+def ort_kind(op: str, shapes: list[list[int]]) -> str:
+    if op in ("Conv", "FusedConv") and len(shapes) > 1:
+        return conv_kind(shapes[1])
+    return _ORT_KINDS.get(op, "elementwise")
+
+
+def ort_profile_kinds(model: bytes, x: np.ndarray, runs: int) -> dict[str, float]:
+    """onnxruntime's share of its kernel time per op kind (its own profiler; profiling
+    slows it down, so the shares are scaled to the measured median)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.enable_profiling = True
+    by_kind: dict[str, float] = defaultdict(float)
+    with tempfile.TemporaryDirectory() as tmp:
+        options.profile_file_prefix = os.path.join(tmp, "ort")
+        session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        name = session.get_inputs()[0].name
+        for _ in range(runs + 1):  # the first run (allocations) is dropped below
+            session.run(None, {name: x})
+        events = json.loads(Path(session.end_profiling()).read_text())
+    nodes = [e for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")]
+    per_run = len(nodes) // (runs + 1)
+    for event in nodes[per_run:]:
+        args = event["args"]
+        shapes = [next(iter(s.values())) for s in args.get("input_type_shape", [])]
+        by_kind[ort_kind(args["op_name"], shapes)] += event["dur"]
+    total = sum(by_kind.values())
+    return {k: v / total for k, v in by_kind.items()} if total else {}
+
+
+_TE_FUNC = re.compile(r"te\.func private @(\w+)\((.*?)\) ->")
+_TENSOR = re.compile(r"tensor<([0-9x]+)x[a-z]+[0-9]+>")
+
+
+def _kernel_signatures(lowering_ir: str) -> dict[str, list[list[int]]]:
+    """Kernel name → its parameters' shapes, from the lowering-phase IR."""
+    found = {}
+    for name, params in _TE_FUNC.findall(lowering_ir):
+        found[name] = [[int(d) for d in t.split("x")] for t in _TENSOR.findall(params)]
+    return found
+
+
+_PERF_CHILD = """
+import sys, time, numpy as np, lamina
+from lamina.backends.codegen import set_num_threads
+set_num_threads(1)
+exe = lamina.load(sys.argv[1])
+x = np.load(sys.argv[2])
+for _ in range(3):
+    exe.run("main", x)
+end = time.perf_counter() + float(sys.argv[3])
+while time.perf_counter() < end:
+    exe.run("main", x)
+"""
+
+
+def lamina_profile_kinds(module, target: str | None, x: np.ndarray, seconds: float):
+    """Lamina's share of samples per op kind (`perf` in a child process), or an error string."""
+    import shutil
+    import subprocess
+
+    from lamina.backends import kernel_split
+
+    if shutil.which("perf") is None:
+        return "needs Linux perf on PATH"
+    symbols: dict[str, str] = {}
+    split = kernel_split.split_module
+
+    def recording(*args, **kwargs):
+        result = split(*args, **kwargs)
+        for unit in result.kernels if result is not None else ():
+            symbols[unit.symbol] = unit.names[0].removesuffix("_loop")
+        return result
+
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = lamina.compile(
+            module, targets=[target] if target else None, dump_phases_to=f"{tmp}/phases"
+        )
+        kernel_split.split_module = recording  # pyright: ignore[reportAttributeAccessIssue]
+        try:
+            exe.save(f"{tmp}/model")
+        finally:
+            kernel_split.split_module = split  # pyright: ignore[reportAttributeAccessIssue]
+        signatures = _kernel_signatures(Path(f"{tmp}/phases/2_lowering.mlir").read_text())
+        np.save(f"{tmp}/x.npy", x)
+        child = [sys.executable, "-c", _PERF_CHILD, f"{tmp}/model", f"{tmp}/x.npy", str(seconds)]
+        entries = _kernel_entries(f"{tmp}/model/model.so")
+        perf = ["perf", "record", "-q", "-F", "2000", "-o", f"{tmp}/perf.data", "--", *child]
+        report = ["perf", "report", "-i", f"{tmp}/perf.data", "--stdio", "--no-children",
+                  "--sort", "dso,sym", "--percent-limit", "0", "-v"]  # fmt: skip
+        try:
+            subprocess.run(
+                perf, check=True, capture_output=True, env={**os.environ, "OMP_NUM_THREADS": "1"}
+            )
+            out = subprocess.run(report, check=True, capture_output=True, text=True).stdout
+        except subprocess.CalledProcessError as err:
+            return f"perf failed: {err.stderr.strip().splitlines()[-1:]}"
+    shares: dict[str, float] = defaultdict(float)
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) < 5 or not parts[0].endswith("%") or not parts[1].endswith("/model.so"):
+            continue
+        name = symbols.get(_owner(entries, int(parts[2], 16)), "")
+        shares[lamina_kind(name, signatures.get(name, [])) if name else "other"] += float(
+            parts[0][:-1]
+        )
+    total = sum(shares.values())
+    return {k: v / total for k, v in shares.items()} if total else "no samples in the model"
+
+
+def _kernel_entries(library: str) -> list[tuple[int, str]]:
+    """(address, symbol) of every kernel entry in `library`, sorted."""
+    import subprocess
+
+    out = subprocess.run(["nm", "-n", library], check=True, capture_output=True, text=True)
+    prefix = "__lamina_k_"
+    return [
+        (int(addr, 16), sym)
+        for addr, _, sym in (
+            line.split() for line in out.stdout.splitlines() if line.count(" ") == 2
+        )
+        if sym.startswith(prefix) and len(sym) > len(prefix) + 8
+    ]
+
+
+def _owner(entries: list[tuple[int, str]], address: int) -> str:
+    """The kernel whose code holds `address`: its helpers (the parallel bodies,
+    named alike in every kernel) follow its entry in the library."""
+    import bisect
+
+    i = bisect.bisect_right(entries, (address, "\uffff")) - 1
+    return entries[i][1] if i >= 0 else ""
+
+
+def print_op_profile(row: dict, lamina_shares, ort_shares: dict[str, float]) -> None:
+    """One table per model: milliseconds per op kind, each peer's shares scaled
+    to its measured median (`row`, the first thread count's)."""
+    if isinstance(lamina_shares, str):
+        print(f"    op-kind profile: {lamina_shares}")
+        lamina_shares = {}
+    lamina_ms, ort_total = row["lamina_ms"], row["onnxruntime_ms"]
+    print(f"    {'op kind':18s} {'lamina ms':>10s} {'ort ms':>8s} {'ratio':>6s}")
+    for kind in OP_KINDS:
+        lam = lamina_shares.get(kind, 0.0) * lamina_ms
+        ort_ms = ort_shares.get(kind, 0.0) * ort_total
+        if lam < 0.005 and ort_ms < 0.005:
+            continue
+        ratio = f"{lam / ort_ms:6.2f}" if ort_ms >= 0.005 else "     -"
+        print(f"    {kind:18s} {lam:10.3f} {ort_ms:8.3f} {ratio}", flush=True)
+
+
 def _numpy_matmul(threads: int):
     """A NumPy (OpenBLAS) matmul of 512 on `threads` threads: a user's pre- or
     post-processing between two model calls in the same process."""
@@ -254,6 +496,15 @@ def main(argv: list[str] | None = None) -> int:
         "--isa", choices=("avx2", "avx512", "host"), help="build for cpu{isa=...} (see --target)"
     )
     parser.add_argument("--profile", action="store_true", help="onnxruntime's time by op kind")
+    parser.add_argument(
+        "--profile-ops",
+        action="store_true",
+        help="time by op kind (1x1/depthwise/kxk conv, pools, ...), Lamina (sampled by "
+        "Linux perf) against onnxruntime's own profile",
+    )
+    parser.add_argument(
+        "--profile-seconds", type=float, default=4.0, help="how long perf samples Lamina"
+    )
     parser.add_argument(
         "--alternate",
         choices=("none", "numpy", "ort"),

@@ -22,6 +22,8 @@ kernel (the non-local use of docs/layouts.md).
 
 from __future__ import annotations
 
+import math
+
 from xdsl.dialects.builtin import AffineMapAttr, FloatAttr, IntegerAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineMap
@@ -31,7 +33,8 @@ from lamina.dialects.lamina import ConstraintAttr
 from lamina.dialects.layout_maps import LayoutMapError, invert_map
 from lamina.kernels.conv_winograd import build_winograd_conv2d, channel_mask
 from lamina.kernels.strategy import conv2d_algorithm
-from lamina.kernels.window import Window, window_input
+from lamina.kernels.window import Window, read_in_place, window_input
+from lamina.target.registry import op_knobs
 
 
 def build_blocked_conv2d(op: Operation, kb, inputs: list[SSAValue]) -> list[SSAValue]:
@@ -49,11 +52,15 @@ def build_blocked_conv2d(op: Operation, kb, inputs: list[SSAValue]) -> list[SSAV
     top, left, _, _ = op.padding_value
     win_h = Window(2, sh, dh, top, os_[2], ws[2])
     win_w = Window(3, sw, dw, left, os_[3], ws[3])
-    source = window_input(kb, data, [win_h, win_w], 0)
     constraint = kb.operand_constraints[0]
     channels = _logical_channels(constraint, c)
+    if op.groups_value != 1 and _in_place_pays(op, win_w, graph.tensor_shape(data)[3]):
+        return [_depthwise(kb, op, data, weight, (win_h, win_w), channels, c, None)]
+    source = window_input(kb, data, [win_h, win_w], 0)
     if source.tensor is not data:
         _constrain_window(source.tensor, constraint, top, left)
+    if op.groups_value != 1:
+        return [_depthwise(kb, op, data, weight, (win_h, win_w), channels, c, source)]
 
     def body(em, sp: list[SSAValue], red: list[SSAValue]) -> SSAValue:
         n, ko, oh, ow, ki = sp
@@ -65,32 +72,57 @@ def build_blocked_conv2d(op: Operation, kb, inputs: list[SSAValue]) -> list[SSAV
             return product
         return em.select(inside, product, em.const(0, graph.element_type(data)))
 
-    if op.groups_value != 1:
-        return [_depthwise(kb, op, data, weight, source, (win_h, win_w), channels, c)]
     extents = [ws[1], ws[2], ws[3], ws[4]]
     return [kb.compute(os_, graph.element_type(data), body, reduce_extents=extents)]
 
 
-def _depthwise(kb, op, data, weight, source, windows, channels, c: int) -> SSAValue:
-    """`out[n, k, oh, ow, j] = sum_{kh, kw} xp[n, k, oh*sh + kh*dh, ow*sw + kw*dw, j]
+def _in_place_pays(op: graph.Conv2dOp, win_w: Window, width: int) -> bool:
+    """Does a depthwise conv2d read its input in place (see `_depthwise`)? When
+    its interior output columns are many enough against its border columns'
+    taps (`depthwise_in_place_percent`): a border column is not
+    register-blocked, which on a small image (7x7) or with a wide window
+    (5x5 at 28x28) costs more than the padded copy saves."""
+    first = -(-win_w.lo // win_w.stride)  # the first column whose taps are all inside
+    last = (width - 1 - (win_w.kernel - 1) * win_w.dilation + win_w.lo) // win_w.stride
+    interior = max(0, min(last + 1, win_w.out_size) - first)
+    border_taps = (win_w.out_size - interior) * math.prod(graph.tensor_shape(op.weight)[2:4])
+    return interior > 0 and 100 * interior >= op_knobs(op).depthwise_in_place_percent * border_taps
+
+
+def _depthwise(kb, op, data, weight, windows, channels, c: int, source) -> SSAValue:
+    """`out[n, k, oh, ow, j] = sum_{kh, kw} x[n, k, oh*sh + kh*dh - top, ow*sw + kw*dw - left, j]
     * w[k, 0, kh, kw, 0, j]`: each lane its own channel, so the input is read
-    as whole vectors (no broadcast) and the window's taps are the reduction."""
-    win_h, win_w = windows
+    as whole vectors (no broadcast) and the window's taps are the reduction.
+
+    The input is read in place (`source` None), not from a zero-padded copy
+    (`source`, on small images: `_in_place_pays`): a tap outside
+    the image is a guarded read (`select(inside, x[clamped], 0)`). The guard
+    depends only on the row and column, never on the lane, so the read stays
+    one vector load; and `schedule` splits the output rows and columns into
+    border strips and an interior where the loop bounds decide every guard,
+    which `simplify` then drops (docs/performance.md, "Depthwise
+    convolution"). The copy cost a write and a read of the whole input per
+    call, as much memory traffic as the convolution itself."""
     ws, os_ = graph.tensor_shape(weight), graph.tensor_shape(op.results[0])
+    elem = graph.element_type(data)
 
     def body(em, sp: list[SSAValue], red: list[SSAValue]) -> SSAValue:
         n, k, oh, ow, j = sp
         kh, kw = red
-        x = source.read(em, [n, k, oh, ow, j], [(win_h, oh, kh), (win_w, ow, kw)])
-        zero = em.const(0, graph.element_type(data))
+        zero = em.const(0, elem)
         first = em.index(0)
+        if source is not None:
+            x = source.read(em, [n, k, oh, ow, j], [(windows[0], oh, kh), (windows[1], ow, kw)])
+        else:
+            taps = [(windows[0], oh, kh), (windows[1], ow, kw)]
+            x = read_in_place(em, data, [n, k, oh, ow, j], taps, 0)
         product = em.mul(x, em.read(weight, [k, first, kh, kw, first, j]))
         if channels is None:  # every channel slot holds data, or its padding is 0
             return product
         inside = channel_mask(em, em.affine([(k, c), (j, 1)]), channels, ws[0] * c)
         return product if inside is None else em.select(inside, product, zero)
 
-    return kb.compute(os_, graph.element_type(data), body, reduce_extents=[ws[2], ws[3]])
+    return kb.compute(os_, elem, body, reduce_extents=[ws[2], ws[3]])
 
 
 def _constrain_window(

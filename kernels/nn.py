@@ -25,7 +25,7 @@ from lamina.kernels.kernel import (
     shape_of,
 )
 from lamina.kernels.te_emit import lowest
-from lamina.kernels.window import Window, window_input
+from lamina.kernels.window import Window, read_in_place, window_input
 
 
 def build_conv2d(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
@@ -76,19 +76,29 @@ def _pool_windows(
     pad_value: float | int,
 ) -> Body:
     """Body reading `xp[n, c, oh*sh + kh, ow*sw + kw]` over the window, where `xp` is
-    `x` padded with `pad_value` (`window_input`)."""
+    `x` padded with `pad_value` (`window_input`). Channel-blocked data is read
+    in place instead (`read_in_place`: a pool accumulates each output column
+    in memory, blocked or not, so its border columns cost no more than the
+    interior, and the copy -- a write and a read of the whole input -- was
+    most of a max pool's time)."""
     os_ = shape_of(op.results[0])
     kh_size, kw_size = op.kernel_value
     sh, sw = op.strides_value
     top, left, _, _ = op.padding_value
     win_h = Window(2, sh, 1, top, os_[2], kh_size)
     win_w = Window(3, sw, 1, left, os_[3], kw_size)
-    source = window_input(kb, x, [win_h, win_w], pad_value)
+    if len(shape_of(x)) == 5:  # NCHW{c}c: read in place, the guards are the lanes'
+        source = None
+    else:
+        source = window_input(kb, x, [win_h, win_w], pad_value)
 
     def body(em: TeEmitter, sp: Indices, red: Indices) -> SSAValue:
         oh, ow = sp[2], sp[3]  # NCHW, or NCHW{c}c with the lanes' block last
         kh, kw = red
-        return source.read(em, sp, [(win_h, oh, kh), (win_w, ow, kw)])
+        taps = [(win_h, oh, kh), (win_w, ow, kw)]
+        if source is None:
+            return read_in_place(em, x, sp, taps, pad_value)
+        return source.read(em, sp, taps)
 
     return body
 

@@ -124,4 +124,26 @@ def window_input(
     return WindowInput(kb.compute(out_shape, t, body), split)
 
 
-__all__ = ["Window", "WindowInput", "window_input"]
+def read_in_place(
+    em: TeEmitter,
+    x: SSAValue,
+    idx: Indices,
+    windows: Sequence[tuple[Window, SSAValue, SSAValue]],
+    pad_value: float | int,
+) -> SSAValue:
+    """`x` at `idx` with each window axis at `o*stride + k*dilation - lo`, read in
+    place: a position outside `x` is `pad_value` (`select(inside, x[clamped],
+    pad)`). Cheap only where the guards do not vary along the vectorized
+    (last) axis -- channel-blocked data, whose lanes are channels -- and where
+    `schedule` splits off the interior that needs none
+    (`schedule/border_split.py`)."""
+    shape = shape_of(x)
+    idx, conds = list(idx), []
+    for w, o, k in windows:
+        position = em.affine([(o, w.stride), (k, w.dilation)])
+        idx[w.axis], found = shifted_index(em, position, w.lo, shape[w.axis], w.span)
+        conds += found
+    return guarded(em, conds, em.read(x, idx), em.const(pad_value, elt(x)))
+
+
+__all__ = ["Window", "WindowInput", "read_in_place", "window_input"]

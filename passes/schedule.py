@@ -8,26 +8,32 @@ each also a pass of its own, in this order (docs/internals.md):
    rules), so that tiles and packed panels see sums of loop variables;
 2. `schedule-gather-reuse`: a copy whose vectorized loop gathers reads the
    lines it gathers back to back (`schedule/gather_reuse.py`);
-3. `schedule-register-block`: reductions that accumulate rows in memory
+3. `schedule-split-borders` on the output columns of reduction nests: a
+   window read in place (a depthwise convolution's taps) gets border
+   strips and a guard-free interior (`schedule/border_split.py`) -- before
+   register blocking, so that the interior is blocked without guards;
+4. `schedule-register-block`: reductions that accumulate rows in memory
    become register-blocked micro-kernels, their column panels packed where
    it pays (`schedule/register_block.py`, `schedule/packing.py`) -- first,
    since fusing stages would hide the nests;
-4. `schedule-fuse-stages`: adjacent loops over the same rows become one
+5. `schedule-fuse-stages`: adjacent loops over the same rows become one
    loop, one parallel region per kernel (`schedule/stage_fusion.py`);
-5. `schedule-write-through`: a kernel computes into its output instead of a
+6. `schedule-write-through`: a kernel computes into its output instead of a
    temporary its epilogue copies (`schedule/write_through.py`);
-6. `schedule-fold-storage`: a temporary keeps one slice along a serial loop
+7. `schedule-split-borders` on every other loop (the output rows): after
+   fusion and write-through, so that a row's epilogue is split with it;
+8. `schedule-fold-storage`: a temporary keeps one slice along a serial loop
    that indexes it (`schedule/storage_folding.py`) -- after write-through:
    the output beats any temporary;
-7. `schedule-parallel`: `parallel` moves from a one-iteration loop to the
+9. `schedule-parallel`: `parallel` moves from a one-iteration loop to the
    spatial loop it holds (`schedule/parallel.py`);
-8. `schedule-reciprocal-divisions`: a division by a loop-invariant value
+10. `schedule-reciprocal-divisions`: a division by a loop-invariant value
    in a vectorized loop is marked `arcp` (`schedule/reciprocal_divisions.py`);
-9. `schedule-vector-math`: f32 `math.exp`/`math.tanh` become polynomials
+11. `schedule-vector-math`: f32 `math.exp`/`math.tanh` become polynomials
    (`schedule/vector_math.py`), in every loop function.
 
 A function with a loop carrying `lamina.schedule = "<primitive>"` gets its
-directives applied instead of steps 1-8 (`schedule/directives.py`):
+directives applied instead of steps 1-10 (`schedule/directives.py`):
 `split(F)`, `interchange`, `fuse` (with the next loop), `unroll`,
 `unroll_and_jam`, `vectorize`, `parallel`, `pack(N)` (copy the tile of the
 function's argument N the nest reads into a local buffer) and
@@ -47,6 +53,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from lamina.core.diagnostics import op_error
 from lamina.dialects import loop
 from lamina.passes.simplify import make_indices_affine
+from lamina.schedule.border_split import split_borders
 from lamina.schedule.directives import DIRECTIVE_ATTR, apply_directive, directed_loops
 from lamina.schedule.gather_reuse import reuse_gathered_lines
 from lamina.schedule.parallel import balance_parallel
@@ -67,12 +74,14 @@ from lamina.target.schedule_knobs import ScheduleKnobs
 
 
 def default_schedule(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -> None:
-    """Steps 1-8 of the module docstring on one function without directives."""
+    """Steps 1-10 of the module docstring on one function without directives."""
     make_indices_affine(func)
     reuse_gathered_lines(func, knobs)
+    split_borders(func, columns_only=True)  # the interior columns are blocked guard-free
     block_reductions(func, facts, knobs)  # first: fusing stages would hide the nests
     fuse_row_stages(func)
     write_through_output(func)
+    split_borders(func)  # after both: a row's epilogue is split with it, into the output
     contract_temporaries(func)  # after: the output beats any temporary
     balance_parallel(func, facts.cores, knobs)
     reciprocal_divisions(func)
@@ -84,8 +93,9 @@ class SchedulePass(ScheduleRulePass, RegisterBlockOptions, GatherReuseOptions):
 
     Input invariant: phase `lowering`; loop nests as `lower-te` emits them.
     Output IR: each function without directives has gone through the rule
-    passes in order (`schedule-gather-reuse`, `schedule-register-block`,
-    `schedule-fuse-stages`, `schedule-write-through`,
+    passes in order (`schedule-gather-reuse`, `schedule-split-borders` on
+    reduction columns, `schedule-register-block`, `schedule-fuse-stages`,
+    `schedule-write-through`, `schedule-split-borders`,
     `schedule-fold-storage`, `schedule-parallel`,
     `schedule-reciprocal-divisions`, after making index divisions affine);
     a function with directives has them applied and removed instead; every

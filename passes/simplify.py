@@ -107,7 +107,8 @@ class SplitDivMod(RewritePattern):
         divisors = {v: self.analyzer.divisor(v) for v, _ in terms}
         quotient = tuple((v, k) for v, k in terms if (k * divisors[v]) % c == 0)
         rest = tuple((v, k) for v, k in terms if (k * divisors[v]) % c)
-        if not quotient:  # nothing to take out of the division
+        if not quotient:  # nothing to take out of the division: maybe a coarser step
+            self._coarse(op, terms, const, c, rewriter)
             return
         if not rest and const == 0 and len(quotient) == 1 and quotient[0][1] % c:
             return  # `v / c` itself (v a multiple of c): already as split as it gets
@@ -129,6 +130,38 @@ class SplitDivMod(RewritePattern):
         for new in new_ops:
             new.detach()
         rewriter.replace(op, new_ops, [result])
+
+    def _coarse(self, op, terms, const: int, c: int, rewriter: PatternRewriter) -> None:
+        """`(K*Q + R) / c` → `Q / (c/K)` and `(K*Q + R) % c` → `K*(Q % (c/K)) + R`
+        for a step K dividing c and 0 <= R < K (the other terms and the constant).
+
+        A flat position split by a coarser stride than its own: a channel
+        shuffle reads channel `(784*i + 28*h + w) / 1568` of a 28x28 image,
+        which is `i / 2` whatever `h` and `w` are (the vectorized `w` then
+        reads consecutive addresses instead of gathering)."""
+        if isinstance(op, arith.FloorDivSIOp | arith.DivSIOp | arith.RemSIOp):
+            if self.analyzer.range(op.lhs, op).lo < 0:
+                return
+        for step in sorted({gcd(k, c) for _, k in terms if k > 0}, reverse=True):
+            if step <= 1:
+                return
+            big = tuple((v, k // step) for v, k in terms if k % step == 0)
+            rest = tuple((v, k) for v, k in terms if k % step)
+            r = self._form_range(rest, const)
+            if r.lo < 0 or r.hi >= step or any(self.analyzer.range(v).lo < 0 for v, _ in big):
+                continue
+            em = ScalarEmitter(Block())
+            inner = type(op)(em.affine(big, 0), em.index(c // step))
+            quotient = em.emit(inner)
+            if isinstance(op, arith.RemUIOp | arith.RemSIOp):
+                result = em.affine([(quotient, step), *rest], const)
+            else:
+                result = quotient
+            new_ops = list(em.block.ops)
+            for new in new_ops:
+                new.detach()
+            rewriter.replace(op, new_ops, [result])
+            return
 
     def _form_range(self, terms, const: int) -> Range:
         lo = hi = const

@@ -160,6 +160,19 @@ class ScheduleKnobs:
     input is not channel-blocked stays NCHW (a matrix product along the image
     rows); smaller ones are blocked (`kernels/strategy.py`, measured there)."""
 
+    depthwise_in_place_percent: int = 50
+    """A blocked depthwise conv2d reads its input in place, its border columns
+    split off (`kernels/conv_blocked.py`), when its interior output columns
+    (those whose every tap lies inside the image) number at least this
+    percent of its border columns' taps (border columns x window taps): a
+    border column is not register-blocked, so on a small image or a wide
+    window the zero-padded copy, whose every column is blocked, is faster.
+    Measured, AVX-512, one thread, with bias and relu, copy -> in place: 3x3
+    stride 2 at 112x112 (55 interior columns, 9 border taps) 238 -> 122 us;
+    5x5 stride 2 at 56x56 (26, 50) 134 -> 114 us; 3x3 at 14x14 (12, 18) 47 ->
+    40 us; but 5x5 at 28x28 (24, 100) 152 -> 175 us, 3x3 at 7x7 (5, 18) 22 ->
+    43 us, 5x5 at 14x14 (10, 100) 98 -> 128 us."""
+
     winograd_min_output: int = 14 * 14
     """Smallest output image (OH*OW) computed by Winograd when the weights are a
     parameter: their transform then runs on every call and costs 16/(OH*OW) of
@@ -203,6 +216,7 @@ def check_knob(name: str, value: object) -> str | None:
         "block_rows",
         "block_broadcast_registers",
         "conv_channel_block",
+        "depthwise_in_place_percent",
         "winograd_min_output",
         "conv_nchw_pointwise_min_pixels",
     ):

@@ -43,6 +43,7 @@ GRAPH_LEVEL_KNOBS: frozenset[str] = frozenset(
         "set_aliasing_bytes",
         "conv_channel_block",
         "conv_nchw_pointwise_min_pixels",
+        "depthwise_in_place_percent",
         "winograd_min_output",
         "winograd_max_weight_bytes",
     }

@@ -115,3 +115,34 @@ def test_inverted_residual_in_blocks_of_8():
     np.testing.assert_allclose(
         exe.run("main", x), run_ort(model, {"x": x})[0], rtol=1e-4, atol=1e-5
     )
+
+
+@pytest.mark.parametrize(("channels", "size"), [(116, 14), (64, 9)])
+def test_shufflenet_unit(channels, size):
+    """ShuffleNet-v2's unit: split the channels in halves, a pointwise /
+    depthwise / pointwise branch on one, concatenate, and shuffle the two
+    groups (reshape to 2 groups, transpose, reshape back). 116 channels
+    (58 per half) do not fill blocks of 8 or 16; 64 do."""
+    half = channels // 2
+    inits = {
+        "w1": _w(half, half, 1, 1), "w1_b": _w(half),
+        "wd": _w(half, 1, 3, 3), "wd_b": _w(half),
+        "w2": _w(half, half, 1, 1), "w2_b": _w(half),
+        "halves": np.array([half, half], np.int64),
+        "grouped": np.array([1, 2, half, size, size], np.int64),
+        "flat": np.array([1, channels, size, size], np.int64),
+    }  # fmt: skip
+    nodes = [
+        helper.make_node("Split", ["x", "halves"], ["a", "b"], axis=1),
+        _conv("c1", "b", "w1", 1),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        _conv("d", "r1", "wd", 3, group=half),
+        _conv("c2", "d", "w2", 1),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("Concat", ["a", "r2"], ["cat"], axis=1),
+        helper.make_node("Reshape", ["cat", "grouped"], ["g"]),
+        helper.make_node("Transpose", ["g"], ["t"], perm=[0, 2, 1, 3, 4]),
+        helper.make_node("Reshape", ["t", "flat"], ["y"]),
+    ]
+    x = RNG.standard_normal((1, channels, size, size)).astype(np.float32)
+    check_against_ort(make_model(nodes, {"x": x}, ["y"], inits), {"x": x})

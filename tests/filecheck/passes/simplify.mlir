@@ -268,6 +268,36 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     loop.return
   }
 
+  // A coarser stride than the position's own: a channel shuffle of 2 groups
+  // of 58 channels at 28x28 reads channel `(784*c + w) / 1568` and the
+  // group's slot `(784*c + w) % 1568`; with 0 <= w < 784 they are `c / 2`
+  // and `784 * (c % 2) + w`, so the vectorized `w` reads consecutive
+  // addresses (before: a gather per element).
+  // CHECK-LABEL: loop.func @shuffle_stride
+  // CHECK:         loop.for %[[C:.*]] = {{.*}} {
+  // CHECK-NEXT:      loop.for %[[W:.*]] = {{.*}} {
+  // CHECK-DAG:         %[[G:.*]] = arith.divui %[[C]], %{{.*}} : index
+  // CHECK-DAG:         %[[R:.*]] = arith.remui %[[C]], %{{.*}} : index
+  // CHECK:             loop.load %{{.*}}[%[[G]], %{{.*}}] : memref<58x1568xf32>
+  loop.func @shuffle_stride(%a: memref<58x1568xf32>, %out: memref<116x784xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c116 = arith.constant 116 : index
+    %c784 = arith.constant 784 : index
+    %c1568 = arith.constant 1568 : index
+    loop.for %c = %c0 to %c116 step %c1 {
+      loop.for %w = %c0 to %c784 step %c1 {
+        %m = arith.muli %c, %c784 : index
+        %p = arith.addi %m, %w : index
+        %g = arith.divui %p, %c1568 : index
+        %r = arith.remui %p, %c1568 : index
+        %v = loop.load %a[%g, %r] : memref<58x1568xf32>
+        loop.store %v, %out[%c, %w] : memref<116x784xf32>
+      }
+    }
+    loop.return
+  }
+
   // Not split: in 8*i - j the rest -j may be negative (the identity needs
   // 0 <= rest), and in i % 3 nothing is a multiple of 3. (A constant goes
   // into the rest modulo c: 8*i + j - 3 would split as i - 1 + (j + 5) / 8.)
