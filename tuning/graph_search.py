@@ -41,9 +41,12 @@ GRAPH_CHOICES: dict[str, tuple[int, ...]] = {
     "conv_channel_block": (32, 8),
     "conv_nchw_pointwise_min_pixels": (1 << 30, 28 * 28),
     "winograd_min_output": (7 * 7, 1 << 30),
+    "depthwise_in_place_percent": (0, 200),
 }
 """Values tried per graph-level knob besides the default, most promising first
-(resnet18, AVX-512, one thread: `conv_channel_block = 32` 1.05x, 8 0.73x)."""
+(resnet18, AVX-512, one thread: `conv_channel_block = 32` 1.05x, 8 0.73x). A
+candidate whose code equals one built before (a depthwise knob on a network
+without depthwise convolutions) is not timed again."""
 
 GRAPH_SHARE = 0.35
 """The part of the budget the graph-level search may take (the kernels get the rest)."""
