@@ -56,6 +56,12 @@ CONCURRENT = (
 )
 
 
+SHARED = (
+    "{message} (recorded while this call ran beside other calls in other threads: "
+    "it may be this call's or theirs, this call's results are undefined)"
+)
+
+
 _by_addresses: dict[tuple[int, int], CallErrors] = {}
 _registry_lock = threading.Lock()
 
@@ -77,7 +83,8 @@ class CallErrors:
     reads and clears the globals under a lock. An error found there was
     recorded by this call or by one still running (one that ended earlier
     would have found and cleared it), and the flag stops any call that
-    checks it: so the ending call raises it, and every call still running
+    checks it: so the ending call raises it (saying it may be another
+    call's when others still run, `SHARED`), and every call still running
     is marked to raise it too (`CONCURRENT`). A call that ended just before
     the error was recorded may so report it as well: a spurious error,
     never a silent wrong result.
@@ -103,7 +110,8 @@ class CallErrors:
             message = pending_error(self.addresses)
             if message is None:
                 return marked
+            shared = bool(self._running)  # calls still running: it may be theirs
             for other, earlier in self._running.items():
                 if earlier is None:
                     self._running[other] = CONCURRENT.format(message=message)
-            return message
+            return SHARED.format(message=message) if shared else message
