@@ -11,6 +11,8 @@ convolutions, and a pointwise convolution on a small image.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from onnx_util import check_against_ort, make_model, run_ort
@@ -146,3 +148,34 @@ def test_shufflenet_unit(channels, size):
     ]
     x = RNG.standard_normal((1, channels, size, size)).astype(np.float32)
     check_against_ort(make_model(nodes, {"x": x}, ["y"], inits), {"x": x})
+
+
+def test_silu_and_erf_gelu_diamonds_fuse_into_their_producer():
+    """EfficientNet's SiLU (`y * sigmoid(y)` after a convolution) and the exact
+    gelu PyTorch exports before opset 20 (`y * 0.5 * (1 + erf(y / sqrt 2))`
+    after a matmul) read the producer's result twice: `fuse-ops` closes each
+    diamond into the producer's kernel, and the results match onnxruntime."""
+    inits = {
+        "w": _w(48, 24, 1, 1), "w_b": _w(48),
+        "m": _w(14, 32), "sqrt2": np.array(2**0.5, np.float32),
+        "one": np.array(1.0, np.float32), "half": np.array(0.5, np.float32),
+    }  # fmt: skip
+    nodes = [
+        _conv("y", "x", "w", 1),
+        helper.make_node("Sigmoid", ["y"], ["s"]),
+        helper.make_node("Mul", ["y", "s"], ["silu"]),
+        helper.make_node("MatMul", ["silu", "m"], ["h"]),
+        helper.make_node("Div", ["h", "sqrt2"], ["hd"]),
+        helper.make_node("Erf", ["hd"], ["he"]),
+        helper.make_node("Add", ["he", "one"], ["h1"]),
+        helper.make_node("Mul", ["h", "h1"], ["hg"]),
+        helper.make_node("Mul", ["hg", "half"], ["out"]),
+    ]
+    x = (RNG.standard_normal((1, 24, 14, 14)) * 2).astype(np.float32)
+    model = make_model(nodes, {"x": x}, ["out"], inits)
+    exe = lamina.compile(import_model(model).module)
+    kernels = set(re.findall(r"te_fused_\w+?_(?:\d+x)+\d+xf32", str(exe.llvm_module)))
+    assert any("conv2d_add_sigmoid_mul" in k for k in kernels), kernels
+    assert any("matmul_div_erf_add_mul_mul" in k for k in kernels), kernels
+    assert not any("sigmoid" in k and "conv2d" not in k for k in kernels), kernels
+    np.testing.assert_allclose(exe.run(x), run_ort(model, {"x": x})[0], rtol=1e-4, atol=1e-5)

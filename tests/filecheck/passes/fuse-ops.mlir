@@ -4,8 +4,9 @@
 // fuse-ops groups compute ops by pattern kind (TVM's FuseOps): an
 // output-fusable op (matmul, conv2d, pools, softmax, layer_norm) absorbs its
 // elementwise/broadcast epilogue; a reduction absorbs an elementwise prologue
-// and epilogue; elementwise, broadcast and injective ops chain; opaque ops,
-// values with several uses and device changes end a group.
+// and epilogue; elementwise, broadcast and injective ops chain; a diamond
+// whose readers all fuse closes into one group; opaque ops, other values with
+// several uses and device changes end a group.
 
 builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
   // output-fusable + broadcast + elementwise: one kernel, with the bias add
@@ -54,6 +55,32 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
     %m = graph.matmul %e, %x : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
     %a = graph.add %m, %m : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
     graph.return %a : tensor<4x4xf32>
+  }
+
+  // A diamond closes into one group: SiLU's `y * sigmoid(y)` reads the
+  // matmul+bias result twice, once through the sigmoid's group; both readers
+  // are fused, so `y` is never written out. With a third reader outside
+  // (@diamond_escapes: `y` is returned) it must exist anyway and the groups stay apart.
+  // CHECK-LABEL: graph.func @silu(
+  // CHECK-NEXT:    %s = graph.call_te @te_fused_matmul_add_sigmoid_mul_4x16xf32(%x, %w, %b)
+  // CHECK-NEXT:    graph.return %s
+  graph.func @silu(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
+    %m = graph.matmul %x, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+    %y = graph.add %m, %b : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+    %g = graph.sigmoid %y : (tensor<4x16xf32>) -> tensor<4x16xf32>
+    %s = graph.mul %y, %g : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+    graph.return %s : tensor<4x16xf32>
+  }
+  // CHECK-LABEL: graph.func @diamond_escapes(
+  // CHECK-NEXT:    %y = graph.call_te @te_fused_matmul_add_4x16xf32(%x, %w, %b)
+  // CHECK-NEXT:    %s = graph.call_te @te_fused_sigmoid_mul_4x16xf32(%y)
+  // CHECK-NEXT:    graph.return %s, %y
+  graph.func @diamond_escapes(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+    %m = graph.matmul %x, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+    %y = graph.add %m, %b : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+    %g = graph.sigmoid %y : (tensor<4x16xf32>) -> tensor<4x16xf32>
+    %s = graph.mul %y, %g : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+    graph.return %s, %y : tensor<4x16xf32>, tensor<4x16xf32>
   }
 
   // A matmul absorbs the reshape/transpose groups of both operands (the
@@ -110,6 +137,16 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 // CHECK:           arith.maximumf
 // CHECK:         te.return
 // CHECK-NOT:   te_fused_matmul_add_relu_4x16xf32_1
+
+// SiLU's kernel: the matmul, then one stage reading its result twice (the
+// bias add and the sigmoid inlined).
+// CHECK-LABEL: te.func private @te_fused_matmul_add_sigmoid_mul_4x16xf32(
+// CHECK-NEXT:    te.compute [4, 16] reduce [8] combiner(sum)
+// CHECK:         te.compute [4, 16] (
+// CHECK:           math.exp
+// CHECK:           arith.mulf
+// CHECK-NOT:     te.compute
+// CHECK:         te.return
 
 // The head-split kernel: one reduction, reading both parameters through the
 // reshapes' index arithmetic.

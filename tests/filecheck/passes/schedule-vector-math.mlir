@@ -1,7 +1,7 @@
 // RUN: lamina-opt %s -p schedule-vector-math | filecheck %s
 
-// Vector math alone (one rule of `schedule`): f32 `math.exp` and
-// `math.tanh` become polynomials (arithmetic LLVM vectorizes, instead of a
+// Vector math alone (one rule of `schedule`): f32 `math.exp`,
+// `math.tanh` and `math.erf` become polynomials (arithmetic LLVM vectorizes, instead of a
 // libm call per element); an f64 `exp` keeps its call.
 
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
@@ -14,6 +14,19 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
       %e = math.exp %v : f32
       %t = math.tanh %e : f32
       loop.store %t, %y[%i] : memref<64xf32>
+    }
+    loop.return
+  }
+  // erf: a polynomial below 0.9375, 1 - exp(log-erfc polynomial) above,
+  // selected per lane (gelu's erf was one `erff` call per element).
+  loop.func @erf(%x: memref<64xf32>, %y: memref<64xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    loop.for %i = %c0 to %c64 step %c1 kind(vectorized) {
+      %v = loop.load %x[%i] : memref<64xf32>
+      %e = math.erf %v : f32
+      loop.store %e, %y[%i] : memref<64xf32>
     }
     loop.return
   }
@@ -40,5 +53,13 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK:         math.copysign
 // CHECK-NOT:     math.exp
 // CHECK-NOT:     math.tanh
+// CHECK-LABEL: loop.func @erf(
+// CHECK:         %[[ABS:.*]] = math.absf %v : f32
+// CHECK:         arith.minimumf %[[ABS]]
+// CHECK:         math.floor
+// CHECK:         math.copysign {{.*}}, %v : f32
+// CHECK:         %[[SMALL:.*]] = arith.cmpf olt, %[[ABS]]
+// CHECK:         arith.select %[[SMALL]]
+// CHECK-NOT:     math.erf
 // CHECK-LABEL: loop.func @double(
 // CHECK:         math.exp %v : f64
