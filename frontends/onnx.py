@@ -1266,6 +1266,68 @@ def _split(n: Node) -> list:
     return outputs
 
 
+@handles("Pad", attrs=["mode"])
+def _pad(n: Node) -> list:
+    """Pad (opset 13+: pads, constant_value and, from 18, axes as inputs) per axis:
+    a constant border is concatenated; reflect, edge and wrap read the input at
+    precomputed source indices (one gather per padded axis); a negative pad
+    crops (a slice)."""
+    x = n.input(0)
+    shape = shape_of(x)
+    rank = len(shape)
+    mode = n.attr("mode", "constant")
+    if mode not in ("constant", "reflect", "edge", "wrap"):
+        raise n.error(f"mode '{mode}' is not supported (constant, reflect, edge, wrap)")
+    pads = [int(p) for p in n.const(1, "pads")]
+    axes = list(range(rank))
+    if n.has(3):
+        axes = [int(a) + rank if int(a) < 0 else int(a) for a in n.const(3, "axes")]
+    if len(pads) != 2 * len(axes) or any(not 0 <= a < rank for a in axes):
+        raise n.error(f"pads {pads} do not match axes {axes} of a rank-{rank} input")
+    value = 0.0
+    if n.has(2):
+        value = n.const(2, "constant_value").reshape(-1)
+        if value.size != 1:
+            raise n.error("constant_value must be a scalar")
+        value = value.item()
+    for k, axis in enumerate(axes):
+        before, after = pads[k], pads[k + len(axes)]
+        if before < 0 or after < 0:
+            x = n.g.slice(x, [max(-before, 0)], [shape[axis] - max(-after, 0)], [axis])
+            before, after = max(before, 0), max(after, 0)
+        if before or after:
+            x = _pad_one_axis(n, x, axis, before, after, mode, value)
+    return [x]
+
+
+def _pad_one_axis(n: Node, x: Value, axis: int, before: int, after: int, mode: str, value):
+    if mode == "constant":
+        return _pad_axis(n, x, axis, before, after, value)
+    size = shape_of(x)[axis]
+    if size == 0 or (mode == "reflect" and max(before, after) > size - 1):
+        raise n.error(f"cannot {mode}-pad an axis of extent {size} by ({before}, {after})")
+    at = np.arange(-before, size + after)
+    if mode == "edge":
+        source = np.clip(at, 0, size - 1)
+    elif mode == "wrap":
+        source = at % size
+    else:  # reflect: ... 2 1 | 0 1 2 ... n-1 | n-2 n-3 ...
+        period = 2 * (size - 1)
+        folded = np.abs(at) % period if period else np.zeros_like(at)
+        source = np.where(folded < size, folded, period - folded)
+    return n.g.gather(x, source.astype(np.int64), axis)
+
+
+@handles("LogSoftmax", attrs=["axis"])
+def _log_softmax(n: Node) -> list:
+    """`x - max - log(sum(exp(x - max)))` along `axis`: exact for probabilities far
+    below f32's smallest normal, where `log(softmax(x))` would give -inf."""
+    g, x = n.g, n.input(0)
+    axis = int(n.attr("axis", -1))
+    shifted = g.sub(x, g.reduce_max(x, [axis], keepdims=True))
+    return [g.sub(shifted, g.log(g.reduce_sum(g.exp(shifted), [axis], keepdims=True)))]
+
+
 # ---------------------------------------------------------------------------
 # Comparisons, logic, predicates (i1 results)
 # ---------------------------------------------------------------------------

@@ -149,6 +149,17 @@ CASES = [
      node("Unsqueeze", ["n", "ax"], ["n1"]), node("Concat", ["n1", "m1"], ["t"], axis=0),
      node("Reshape", ["x", "t"])], {"x": f32(2, 3, 4)},
      {"zero": i64(0), "ax": i64([0]), "m1": i64([-1])}),
+    ("Pad-constant", [node("Pad", ["x", "p", "v"])], {"x": f32(1, 2, 4, 5)},
+     {"p": i64([0, 0, 1, 2, 0, 0, 2, 1]), "v": np.float32(-1.5)}),
+    ("Pad-crop-axes", [node("Pad", ["x", "p", "", "a"])], {"x": f32(1, 2, 4, 5)},
+     {"p": i64([-1, 2, 3, -2]), "a": i64([2, -1])}, 18),
+    ("Pad-reflect", [node("Pad", ["x", "p"], mode="reflect")], {"x": f32(1, 2, 4, 5)},
+     {"p": i64([0, 0, 3, 4, 0, 0, 2, 1])}),
+    ("Pad-edge", [node("Pad", ["x", "p"], mode="edge")], {"x": f32(2, 3)},
+     {"p": i64([2, 0, 1, 4])}),
+    ("Pad-wrap", [node("Pad", ["x", "p"], mode="wrap")], {"x": f32(2, 3)},
+     {"p": i64([1, 4, 0, 2])}, 19),
+    ("LogSoftmax", [node("LogSoftmax", ["x"], axis=1)], {"x": f32(2, 7, 3) * 40}, {}),
     ("Size", [node("Size", ["x"], ["n"]), node("Cast", ["n"], ["nf"], to=TensorProto.FLOAT),
      node("Mul", ["x", "nf"])], {"x": f32(2, 3)}, {}),
 ]  # fmt: skip
@@ -177,3 +188,21 @@ def test_every_supported_op_is_tested() -> None:
     used = {n.op_type for case in [*CASES, *EXPORT_CASES] for n in case[1]}
     refused_only = {"Range"}  # a handler only for run-time inputs, which it refuses
     assert set(HANDLERS) - used - refused_only == set()
+
+
+@pytest.mark.parametrize(
+    ("attrs", "pads", "message"),
+    [
+        ({"mode": "reflect"}, [0, 3, 0, 0], "cannot reflect-pad an axis of extent 3 by (3, 0)"),
+        ({"mode": "symmetric"}, [0, 0, 1, 1], "mode 'symmetric' is not supported"),
+        ({}, [0, 1, 1], "pads [0, 1, 1] do not match axes [0, 1]"),
+    ],
+)
+def test_bad_pad_is_a_located_error(attrs, pads, message) -> None:
+    from lamina.frontends.onnx import OnnxImportError, import_model
+
+    model = make_model([node("Pad", ["x", "p"], name="the_pad", **attrs)], {"x": f32(2, 3)},
+                       ["y"], {"p": i64(pads)})  # fmt: skip
+    with pytest.raises(OnnxImportError, match=r"node 'the_pad' \(Pad, opset 17\): .*") as err:
+        import_model(model)
+    assert message in str(err.value)

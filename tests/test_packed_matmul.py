@@ -1,7 +1,9 @@
 """A constant matmul rhs stored pre-packed in panels for the micro-kernel
 (kernels/linalg.py), compiled to native code and checked
 against NumPy: alone, fused with bias and relu, with a batched lhs, shared
-by two calls with different constants, and next to a parameter rhs."""
+by two calls with different constants, and next to a parameter rhs; with
+row counts that leave tail rows after the register blocks (197, ViT's
+sequence; 13), which get a block of their own."""
 
 from __future__ import annotations
 
@@ -23,7 +25,11 @@ def _dense(a: np.ndarray) -> str:
     return f"dense<{json.dumps(a.tolist())}> : {_type(a.shape)}"
 
 
-@pytest.mark.parametrize("lhs", [(64, 128), (3, 40, 128)], ids=["2d", "batched"])
+@pytest.mark.parametrize(
+    "lhs",
+    [(64, 128), (3, 40, 128), (1, 197, 128), (13, 128)],
+    ids=["2d", "batched", "vit-rows", "tail-1"],
+)
 def test_constant_rhs_matmul_bias_relu_matches_numpy(lhs) -> None:
     a = RNG.standard_normal(lhs).astype(np.float32)
     b1, b2 = (RNG.standard_normal((128, 256)).astype(np.float32) for _ in range(2))

@@ -47,6 +47,34 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     loop.return
   }
 
+
+  // 17 rows: two blocks of 6, then the 5 tail rows as one block of 5 (the
+  // original nest there accumulated in memory).
+  loop.func @matmul_tail(%a: memref<17x8xf32>, %b: memref<8x32xf32>, %c: memref<17x32xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c17 = arith.constant 17 : index
+    %c32 = arith.constant 32 : index
+    %zero = arith.constant 0.0 : f32
+    loop.for %i = %c0 to %c17 step %c1 kind(parallel) {
+      loop.for %j = %c0 to %c32 step %c1 kind(vectorized) {
+        loop.store %zero, %c[%i, %j] : memref<17x32xf32>
+      }
+      loop.for %k = %c0 to %c8 step %c1 {
+        loop.for %j2 = %c0 to %c32 step %c1 kind(vectorized) {
+          %x = loop.load %a[%i, %k] : memref<17x8xf32>
+          %y = loop.load %b[%k, %j2] : memref<8x32xf32>
+          %p = arith.mulf %x, %y : f32
+          %acc = loop.load %c[%i, %j2] : memref<17x32xf32>
+          %s = arith.addf %acc, %p : f32
+          loop.store %s, %c[%i, %j2] : memref<17x32xf32>
+        }
+      }
+    }
+    loop.return
+  }
+
 }
 
 // CHECK:       loop.for %jo = %c0 to %c32 step %c16 {
@@ -68,6 +96,14 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NEXT:        }
 // CHECK-NEXT:      }
 // CHECK-NOT:     loop.alloc
+
+// CHECK-LABEL: loop.func @matmul_tail(
+// CHECK:         loop.for %io = %c0 to %c12 step %c6 kind(parallel) {
+// CHECK:         loop.for %jo_1 = %c0 to %c32 step %c16 {
+// CHECK-NEXT:      loop.for %io_1 = %c12 to %c17 step %c5 {
+// CHECK-COUNT-5:     loop.store %zero, %c
+// CHECK:             loop.for %k_1 = %c0 to %c8 step %c1 {
+// CHECK-COUNT-5:       loop.for %{{.*}} = %c0 to %c16 step %c1 kind(vectorized) {
 
 // PACK:       loop.for %jo = %c0 to %c32 step %c16 {
 // PACK-NEXT:    %[[P:.*]] = loop.alloc {scope = "local"} : memref<8x16xf32>
