@@ -234,9 +234,26 @@ def torch_module(name: str):
             torch.nn.Linear(512, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10),
         )  # fmt: skip
         example = torch.randn(32, 1, 28, 28)
+    elif name in ("vit", "swin"):
+        module, example = _small_vision_transformer(name), torch.randn(1, 3, 64, 64)
     else:
         raise ValueError(f"unknown network {name!r} (known: {', '.join(BUILDERS)})")
     return module.eval(), example
+
+
+def _small_vision_transformer(name: str):
+    """torchvision's ViT and Swin classes at a small size (64x64 images, two layers):
+    the code paths of `vit_b_16` and `swin_t` -- 17 tokens (a row count no register
+    block divides), exact gelu through `Erf`, LayerNorm, attention, and for Swin the
+    `Pad` of its windows and the shifted-window masks -- in a second's compile."""
+    from torchvision.models.swin_transformer import SwinTransformer
+    from torchvision.models.vision_transformer import VisionTransformer
+
+    if name == "vit":
+        return VisionTransformer(image_size=64, patch_size=16, num_layers=2, num_heads=4,
+                                 hidden_dim=64, mlp_dim=128, num_classes=10)  # fmt: skip
+    return SwinTransformer(patch_size=[4, 4], embed_dim=32, depths=[2, 2], num_heads=[2, 4],
+                           window_size=[4, 4], num_classes=10)  # fmt: skip
 
 
 EXPORTERS = ("torchscript", "dynamo")

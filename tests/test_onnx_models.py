@@ -64,12 +64,13 @@ def test_imported_resnet_is_clean_after_fold_constants() -> None:
 
 
 @pytest.mark.parametrize("exporter", onnx_models.EXPORTERS)
-@pytest.mark.parametrize("name", ["mlp", "transformer", "resnet18"])
+@pytest.mark.parametrize("name", ["mlp", "transformer", "resnet18", "vit", "swin"])
 def test_pytorch_export_matches_onnxruntime(name: str, exporter: str, tmp_path: Path) -> None:
     """The real PyTorch module, exported, imported and compiled, computes what onnxruntime
-    computes from the same file and what PyTorch computes itself."""
+    computes from the same file and what PyTorch computes itself (vit, swin: torchvision's
+    ViT and Swin classes at a small size)."""
     torch = pytest.importorskip("torch")
-    if name == "resnet18":
+    if name in ("resnet18", "vit", "swin"):
         pytest.importorskip("torchvision")
     if exporter == "dynamo":
         pytest.importorskip("onnxscript")
