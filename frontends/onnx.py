@@ -1708,6 +1708,77 @@ def _tile(n: Node) -> list:
     return [n.g.reshape(y, [r * d for r, d in zip(repeats, shape, strict=True)])]
 
 
+@handles("DepthToSpace", "SpaceToDepth", attrs=["blocksize", "mode"])
+def _depth_space(n: Node) -> list:
+    """Rearrangements of (N, C, H, W) between channels and b x b spatial blocks: a
+    reshape, a transpose and a reshape (DCR or CRD order for DepthToSpace)."""
+    g, x = n.g, n.input(0)
+    shape = shape_of(x)
+    b = int(n.attr("blocksize"))
+    if len(shape) != 4 or b < 1:
+        raise n.error(f"expected an (N, C, H, W) input and blocksize >= 1, got {shape}, {b}")
+    nb, c, h, w = shape
+    if n.node.op_type == "SpaceToDepth":
+        if h % b or w % b:
+            raise n.error(f"spatial size {h}x{w} is not a multiple of blocksize {b}")
+        y = g.transpose(g.reshape(x, [nb, c, h // b, b, w // b, b]), (0, 3, 5, 1, 2, 4))
+        return [g.reshape(y, [nb, c * b * b, h // b, w // b])]
+    if c % (b * b):
+        raise n.error(f"{c} channels are not a multiple of blocksize² = {b * b}")
+    if n.attr("mode", "DCR") == "DCR":
+        y = g.transpose(g.reshape(x, [nb, b, b, c // (b * b), h, w]), (0, 3, 4, 1, 5, 2))
+    else:
+        y = g.transpose(g.reshape(x, [nb, c // (b * b), b, b, h, w]), (0, 1, 4, 2, 5, 3))
+    return [g.reshape(y, [nb, c // (b * b), h * b, w * b])]
+
+
+@handles("Trilu", attrs=["upper"])
+def _trilu(n: Node) -> list:
+    """The upper (or lower) triangle of the last two axes from diagonal `k` (a
+    constant): a `where` with a constant mask, as attention's causal masks use it."""
+    x = n.input(0)
+    shape = shape_of(x)
+    if len(shape) < 2:
+        raise n.error(f"expected a rank >= 2 input, got rank {len(shape)}")
+    k = int(n.const(1, "k").reshape(-1)[0]) if n.has(1) else 0
+    rows, cols = shape[-2:]
+    make = np.triu if n.attr("upper", 1) else np.tril
+    keep = make(np.ones((rows, cols), dtype=bool), k)
+    zero = n.g.constant(np.zeros((), dtype=_dtype_of(x)))
+    return [n.g.where(n.g.constant(keep), x, zero)]
+
+
+@handles("GatherElements", attrs=["axis"])
+def _gather_elements(n: Node) -> list:
+    """`y[i][j][k] = x[i][idx[i][j][k]][k]` (axis 1) with constant indices: the flat
+    source positions are computed at import and read by one `gather` of the flattened
+    input."""
+    x = n.input(0)
+    shape = shape_of(x)
+    rank = len(shape)
+    axis = int(n.attr("axis", 0))
+    axis = axis + rank if axis < 0 else axis
+    index = n.const(1, "indices").astype(np.int64)
+    if index.ndim != rank or not 0 <= axis < rank:
+        raise n.error(f"indices of rank {index.ndim} for a rank-{rank} input, axis {axis}")
+    if np.any((index < -shape[axis]) | (index >= shape[axis])):
+        raise n.error(f"an index is out of range for axis {axis} of extent {shape[axis]}")
+    index = np.where(index < 0, index + shape[axis], index)
+    positions = list(np.indices(index.shape, sparse=True))
+    positions[axis] = index
+    flat = np.ravel_multi_index(tuple(np.broadcast_arrays(*positions)), shape)
+    return [n.g.gather(n.g.reshape(x, [-1]), flat)]
+
+
+@handles("CastLike", attrs=["saturate", "round_mode"])
+def _cast_like(n: Node) -> list:
+    """Cast to the element type of input #1 (what the dynamo exporter writes)."""
+    source, target = n.importer.env[n.node.input[0]], _dtype_of(n.input(1))
+    if isinstance(source, np.ndarray):
+        return [source.astype(target)]
+    return [n.g.cast(source, target) if _dtype_of(source) != target else source]
+
+
 @handles("Range")
 def _range(n: Node) -> list:
     """Only reached when an input is computed at run time (constants fold):
