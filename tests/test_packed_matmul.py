@@ -53,3 +53,20 @@ def test_constant_rhs_matmul_bias_relu_matches_numpy(lhs) -> None:
     np.testing.assert_allclose(relu, np.maximum(a64 @ b1 + bias, 0), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(second, a64 @ b2, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(param, a64 @ b2, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(("m", "k", "n"), [(197, 64, 197), (50, 64, 50), (77, 40, 77), (12, 8, 37)])
+def test_columns_no_block_divides_match_numpy(m, k, n) -> None:
+    """Attention's scores over an odd token count (ViT-B/16's 197, ViT-B/32's 50,
+    CLIP's 77): whole column blocks, then the tail columns as a block of short rows."""
+    a = RNG.standard_normal((2, m, k)).astype(np.float32)
+    b = RNG.standard_normal((2, k, n)).astype(np.float32)
+    at, bt, ot = _type(a.shape), _type(b.shape), _type((2, m, n))
+    text = f"""
+    graph.func @main(%a: {at}, %b: {bt}) -> {ot} {{
+      %0 = graph.matmul %a, %b : ({at}, {bt}) -> {ot}
+      graph.return %0 : {ot}
+    }}"""
+    for targets in (None, ["cpu{isa=avx2}"]):
+        got = lamina.compile(text, targets=targets).run(a, b)
+        np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)

@@ -75,6 +75,35 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     loop.return
   }
 
+
+  // 37 columns: no vector count divides them. Columns [0, 32) are blocked as
+  // usual; a copy of the nest after it computes columns [32, 37) as rows of
+  // one short vector (before, the whole nest accumulated in memory).
+  loop.func @matmul_column_tail(%a: memref<12x8xf32>, %b: memref<8x37xf32>, %c: memref<12x37xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c12 = arith.constant 12 : index
+    %c37 = arith.constant 37 : index
+    %zero = arith.constant 0.0 : f32
+    loop.for %i = %c0 to %c12 step %c1 kind(parallel) {
+      loop.for %j = %c0 to %c37 step %c1 kind(vectorized) {
+        loop.store %zero, %c[%i, %j] : memref<12x37xf32>
+      }
+      loop.for %k = %c0 to %c8 step %c1 {
+        loop.for %j2 = %c0 to %c37 step %c1 kind(vectorized) {
+          %x = loop.load %a[%i, %k] : memref<12x8xf32>
+          %y = loop.load %b[%k, %j2] : memref<8x37xf32>
+          %p = arith.mulf %x, %y : f32
+          %acc = loop.load %c[%i, %j2] : memref<12x37xf32>
+          %s = arith.addf %acc, %p : f32
+          loop.store %s, %c[%i, %j2] : memref<12x37xf32>
+        }
+      }
+    }
+    loop.return
+  }
+
 }
 
 // CHECK:       loop.for %jo = %c0 to %c32 step %c16 {
@@ -118,3 +147,10 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // TARGET-NEXT:  loop.for %io = %c0 to %c12 step %c2 kind(parallel) {
 
 // BAD: error: 'builtin.module' op schedule-register-block: block_vector_choices must be a non-empty list of positive integers, got (0,)
+
+// CHECK-LABEL: loop.func @matmul_column_tail(
+// CHECK:         loop.for %jo = %c0 to %c32 step %c16 {
+// CHECK-NEXT:      loop.for %io = %c0 to %c12 step %c6 kind(parallel) {
+// CHECK:         loop.for %io_1 = %c0 to %c12 step %c12 {
+// CHECK-COUNT-12:  loop.for %{{.*}} = %c32 to %c37 step %c1 kind(vectorized) {
+// CHECK:           loop.for %k_1 = %c0 to %c8 step %c1 {
