@@ -14,8 +14,8 @@ most half of peak even from L1. The default schedule turns it into a
 register-blocked micro-kernel (`register_block`), with sizes chosen from
 the target's vector width and register count (`cpu_facts`):
 
-    for io step MR kind(parallel) {           // split(L, MR); the tail rows
-      for jo step NR {                        //   keep the original nest
+    for io step MR kind(parallel) {           // split(L, MR); the M mod MR tail
+      for jo step NR {                        //   rows: one block of their height
         C[io+0.., jo..jo+NR] = 0  …  C[io+MR-1.., …] = 0
         for k … {
           for jj in [0, NR) kind(vectorized) {              // unroll-and-jam(L)
@@ -42,7 +42,9 @@ right before its FMAs instead of hoisting all six and spilling). The C
 tile's addresses are invariant in `k`, so LLVM keeps the MR·nv
 accumulators in registers across the reduction loop (checked in the
 assembly). Batched matmuls (the `b` loop outside `L`),
-matmuls in MLPs/attention match the same shape. A nest whose rows do not
+matmuls in MLPs/attention match the same shape. A row that no vector count
+divides (attention's scores over 197 tokens) is split: whole column blocks
+as above, then the last columns as rows of one short vector. A nest whose rows do not
 share the vector loaded along the row (a convolution's output rows read
 different input rows) is not blocked by default: there the layout's
 channel blocking is what pays (`register_block` directive still applies).
@@ -108,7 +110,7 @@ def choose_block(
     most = max_block_rows(vectors, facts.vector_registers, knobs.block_broadcast_registers)
     if m <= most:
         return BlockShape(m, vectors, columns)
-    # A divisor of M leaves no tail rows (they keep the unblocked nest). With one
+    # A divisor of M leaves no tail rows (a shorter block of their own). With one
     # broadcast register (16 registers) the largest block is taken when its tail
     # is at most 1/32 of M: M = 1024 gets 6 rows and a tail of 4, not 4 rows;
     # M = 8 or 64 get 4.
