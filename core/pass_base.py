@@ -38,6 +38,10 @@ class LaminaPass(ModulePass):
     produces: ClassVar[Phase | None] = None
     requires: ClassVar[tuple[str, ...]] = ()
     illegal_ops: ClassVar[tuple[str, ...]] = ()
+    verify_after: ClassVar[bool] = False
+    """Verify the module after this pass even when a compile verifies only at phase
+    boundaries (core/pass_manager.py): for a pass whose output the next passes trust
+    without checking, where a malformed op would otherwise surface far away."""
 
     @classmethod
     def is_transition(cls) -> bool:
