@@ -80,6 +80,8 @@ from lamina.backends.llvm.conversion import (
     element_size,
     entry_block,
     from_llvm,
+    inbounds_gep,
+    nsw_binop,
     replace_with,
     to_llvm,
 )
@@ -121,21 +123,16 @@ def _element_address(
     for index, stride in zip(indices, strides, strict=True):
         term = to_llvm(index, rewriter)
         if stride != 1:
-            term = rewriter.insert(
-                llvm.MulOp(term, constant(stride, i64, rewriter), overflow=NSW)
-            ).res
+            term = rewriter.insert(nsw_binop(llvm.MulOp, term, constant(stride, i64, rewriter))).res
         linear = (
-            term if linear is None else rewriter.insert(llvm.AddOp(linear, term, overflow=NSW)).res
+            term if linear is None else rewriter.insert(nsw_binop(llvm.AddOp, linear, term)).res
         )
     if offset:
         off = constant(offset, i64, rewriter)
-        linear = (
-            off if linear is None else rewriter.insert(llvm.AddOp(linear, off, overflow=NSW)).res
-        )
+        linear = off if linear is None else rewriter.insert(nsw_binop(llvm.AddOp, linear, off)).res
     if linear is None:
         return ptr
-    elem = convert_type(mtype.element_type)
-    gep = llvm.GEPOp.from_mixed_indices(ptr, [linear], elem, inbounds=True)
+    gep = inbounds_gep(ptr, linear, convert_type(mtype.element_type))
     return rewriter.insert(gep).result
 
 
