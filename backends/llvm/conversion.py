@@ -189,6 +189,26 @@ def inbounds_gep(ptr: SSAValue, index: SSAValue, element: Attribute) -> llvm.GEP
     )
 
 
+@functools.lru_cache(maxsize=256)
+def _constant_indices(index: int) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i32, [index])
+
+
+def constant_gep(ptr: SSAValue, index: int, element: Attribute) -> llvm.GEPOp:
+    """`GEPOp(ptr, [index], element)` (`&ptr[index]`, a constant index) built as
+    `inbounds_gep` builds: the parallel lowering addresses every captured value's
+    slot this way, and each constructor call built the index array anew."""
+    return llvm.GEPOp.create(
+        operands=[ptr],
+        result_types=[_PTR],
+        properties={
+            "rawConstantIndices": _constant_indices(index),
+            "elem_type": element,
+            "noWrapFlags": _NO_WRAP,
+        },
+    )
+
+
 def replace_with(
     op: Operation, rewriter: PatternRewriter, new: Operation | SSAValue | None
 ) -> None:
