@@ -57,9 +57,14 @@ class LaminaPass(ModulePass):
         """Fail, at each offending op, if an op listed in `illegal_ops` survived."""
         if not cls.illegal_ops:
             return
-        leftovers = [
-            op for op in module.walk() if op is not module and _matches(op, cls.illegal_ops)
-        ]
+        verdicts: dict[str, bool] = {}  # per op name: a lowered module has few, many times
+        leftovers = []
+        for op in module.walk():
+            illegal = verdicts.get(op.name)
+            if illegal is None:
+                illegal = verdicts[op.name] = _matches(op, cls.illegal_ops)
+            if illegal and op is not module:
+                leftovers.append(op)
         if leftovers:
             raise DiagnosticError(
                 Diagnostic(
