@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TextIO
+from typing import Protocol, TextIO, TypedDict
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
@@ -531,7 +531,14 @@ def verify_each_requested() -> bool:
     return os.environ.get(VERIFY_EACH_ENV, "").strip().lower() in ("1", "on", "true", "yes")
 
 
-def compile_verify_policy() -> dict[str, bool]:
+class VerifyPolicy(TypedDict):
+    """`PassManager`'s verification arguments."""
+
+    verify_each: bool
+    verify_boundaries: bool
+
+
+def compile_verify_policy() -> VerifyPolicy:
     """A compile's `PassManager` verification arguments: at phase boundaries (the module
     entering each phase, the result, passes declaring `verify_after`), or after every pass
     with `LAMINA_VERIFY_EACH=1` (`--verify-each`; the test suite sets it). The verifier after
@@ -588,6 +595,7 @@ def as_diagnostics(err: DiagnosticException, module: ModuleOp) -> list[Diagnosti
 
 __all__ = [
     "VERIFY_EACH_ENV",
+    "VerifyPolicy",
     "PassManager",
     "PipelineSpecError",
     "as_diagnostics",

@@ -67,8 +67,8 @@ def test_flags_are_sorted_into_llvms_order():
     fn = llvm_ir.Function(module, llvm_ir.FunctionType(llvm_ir.FloatType(), []), "f")
     builder = llvm_ir.IRBuilder(fn.append_basic_block())
     one = llvm_ir.Constant(llvm_ir.FloatType(), 1.0)
-    add = builder.fadd(one, one, flags=["contract", "nnan", "reassoc"])
-    single = builder.fmul(add, one, flags=["contract"])
+    add = builder.fadd(one, one, flags=["contract", "nnan", "reassoc"])  # pyright: ignore
+    single = builder.fmul(add, one, flags=["contract"])  # pyright: ignore
     builder.ret(single)
     canonical_fast_math_flags(module)
     assert add.flags == ["reassoc", "nnan", "contract"]
