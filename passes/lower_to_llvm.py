@@ -72,6 +72,8 @@ from lamina.backends.llvm.conversion import (
     LOOP_KIND_ATTR,
     MAX_STACK_BYTES,
     NSW,
+    aligned_load,
+    aligned_store,
     call_function,
     call_intrinsic,
     constant,
@@ -151,7 +153,7 @@ class LoadLowering(RewritePattern):
         except ValueError as err:
             raise _access_error(op, err) from None
         ty = convert_type(op.results[0].type)
-        load = llvm.LoadOp(address, ty, alignment=element_size(op.results[0].type))
+        load = aligned_load(address, ty, element_size(op.results[0].type))
         replace_with(op, rewriter, rewriter.insert(load))
 
 
@@ -166,7 +168,7 @@ class StoreLowering(RewritePattern):
         except ValueError as err:
             raise _access_error(op, err) from None
         value = to_llvm(op.value, rewriter)
-        rewriter.insert(llvm.StoreOp(value, address, alignment=element_size(op.value.type)))
+        rewriter.insert(aligned_store(value, address, element_size(op.value.type)))
         rewriter.erase(op)
 
 

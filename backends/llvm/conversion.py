@@ -159,6 +159,7 @@ NSW = IntegerAttr(llvm.OverflowAttr((llvm.OverflowFlag.NO_SIGNED_WRAP,)).to_int(
 _GEP_ONE_INDEX = DenseArrayBase.from_list(i32, [llvm.GEP_USE_SSA_VAL])
 _NO_WRAP = IntegerAttr(0, 32)
 _PTR = llvm.LLVMPointerType()
+_ORDERING_NONE = IntegerAttr(0, i64)
 
 
 def nsw_binop(
@@ -186,6 +187,24 @@ def inbounds_gep(ptr: SSAValue, index: SSAValue, element: Attribute) -> llvm.GEP
             "noWrapFlags": _NO_WRAP,
             "inbounds": UnitAttr(),
         },
+    )
+
+
+def aligned_load(ptr: SSAValue, ty: Attribute, alignment: int) -> llvm.LoadOp:
+    """`llvm.LoadOp(ptr, ty, alignment=alignment)` built as `nsw_binop` builds (one per
+    `loop.load`; the constructor built its two integer attributes anew each time)."""
+    return llvm.LoadOp.create(
+        operands=[ptr],
+        result_types=[ty],
+        properties={"ordering": _ORDERING_NONE, "alignment": integer_attr(alignment, i64)},
+    )
+
+
+def aligned_store(value: SSAValue, ptr: SSAValue, alignment: int) -> llvm.StoreOp:
+    """`llvm.StoreOp(value, ptr, alignment=alignment)`, as `aligned_load`."""
+    return llvm.StoreOp.create(
+        operands=[value, ptr],
+        properties={"ordering": _ORDERING_NONE, "alignment": integer_attr(alignment, i64)},
     )
 
 
