@@ -57,6 +57,7 @@ from lamina.backends.inlining import bound_inlining
 from lamina.backends.llvm.binary_constants import attach_bytes, detached_dense_globals
 from lamina.backends.llvm.conversion import LOOP_KIND_ATTR
 from lamina.backends.llvm.device_runtime import link_device_runtime
+from lamina.backends.llvm.fast_math import canonical_fast_math_flags
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
 from lamina.runtime import cpu_features, native_setup
 
@@ -257,6 +258,7 @@ def _translate(
             )
     except (NotImplementedError, LLVMTranslationException, KeyError) as err:
         raise CodegenError(_translation_diagnostic(module, err)) from None
+    canonical_fast_math_flags(ir_module)
     if attach_limit is None:
         attach_bytes(ir_module, blobs)
     else:

@@ -186,7 +186,7 @@ def start(module: ModuleOp, delegated: dict[str, str], passes: list) -> Delegati
 def _lower_in_child(module: ModuleOp, delegated: dict[str, str], passes: list) -> dict:
     from lamina.backends import codegen, kernel_cache, kernel_reuse, kernel_split, parallel_build
     from lamina.core.context import make_context
-    from lamina.core.pass_manager import PassManager
+    from lamina.core.pass_manager import PassManager, compile_verify_policy
 
     names = set(delegated)
     for func in list(module.ops):
@@ -195,7 +195,7 @@ def _lower_in_child(module: ModuleOp, delegated: dict[str, str], passes: list) -
                 module.body.block.insert_op_before(kernel_reuse.declaration(func), func)
                 module.body.block.erase_op(func)
     module.attributes.pop(kernel_reuse.REUSED_ATTR, None)
-    PassManager(passes).run(make_context(), module)
+    PassManager(passes, **compile_verify_policy()).run(make_context(), module)
     codegen._ensure_llvm()
     target = codegen.CodeTarget.of(module)  # the module's `isa`, as the parent builds for
     tm = codegen._target_machine(jit=True, target=target)

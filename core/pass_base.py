@@ -38,6 +38,10 @@ class LaminaPass(ModulePass):
     produces: ClassVar[Phase | None] = None
     requires: ClassVar[tuple[str, ...]] = ()
     illegal_ops: ClassVar[tuple[str, ...]] = ()
+    verify_after: ClassVar[bool] = False
+    """Verify the module after this pass even when a compile verifies only at phase
+    boundaries (core/pass_manager.py): for a pass whose output the next passes trust
+    without checking, where a malformed op would otherwise surface far away."""
 
     @classmethod
     def is_transition(cls) -> bool:
@@ -53,9 +57,14 @@ class LaminaPass(ModulePass):
         """Fail, at each offending op, if an op listed in `illegal_ops` survived."""
         if not cls.illegal_ops:
             return
-        leftovers = [
-            op for op in module.walk() if op is not module and _matches(op, cls.illegal_ops)
-        ]
+        verdicts: dict[str, bool] = {}  # per op name: a lowered module has few, many times
+        leftovers = []
+        for op in module.walk():
+            illegal = verdicts.get(op.name)
+            if illegal is None:
+                illegal = verdicts[op.name] = _matches(op, cls.illegal_ops)
+            if illegal and op is not module:
+                leftovers.append(op)
         if leftovers:
             raise DiagnosticError(
                 Diagnostic(

@@ -9,7 +9,11 @@ verifies between them. Lamina's manager adds the phase contract:
   checks the pass's `illegal_ops` and runs the phase checker
   (`lamina.core.phase_invariants.check_phase`); phases never move backwards;
 * after every pass (unless `verify_each=False`) it verifies every op
-  (`verify_module`) and runs the phase checker;
+  (`verify_module`) and runs the phase checker; with `verify_each=False` and
+  `verify_boundaries=True` (what a compile does unless `LAMINA_VERIFY_EACH=1`
+  or `--verify-each`) it does so only where it matters: after a transition
+  pass, after the last pass and after a pass that declares `verify_after`
+  (docs/compile-speed.md);
 * instrumentation as in MLIR: IR dumps after each pass, a timing report, the
   module as it enters each phase, and a reproducer (the IR before the failing
   pass plus the exact pipeline) when a pass fails.
@@ -30,7 +34,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TextIO
+from typing import Protocol, TextIO, TypedDict
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
@@ -303,6 +307,7 @@ class PassManager:
         passes: Sequence[ModulePass],
         *,
         verify_each: bool = True,
+        verify_boundaries: bool = False,
         print_ir_after_all: TextIO | None = None,
         print_ir_after_failure: TextIO | None = None,
         timing: bool = False,
@@ -316,6 +321,10 @@ class PassManager:
     ):
         self.passes = list(passes)
         self.verify_each = verify_each
+        self.verify_boundaries = verify_boundaries
+        """Without `verify_each`: verify at phase boundaries, after the last pass and after
+        passes declaring `verify_after` (a compile's default); off, only transitions run
+        the phase checker (`lamina-opt --disable-verify`)."""
         self.print_ir_after_all = print_ir_after_all
         self.print_ir_after_failure = print_ir_after_failure
         self.timing = timing
@@ -428,19 +437,26 @@ class PassManager:
                 pass_.check_legality(module)
         started = time.perf_counter()
         try:
-            self._verify(module, produces is not None, last)
+            self._verify(module, produces is not None, last, _verify_after(pass_))
         finally:
             self.verify_seconds += time.perf_counter() - started
         if produces is not None and produces != before:
             self._report_progress(module)
             self._dump_phase(module)
 
-    def _verify(self, module: ModuleOp, transition: bool, last: bool) -> None:
+    def _verify(self, module: ModuleOp, transition: bool, last: bool, asked: bool) -> None:
         """Verify every op and check the phase invariants, unless the module is exactly
         the IR that passed both after an earlier pass (`verify_memo.structure`; not
-        computed after the last pass, where no later pass could skip by it)."""
+        computed after the last pass, where no later pass could skip by it).
+
+        Without `verify_each`, only at a boundary (`transition`, `last`, or a pass
+        that `asked`): a pass inside a phase is then trusted until the next boundary,
+        whose verifier still reports any op left malformed, where it is."""
         if not self.verify_each:
-            if transition:
+            if self.verify_boundaries and (transition or last or asked):
+                verify_module(module)
+                run_phase_checker(module)
+            elif transition:
                 run_phase_checker(module)
             return
         if last:
@@ -505,6 +521,36 @@ class PassManager:
         return path
 
 
+VERIFY_EACH_ENV = "LAMINA_VERIFY_EACH"
+"""Environment variable: `1` verifies after every pass of a compile (`--verify-each`)."""
+
+
+def verify_each_requested() -> bool:
+    """Whether a compile verifies after every pass (`LAMINA_VERIFY_EACH=1`, set by
+    `--verify-each` and by the test suite) instead of at phase boundaries only."""
+    return os.environ.get(VERIFY_EACH_ENV, "").strip().lower() in ("1", "on", "true", "yes")
+
+
+class VerifyPolicy(TypedDict):
+    """`PassManager`'s verification arguments."""
+
+    verify_each: bool
+    verify_boundaries: bool
+
+
+def compile_verify_policy() -> VerifyPolicy:
+    """A compile's `PassManager` verification arguments: at phase boundaries (the module
+    entering each phase, the result, passes declaring `verify_after`), or after every pass
+    with `LAMINA_VERIFY_EACH=1` (`--verify-each`; the test suite sets it). The verifier after
+    every pass was 10-25 % of a cold compile of a network (docs/compile-speed.md)."""
+    return {"verify_each": verify_each_requested(), "verify_boundaries": True}
+
+
+def _verify_after(pass_: ModulePass) -> bool:
+    """A pass's `verify_after` (core/pass_base.py): verify after it even at boundaries only."""
+    return bool(getattr(pass_, "verify_after", False))
+
+
 def _dump_ir(stream: TextIO | None, label: str, module: ModuleOp) -> None:
     """MLIR's `// -----// IR Dump After <label> //----- //` followed by the module."""
     if stream is None:
@@ -548,13 +594,17 @@ def as_diagnostics(err: DiagnosticException, module: ModuleOp) -> list[Diagnosti
 
 
 __all__ = [
+    "VERIFY_EACH_ENV",
+    "VerifyPolicy",
     "PassManager",
     "PipelineSpecError",
     "as_diagnostics",
     "check_pass_phase",
+    "compile_verify_policy",
     "module_location",
     "parse_pass_pipeline",
     "pipeline_spec_string",
     "run_phase_checker",
     "transitions_to",
+    "verify_each_requested",
 ]

@@ -26,7 +26,11 @@ from lamina.backends.parallel_lowering import ParallelLoweringFailed, abandon_al
 from lamina.core.context import make_context
 from lamina.core.diagnostics import parse_module, verify_module
 from lamina.core.gc_pauses import fewer_gc_pauses
-from lamina.core.pass_manager import REPRODUCER_ENV, pipeline_spec_string
+from lamina.core.pass_manager import (
+    REPRODUCER_ENV,
+    compile_verify_policy,
+    pipeline_spec_string,
+)
 from lamina.driver.cache_key import key
 from lamina.driver.compiler import CompileRequest, DeferredSource, is_path
 from lamina.driver.instruments import Instruments, watching_build
@@ -97,7 +101,7 @@ def lower_to_build(
         if reuse_kernels:
             salt = _records_digest(records, records_ignore_errors)
             passes = with_kernel_reuse(passes, pipeline, targets, parallel=parallel, salt=salt)
-    manager = instruments.pass_manager(passes)
+    manager = instruments.pass_manager(passes, **compile_verify_policy())
     manager.run(make_context(), module)
     return module, manager.pass_times
 

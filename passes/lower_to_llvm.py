@@ -72,6 +72,8 @@ from lamina.backends.llvm.conversion import (
     LOOP_KIND_ATTR,
     MAX_STACK_BYTES,
     NSW,
+    aligned_load,
+    aligned_store,
     call_function,
     call_intrinsic,
     constant,
@@ -80,6 +82,8 @@ from lamina.backends.llvm.conversion import (
     element_size,
     entry_block,
     from_llvm,
+    inbounds_gep,
+    nsw_binop,
     replace_with,
     to_llvm,
 )
@@ -121,21 +125,16 @@ def _element_address(
     for index, stride in zip(indices, strides, strict=True):
         term = to_llvm(index, rewriter)
         if stride != 1:
-            term = rewriter.insert(
-                llvm.MulOp(term, constant(stride, i64, rewriter), overflow=NSW)
-            ).res
+            term = rewriter.insert(nsw_binop(llvm.MulOp, term, constant(stride, i64, rewriter))).res
         linear = (
-            term if linear is None else rewriter.insert(llvm.AddOp(linear, term, overflow=NSW)).res
+            term if linear is None else rewriter.insert(nsw_binop(llvm.AddOp, linear, term)).res
         )
     if offset:
         off = constant(offset, i64, rewriter)
-        linear = (
-            off if linear is None else rewriter.insert(llvm.AddOp(linear, off, overflow=NSW)).res
-        )
+        linear = off if linear is None else rewriter.insert(nsw_binop(llvm.AddOp, linear, off)).res
     if linear is None:
         return ptr
-    elem = convert_type(mtype.element_type)
-    gep = llvm.GEPOp.from_mixed_indices(ptr, [linear], elem, inbounds=True)
+    gep = inbounds_gep(ptr, linear, convert_type(mtype.element_type))
     return rewriter.insert(gep).result
 
 
@@ -154,7 +153,7 @@ class LoadLowering(RewritePattern):
         except ValueError as err:
             raise _access_error(op, err) from None
         ty = convert_type(op.results[0].type)
-        load = llvm.LoadOp(address, ty, alignment=element_size(op.results[0].type))
+        load = aligned_load(address, ty, element_size(op.results[0].type))
         replace_with(op, rewriter, rewriter.insert(load))
 
 
@@ -169,7 +168,7 @@ class StoreLowering(RewritePattern):
         except ValueError as err:
             raise _access_error(op, err) from None
         value = to_llvm(op.value, rewriter)
-        rewriter.insert(llvm.StoreOp(value, address, alignment=element_size(op.value.type)))
+        rewriter.insert(aligned_store(value, address, element_size(op.value.type)))
         rewriter.erase(op)
 
 

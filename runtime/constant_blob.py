@@ -25,6 +25,7 @@ the blob itself.
 from __future__ import annotations
 
 import json
+import mmap
 import threading
 
 import numpy as np
@@ -50,6 +51,17 @@ def layout(sizes: dict[str, int]) -> tuple[dict[str, int], int]:
 
 
 def _aligned_buffer(size: int) -> np.ndarray:
+    """`size` bytes at a 64-byte-aligned address, ready to be written.
+
+    On Linux an anonymous mapping populated by the kernel in one call (page
+    aligned): NumPy asks large allocations for transparent huge pages, and
+    where the kernel compacts memory for them on the first write (`defrag`
+    set to `madvise`), filling ResNet-50's 100 MB of weights took 0.2-0.45 s
+    instead of 0.08-0.1 s (docs/compile-speed.md)."""
+    populate = getattr(mmap, "MAP_POPULATE", 0)
+    if populate and size:
+        flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate
+        return np.frombuffer(mmap.mmap(-1, size, flags=flags), np.uint8)
     raw = np.empty(size + ALIGN, dtype=np.uint8)
     start = -raw.ctypes.data % ALIGN
     return raw[start : start + size]

@@ -170,6 +170,57 @@ def test_verify_each_false_skips_verification():
     run([BreaksIR()], verify_each=False)
 
 
+@dataclass(frozen=True)
+class BreaksIRAndAsks(BreaksIR):
+    """Breaks the IR and declares `verify_after`: verified even at boundaries only."""
+
+    name = "test-breaks-ir-and-asks"
+    verify_after = True
+
+
+BOUNDARIES = {"verify_each": False, "verify_boundaries": True}
+
+
+def test_boundaries_only_catch_broken_ir_at_the_next_transition():
+    with pytest.raises(DiagnosticError) as err:
+        run([BreaksIR(), Noop(), ToOptimization(), Noop()], **BOUNDARIES)
+    assert "while running pass 'test-to-optimization'" in message(err)
+
+
+def test_boundaries_only_verify_after_the_last_pass():
+    with pytest.raises(DiagnosticError) as err:
+        run([Noop(), BreaksIR(), Noop()], **BOUNDARIES)
+    assert "while running pass 'test-noop'" in message(err)
+
+
+def test_a_pass_declaring_verify_after_is_verified_at_boundaries_only():
+    with pytest.raises(DiagnosticError) as err:
+        run([BreaksIRAndAsks(), Noop(), Noop()], **BOUNDARIES)
+    assert "while running pass 'test-breaks-ir-and-asks'" in message(err)
+
+
+def test_boundaries_only_skip_the_passes_inside_a_phase(monkeypatch):
+    import lamina.core.pass_manager as pass_manager
+
+    calls: list[int] = []
+    original = pass_manager.verify_module
+    monkeypatch.setattr(pass_manager, "verify_module", lambda m: calls.append(1) or original(m))
+    run([Noop(), Noop(), ToOptimization(), Noop(), Noop()], **BOUNDARIES)
+    assert len(calls) == 2  # the transition and the last pass
+    calls.clear()
+    run([Noop(), Noop(), ToOptimization(), Noop(), Noop()])
+    assert len(calls) == 3  # every pass, but the unchanged module is not verified twice
+
+
+def test_a_compile_verifies_each_pass_only_when_asked(monkeypatch):
+    from lamina.core.pass_manager import VERIFY_EACH_ENV, compile_verify_policy
+
+    monkeypatch.delenv(VERIFY_EACH_ENV, raising=False)
+    assert compile_verify_policy() == {"verify_each": False, "verify_boundaries": True}
+    monkeypatch.setenv(VERIFY_EACH_ENV, "1")
+    assert compile_verify_policy() == {"verify_each": True, "verify_boundaries": True}
+
+
 def test_print_ir_after_all_and_timing():
     dumps, report = io.StringIO(), io.StringIO()
     manager = PassManager(

@@ -147,7 +147,13 @@ def add_instrument_arguments(parser: argparse.ArgumentParser, *, opt: bool = Fal
         help="write the module as it enters each phase to DIR/<n>_<phase>.mlir",
     )
     verbose = ["--verbose"] if opt else ["-v", "--verbose"]
-    if not opt:
+    if not opt:  # lamina-opt verifies after every pass unless --disable-verify
+        parser.add_argument(
+            "--verify-each",
+            action="store_true",
+            help="verify the IR after every pass (default: when the module enters each "
+            "phase and at the end; the same as LAMINA_VERIFY_EACH=1; docs/compile-speed.md)",
+        )
         parser.add_argument(
             "--print-pipeline",
             action="store_true",
@@ -168,7 +174,14 @@ def add_instrument_arguments(parser: argparse.ArgumentParser, *, opt: bool = Fal
 
 
 def instrument_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The keyword arguments of `lamina.compile` that the shared flags ask for."""
+    """The keyword arguments of `lamina.compile` that the shared flags ask for.
+
+    `--verify-each` is the process's `LAMINA_VERIFY_EACH=1`, so that the forked
+    lowering process (backends/parallel_lowering.py) verifies as its parent does."""
+    if getattr(args, "verify_each", False):
+        from lamina.core.pass_manager import VERIFY_EACH_ENV
+
+        os.environ[VERIFY_EACH_ENV] = "1"
     return {
         "pass_timing": args.pass_timing,
         "print_ir_after_all": args.print_ir_after_all,

@@ -45,10 +45,12 @@ from xdsl.rewriter import InsertPoint
 
 from lamina.backends.llvm.conversion import (
     INTERNAL_ATTR,
+    constant_gep,
     convert_type,
     declare_function,
     element_size,
     entry_block,
+    integer_attr,
     module_of,
     to_llvm,
 )
@@ -335,7 +337,7 @@ def _call_site(op: Operation, trampoline: str, values: list[SSAValue], rewriter)
         ops, word = _to_slot(to_llvm(value, rewriter))
         for conversion in ops:
             rewriter.insert(conversion)
-        slot = rewriter.insert(llvm.GEPOp(ctx, [index], i64)).result
+        slot = rewriter.insert(constant_gep(ctx, index, i64)).result
         rewriter.insert(llvm.StoreOp(word, slot, alignment=8))
     fn = rewriter.insert(llvm.AddressOfOp(trampoline, PTR)).result
     zero = rewriter.insert(llvm.ConstantOp(IntegerAttr(0, i32), i32)).result
@@ -355,7 +357,7 @@ class _Emitter:
         return op.results[0] if op.results else None  # pyright: ignore[reportReturnType]
 
     def const(self, value: int) -> SSAValue:
-        return self(llvm.ConstantOp(IntegerAttr(value, i64), i64))
+        return self(llvm.ConstantOp(integer_attr(value, i64), i64))
 
     def icall(self, name: str) -> SSAValue:
         return self(llvm.SExtOp(self(llvm.CallOp(name, return_type=i32)), i64))
@@ -395,7 +397,7 @@ def _trampoline(base: str, header: list[SSAValue], captures: list[SSAValue]) -> 
     ctx = entry.args[0]
     loaded = []
     for index, value in enumerate(values):
-        word = emit(llvm.LoadOp(emit(llvm.GEPOp(ctx, [index], i64)), i64, alignment=8))
+        word = emit(llvm.LoadOp(emit(constant_gep(ctx, index, i64)), i64, alignment=8))
         loaded.append(_from_slot(emit, word, convert_type(value.type)))
     lb_v, ub_v, step_v, *capture_vals = loaded
     one = emit.const(1)
@@ -406,7 +408,7 @@ def _trampoline(base: str, header: list[SSAValue], captures: list[SSAValue]) -> 
     chunk = emit(llvm.SDivOp(emit(llvm.AddOp(n, emit(llvm.SubOp(pieces, one)))), pieces))
     chunk = emit.smax(chunk, one)
     bounds = emit(llvm.AllocaOp(emit.const(2), i64, 8))
-    first, last = emit(llvm.GEPOp(bounds, [0], i64)), emit(llvm.GEPOp(bounds, [1], i64))
+    first, last = emit(constant_gep(bounds, 0, i64)), emit(constant_gep(bounds, 1, i64))
     start = llvm.CallOp(GOMP_DYNAMIC_START, emit.const(0), n, one, chunk, first, last,
                         return_type=i8)  # fmt: skip
     emit(llvm.CondBrOp(_true(emit, emit(start)), body, [], done, []))
@@ -433,9 +435,12 @@ def _trampoline(base: str, header: list[SSAValue], captures: list[SSAValue]) -> 
 
 def _true(emit: _Emitter, flag: SSAValue) -> SSAValue:
     """The C `bool` libgomp returns (an i8) as an i1."""
-    zero = emit(llvm.ConstantOp(IntegerAttr(0, i8), i8))
-    ne = IntegerAttr(llvm.ICmpPredicateFlag("ne").to_int(), i64)
-    return emit(llvm.ICmpOp(flag, zero, ne))
+    zero = emit(llvm.ConstantOp(integer_attr(0, i8), i8))
+    return emit(llvm.ICmpOp(flag, zero, _NE))
+
+
+_NE = IntegerAttr(llvm.ICmpPredicateFlag("ne").to_int(), i64)
+"""The `ne` predicate of `_true`'s compare, built once (lower-to-llvm's time, docs/compile-speed.md)."""
 
 
 def declare_omp_queries(op: Operation, rewriter) -> None:
