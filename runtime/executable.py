@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from lamina.runtime import call_team
 from lamina.runtime.device_stats import (
     DeviceStats,
     read_device_stats,
@@ -395,6 +396,11 @@ def _check_count(sig: Signature, arrays: Sequence[object]) -> None:
         )
 
 
+def _words(inputs: list[np.ndarray], outputs: list[np.ndarray]) -> list[int]:
+    """The arrays' data addresses as integers, for `call_team.call`."""
+    return [a.ctypes.data for a in inputs] + [a.ctypes.data for a in outputs]
+
+
 def _pointer(arr: np.ndarray) -> object:
     """A ctypes argument for a C-contiguous array's data pointer, as cheaply as NumPy allows.
 
@@ -427,10 +433,11 @@ class EntryCall:
     the slow path) and one ctypes call.
     """
 
-    __slots__ = ("sig", "cfunc", "params", "results")
+    __slots__ = ("sig", "cfunc", "params", "results", "address")
 
     def __init__(self, sig: Signature, address: int):
         self.sig = sig
+        self.address = address
         count = len(sig.params) + len(sig.results)
         self.cfunc = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * count))(address)
         self.params = tuple((spec.resolved({}), spec.dtype) for spec in sig.params)
@@ -459,7 +466,8 @@ class EntryCall:
                 outputs = [_allocate_result(sig, i) for i in range(len(self.results))]
         else:
             outputs = self._check_outputs(out, inputs)
-        self.cfunc(*[_pointer(a) for a in inputs], *[_pointer(a) for a in outputs])
+        if not (call_team.installed() and call_team.call(self.address, _words(inputs, outputs))):
+            self.cfunc(*[_pointer(a) for a in inputs], *[_pointer(a) for a in outputs])
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def _check_outputs(
@@ -503,6 +511,7 @@ class DynamicEntryCall(EntryCall):
 
     def __init__(self, sig: Signature, address: int):
         self.sig = sig
+        self.address = address
         count = len(sig.params) + len(sig.results)
         argtypes = [ctypes.c_int64] * len(sig.bounds) + [ctypes.c_void_p] * count
         self.cfunc = ctypes.CFUNCTYPE(None, *argtypes)(address)
@@ -521,8 +530,11 @@ class DynamicEntryCall(EntryCall):
             outputs = [_allocate_result(sig, i, sizes) for i in range(len(sig.results))]
         else:
             outputs = self._check_outputs(out, inputs, sizes)
+        sized = [sizes[s] for s in sig.symbols]
+        if call_team.installed() and call_team.call(self.address, sized + _words(inputs, outputs)):
+            return outputs[0] if len(outputs) == 1 else tuple(outputs)
         self.cfunc(
-            *[sizes[s] for s in sig.symbols],
+            *sized,
             *[_pointer(a) for a in inputs],
             *[_pointer(a) for a in outputs],
         )
