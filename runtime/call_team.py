@@ -124,6 +124,9 @@ RUNTIME_IR = f"""
 @team_real_end = global ptr null, align 8
 @team_spin = global i64 {DEFAULT_SPIN}, align 8
 @team_on = global i32 0, align 8
+@team_calls = global i64 0, align 64
+@team_regions = global i64 0, align 8
+@team_joined = global i64 0, align 8
 
 declare i32 @omp_get_thread_num()
 declare i32 @omp_get_max_threads()
@@ -226,6 +229,7 @@ join:
 run:
   %fn = load ptr, ptr @team_fn, align 8
   %data = load ptr, ptr @team_data, align 8
+  %c = atomicrmw add ptr @team_joined, i64 1 monotonic
   call void %fn(ptr %data)
   br label %left
 left:
@@ -333,6 +337,7 @@ run:
   %seq64 = zext i32 %seq to i64
   %seqp = getelementptr i64, ptr %rec, i64 3
   store i64 %seq64, ptr %seqp, align 8
+  %c = atomicrmw add ptr @team_calls, i64 1 monotonic
   %real = load ptr, ptr @team_real_parallel, align 8
   call void %real(ptr @team_main, ptr %rec, i32 0, i32 0)
   store atomic i32 0, ptr @team_busy release, align 4
@@ -353,6 +358,7 @@ forward:
   call void %real(ptr %fn, ptr %data, i32 %threads, i32 %flags)
   ret void
 team:
+  %c = atomicrmw add ptr @team_regions, i64 1 monotonic
   call void @team_post(ptr %fn, ptr %data)
   call void %fn(ptr %data)
   call void @team_close()
@@ -463,7 +469,7 @@ def install(gomp: ctypes.CDLL, llvm) -> bool:
         module.triple = target.triple
         engine = llvm.create_mcjit_compiler(module, target)
         engine.finalize_object()
-        for name in ("team_spin", "team_on"):
+        for name in ("team_spin", "team_on", *STATS):
             _globals[name] = engine.get_global_value_address(name)
         for symbol, (real, _) in INTERPOSED.items():
             address = ctypes.cast(getattr(gomp, symbol), ctypes.c_void_p).value
@@ -486,6 +492,21 @@ def _spin_from_env() -> int:
         return max(0, int(value)) if value else DEFAULT_SPIN
     except ValueError:
         return DEFAULT_SPIN
+
+
+STATS = ("team_calls", "team_regions", "team_joined")
+"""Counters of the runtime: calls run by a team, regions posted to it, and regions a
+worker ran (found still open: a late worker skips a region the caller finished)."""
+
+
+def stats() -> dict[str, int]:
+    """The runtime's counters (`STATS`, without the `team_` prefix); zeros if not installed."""
+    return {
+        name.removeprefix("team_"): ctypes.c_int64.from_address(_globals[name]).value
+        if _engine is not None
+        else 0
+        for name in STATS
+    }
 
 
 def installed() -> bool:
@@ -524,4 +545,5 @@ __all__ = [
     "requested",
     "set_call_team",
     "set_spin",
+    "stats",
 ]
