@@ -60,10 +60,11 @@ DEFAULT_ON = False
 """Whether the call team is used when `LAMINA_CALL_TEAM` is unset (see docs/performance.md,
 Threads, for the measurements behind it)."""
 
-DEFAULT_SPIN = 20000
-"""About 0.2-0.6 ms of `pause` (its latency is 40-140 cycles, by CPU): a worker keeps
-waiting through the serial kernels between two parallel ones (a batch-1 classifier,
-pools, layout transforms of 0.1-0.2 ms) instead of sleeping and being woken again."""
+DEFAULT_SPIN = 2000
+"""About 70 µs of `pause` (35 ns each, measured on AMD Zen 4; 40-140 cycles by CPU): a
+worker keeps waiting through the short serial kernels between two parallel ones
+instead of sleeping and being woken again, and wastes at most that much of a core
+per gap when the caller runs something longer (a batch-1 classifier, a pool)."""
 
 MAX_TEAM = 64
 """Workers beyond this many threads do not join (they return at once)."""
