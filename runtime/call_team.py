@@ -66,6 +66,10 @@ worker keeps waiting through the short serial kernels between two parallel ones
 instead of sleeping and being woken again, and wastes at most that much of a core
 per gap when the caller runs something longer (a batch-1 classifier, a pool)."""
 
+PREEMPTED_TICKS = 200_000
+"""A gap this long (time stamp counter ticks: about 50-100 µs) between two pauses of a
+spinning worker means it lost its core: it then sleeps instead of spinning on."""
+
 MAX_TEAM = 64
 """Workers beyond this many threads do not join (they return at once)."""
 
@@ -136,6 +140,7 @@ declare i64 @pthread_self()
 declare i32 @sched_yield()
 declare i64 @syscall(i64, ...)
 declare void @llvm.x86.sse2.pause()
+declare i64 @llvm.readcyclecounter()
 declare i64 @llvm.smin.i64(i64, i64)
 
 define internal void @team_wake() {{
@@ -189,14 +194,20 @@ out:
   ret void
 }}
 
-; A worker: join every open region until the end of the call.
+; A worker: join every open region until the end of the call. It stops spinning and
+; sleeps after `team_spin` pauses, or at once when the time stamp counter jumped by
+; more than PREEMPTED_TICKS between two pauses: it was preempted, so its spinning
+; takes a core someone (maybe the caller) needs.
 define internal void @team_worker(i32 %seen0) {{
 entry:
   %limit = load i64, ptr @team_spin, align 8
+  %t0 = call i64 @llvm.readcyclecounter()
   br label %wait
 wait:
   %seen = phi i32 [ %seen0, %entry ], [ %seen, %awake ], [ %now, %left ], [ %seen, %spin ]
   %spins = phi i64 [ 0, %entry ], [ 0, %awake ], [ 0, %left ], [ %spins1, %spin ]
+  %last = phi i64 [ %t0, %entry ], [ %t0, %awake ], [ %t0, %left ], [ %tick, %spin ]
+  ; (after a region or a sleep %last is stale: the first pause's gap is not judged)
   %now = load atomic i32, ptr @team_seq acquire, align 4
   %posted = icmp ne i32 %now, %seen
   br i1 %posted, label %check, label %idle
@@ -206,7 +217,13 @@ idle:
 spin:
   call void @llvm.x86.sse2.pause()
   %spins1 = add i64 %spins, 1
-  br label %wait
+  %tick = call i64 @llvm.readcyclecounter()
+  %gap = sub i64 %tick, %last
+  %first = icmp eq i64 %spins, 0
+  %jumped = icmp ugt i64 %gap, {PREEMPTED_TICKS}
+  %lost = xor i1 %first, true
+  %bad = and i1 %jumped, %lost
+  br i1 %bad, label %sleep, label %wait
 sleep:
   %s0 = atomicrmw add ptr @team_sleepers, i32 1 seq_cst
   %again = load atomic i32, ptr @team_seq seq_cst, align 4
