@@ -383,20 +383,9 @@ team:
   ret void
 }}
 
-; GOMP_loop_dynamic_start / _next / GOMP_loop_end_nowait: in a region of the team the
-; chunks come from the region's counter (every thread of a region passes the same
-; bounds and chunk), elsewhere from libgomp.
-define zeroext i8 @lamina_team_loop_start(i64 %start, i64 %end, i64 %incr, i64 %chunk, ptr %lo, ptr %hi) {{
+; The next chunk [lo, hi) of the open region's iterations [0, end), if any is left.
+define internal i8 @team_take(i64 %chunk, i64 %end, ptr %lo, ptr %hi) {{
 entry:
-  %mine = call i1 @team_mine()
-  br i1 %mine, label %team, label %forward
-forward:
-  %real = load ptr, ptr @team_real_start, align 8
-  %r = call zeroext i8 %real(i64 %start, i64 %end, i64 %incr, i64 %chunk, ptr %lo, ptr %hi)
-  ret i8 %r
-team:
-  store atomic i64 %chunk, ptr @team_chunk monotonic, align 8
-  store atomic i64 %end, ptr @team_bound monotonic, align 8
   %s = atomicrmw add ptr @team_next, i64 %chunk monotonic
   %more = icmp slt i64 %s, %end
   br i1 %more, label %take, label %none
@@ -410,6 +399,24 @@ none:
   ret i8 0
 }}
 
+; GOMP_loop_dynamic_start / _next / GOMP_loop_end_nowait: in a region of the team the
+; chunks come from the region's counter (every thread of a region passes the same
+; bounds and chunk; the trampolines start at 0 with step 1), elsewhere from libgomp.
+define zeroext i8 @lamina_team_loop_start(i64 %start, i64 %end, i64 %incr, i64 %chunk, ptr %lo, ptr %hi) {{
+entry:
+  %mine = call i1 @team_mine()
+  br i1 %mine, label %team, label %forward
+forward:
+  %real = load ptr, ptr @team_real_start, align 8
+  %r = call zeroext i8 %real(i64 %start, i64 %end, i64 %incr, i64 %chunk, ptr %lo, ptr %hi)
+  ret i8 %r
+team:
+  store atomic i64 %chunk, ptr @team_chunk monotonic, align 8
+  store atomic i64 %end, ptr @team_bound monotonic, align 8
+  %got = call i8 @team_take(i64 %chunk, i64 %end, ptr %lo, ptr %hi)
+  ret i8 %got
+}}
+
 define zeroext i8 @lamina_team_loop_next(ptr %lo, ptr %hi) {{
 entry:
   %mine = call i1 @team_mine()
@@ -421,17 +428,8 @@ forward:
 team:
   %chunk = load atomic i64, ptr @team_chunk monotonic, align 8
   %end = load atomic i64, ptr @team_bound monotonic, align 8
-  %s = atomicrmw add ptr @team_next, i64 %chunk monotonic
-  %more = icmp slt i64 %s, %end
-  br i1 %more, label %take, label %none
-take:
-  %e0 = add i64 %s, %chunk
-  %e = call i64 @llvm.smin.i64(i64 %e0, i64 %end)
-  store i64 %s, ptr %lo, align 8
-  store i64 %e, ptr %hi, align 8
-  ret i8 1
-none:
-  ret i8 0
+  %got = call i8 @team_take(i64 %chunk, i64 %end, ptr %lo, ptr %hi)
+  ret i8 %got
 }}
 
 define void @lamina_team_loop_end_nowait() {{
