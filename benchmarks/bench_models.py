@@ -31,8 +31,9 @@ speed-up; `--alternate numpy|ort` precedes every timed call with a NumPy
 matmul or a run of the model in a user's onnxruntime session (onnxruntime's
 defaults, whose workers spin after a run), on the same thread count.
 `--call-team` adds each count above one with one thread team per call
-(`LAMINA_CALL_TEAM=1`, docs/performance.md, Threads) to the same rounds, and
-every mode's voluntary context switches and CPU time per call.
+(`LAMINA_CALL_TEAM=1`, docs/performance.md, Threads) to the same rounds
+(`--team-spin 0,2000`: one mode per worker spin), and every mode's voluntary
+context switches and CPU time per call.
 
 `--isa avx2` compiles for the target `'cpu{isa=avx2}'` (an AVX2 + FMA build,
 which an AVX-512 host runs at the same FMA peak; `avx512`, `host` likewise);
@@ -214,15 +215,19 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
         t: _alternate(args.alternate, t, model, x) if args.alternate != "none" else None
         for t in args.threads
     }
-    modes = [(f"{t}t", t, False) for t in args.threads]
-    if args.call_team:
-        modes += [(f"{t}t_team", t, True) for t in args.threads if t > 1]
+    modes: list[tuple[str, int, int | None]] = [(f"{t}t", t, None) for t in args.threads]
+    spins = args.team_spin or [None]
+    for spin in spins if args.call_team else []:
+        suffix = "team" if spin is None else f"team{spin}"
+        modes += [(f"{t}t_{suffix}", t, spin) for t in args.threads if t > 1]
     times: dict[str, list[float]] = {label: [] for label, _, _ in modes}
     switches: dict[str, list[float]] = {label: [0, 0.0] for label, _, _ in modes}
+    default_spin = call_team.DEFAULT_SPIN
     for round_ in range(args.rounds + 1):  # the first round warms up
-        for label, threads, team in modes:
+        for label, threads, spin in modes:
             bench.set_num_threads(threads)
-            call_team.set_call_team(team)
+            call_team.set_call_team("team" in label)
+            call_team.set_spin(default_spin if spin is None else spin)
             if before[threads] is not None:
                 before[threads]()  # pyright: ignore[reportOptionalCall]
             usage, cpu = resource.getrusage(resource.RUSAGE_SELF), time.process_time()
@@ -235,6 +240,7 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
                 switches[label][0] -= usage.ru_nvcsw
                 switches[label][1] += time.process_time() - cpu
     call_team.set_call_team(call_team.requested())
+    call_team.set_spin(default_spin)
     row: dict = {"model": name, "alternate": args.alternate}
     for label, _, _ in modes:
         row[f"lamina_{label}_ms"] = round(1e3 * float(np.median(times[label])), 3)
@@ -242,12 +248,13 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
         row[f"cpu_{label}_ms"] = round(1e3 * switches[label][1] / args.rounds, 3)
     lo, hi = min(args.threads), max(args.threads)
     row["speedup"] = round(row[f"lamina_{lo}t_ms"] / row[f"lamina_{hi}t_ms"], 2)
-    if args.call_team and hi > 1:
-        row["speedup_team"] = round(row[f"lamina_{lo}t_ms"] / row[f"lamina_{hi}t_team_ms"], 2)
-    cells = "  ".join(f"{label} {row[f'lamina_{label}_ms']:8.2f} ms" for label, _, _ in modes)
     gains = f"speed-up {row['speedup']:.2f}"
-    if "speedup_team" in row:
-        gains += f", with the call team {row['speedup_team']:.2f}"
+    for label, threads, _ in modes:
+        if "team" in label and threads == hi:
+            suffix = label.split("_", 1)[1]
+            row[f"speedup_{suffix}"] = round(row[f"lamina_{lo}t_ms"] / row[f"lamina_{label}_ms"], 2)
+            gains += f", {suffix} {row[f'speedup_{suffix}']:.2f}"
+    cells = "  ".join(f"{label} {row[f'lamina_{label}_ms']:8.2f} ms" for label, _, _ in modes)
     print(f"{name:20s} {cells}  {gains}", flush=True)
     counters = "  ".join(
         f"{label} {row[f'csw_{label}']:.0f} csw {row[f'cpu_{label}_ms']:.1f} cpu-ms"
@@ -562,11 +569,18 @@ def main(argv: list[str] | None = None) -> int:
         help="with --scaling: also time every thread count above one with one thread team "
         "per call (LAMINA_CALL_TEAM=1, runtime/call_team.py) in the same rounds",
     )
+    parser.add_argument(
+        "--team-spin",
+        default="",
+        help="with --call-team: comma-separated LAMINA_TEAM_SPIN values, each timed as its "
+        "own mode in the same rounds (default: the runtime's default)",
+    )
     parser.add_argument("--export-dir", default=str(Path.home() / ".cache" / "lamina-bench"))
     parser.add_argument("--csv", help="write the rows as CSV")
     parser.add_argument("--plot", help="write a bar chart of the ratios (needs matplotlib)")
     args = parser.parse_args(argv)
     args.threads = [int(t) for t in args.threads.split(",")]
+    args.team_spin = [int(v) for v in args.team_spin.split(",") if v]
     if args.isa and args.target:
         parser.error("--isa and --target exclude each other (--isa X is --target 'cpu{isa=X}')")
     if args.isa:
@@ -617,9 +631,10 @@ def _main_scaling(names: list[str], args: argparse.Namespace) -> int:
         lo, hi = min(args.threads), max(args.threads)
         print(f"lamina speed-up {lo} -> {hi} threads (same run, alternate={args.alternate}): "
               f"geomean {_geomean(gains):.2f} over {len(gains)}")  # fmt: skip
-        team = [r["speedup_team"] for r in rows if "speedup_team" in r]
-        if team:
-            print(f"  with one thread team per call: geomean {_geomean(team):.2f}")
+        for key in [k for k in rows[0] if k.startswith("speedup_team")]:
+            gains = [r[key] for r in rows if key in r]
+            print(f"  one thread team per call ({key.removeprefix('speedup_')}): "
+                  f"geomean {_geomean(gains):.2f}")  # fmt: skip
     if rows and args.csv:
         bench._write_csv(args.csv, rows)
     return 0 if rows else 1
