@@ -12,31 +12,34 @@ With the call team on, an entry call runs inside ONE region:
 
     lamina_team_call(entry, n, args)                 thread 0: entry(args...)
       GOMP_parallel(team_main, rec)   ──▶              each kernel's GOMP_parallel(fn, data)
-                                                         = post (fn, data); fn(data); wait for workers
-                                                     workers: spin (pause) for the next posted
-                                                       region, run fn(data) — the same dynamic
-                                                       work-sharing as before — and count down;
-                                                       after `spin` pauses without work they sleep
-                                                       on a futex until the next post; at the end
-                                                       of the call they return, and sleep in
-                                                       libgomp's (passive) pool until the next call
+                                                         = open (fn, data); fn(data); close;
+                                                           wait for the workers running chunks
+                                                     workers: spin (pause) for the next open
+                                                       region and run fn(data) if it is still
+                                                       open; after `spin` pauses without work
+                                                       (or once preempted) they sleep on a
+                                                       futex until the next one; at the end of
+                                                       the call they return, and sleep in
+                                                       libgomp's (passive) pool until the next
 
 so workers spin only while a call runs, bounded, and give the cores back
-when it ends. Every thread of the region runs every posted region, so the
-`GOMP_loop_dynamic_*` work shares of the kernels' trampolines
-(backends/llvm/parallel.py) stay in step, and the numerics are those of the
-ordinary lowering (the same iterations in the same chunks).
+when it ends. The trampolines' `GOMP_loop_dynamic_start/next`
+(backends/llvm/parallel.py) take their chunks from the open region's atomic
+counter: the same iterations in the same chunks as the ordinary lowering,
+so the numerics are unchanged. A worker that comes late finds the region
+closed and skips it; the caller never waits for a thread that is not
+running chunks (libgomp's join barrier waits for every thread of a team).
 
 How it is wired without changing generated code: this module JIT-compiles a
-small runtime (LLVM IR below) once per process and registers its
-`lamina_team_parallel` as the symbol `GOMP_parallel` for code the JIT links
-afterwards (`llvm.add_symbol`, which takes precedence over loaded libraries).
-Outside a team call it forwards to libgomp's own `GOMP_parallel` at once;
-inside one it posts to the team. `Executable.run` calls entries through
-`lamina_team_call`, which declines (returns 0: the caller calls the entry
-directly) when the team is off, one thread is set, another call holds the
-team, or the caller already runs inside an OpenMP region. Shared libraries
-from `lamina-compile` link libgomp directly and open one region per kernel.
+small runtime (LLVM IR below, x86-64 Linux) once per process and registers
+its functions as the symbols in `INTERPOSED` for code the JIT links
+afterwards (`llvm.add_symbol`, which takes precedence over loaded
+libraries). Outside a team call they forward to libgomp's own functions at
+once. `Executable.run` calls entries through `lamina_team_call`, which
+declines (returns 0: the caller calls the entry directly) when the team is
+off, one thread is set, another call holds the team, or the caller already
+runs inside an OpenMP region. Shared libraries from `lamina-compile` link
+libgomp directly and open one region per kernel.
 
 `LAMINA_CALL_TEAM` (docs/environment.md) decides whether it is installed and
 on; `set_call_team` switches an installed team on or off at run time.
@@ -46,6 +49,8 @@ from __future__ import annotations
 
 import ctypes
 import os
+import platform
+import sys
 import threading
 
 ENV = "LAMINA_CALL_TEAM"
@@ -462,7 +467,10 @@ _globals: dict[str, int] = {}
 
 
 def requested() -> bool:
-    """Does `LAMINA_CALL_TEAM` (or the default) ask for the call team?"""
+    """Does `LAMINA_CALL_TEAM` (or the default) ask for the call team, on a host it
+    supports (x86-64 Linux: `pause`, the futex system call's number)?"""
+    if not (sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")):
+        return False
     value = os.environ.get(ENV)
     if value is None:
         return DEFAULT_ON
