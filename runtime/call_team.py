@@ -544,6 +544,11 @@ def set_call_team(on: bool) -> None:
     ctypes.c_int32.from_address(_globals["team_on"]).value = int(on)
 
 
+def spin() -> int:
+    """How many `pause` instructions a worker spins for the next region (0 if not installed)."""
+    return ctypes.c_int64.from_address(_globals["team_spin"]).value if _engine is not None else 0
+
+
 def set_spin(pauses: int) -> None:
     """How many `pause` instructions a worker spins for the next region before it sleeps."""
     if _engine is not None:
@@ -569,5 +574,6 @@ __all__ = [
     "requested",
     "set_call_team",
     "set_spin",
+    "spin",
     "stats",
 ]

@@ -95,10 +95,26 @@ DYNAMIC = textwrap.dedent(
 )
 
 
-def _run(example: str, team: str | None, script: str = CHECK) -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "LAMINA_CALL_TEAM"}
+SPIN = textwrap.dedent(
+    """
+    import json, sys
+    import lamina
+    from lamina.runtime import call_team
+
+    lamina.compile(sys.argv[1])
+    first = call_team.spin()
+    call_team.set_spin(7)
+    print(json.dumps({"spin": first, "set": call_team.spin()}))
+    """
+)
+
+
+def _run(example: str, team: str | None, script: str = CHECK, spin: str | None = None) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("LAMINA_CALL_TEAM", "LAMINA_TEAM_SPIN")}
     if team is not None:
         env["LAMINA_CALL_TEAM"] = team
+    if spin is not None:
+        env["LAMINA_TEAM_SPIN"] = spin
     proc = subprocess.run(
         [sys.executable, "-c", script, str(ROOT / "examples" / example)],
         capture_output=True, text=True, env=env, timeout=600, check=False,
@@ -130,3 +146,10 @@ def test_team_off_by_default_and_when_disabled():
 def test_team_runs_entries_over_symbolic_sizes():
     """A dynamic-batch entry takes its sizes first (64-bit words, like the pointers)."""
     assert _run("mlp.mlir", "1", DYNAMIC)["same"]
+
+
+@pytest.mark.parametrize("value, spin", [(None, 2000), ("123", 123), ("0", 0), ("x", 2000)])
+def test_worker_spin_from_the_environment(value, spin):
+    """`LAMINA_TEAM_SPIN` sets the spin (a value that is not a count keeps the default);
+    `set_spin` changes it at run time."""
+    assert _run("mlp.mlir", "1", SPIN, value) == {"spin": spin, "set": 7}
