@@ -114,6 +114,17 @@ none:
 """
 
 
+def _spin_blocks(tired: str) -> str:
+    """Blocks `idle` and `spin` of a wait loop: after `%limit` pauses go to `tired`,
+    else pause once more (`%spins1` counts them); `spin` ends with its caller's text."""
+    return f"""idle:
+  %tired = icmp uge i64 %spins, %limit
+  br i1 %tired, label %{tired}, label %spin
+spin:
+  call void @llvm.x86.sse2.pause()
+  %spins1 = add i64 %spins, 1"""
+
+
 RUNTIME_IR = f"""
 @team_busy = internal global i32 0, align 64
 @team_owner = internal global i64 0, align 64
@@ -185,12 +196,7 @@ wait:
   %left = load atomic i32, ptr @team_active seq_cst, align 4
   %done = icmp eq i32 %left, 0
   br i1 %done, label %out, label %idle
-idle:
-  %tired = icmp uge i64 %spins, %limit
-  br i1 %tired, label %yield, label %spin
-spin:
-  call void @llvm.x86.sse2.pause()
-  %spins1 = add i64 %spins, 1
+{_spin_blocks("yield")}
   br label %wait
 yield:
   %y = call i32 @sched_yield()
@@ -216,12 +222,7 @@ wait:
   %now = load atomic i32, ptr @team_seq acquire, align 4
   %posted = icmp ne i32 %now, %seen
   br i1 %posted, label %check, label %idle
-idle:
-  %tired = icmp uge i64 %spins, %limit
-  br i1 %tired, label %sleep, label %spin
-spin:
-  call void @llvm.x86.sse2.pause()
-  %spins1 = add i64 %spins, 1
+{_spin_blocks("sleep")}
   %tick = call i64 @llvm.readcyclecounter()
   %gap = sub i64 %tick, %last
   %first = icmp eq i64 %spins, 0
