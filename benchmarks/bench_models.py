@@ -5,7 +5,7 @@
                                       [--target 'cpu{vector_bits=256}']
                                       [--profile] [--profile-ops] [--csv out.csv]
                                       [--plot out.png] [--alternate none|numpy|ort]
-                                      [--scaling]
+                                      [--scaling [--call-team]]
 
 Each model is torchvision's (random weights, eval mode, batch 1, 224×224; needs
 the `torch` extra) exported to ONNX by PyTorch's TorchScript exporter (opset 17),
@@ -30,6 +30,10 @@ interleaved rounds (1, 2, 1, 2, ...) and prints each model's same-run
 speed-up; `--alternate numpy|ort` precedes every timed call with a NumPy
 matmul or a run of the model in a user's onnxruntime session (onnxruntime's
 defaults, whose workers spin after a run), on the same thread count.
+`--call-team` adds each count above one with one thread team per call
+(`LAMINA_CALL_TEAM=1`, docs/performance.md, Threads) to the same rounds
+(`--team-spin 0,2000`: one mode per worker spin), and every mode's voluntary
+context switches and CPU time per call.
 
 `--isa avx2` compiles for the target `'cpu{isa=avx2}'` (an AVX2 + FMA build,
 which an AVX-512 host runs at the same FMA peak; `avx512`, `host` likewise);
@@ -46,6 +50,7 @@ import json
 import math
 import os
 import re
+import resource
 import sys
 import tempfile
 import time
@@ -212,7 +217,16 @@ def _alternate(kind: str, threads: int, model: onnx.ModelProto, x: np.ndarray):
 
 def bench_scaling(name: str, args: argparse.Namespace) -> dict:
     """Lamina's time at each thread count measured in the same interleaved rounds
-    (1, 2, 1, 2, ...), each call after `--alternate`'s call: a same-run speed-up."""
+    (1, 2, 1, 2, ...), each call after `--alternate`'s call: a same-run speed-up.
+
+    With `--call-team` every count above one is also timed with one thread team
+    per call (runtime/call_team.py) in the same rounds. Each mode also records,
+    per call, the process's voluntary context switches (a sleeping thread's
+    futex wait: about two per parallel region with passive workers) and its CPU
+    time (spinning shows there), which say what a two-thread time measured
+    under load would be made of."""
+    from lamina.runtime import call_team
+
     model = onnx.load(str(export(name, Path(args.export_dir))))
     size = input_size(name)
     x = np.random.default_rng(0).standard_normal((1, 3, size, size)).astype(np.float32)
@@ -221,23 +235,52 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
         t: _alternate(args.alternate, t, model, x) if args.alternate != "none" else None
         for t in args.threads
     }
-    times: dict[int, list[float]] = {t: [] for t in args.threads}
+    modes: list[tuple[str, int, int | None]] = [(f"{t}t", t, None) for t in args.threads]
+    spins = args.team_spin or [None]
+    for spin in spins if args.call_team else []:
+        suffix = "team" if spin is None else f"team{spin}"
+        modes += [(f"{t}t_{suffix}", t, spin) for t in args.threads if t > 1]
+    times: dict[str, list[float]] = {label: [] for label, _, _ in modes}
+    switches: dict[str, list[float]] = {label: [0, 0.0] for label, _, _ in modes}
+    default_spin = call_team.DEFAULT_SPIN
     for round_ in range(args.rounds + 1):  # the first round warms up
-        for threads in args.threads:
+        for label, threads, spin in modes:
             bench.set_num_threads(threads)
+            call_team.set_call_team("team" in label)
+            call_team.set_spin(default_spin if spin is None else spin)
             if before[threads] is not None:
                 before[threads]()  # pyright: ignore[reportOptionalCall]
+            usage, cpu = resource.getrusage(resource.RUSAGE_SELF), time.process_time()
             start = time.perf_counter()
             exe.run("main", x)
+            elapsed = time.perf_counter() - start
             if round_:
-                times[threads].append(time.perf_counter() - start)
-    row = {"model": name, "alternate": args.alternate}
-    for threads in args.threads:
-        row[f"lamina_{threads}t_ms"] = round(1e3 * float(np.median(times[threads])), 3)
+                times[label].append(elapsed)
+                switches[label][0] += resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
+                switches[label][0] -= usage.ru_nvcsw
+                switches[label][1] += time.process_time() - cpu
+    call_team.set_call_team(call_team.requested())
+    call_team.set_spin(default_spin)
+    row: dict = {"model": name, "alternate": args.alternate}
+    for label, _, _ in modes:
+        row[f"lamina_{label}_ms"] = round(1e3 * float(np.median(times[label])), 3)
+        row[f"csw_{label}"] = round(switches[label][0] / args.rounds, 1)
+        row[f"cpu_{label}_ms"] = round(1e3 * switches[label][1] / args.rounds, 3)
     lo, hi = min(args.threads), max(args.threads)
     row["speedup"] = round(row[f"lamina_{lo}t_ms"] / row[f"lamina_{hi}t_ms"], 2)
-    cells = "  ".join(f"{t}t {row[f'lamina_{t}t_ms']:8.2f} ms" for t in args.threads)
-    print(f"{name:20s} {cells}  speed-up {row['speedup']:.2f}", flush=True)
+    gains = f"speed-up {row['speedup']:.2f}"
+    for label, threads, _ in modes:
+        if "team" in label and threads == hi:
+            suffix = label.split("_", 1)[1]
+            row[f"speedup_{suffix}"] = round(row[f"lamina_{lo}t_ms"] / row[f"lamina_{label}_ms"], 2)
+            gains += f", {suffix} {row[f'speedup_{suffix}']:.2f}"
+    cells = "  ".join(f"{label} {row[f'lamina_{label}_ms']:8.2f} ms" for label, _, _ in modes)
+    print(f"{name:20s} {cells}  {gains}", flush=True)
+    counters = "  ".join(
+        f"{label} {row[f'csw_{label}']:.0f} csw {row[f'cpu_{label}_ms']:.1f} cpu-ms"
+        for label, _, _ in modes
+    )
+    print(f"{'':20s} per call: {counters}", flush=True)
     return row
 
 
@@ -540,11 +583,24 @@ def main(argv: list[str] | None = None) -> int:
         help="Lamina only: every --threads count in the same interleaved rounds, and the "
         "speed-up from the fewest to the most (same-run ratio; with --alternate)",
     )
+    parser.add_argument(
+        "--call-team",
+        action="store_true",
+        help="with --scaling: also time every thread count above one with one thread team "
+        "per call (LAMINA_CALL_TEAM=1, runtime/call_team.py) in the same rounds",
+    )
+    parser.add_argument(
+        "--team-spin",
+        default="",
+        help="with --call-team: comma-separated LAMINA_TEAM_SPIN values, each timed as its "
+        "own mode in the same rounds (default: the runtime's default)",
+    )
     parser.add_argument("--export-dir", default=str(Path.home() / ".cache" / "lamina-bench"))
     parser.add_argument("--csv", help="write the rows as CSV")
     parser.add_argument("--plot", help="write a bar chart of the ratios (needs matplotlib)")
     args = parser.parse_args(argv)
     args.threads = [int(t) for t in args.threads.split(",")]
+    args.team_spin = [int(v) for v in args.team_spin.split(",") if v]
     if args.isa and args.target:
         parser.error("--isa and --target exclude each other (--isa X is --target 'cpu{isa=X}')")
     if args.isa:
@@ -555,6 +611,10 @@ def main(argv: list[str] | None = None) -> int:
         known = ", ".join(MODELS + MORE_MODELS)
         parser.error(f"unknown model(s) {', '.join(unknown)} (known: {known})")
 
+    if args.call_team and not args.scaling:
+        parser.error("--call-team needs --scaling")
+    if args.call_team:
+        os.environ["LAMINA_CALL_TEAM"] = "1"  # installed when native code is first set up
     if args.scaling:
         return _main_scaling(names, args)
     rows: list[dict] = []
@@ -592,6 +652,10 @@ def _main_scaling(names: list[str], args: argparse.Namespace) -> int:
         lo, hi = min(args.threads), max(args.threads)
         print(f"lamina speed-up {lo} -> {hi} threads (same run, alternate={args.alternate}): "
               f"geomean {_geomean(gains):.2f} over {len(gains)}")  # fmt: skip
+        for key in [k for k in rows[0] if k.startswith("speedup_team")]:
+            gains = [r[key] for r in rows if key in r]
+            print(f"  one thread team per call ({key.removeprefix('speedup_')}): "
+                  f"geomean {_geomean(gains):.2f}")  # fmt: skip
     if rows and args.csv:
         bench._write_csv(args.csv, rows)
     return 0 if rows else 1

@@ -215,6 +215,10 @@ class SharedLibraryCode:
     """Entry function → C symbol."""
     weights: Any = field(default=None, repr=False)
     """What keeps the weights' memory alive (a mapping or a copy), if any."""
+    call_team = False
+    """The library links libgomp's `GOMP_parallel` itself, so one thread team per call
+    (runtime/call_team.py, which reroutes only JIT-linked code) must not run it: its
+    regions would nest in the team's and run on one thread."""
 
     @property
     def engine(self) -> SharedLibraryCode:

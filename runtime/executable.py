@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from lamina.runtime import call_team
 from lamina.runtime.device_stats import (
     DeviceStats,
     read_device_stats,
@@ -220,8 +221,12 @@ class Executable:
         if call is None:
             sig = self._signature(name)
             address = self.compiled.get_function_address(name)
+            # Code that links libgomp itself (an artifact's library) never meets the team.
+            team = getattr(self.compiled, "call_team", True)
             call = self._calls[name] = (
-                DynamicEntryCall(sig, address) if sig.bounds else EntryCall(sig, address)
+                DynamicEntryCall(sig, address, team)
+                if sig.bounds
+                else EntryCall(sig, address, team)
             )
         errors = self._errors
         if errors is None:
@@ -395,6 +400,11 @@ def _check_count(sig: Signature, arrays: Sequence[object]) -> None:
         )
 
 
+def _words(inputs: list[np.ndarray], outputs: list[np.ndarray]) -> list[int]:
+    """The arrays' data addresses as integers, for `call_team.call`."""
+    return [a.ctypes.data for a in inputs] + [a.ctypes.data for a in outputs]
+
+
 def _pointer(arr: np.ndarray) -> object:
     """A ctypes argument for a C-contiguous array's data pointer, as cheaply as NumPy allows.
 
@@ -427,10 +437,13 @@ class EntryCall:
     the slow path) and one ctypes call.
     """
 
-    __slots__ = ("sig", "cfunc", "params", "results")
+    __slots__ = ("sig", "cfunc", "params", "results", "address", "team")
 
-    def __init__(self, sig: Signature, address: int):
+    def __init__(self, sig: Signature, address: int, team: bool = True):
         self.sig = sig
+        self.address = address
+        self.team = team and call_team.installed()
+        """Call through one thread team per call (runtime/call_team.py): JIT-linked code only."""
         count = len(sig.params) + len(sig.results)
         self.cfunc = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * count))(address)
         self.params = tuple((spec.resolved({}), spec.dtype) for spec in sig.params)
@@ -459,7 +472,8 @@ class EntryCall:
                 outputs = [_allocate_result(sig, i) for i in range(len(self.results))]
         else:
             outputs = self._check_outputs(out, inputs)
-        self.cfunc(*[_pointer(a) for a in inputs], *[_pointer(a) for a in outputs])
+        if not (self.team and call_team.call(self.address, _words(inputs, outputs))):
+            self.cfunc(*[_pointer(a) for a in inputs], *[_pointer(a) for a in outputs])
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def _check_outputs(
@@ -501,8 +515,10 @@ class DynamicEntryCall(EntryCall):
 
     __slots__ = ()
 
-    def __init__(self, sig: Signature, address: int):
+    def __init__(self, sig: Signature, address: int, team: bool = True):
         self.sig = sig
+        self.address = address
+        self.team = team and call_team.installed()
         count = len(sig.params) + len(sig.results)
         argtypes = [ctypes.c_int64] * len(sig.bounds) + [ctypes.c_void_p] * count
         self.cfunc = ctypes.CFUNCTYPE(None, *argtypes)(address)
@@ -521,8 +537,11 @@ class DynamicEntryCall(EntryCall):
             outputs = [_allocate_result(sig, i, sizes) for i in range(len(sig.results))]
         else:
             outputs = self._check_outputs(out, inputs, sizes)
+        sized = [sizes[s] for s in sig.symbols]
+        if self.team and call_team.call(self.address, sized + _words(inputs, outputs)):
+            return outputs[0] if len(outputs) == 1 else tuple(outputs)
         self.cfunc(
-            *[sizes[s] for s in sig.symbols],
+            *sized,
             *[_pointer(a) for a in inputs],
             *[_pointer(a) for a in outputs],
         )

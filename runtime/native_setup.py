@@ -76,7 +76,17 @@ def ensure_native() -> None:
                 llvm.load_library_permanently(path)
         _load_openmp()
         load_runtime_libraries()
+        _install_call_team(llvm)
         _initialized = True
+
+
+def _install_call_team(llvm: ModuleType) -> None:
+    """Route generated code's parallel regions through one team per call when
+    `LAMINA_CALL_TEAM` asks for it (runtime/call_team.py); before any code is linked."""
+    from lamina.runtime import call_team
+
+    if _gomp is not None and call_team.requested():
+        call_team.install(_gomp, llvm)
 
 
 def load_runtime_libraries() -> None:

@@ -22,6 +22,11 @@ The outlined `loop.func` is then lowered like any other. Parallel loops
 nested inside the outlined body run serially (one level of parallelism).
 The number of threads is OpenMP's default, which `backends/codegen.py`
 sets from `LAMINA_NUM_THREADS` (else all cores) before libgomp loads.
+
+The generated code names only libgomp's entry points; with one thread team
+per call (`LAMINA_CALL_TEAM=1`) the JIT links `GOMP_parallel` and the
+`GOMP_loop_dynamic_*` calls to runtime/call_team.py instead, which runs the
+regions of a call on one team (docs/performance.md, Threads).
 """
 
 from __future__ import annotations

@@ -1,0 +1,580 @@
+"""One thread team per call: the kernels' parallel regions share one OpenMP region.
+
+A network's call opens one `GOMP_parallel` region per parallel kernel (52 in
+MobileNetV2). With passive waiting (Lamina's default, runtime/native_setup.py)
+each of them wakes the sleeping workers with a futex and often puts the
+caller to sleep at the join: about 48 µs per region on a 2-vCPU VM, a large
+part of what a second thread saves on kernels of 0.1-0.4 ms
+(docs/performance.md, Threads). Spinning workers remove that cost, but
+spinning *between* calls takes the cores from NumPy/OpenBLAS and onnxruntime.
+
+With the call team on, an entry call runs inside ONE region:
+
+    lamina_team_call(entry, n, args)                 thread 0: entry(args...)
+      GOMP_parallel(team_main, rec)   ──▶              each kernel's GOMP_parallel(fn, data)
+                                                         = open (fn, data); fn(data); close;
+                                                           wait for the workers running chunks
+                                                     workers: spin (pause) for the next open
+                                                       region and run fn(data) if it is still
+                                                       open; after `spin` pauses without work
+                                                       (or once preempted) they sleep on a
+                                                       futex until the next one; at the end of
+                                                       the call they return, and sleep in
+                                                       libgomp's (passive) pool until the next
+
+so workers spin only while a call runs, bounded, and give the cores back
+when it ends. The trampolines' `GOMP_loop_dynamic_start/next`
+(backends/llvm/parallel.py) take their chunks from the open region's atomic
+counter: the same iterations in the same chunks as the ordinary lowering,
+so the numerics are unchanged. A worker that comes late finds the region
+closed and skips it; the caller never waits for a thread that is not
+running chunks (libgomp's join barrier waits for every thread of a team).
+
+How it is wired without changing generated code: this module JIT-compiles a
+small runtime (LLVM IR below, x86-64 Linux) once per process and registers
+its functions as the symbols in `INTERPOSED` for code the JIT links
+afterwards (`llvm.add_symbol`, which takes precedence over loaded
+libraries). Outside a team call they forward to libgomp's own functions at
+once. `Executable.run` calls entries through `lamina_team_call`, which
+declines (returns 0: the caller calls the entry directly) when the team is
+off, one thread is set, another call holds the team, or the caller already
+runs inside an OpenMP region. Shared libraries from `lamina-compile` link
+libgomp directly and open one region per kernel.
+
+`LAMINA_CALL_TEAM` (docs/environment.md) decides whether it is installed and
+on; `set_call_team` switches an installed team on or off at run time.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import sys
+import threading
+
+ENV = "LAMINA_CALL_TEAM"
+"""Environment variable: `0`/`off`/`false`/`no` never installs the call team; `1`/`on`
+installs it and uses it; unset: the default (`DEFAULT_ON`)."""
+
+SPIN_ENV = "LAMINA_TEAM_SPIN"
+"""Environment variable: how many `pause` instructions a worker spins for the next
+region of a call before it sleeps (default `DEFAULT_SPIN`)."""
+
+DEFAULT_ON = False
+"""Whether the call team is used when `LAMINA_CALL_TEAM` is unset (see docs/performance.md,
+Threads, for the measurements behind it)."""
+
+DEFAULT_SPIN = 2000
+"""About 70 µs of `pause` (35 ns each, measured on AMD Zen 4; 40-140 cycles by CPU): a
+worker keeps waiting through the short serial kernels between two parallel ones
+instead of sleeping and being woken again, and wastes at most that much of a core
+per gap when the caller runs something longer (a batch-1 classifier, a pool)."""
+
+PREEMPTED_TICKS = 200_000
+"""A gap this long (time stamp counter ticks: about 50-100 µs) between two pauses of a
+spinning worker means it lost its core: it then sleeps instead of spinning on."""
+
+MAX_TEAM = 64
+"""Workers beyond this many threads do not join (they return at once)."""
+
+MAX_ARGS = 32
+"""Entries with more arguments are called directly (one region per kernel)."""
+
+FUTEX_WAIT_PRIVATE = 128
+FUTEX_WAKE_PRIVATE = 129
+SYS_FUTEX = 202  # x86-64
+
+
+def _invoke_ir() -> str:
+    """`@team_invoke(entry, n, args)`: call `entry` with `n` 64-bit words from `args`
+    (pointers and sizes alike travel in integer registers, so an i64 call fits every
+    entry's prototype)."""
+    cases = "\n".join(f"    i64 {n}, label %a{n}" for n in range(MAX_ARGS + 1))
+    blocks = []
+    for n in range(MAX_ARGS + 1):
+        loads = "".join(
+            f"  %a{n}p{i} = getelementptr i64, ptr %args, i64 {i}\n"
+            f"  %a{n}v{i} = load i64, ptr %a{n}p{i}, align 8\n"
+            for i in range(n)
+        )
+        params = ", ".join(f"i64 %a{n}v{i}" for i in range(n))
+        blocks.append(f"a{n}:\n{loads}  call void %target({params})\n  ret void")
+    body = "\n".join(blocks)
+    return f"""
+define internal void @team_invoke(ptr %target, i64 %n, ptr %args) {{
+entry:
+  switch i64 %n, label %none [
+{cases}
+  ]
+none:
+  ret void
+{body}
+}}
+"""
+
+
+def _spin_blocks(tired: str) -> str:
+    """Blocks `idle` and `spin` of a wait loop: after `%limit` pauses go to `tired`,
+    else pause once more (`%spins1` counts them); `spin` ends with its caller's text."""
+    return f"""idle:
+  %tired = icmp uge i64 %spins, %limit
+  br i1 %tired, label %{tired}, label %spin
+spin:
+  call void @llvm.x86.sse2.pause()
+  %spins1 = add i64 %spins, 1"""
+
+
+RUNTIME_IR = f"""
+@team_busy = internal global i32 0, align 64
+@team_owner = internal global i64 0, align 64
+@team_workers = internal global [{MAX_TEAM} x i64] zeroinitializer, align 64
+@team_seq = internal global i32 0, align 64
+@team_end = internal global i32 0, align 4
+@team_fn = internal global ptr null, align 64
+@team_data = internal global ptr null, align 8
+@team_closed = internal global i32 1, align 64
+@team_active = internal global i32 0, align 64
+@team_next = internal global i64 0, align 64
+@team_bound = internal global i64 0, align 8
+@team_chunk = internal global i64 1, align 8
+@team_sleepers = internal global i32 0, align 64
+@team_real_parallel = global ptr null, align 8
+@team_real_start = global ptr null, align 8
+@team_real_next = global ptr null, align 8
+@team_real_end = global ptr null, align 8
+@team_spin = global i64 {DEFAULT_SPIN}, align 8
+@team_on = global i32 0, align 8
+@team_calls = global i64 0, align 64
+@team_regions = global i64 0, align 8
+@team_joined = global i64 0, align 8
+
+declare i32 @omp_get_thread_num()
+declare i32 @omp_get_max_threads()
+declare i32 @omp_in_parallel()
+declare i64 @pthread_self()
+declare i32 @sched_yield()
+declare i64 @syscall(i64, ...)
+declare void @llvm.x86.sse2.pause()
+declare i64 @llvm.readcyclecounter()
+declare i64 @llvm.smin.i64(i64, i64)
+
+define internal void @team_wake() {{
+entry:
+  %sleepers = load atomic i32, ptr @team_sleepers seq_cst, align 4
+  %any = icmp ne i32 %sleepers, 0
+  br i1 %any, label %wake, label %done
+wake:
+  %r = call i64 (i64, ...) @syscall(i64 {SYS_FUTEX}, ptr @team_seq, i32 {FUTEX_WAKE_PRIVATE}, i32 2147483647)
+  br label %done
+done:
+  ret void
+}}
+
+; Open a region: fn, data and the chunk counter are written while the region is
+; closed; `closed = 0` (release) publishes them, the sequence number wakes the workers.
+define internal void @team_post(ptr %fn, ptr %data) {{
+entry:
+  store ptr %fn, ptr @team_fn, align 8
+  store ptr %data, ptr @team_data, align 8
+  store atomic i64 0, ptr @team_next monotonic, align 8
+  store atomic i32 0, ptr @team_closed seq_cst, align 4
+  %old = atomicrmw add ptr @team_seq, i32 1 seq_cst
+  call void @team_wake()
+  ret void
+}}
+
+; Close the region and wait for the workers that joined it (no others will: a worker
+; runs a region only if it saw it open after announcing itself in team_active).
+define internal void @team_close() {{
+entry:
+  store atomic i32 1, ptr @team_closed seq_cst, align 4
+  %limit = load i64, ptr @team_spin, align 8
+  br label %wait
+wait:
+  %spins = phi i64 [ 0, %entry ], [ %spins1, %spin ], [ %spins, %yield ]
+  %left = load atomic i32, ptr @team_active seq_cst, align 4
+  %done = icmp eq i32 %left, 0
+  br i1 %done, label %out, label %idle
+{_spin_blocks("yield")}
+  br label %wait
+yield:
+  %y = call i32 @sched_yield()
+  br label %wait
+out:
+  ret void
+}}
+
+; A worker: join every open region until the end of the call. It stops spinning and
+; sleeps after `team_spin` pauses, or at once when the time stamp counter jumped by
+; more than PREEMPTED_TICKS between two pauses: it was preempted, so its spinning
+; takes a core someone (maybe the caller) needs.
+define internal void @team_worker(i32 %seen0) {{
+entry:
+  %limit = load i64, ptr @team_spin, align 8
+  %t0 = call i64 @llvm.readcyclecounter()
+  br label %wait
+wait:
+  %seen = phi i32 [ %seen0, %entry ], [ %seen, %awake ], [ %now, %left ], [ %seen, %spin ]
+  %spins = phi i64 [ 0, %entry ], [ 0, %awake ], [ 0, %left ], [ %spins1, %spin ]
+  %last = phi i64 [ %t0, %entry ], [ %t0, %awake ], [ %t0, %left ], [ %tick, %spin ]
+  ; (after a region or a sleep %last is stale: the first pause's gap is not judged)
+  %now = load atomic i32, ptr @team_seq acquire, align 4
+  %posted = icmp ne i32 %now, %seen
+  br i1 %posted, label %check, label %idle
+{_spin_blocks("sleep")}
+  %tick = call i64 @llvm.readcyclecounter()
+  %gap = sub i64 %tick, %last
+  %first = icmp eq i64 %spins, 0
+  %jumped = icmp ugt i64 %gap, {PREEMPTED_TICKS}
+  %lost = xor i1 %first, true
+  %bad = and i1 %jumped, %lost
+  br i1 %bad, label %sleep, label %wait
+sleep:
+  %s0 = atomicrmw add ptr @team_sleepers, i32 1 seq_cst
+  %again = load atomic i32, ptr @team_seq seq_cst, align 4
+  %still = icmp eq i32 %again, %seen
+  br i1 %still, label %futex, label %awake
+futex:
+  %r = call i64 (i64, ...) @syscall(i64 {SYS_FUTEX}, ptr @team_seq, i32 {FUTEX_WAIT_PRIVATE}, i32 %seen, ptr null)
+  br label %awake
+awake:
+  %s1 = atomicrmw sub ptr @team_sleepers, i32 1 seq_cst
+  br label %wait
+check:
+  %end = load atomic i32, ptr @team_end acquire, align 4
+  %ending = icmp ne i32 %end, 0
+  br i1 %ending, label %done, label %join
+join:
+  %a0 = atomicrmw add ptr @team_active, i32 1 seq_cst
+  %closed = load atomic i32, ptr @team_closed seq_cst, align 4
+  %open = icmp eq i32 %closed, 0
+  br i1 %open, label %run, label %left
+run:
+  %fn = load ptr, ptr @team_fn, align 8
+  %data = load ptr, ptr @team_data, align 8
+  %c = atomicrmw add ptr @team_joined, i64 1 monotonic
+  call void %fn(ptr %data)
+  br label %left
+left:
+  %a1 = atomicrmw sub ptr @team_active, i32 1 seq_cst
+  br label %wait
+done:
+  ret void
+}}
+
+; Is the calling thread running a region of the team (its caller or a worker)?
+define internal i1 @team_mine() {{
+entry:
+  %owner = load atomic i64, ptr @team_owner monotonic, align 8
+  %none = icmp eq i64 %owner, 0
+  br i1 %none, label %no, label %who
+who:
+  %self = call i64 @pthread_self()
+  %caller = icmp eq i64 %self, %owner
+  br i1 %caller, label %yes, label %worker
+worker:
+  %tid = call i32 @omp_get_thread_num()
+  %tid64 = zext i32 %tid to i64
+  %inside = icmp ult i64 %tid64, {MAX_TEAM}
+  br i1 %inside, label %slot, label %no
+slot:
+  %p = getelementptr i64, ptr @team_workers, i64 %tid64
+  %w = load atomic i64, ptr %p monotonic, align 8
+  %same = icmp eq i64 %w, %self
+  ret i1 %same
+yes:
+  ret i1 1
+no:
+  ret i1 0
+}}
+
+{_invoke_ir()}
+
+; The body of the call's one region; rec = {{entry, n, args, first sequence number}}.
+define internal void @team_main(ptr %rec) {{
+entry:
+  %tid = call i32 @omp_get_thread_num()
+  %master = icmp eq i32 %tid, 0
+  br i1 %master, label %caller, label %worker
+caller:
+  %self = call i64 @pthread_self()
+  store atomic i64 %self, ptr @team_owner monotonic, align 8
+  %entryp = load ptr, ptr %rec, align 8
+  %np = getelementptr i64, ptr %rec, i64 1
+  %n = load i64, ptr %np, align 8
+  %argsp = getelementptr i64, ptr %rec, i64 2
+  %args = load ptr, ptr %argsp, align 8
+  call void @team_invoke(ptr %entryp, i64 %n, ptr %args)
+  store atomic i64 0, ptr @team_owner monotonic, align 8
+  store atomic i32 1, ptr @team_end release, align 4
+  %old = atomicrmw add ptr @team_seq, i32 1 seq_cst
+  call void @team_wake()
+  ret void
+worker:
+  %tid64 = zext i32 %tid to i64
+  %inside = icmp ult i64 %tid64, {MAX_TEAM}
+  br i1 %inside, label %register, label %idle
+register:
+  %slot = getelementptr i64, ptr @team_workers, i64 %tid64
+  %me = call i64 @pthread_self()
+  store atomic i64 %me, ptr %slot monotonic, align 8
+  %seqp = getelementptr i64, ptr %rec, i64 3
+  %seq64 = load i64, ptr %seqp, align 8
+  %seq = trunc i64 %seq64 to i32
+  call void @team_worker(i32 %seq)
+  store atomic i64 0, ptr %slot monotonic, align 8
+  ret void
+idle:
+  ret void
+}}
+
+; Run entry(args[0..n)) with one team for the whole call: 1 if it ran, 0 if the
+; caller must call the entry itself (team off, one thread, busy, or nested).
+define i32 @lamina_team_call(ptr %target, i64 %n, ptr %args) {{
+entry:
+  %on = load atomic i32, ptr @team_on monotonic, align 4
+  %off = icmp eq i32 %on, 0
+  %many = icmp ugt i64 %n, {MAX_ARGS}
+  %no = or i1 %off, %many
+  br i1 %no, label %decline, label %threads
+threads:
+  %max = call i32 @omp_get_max_threads()
+  %one = icmp slt i32 %max, 2
+  %nested = call i32 @omp_in_parallel()
+  %inside = icmp ne i32 %nested, 0
+  %skip = or i1 %one, %inside
+  br i1 %skip, label %decline, label %claim
+claim:
+  %pair = cmpxchg ptr @team_busy, i32 0, i32 1 acquire monotonic
+  %won = extractvalue {{ i32, i1 }} %pair, 1
+  br i1 %won, label %run, label %decline
+run:
+  store atomic i32 0, ptr @team_end monotonic, align 4
+  %rec = alloca [4 x i64], align 8
+  store ptr %target, ptr %rec, align 8
+  %np = getelementptr i64, ptr %rec, i64 1
+  store i64 %n, ptr %np, align 8
+  %argsp = getelementptr i64, ptr %rec, i64 2
+  store ptr %args, ptr %argsp, align 8
+  %seq = load atomic i32, ptr @team_seq monotonic, align 4
+  %seq64 = zext i32 %seq to i64
+  %seqp = getelementptr i64, ptr %rec, i64 3
+  store i64 %seq64, ptr %seqp, align 8
+  %c = atomicrmw add ptr @team_calls, i64 1 monotonic
+  %real = load ptr, ptr @team_real_parallel, align 8
+  call void %real(ptr @team_main, ptr %rec, i32 0, i32 0)
+  store atomic i32 0, ptr @team_busy release, align 4
+  ret i32 1
+decline:
+  ret i32 0
+}}
+
+; What generated code calls as GOMP_parallel(fn, data, num_threads, flags).
+define void @lamina_team_parallel(ptr %fn, ptr %data, i32 %threads, i32 %flags) {{
+entry:
+  %owner = load atomic i64, ptr @team_owner monotonic, align 8
+  %self = call i64 @pthread_self()
+  %mine = icmp eq i64 %owner, %self
+  br i1 %mine, label %team, label %forward
+forward:
+  %real = load ptr, ptr @team_real_parallel, align 8
+  call void %real(ptr %fn, ptr %data, i32 %threads, i32 %flags)
+  ret void
+team:
+  %c = atomicrmw add ptr @team_regions, i64 1 monotonic
+  call void @team_post(ptr %fn, ptr %data)
+  call void %fn(ptr %data)
+  call void @team_close()
+  ret void
+}}
+
+; The next chunk [lo, hi) of the open region's iterations [0, end), if any is left.
+define internal i8 @team_take(i64 %chunk, i64 %end, ptr %lo, ptr %hi) {{
+entry:
+  %s = atomicrmw add ptr @team_next, i64 %chunk monotonic
+  %more = icmp slt i64 %s, %end
+  br i1 %more, label %take, label %none
+take:
+  %e0 = add i64 %s, %chunk
+  %e = call i64 @llvm.smin.i64(i64 %e0, i64 %end)
+  store i64 %s, ptr %lo, align 8
+  store i64 %e, ptr %hi, align 8
+  ret i8 1
+none:
+  ret i8 0
+}}
+
+; GOMP_loop_dynamic_start / _next / GOMP_loop_end_nowait: in a region of the team the
+; chunks come from the region's counter (every thread of a region passes the same
+; bounds and chunk; the trampolines start at 0 with step 1), elsewhere from libgomp.
+define zeroext i8 @lamina_team_loop_start(i64 %start, i64 %end, i64 %incr, i64 %chunk, ptr %lo, ptr %hi) {{
+entry:
+  %mine = call i1 @team_mine()
+  br i1 %mine, label %team, label %forward
+forward:
+  %real = load ptr, ptr @team_real_start, align 8
+  %r = call zeroext i8 %real(i64 %start, i64 %end, i64 %incr, i64 %chunk, ptr %lo, ptr %hi)
+  ret i8 %r
+team:
+  store atomic i64 %chunk, ptr @team_chunk monotonic, align 8
+  store atomic i64 %end, ptr @team_bound monotonic, align 8
+  %got = call i8 @team_take(i64 %chunk, i64 %end, ptr %lo, ptr %hi)
+  ret i8 %got
+}}
+
+define zeroext i8 @lamina_team_loop_next(ptr %lo, ptr %hi) {{
+entry:
+  %mine = call i1 @team_mine()
+  br i1 %mine, label %team, label %forward
+forward:
+  %real = load ptr, ptr @team_real_next, align 8
+  %r = call zeroext i8 %real(ptr %lo, ptr %hi)
+  ret i8 %r
+team:
+  %chunk = load atomic i64, ptr @team_chunk monotonic, align 8
+  %end = load atomic i64, ptr @team_bound monotonic, align 8
+  %got = call i8 @team_take(i64 %chunk, i64 %end, ptr %lo, ptr %hi)
+  ret i8 %got
+}}
+
+define void @lamina_team_loop_end_nowait() {{
+entry:
+  %mine = call i1 @team_mine()
+  br i1 %mine, label %team, label %forward
+forward:
+  %real = load ptr, ptr @team_real_end, align 8
+  call void %real()
+  ret void
+team:
+  ret void
+}}
+"""
+
+INTERPOSED = {
+    "GOMP_parallel": ("team_real_parallel", "lamina_team_parallel"),
+    "GOMP_loop_dynamic_start": ("team_real_start", "lamina_team_loop_start"),
+    "GOMP_loop_dynamic_next": ("team_real_next", "lamina_team_loop_next"),
+    "GOMP_loop_end_nowait": ("team_real_end", "lamina_team_loop_end_nowait"),
+}
+"""libgomp's entry points that generated code calls (backends/llvm/parallel.py) → the
+runtime's global holding libgomp's own address, and the runtime's function that the
+JIT links in their place."""
+
+_lock = threading.Lock()
+_engine = None
+_call = None
+_globals: dict[str, int] = {}
+
+
+def requested() -> bool:
+    """Does `LAMINA_CALL_TEAM` (or the default) ask for the call team, on a host it
+    supports (x86-64 Linux: `pause`, the futex system call's number)?"""
+    if not (sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")):
+        return False
+    value = os.environ.get(ENV)
+    if value is None:
+        return DEFAULT_ON
+    return value.strip().lower() not in ("0", "off", "false", "no", "")
+
+
+def install(gomp: ctypes.CDLL, llvm) -> bool:
+    """Compile the runtime and route generated code's `GOMP_parallel` through it.
+
+    Called once by `native_setup.ensure_native` after libgomp is loaded and
+    before any code is linked; returns whether it is installed. `llvm` is
+    `llvmlite.binding`, initialized.
+    """
+    global _engine, _call
+    with _lock:
+        if _engine is not None:
+            return True
+        module = llvm.parse_assembly(RUNTIME_IR)
+        target = llvm.Target.from_default_triple().create_target_machine(opt=2)
+        module.triple = target.triple
+        engine = llvm.create_mcjit_compiler(module, target)
+        engine.finalize_object()
+        for name in ("team_spin", "team_on", *STATS):
+            _globals[name] = engine.get_global_value_address(name)
+        for symbol, (real, _) in INTERPOSED.items():
+            address = ctypes.cast(getattr(gomp, symbol), ctypes.c_void_p).value
+            ctypes.c_void_p.from_address(engine.get_global_value_address(real)).value = address
+        ctypes.c_int64.from_address(_globals["team_spin"]).value = _spin_from_env()
+        for symbol, (_, ours) in INTERPOSED.items():
+            llvm.add_symbol(symbol, engine.get_function_address(ours))
+        address = engine.get_function_address("lamina_team_call")
+        _call = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p)(
+            address
+        )
+        _engine = engine
+        set_call_team(True)
+        return True
+
+
+def _spin_from_env() -> int:
+    value = os.environ.get(SPIN_ENV, "")
+    try:
+        return max(0, int(value)) if value else DEFAULT_SPIN
+    except ValueError:
+        return DEFAULT_SPIN
+
+
+STATS = ("team_calls", "team_regions", "team_joined")
+"""Counters of the runtime: calls run by a team, regions posted to it, and regions a
+worker ran (found still open: a late worker skips a region the caller finished)."""
+
+
+def stats() -> dict[str, int]:
+    """The runtime's counters (`STATS`, without the `team_` prefix); zeros if not installed."""
+    return {
+        name.removeprefix("team_"): ctypes.c_int64.from_address(_globals[name]).value
+        if _engine is not None
+        else 0
+        for name in STATS
+    }
+
+
+def installed() -> bool:
+    return _engine is not None
+
+
+def set_call_team(on: bool) -> None:
+    """Use (or stop using) the installed call team for the calls that start from now on."""
+    if _engine is None:
+        return
+    ctypes.c_int32.from_address(_globals["team_on"]).value = int(on)
+
+
+def spin() -> int:
+    """How many `pause` instructions a worker spins for the next region (0 if not installed)."""
+    return ctypes.c_int64.from_address(_globals["team_spin"]).value if _engine is not None else 0
+
+
+def set_spin(pauses: int) -> None:
+    """How many `pause` instructions a worker spins for the next region before it sleeps."""
+    if _engine is not None:
+        ctypes.c_int64.from_address(_globals["team_spin"]).value = max(0, int(pauses))
+
+
+def call(address: int, words: list[int]) -> bool:
+    """Run the entry at `address` on `words` (pointers, sizes) with one team for the whole
+    call; False if the team declined (then the caller calls the entry itself)."""
+    if _call is None:
+        return False
+    count = len(words)
+    return bool(_call(address, count, (ctypes.c_int64 * max(count, 1))(*words)))
+
+
+__all__ = [
+    "DEFAULT_ON",
+    "ENV",
+    "SPIN_ENV",
+    "call",
+    "install",
+    "installed",
+    "requested",
+    "set_call_team",
+    "set_spin",
+    "spin",
+    "stats",
+]

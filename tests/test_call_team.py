@@ -1,0 +1,155 @@
+"""One thread team per call (runtime/call_team.py): the kernels' parallel regions run on
+the workers of one OpenMP region per call, with the numerics of the ordinary lowering.
+
+The team is installed when native code is first set up, so each check runs in a fresh
+interpreter with `LAMINA_CALL_TEAM` set."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CHECK = textwrap.dedent(
+    """
+    import json, sys, threading
+    import numpy as np
+    import lamina
+    from lamina.backends import codegen
+    from lamina.runtime import call_team
+
+    exe = lamina.compile(sys.argv[1], profile=True)
+    out = {"installed": call_team.installed()}
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal(t.shape).astype(np.float32) for t in exe.get_inputs()]
+    codegen.set_num_threads(2)
+    call_team.set_call_team(False)
+    want = exe.run("main", *inputs)
+    out["regions_per_call"] = exe.profile("main", *inputs, runs=1).regions_per_run
+    call_team.set_call_team(True)
+    before = call_team.stats()
+    same = []
+    for spin in (0, 100, 20000):  # workers that sleep at once, briefly spin, keep spinning
+        call_team.set_spin(spin)
+        for _ in range(20):
+            same.append(bool(np.array_equal(exe.run("main", *inputs), want)))
+    after = call_team.stats()
+    out["same"] = all(same)
+    out["calls"] = after["calls"] - before["calls"]
+    out["regions"] = after["regions"] - before["regions"]
+    out["joined"] = after["joined"] - before["joined"]
+
+    # Concurrent calls: one holds the team, the others run one region per kernel.
+    results = []
+    def worker():
+        for _ in range(20):
+            results.append(bool(np.array_equal(exe.run("main", *inputs), want)))
+    threads = [threading.Thread(target=worker) for _ in range(3)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    out["concurrent_same"] = all(results) and len(results) == 60
+
+    codegen.set_num_threads(1)  # one thread: the team declines, nothing changes
+    before = call_team.stats()["calls"]
+    out["one_thread_same"] = bool(np.array_equal(exe.run("main", *inputs), want))
+    out["one_thread_calls"] = call_team.stats()["calls"] - before
+    print(json.dumps(out))
+    """
+)
+
+
+DYNAMIC = textwrap.dedent(
+    """
+    import json
+    import numpy as np
+    import lamina
+    from lamina.backends import codegen
+    from lamina.frontends.builder import GraphBuilder
+    from lamina.runtime import call_team
+
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    x = b.param((None, 256), name="x")
+    w = b.constant(rng.standard_normal((256, 512)).astype(np.float32) * 0.1)
+    b.ret(b.relu(b.matmul(x, w)))
+    exe = lamina.compile(b.module(), cache=False)
+    codegen.set_num_threads(2)
+    same = []
+    for n in (1, 7, 64):
+        x = rng.standard_normal((n, 256)).astype(np.float32)
+        call_team.set_call_team(False)
+        want = exe.run("main", x)
+        call_team.set_call_team(True)
+        before = call_team.stats()["calls"]
+        got = exe.run("main", x)
+        same.append(bool(np.array_equal(got, want)) and call_team.stats()["calls"] == before + 1)
+    print(json.dumps({"same": all(same)}))
+    """
+)
+
+
+SPIN = textwrap.dedent(
+    """
+    import json, sys
+    import lamina
+    from lamina.runtime import call_team
+
+    lamina.compile(sys.argv[1])
+    first = call_team.spin()
+    call_team.set_spin(7)
+    print(json.dumps({"spin": first, "set": call_team.spin()}))
+    """
+)
+
+
+def _run(example: str, team: str | None, script: str = CHECK, spin: str | None = None) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("LAMINA_CALL_TEAM", "LAMINA_TEAM_SPIN")}
+    if team is not None:
+        env["LAMINA_CALL_TEAM"] = team
+    if spin is not None:
+        env["LAMINA_TEAM_SPIN"] = spin
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(ROOT / "examples" / example)],
+        capture_output=True, text=True, env=env, timeout=600, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("example", ["mlp.mlir", "cnn.mlir"])
+def test_team_runs_every_region_with_the_same_results(example):
+    out = _run(example, "1")
+    assert out["installed"]
+    assert out["regions_per_call"] >= 2
+    assert out["same"], "the team changed the results"
+    assert out["calls"] == 60
+    assert out["regions"] == 60 * out["regions_per_call"]
+    assert 0 < out["joined"] <= out["regions"]  # the worker took part (one worker: <= 1 each)
+    assert out["concurrent_same"]
+    assert out["one_thread_same"] and out["one_thread_calls"] == 0
+
+
+def test_team_off_by_default_and_when_disabled():
+    for team in (None, "0"):
+        out = _run("mlp.mlir", team)
+        assert not out["installed"]
+        assert out["same"] and out["calls"] == 0 and out["regions"] == 0
+
+
+def test_team_runs_entries_over_symbolic_sizes():
+    """A dynamic-batch entry takes its sizes first (64-bit words, like the pointers)."""
+    assert _run("mlp.mlir", "1", DYNAMIC)["same"]
+
+
+@pytest.mark.parametrize("value, spin", [(None, 2000), ("123", 123), ("0", 0), ("x", 2000)])
+def test_worker_spin_from_the_environment(value, spin):
+    """`LAMINA_TEAM_SPIN` sets the spin (a value that is not a count keeps the default);
+    `set_spin` changes it at run time."""
+    assert _run("mlp.mlir", "1", SPIN, value) == {"spin": spin, "set": 7}
