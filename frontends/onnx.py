@@ -1721,7 +1721,9 @@ def _depth_space(n: Node) -> list:
     if n.node.op_type == "SpaceToDepth":
         if h % b or w % b:
             raise n.error(f"spatial size {h}x{w} is not a multiple of blocksize {b}")
-        y = g.transpose(g.reshape(x, [nb, c, h // b, b, w // b, b]), (0, 3, 5, 1, 2, 4))
+        crd = n.attr("mode", "DCR") == "CRD"  # a newer opset's mode: the inverse's order
+        order = (0, 1, 3, 5, 2, 4) if crd else (0, 3, 5, 1, 2, 4)
+        y = g.transpose(g.reshape(x, [nb, c, h // b, b, w // b, b]), order)
         return [g.reshape(y, [nb, c * b * b, h // b, w // b])]
     if c % (b * b):
         raise n.error(f"{c} channels are not a multiple of blocksize² = {b * b}")
@@ -1750,24 +1752,40 @@ def _trilu(n: Node) -> list:
 
 @handles("GatherElements", attrs=["axis"])
 def _gather_elements(n: Node) -> list:
-    """`y[i][j][k] = x[i][idx[i][j][k]][k]` (axis 1) with constant indices: the flat
-    source positions are computed at import and read by one `gather` of the flattened
-    input."""
-    x = n.input(0)
+    """`y[i][j][k] = x[i][idx[i][j][k]][k]` (axis 1): one `gather` of the flattened
+    input at flat positions. With constant indices the positions are computed at
+    import; with run-time ones (a loss's target labels) they are `idx * stride +
+    base`, where `base` (the other axes' part) is a constant and negative indices
+    count from the end (`where`)."""
+    g, x = n.g, n.input(0)
     shape = shape_of(x)
     rank = len(shape)
     axis = int(n.attr("axis", 0))
     axis = axis + rank if axis < 0 else axis
-    index = n.const(1, "indices").astype(np.int64)
-    if index.ndim != rank or not 0 <= axis < rank:
-        raise n.error(f"indices of rank {index.ndim} for a rank-{rank} input, axis {axis}")
-    if np.any((index < -shape[axis]) | (index >= shape[axis])):
-        raise n.error(f"an index is out of range for axis {axis} of extent {shape[axis]}")
-    index = np.where(index < 0, index + shape[axis], index)
-    positions = list(np.indices(index.shape, sparse=True))
-    positions[axis] = index
-    flat = np.ravel_multi_index(tuple(np.broadcast_arrays(*positions)), shape)
-    return [n.g.gather(n.g.reshape(x, [-1]), flat)]
+    index_shape = shape_of(n.input(1))
+    if len(index_shape) != rank or not 0 <= axis < rank:
+        raise n.error(f"indices of rank {len(index_shape)} for a rank-{rank} input, axis {axis}")
+    if any(i > s for d, (i, s) in enumerate(zip(index_shape, shape, strict=True)) if d != axis):
+        raise n.error(f"indices of shape {list(index_shape)} exceed the input's {list(shape)}")
+    strides = [math.prod(shape[d + 1 :]) for d in range(rank)]
+    coords = np.indices(index_shape, sparse=True)
+    base = sum(c * st for d, (c, st) in enumerate(zip(coords, strides, strict=True)) if d != axis)
+    base = np.broadcast_to(np.asarray(base, dtype=np.int64), index_shape)
+    flat_x = g.reshape(x, [-1])
+    if n.is_const(1):
+        index = n.const(1, "indices").astype(np.int64)
+        if np.any((index < -shape[axis]) | (index >= shape[axis])):
+            raise n.error(f"an index is out of range for axis {axis} of extent {shape[axis]}")
+        index = np.where(index < 0, index + shape[axis], index)
+        return [g.gather(flat_x, index * strides[axis] + base)]
+    index = n.input(1)
+    kind = _dtype_of(index)
+    if kind != np.int64:
+        index = g.cast(index, np.int64)
+    negative = g.compare(index, g.constant(np.int64(0)), "lt")
+    index = g.where(negative, g.add(index, g.constant(np.int64(shape[axis]))), index)
+    flat = g.add(g.mul(index, g.constant(np.int64(strides[axis]))), g.constant(base.copy()))
+    return [g.gather(flat_x, flat)]
 
 
 @handles("CastLike", attrs=["saturate", "round_mode"])

@@ -169,6 +169,8 @@ CASES = [
     ("Trilu-upper", [node("Trilu", ["x"])], {"x": f32(5, 3)}, {}),
     ("GatherElements", [node("GatherElements", ["x", "i"], axis=1)], {"x": f32(2, 5, 3)},
      {"i": i64([[[4, 0, -1], [2, 2, 3]], [[0, -5, 1], [3, 4, 0]]])}),
+    ("GatherElements-runtime", [node("GatherElements", ["x", "i"], axis=-1)],
+     {"x": f32(3, 2, 5), "i": i64([[[4, -1], [0, 2]], [[-5, 1], [3, 3]], [[2, 2], [1, 0]]])}, {}),
     ("CastLike", [node("CastLike", ["x", "t"])], {"x": f32(6) * 9}, {"t": np.int32([1])}, 17,
      {"y": TensorProto.INT32}),
     ("Size", [node("Size", ["x"], ["n"]), node("Cast", ["n"], ["nf"], to=TensorProto.FLOAT),
