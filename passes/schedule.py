@@ -64,7 +64,7 @@ from lamina.schedule.pass_options import (
 )
 from lamina.schedule.primitives import ScheduleError
 from lamina.schedule.reciprocal_divisions import reciprocal_divisions
-from lamina.schedule.register_block import block_reductions
+from lamina.schedule.register_block import block_reductions, jam_channel_blocks
 from lamina.schedule.stage_fusion import fuse_row_stages
 from lamina.schedule.storage_folding import contract_temporaries
 from lamina.schedule.vector_math import expand_transcendentals
@@ -81,6 +81,7 @@ def default_schedule(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
     block_reductions(func, facts, knobs)  # first: fusing stages would hide the nests
     fuse_row_stages(func)
     write_through_output(func)
+    jam_channel_blocks(func)  # after fusion: the epilogue is jammed with its convolution
     split_borders(func)  # after both: a row's epilogue is split with it, into the output
     contract_temporaries(func)  # after: the output beats any temporary
     balance_parallel(func, facts.cores, knobs)

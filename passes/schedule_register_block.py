@@ -8,7 +8,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
 from lamina.schedule.pass_options import RegisterBlockOptions, ScheduleRulePass
-from lamina.schedule.register_block import block_reductions
+from lamina.schedule.register_block import block_reductions, jam_channel_blocks
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,7 @@ class ScheduleRegisterBlockPass(ScheduleRulePass, RegisterBlockOptions):
         knobs = self.knobs(op)
         for func in self.default_scheduled(op):
             block_reductions(func, facts, self.function_knobs(func, knobs))
+            jam_channel_blocks(func)
 
 
 __all__ = ["ScheduleRegisterBlockPass"]
