@@ -8,7 +8,7 @@ and 56 columns (the heuristic jams 2 or 3 blocks there), channel counts that do
 not fill the last block (24, 40, 144: padded channels), block counts that only 3
 divides, stride 2, and the epilogues fused into the kernel (bias, relu, a
 residual add, none); `conv_channel_jam` forces the jam where the heuristic
-would not (14x14, 7x7, stride 2, a 3x3 convolution, 4 blocks).
+would not (14x14, 7x7, stride 2, 4 blocks per step).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ FORCED = [
     (96, 192, 14, 1, 1, 2),  # 14x14: not jammed by default
     (160, 320, 7, 1, 1, 4),  # 7x7, 4 blocks per step
     (64, 128, 56, 2, 1, 2),  # stride 2 (ResNet's downsampling 1x1)
-    (48, 96, 28, 2, 3, 3),  # a 3x3 stride-2 convolution, 3 blocks per step
+    (48, 96, 28, 2, 1, 3),  # stride 2, 3 blocks per step
 ]
 
 
