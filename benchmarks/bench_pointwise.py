@@ -20,6 +20,7 @@ import argparse
 import functools
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -136,7 +137,7 @@ def _with_options(target: str, options: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--target", nargs="+", default=["cpu"])
     parser.add_argument("--variant", nargs="*", default=[], help="extra target options to compare")
@@ -164,13 +165,14 @@ def main(argv: list[str] | None = None) -> int:
         x = x_rng.standard_normal((1, cin, hw, hw)).astype(np.float32)
         session = peers.ort_session(model.SerializeToString(), 1)
         assert session is not None
-        want = session.run(None, {"x": x})[0]
-        fns, names = [functools.partial(session.run, None, {"x": x})], ["ort"]
+        want = np.asarray(session.run(None, {"x": x})[0])
+        fns: list[Callable[[], object]] = [functools.partial(session.run, None, {"x": x})]
+        names = ["ort"]
         for target in args.target:
             for variant in ["", *args.variant]:
                 spec = _with_options(target, variant)
                 exe = lamina.compile(import_model(model).module, targets=[spec])
-                got = exe.run("main", x)
+                got = np.asarray(exe.run("main", x))
                 error = float(np.abs(got - want).max() / np.abs(want).max())
                 assert error < 1e-4, (label, spec, error)
                 fns.append(functools.partial(exe.run, "main", x))

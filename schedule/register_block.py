@@ -46,6 +46,15 @@ matmuls in MLPs/attention match the same shape. A nest whose rows do not
 share the vector loaded along the row (a convolution's output rows read
 different input rows) is not blocked by default: there the layout's
 channel blocking is what pays (`register_block` directive still applies).
+
+A channel-blocked pointwise convolution (`out[n, ko, oh, ow, ki]`, rows =
+output columns, the row = one vector of output channels) whose output row
+is longer than one register block also computes F output-channel blocks
+per input broadcast: `block_reductions` sizes the rows for F x rows
+accumulators and marks the `ko` loop; `jam_channel_blocks` (after stage
+fusion, so that the epilogue is jammed too) splits it by F and
+unroll-and-jams the F blocks (`channel_jam`; docs/performance.md,
+"Pointwise convolutions").
 """
 
 from __future__ import annotations
@@ -329,7 +338,11 @@ def channel_jam(
         choices: tuple[int, ...] = (knobs.conv_channel_jam,)
     else:
         one = choose_block(
-            prim.trip_count(nest.outer), prim.trip_count(nest.fill), nest.element_bits(), facts, knobs
+            prim.trip_count(nest.outer),
+            prim.trip_count(nest.fill),
+            nest.element_bits(),
+            facts,
+            knobs,
         )
         if one is None or one.rows >= prim.trip_count(nest.outer) or not _pointwise(nest):
             return 1
@@ -350,7 +363,9 @@ def jam_channel_blocks(func: loop.FuncOp) -> int:
     every loop below it (the rows, the reduction, the fused epilogue). Run
     after `fuse_row_stages` so that the epilogue, fused by then, is jammed
     with its convolution. Returns how many loops were jammed."""
-    marked = [o for o in func.walk() if isinstance(o, loop.ForOp) and CHANNEL_JAM_ATTR in o.attributes]
+    marked = [
+        o for o in func.walk() if isinstance(o, loop.ForOp) and CHANNEL_JAM_ATTR in o.attributes
+    ]
     for channels in marked:
         attr = channels.attributes.pop(CHANNEL_JAM_ATTR)
         assert isinstance(attr, IntegerAttr)
