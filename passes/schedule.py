@@ -19,7 +19,10 @@ each also a pass of its own, in this order (docs/internals.md):
 5. `schedule-fuse-stages`: adjacent loops over the same rows become one
    loop, one parallel region per kernel (`schedule/stage_fusion.py`);
 6. `schedule-write-through`: a kernel computes into its output instead of a
-   temporary its epilogue copies (`schedule/write_through.py`);
+   temporary its epilogue copies (`schedule/write_through.py`); then the
+   pointwise convolutions that step 4 marked get F output-channel blocks
+   per input broadcast, their fused epilogues jammed with them
+   (`schedule/register_block.py`, `jam_channel_blocks`);
 7. `schedule-split-borders` on every other loop (the output rows): after
    fusion and write-through, so that a row's epilogue is split with it;
 8. `schedule-fold-storage`: a temporary keeps one slice along a serial loop

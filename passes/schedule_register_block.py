@@ -24,8 +24,11 @@ class ScheduleRegisterBlockPass(ScheduleRulePass, RegisterBlockOptions):
     jammed into the vectorized loop; with column blocks, the column-block
     loop goes outermost (parallel when there are enough for every core)
     and the operands read along the row are packed into contiguous panels
-    where it pays (`pack_*` knobs). Functions with `lamina.schedule`
-    directives are left alone.
+    where it pays (`pack_*` knobs). A channel-blocked pointwise
+    convolution whose output row is longer than one register block has its
+    output-channel-block loop split by F and the F blocks jammed into the
+    rows (`conv_channel_jam*` knobs): one input broadcast feeds F FMAs.
+    Functions with `lamina.schedule` directives are left alone.
     Invariants: every output element is accumulated by the same operations
     in the same order.
     """
