@@ -181,6 +181,17 @@ class ReductionNest:
             return None
         return ReductionNest(op, fill, reduction, row)
 
+    def block(self, facts: CpuFacts, knobs: ScheduleKnobs, jam: int = 1) -> BlockShape | None:
+        """`choose_block` for this nest's rows and row (`jam` blocks per row)."""
+        return choose_block(
+            prim.trip_count(self.outer),
+            prim.trip_count(self.fill),
+            self.element_bits(),
+            facts,
+            knobs,
+            jam,
+        )
+
     def element_bits(self) -> int:
         for o in self.row.walk():
             if isinstance(o, loop.StoreOp):
@@ -263,14 +274,7 @@ def block_reductions(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
         else:
             channels = _channel_blocks_loop(nest)
             jam = channel_jam(nest, channels, facts, knobs) if channels is not None else 1
-        shape = choose_block(
-            prim.trip_count(nest.outer),
-            prim.trip_count(nest.fill),
-            nest.element_bits(),
-            facts,
-            knobs,
-            jam,
-        )
+        shape = nest.block(facts, knobs, jam)
         if shape is not None and shape.rows > 1:
             register_block(nest, shape, facts.cores, knobs)
             if channels is not None and jam > 1 and shape.columns == prim.trip_count(nest.fill):
@@ -338,13 +342,7 @@ def channel_jam(
     if knobs.conv_channel_jam:
         choices: tuple[int, ...] = (knobs.conv_channel_jam,)
     else:
-        one = choose_block(
-            prim.trip_count(nest.outer),
-            prim.trip_count(nest.fill),
-            nest.element_bits(),
-            facts,
-            knobs,
-        )
+        one = nest.block(facts, knobs)
         if one is None or one.rows >= prim.trip_count(nest.outer) or not _pointwise(nest):
             return 1
         choices = knobs.conv_channel_jam_choices
@@ -361,9 +359,7 @@ def _fits_l1(nest: ReductionNest, jam: int, facts: CpuFacts, knobs: ScheduleKnob
     512->128 at 28x28 (40 and 80 KiB on AVX-512) lost 2-15 % with two
     blocks, while every jammed shape that gained needs at most 30 KiB."""
     bits = nest.element_bits()
-    shape = choose_block(
-        prim.trip_count(nest.outer), prim.trip_count(nest.fill), bits, facts, knobs, jam
-    )
+    shape = nest.block(facts, knobs, jam)
     if shape is None:
         return False
     channels = 1
