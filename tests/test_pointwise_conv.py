@@ -99,3 +99,24 @@ def test_forced_channel_jam_matches_onnxruntime(cin, cout, size, stride, k, jam,
     options = f"conv_channel_jam={jam}"
     target = f"{isa[:-1]} {options}}}" if isa.endswith("}") else f"{isa}{{{options}}}"
     _check(model, x, target)
+
+
+def test_jammed_pointwise_same_at_one_and_two_threads() -> None:
+    """The jammed kernel's rows are the parallel loop when F blocks leave one
+    block iteration (144->24: 2 blocks of 16, jammed into one step); the two
+    threads compute the same bytes."""
+    from lamina.backends.codegen import get_max_threads, set_num_threads
+
+    model, x = _block(144, 24, 56, 1, "relu")
+    exe = lamina.compile(import_model(model).module, targets=[HOST])
+    before = get_max_threads()
+    try:
+        results = []
+        for threads in (1, 2):
+            set_num_threads(threads)
+            results.append(exe.run("main", x))
+    finally:
+        set_num_threads(before)
+    np.testing.assert_array_equal(results[0], results[1])
+    (want,) = run_ort(model, {"x": x})
+    np.testing.assert_allclose(results[1], want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
