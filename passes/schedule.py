@@ -19,7 +19,10 @@ each also a pass of its own, in this order (docs/internals.md):
 5. `schedule-fuse-stages`: adjacent loops over the same rows become one
    loop, one parallel region per kernel (`schedule/stage_fusion.py`);
 6. `schedule-write-through`: a kernel computes into its output instead of a
-   temporary its epilogue copies (`schedule/write_through.py`);
+   temporary its epilogue copies (`schedule/write_through.py`); then the
+   pointwise convolutions that step 4 marked get F output-channel blocks
+   per input broadcast, their fused epilogues jammed with them
+   (`schedule/register_block.py`, `jam_channel_blocks`);
 7. `schedule-split-borders` on every other loop (the output rows): after
    fusion and write-through, so that a row's epilogue is split with it;
 8. `schedule-fold-storage`: a temporary keeps one slice along a serial loop
@@ -64,7 +67,7 @@ from lamina.schedule.pass_options import (
 )
 from lamina.schedule.primitives import ScheduleError
 from lamina.schedule.reciprocal_divisions import reciprocal_divisions
-from lamina.schedule.register_block import block_reductions
+from lamina.schedule.register_block import block_reductions, jam_channel_blocks
 from lamina.schedule.stage_fusion import fuse_row_stages
 from lamina.schedule.storage_folding import contract_temporaries
 from lamina.schedule.vector_math import expand_transcendentals
@@ -81,6 +84,7 @@ def default_schedule(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
     block_reductions(func, facts, knobs)  # first: fusing stages would hide the nests
     fuse_row_stages(func)
     write_through_output(func)
+    jam_channel_blocks(func)  # after fusion: the epilogue is jammed with its convolution
     split_borders(func)  # after both: a row's epilogue is split with it, into the output
     contract_temporaries(func)  # after: the output beats any temporary
     balance_parallel(func, facts.cores, knobs)

@@ -8,7 +8,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
 from lamina.schedule.pass_options import RegisterBlockOptions, ScheduleRulePass
-from lamina.schedule.register_block import block_reductions
+from lamina.schedule.register_block import block_reductions, jam_channel_blocks
 
 
 @dataclass(frozen=True)
@@ -24,8 +24,11 @@ class ScheduleRegisterBlockPass(ScheduleRulePass, RegisterBlockOptions):
     jammed into the vectorized loop; with column blocks, the column-block
     loop goes outermost (parallel when there are enough for every core)
     and the operands read along the row are packed into contiguous panels
-    where it pays (`pack_*` knobs). Functions with `lamina.schedule`
-    directives are left alone.
+    where it pays (`pack_*` knobs). A channel-blocked pointwise
+    convolution whose output row is longer than one register block has its
+    output-channel-block loop split by F and the F blocks jammed into the
+    rows (`conv_channel_jam*` knobs): one input broadcast feeds F FMAs.
+    Functions with `lamina.schedule` directives are left alone.
     Invariants: every output element is accumulated by the same operations
     in the same order.
     """
@@ -37,6 +40,7 @@ class ScheduleRegisterBlockPass(ScheduleRulePass, RegisterBlockOptions):
         knobs = self.knobs(op)
         for func in self.default_scheduled(op):
             block_reductions(func, facts, self.function_knobs(func, knobs))
+            jam_channel_blocks(func)
 
 
 __all__ = ["ScheduleRegisterBlockPass"]

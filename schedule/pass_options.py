@@ -112,6 +112,7 @@ class RegisterBlockOptions:
     pack_min_row_blocks: int | None = None
     pack_max_bytes: int | None = None
     parallel_min_iterations_per_core: int | None = None
+    conv_channel_jam: int | None = None
 
 
 @dataclass(frozen=True)

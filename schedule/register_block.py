@@ -48,13 +48,22 @@ as above, then the last columns as rows of one short vector. A nest whose rows d
 share the vector loaded along the row (a convolution's output rows read
 different input rows) is not blocked by default: there the layout's
 channel blocking is what pays (`register_block` directive still applies).
+
+A channel-blocked pointwise convolution (`out[n, ko, oh, ow, ki]`, rows =
+output columns, the row = one vector of output channels) whose output row
+is longer than one register block also computes F output-channel blocks
+per input broadcast: `block_reductions` sizes the rows for F x rows
+accumulators and marks the `ko` loop; `jam_channel_blocks` (after stage
+fusion, so that the epilogue is jammed too) splits it by F and
+unroll-and-jams the F blocks (`channel_jam`; docs/performance.md,
+"Pointwise convolutions").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import MemRefType
+from xdsl.dialects.builtin import IntegerAttr, MemRefType
 from xdsl.ir import SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -79,7 +88,12 @@ class BlockShape:
 
 
 def choose_block(
-    m: int, n: int, element_bits: int, facts: CpuFacts, knobs: ScheduleKnobs | None = None
+    m: int,
+    n: int,
+    element_bits: int,
+    facts: CpuFacts,
+    knobs: ScheduleKnobs | None = None,
+    jam: int = 1,
 ) -> BlockShape | None:
     """The register block for an M × N output tile, or None when blocking cannot help.
 
@@ -107,7 +121,7 @@ def choose_block(
         return None
     if knobs.block_rows:
         return BlockShape(min(m, knobs.block_rows), vectors, columns)
-    most = max_block_rows(vectors, facts.vector_registers, knobs.block_broadcast_registers)
+    most = max_block_rows(vectors * jam, facts.vector_registers, knobs.block_broadcast_registers)
     if m <= most:
         return BlockShape(m, vectors, columns)
     # A divisor of M leaves no tail rows (a shorter block of their own). With one
@@ -169,6 +183,17 @@ class ReductionNest:
         except ScheduleError:
             return None
         return ReductionNest(op, fill, reduction, row)
+
+    def block(self, facts: CpuFacts, knobs: ScheduleKnobs, jam: int = 1) -> BlockShape | None:
+        """`choose_block` for this nest's rows and row (`jam` blocks per row)."""
+        return choose_block(
+            prim.trip_count(self.outer),
+            prim.trip_count(self.fill),
+            self.element_bits(),
+            facts,
+            knobs,
+            jam,
+        )
 
     def element_bits(self) -> int:
         for o in self.row.walk():
@@ -263,10 +288,15 @@ def block_reductions(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
             nest = _rows_from_enclosing(nest)
             if nest is None:
                 continue
+            channels, jam = None, 1
+        else:
+            channels = _channel_blocks_loop(nest)
+            jam = channel_jam(nest, channels, facts, knobs) if channels is not None else 1
+        shape = nest.block(facts, knobs, jam)
         m, n = prim.trip_count(nest.outer), prim.trip_count(nest.fill)
-        shape = choose_block(m, n, nest.element_bits(), facts, knobs)
         if (
             shape is None
+            and jam == 1
             and m > 1
             and (whole := _whole_columns(n, nest.element_bits(), facts, knobs))
         ):
@@ -276,6 +306,8 @@ def block_reductions(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
             shape = choose_block(m, whole, nest.element_bits(), facts, knobs)
         if shape is not None and shape.rows > 1:
             register_block(nest, shape, facts.cores, knobs)
+            if channels is not None and jam > 1 and shape.columns == prim.trip_count(nest.fill):
+                channels.attributes[CHANNEL_JAM_ATTR] = IntegerAttr(jam, 64)
             blocked += 1
     return blocked
 
@@ -313,6 +345,116 @@ def _split_column_tail(nest: ReductionNest, whole: int) -> ReductionNest:
     return copy
 
 
+CHANNEL_JAM_ATTR = "lamina.jam_channels"
+"""Marks the output-channel-block loop of a blocked convolution whose
+micro-kernel `jam_channel_blocks` widens (the number of blocks per step)."""
+
+
+def _channel_blocks_loop(nest: ReductionNest) -> loop.ForOp | None:
+    """The loop over output-channel blocks around a channel-blocked
+    convolution's nest (`ko` of `out[n, ko, oh, ow, ki]`), or None.
+
+    It encloses the nest through loops whose body is one loop, indexes the
+    result and the operand every row shares (the weight `w[ko, cb, .., ki]`),
+    but no operand that depends on the rows (the input `x[n, cb, oh, ow,
+    ci]`, broadcast per row): one broadcast then feeds an FMA per channel
+    block. A matmul's batch loop indexes both operands and is never taken.
+    """
+    outer_iv = nest.outer.induction_var
+    stores = [o for o in nest.row.walk() if isinstance(o, loop.StoreOp)]
+    written = {o.buffer for o in stores}
+    loads = [o for o in nest.row.walk() if isinstance(o, loop.LoadOp) and o.buffer not in written]
+    row_loads = [o for o in loads if any(depends_on(i, outer_iv) for i in o.indices)]
+    candidate = nest.outer.parent_op()
+    while isinstance(candidate, loop.ForOp) and not candidate.iter_args:
+        iv = candidate.induction_var
+        if (
+            candidate.kind_name != LoopKind.VECTORIZED
+            and any(depends_on(i, iv) for o in stores for i in o.indices)
+            and any(depends_on(i, iv) for o in loads if o not in row_loads for i in o.indices)
+            and not any(depends_on(i, iv) for o in row_loads for i in o.indices)
+        ):
+            return candidate
+        parent = candidate.parent_op()
+        if not isinstance(parent, loop.ForOp) or len(prim.body_ops(parent)) != 1:
+            return None
+        candidate = parent
+    return None
+
+
+def channel_jam(
+    nest: ReductionNest, channels: loop.ForOp, facts: CpuFacts, knobs: ScheduleKnobs
+) -> int:
+    """Output-channel blocks F per micro-kernel step of a channel-blocked
+    convolution: `conv_channel_jam` when set, else for a pointwise (1x1)
+    convolution whose output row is longer than one one-block register
+    block (28 or 56 columns: 14 rows on AVX-512 and on AVX2), the first of
+    `conv_channel_jam_choices` dividing the blocks; else 1.
+
+    Measured (one thread, the 1x1 kernel alone, medians of interleaved
+    rounds against onnxruntime's own kernel time, docs/performance.md,
+    "Pointwise convolutions"): on such rows two blocks per step gain up to
+    1.2x (AVX-512 24->144 at 56x56, 40->240 at 28x28; AVX2 144->24 at
+    56x56, 64->256 at 56x56) and lose nowhere; on a row of 7 or 14 columns
+    (one block of 7 or 14 rows already) they gain nothing on AVX-512 and
+    lose up to 1.2x on AVX2, where 2 blocks leave room for 6 rows only, so
+    the row gets an unblocked tail. Nor when the F blocks' weights and the
+    row block's input overflow L1 (`_fits_l1`)."""
+    trips = prim.trip_count(channels)
+    if knobs.conv_channel_jam:
+        choices: tuple[int, ...] = (knobs.conv_channel_jam,)
+    else:
+        one = nest.block(facts, knobs)
+        if one is None or one.rows >= prim.trip_count(nest.outer) or not _pointwise(nest):
+            return 1
+        choices = knobs.conv_channel_jam_choices
+    jam = next((f for f in choices if f <= trips and trips % f == 0), 1)
+    if knobs.conv_channel_jam or jam == 1 or _fits_l1(nest, jam, facts, knobs):
+        return jam
+    return 1
+
+
+def _fits_l1(nest: ReductionNest, jam: int, facts: CpuFacts, knobs: ScheduleKnobs) -> bool:
+    """Do the weights of `jam` output-channel blocks and the input of one row
+    block (all input channels) fit L1 together? Else the jam's shorter row
+    block re-reads them from L2: measured, ResNet-50's 256->64 at 56x56 and
+    512->128 at 28x28 (40 and 80 KiB on AVX-512) lost 2-15 % with two
+    blocks, while every jammed shape that gained needs at most 30 KiB."""
+    bits = nest.element_bits()
+    shape = nest.block(facts, knobs, jam)
+    if shape is None:
+        return False
+    channels = 1
+    for o in nest.reduction.walk():
+        if isinstance(o, loop.ForOp) and o is not nest.row:
+            channels *= prim.trip_count(o)
+    return channels * (jam * shape.columns + shape.rows) * bits // 8 <= facts.l1d_bytes
+
+
+def _pointwise(nest: ReductionNest) -> bool:
+    """Is the reduction over the input channels only (a 1x1 convolution: two
+    loops, the channel blocks and the channels in a block, around the row)?"""
+    loops = [o for o in nest.reduction.walk() if isinstance(o, loop.ForOp) and o is not nest.row]
+    return len(loops) == 2
+
+
+def jam_channel_blocks(func: loop.FuncOp) -> int:
+    """Widen each marked convolution micro-kernel to F output-channel blocks:
+    split the channel-block loop by F and unroll-and-jam the F blocks into
+    every loop below it (the rows, the reduction, the fused epilogue). Run
+    after `fuse_row_stages` so that the epilogue, fused by then, is jammed
+    with its convolution. Returns how many loops were jammed."""
+    marked = [
+        o for o in func.walk() if isinstance(o, loop.ForOp) and CHANNEL_JAM_ATTR in o.attributes
+    ]
+    for channels in marked:
+        attr = channels.attributes.pop(CHANNEL_JAM_ATTR)
+        assert isinstance(attr, IntegerAttr)
+        _, inner, _ = prim.split(channels, attr.value.data)
+        prim.unroll_and_jam(inner)
+    return len(marked)
+
+
 def _rows_from_enclosing(nest: ReductionNest) -> ReductionNest | None:
     """Block the loop around the nest instead, when its rows share the row's loads.
 
@@ -348,4 +490,12 @@ def _rows_from_enclosing(nest: ReductionNest) -> ReductionNest | None:
     return moved
 
 
-__all__ = ["BlockShape", "ReductionNest", "block_reductions", "choose_block", "register_block"]
+__all__ = [
+    "BlockShape",
+    "ReductionNest",
+    "block_reductions",
+    "channel_jam",
+    "choose_block",
+    "jam_channel_blocks",
+    "register_block",
+]

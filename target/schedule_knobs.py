@@ -155,6 +155,21 @@ class ScheduleKnobs:
     element type (16 f32 on AVX-512), so the innermost output-channel loop
     fills one vector register."""
 
+    conv_channel_jam: int = 0
+    """Output-channel blocks a channel-blocked convolution's micro-kernel
+    computes per input broadcast (`schedule/register_block.py`); 0: the first
+    of `conv_channel_jam_choices` that divides the blocks."""
+
+    conv_channel_jam_choices: tuple[int, ...] = (3, 2)
+    """Output-channel blocks per micro-kernel step of a channel-blocked
+    pointwise convolution whose output row is longer than one register block
+    (`conv_channel_jam` 0), in order of preference: the first dividing the
+    blocks is taken (none: 1), and the rows (output columns) shrink so that
+    rows x blocks accumulators fit the registers. 3 before 2: on AVX2 both
+    get 4 rows at 28 or 56 columns, 3 blocks 12 accumulators (MLAS's FMA3
+    pointwise kernel holds 3 x 4), 2 blocks 8 (measured, 24->144 at 56x56,
+    the kernel alone: 0.248 ms against 0.264)."""
+
     conv_nchw_pointwise_min_pixels: int = 56 * 56
     """Smallest output image (OH*OW) at which a pointwise (1x1) conv2d whose
     input is not channel-blocked stays NCHW (a matrix product along the image
@@ -206,7 +221,7 @@ KNOB_NAMES: frozenset[str] = frozenset(f.name for f in fields(ScheduleKnobs))
 
 def check_knob(name: str, value: object) -> str | None:
     """Why `value` cannot be knob `name` (None: it can)."""
-    if name == "block_vector_choices":
+    if name in ("block_vector_choices", "conv_channel_jam_choices"):
         if not isinstance(value, tuple) or not value or any(v < 1 for v in value):
             return "must be a non-empty list of positive integers"
         return None
@@ -216,6 +231,7 @@ def check_knob(name: str, value: object) -> str | None:
         "block_rows",
         "block_broadcast_registers",
         "conv_channel_block",
+        "conv_channel_jam",
         "depthwise_in_place_percent",
         "winograd_min_output",
         "conv_nchw_pointwise_min_pixels",

@@ -21,7 +21,10 @@ def _reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def test_two_channel_blocks_share_their_rows_among_threads():
-    exe = lamina.compile(CONV, profile=True, cache=False)
+    # One output-channel block per micro-kernel step (`conv_channel_jam=1`): the
+    # default jams both blocks of this 28-column row into one step, leaving a
+    # one-iteration block loop whose 28 rows the threads then share.
+    exe = lamina.compile(CONV, targets=["cpu{conv_channel_jam=1}"], profile=True, cache=False)
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, 64, 28, 28)).astype(np.float32)
     w = rng.standard_normal((32, 64, 1, 1)).astype(np.float32)

@@ -1,0 +1,122 @@
+"""Pointwise (1x1) convolutions whose micro-kernel computes several output-channel
+blocks per input broadcast (`schedule/register_block.py`, `channel_jam`), against
+onnxruntime, on the host's ISA (AVX-512 here) and on the AVX2 build.
+
+The input comes from a depthwise convolution, so that the 1x1 convolution reads a
+channel-blocked input as inside MobileNet/EfficientNet. Cases: output rows of 28
+and 56 columns (the heuristic jams 2 or 3 blocks there), channel counts that do
+not fill the last block (24, 40, 144: padded channels), block counts that only 3
+divides, stride 2, and the epilogues fused into the kernel (bias, relu, a
+residual add, none); `conv_channel_jam` forces the jam where the heuristic
+would not (14x14, 7x7, stride 2, 4 blocks per step).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lamina
+from lamina.frontends.onnx import import_model
+from lamina.target.cpu_facts import host_cpu_facts
+
+onnx = pytest.importorskip("onnx")
+from onnx import helper  # noqa: E402
+from onnx_util import make_model, run_ort  # noqa: E402
+
+HOST = "cpu"
+AVX2 = "cpu{isa=avx2}"
+needs_avx2 = pytest.mark.skipif(
+    not {"avx2", "fma"} <= host_cpu_facts().features, reason="the host has no AVX2"
+)
+RNG = np.random.default_rng(11)
+
+
+def _block(cin: int, cout: int, size: int, stride: int, epilogue: str, k: int = 1):
+    """depthwise 3x3 -> k x k conv (stride) -> epilogue, weights as initializers."""
+    inits = {
+        "wd": (RNG.standard_normal((cin, 1, 3, 3)) * 0.3).astype(np.float32),
+        "w": (RNG.standard_normal((cout, cin, k, k)) / np.sqrt(cin * k * k)).astype(np.float32),
+        "b": RNG.standard_normal(cout).astype(np.float32),
+    }
+    inputs = ["d", "w", "b"] if epilogue != "none" else ["d", "w"]
+    nodes = [
+        helper.make_node("Conv", ["x", "wd"], ["d"], group=cin, pads=[1] * 4, kernel_shape=[3, 3]),
+        helper.make_node(
+            "Conv", inputs, ["c"], kernel_shape=[k, k], strides=[stride] * 2, pads=[k // 2] * 4
+        ),
+    ]
+    out = "c"
+    if epilogue == "relu":
+        nodes.append(helper.make_node("Relu", ["c"], ["y"]))
+        out = "y"
+    elif epilogue == "residual":
+        assert cin == cout and stride == 1
+        nodes.append(helper.make_node("Add", ["c", "x"], ["s"]))
+        nodes.append(helper.make_node("Relu", ["s"], ["y"]))
+        out = "y"
+    x = RNG.standard_normal((1, cin, size, size)).astype(np.float32)
+    return make_model(nodes, {"x": x}, [out], inits), x
+
+
+def _check(model, x: np.ndarray, target: str) -> None:
+    (want,) = run_ort(model, {"x": x})
+    got = lamina.compile(import_model(model).module, targets=[target]).run("main", x)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+CASES = [
+    # cin, cout, size, stride, epilogue
+    (24, 144, 56, 1, "relu"),  # 9 blocks of 16: 3 per step on AVX-512; 18 of 8 on AVX2
+    (144, 24, 56, 1, "relu"),  # 24 = 1.5 blocks of 16: the padded channels are masked
+    (40, 240, 28, 1, "bias"),  # 40 input channels: 2.5 blocks of 16, 5 of 8
+    (64, 64, 28, 1, "residual"),  # the residual add fused into the jammed epilogue
+    (32, 96, 28, 1, "none"),  # no epilogue at all
+]
+
+
+@pytest.mark.parametrize("target", [HOST, pytest.param(AVX2, marks=needs_avx2)])
+@pytest.mark.parametrize(("cin", "cout", "size", "stride", "epilogue"), CASES)
+def test_jammed_pointwise_matches_onnxruntime(cin, cout, size, stride, epilogue, target) -> None:
+    model, x = _block(cin, cout, size, stride, epilogue)
+    _check(model, x, target)
+
+
+FORCED = [
+    # cin, cout, size, stride, k, blocks per step
+    (96, 192, 14, 1, 1, 2),  # 14x14: not jammed by default
+    (160, 320, 7, 1, 1, 4),  # 7x7, 4 blocks per step
+    (64, 128, 56, 2, 1, 2),  # stride 2 (ResNet's downsampling 1x1)
+    (48, 96, 28, 2, 1, 3),  # stride 2, 3 blocks per step
+]
+
+
+@pytest.mark.parametrize("isa", [HOST, pytest.param(AVX2, marks=needs_avx2)])
+@pytest.mark.parametrize(("cin", "cout", "size", "stride", "k", "jam"), FORCED)
+def test_forced_channel_jam_matches_onnxruntime(cin, cout, size, stride, k, jam, isa) -> None:
+    model, x = _block(cin, cout, size, stride, "relu", k)
+    options = f"conv_channel_jam={jam}"
+    target = f"{isa[:-1]} {options}}}" if isa.endswith("}") else f"{isa}{{{options}}}"
+    _check(model, x, target)
+
+
+def test_jammed_pointwise_same_at_one_and_two_threads() -> None:
+    """The jammed kernel's rows are the parallel loop when F blocks leave one
+    block iteration (144->24: 2 blocks of 16, jammed into one step); the two
+    threads compute the same bytes."""
+    from lamina.backends.codegen import get_max_threads, set_num_threads
+
+    model, x = _block(144, 24, 56, 1, "relu")
+    exe = lamina.compile(import_model(model).module, targets=[HOST])
+    before = get_max_threads()
+    try:
+        results = []
+        for threads in (1, 2):
+            set_num_threads(threads)
+            results.append(exe.run("main", x))
+    finally:
+        set_num_threads(before)
+    np.testing.assert_array_equal(results[0], results[1])
+    (want,) = run_ort(model, {"x": x})
+    np.testing.assert_allclose(results[1], want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
