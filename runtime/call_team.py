@@ -61,15 +61,20 @@ SPIN_ENV = "LAMINA_TEAM_SPIN"
 """Environment variable: how many `pause` instructions a worker spins for the next
 region of a call before it sleeps (default `DEFAULT_SPIN`)."""
 
-DEFAULT_ON = False
-"""Whether the call team is used when `LAMINA_CALL_TEAM` is unset (see docs/performance.md,
-Threads, for the measurements behind it)."""
+DEFAULT_ON = True
+"""Whether the call team is used when `LAMINA_CALL_TEAM` is unset. Measured on the idle
+2-vCPU Zen 4 (9 torchvision networks, same-run geomean speed-up from one to two
+threads, docs/performance.md, Threads): one region per kernel 1.33, the team 1.51
+(spin 0) and 1.66 (spin 2000); with each call after a NumPy matmul 0.92 / 1.02 / 0.92,
+after a spinning onnxruntime session 0.96 / 1.02 / 0.90. The team with spin 0 is
+better in all three settings, so it is the default."""
 
-DEFAULT_SPIN = 2000
-"""About 70 µs of `pause` (35 ns each, measured on AMD Zen 4; 40-140 cycles by CPU): a
-worker keeps waiting through the short serial kernels between two parallel ones
-instead of sleeping and being woken again, and wastes at most that much of a core
-per gap when the caller runs something longer (a batch-1 classifier, a pool)."""
+DEFAULT_SPIN = 0
+"""Workers sleep as soon as the call has no region for them (each kernel wakes them; the
+caller never waits for a late one). Spinning 2000 `pause`s (about 70 µs on Zen 4) was
+faster alone (geomean speed-up 1.66 against 1.51) but slower when the other core is
+busy with NumPy's or onnxruntime's threads between calls (0.92 and 0.90 against 1.02):
+set `LAMINA_TEAM_SPIN=2000` for back-to-back calls on cores nobody else uses."""
 
 PREEMPTED_TICKS = 200_000
 """A gap this long (time stamp counter ticks: about 50-100 µs) between two pauses of a

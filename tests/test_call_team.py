@@ -136,11 +136,12 @@ def test_team_runs_every_region_with_the_same_results(example):
     assert out["one_thread_same"] and out["one_thread_calls"] == 0
 
 
-def test_team_off_by_default_and_when_disabled():
-    for team in (None, "0"):
-        out = _run("mlp.mlir", team)
-        assert not out["installed"]
-        assert out["same"] and out["calls"] == 0 and out["regions"] == 0
+def test_team_on_by_default_and_off_when_disabled():
+    out = _run("mlp.mlir", None)
+    assert out["installed"] and out["same"] and out["calls"] == 60
+    out = _run("mlp.mlir", "0")
+    assert not out["installed"]
+    assert out["same"] and out["calls"] == 0 and out["regions"] == 0
 
 
 def test_team_runs_entries_over_symbolic_sizes():
@@ -148,7 +149,7 @@ def test_team_runs_entries_over_symbolic_sizes():
     assert _run("mlp.mlir", "1", DYNAMIC)["same"]
 
 
-@pytest.mark.parametrize("value, spin", [(None, 2000), ("123", 123), ("0", 0), ("x", 2000)])
+@pytest.mark.parametrize("value, spin", [(None, 0), ("123", 123), ("2000", 2000), ("x", 0)])
 def test_worker_spin_from_the_environment(value, spin):
     """`LAMINA_TEAM_SPIN` sets the spin (a value that is not a count keeps the default);
     `set_spin` changes it at run time."""
