@@ -299,7 +299,9 @@ def test_pass_timing_stats_and_verbose_agree(program):
     compile_line = float(re.search(r"^compile: ([\d.]+) ms$", out, re.M).group(1))
     done = float(re.search(r"\[ *([\d.]+) s\] done", err).group(1))
     assert round(report_total * 1e3, 1) == stats_total == compile_line
-    assert abs(done - report_total) < 0.006
+    # One clock: the stamps differ only by the reads between them (a loaded machine
+    # can preempt the process there for tens of ms; a second clock was off by seconds).
+    assert abs(done - report_total) < 0.05
 
     stats_rows = dict(re.findall(r"^ +(\S[\w +():>-]*?) {2,}([\d.]+)(?: |$)", out, re.M))
     report_rows = dict(
@@ -317,8 +319,8 @@ def test_pass_timing_stats_and_verbose_agree(program):
         (phase, float(t)) for t, phase in re.findall(r"\[ *([\d.]+) s\] entering phase (\w+)", err)
     )
     before = sum(float(stats_rows[r]) for r in ["import compiler", *phases[:2]]) / 1e3
-    assert stamps["ingestion"] >= before - 0.01
-    assert stamps["build"] - stamps["lowering"] <= float(stats_rows["lowering"]) / 1e3 + 0.01
+    assert stamps["ingestion"] >= before - 0.05
+    assert stamps["build"] - stamps["lowering"] <= float(stats_rows["lowering"]) / 1e3 + 0.05
     assert "kernels: " in out and "parallel build: " in out and "cores busy" in err
 
 
