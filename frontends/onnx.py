@@ -1292,6 +1292,8 @@ def _pad(n: Node) -> list:
         value = value.item()
     for k, axis in enumerate(axes):
         before, after = pads[k], pads[k + len(axes)]
+        if max(-before, 0) + max(-after, 0) > shape[axis]:
+            raise n.error(f"pads ({before}, {after}) crop more than axis {axis}'s {shape[axis]}")
         if before < 0 or after < 0:
             x = n.g.slice(x, [max(-before, 0)], [shape[axis] - max(-after, 0)], [axis])
             before, after = max(before, 0), max(after, 0)
@@ -1714,6 +1716,8 @@ def _depth_space(n: Node) -> list:
     reshape, a transpose and a reshape (DCR or CRD order for DepthToSpace)."""
     g, x = n.g, n.input(0)
     shape = shape_of(x)
+    if n.attr("blocksize") is None:
+        raise n.error("attribute 'blocksize' is required")
     b = int(n.attr("blocksize"))
     if len(shape) != 4 or b < 1:
         raise n.error(f"expected an (N, C, H, W) input and blocksize >= 1, got {shape}, {b}")
@@ -1742,7 +1746,10 @@ def _trilu(n: Node) -> list:
     shape = shape_of(x)
     if len(shape) < 2:
         raise n.error(f"expected a rank >= 2 input, got rank {len(shape)}")
-    k = int(n.const(1, "k").reshape(-1)[0]) if n.has(1) else 0
+    k_input = n.const(1, "k").reshape(-1) if n.has(1) else np.zeros(1, np.int64)
+    if k_input.size != 1:
+        raise n.error(f"k must be a scalar, got {k_input.size} values")
+    k = int(k_input[0])
     rows, cols = shape[-2:]
     make = np.triu if n.attr("upper", 1) else np.tril
     keep = make(np.ones((rows, cols), dtype=bool), k)

@@ -209,6 +209,7 @@ def test_every_supported_op_is_tested() -> None:
         ({"mode": "reflect"}, [0, 3, 0, 0], "cannot reflect-pad an axis of extent 3 by (3, 0)"),
         ({"mode": "symmetric"}, [0, 0, 1, 1], "mode 'symmetric' is not supported"),
         ({}, [0, 1, 1], "pads [0, 1, 1] do not match axes [0, 1]"),
+        ({}, [0, -2, 0, -2], "pads (-2, -2) crop more than axis 1's 3"),
     ],
 )
 def test_bad_pad_is_a_located_error(attrs, pads, message) -> None:
@@ -219,3 +220,19 @@ def test_bad_pad_is_a_located_error(attrs, pads, message) -> None:
     with pytest.raises(OnnxImportError, match=r"node 'the_pad' \(Pad, opset 17\): .*") as err:
         import_model(model)
     assert message in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("op", "inputs", "inits", "attrs", "message"),
+    [
+        ("DepthToSpace", ["x"], {}, {}, "attribute 'blocksize' is required"),
+        ("Trilu", ["x", "k"], {"k": i64([1, 2])}, {}, "k must be a scalar, got 2 values"),
+    ],
+)
+def test_bad_layout_ops_are_located_errors(op, inputs, inits, attrs, message) -> None:
+    from lamina.frontends.onnx import OnnxImportError, import_model
+
+    model = make_model([node(op, inputs, name="bad", **attrs)], {"x": f32(1, 4, 2, 2)}, ["y"],
+                       inits)  # fmt: skip
+    with pytest.raises(OnnxImportError, match=rf"node 'bad' \({op}, opset 17\): {message}"):
+        import_model(model)
