@@ -57,6 +57,7 @@ from lamina.core.diagnostics import op_error
 from lamina.dialects import loop
 from lamina.passes.simplify import make_indices_affine
 from lamina.schedule.border_split import split_borders
+from lamina.schedule.epilogue_sinking import sink_epilogues
 from lamina.schedule.directives import DIRECTIVE_ATTR, apply_directive, directed_loops
 from lamina.schedule.gather_reuse import reuse_gathered_lines
 from lamina.schedule.parallel import balance_parallel
@@ -84,6 +85,7 @@ def default_schedule(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
     block_reductions(func, facts, knobs)  # first: fusing stages would hide the nests
     fuse_row_stages(func)
     write_through_output(func)
+    sink_epilogues(func)  # after write-through: the epilogue writes the output
     jam_channel_blocks(func)  # after fusion: the epilogue is jammed with its convolution
     split_borders(func)  # after both: a row's epilogue is split with it, into the output
     contract_temporaries(func)  # after: the output beats any temporary
