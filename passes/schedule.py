@@ -57,8 +57,8 @@ from lamina.core.diagnostics import op_error
 from lamina.dialects import loop
 from lamina.passes.simplify import make_indices_affine
 from lamina.schedule.border_split import split_borders
-from lamina.schedule.epilogue_sinking import sink_epilogues
 from lamina.schedule.directives import DIRECTIVE_ATTR, apply_directive, directed_loops
+from lamina.schedule.epilogue_sinking import sink_epilogues
 from lamina.schedule.gather_reuse import reuse_gathered_lines
 from lamina.schedule.parallel import balance_parallel
 from lamina.schedule.pass_options import (

@@ -108,7 +108,9 @@ def _epilogue_loops(n2: loop.ForOp) -> tuple[loop.ForOp, loop.ForOp] | None:
     if j_loop.iter_args or j_loop.kind_name != LoopKind.VECTORIZED:
         return None
     for op in prim.body_ops(j_loop):
-        if op.regions or not (isinstance(op, loop.LoadOp | loop.StoreOp) or is_side_effect_free(op)):
+        if op.regions or not (
+            isinstance(op, loop.LoadOp | loop.StoreOp) or is_side_effect_free(op)
+        ):
             return None
     return n2, j_loop
 
