@@ -19,8 +19,10 @@ each also a pass of its own, in this order (docs/internals.md):
 5. `schedule-fuse-stages`: adjacent loops over the same rows become one
    loop, one parallel region per kernel (`schedule/stage_fusion.py`);
 6. `schedule-write-through`: a kernel computes into its output instead of a
-   temporary its epilogue copies (`schedule/write_through.py`); then the
-   pointwise convolutions that step 4 marked get F output-channel blocks
+   temporary its epilogue copies (`schedule/write_through.py`);
+   `schedule-sink-epilogues`: an elementwise epilogue after a
+   column-blocked matmul runs in each of its register blocks
+   (`schedule/epilogue_sinking.py`); then the pointwise convolutions that step 4 marked get F output-channel blocks
    per input broadcast, their fused epilogues jammed with them
    (`schedule/register_block.py`, `jam_channel_blocks`);
 7. `schedule-split-borders` on every other loop (the output rows): after
@@ -101,7 +103,7 @@ class SchedulePass(ScheduleRulePass, RegisterBlockOptions, GatherReuseOptions):
     Output IR: each function without directives has gone through the rule
     passes in order (`schedule-gather-reuse`, `schedule-split-borders` on
     reduction columns, `schedule-register-block`, `schedule-fuse-stages`,
-    `schedule-write-through`, `schedule-split-borders`,
+    `schedule-write-through`, `schedule-sink-epilogues`, `schedule-split-borders`,
     `schedule-fold-storage`, `schedule-parallel`,
     `schedule-reciprocal-divisions`, after making index divisions affine);
     a function with directives has them applied and removed instead; every
