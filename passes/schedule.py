@@ -19,8 +19,10 @@ each also a pass of its own, in this order (docs/internals.md):
 5. `schedule-fuse-stages`: adjacent loops over the same rows become one
    loop, one parallel region per kernel (`schedule/stage_fusion.py`);
 6. `schedule-write-through`: a kernel computes into its output instead of a
-   temporary its epilogue copies (`schedule/write_through.py`); then the
-   pointwise convolutions that step 4 marked get F output-channel blocks
+   temporary its epilogue copies (`schedule/write_through.py`);
+   `schedule-sink-epilogues`: an elementwise epilogue after a
+   column-blocked matmul runs in each of its register blocks
+   (`schedule/epilogue_sinking.py`); then the pointwise convolutions that step 4 marked get F output-channel blocks
    per input broadcast, their fused epilogues jammed with them
    (`schedule/register_block.py`, `jam_channel_blocks`);
 7. `schedule-split-borders` on every other loop (the output rows): after
@@ -58,6 +60,7 @@ from lamina.dialects import loop
 from lamina.passes.simplify import make_indices_affine
 from lamina.schedule.border_split import split_borders
 from lamina.schedule.directives import DIRECTIVE_ATTR, apply_directive, directed_loops
+from lamina.schedule.epilogue_sinking import sink_epilogues
 from lamina.schedule.gather_reuse import reuse_gathered_lines
 from lamina.schedule.parallel import balance_parallel
 from lamina.schedule.pass_options import (
@@ -84,6 +87,7 @@ def default_schedule(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
     block_reductions(func, facts, knobs)  # first: fusing stages would hide the nests
     fuse_row_stages(func)
     write_through_output(func)
+    sink_epilogues(func)  # after write-through: the epilogue writes the output
     jam_channel_blocks(func)  # after fusion: the epilogue is jammed with its convolution
     split_borders(func)  # after both: a row's epilogue is split with it, into the output
     contract_temporaries(func)  # after: the output beats any temporary
@@ -99,7 +103,7 @@ class SchedulePass(ScheduleRulePass, RegisterBlockOptions, GatherReuseOptions):
     Output IR: each function without directives has gone through the rule
     passes in order (`schedule-gather-reuse`, `schedule-split-borders` on
     reduction columns, `schedule-register-block`, `schedule-fuse-stages`,
-    `schedule-write-through`, `schedule-split-borders`,
+    `schedule-write-through`, `schedule-sink-epilogues`, `schedule-split-borders`,
     `schedule-fold-storage`, `schedule-parallel`,
     `schedule-reciprocal-divisions`, after making index divisions affine);
     a function with directives has them applied and removed instead; every

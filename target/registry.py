@@ -44,7 +44,7 @@ from lamina.core.diagnostics import DiagnosticError
 from lamina.dialects.lamina import Phase
 from lamina.target.cpu_facts import CpuFacts, check_isa, isa_cpu_facts
 from lamina.target.function_knobs import function_knobs
-from lamina.target.schedule_knobs import KNOB_NAMES, ScheduleKnobs, check_knob
+from lamina.target.schedule_knobs import KNOB_NAMES, LIST_KNOBS, ScheduleKnobs, check_knob
 
 ENTRY_POINT_GROUP = "lamina.targets"
 
@@ -426,6 +426,12 @@ def check_target_options(name: str, options: dict[str, object]) -> None:
             continue
         if isinstance(value, str):
             raise TargetError(f"target '{name}': option '{key}' must be an integer, not '{value}'")
+        if key in KNOB_NAMES and key in LIST_KNOBS:
+            raise TargetError(
+                f"target '{name}': option '{key}' is a list of integers, which a target "
+                "option cannot spell; set it per kernel in a tuning-records file "
+                "(`--records`, docs/tuning.md)"
+            )
         if key in KNOB_NAMES:
             why = check_knob(key, value)
             if why is not None:

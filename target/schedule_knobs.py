@@ -218,10 +218,13 @@ class ScheduleKnobs:
 KNOB_NAMES: frozenset[str] = frozenset(f.name for f in fields(ScheduleKnobs))
 """The names a target option or a pass option may override."""
 
+LIST_KNOBS: frozenset[str] = frozenset({"block_vector_choices", "conv_channel_jam_choices"})
+"""Knobs whose value is a list of integers: set in tuning records, not as target options."""
+
 
 def check_knob(name: str, value: object) -> str | None:
     """Why `value` cannot be knob `name` (None: it can)."""
-    if name in ("block_vector_choices", "conv_channel_jam_choices"):
+    if name in LIST_KNOBS:
         if not isinstance(value, tuple) or not value or any(v < 1 for v in value):
             return "must be a non-empty list of positive integers"
         return None
@@ -266,4 +269,4 @@ def _field_docs() -> dict[str, str]:
     return docs
 
 
-__all__ = ["KNOB_NAMES", "ScheduleKnobs", "check_knob", "knob_rows"]
+__all__ = ["KNOB_NAMES", "LIST_KNOBS", "ScheduleKnobs", "check_knob", "knob_rows"]

@@ -52,6 +52,8 @@ def test_bad_target_definitions_are_refused():
         Target("x", claim=lambda op: True)
     with pytest.raises(TargetError, match="unknown option 'vector_width'"):
         Target("x", options={"vector_width": 256})
+    with pytest.raises(TargetError, match="is a list of integers.*tuning-records file"):
+        lamina.compile(MM, targets=["cpu{block_vector_choices=1}"])
     with pytest.raises(TargetError, match="already registered"):
         register_target(Target("cpu"))
 

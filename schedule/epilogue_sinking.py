@@ -1,0 +1,198 @@
+"""Epilogue sinking: an elementwise epilogue joins the register blocks of its matmul.
+
+A matmul whose row is split into column blocks (`register_block`) runs its
+column blocks outermost, so that each column panel of B is read once while
+every row block uses it:
+
+    for jo in [0, N) step NR kind(parallel) {       // N1: the blocked reduction
+      for io in [0, M) step MR { C[io.., jo..] = 0; for k { C[io.., jo..] += … } }
+    }
+    for i in [0, M) { for j in [0, N) kind(vectorized) { C[i, j] = relu(C[i, j] + b[j]) } }
+
+The epilogue (`N2`, bias, activation, residual) loops over the rows, so
+`fuse_row_stages` cannot merge it, and it streams the whole of C through
+memory once more: 1 MiB for a transformer's 128 x 2048 feed-forward
+layer, a parallel region of its own too. `sink_epilogues` tiles N2 like
+N1 (split its rows by MR and its row by NR, column blocks outermost) and
+fuses it into N1 level by level, so each register block is finished right
+after its reduction, while it is still in L1 (or in registers: LLVM
+forwards the stored accumulators to the epilogue's loads):
+
+    for jo … { for io … { …reduction…; for jj kind(vectorized) { rows io+0 … io+MR-1 } } }
+
+Legal when iteration (jo, io) of N1 leaves the tile C[io:io+MR, jo:jo+NR]
+final and touches nothing else N2 reads: every access of N1 to a buffer
+N2 reads that N1 writes lies inside that tile (`_inside_tile`), N2 reads
+those buffers only at its own element [i, j], and N1 reads nothing N2
+writes (except the tile itself, read by N1 before its epilogue writes it).
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Block, SSAValue
+from xdsl.traits import is_side_effect_free
+
+from lamina.dialects import loop
+from lamina.dialects.loop import LoopKind
+from lamina.schedule import primitives as prim
+from lamina.schedule.dependence import iv_position
+from lamina.schedule.int_analysis import Analyzer, int_constant
+from lamina.schedule.primitives import ScheduleError
+
+
+def sink_epilogues(func: loop.FuncOp) -> int:
+    """Fuse each elementwise epilogue into the column-blocked reduction before
+    it (see the module docstring); returns how many were sunk."""
+    sunk = 0
+    blocks = [func.body.blocks[0]] + [
+        op.body.block for op in func.walk() if isinstance(op, loop.ForOp)
+    ]
+    for block in blocks:
+        sunk += _sink_in(block)
+    return sunk
+
+
+def _sink_in(block: Block) -> int:
+    sunk = 0
+    first = block.first_op
+    while first is not None:
+        second = first.next_op
+        if isinstance(first, loop.ForOp) and isinstance(second, loop.ForOp):
+            tiling = _tiling(first, second)
+            if tiling is not None:
+                _sink(first, second, *tiling)
+                sunk += 1
+                continue
+        first = second
+    return sunk
+
+
+def _tiling(n1: loop.ForOp, n2: loop.ForOp) -> tuple[loop.ForOp, int, int] | None:
+    """`(io, MR, NR)` when `n2` can be sunk into the blocks of `n1`, else None."""
+    rows = _row_block_loop(n1)
+    epilogue = _epilogue_loops(n2)
+    if rows is None or epilogue is None:
+        return None
+    i_loop, j_loop = epilogue
+    try:
+        (jlb, jub, nr), (ilb, iub, mr) = prim.bounds(n1), prim.bounds(rows)
+        if prim.bounds(i_loop) != (ilb, iub, 1) or prim.bounds(j_loop) != (jlb, jub, 1):
+            return None
+    except ScheduleError:
+        return None
+    if mr < 2 or (iub - ilb) % mr or (jub - jlb) % nr:
+        return None
+    if not _legal(n1, rows, n2, i_loop.induction_var, j_loop.induction_var):
+        return None
+    return rows, mr, nr
+
+
+def _row_block_loop(n1: loop.ForOp) -> loop.ForOp | None:
+    """The row-block loop `io` of a column-blocked reduction `n1` (`jo`): the
+    last op of `n1`'s body, a loop with a step above 1."""
+    if n1.iter_args or n1.kind_name == LoopKind.VECTORIZED:
+        return None
+    ops = prim.body_ops(n1)
+    if not ops or not isinstance(ops[-1], loop.ForOp) or ops[-1].iter_args:
+        return None
+    return ops[-1]
+
+
+def _epilogue_loops(n2: loop.ForOp) -> tuple[loop.ForOp, loop.ForOp] | None:
+    """`(i, j)` when `n2` is `for i { for j kind(vectorized) { straight-line ops } }`."""
+    inner = prim.body_ops(n2)
+    loops = [o for o in inner if isinstance(o, loop.ForOp)]
+    if n2.iter_args or len(loops) != 1 or len(inner) != 1:
+        return None
+    j_loop = loops[0]
+    if j_loop.iter_args or j_loop.kind_name != LoopKind.VECTORIZED:
+        return None
+    for op in prim.body_ops(j_loop):
+        if op.regions or not (
+            isinstance(op, loop.LoadOp | loop.StoreOp) or is_side_effect_free(op)
+        ):
+            return None
+    return n2, j_loop
+
+
+def _legal(n1: loop.ForOp, rows: loop.ForOp, n2: loop.ForOp, i: SSAValue, j: SSAValue) -> bool:
+    """The legality condition of the module docstring."""
+    if any(isinstance(o, loop.CallOp) for o in n1.walk()):
+        return False
+    n1_ops = [o for o in n1.walk() if isinstance(o, loop.LoadOp | loop.StoreOp)]
+    n2_ops = [o for o in n2.walk() if isinstance(o, loop.LoadOp | loop.StoreOp)]
+    n1_written = {o.buffer for o in n1_ops if isinstance(o, loop.StoreOp)}
+    n2_written = {o.buffer for o in n2_ops if isinstance(o, loop.StoreOp)}
+    shared = n1_written & {o.buffer for o in n2_ops}
+    if not shared:
+        return False
+    where: tuple[int, int] | None = None
+    for o in n2_ops:
+        if o.buffer in shared or o.buffer in n2_written:
+            at = (iv_position(o.indices, i), iv_position(o.indices, j))
+            if None in at or where not in (None, at):
+                return False
+            where = at
+            if any(int_constant(x) is None for d, x in enumerate(o.indices) if d not in at):
+                return False
+    assert where is not None
+    analyzer = Analyzer()
+    for o in n1_ops:
+        if o.buffer in shared or o.buffer in n2_written:
+            if not _inside_tile(o.indices, where, rows, n1, analyzer):
+                return False
+    return True
+
+
+def _inside_tile(
+    indices, where: tuple[int, int], rows: loop.ForOp, n1: loop.ForOp, analyzer: Analyzer
+) -> bool:
+    """Is the access at `io + [0, MR)` in dimension `where[0]`, `jo + [0, NR)` in
+    `where[1]`, and at constants elsewhere, its offsets ranging over loops
+    inside the row block only?"""
+    for d, index in enumerate(indices):
+        if d not in where:
+            if int_constant(index) is None:
+                return False
+            continue
+        tile = rows if d == where[0] else n1
+        terms, const = analyzer.linear(index)
+        lo = hi = const
+        seen = False
+        for atom, coef in terms:
+            if atom is tile.induction_var and coef == 1:
+                seen = True
+                continue
+            if not _iv_inside(atom, rows):
+                return False
+            r = analyzer.range(atom)
+            lo, hi = lo + min(coef * r.lo, coef * r.hi), hi + max(coef * r.lo, coef * r.hi)
+        if not seen or lo < 0 or hi >= prim.bounds(tile)[2]:
+            return False
+    return True
+
+
+def _iv_inside(value: SSAValue, rows: loop.ForOp) -> bool:
+    """Is `value` the induction variable of a loop nested in `rows`?"""
+    for op in rows.walk():
+        if isinstance(op, loop.ForOp) and op is not rows and op.induction_var is value:
+            return True
+    return False
+
+
+def _sink(n1: loop.ForOp, n2: loop.ForOp, rows: loop.ForOp, mr: int, nr: int) -> None:
+    """Tile `n2` by (MR, NR) with its column blocks outermost, fuse it into `n1`
+    and its row blocks into `rows`, and jam the MR rows into the row loop."""
+    row_blocks, in_block, _ = prim.split(n2, mr)
+    j_loop = next(o for o in prim.body_ops(in_block) if isinstance(o, loop.ForOp))
+    prim.split(j_loop, nr)
+    prim.interchange(in_block)
+    columns = prim.interchange(row_blocks)
+    prim.fuse(n1, columns)
+    prim.fuse(rows, row_blocks)
+    epilogue_rows = prim.body_ops(rows)[-1]
+    assert isinstance(epilogue_rows, loop.ForOp)
+    prim.unroll_and_jam(epilogue_rows)
+
+
+__all__ = ["sink_epilogues"]

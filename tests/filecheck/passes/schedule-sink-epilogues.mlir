@@ -1,0 +1,140 @@
+// RUN: lamina-opt %s -p schedule-sink-epilogues | filecheck %s
+
+// Epilogue sinking alone (one rule of `schedule`). @blocked is a 4x8 matmul
+// as `schedule-register-block` leaves it (column blocks of NR = 4 outermost,
+// row blocks of MR = 2, the rows jammed) followed by its bias+relu epilogue
+// over the rows: the epilogue is tiled like the matmul and runs in each
+// block right after the block's reduction, its two rows jammed into one
+// vectorized loop. @row_tail (rows 0-3 blocked, row 4 elsewhere) and
+// @neighbour (the epilogue reads the next column, which a later block
+// writes) keep their epilogue where it was.
+
+// CHECK-LABEL: loop.func @blocked
+// CHECK:       loop.for %jo = %c0 to %c8 step %c4 kind(parallel) {
+// CHECK-NEXT:    loop.for %io = %c0 to %c4 step %c2 {
+// CHECK:           loop.for %k = %c0 to %c3 step %c1 {
+// CHECK:           }
+// CHECK:           loop.for %[[JJ:.*]] = %c0 to %c4 step %c1 kind(vectorized) {
+// CHECK-NEXT:        %[[J:.*]] = arith.addi %jo, %[[JJ]] : index
+// CHECK:             %[[V0:.*]] = loop.load %c[%[[I0:.*]], %[[J]]] : memref<4x8xf32>
+// CHECK:             %[[V1:.*]] = loop.load %c[%[[I1:.*]], %[[J]]] : memref<4x8xf32>
+// CHECK:             arith.maximumf
+// CHECK:             arith.maximumf
+// CHECK:             loop.store %{{.*}}, %c[%[[I0]], %[[J]]] : memref<4x8xf32>
+// CHECK:             loop.store %{{.*}}, %c[%[[I1]], %[[J]]] : memref<4x8xf32>
+// CHECK-NEXT:      }
+// CHECK-NEXT:    }
+// CHECK-NEXT:  }
+// CHECK-NEXT:  loop.return
+
+// CHECK-LABEL: loop.func @row_tail
+// CHECK:       loop.for %i = %c0 to %c5 step %c1 kind(parallel) {
+// CHECK-LABEL: loop.func @neighbour
+// CHECK:       loop.for %i = %c0 to %c4 step %c1 kind(parallel) {
+// CHECK-NEXT:    loop.for %{{.*}} = %c0 to %c8 step %c1 kind(vectorized) {
+// CHECK-NEXT:      arith.addi
+
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @blocked(%a: memref<4x3xf32>, %b: memref<3x8xf32>, %bias: memref<8xf32>, %c: memref<4x8xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    %zero = arith.constant 0.0 : f32
+    loop.for %jo = %c0 to %c8 step %c4 kind(parallel) {
+      loop.for %io = %c0 to %c4 step %c2 {
+        %i0 = arith.addi %io, %c0 : index
+        %i1 = arith.addi %io, %c1 : index
+        loop.for %jj = %c0 to %c4 step %c1 kind(vectorized) {
+          %j = arith.addi %jo, %jj : index
+          loop.store %zero, %c[%i0, %j] : memref<4x8xf32>
+          loop.store %zero, %c[%i1, %j] : memref<4x8xf32>
+        }
+        loop.for %k = %c0 to %c3 step %c1 {
+          loop.for %jj2 = %c0 to %c4 step %c1 kind(vectorized) {
+            %j2 = arith.addi %jo, %jj2 : index
+            %a0 = loop.load %a[%i0, %k] : memref<4x3xf32>
+            %a1 = loop.load %a[%i1, %k] : memref<4x3xf32>
+            %bv = loop.load %b[%k, %j2] : memref<3x8xf32>
+            %p0 = arith.mulf %a0, %bv : f32
+            %p1 = arith.mulf %a1, %bv : f32
+            %s0 = loop.load %c[%i0, %j2] : memref<4x8xf32>
+            %s1 = loop.load %c[%i1, %j2] : memref<4x8xf32>
+            %n0 = arith.addf %s0, %p0 : f32
+            %n1 = arith.addf %s1, %p1 : f32
+            loop.store %n0, %c[%i0, %j2] : memref<4x8xf32>
+            loop.store %n1, %c[%i1, %j2] : memref<4x8xf32>
+          }
+        }
+      }
+    }
+    loop.for %i = %c0 to %c4 step %c1 kind(parallel) {
+      loop.for %j = %c0 to %c8 step %c1 kind(vectorized) {
+        %v = loop.load %c[%i, %j] : memref<4x8xf32>
+        %bb = loop.load %bias[%j] : memref<8xf32>
+        %t = arith.addf %v, %bb : f32
+        %r = arith.maximumf %t, %zero : f32
+        loop.store %r, %c[%i, %j] : memref<4x8xf32>
+      }
+    }
+    loop.return
+  }
+
+  loop.func @row_tail(%a: memref<5x3xf32>, %b: memref<3x8xf32>, %c: memref<5x8xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    %c5 = arith.constant 5 : index
+    %c8 = arith.constant 8 : index
+    %zero = arith.constant 0.0 : f32
+    loop.for %jo = %c0 to %c8 step %c4 kind(parallel) {
+      loop.for %io = %c0 to %c4 step %c2 {
+        %i0 = arith.addi %io, %c0 : index
+        %i1 = arith.addi %io, %c1 : index
+        loop.for %jj = %c0 to %c4 step %c1 kind(vectorized) {
+          %j = arith.addi %jo, %jj : index
+          loop.store %zero, %c[%i0, %j] : memref<5x8xf32>
+          loop.store %zero, %c[%i1, %j] : memref<5x8xf32>
+        }
+      }
+    }
+    loop.for %i = %c0 to %c5 step %c1 kind(parallel) {
+      loop.for %j = %c0 to %c8 step %c1 kind(vectorized) {
+        %v = loop.load %c[%i, %j] : memref<5x8xf32>
+        %r = arith.maximumf %v, %zero : f32
+        loop.store %r, %c[%i, %j] : memref<5x8xf32>
+      }
+    }
+    loop.return
+  }
+
+  loop.func @neighbour(%c: memref<4x9xf32>, %d: memref<4x8xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    %zero = arith.constant 0.0 : f32
+    loop.for %jo = %c0 to %c8 step %c4 kind(parallel) {
+      loop.for %io = %c0 to %c4 step %c2 {
+        %i0 = arith.addi %io, %c0 : index
+        loop.for %jj = %c0 to %c4 step %c1 kind(vectorized) {
+          %j = arith.addi %jo, %jj : index
+          loop.store %zero, %c[%i0, %j] : memref<4x9xf32>
+        }
+      }
+    }
+    loop.for %i = %c0 to %c4 step %c1 kind(parallel) {
+      loop.for %j = %c0 to %c8 step %c1 kind(vectorized) {
+        %n = arith.addi %j, %c1 : index
+        %v = loop.load %c[%i, %n] : memref<4x9xf32>
+        loop.store %v, %d[%i, %j] : memref<4x8xf32>
+      }
+    }
+    loop.return
+  }
+}

@@ -1,0 +1,95 @@
+"""Epilogue sinking (schedule/epilogue_sinking.py): numerics of matmuls whose
+bias, activation or residual runs inside each register block, against NumPy,
+and where it applies (one parallel region per kernel) or stays out."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import lamina
+
+RNG = np.random.default_rng(7)
+
+
+def _dense(m: int, k: int, n: int, epilogue: str, constant: bool) -> str:
+    """`y = epilogue(x @ w + b)` in the graph dialect (w constant or a parameter)."""
+    weight = f"tensor<{k}x{n}xf32>"
+    params = [f"%x: tensor<{m}x{k}xf32>", f"%b: tensor<{n}xf32>", f"%r: tensor<{m}x{n}xf32>"]
+    lines = []
+    if constant:
+        lines.append(f"%w = graph.constant dense<0.03125> : {weight}")
+    else:
+        params.append(f"%w: {weight}")
+    out = f"tensor<{m}x{n}xf32>"
+    lines.append(f"%mm = graph.matmul %x, %w : (tensor<{m}x{k}xf32>, {weight}) -> {out}")
+    lines.append(f"%y0 = graph.add %mm, %b : ({out}, tensor<{n}xf32>) -> {out}")
+    if epilogue == "relu":
+        lines.append(f"%y = graph.relu %y0 : ({out}) -> {out}")
+    elif epilogue == "residual":
+        lines.append(f"%y = graph.add %y0, %r : ({out}, {out}) -> {out}")
+    else:
+        lines.append(f"%y = graph.sigmoid %y0 : ({out}) -> {out}")
+    body = "\n  ".join(lines)
+    return f"graph.func @main({', '.join(params)}) -> {out} {{\n  {body}\n  graph.return %y : {out}\n}}\n"
+
+
+def _expected(x, w, b, r, epilogue: str):
+    y = x.astype(np.float64) @ w + b
+    if epilogue == "relu":
+        return np.maximum(y, 0)
+    if epilogue == "residual":
+        return y + r
+    return 1 / (1 + np.exp(-y))
+
+
+@pytest.mark.parametrize("target", ["cpu", "cpu{isa=avx2}"])
+@pytest.mark.parametrize(
+    "m,k,n,epilogue,constant",
+    [
+        (64, 96, 256, "relu", True),  # rows and columns divide the block: sunk
+        (64, 96, 256, "residual", False),  # a parameter weight, packed per call
+        (128, 32, 96, "sigmoid", True),
+        (71, 48, 128, "relu", True),  # a tail of rows (71 is prime): the epilogue stays a loop
+        (64, 40, 200, "residual", True),  # a tail of columns
+    ],
+)
+def test_sunk_epilogues_match_numpy(m, k, n, epilogue, constant, target):
+    exe = lamina.compile(_dense(m, k, n, epilogue, constant), targets=[target])
+    x = RNG.standard_normal((m, k), dtype=np.float32)
+    b = RNG.standard_normal(n, dtype=np.float32)
+    r = RNG.standard_normal((m, n), dtype=np.float32)
+    w = RNG.standard_normal((k, n), dtype=np.float32)
+    args = [x, b, r] if constant else [x, b, r, w]
+    if constant:
+        w = np.full((k, n), 0.03125, np.float32)
+    got = exe.run("main", *args)
+    np.testing.assert_allclose(got, _expected(x, w, b, r, epilogue), rtol=2e-5, atol=2e-5)
+
+
+def _kernel_loops(text: str, tmp_path) -> str:
+    """The loop code of the dense layer's kernel (`--compile-to lowering`)."""
+    program = tmp_path / "dense.mlir"
+    program.write_text(text)
+    lowered = subprocess.run(
+        [sys.executable, "-m", "lamina.tools.lamina_opt", str(program), "--compile-to", "lowering"],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    kernel = lowered[lowered.index("loop.func private @te_fused_matmul") :]
+    return kernel[: kernel.index("loop.return")]
+
+
+def test_a_sunk_epilogue_runs_in_each_register_block(tmp_path):
+    """The column-blocked matmul and its bias+relu: one loop nest (the
+    epilogue was a second one over the rows, a parallel region of its own);
+    with a tail of rows (131 is prime) the epilogue keeps its own loop."""
+    sunk = _kernel_loops(_dense(128, 256, 512, "relu", True), tmp_path)
+    assert len(re.findall(r"^    loop\.for", sunk, re.MULTILINE)) == 1
+    assert "arith.maximumf" in sunk
+    kept = _kernel_loops(_dense(131, 256, 512, "relu", True), tmp_path)
+    epilogue = re.findall(r"^    loop\.for %\S+ = %c0 to %c131 step %c1", kept, re.MULTILINE)
+    assert len(epilogue) == 1
