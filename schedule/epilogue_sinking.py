@@ -29,13 +29,13 @@ writes (except the tile itself, read by N1 before its epilogue writes it).
 
 from __future__ import annotations
 
-from xdsl.ir import Block, SSAValue
+from xdsl.ir import Block, BlockArgument, SSAValue
 from xdsl.traits import is_side_effect_free
 
 from lamina.dialects import loop
 from lamina.dialects.loop import LoopKind
 from lamina.schedule import primitives as prim
-from lamina.schedule.dependence import iv_position
+from lamina.schedule.dependence import iv_position, same_indices
 from lamina.schedule.int_analysis import Analyzer, int_constant
 from lamina.schedule.primitives import ScheduleError
 
@@ -127,32 +127,49 @@ def _legal(n1: loop.ForOp, rows: loop.ForOp, n2: loop.ForOp, i: SSAValue, j: SSA
     if not shared:
         return False
     where: tuple[int, int] | None = None
+    fixed: dict[SSAValue, list[SSAValue]] = {}
     for o in n2_ops:
         if o.buffer in shared or o.buffer in n2_written:
-            at = (iv_position(o.indices, i), iv_position(o.indices, j))
-            if None in at or where not in (None, at):
+            row, column = iv_position(o.indices, i), iv_position(o.indices, j)
+            if row is None or column is None or where not in (None, (row, column)):
                 return False
-            where = at
-            if any(int_constant(x) is None for d, x in enumerate(o.indices) if d not in at):
+            where = at = (row, column)
+            others = [x for d, x in enumerate(o.indices) if d not in at]
+            if not all(_fixed_in(x, n2) for x in others):
+                return False
+            if not same_indices(fixed.setdefault(o.buffer, others), others):
                 return False
     assert where is not None
     analyzer = Analyzer()
     for o in n1_ops:
         if o.buffer in shared or o.buffer in n2_written:
+            others = [x for d, x in enumerate(o.indices) if d not in where]
+            if o.buffer in fixed and not same_indices(fixed[o.buffer], others):
+                return False
             if not _inside_tile(o.indices, where, rows, n1, analyzer):
                 return False
     return True
+
+
+def _fixed_in(index: SSAValue, nest: loop.ForOp) -> bool:
+    """Is `index` the same in every iteration of `nest` (a constant, or a value
+    defined outside it: a batch loop's variable around both nests)?"""
+    if int_constant(index) is not None:
+        return True
+    block = index.block if isinstance(index, BlockArgument) else index.owner.parent_block()
+    return block is None or not nest.is_ancestor(block)
 
 
 def _inside_tile(
     indices, where: tuple[int, int], rows: loop.ForOp, n1: loop.ForOp, analyzer: Analyzer
 ) -> bool:
     """Is the access at `io + [0, MR)` in dimension `where[0]`, `jo + [0, NR)` in
-    `where[1]`, and at constants elsewhere, its offsets ranging over loops
-    inside the row block only?"""
+    `where[1]`, its offsets ranging over loops inside the row block only, and
+    elsewhere at values fixed in `n1` (the caller compares them with the
+    epilogue's)?"""
     for d, index in enumerate(indices):
         if d not in where:
-            if int_constant(index) is None:
+            if not _fixed_in(index, n1):
                 return False
             continue
         tile = rows if d == where[0] else n1

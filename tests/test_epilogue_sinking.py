@@ -93,3 +93,32 @@ def test_a_sunk_epilogue_runs_in_each_register_block(tmp_path):
     kept = _kernel_loops(_dense(131, 256, 512, "relu", True), tmp_path)
     epilogue = re.findall(r"^    loop\.for %\S+ = %c0 to %c131 step %c1", kept, re.MULTILINE)
     assert len(epilogue) == 1
+
+
+def test_a_batched_matmul_gets_its_epilogue_sunk_per_batch(tmp_path):
+    """Inside the batch loop (stage fusion fuses the matmul's and the
+    epilogue's), the epilogue indexes the batch by the same loop variable."""
+    b, m, k, n = 3, 64, 96, 128
+    x, y = f"tensor<{b}x{m}x{k}xf32>", f"tensor<{b}x{k}x{n}xf32>"
+    out = f"tensor<{b}x{m}x{n}xf32>"
+    text = f"""graph.func @main(%x: {x}, %w: {y}, %s: {out}) -> {out} {{
+  %mm = graph.matmul %x, %w : ({x}, {y}) -> {out}
+  %t = graph.mul %mm, %s : ({out}, {out}) -> {out}
+  graph.return %t : {out}
+}}
+"""
+    program = tmp_path / "bmm.mlir"
+    program.write_text(text)
+    lowered = subprocess.run(
+        [sys.executable, "-m", "lamina.tools.lamina_opt", str(program), "--compile-to", "lowering"],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    kernel = lowered[lowered.index("loop.func private @te_fused_matmul") :]
+    kernel = kernel[: kernel.index("loop.return")]
+    assert len(re.findall(r"^    loop\.for", kernel, re.MULTILINE)) == 1  # the batch loop
+    assert len(re.findall(r"^      loop\.for", kernel, re.MULTILINE)) == 1  # its column blocks
+    xs = RNG.standard_normal((b, m, k), dtype=np.float32)
+    ws = RNG.standard_normal((b, k, n), dtype=np.float32)
+    ss = RNG.standard_normal((b, m, n), dtype=np.float32)
+    got = lamina.compile(text).run("main", xs, ws, ss)
+    np.testing.assert_allclose(got, (xs.astype(np.float64) @ ws) * ss, rtol=2e-5, atol=2e-4)
