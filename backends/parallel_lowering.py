@@ -29,6 +29,7 @@ the driver then compiles serially (`ParallelLoweringFailed`).
 
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import select
@@ -104,52 +105,90 @@ class Delegation:
     keys: dict[str, str]
     records: dict = field(default_factory=dict)
     done: bool = False
+    """The records arrived (`finish`)."""
+    collected: bool = False
+    """The object code arrived too (`collect`), or the child was stopped."""
 
     def finish(self) -> dict:
-        """Wait for the child; store its kernels (objects and records); te key → record."""
+        """Wait for the child's records (sent before it compiles its units); store them;
+        te key → record. The object code comes later (`collect`)."""
         if self.done:
             return self.records
         self.done = True
-        chunks = []
-        while select.select([self.read_fd], [], [], WAIT_SECONDS)[0]:
-            chunk = os.read(self.read_fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        else:
-            self.done = False
-            self.abandon()
-            raise ParallelLoweringFailed(f"the lowering process was silent for {WAIT_SECONDS} s")
-        os.close(self.read_fd)
-        _, status = os.waitpid(self.pid, 0)
-        _live.pop(self.pid, None)
-        payload: dict[str, Any]
-        try:
-            payload = pickle.loads(b"".join(chunks))
-        except Exception:  # noqa: BLE001 - a child that died sends nothing readable
-            payload = {"error": f"the lowering process ended with status {status}"}
-        if "error" in payload:
-            raise ParallelLoweringFailed(payload["error"])
-        from lamina.backends import kernel_cache, kernel_reuse
+        payload = self._receive()
+        from lamina.backends import kernel_reuse
 
-        kernels: list[tuple[str, dict[str, Any], bytes]] = payload["kernels"]
-        for key, fields, code in kernels:
+        for key, fields in payload["records"]:
             record = kernel_reuse.Record(**fields)
-            kernel_cache.insert(record.unit_key, record.symbol, code)
             kernel_reuse.store(key, record)
             self.records[key] = record
         missing = set(self.keys.values()) - set(self.records)
         if missing:
+            self.abandon()
             raise ParallelLoweringFailed(
                 f"the lowering process did not send {len(missing)} kernels"
             )
         return self.records
 
-    def abandon(self) -> None:
-        """Stop the child (the compile failed before it was needed)."""
-        if self.done:
+    def collect(self) -> None:
+        """Wait for the child's object code (code generation, once this process has built
+        its own units) and put it in the kernel cache."""
+        if self.collected:
             return
-        self.done = True
+        self.finish()
+        payload = self._receive()
+        self.collected = True
+        os.close(self.read_fd)
+        os.waitpid(self.pid, 0)
+        _live.pop(self.pid, None)
+        from lamina.backends import kernel_cache
+
+        objects: dict[str, bytes] = payload["objects"]
+        for record in self.records.values():
+            if record.unit_key not in objects:
+                raise ParallelLoweringFailed(
+                    f"the lowering process did not send the code of {record.root}"
+                )
+            kernel_cache.insert(record.unit_key, record.symbol, objects[record.unit_key])
+
+    def _receive(self) -> dict[str, Any]:
+        """The child's next message (a length-prefixed pickle); its error raised."""
+        header = self._read(8)
+        data = None if header is None else self._read(int.from_bytes(header, "little"))
+        if data is None:
+            self.abandon()
+            raise ParallelLoweringFailed("the lowering process ended without answering")
+        try:
+            payload = pickle.loads(data)
+        except Exception:  # noqa: BLE001 - a message the child could not finish
+            payload = {"error": "the lowering process sent an unreadable message"}
+        if "error" in payload:
+            self.abandon()
+            raise ParallelLoweringFailed(payload["error"])
+        return payload
+
+    def _read(self, size: int) -> bytes | None:
+        """`size` bytes from the pipe, or None at its end; a child silent for
+        `WAIT_SECONDS` is stopped."""
+        chunks, left = [], size
+        while left:
+            if not select.select([self.read_fd], [], [], WAIT_SECONDS)[0]:
+                self.abandon()
+                raise ParallelLoweringFailed(
+                    f"the lowering process was silent for {WAIT_SECONDS} s"
+                )
+            chunk = os.read(self.read_fd, min(left, 1 << 20))
+            if not chunk:
+                return None
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+
+    def abandon(self) -> None:
+        """Stop the child (the compile failed, or does not need it any more)."""
+        if self.collected:
+            return
+        self.done = self.collected = True
         try:
             os.kill(self.pid, signal.SIGKILL)
             os.waitpid(self.pid, 0)
@@ -170,12 +209,12 @@ def start(module: ModuleOp, delegated: dict[str, str], passes: list) -> Delegati
     if pid == 0:  # the child: never returns
         os.close(read_fd)
         try:
-            payload = _lower_in_child(module, delegated, passes)
-        except BaseException:  # noqa: BLE001 - everything goes back to the parent
-            payload = {"error": traceback.format_exc()}
-        try:
             with os.fdopen(write_fd, "wb") as pipe:
-                pipe.write(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
+                send = functools.partial(_send, pipe)
+                try:
+                    _lower_in_child(module, delegated, passes, send)
+                except BaseException:  # noqa: BLE001 - everything goes back to the parent
+                    send({"error": traceback.format_exc()})
         finally:
             os._exit(0)
     os.close(write_fd)
@@ -183,7 +222,17 @@ def start(module: ModuleOp, delegated: dict[str, str], passes: list) -> Delegati
     return delegation
 
 
-def _lower_in_child(module: ModuleOp, delegated: dict[str, str], passes: list) -> dict:
+def _send(pipe, payload: dict) -> None:
+    """One message to the parent: its length, then its pickle."""
+    data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+    pipe.write(len(data).to_bytes(8, "little") + data)
+    pipe.flush()
+
+
+def _lower_in_child(module: ModuleOp, delegated: dict[str, str], passes: list, send) -> None:
+    """Lower the delegated kernels, send their records (what the parent's host needs:
+    which can fail, their declarations), then compile them and send their object
+    code. The parent goes on with its own units between the two messages."""
     from lamina.backends import codegen, kernel_cache, kernel_reuse, kernel_split, parallel_build
     from lamina.core.context import make_context
     from lamina.core.pass_manager import PassManager, compile_verify_policy
@@ -205,19 +254,33 @@ def _lower_in_child(module: ModuleOp, delegated: dict[str, str], passes: list) -
     split = kernel_split.split_module(ir_module, blobs, kernel_cache.facts(target))
     if split is None:
         raise RuntimeError("the delegated kernels did not split into units")
+    kernel_reuse.record_split(module, split)
+    units = {unit.key for unit in split.kernels}
+    records = []
+    for key in delegated.values():
+        record = kernel_reuse.known(key)
+        if record is not None and record.unit_key in units:
+            records.append((key, asdict(record)))
+    send({"records": records})
     built = parallel_build.build_all(
         lambda unit: kernel_cache._build_unit(unit, target), split.kernels
     )
-    kernel_reuse.record_split(module, split)
-    objects = {
-        unit.key: result.object_code for unit, result in zip(split.kernels, built, strict=True)
-    }
-    kernels = []
-    for key in delegated.values():
-        record = kernel_reuse.known(key)
-        if record is not None and record.unit_key in objects:
-            kernels.append((key, asdict(record), objects[record.unit_key]))
-    return {"kernels": kernels}
+    send(
+        {
+            "objects": {
+                unit.key: result.object_code
+                for unit, result in zip(split.kernels, built, strict=True)
+            }
+        }
+    )
+
+
+def collect_all() -> None:
+    """The object code of every lowering process whose records this compile used
+    (code generation calls this once it has built its own units)."""
+    for delegation in list(_live.values()):
+        if delegation.done:
+            delegation.collect()
 
 
 def abandon_all() -> None:
@@ -232,6 +295,7 @@ __all__ = [
     "Delegation",
     "ParallelLoweringFailed",
     "abandon_all",
+    "collect_all",
     "deal",
     "enabled",
     "start",
