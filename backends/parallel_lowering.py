@@ -39,9 +39,10 @@ import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp
 
-from lamina.dialects import te
+from lamina.dialects import graph, te
 
 PROCESSES_ENV = "LAMINA_LOWER_PROCESSES"
 """Environment variable: `1` lowers every kernel in this process (default: 2 on 2+ cores)."""
@@ -244,15 +245,20 @@ def _lower_in_child(module: ModuleOp, delegated: dict[str, str], passes: list, s
             if func.sym_name.data not in names:
                 module.body.block.insert_op_before(kernel_reuse.declaration(func), func)
                 module.body.block.erase_op(func)
+        elif isinstance(func, graph.FuncOp):  # the host is the parent's: not lowered twice
+            module.body.block.erase_op(func)
     module.attributes.pop(kernel_reuse.REUSED_ATTR, None)
+    lowered = kernel_reuse.module_keys(module, kernel_reuse.LOWERED_ATTR)
     PassManager(passes, **compile_verify_policy()).run(make_context(), module)
+    defined = {f.sym_name.data for f in module.ops if isinstance(f, llvm.FuncOp) and f.body.blocks}
+    roots = [name for name in lowered if name in defined]  # the delegated kernels
     codegen._ensure_llvm()
     target = codegen.CodeTarget.of(module)  # the module's `isa`, as the parent builds for
     tm = codegen._target_machine(jit=True, target=target)
     ir_module, blobs = codegen._translate(
         module, tm, bits=target.vector_bits, attach_limit=kernel_split.BLOB_MIN_BYTES
     )
-    split = kernel_split.split_module(ir_module, blobs, kernel_cache.facts(target))
+    split = kernel_split.split_module(ir_module, blobs, kernel_cache.facts(target), roots=roots)
     if split is None:
         raise RuntimeError("the delegated kernels did not split into units")
     kernel_reuse.record_split(module, split)
