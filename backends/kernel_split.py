@@ -194,6 +194,7 @@ def split_module(
         roots = _roots(parts, exported, reused)
     elif any(root not in parts.functions for root in roots):
         return None
+    roots = list(roots)
     constants = {
         name: f"{CONSTANT_PREFIX}{hashlib.sha256(data).hexdigest()[:32]}"
         for name, data in blobs.items()
