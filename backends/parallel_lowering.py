@@ -7,23 +7,27 @@ kernels left to lower, `reuse-kernels` (backends/kernel_reuse.py) forks
 once, right before `lower-te`:
 
 * the **child** takes part of the work (`CHILD_SHARE` of the kernels by size, dealt
-  largest first to the lighter side), declares the other kernels, runs the same
-  passes, translates, splits and compiles its kernels' units to object code
-  (their LLVM work on threads, like any build), records them as a compile
-  that lowered them would (`kernel_reuse.record_split`) and sends the
-  records and objects back through a pipe;
+  largest first to the lighter side), declares the other kernels, drops the
+  host's graph functions (the parent lowers the host), runs the same passes,
+  translates and splits its kernels into units, records them as a compile
+  that lowered them would (`kernel_reuse.record_split`) and sends the records
+  through a pipe; then it compiles the units to object code (their LLVM work
+  on threads, like any build) and sends that;
 * the **parent** declares the child's kernels, as if an earlier compile had
   recorded them, and lowers the rest, the host included, down to the llvm
-  dialect. Only then, right before `lower-to-llvm` inserts the error checks
-  after calls (which need to know which callees can fail), it waits for the
-  child and stores what it sent in the kernel caches; code generation then
-  finds those kernels as it finds reused ones.
+  dialect. Right before `lower-to-llvm` inserts the error checks after calls
+  (which need to know which callees can fail), it reads the child's records
+  (`Delegation.finish`); code generation then treats those kernels as reused
+  ones, compiles its own units while the child compiles its, and reads the
+  child's object code once its own build is done (`collect_all`, from
+  `kernel_cache.build_split`).
 
 A kernel's unit does not depend on the module it is lowered in (that is what
 makes it reusable), so the host unit and every kernel unit are the same text
 as a serial compile's, hence the same object code
-(`tests/test_parallel_lowering.py`). A child that fails sends its error;
-the driver then compiles serially (`ParallelLoweringFailed`).
+(`tests/test_parallel_lowering.py`). A child that fails sends its error
+(instead of its records or of its object code); the driver then compiles
+serially (`ParallelLoweringFailed`).
 `LAMINA_LOWER_PROCESSES=1` turns the fork off.
 """
 
