@@ -163,12 +163,13 @@ def build_split(
     use_disk = disk.enabled()
     found: dict[str, tuple[KernelObject, str]] = {}
     missing: list[KernelUnit] = []
+    awaited: list[KernelUnit] = []  # a lowering process's, still being compiled there
     for unit in split.kernels:
-        reused = not unit.text  # no text: compiled before, preloaded
+        reused = not unit.text  # no text: compiled before, preloaded, or by a lowering process
         obj, where = _lookup(unit, use_disk) if use_memory or reused else (None, "built")
         if obj is None and reused:
-            raise RuntimeError(f"kernel {unit.symbol} vanished from the kernel cache")
-        if obj is None:
+            awaited.append(unit)
+        elif obj is None:
             missing.append(unit)
         else:
             found[unit.key] = (obj, where)
@@ -186,6 +187,8 @@ def build_split(
                 _objects[unit.key] = obj
         if use_disk:
             disk.write_kernel(unit.key, result.object_code)
+    if awaited:
+        _collect_awaited(awaited, found, use_disk)
     result = BuildResult([host.object_code], [host.module])
     with _lock:
         for unit in split.kernels:
@@ -195,6 +198,21 @@ def build_split(
             result.modules.append(obj.module)
             result.kernels[unit.symbol] = where
     return result
+
+
+def _collect_awaited(
+    awaited: list[KernelUnit], found: dict[str, tuple[KernelObject, str]], use_disk: bool
+) -> None:
+    """The kernels a lowering process compiles (backends/parallel_lowering.py), received
+    once this process has built its own units: both processes compile at once."""
+    from lamina.backends import parallel_lowering
+
+    parallel_lowering.collect_all()
+    for unit in awaited:
+        obj, where = _lookup(unit, use_disk)
+        if obj is None:
+            raise RuntimeError(f"kernel {unit.symbol} vanished from the kernel cache")
+        found[unit.key] = (obj, where)
 
 
 def _build_unit(unit: KernelUnit | str, target: CodeTarget, jit: bool = True):

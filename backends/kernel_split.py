@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import llvmlite.ir as llvm_ir
@@ -168,7 +168,11 @@ def _parts(ir_module: llvm_ir.Module) -> _Parts | None:
 
 
 def split_module(
-    ir_module: llvm_ir.Module, blobs: dict[str, bytes], facts: str, reused: dict | None = None
+    ir_module: llvm_ir.Module,
+    blobs: dict[str, bytes],
+    facts: str,
+    reused: dict | None = None,
+    roots: Sequence[str] | None = None,
 ) -> Split | None:
     """The host and kernel units of a translated module, or None to compile it whole.
 
@@ -178,19 +182,19 @@ def split_module(
     (CPU, features, optimization level, versions); it goes into every key.
     `reused`: declared kernels compiled before (name → `kernel_reuse.Record`),
     put where their definitions would be.
+    `roots`: the kernels, for a module without a host (a lowering process's,
+    backends/parallel_lowering.py); by default the functions the exported ones call.
     """
     reused = reused or {}
     parts = _parts(ir_module)
-    if parts is None or not parts.exported:
+    if parts is None or not (parts.exported or roots):
         return None
     exported = set(parts.exported)
-    roots: list[str] = []
-    for name in parts.exported:
-        for callee in parts.refs[name]:
-            if callee in roots or callee in exported:
-                continue
-            if callee in parts.functions or callee in reused:
-                roots.append(callee)
+    if roots is None:
+        roots = _roots(parts, exported, reused)
+    elif any(root not in parts.functions for root in roots):
+        return None
+    roots = list(roots)
     constants = {
         name: f"{CONSTANT_PREFIX}{hashlib.sha256(data).hexdigest()[:32]}"
         for name, data in blobs.items()
@@ -230,6 +234,18 @@ def split_module(
         for name in unit.messages
     }
     return Split(host, list(units.values()), blob, declarations, definitions)
+
+
+def _roots(parts: _Parts, exported: set[str], reused: dict) -> list[str]:
+    """The kernels: the functions (defined or reused) the exported ones call, in order."""
+    roots: list[str] = []
+    for name in parts.exported:
+        for callee in parts.refs[name]:
+            if callee in roots or callee in exported:
+                continue
+            if callee in parts.functions or callee in reused:
+                roots.append(callee)
+    return roots
 
 
 def _reused_unit(root: str, record) -> KernelUnit:

@@ -7,28 +7,33 @@ kernels left to lower, `reuse-kernels` (backends/kernel_reuse.py) forks
 once, right before `lower-te`:
 
 * the **child** takes part of the work (`CHILD_SHARE` of the kernels by size, dealt
-  largest first to the lighter side), declares the other kernels, runs the same
-  passes, translates, splits and compiles its kernels' units to object code
-  (their LLVM work on threads, like any build), records them as a compile
-  that lowered them would (`kernel_reuse.record_split`) and sends the
-  records and objects back through a pipe;
+  largest first to the lighter side), declares the other kernels, drops the
+  host's graph functions (the parent lowers the host), runs the same passes,
+  translates and splits its kernels into units, records them as a compile
+  that lowered them would (`kernel_reuse.record_split`) and sends the records
+  through a pipe; then it compiles the units to object code (their LLVM work
+  on threads, like any build) and sends that;
 * the **parent** declares the child's kernels, as if an earlier compile had
   recorded them, and lowers the rest, the host included, down to the llvm
-  dialect. Only then, right before `lower-to-llvm` inserts the error checks
-  after calls (which need to know which callees can fail), it waits for the
-  child and stores what it sent in the kernel caches; code generation then
-  finds those kernels as it finds reused ones.
+  dialect. Right before `lower-to-llvm` inserts the error checks after calls
+  (which need to know which callees can fail), it reads the child's records
+  (`Delegation.finish`); code generation then treats those kernels as reused
+  ones, compiles its own units while the child compiles its, and reads the
+  child's object code once its own build is done (`collect_all`, from
+  `kernel_cache.build_split`).
 
 A kernel's unit does not depend on the module it is lowered in (that is what
 makes it reusable), so the host unit and every kernel unit are the same text
 as a serial compile's, hence the same object code
-(`tests/test_parallel_lowering.py`). A child that fails sends its error;
-the driver then compiles serially (`ParallelLoweringFailed`).
+(`tests/test_parallel_lowering.py`). A child that fails sends its error
+(instead of its records or of its object code); the driver then compiles
+serially (`ParallelLoweringFailed`).
 `LAMINA_LOWER_PROCESSES=1` turns the fork off.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import select
@@ -38,9 +43,10 @@ import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp
 
-from lamina.dialects import te
+from lamina.dialects import graph, te
 
 PROCESSES_ENV = "LAMINA_LOWER_PROCESSES"
 """Environment variable: `1` lowers every kernel in this process (default: 2 on 2+ cores)."""
@@ -73,13 +79,14 @@ def enabled() -> bool:
         return (os.cpu_count() or 1) > 1
 
 
-CHILD_SHARE = 0.4
-"""The child's part of the kernels' weight (their op counts). The parent also lowers the
-host, and after the wait translates the module, compiles the host and its own kernels'
-units, links and stores the model. Measured (CPU time of each side, 2-core machine at
-load 13-18) with the wait inside `lower-to-llvm`: the longer side went from 7.3 s (2/3)
-to 6.9 s (1/2) and 6.5 s (0.35) on ResNet-50, from 36 s (2/3) to 30 s (0.4) on
-DenseNet-121."""
+CHILD_SHARE = 0.5
+"""The child's part of the kernels' weight (their op counts). The parent also parses,
+optimizes and lowers the host, then translates the module, compiles the host and
+its own kernels' units, links and stores the model; the child compiles its units
+while the parent does that. Measured (CPU time of each side after the fork, 2-core
+machine at load 5-7): 0.4 gave the parent 4.7 s against the child's 3.1 s on
+ResNet-50 (0.55: 3.7 against 4.7), 20.1 s against 12.6 s on DenseNet-121 (0.5:
+17.2 against 16.6)."""
 
 
 def deal(weights: dict[str, int], share: float = CHILD_SHARE) -> set[str]:
@@ -104,52 +111,90 @@ class Delegation:
     keys: dict[str, str]
     records: dict = field(default_factory=dict)
     done: bool = False
+    """The records arrived (`finish`)."""
+    collected: bool = False
+    """The object code arrived too (`collect`), or the child was stopped."""
 
     def finish(self) -> dict:
-        """Wait for the child; store its kernels (objects and records); te key → record."""
+        """Wait for the child's records (sent before it compiles its units); store them;
+        te key → record. The object code comes later (`collect`)."""
         if self.done:
             return self.records
         self.done = True
-        chunks = []
-        while select.select([self.read_fd], [], [], WAIT_SECONDS)[0]:
-            chunk = os.read(self.read_fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        else:
-            self.done = False
-            self.abandon()
-            raise ParallelLoweringFailed(f"the lowering process was silent for {WAIT_SECONDS} s")
-        os.close(self.read_fd)
-        _, status = os.waitpid(self.pid, 0)
-        _live.pop(self.pid, None)
-        payload: dict[str, Any]
-        try:
-            payload = pickle.loads(b"".join(chunks))
-        except Exception:  # noqa: BLE001 - a child that died sends nothing readable
-            payload = {"error": f"the lowering process ended with status {status}"}
-        if "error" in payload:
-            raise ParallelLoweringFailed(payload["error"])
-        from lamina.backends import kernel_cache, kernel_reuse
+        payload = self._receive()
+        from lamina.backends import kernel_reuse
 
-        kernels: list[tuple[str, dict[str, Any], bytes]] = payload["kernels"]
-        for key, fields, code in kernels:
+        for key, fields in payload["records"]:
             record = kernel_reuse.Record(**fields)
-            kernel_cache.insert(record.unit_key, record.symbol, code)
             kernel_reuse.store(key, record)
             self.records[key] = record
         missing = set(self.keys.values()) - set(self.records)
         if missing:
+            self.abandon()
             raise ParallelLoweringFailed(
                 f"the lowering process did not send {len(missing)} kernels"
             )
         return self.records
 
-    def abandon(self) -> None:
-        """Stop the child (the compile failed before it was needed)."""
-        if self.done:
+    def collect(self) -> None:
+        """Wait for the child's object code (code generation, once this process has built
+        its own units) and put it in the kernel cache."""
+        if self.collected:
             return
-        self.done = True
+        self.finish()
+        payload = self._receive()
+        self.collected = True
+        os.close(self.read_fd)
+        os.waitpid(self.pid, 0)
+        _live.pop(self.pid, None)
+        from lamina.backends import kernel_cache
+
+        objects: dict[str, bytes] = payload["objects"]
+        for record in self.records.values():
+            if record.unit_key not in objects:
+                raise ParallelLoweringFailed(
+                    f"the lowering process did not send the code of {record.root}"
+                )
+            kernel_cache.insert(record.unit_key, record.symbol, objects[record.unit_key])
+
+    def _receive(self) -> dict[str, Any]:
+        """The child's next message (a length-prefixed pickle); its error raised."""
+        header = self._read(8)
+        data = None if header is None else self._read(int.from_bytes(header, "little"))
+        if data is None:
+            self.abandon()
+            raise ParallelLoweringFailed("the lowering process ended without answering")
+        try:
+            payload = pickle.loads(data)
+        except Exception:  # noqa: BLE001 - a message the child could not finish
+            payload = {"error": "the lowering process sent an unreadable message"}
+        if "error" in payload:
+            self.abandon()
+            raise ParallelLoweringFailed(payload["error"])
+        return payload
+
+    def _read(self, size: int) -> bytes | None:
+        """`size` bytes from the pipe, or None at its end; a child silent for
+        `WAIT_SECONDS` is stopped."""
+        chunks, left = [], size
+        while left:
+            if not select.select([self.read_fd], [], [], WAIT_SECONDS)[0]:
+                self.abandon()
+                raise ParallelLoweringFailed(
+                    f"the lowering process was silent for {WAIT_SECONDS} s"
+                )
+            chunk = os.read(self.read_fd, min(left, 1 << 20))
+            if not chunk:
+                return None
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+
+    def abandon(self) -> None:
+        """Stop the child (the compile failed, or does not need it any more)."""
+        if self.collected:
+            return
+        self.done = self.collected = True
         try:
             os.kill(self.pid, signal.SIGKILL)
             os.waitpid(self.pid, 0)
@@ -170,12 +215,12 @@ def start(module: ModuleOp, delegated: dict[str, str], passes: list) -> Delegati
     if pid == 0:  # the child: never returns
         os.close(read_fd)
         try:
-            payload = _lower_in_child(module, delegated, passes)
-        except BaseException:  # noqa: BLE001 - everything goes back to the parent
-            payload = {"error": traceback.format_exc()}
-        try:
             with os.fdopen(write_fd, "wb") as pipe:
-                pipe.write(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
+                send = functools.partial(_send, pipe)
+                try:
+                    _lower_in_child(module, delegated, passes, send)
+                except BaseException:  # noqa: BLE001 - everything goes back to the parent
+                    send({"error": traceback.format_exc()})
         finally:
             os._exit(0)
     os.close(write_fd)
@@ -183,7 +228,17 @@ def start(module: ModuleOp, delegated: dict[str, str], passes: list) -> Delegati
     return delegation
 
 
-def _lower_in_child(module: ModuleOp, delegated: dict[str, str], passes: list) -> dict:
+def _send(pipe, payload: dict) -> None:
+    """One message to the parent: its length, then its pickle."""
+    data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+    pipe.write(len(data).to_bytes(8, "little") + data)
+    pipe.flush()
+
+
+def _lower_in_child(module: ModuleOp, delegated: dict[str, str], passes: list, send) -> None:
+    """Lower the delegated kernels, send their records (what the parent's host needs:
+    which can fail, their declarations), then compile them and send their object
+    code. The parent goes on with its own units between the two messages."""
     from lamina.backends import codegen, kernel_cache, kernel_reuse, kernel_split, parallel_build
     from lamina.core.context import make_context
     from lamina.core.pass_manager import PassManager, compile_verify_policy
@@ -194,30 +249,49 @@ def _lower_in_child(module: ModuleOp, delegated: dict[str, str], passes: list) -
             if func.sym_name.data not in names:
                 module.body.block.insert_op_before(kernel_reuse.declaration(func), func)
                 module.body.block.erase_op(func)
+        elif isinstance(func, graph.FuncOp):  # the host is the parent's: not lowered twice
+            module.body.block.erase_op(func)
     module.attributes.pop(kernel_reuse.REUSED_ATTR, None)
+    lowered = kernel_reuse.module_keys(module, kernel_reuse.LOWERED_ATTR)
     PassManager(passes, **compile_verify_policy()).run(make_context(), module)
+    defined = {f.sym_name.data for f in module.ops if isinstance(f, llvm.FuncOp) and f.body.blocks}
+    roots = [name for name in lowered if name in defined]  # the delegated kernels
     codegen._ensure_llvm()
     target = codegen.CodeTarget.of(module)  # the module's `isa`, as the parent builds for
     tm = codegen._target_machine(jit=True, target=target)
     ir_module, blobs = codegen._translate(
         module, tm, bits=target.vector_bits, attach_limit=kernel_split.BLOB_MIN_BYTES
     )
-    split = kernel_split.split_module(ir_module, blobs, kernel_cache.facts(target))
+    split = kernel_split.split_module(ir_module, blobs, kernel_cache.facts(target), roots=roots)
     if split is None:
         raise RuntimeError("the delegated kernels did not split into units")
+    kernel_reuse.record_split(module, split)
+    units = {unit.key for unit in split.kernels}
+    records = []
+    for key in delegated.values():
+        record = kernel_reuse.known(key)
+        if record is not None and record.unit_key in units:
+            records.append((key, asdict(record)))
+    send({"records": records})
     built = parallel_build.build_all(
         lambda unit: kernel_cache._build_unit(unit, target), split.kernels
     )
-    kernel_reuse.record_split(module, split)
-    objects = {
-        unit.key: result.object_code for unit, result in zip(split.kernels, built, strict=True)
-    }
-    kernels = []
-    for key in delegated.values():
-        record = kernel_reuse.known(key)
-        if record is not None and record.unit_key in objects:
-            kernels.append((key, asdict(record), objects[record.unit_key]))
-    return {"kernels": kernels}
+    send(
+        {
+            "objects": {
+                unit.key: result.object_code
+                for unit, result in zip(split.kernels, built, strict=True)
+            }
+        }
+    )
+
+
+def collect_all() -> None:
+    """The object code of every lowering process whose records this compile used
+    (code generation calls this once it has built its own units)."""
+    for delegation in list(_live.values()):
+        if delegation.done:
+            delegation.collect()
 
 
 def abandon_all() -> None:
@@ -232,6 +306,7 @@ __all__ = [
     "Delegation",
     "ParallelLoweringFailed",
     "abandon_all",
+    "collect_all",
     "deal",
     "enabled",
     "start",

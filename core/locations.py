@@ -142,13 +142,22 @@ def locating_walker(pattern: RewritePattern, **options: Any) -> PatternRewriteWa
 
 
 def fill_unknown_locations(module: ModuleOp) -> None:
-    """Rule 2 of the module docstring: locate every op of `module` that has no location."""
+    """Rule 2 of the module docstring: locate every op of `module` that has no location.
+
+    One walk of the module (this runs after every pass): it lists the ops and finds
+    the references to the unlocated top-level functions; the functions are then
+    located from their users, and the listed ops from their ancestors."""
     top = [op for op in module.ops if not is_known(op.location)]
-    users = _symbol_users(module) if top else {}
+    wanted = {name.data for op in top if isinstance(name := _symbol_name(op), StringAttr)}
+    ops: list[Operation] = []
+    _preorder(module, ops)
+    if not any(is_known(op.location) for op in ops):
+        return  # nothing to take a location from (a module built without any)
+    users = _symbol_users(ops, wanted) if wanted else {}
     while top:  # a new function called only from another new one waits for its caller
         waiting = []
         for op in top:
-            name = op.properties.get("sym_name") or op.attributes.get("sym_name")
+            name = _symbol_name(op)
             callers = users.get(name.data, []) if isinstance(name, StringAttr) else []
             op.location = fuse([_resolved(caller) for caller in callers])
             if not is_known(op.location):
@@ -156,13 +165,29 @@ def fill_unknown_locations(module: ModuleOp) -> None:
         if len(waiting) == len(top):
             break
         top = waiting
-    for op in module.walk():
+    for op in ops:
         if not is_known(op.location):
             parent = op.parent_op()
             if parent is not None and not isinstance(parent, ModuleOp):
                 op.location = parent.location
         if op.regions and is_known(op.location):
             _locate_block_arguments(op)
+
+
+def _preorder(op: Operation, out: list[Operation]) -> None:
+    """`out += op.walk()` (the same order), without a generator per nesting level:
+    this runs after every pass, on every op."""
+    out.append(op)
+    for region in op.regions:
+        for block in region.blocks:
+            child = block.first_op
+            while child is not None:
+                _preorder(child, out)
+                child = child.next_op
+
+
+def _symbol_name(op: Operation) -> Attribute | None:
+    return op.properties.get("sym_name") or op.attributes.get("sym_name")
 
 
 def _locate_block_arguments(op: Operation) -> None:
@@ -184,12 +209,13 @@ def _resolved(op: Operation) -> LocationAttr:
     return UnknownLoc()
 
 
-def _symbol_users(module: ModuleOp) -> dict[str, list[Operation]]:
-    """Flat symbol name → the ops whose properties or attributes reference it."""
+def _symbol_users(ops: Sequence[Operation], names: set[str]) -> dict[str, list[Operation]]:
+    """Flat symbol name (of `names`) → the ops of `ops` whose properties or attributes
+    reference it."""
     users: dict[str, list[Operation]] = {}
-    for op in module.walk():
+    for op in ops:
         for table in (op.properties, op.attributes):
             for value in table.values():
-                if isinstance(value, SymbolRefAttr):
+                if isinstance(value, SymbolRefAttr) and value.root_reference.data in names:
                     users.setdefault(value.root_reference.data, []).append(op)
     return users

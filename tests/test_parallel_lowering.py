@@ -9,6 +9,8 @@ work serially, with the same result.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from test_kernel_reuse import spy_on_splits
@@ -109,6 +111,32 @@ def test_a_failing_lowering_process_means_a_serial_compile(fresh, monkeypatch):
 
     monkeypatch.setattr(parallel_lowering, "_lower_in_child", fail)  # the child inherits it
     exe = _cold(monkeypatch, "2")
+    assert not kernel_reuse.module_keys(exe.llvm_module, kernel_reuse.REUSED_ATTR)
+    np.testing.assert_allclose(exe.run("main", X, *WEIGHTS), reference(), rtol=1e-4, atol=1e-4)
+    assert not parallel_lowering._live
+
+
+def test_a_lowering_process_failing_after_its_records_means_a_serial_compile(fresh, monkeypatch):
+    """The child sends its kernels' records, then fails compiling them: the parent,
+    which went on with those records, finds out when it reads the object code, and
+    redoes the compile in one process (the records it stored have no code: unused)."""
+    parent, build = os.getpid(), kernel_cache._build_unit
+    received = []
+    finish = parallel_lowering.Delegation.finish
+
+    def recording_finish(self):
+        received.append(finish(self))
+        return received[-1]
+
+    def failing_in_the_child(unit, target, jit=True):
+        if os.getpid() != parent:
+            raise RuntimeError("compiling broke in the lowering process")
+        return build(unit, target, jit)
+
+    monkeypatch.setattr(kernel_cache, "_build_unit", failing_in_the_child)
+    monkeypatch.setattr(parallel_lowering.Delegation, "finish", recording_finish)
+    exe = _cold(monkeypatch, "2")
+    assert received and received[0]  # the records arrived before the failure
     assert not kernel_reuse.module_keys(exe.llvm_module, kernel_reuse.REUSED_ATTR)
     np.testing.assert_allclose(exe.run("main", X, *WEIGHTS), reference(), rtol=1e-4, atol=1e-4)
     assert not parallel_lowering._live

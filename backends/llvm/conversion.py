@@ -118,9 +118,15 @@ def to_llvm(value: SSAValue, rewriter: PatternRewriter, at: InsertPoint | None =
     owner = value.owner
     if isinstance(owner, UnrealizedConversionCastOp) and owner.inputs[0].type == target:
         return owner.inputs[0]
-    cast = UnrealizedConversionCastOp.get([value], [target])
+    cast = _cast(value, target)
     rewriter.insert(cast, at)
     return cast.results[0]
+
+
+def _cast(value: SSAValue, target: Attribute) -> UnrealizedConversionCastOp:
+    """`UnrealizedConversionCastOp.get([value], [target])` built as `nsw_binop` builds:
+    `lower-to-llvm` casts every index and buffer it converts, each a checked build."""
+    return UnrealizedConversionCastOp.create(operands=[value], result_types=[target])
 
 
 def from_llvm(
@@ -129,7 +135,7 @@ def from_llvm(
     """Cast an llvm-typed value back to `original` for users that are not lowered yet."""
     if value.type == original:
         return value
-    cast = UnrealizedConversionCastOp.get([value], [original])
+    cast = _cast(value, original)
     rewriter.insert(cast, at)
     return cast.results[0]
 
@@ -137,7 +143,8 @@ def from_llvm(
 def constant(value: int | float, ty: Attribute, rewriter: PatternRewriter, at=None) -> SSAValue:
     """Insert `llvm.mlir.constant(value) : ty`."""
     attr = FloatAttr(value, ty) if isinstance(ty, AnyFloat) else integer_attr(int(value), ty)
-    return rewriter.insert(llvm.ConstantOp(attr, ty), at).result
+    op = llvm.ConstantOp.create(result_types=[ty], properties={"value": attr})  # as nsw_binop
+    return rewriter.insert(op, at).result
 
 
 @functools.lru_cache(maxsize=4096)
