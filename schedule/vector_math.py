@@ -103,20 +103,62 @@ class _Emitter:
 
 
 def emit_exp(em: _Emitter, x: SSAValue) -> SSAValue:
-    """f32 exp(x) in arithmetic only (see the module docstring)."""
-    x = em.add(arith.MinimumfOp(em.add(arith.MaximumfOp(x, em.f(-104.0))), em.f(89.0)))
+    """f32 exp(x) in arithmetic only (see the module docstring).
+
+    An argument already clamped inside [-87, 88] (a sigmoid's exponent) needs
+    no clamp of its own, and its `2^n` (n in [-126, 127]) is one normal
+    number: one scaling instead of two.
+    """
+    single = _clamped_within(x, _SINGLE_SCALE_LO, _SINGLE_SCALE_HI)
+    if not single:
+        x = em.add(arith.MinimumfOp(em.add(arith.MaximumfOp(x, em.f(-104.0))), em.f(89.0)))
     n = em.add(math.FloorOp(em.fadd(em.mul(x, em.f(_LOG2E)), em.f(0.5))))
     r = em.add(arith.SubfOp(x, em.mul(n, em.f(_LN2_HI))))
     r = em.add(arith.SubfOp(r, em.mul(n, em.f(_LN2_LO))))
     p = em.mul(em.mul(em.horner(r, _EXP_POLY), r), r)
     p = em.fadd(em.fadd(p, r), em.f(1.0))
     ni = _small_float_to_int(em, n)
+    if single:
+        return em.mul(p, _power_of_two(em, ni))
     half = em.add(arith.ShRSIOp(ni, em.i(1)))
     rest = em.add(arith.SubiOp(ni, half))
     for part in (half, rest):
-        bits = em.add(arith.ShLIOp(em.add(arith.AddiOp(part, em.i(127))), em.i(23)))
-        p = em.mul(p, em.add(arith.BitcastOp(bits, f32)))
+        p = em.mul(p, _power_of_two(em, part))
     return p
+
+
+_SINGLE_SCALE_LO, _SINGLE_SCALE_HI = -87.0, 88.0
+"""exp's arguments whose `n = floor(x log2(e) + 1/2)` lies in [-126, 127]."""
+
+
+def _power_of_two(em: _Emitter, n: SSAValue) -> SSAValue:
+    """The f32 `2^n` of an i32 `n` in [-126, 127], built from its exponent bits."""
+    bits = em.add(arith.ShLIOp(em.add(arith.AddiOp(n, em.i(127))), em.i(23)))
+    return em.add(arith.BitcastOp(bits, f32))
+
+
+def _float_constant(value: SSAValue) -> float | None:
+    if isinstance(value.owner, arith.ConstantOp) and isinstance(value.owner.value, FloatAttr):
+        return value.owner.value.value.data
+    return None
+
+
+def _clamped_within(x: SSAValue, lo: float, hi: float) -> bool:
+    """Whether `x` is `minimumf(maximumf(y, a), b)` (either operand order) with lo <= a, b <= hi."""
+    bounds: dict[type[Operation], float] = {}
+    for kind in (arith.MinimumfOp, arith.MaximumfOp):
+        op = x.owner
+        if not isinstance(op, kind):
+            return False
+        a, b = op.operands
+        if (c := _float_constant(b)) is not None:
+            x = a
+        elif (c := _float_constant(a)) is not None:
+            x = b
+        else:
+            return False
+        bounds[kind] = c
+    return bounds[arith.MaximumfOp] >= lo and bounds[arith.MinimumfOp] <= hi
 
 
 _ROUNDING_MAGIC = 12582912.0
