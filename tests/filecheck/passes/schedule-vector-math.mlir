@@ -31,7 +31,9 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     loop.return
   }
   // A sigmoid's exponent, clamped to [-87, 88] by lower-te: its 2^n is one
-  // normal number, so the exp adds no clamp of its own and scales once.
+  // normal number, so the exp adds no clamp of its own and scales once, and
+  // rounds n by adding 1.5 * 2^23, whose bits shifted left by 23 are the
+  // scale's exponent field (no floor).
   loop.func @clamped(%x: memref<64xf32>, %y: memref<64xf32>) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -81,11 +83,16 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-LABEL: loop.func @clamped(
 // CHECK:         %[[B:.*]] = arith.minimumf %a, %hi : f32
 // CHECK-NOT:     arith.maximumf
-// CHECK:         arith.mulf %[[B]]
-// CHECK:         math.floor
-// CHECK-NOT:     arith.shrsi
-// CHECK:         arith.shli
-// CHECK-NEXT:    arith.bitcast {{.*}} : i32 to f32
+// CHECK:         arith.constant 0x4B400000 : f32
+// CHECK-NEXT:    %[[SHIFTED:.*]] = arith.addf
+// CHECK-NEXT:    arith.constant 0x4B400000 : f32
+// CHECK-NEXT:    arith.subf %[[SHIFTED]]
+// CHECK-NOT:     math.floor
+// CHECK:         %[[BITS:.*]] = arith.bitcast %[[SHIFTED]] : f32 to i32
+// CHECK:         %[[FIELD:.*]] = arith.shli %[[BITS]]
+// CHECK:         arith.constant 1065353216 : i32
+// CHECK-NEXT:    %[[SCALE:.*]] = arith.addi %[[FIELD]]
+// CHECK-NEXT:    arith.bitcast %[[SCALE]] : i32 to f32
 // CHECK-NEXT:    arith.mulf
 // CHECK-NEXT:    loop.store
 // CHECK-LABEL: loop.func @double(
