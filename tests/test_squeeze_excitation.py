@@ -12,12 +12,9 @@ that do not fill the last block.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
-from onnx_util import make_model, run_ort
+from onnx_util import lowered_loops, make_model, run_ort
 
 import lamina
 from lamina.frontends.onnx import import_model
@@ -92,12 +89,7 @@ def test_excitation_sigmoid_runs_once_per_channel(tmp_path):
     division in a loop over the channels, before the loops over the pixels,
     which only multiply."""
     model, _ = _se_model(24, 8, 14, "sigmoid", "silu")
-    program = tmp_path / "se.mlir"
-    program.write_text(str(import_model(model).module))
-    lowered = subprocess.run(
-        [sys.executable, "-m", "lamina.tools.lamina_opt", str(program), "--compile-to", "lowering"],
-        check=True, capture_output=True, text=True,
-    ).stdout  # fmt: skip
+    lowered = lowered_loops(model, tmp_path)
     kernels = [k[: k.index("loop.return")] for k in lowered.split("loop.func private @")[1:]]
     (gate,) = [k for k in kernels if k.split("(")[0].endswith("_1_loop") and "sigmoid_mul" in k]
     pixels = gate.index("loop.for %i2 ")
