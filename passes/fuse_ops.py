@@ -55,11 +55,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from math import prod
+from typing import ClassVar, cast
 
 from xdsl.context import Context
+from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import IndexType, ModuleOp, TensorType
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from lamina.core.devices import mark_kernel_device, op_device
@@ -293,7 +295,11 @@ def group_key(ops: Sequence[Operation], inputs: Sequence[SSAValue]) -> tuple[obj
 
 def inline_elementwise(func: te.FuncOp, remap_into_reductions: bool = False) -> None:
     """Inline every non-reduction compute read by exactly one other non-reduction
-    compute (and not returned) into that reader; with `remap_into_reductions`
+    compute (and not returned) into that reader -- unless the producer costs a
+    division or a transcendental per element and the reader iterates over more
+    elements (a broadcast: a squeeze-excitation block's sigmoid, read by the
+    multiply with the whole feature map, would be evaluated at every pixel
+    instead of once per channel); with `remap_into_reductions`
     (a matmul's prologue), also a pure index remapping into a reduction. A
     compute carrying attributes (`te.MATERIALIZE_ATTR` asks for its own
     buffer) or a constraint is never inlined."""
@@ -321,7 +327,21 @@ def _single_reader(compute: te.ComputeOp, remap_into_reductions: bool) -> te.Com
         return None
     if not all(isinstance(use.operation, te.ReadOp) for use in compute.results[0].uses):
         return None
+    if _costly(compute) and _elements(compute) < _elements(reader):
+        return None
     return reader
+
+
+_COSTLY_OPS = (arith.DivfOp, math.ExpOp, math.TanhOp, math.ErfOp, math.LogOp, math.SqrtOp)
+"""Element ops that cost a polynomial or a division (several vector instructions each)."""
+
+
+def _costly(compute: te.ComputeOp) -> bool:
+    return any(isinstance(o, _COSTLY_OPS) for o in compute.body.walk())
+
+
+def _elements(compute: te.ComputeOp) -> int:
+    return prod(cast(TensorType[Attribute], compute.results[0].type).get_shape())
 
 
 def _is_remapping(compute: te.ComputeOp) -> bool:

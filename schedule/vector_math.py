@@ -104,12 +104,11 @@ class _Emitter:
 
 def emit_exp(em: _Emitter, x: SSAValue) -> SSAValue:
     """f32 exp(x) in arithmetic only (see the module docstring)."""
+    if _clamped_within(x, _SINGLE_SCALE_LO, _SINGLE_SCALE_HI):
+        return _emit_exp_normal(em, x)
     x = em.add(arith.MinimumfOp(em.add(arith.MaximumfOp(x, em.f(-104.0))), em.f(89.0)))
     n = em.add(math.FloorOp(em.fadd(em.mul(x, em.f(_LOG2E)), em.f(0.5))))
-    r = em.add(arith.SubfOp(x, em.mul(n, em.f(_LN2_HI))))
-    r = em.add(arith.SubfOp(r, em.mul(n, em.f(_LN2_LO))))
-    p = em.mul(em.mul(em.horner(r, _EXP_POLY), r), r)
-    p = em.fadd(em.fadd(p, r), em.f(1.0))
+    p = _exp_reduced(em, x, n)
     ni = _small_float_to_int(em, n)
     half = em.add(arith.ShRSIOp(ni, em.i(1)))
     rest = em.add(arith.SubiOp(ni, half))
@@ -117,6 +116,59 @@ def emit_exp(em: _Emitter, x: SSAValue) -> SSAValue:
         bits = em.add(arith.ShLIOp(em.add(arith.AddiOp(part, em.i(127))), em.i(23)))
         p = em.mul(p, em.add(arith.BitcastOp(bits, f32)))
     return p
+
+
+def _exp_reduced(em: _Emitter, x: SSAValue, n: SSAValue) -> SSAValue:
+    """exp(x - n ln2) by Cephes' polynomial, for the integer-valued f32 `n` nearest x/ln2."""
+    r = em.add(arith.SubfOp(x, em.mul(n, em.f(_LN2_HI))))
+    r = em.add(arith.SubfOp(r, em.mul(n, em.f(_LN2_LO))))
+    p = em.mul(em.mul(em.horner(r, _EXP_POLY), r), r)
+    return em.fadd(em.fadd(p, r), em.f(1.0))
+
+
+def _emit_exp_normal(em: _Emitter, x: SSAValue) -> SSAValue:
+    """exp(x) of an argument already clamped inside [-87, 88] (a sigmoid's exponent).
+
+    It needs no clamp of its own, and its `2^n` (n in [-126, 127]) is one
+    normal number: one scaling instead of two. `n` is rounded to nearest by
+    adding 1.5 * 2^23, whose sum then holds `n` in its low bits, so that the
+    sum shifted left by 23 is `n`'s exponent field: no floor and no
+    conversion to an integer either.
+    """
+    shifted = em.fadd(em.mul(x, em.f(_LOG2E)), em.f(_ROUNDING_MAGIC))
+    n = em.add(arith.SubfOp(shifted, em.f(_ROUNDING_MAGIC)))
+    p = _exp_reduced(em, x, n)
+    field = em.add(arith.ShLIOp(em.add(arith.BitcastOp(shifted, i32)), em.i(23)))
+    scale = em.add(arith.AddiOp(field, em.i(127 << 23)))
+    return em.mul(p, em.add(arith.BitcastOp(scale, f32)))
+
+
+_SINGLE_SCALE_LO, _SINGLE_SCALE_HI = -87.0, 88.0
+"""exp's arguments whose `n`, x/ln2 rounded to nearest, lies in [-126, 127]."""
+
+
+def _float_constant(value: SSAValue) -> float | None:
+    if isinstance(value.owner, arith.ConstantOp) and isinstance(value.owner.value, FloatAttr):
+        return value.owner.value.value.data
+    return None
+
+
+def _clamped_within(x: SSAValue, lo: float, hi: float) -> bool:
+    """Whether `x` is `minimumf(maximumf(y, a), b)` (either operand order) with lo <= a, b <= hi."""
+    bounds: dict[type[Operation], float] = {}
+    for kind in (arith.MinimumfOp, arith.MaximumfOp):
+        op = x.owner
+        if not isinstance(op, kind):
+            return False
+        a, b = op.operands
+        if (c := _float_constant(b)) is not None:
+            x = a
+        elif (c := _float_constant(a)) is not None:
+            x = b
+        else:
+            return False
+        bounds[kind] = c
+    return bounds[arith.MaximumfOp] >= lo and bounds[arith.MinimumfOp] <= hi
 
 
 _ROUNDING_MAGIC = 12582912.0

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -73,3 +76,13 @@ def check_against_ort(model, inputs: dict[str, np.ndarray], rtol: float = 1e-4,
             np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
         else:
             np.testing.assert_array_equal(g, w)
+
+
+def lowered_loops(model, tmp_path: Path) -> str:
+    """The model's loop-level IR (`lamina-opt --compile-to lowering`), for tests of a schedule's shape."""
+    program = tmp_path / "model.mlir"
+    program.write_text(str(import_model(model).module))
+    return subprocess.run(
+        [sys.executable, "-m", "lamina.tools.lamina_opt", str(program), "--compile-to", "lowering"],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip

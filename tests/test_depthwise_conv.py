@@ -13,12 +13,9 @@ sigmoid-multiply of swish), on the host's vectors and on an AVX2 build.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
-from onnx_util import make_model, run_ort
+from onnx_util import lowered_loops, make_model, run_ort
 
 import lamina
 from lamina.frontends.onnx import import_model
@@ -83,12 +80,7 @@ def test_depthwise_reads_its_input_in_place(tmp_path):
     accumulates in its output), and the interior rows and columns, [1, 27)
     of a 28x28 image, are loops of their own."""
     model, _ = _depthwise_model(32, 28, 3, 1, [1, 1, 1, 1], 1, "relu6")
-    program = tmp_path / "dw.mlir"
-    program.write_text(str(import_model(model).module))
-    lowered = subprocess.run(
-        [sys.executable, "-m", "lamina.tools.lamina_opt", str(program), "--compile-to", "lowering"],
-        check=True, capture_output=True, text=True,
-    ).stdout  # fmt: skip
+    lowered = lowered_loops(model, tmp_path)
     conv = lowered[lowered.index("loop.func private @te_fused_conv2d") :]
     conv = conv[: conv.index("loop.return")]
     assert "loop.alloc" not in conv

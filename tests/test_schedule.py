@@ -127,6 +127,18 @@ def test_polynomial_tanh_and_sigmoid_match_numpy(op):
     np.testing.assert_allclose(got, want.astype(np.float32), rtol=1e-6, atol=1e-7)
 
 
+def test_sigmoid_tails_and_specials_match_numpy():
+    """The f32 sigmoid clamps its exponent to [-87, 88] (one scaling in the
+    polynomial exp): far tails, -inf's included, differ from NumPy by less
+    than 1e-38; NaN stays NaN and +inf gives 1."""
+    x = np.concatenate([np.linspace(-200, 200, 8191), [np.nan, np.inf, -np.inf]]).astype(np.float32)
+    got = _unary("sigmoid", x.size).run("main", x)
+    with np.errstate(over="ignore"):
+        want = (1 / (1 + np.exp(-x.astype(np.float64)))).astype(np.float32)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-38)
+    assert got[-2] == 1.0 and 0.0 <= got[-1] < 1e-38 and np.isnan(got[-3])
+
+
 def test_exp_kernel_calls_no_libm():
     body = [f'%r = "graph.exp"(%a0) : ({bench._t((256,))}) -> {bench._t((256,))}']
     module = parse_source(bench._func([(256,)], (256,), body, "%r"), "exp")

@@ -83,6 +83,18 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
     graph.return %s, %y : tensor<4x16xf32>, tensor<4x16xf32>
   }
 
+  // A squeeze-excitation gate: the sigmoid of a per-channel value scales a
+  // whole feature map by broadcasting. Both ops are one kernel, but the
+  // sigmoid (an exp and a division per element) stays a stage over the 4
+  // channels instead of being inlined into the multiply over 4x16 elements.
+  // CHECK-LABEL: graph.func @gate(
+  // CHECK-NEXT:    %m = graph.call_te @te_fused_sigmoid_mul_4x16xf32_1(%s, %x)
+  graph.func @gate(%s: tensor<4x1xf32>, %x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+    %g = graph.sigmoid %s : (tensor<4x1xf32>) -> tensor<4x1xf32>
+    %m = graph.mul %x, %g : (tensor<4x16xf32>, tensor<4x1xf32>) -> tensor<4x16xf32>
+    graph.return %m : tensor<4x16xf32>
+  }
+
   // A matmul absorbs the reshape/transpose groups of both operands (the
   // head split of attention's Q·Kᵀ): one kernel reading %q and %k in place,
   // its reduction reading them at remapped indices (no copy stage). The
@@ -146,6 +158,17 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 // CHECK:           math.exp
 // CHECK:           arith.mulf
 // CHECK-NOT:     te.compute
+// CHECK:         te.return
+
+// The gate's kernel: the sigmoid over [4, 1], then the multiply reading it.
+// CHECK-LABEL: te.func private @te_fused_sigmoid_mul_4x16xf32_1(
+// CHECK-NEXT:    %[[GATE:.*]] = te.compute [4, 1] (
+// CHECK:           math.exp
+// CHECK:           arith.divf
+// CHECK:         te.compute [4, 16] (
+// CHECK-NOT:       math.exp
+// CHECK:           te.read %[[GATE]]
+// CHECK-NEXT:      arith.mulf
 // CHECK:         te.return
 
 // The head-split kernel: one reduction, reading both parameters through the

@@ -30,6 +30,25 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     }
     loop.return
   }
+  // A sigmoid's exponent, clamped to [-87, 88] by lower-te: its 2^n is one
+  // normal number, so the exp adds no clamp of its own and scales once, and
+  // rounds n by adding 1.5 * 2^23, whose bits shifted left by 23 are the
+  // scale's exponent field (no floor).
+  loop.func @clamped(%x: memref<64xf32>, %y: memref<64xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    %lo = arith.constant -8.700000e+01 : f32
+    %hi = arith.constant 8.800000e+01 : f32
+    loop.for %i = %c0 to %c64 step %c1 kind(vectorized) {
+      %v = loop.load %x[%i] : memref<64xf32>
+      %a = arith.maximumf %v, %lo : f32
+      %b = arith.minimumf %a, %hi : f32
+      %e = math.exp %b : f32
+      loop.store %e, %y[%i] : memref<64xf32>
+    }
+    loop.return
+  }
   // f64 keeps libm's exp.
   loop.func @double(%x: memref<4xf64>, %y: memref<4xf64>) {
     %c0 = arith.constant 0 : index
@@ -61,5 +80,20 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK:         %[[SMALL:.*]] = arith.cmpf olt, %[[ABS]]
 // CHECK:         arith.select %[[SMALL]]
 // CHECK-NOT:     math.erf
+// CHECK-LABEL: loop.func @clamped(
+// CHECK:         %[[B:.*]] = arith.minimumf %a, %hi : f32
+// CHECK-NOT:     arith.maximumf
+// CHECK:         arith.constant 0x4B400000 : f32
+// CHECK-NEXT:    %[[SHIFTED:.*]] = arith.addf
+// CHECK-NEXT:    arith.constant 0x4B400000 : f32
+// CHECK-NEXT:    arith.subf %[[SHIFTED]]
+// CHECK-NOT:     math.floor
+// CHECK:         %[[BITS:.*]] = arith.bitcast %[[SHIFTED]] : f32 to i32
+// CHECK:         %[[FIELD:.*]] = arith.shli %[[BITS]]
+// CHECK:         arith.constant 1065353216 : i32
+// CHECK-NEXT:    %[[SCALE:.*]] = arith.addi %[[FIELD]]
+// CHECK-NEXT:    arith.bitcast %[[SCALE]] : i32 to f32
+// CHECK-NEXT:    arith.mulf
+// CHECK-NEXT:    loop.store
 // CHECK-LABEL: loop.func @double(
 // CHECK:         math.exp %v : f64
