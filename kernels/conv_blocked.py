@@ -54,26 +54,41 @@ def build_blocked_conv2d(op: Operation, kb, inputs: list[SSAValue]) -> list[SSAV
     win_w = Window(3, sw, dw, left, os_[3], ws[3])
     constraint = kb.operand_constraints[0]
     channels = _logical_channels(constraint, c)
-    if op.groups_value != 1 and _in_place_pays(op, win_w, graph.tensor_shape(data)[3]):
+    depthwise = op.groups_value != 1 and blocks[1] == 1
+    if depthwise and _in_place_pays(op, win_w, graph.tensor_shape(data)[3]):
         return [_depthwise(kb, op, data, weight, (win_h, win_w), channels, c, None)]
     source = window_input(kb, data, [win_h, win_w], 0)
     if source.tensor is not data:
         _constrain_window(source.tensor, constraint, top, left)
-    if op.groups_value != 1:
+    if depthwise:
         return [_depthwise(kb, op, data, weight, (win_h, win_w), channels, c, source)]
+    grouped = op.groups_value != 1
+    in_blocks = graph.tensor_shape(data)[1]
 
     def body(em, sp: list[SSAValue], red: list[SSAValue]) -> SSAValue:
         n, ko, oh, ow, ki = sp
         cb, kh, kw, ci = red
-        x = source.read(em, [n, cb, oh, ow, ci], [(win_h, oh, kh), (win_w, ow, kw)])
+        block = _group_block(em, ko, cb, ws[1]) if grouped else cb
+        x = source.read(em, [n, block, oh, ow, ci], [(win_h, oh, kh), (win_w, ow, kw)])
         product = em.mul(x, em.read(weight, [ko, cb, kh, kw, ci, ki]))
-        inside = channel_mask(em, em.affine([(cb, c), (ci, 1)]), channels, ws[1] * c)
+        physical = in_blocks * c if grouped else ws[1] * c
+        inside = channel_mask(em, em.affine([(block, c), (ci, 1)]), channels, physical)
         if inside is None:
             return product
         return em.select(inside, product, em.const(0, graph.element_type(data)))
 
     extents = [ws[1], ws[2], ws[3], ws[4]]
     return [kb.compute(os_, graph.element_type(data), body, reduce_extents=extents)]
+
+
+def _group_block(em, ko: SSAValue, cb: SSAValue, reads: int) -> SSAValue:
+    """The input block a grouped conv2d's output block `ko` reads as its
+    `cb`-th (`kernels/strategy.py`, `grouped_block_reads`): its own when a
+    block holds whole groups (`reads` 1, the weight block-diagonal), else
+    the `cb`-th of its group's run of `reads` blocks."""
+    if reads == 1:
+        return ko
+    return em.iadd(em.imul(em.idiv(ko, reads), reads), cb)
 
 
 def _in_place_pays(op: graph.Conv2dOp, win_w: Window, width: int) -> bool:
