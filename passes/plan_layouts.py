@@ -191,7 +191,7 @@ def block_conv2d(op: graph.Conv2dOp, blocks: tuple[int, int], winograd: bool = F
     grouped = op.groups_value != 1 and not depthwise
     i = 1 if depthwise else c
     x = _transform(op.data, blocked_data_map(c), zero)
-    if grouped and grouped_block_reads(op, c) == 1:
+    if grouped and graph.tensor_shape(op.weight)[1] < c:  # blocks of whole groups
         w = _grouped_weight(op, c)
     else:
         w = _transform(op.weight, blocked_weight_map(i, o), zero)
