@@ -57,7 +57,6 @@ from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, Phase, 
 from lamina.dialects.layout_maps import LayoutMapError, invert_map, same_map
 from lamina.kernels.strategy import (
     conv2d_block,
-    grouped_block_reads,
     is_depthwise,
     winograd_pays,
 )

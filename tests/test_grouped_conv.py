@@ -109,8 +109,14 @@ def _resnext_block(channels: int, width: int, size: int):
     nodes = [
         helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[1, 1]),
         helper.make_node("Relu", ["c1"], ["r1"]),
-        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], kernel_shape=[3, 3],
-                         pads=[1] * 4, group=hidden // width),  # fmt: skip
+        helper.make_node(
+            "Conv",
+            ["r1", "w2", "b2"],
+            ["c2"],
+            kernel_shape=[3, 3],
+            pads=[1] * 4,
+            group=hidden // width,
+        ),  # fmt: skip
         helper.make_node("Relu", ["c2"], ["r2"]),
         helper.make_node("Conv", ["r2", "w3", "b3"], ["c3"], kernel_shape=[1, 1]),
         helper.make_node("Add", ["c3", "x"], ["s"]),
@@ -134,5 +140,7 @@ def test_resnext_block_stays_blocked(target, channels, width, size):
     transforms = [k for k in kernels if k.startswith("te_layout_transform")]
     assert len(transforms) == 2, kernels
     lanes = 8 if target else host_cpu_facts().lanes(32)
-    grouped = [k for k in kernels if re.search(rf"conv2d_add_relu_1x\d+x{size}x{size}x{lanes}xf", k)]
+    grouped = [
+        k for k in kernels if re.search(rf"conv2d_add_relu_1x\d+x{size}x{size}x{lanes}xf", k)
+    ]
     assert len(grouped) == 2, kernels  # the first 1x1 and the grouped 3x3, both blocked

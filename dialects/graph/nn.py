@@ -222,7 +222,12 @@ def _blocked_grouped_output_shape(
     groups are exactly `C/c / B` runs of blocks)."""
     c = data[4]
     blocks, reads = data[1], weight[1]
-    if weight[0] != blocks or reads < 1 or blocks % reads or (reads > 1 and groups * reads != blocks):
+    if (
+        weight[0] != blocks
+        or reads < 1
+        or blocks % reads
+        or (reads > 1 and groups * reads != blocks)
+    ):
         raise ShapeError(
             f"a blocked grouped conv2d needs data N x C/{c} x H x W x {c} and weight C/{c} x B x "
             f"KH x KW x {c} x {c} with B dividing C/{c} (B > 1: groups = C/{c} / B), got data "
