@@ -8,7 +8,8 @@ blocks) or divides it (each block holds whole groups, the weight
 block-diagonal); other widths stay NCHW. Cases: group widths 2, 4, 8, 16,
 32 (and 12, 24, which one or both lane widths keep NCHW), channel counts
 that do not fill the last block (104 and 40 in groups of 8, 24 in groups of
-4), strides 1 and 2, symmetric and asymmetric padding, a 5x5 window, bias
+4), strides 1 and 2, symmetric and asymmetric padding, a 5x5 window, 1x1
+windows on rows long enough for the pointwise micro-kernel, bias
 with relu fused or bias alone, a chain of grouped convolutions with a
 residual add (ResNeXt's block), and weights passed as a parameter.
 """
@@ -72,6 +73,9 @@ CASES = [
     (32, 8, 11, 5, 1, [2, 2, 2, 2], "relu"),
     (48, 24, 6, 3, 1, [1, 1, 1, 1], "relu"),
     (48, 12, 7, 3, 2, [1, 1, 1, 1], "relu"),
+    (128, 16, 28, 1, 1, [0, 0, 0, 0], "relu"),
+    (96, 32, 56, 1, 1, [0, 0, 0, 0], "bias"),
+    (64, 4, 28, 1, 1, [0, 0, 0, 0], "relu"),
 ]
 
 
