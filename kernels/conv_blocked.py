@@ -8,6 +8,23 @@ contiguous in both the result and the weight, so `lower-te` vectorizes it
 and each input element is broadcast into an FMA over `o` output channels at
 once (a kernel in NCHW re-reads the input row once per output channel).
 
+Grouped convolutions (1 < groups < channels, `groups` kept on the op) use
+the same weight layout, `C/c x B x KH x KW x c x c`, and read their group's
+input blocks only:
+
+    out[n, ko, oh, ow, ki] = sum_{cb < B, kh, kw, ci}
+        xp[n, first(ko) + cb, oh*sh + kh*dh, ow*sw + kw*dw, ci] * w[ko, cb, kh, kw, ci, ki]
+
+A group of `g = B*c` channels (a run of whole blocks) starts at input
+block `first(ko) = ko floordiv B * B`; blocks holding `c/g` whole groups
+(`B = 1`, `first(ko) = ko`) take a block-diagonal weight, zero where input
+lane `ci` and output lane `ki` belong to different groups: `c/g` times the
+grouped conv's products, but each one the fast kernel's broadcast FMA, and
+the network stays blocked around it (`kernels/strategy.py`,
+`grouped_block_reads`; `plan-layouts` builds the weight,
+`grouped_weight_map`). A depthwise conv2d is the other grouped form,
+`_depthwise` below.
+
 Padded channels. The blocked tensors are the physical buffers of
 `#lamina.constraint`s; the op computes over every physical channel. When
 the data's constraint is known (`legalize` passes the operand constraints

@@ -548,8 +548,10 @@ class PlanLayoutsPass(LaminaPass):
     Input invariant: phase `optimization`; graph compute ops on tensors.
 
     Output IR: each `graph.conv2d` the target wants blocked (CPU: f32/f64,
-    groups = 1, `NCHW`/`OIHW`) is a blocked conv2d (`NCHW{c}c`,
-    `OIHW{c}i{c}o`, `c` = vector lanes) between `graph.layout_transform`s
+    `NCHW`/`OIHW`, one group, depthwise, or groups whose width divides or
+    is a multiple of `c`) is a blocked conv2d (`NCHW{c}c`,
+    `OIHW{c}i{c}o`, `c` = vector lanes; depthwise `OIHW1i{c}o`; grouped
+    with a block-diagonal weight when blocks hold whole groups) between `graph.layout_transform`s
     (data/weight padded with 0, result cropped back); elementwise ops on
     blocked values stay blocked (the inverse transform moves past them);
     back-to-back inverse transforms are folded; transforms of constants are
