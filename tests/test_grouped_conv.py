@@ -9,7 +9,8 @@ block-diagonal); other widths stay NCHW. Cases: group widths 2, 4, 8, 16,
 32 (and 12, 24, which one or both lane widths keep NCHW), channel counts
 that do not fill the last block (104 and 40 in groups of 8, 24 in groups of
 4), strides 1 and 2, symmetric and asymmetric padding, a 5x5 window, 1x1
-windows on rows long enough for the pointwise micro-kernel, bias
+windows on rows long enough for the pointwise micro-kernel, dilation 2, a
+batch of 3, output groups wider than the input's (NCHW), bias
 with relu fused or bias alone, a chain of grouped convolutions with a
 residual add (ResNeXt's block), and weights passed as a parameter.
 """
@@ -43,17 +44,21 @@ ISAS = [
 RNG = np.random.default_rng(24)
 
 
-def _grouped(channels, width, size, k, stride, pads, epilogue, weight_input=False):
+def _grouped(channels, width, size, k, stride, pads, epilogue, weight_input=False, *,
+             out_channels=None, dilation=1, batch=1):  # fmt: skip
     """One grouped k x k conv2d of `channels / width` groups with a bias (and relu)."""
-    w = (RNG.standard_normal((channels, width, k, k)) / np.sqrt(width * k * k)).astype(np.float32)
-    b = RNG.standard_normal(channels).astype(np.float32)
+    groups = channels // width
+    out = out_channels or channels
+    w = (RNG.standard_normal((out, width, k, k)) / np.sqrt(width * k * k)).astype(np.float32)
+    b = RNG.standard_normal(out).astype(np.float32)
     conv = helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[k, k],
-                            strides=[stride] * 2, pads=pads, group=channels // width)  # fmt: skip
+                            strides=[stride] * 2, pads=pads, group=groups,
+                            dilations=[dilation] * 2)  # fmt: skip
     nodes, out = [conv], "c"
     if epilogue == "relu":
         nodes.append(helper.make_node("Relu", ["c"], ["y"]))
         out = "y"
-    x = RNG.standard_normal((1, channels, size, size)).astype(np.float32)
+    x = RNG.standard_normal((batch, channels, size, size)).astype(np.float32)
     inputs, inits = {"x": x}, {"w": w, "b": b}
     if weight_input:
         inputs["w"] = inits.pop("w")
@@ -95,6 +100,22 @@ def test_grouped_weight_as_a_parameter(target, width):
     """A weight passed at run time: transformed per call where its layout map is
     the standard blocked one (a run of blocks per group), else NCHW."""
     model, inputs = _grouped(64, width, 8, 3, 1, [1, 1, 1, 1], "relu", weight_input=True)
+    want = run_ort(model, inputs)[0]
+    exe = lamina.compile(import_model(model).module, targets=[target] if target else None)
+    np.testing.assert_allclose(exe.run("main", *inputs.values()), want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("target", ISAS)
+@pytest.mark.parametrize(
+    ("channels", "width", "extra"),
+    [
+        (64, 8, {"dilation": 2}),
+        (48, 16, {"batch": 3}),
+        (32, 4, {"out_channels": 64}),  # output groups of 8: stays NCHW
+    ],
+)
+def test_grouped_dilation_batch_and_uneven_groups(target, channels, width, extra):
+    model, inputs = _grouped(channels, width, 12, 3, 1, [2, 2, 2, 2], "relu", **extra)
     want = run_ort(model, inputs)[0]
     exe = lamina.compile(import_model(model).module, targets=[target] if target else None)
     np.testing.assert_allclose(exe.run("main", *inputs.values()), want, rtol=1e-4, atol=1e-5)
