@@ -11,8 +11,9 @@ that do not fill the last block (104 and 40 in groups of 8, 24 in groups of
 4), strides 1 and 2, symmetric and asymmetric padding, a 5x5 window, 1x1
 windows on rows long enough for the pointwise micro-kernel, dilation 2, a
 batch of 3, output groups wider than the input's (NCHW), bias
-with relu fused or bias alone, a chain of grouped convolutions with a
-residual add (ResNeXt's block), and weights passed as a parameter.
+with relu fused or bias alone, ResNeXt's bottleneck block (1x1, grouped
+3x3, 1x1, residual add) staying blocked throughout, and weights passed as a
+parameter.
 """
 
 from __future__ import annotations
