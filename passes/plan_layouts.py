@@ -55,11 +55,7 @@ from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, Phase, UndefAttr
 from lamina.dialects.layout_maps import LayoutMapError, invert_map, same_map
-from lamina.kernels.strategy import (
-    conv2d_block,
-    is_depthwise,
-    winograd_pays,
-)
+from lamina.kernels.strategy import conv2d_block, is_depthwise, winograd_pays
 
 ENABLE_ATTR_NAME = "lamina.plan_layouts"
 
@@ -549,9 +545,10 @@ class PlanLayoutsPass(LaminaPass):
 
     Output IR: each `graph.conv2d` the target wants blocked (CPU: f32/f64,
     `NCHW`/`OIHW`, one group, depthwise, or groups whose width divides or
-    is a multiple of `c`) is a blocked conv2d (`NCHW{c}c`,
-    `OIHW{c}i{c}o`, `c` = vector lanes; depthwise `OIHW1i{c}o`; grouped
-    with a block-diagonal weight when blocks hold whole groups) between `graph.layout_transform`s
+    is a multiple of `c`) is a blocked conv2d (`NCHW{c}c`, `OIHW{c}i{c}o`,
+    `c` = vector lanes; depthwise `OIHW1i{c}o`; grouped with a
+    block-diagonal weight when blocks hold whole groups) between
+    `graph.layout_transform`s
     (data/weight padded with 0, result cropped back); elementwise ops on
     blocked values stay blocked (the inverse transform moves past them);
     back-to-back inverse transforms are folded; transforms of constants are
