@@ -8,6 +8,23 @@ contiguous in both the result and the weight, so `lower-te` vectorizes it
 and each input element is broadcast into an FMA over `o` output channels at
 once (a kernel in NCHW re-reads the input row once per output channel).
 
+Grouped convolutions (1 < groups < channels, `groups` kept on the op) use
+the same weight layout, `C/c x B x KH x KW x c x c`, and read their group's
+input blocks only:
+
+    out[n, ko, oh, ow, ki] = sum_{cb < B, kh, kw, ci}
+        xp[n, first(ko) + cb, oh*sh + kh*dh, ow*sw + kw*dw, ci] * w[ko, cb, kh, kw, ci, ki]
+
+A group of `g = B*c` channels (a run of whole blocks) starts at input
+block `first(ko) = ko floordiv B * B`; blocks holding `c/g` whole groups
+(`B = 1`, `first(ko) = ko`) take a block-diagonal weight, zero where input
+lane `ci` and output lane `ki` belong to different groups: `c/g` times the
+grouped conv's products, but each one the fast kernel's broadcast FMA, and
+the network stays blocked around it (`kernels/strategy.py`,
+`grouped_block_reads`; `plan-layouts` builds the weight,
+`grouped_weight_map`). A depthwise conv2d is the other grouped form,
+`_depthwise` below.
+
 Padded channels. The blocked tensors are the physical buffers of
 `#lamina.constraint`s; the op computes over every physical channel. When
 the data's constraint is known (`legalize` passes the operand constraints
@@ -54,26 +71,41 @@ def build_blocked_conv2d(op: Operation, kb, inputs: list[SSAValue]) -> list[SSAV
     win_w = Window(3, sw, dw, left, os_[3], ws[3])
     constraint = kb.operand_constraints[0]
     channels = _logical_channels(constraint, c)
-    if op.groups_value != 1 and _in_place_pays(op, win_w, graph.tensor_shape(data)[3]):
+    depthwise = op.groups_value != 1 and blocks[1] == 1
+    if depthwise and _in_place_pays(op, win_w, graph.tensor_shape(data)[3]):
         return [_depthwise(kb, op, data, weight, (win_h, win_w), channels, c, None)]
     source = window_input(kb, data, [win_h, win_w], 0)
     if source.tensor is not data:
         _constrain_window(source.tensor, constraint, top, left)
-    if op.groups_value != 1:
+    if depthwise:
         return [_depthwise(kb, op, data, weight, (win_h, win_w), channels, c, source)]
+    grouped = op.groups_value != 1
+    in_blocks = graph.tensor_shape(data)[1]
 
     def body(em, sp: list[SSAValue], red: list[SSAValue]) -> SSAValue:
         n, ko, oh, ow, ki = sp
         cb, kh, kw, ci = red
-        x = source.read(em, [n, cb, oh, ow, ci], [(win_h, oh, kh), (win_w, ow, kw)])
+        block = _group_block(em, ko, cb, ws[1]) if grouped else cb
+        x = source.read(em, [n, block, oh, ow, ci], [(win_h, oh, kh), (win_w, ow, kw)])
         product = em.mul(x, em.read(weight, [ko, cb, kh, kw, ci, ki]))
-        inside = channel_mask(em, em.affine([(cb, c), (ci, 1)]), channels, ws[1] * c)
+        physical = in_blocks * c if grouped else ws[1] * c
+        inside = channel_mask(em, em.affine([(block, c), (ci, 1)]), channels, physical)
         if inside is None:
             return product
         return em.select(inside, product, em.const(0, graph.element_type(data)))
 
     extents = [ws[1], ws[2], ws[3], ws[4]]
     return [kb.compute(os_, graph.element_type(data), body, reduce_extents=extents)]
+
+
+def _group_block(em, ko: SSAValue, cb: SSAValue, reads: int) -> SSAValue:
+    """The input block a grouped conv2d's output block `ko` reads as its
+    `cb`-th (`kernels/strategy.py`, `grouped_block_reads`): its own when a
+    block holds whole groups (`reads` 1, the weight block-diagonal), else
+    the `cb`-th of its group's run of `reads` blocks."""
+    if reads == 1:
+        return ko
+    return em.iadd(em.imul(em.idiv(ko, reads), reads), cb)
 
 
 def _in_place_pays(op: graph.Conv2dOp, win_w: Window, width: int) -> bool:

@@ -68,7 +68,7 @@ def conv2d_block(op: graph.Conv2dOp, block: int = 0) -> tuple[int, int] | None:
     cpu target (`lamina.targets` options, else the host's), so a module
     compiled for 256-bit vectors blocks by 8 on any host."""
     elem = graph.element_type(op.data)
-    if not isinstance(elem, AnyFloat) or (op.groups_value != 1 and not is_depthwise(op)):
+    if not isinstance(elem, AnyFloat):
         return None
     if op.data_layout_value != "NCHW" or op.kernel_layout_value != "OIHW":
         return None
@@ -78,6 +78,8 @@ def conv2d_block(op: graph.Conv2dOp, block: int = 0) -> tuple[int, int] | None:
     lanes = block or op_knobs(op).conv_channel_block or op_facts(op).lanes(elem.bitwidth)
     if lanes <= 1:
         return None
+    if op.groups_value != 1 and not is_depthwise(op):
+        return (lanes, lanes) if grouped_block_reads(op, lanes) is not None else None
     if block or is_depthwise(op):
         return lanes, lanes
     cin, cout = graph.tensor_shape(op.data)[1], graph.tensor_shape(op.results[0])[1]
@@ -99,7 +101,8 @@ def _feeds_only_blocked_convs(value: SSAValue, lanes: int, depth: int = 4) -> bo
         user = use.operation
         if isinstance(user, graph.Conv2dOp) and use.index == 0:
             wide = graph.tensor_shape(user.results[0])[1] * 2 >= lanes
-            if (user.groups_value == 1 or is_depthwise(user)) and wide:
+            grouped = grouped_block_reads(user, lanes) is not None
+            if (user.groups_value == 1 or is_depthwise(user) or grouped) and wide:
                 continue
             return False
         if depth and isinstance(user, graph.UNARY_OPS + graph.BINARY_OPS + _POOLS):
@@ -123,6 +126,36 @@ def is_depthwise(op: graph.Conv2dOp) -> bool:
     channels = graph.tensor_shape(op.data)[1]
     o, i = graph.tensor_shape(op.weight)[:2]
     return groups > 1 and groups == channels == o and i == 1
+
+
+def grouped_block_reads(op: graph.Conv2dOp, lanes: int) -> int | None:
+    """The input blocks each output block of a grouped conv2d (1 < groups <
+    channels) reads when it is blocked by `lanes` channels, or None when it
+    stays NCHW. Blocked, data `NCHW{c}c` and weight `OIHW{c}i{c}o` (physical
+    `C/c x B x KH x KW x c x c`): a group of `g` channels (in and out alike)
+    that is a run of whole blocks (`g % c == 0`) is a standard blocked conv
+    over its `B = g / c` input blocks, no product wasted; blocks holding
+    `c / g` whole groups (`c % g == 0`) read their own block (`B = 1`)
+    through a block-diagonal weight (zero outside each group, hence `c / g`
+    times the products of the grouped conv, but the fast kernel's FMA per
+    broadcast: `kernels/conv_blocked.py`). The weight must be a constant
+    then (its layout map is not one `layout_transform` lowers at run time).
+    Other shapes (input and output groups of different widths, a width
+    neither a divisor nor a multiple of `c`) stay NCHW. Only from
+    `conv_grouped_min_width` channels per group (measured there)."""
+    if op.data_layout_value != "NCHW" or op.kernel_layout_value != "OIHW":
+        return None
+    groups = op.groups_value
+    if groups <= 1 or is_depthwise(op) or lanes <= 1:
+        return None
+    o, g = graph.tensor_shape(op.weight)[:2]
+    if o != groups * g or g < op_knobs(op).conv_grouped_min_width:
+        return None  # output groups of another width than the input's
+    if g % lanes == 0:
+        return g // lanes
+    if lanes % g == 0 and isinstance(op.weight.owner, graph.ConstantOp):
+        return 1
+    return None
 
 
 def winograd_pays(op: graph.Conv2dOp, constant_weights: bool) -> bool:
@@ -183,6 +216,7 @@ def _fed_by_blocked(value: SSAValue, depth: int = 4) -> bool:
 __all__ = [
     "conv2d_algorithm",
     "conv2d_block",
+    "grouped_block_reads",
     "is_depthwise",
     "packed_rhs_columns",
     "winograd_pays",

@@ -79,6 +79,16 @@ def blocked_weight_map(i: int, o: int) -> AffineMap:
     return AffineMap(4, 0, (_d(0) // o, _d(1) // i, _d(2), _d(3), _d(1) % i, _d(0) % o))
 
 
+def grouped_weight_map(c: int, g: int) -> AffineMap:
+    """OIHW → OIHW{c}i{c}o of a grouped conv2d whose `c`-channel blocks hold
+    whole groups of `g` channels (`c % g == 0`): one input block per output
+    block, input channel `j` of output channel `o`'s group at its lane in the
+    block, `(o floordiv g) * g mod c + j` -- a block-diagonal weight, zero
+    (the transform's pad) between groups."""
+    lane = ((_d(0) // g) * g) % c + _d(1)
+    return AffineMap(4, 0, (_d(0) // c, AffineExpr.constant(0), _d(2), _d(3), lane, _d(0) % c))
+
+
 def inverse_map(index_map: AffineMap, logical: tuple[int, ...]) -> AffineMap | None:
     """The map from physical back to logical indices (for maps whose groups are
     single dims, possibly tiled and offset), or None. An offset is padding
@@ -173,9 +183,13 @@ def block_conv2d(op: graph.Conv2dOp, blocks: tuple[int, int], winograd: bool = F
     zero = _zero(elem)
     c, o = blocks
     depthwise = is_depthwise(op)
+    grouped = op.groups_value != 1 and not depthwise
     i = 1 if depthwise else c
     x = _transform(op.data, blocked_data_map(c), zero)
-    w = _transform(op.weight, blocked_weight_map(i, o), zero)
+    if grouped and graph.tensor_shape(op.weight)[1] < c:  # blocks of whole groups
+        w = _grouped_weight(op, c)
+    else:
+        w = _transform(op.weight, blocked_weight_map(i, o), zero)
     out_map = blocked_data_map(o)
     logical = graph.tensor_shape(op.results[0])
     conv = graph.Conv2dOp(
@@ -184,7 +198,7 @@ def block_conv2d(op: graph.Conv2dOp, blocks: tuple[int, int], winograd: bool = F
         strides=op.strides_value,
         padding=op.padding_value,
         dilation=op.dilation_value,
-        groups=op.groups_value if depthwise else None,
+        groups=op.groups_value if depthwise or grouped else None,
         data_layout=f"NCHW{c}c",
         kernel_layout=f"OIHW{i}i{o}o",
         device=op.device,
@@ -201,6 +215,15 @@ def block_conv2d(op: graph.Conv2dOp, blocks: tuple[int, int], winograd: bool = F
     assert back_map is not None
     back = _transform(conv, back_map, UndefAttr(), result_type=op.results[0].type)
     Rewriter.replace_op(op, [x, w, conv, back], [back.results[0]])
+
+
+def _grouped_weight(op: graph.Conv2dOp, c: int) -> graph.LayoutTransformOp:
+    """The block-diagonal weight transform of a grouped conv2d whose blocks hold
+    whole groups (`grouped_weight_map`), typed `C/c x 1 x KH x KW x c x c`."""
+    out_channels, g, kh, kw = graph.tensor_shape(op.weight)
+    elem = graph.element_type(op.weight)
+    shape = (-(-out_channels // c), 1, kh, kw, c, c)
+    return _transform(op.weight, grouped_weight_map(c, g), _zero(elem), TensorType(elem, shape))
 
 
 def _inverse_source(value: SSAValue) -> tuple[graph.LayoutTransformOp, ConstraintAttr] | None:
@@ -521,8 +544,11 @@ class PlanLayoutsPass(LaminaPass):
     Input invariant: phase `optimization`; graph compute ops on tensors.
 
     Output IR: each `graph.conv2d` the target wants blocked (CPU: f32/f64,
-    groups = 1, `NCHW`/`OIHW`) is a blocked conv2d (`NCHW{c}c`,
-    `OIHW{c}i{c}o`, `c` = vector lanes) between `graph.layout_transform`s
+    `NCHW`/`OIHW`, one group, depthwise, or groups whose width divides or
+    is a multiple of `c`) is a blocked conv2d (`NCHW{c}c`, `OIHW{c}i{c}o`,
+    `c` = vector lanes; depthwise `OIHW1i{c}o`; grouped with a
+    block-diagonal weight when blocks hold whole groups) between
+    `graph.layout_transform`s
     (data/weight padded with 0, result cropped back); elementwise ops on
     blocked values stay blocked (the inverse transform moves past them);
     back-to-back inverse transforms are folded; transforms of constants are

@@ -42,6 +42,7 @@ GRAPH_LEVEL_KNOBS: frozenset[str] = frozenset(
     {
         "set_aliasing_bytes",
         "conv_channel_block",
+        "conv_grouped_min_width",
         "conv_nchw_pointwise_min_pixels",
         "depthwise_in_place_percent",
         "winograd_min_output",

@@ -42,6 +42,7 @@ GRAPH_CHOICES: dict[str, tuple[int, ...]] = {
     "conv_nchw_pointwise_min_pixels": (1 << 30, 28 * 28),
     "winograd_min_output": (7 * 7, 1 << 30),
     "depthwise_in_place_percent": (0, 200),
+    "conv_grouped_min_width": (1 << 30,),
 }
 """Values tried per graph-level knob besides the default, most promising first
 (resnet18, AVX-512, one thread: `conv_channel_block = 32` 1.05x, 8 0.73x). A

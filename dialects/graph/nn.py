@@ -171,7 +171,11 @@ def _blocked_conv2d_output_shape(
     """`N x O/o x OH x OW x o`, via the unblocked convolution's shape. With
     groups > 1 the convolution is depthwise (weight `C/c x 1 x KH x KW x 1 x
     c`, each channel its own filter; `groups` is the logical channel count,
-    the padded channels of the last block compute 0 from zero filters)."""
+    the padded channels of the last block compute 0 from zero filters) or
+    grouped (weight `C/c x B x KH x KW x c x c`, `i = o = c`: output block
+    `k` reads the `B` input blocks of its group; `B = 1` when a block holds
+    whole groups, its weight block-diagonal; `groups` is the logical group
+    count; kernels/conv_blocked.py)."""
     c, i, o = blocks
     if len(data) != 5 or len(weight) != 6:
         raise ShapeError(
@@ -183,7 +187,10 @@ def _blocked_conv2d_output_shape(
             f"block extents of data {shape_str(data)} / weight {shape_str(weight)} do not match "
             f"the layouts' blocks c={c}, i={i}, o={o}"
         )
-    depthwise = groups != 1  # the only grouped form blocked: `OIHW1i{c}o`, one filter a channel
+    grouped = groups != 1 and i == c == o and i > 1
+    if grouped:
+        _check_blocked_grouped(data, weight, groups)
+    depthwise = groups != 1 and not grouped  # `OIHW1i{c}o`, one filter a channel
     if depthwise and (i != 1 or o != c or weight[1] != 1 or weight[0] != data[1]):
         raise ShapeError(
             f"a blocked conv2d with groups > 1 must be depthwise: data N x C/{c} x H x W x {c},"
@@ -193,13 +200,30 @@ def _blocked_conv2d_output_shape(
     n, h, w_ = data[0], data[2], data[3]
     plain = conv2d_output_shape(
         (n, data[1] * c, h, w_),
-        (weight[0] * o, weight[1] * i, weight[2], weight[3]),
+        (weight[0] * o, data[1] * c if grouped else weight[1] * i, weight[2], weight[3]),
         strides,
         padding,
         dilation,
         groups=data[1] * c if depthwise else 1,
     )
     return (n, weight[0], plain[2], plain[3], o)
+
+
+def _check_blocked_grouped(data: Sequence[int], weight: Sequence[int], groups: int) -> None:
+    """A channel-blocked grouped conv2d (`_blocked_conv2d_output_shape`) has as
+    many output blocks as input blocks, each reading `B` whole input blocks of
+    its group (`B` divides the block count; with `B > 1` the groups are
+    exactly `C/c / B` runs of blocks). Its output shape is then the one of a
+    dense convolution over the same blocks."""
+    c = data[4]
+    blocks, reads = data[1], weight[1]
+    wrong_reads = reads < 1 or blocks % reads or (reads > 1 and groups * reads != blocks)
+    if weight[0] != blocks or wrong_reads:
+        raise ShapeError(
+            f"a blocked grouped conv2d needs data N x C/{c} x H x W x {c} and weight C/{c} x B x "
+            f"KH x KW x {c} x {c} with B dividing C/{c} (B > 1: groups = C/{c} / B), got data "
+            f"{shape_str(data)}, weight {shape_str(weight)} and groups = {groups}"
+        )
 
 
 def pool2d_output_shape(

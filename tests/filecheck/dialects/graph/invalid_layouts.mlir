@@ -89,12 +89,32 @@ graph.func @blocked_conv_blocks(%x: tensor<1x1x4x4x8xf32>, %w: tensor<1x1x3x3x4x
 
 // -----
 
-graph.func @blocked_grouped_not_depthwise(%x: tensor<1x2x4x4x8xf32>, %w: tensor<2x2x3x3x8x8xf32>) {
-  // expected-error @+1 {{a blocked conv2d with groups > 1 must be depthwise: data N x C/8 x H x W x 8, weight C/8 x 1 x KH x KW x 1 x 8, got data 1x2x4x4x8 and weight 2x2x3x3x8x8}}
-  %y = graph.conv2d %x, %w {groups = 2 : i64, data_layout = "NCHW8c", kernel_layout = "OIHW8i8o"} : (tensor<1x2x4x4x8xf32>, tensor<2x2x3x3x8x8xf32>) -> tensor<1x2x2x2x8xf32>
+graph.func @blocked_grouped_not_depthwise(%x: tensor<1x2x4x4x8xf32>, %w: tensor<2x2x3x3x1x8xf32>) {
+  // expected-error @+1 {{a blocked conv2d with groups > 1 must be depthwise: data N x C/8 x H x W x 8, weight C/8 x 1 x KH x KW x 1 x 8, got data 1x2x4x4x8 and weight 2x2x3x3x1x8}}
+  %y = graph.conv2d %x, %w {groups = 2 : i64, data_layout = "NCHW8c", kernel_layout = "OIHW1i8o"} : (tensor<1x2x4x4x8xf32>, tensor<2x2x3x3x1x8xf32>) -> tensor<1x2x2x2x8xf32>
   graph.return
 }
 // CHECK: a blocked conv2d with groups > 1 must be depthwise
+
+// -----
+
+// A blocked grouped conv2d (`OIHW8i8o`, groups > 1): each output block reads
+// B whole input blocks of its group; 2 blocks of 2 reads is one group, not 2.
+graph.func @blocked_grouped_reads(%x: tensor<1x2x4x4x8xf32>, %w: tensor<2x2x3x3x8x8xf32>) {
+  // expected-error @+1 {{a blocked grouped conv2d needs data N x C/8 x H x W x 8 and weight C/8 x B x KH x KW x 8 x 8 with B dividing C/8 (B > 1: groups = C/8 / B), got data 1x2x4x4x8, weight 2x2x3x3x8x8 and groups = 2}}
+  %y = graph.conv2d %x, %w {groups = 2 : i64, data_layout = "NCHW8c", kernel_layout = "OIHW8i8o"} : (tensor<1x2x4x4x8xf32>, tensor<2x2x3x3x8x8xf32>) -> tensor<1x2x2x2x8xf32>
+  graph.return
+}
+// CHECK: a blocked grouped conv2d needs data N x C/8
+
+// -----
+
+graph.func @blocked_grouped_blocks(%x: tensor<1x3x4x4x8xf32>, %w: tensor<2x1x3x3x8x8xf32>) {
+  // expected-error @+1 {{a blocked grouped conv2d needs data N x C/8 x H x W x 8 and weight C/8 x B x KH x KW x 8 x 8 with B dividing C/8 (B > 1: groups = C/8 / B), got data 1x3x4x4x8, weight 2x1x3x3x8x8 and groups = 6}}
+  %y = graph.conv2d %x, %w {groups = 6 : i64, data_layout = "NCHW8c", kernel_layout = "OIHW8i8o"} : (tensor<1x3x4x4x8xf32>, tensor<2x1x3x3x8x8xf32>) -> tensor<1x2x2x2x8xf32>
+  graph.return
+}
+// CHECK: got data 1x3x4x4x8, weight 2x1x3x3x8x8 and groups = 6
 
 // -----
 

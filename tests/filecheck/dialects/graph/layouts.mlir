@@ -41,6 +41,18 @@ graph.func @left_padding(%x: tensor<14xf32>, %h: tensor<4x5xf32>) -> (tensor<14x
   graph.return %1, %3 : tensor<14xf32>, tensor<4x5xf32>
 }
 
+// Blocked grouped conv2ds (`OIHW8i8o`, groups > 1): blocks holding whole
+// groups of 4 (one input block per output block, 6 groups in 3 blocks), and
+// groups of 16 (runs of 2 input blocks per output block, 2 groups).
+// CHECK-LABEL: graph.func @blocked_grouped
+// CHECK-NEXT:    %0 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, groups = 6 : i64, data_layout = "NCHW8c", kernel_layout = "OIHW8i8o"} : (tensor<1x3x8x8x8xf32>, tensor<3x1x3x3x8x8xf32>) -> tensor<1x3x8x8x8xf32>
+// CHECK-NEXT:    %1 = graph.conv2d %y, %v {strides = array<i64: 2, 2>, groups = 2 : i64, data_layout = "NCHW8c", kernel_layout = "OIHW8i8o"} : (tensor<1x4x8x8x8xf32>, tensor<4x2x1x1x8x8xf32>) -> tensor<1x4x4x4x8xf32>
+graph.func @blocked_grouped(%x: tensor<1x3x8x8x8xf32>, %w: tensor<3x1x3x3x8x8xf32>, %y: tensor<1x4x8x8x8xf32>, %v: tensor<4x2x1x1x8x8xf32>) -> (tensor<1x3x8x8x8xf32>, tensor<1x4x4x4x8xf32>) {
+  %0 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, groups = 6 : i64, data_layout = "NCHW8c", kernel_layout = "OIHW8i8o"} : (tensor<1x3x8x8x8xf32>, tensor<3x1x3x3x8x8xf32>) -> tensor<1x3x8x8x8xf32>
+  %1 = graph.conv2d %y, %v {strides = array<i64: 2, 2>, groups = 2 : i64, data_layout = "NCHW8c", kernel_layout = "OIHW8i8o"} : (tensor<1x4x8x8x8xf32>, tensor<4x2x1x1x8x8xf32>) -> tensor<1x4x4x4x8xf32>
+  graph.return %0, %1 : tensor<1x3x8x8x8xf32>, tensor<1x4x4x4x8xf32>
+}
+
 // A blocked depthwise conv2d (one filter per channel, `OIHW1i8o`; groups is
 // the logical channel count), and pools on channel-blocked data (the block
 // dimension is carried through).
