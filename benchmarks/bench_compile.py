@@ -43,6 +43,7 @@ import numpy as np
 import lamina
 
 sys.path.insert(0, str(Path(__file__).parent))
+import peers  # noqa: E402
 from peers import _t  # noqa: E402  (one tensor-type helper for every benchmark)
 
 
@@ -212,18 +213,7 @@ def _run_compile_process(
     return hit == "True", float(seconds), process, float(peak), float(child_peak), float(cpu)
 
 
-NETWORKS = (
-    "resnet18",
-    "resnet34",
-    "resnet50",
-    "mobilenet_v2",
-    "mobilenet_v3_large",
-    "squeezenet1_1",
-    "shufflenet_v2_x1_0",
-    "densenet121",
-    "googlenet",
-    "efficientnet_b0",
-)
+NETWORKS = (peers.NETWORKS[0], "resnet34", *peers.NETWORKS[1:])
 """The classification networks whose compile time has a goal (resnet34 too: the
 shared-kernel compile after resnet18)."""
 

@@ -67,17 +67,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import bench  # noqa: E402
 import peers  # noqa: E402
 
-MODELS = (
-    "resnet18",
-    "resnet50",
-    "mobilenet_v2",
-    "mobilenet_v3_large",
-    "squeezenet1_1",
-    "shufflenet_v2_x1_0",
-    "densenet121",
-    "googlenet",
-    "efficientnet_b0",
-)
+MODELS = peers.NETWORKS
 """The default set: the networks the project's speed goals are stated on."""
 
 MORE_MODELS = (

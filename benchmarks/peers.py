@@ -338,3 +338,18 @@ def resnet_style(quick: bool) -> ConvNet:
             (c[2], 3, 1, None), (c[2], 3, 1, 6),
         ],
     )  # fmt: skip
+
+
+NETWORKS = (
+    "resnet18",
+    "resnet50",
+    "mobilenet_v2",
+    "mobilenet_v3_large",
+    "squeezenet1_1",
+    "shufflenet_v2_x1_0",
+    "densenet121",
+    "googlenet",
+    "efficientnet_b0",
+)
+"""The torchvision classifiers the project's speed and compile-time goals are
+stated on (`bench_models.py`'s default set; `bench_compile.py` adds resnet34)."""

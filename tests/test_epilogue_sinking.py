@@ -107,14 +107,7 @@ def test_a_batched_matmul_gets_its_epilogue_sunk_per_batch(tmp_path):
   graph.return %t : {out}
 }}
 """
-    program = tmp_path / "bmm.mlir"
-    program.write_text(text)
-    lowered = subprocess.run(
-        [sys.executable, "-m", "lamina.tools.lamina_opt", str(program), "--compile-to", "lowering"],
-        check=True, capture_output=True, text=True,
-    ).stdout  # fmt: skip
-    kernel = lowered[lowered.index("loop.func private @te_fused_matmul") :]
-    kernel = kernel[: kernel.index("loop.return")]
+    kernel = _kernel_loops(text, tmp_path)
     assert len(re.findall(r"^    loop\.for", kernel, re.MULTILINE)) == 1  # the batch loop
     assert len(re.findall(r"^      loop\.for", kernel, re.MULTILINE)) == 1  # its column blocks
     xs = RNG.standard_normal((b, m, k), dtype=np.float32)
