@@ -28,12 +28,10 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from lamina.schedule.vector_math import EXP_NORMAL_HI, EXP_NORMAL_LO
+
 INDEX = IndexType()
 I1 = IntegerType(1)
-
-SIGMOID_EXP_LO, SIGMOID_EXP_HI = -87.0, 88.0
-"""The clamp of an f32 sigmoid's exponent: inside the range where `2^n` of
-the polynomial exp is a normal number (`schedule/vector_math.py`)."""
 
 
 def is_float(t: Attribute) -> bool:
@@ -262,7 +260,7 @@ class ScalarEmitter:
         arg = self.neg(x)
         if t == Float32Type():
             arg = self.min(
-                self.max(arg, self.const(SIGMOID_EXP_LO, t)), self.const(SIGMOID_EXP_HI, t)
+                self.max(arg, self.const(EXP_NORMAL_LO, t)), self.const(EXP_NORMAL_HI, t)
             )
         one = self.const(1.0, t)
         return self.div(one, self.add(one, self.exp(arg)))

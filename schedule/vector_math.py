@@ -104,7 +104,7 @@ class _Emitter:
 
 def emit_exp(em: _Emitter, x: SSAValue) -> SSAValue:
     """f32 exp(x) in arithmetic only (see the module docstring)."""
-    if _clamped_within(x, _SINGLE_SCALE_LO, _SINGLE_SCALE_HI):
+    if _clamped_within(x, EXP_NORMAL_LO, EXP_NORMAL_HI):
         return _emit_exp_normal(em, x)
     x = em.add(arith.MinimumfOp(em.add(arith.MaximumfOp(x, em.f(-104.0))), em.f(89.0)))
     n = em.add(math.FloorOp(em.fadd(em.mul(x, em.f(_LOG2E)), em.f(0.5))))
@@ -143,8 +143,10 @@ def _emit_exp_normal(em: _Emitter, x: SSAValue) -> SSAValue:
     return em.mul(p, em.add(arith.BitcastOp(scale, f32)))
 
 
-_SINGLE_SCALE_LO, _SINGLE_SCALE_HI = -87.0, 88.0
-"""exp's arguments whose `n`, x/ln2 rounded to nearest, lies in [-126, 127]."""
+EXP_NORMAL_LO, EXP_NORMAL_HI = -87.0, 88.0
+"""exp's arguments whose `n`, x/ln2 rounded to nearest, lies in [-126, 127]: an
+argument clamped inside them (a sigmoid's exponent, `kernels/te_emit.py`)
+gets the single-scaling exp (`_emit_exp_normal`)."""
 
 
 def _float_constant(value: SSAValue) -> float | None:
