@@ -70,19 +70,18 @@ def _sink_in(block: Block) -> int:
 def _tiling(n1: loop.ForOp, n2: loop.ForOp) -> tuple[loop.ForOp, int, int] | None:
     """`(io, MR, NR)` when `n2` can be sunk into the blocks of `n1`, else None."""
     rows = _row_block_loop(n1)
-    epilogue = _epilogue_loops(n2)
-    if rows is None or epilogue is None:
+    j_loop = _epilogue_row(n2)
+    if rows is None or j_loop is None:
         return None
-    i_loop, j_loop = epilogue
     try:
         (jlb, jub, nr), (ilb, iub, mr) = prim.bounds(n1), prim.bounds(rows)
-        if prim.bounds(i_loop) != (ilb, iub, 1) or prim.bounds(j_loop) != (jlb, jub, 1):
+        if prim.bounds(n2) != (ilb, iub, 1) or prim.bounds(j_loop) != (jlb, jub, 1):
             return None
     except ScheduleError:
         return None
     if mr < 2 or (iub - ilb) % mr or (jub - jlb) % nr:
         return None
-    if not _legal(n1, rows, n2, i_loop.induction_var, j_loop.induction_var):
+    if not _legal(n1, rows, n2, n2.induction_var, j_loop.induction_var):
         return None
     return rows, mr, nr
 
@@ -98,8 +97,8 @@ def _row_block_loop(n1: loop.ForOp) -> loop.ForOp | None:
     return ops[-1]
 
 
-def _epilogue_loops(n2: loop.ForOp) -> tuple[loop.ForOp, loop.ForOp] | None:
-    """`(i, j)` when `n2` is `for i { for j kind(vectorized) { straight-line ops } }`."""
+def _epilogue_row(n2: loop.ForOp) -> loop.ForOp | None:
+    """The loop `j` when `n2` is `for i { for j kind(vectorized) { straight-line ops } }`."""
     inner = prim.body_ops(n2)
     loops = [o for o in inner if isinstance(o, loop.ForOp)]
     if n2.iter_args or len(loops) != 1 or len(inner) != 1:
@@ -112,7 +111,7 @@ def _epilogue_loops(n2: loop.ForOp) -> tuple[loop.ForOp, loop.ForOp] | None:
             isinstance(op, loop.LoadOp | loop.StoreOp) or is_side_effect_free(op)
         ):
             return None
-    return n2, j_loop
+    return j_loop
 
 
 def _legal(n1: loop.ForOp, rows: loop.ForOp, n2: loop.ForOp, i: SSAValue, j: SSAValue) -> bool:
