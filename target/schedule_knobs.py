@@ -103,8 +103,9 @@ class ScheduleKnobs:
     """Rows of a register block (MR); 0: as many as leave room for MR x NR
     accumulators, NR B vectors and the broadcasts (`block_broadcast_registers`)
     in the vector registers, preferably a divisor of M (measured on AVX-512:
-    8 x 32 beats 12 x 32 and 14 x 32, which spill; on AVX2 6 x 16, with a
-    tail of 4 rows at M = 1024 rather than 4 x 16)."""
+    8 x 32 beats 12 x 32 and 14 x 32, which spill; with 16 registers the rows
+    that cover M in the fewest FMA cycles, e.g. 6 x 16 with a tail of 4 rows at
+    M = 64 or 1024 rather than 4 x 16: `schedule/register_block.py`)."""
 
     block_broadcast_registers: int = field(
         default=0, metadata={_DERIVED: "1 if vector_registers <= 16 else 0"}
