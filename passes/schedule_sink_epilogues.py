@@ -22,9 +22,10 @@ class ScheduleSinkEpiloguesPass(ScheduleRulePass):
     the same M x N elements and reads what the reduction writes only at its
     own element, is tiled by (MR, NR) and fused into it: each register block
     applies its epilogue (bias, activation, residual) right after its
-    reduction, its MR rows jammed into one vectorized loop. The pair stays
-    as it was when a reduction iteration touches anything outside its
-    tile, or M or N has a tail. Functions with `lamina.schedule`
+    reduction, its MR rows jammed into one vectorized loop; the block of the
+    M mod MR tail rows that follows the row blocks inside the column block
+    gets its own part. The pair stays as it was when a reduction iteration
+    touches anything outside its tile, or N has a tail. Functions with `lamina.schedule`
     directives are left alone.
     Invariants: every element is computed by the same operations; an
     element's epilogue runs after its reduction has finished.

@@ -30,6 +30,7 @@ writes (except the tile itself, read by N1 before its epilogue writes it).
 from __future__ import annotations
 
 from xdsl.ir import Block, BlockArgument, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
 from lamina.dialects import loop
@@ -67,34 +68,52 @@ def _sink_in(block: Block) -> int:
     return sunk
 
 
-def _tiling(n1: loop.ForOp, n2: loop.ForOp) -> tuple[loop.ForOp, int, int] | None:
-    """`(io, MR, NR)` when `n2` can be sunk into the blocks of `n1`, else None."""
-    rows = _row_block_loop(n1)
+def _tiling(n1: loop.ForOp, n2: loop.ForOp) -> tuple[list[loop.ForOp], int] | None:
+    """`([io, tail io], NR)` when `n2` can be sunk into the blocks of `n1`, else None."""
+    rows = _row_block_loops(n1)
     j_loop = _epilogue_row(n2)
-    if rows is None or j_loop is None:
+    if not rows or j_loop is None:
         return None
     try:
-        (jlb, jub, nr), (ilb, iub, mr) = prim.bounds(n1), prim.bounds(rows)
-        if prim.bounds(n2) != (ilb, iub, 1) or prim.bounds(j_loop) != (jlb, jub, 1):
+        jlb, jub, nr = prim.bounds(n1)
+        spans = [prim.bounds(r) for r in rows]
+        if prim.bounds(n2) != (spans[0][0], spans[-1][1], 1) or prim.bounds(j_loop) != (
+            jlb,
+            jub,
+            1,
+        ):
             return None
     except ScheduleError:
         return None
-    if mr < 2 or (iub - ilb) % mr or (jub - jlb) % nr:
+    if spans[0][2] < 2 or (jub - jlb) % nr or any((ub - lb) % mr for lb, ub, mr in spans):
         return None
     if not _legal(n1, rows, n2, n2.induction_var, j_loop.induction_var):
         return None
-    return rows, mr, nr
+    return rows, nr
 
 
-def _row_block_loop(n1: loop.ForOp) -> loop.ForOp | None:
-    """The row-block loop `io` of a column-blocked reduction `n1` (`jo`): the
-    last op of `n1`'s body, a loop with a step above 1."""
+def _row_block_loops(n1: loop.ForOp) -> list[loop.ForOp]:
+    """The row-block loop `io` of a column-blocked reduction `n1` (`jo`), and
+    the block of its M mod MR tail rows when there is one: the last loops of
+    `n1`'s body (before the `loop.free` of a packed panel), each a loop with a
+    step above 1 or a single block, the second starting where the first
+    ends."""
     if n1.iter_args or n1.kind_name == LoopKind.VECTORIZED:
-        return None
+        return []
     ops = prim.body_ops(n1)
-    if not ops or not isinstance(ops[-1], loop.ForOp) or ops[-1].iter_args:
-        return None
-    return ops[-1]
+    while ops and isinstance(ops[-1], loop.FreeOp):
+        ops = ops[:-1]
+    found: list[loop.ForOp] = []
+    for op in reversed(ops[-2:]):
+        if not isinstance(op, loop.ForOp) or op.iter_args:
+            break
+        found.insert(0, op)
+    try:
+        if len(found) == 2 and prim.bounds(found[0])[1] != prim.bounds(found[1])[0]:
+            found = found[1:]
+    except ScheduleError:
+        return []
+    return found
 
 
 def _epilogue_row(n2: loop.ForOp) -> loop.ForOp | None:
@@ -114,7 +133,9 @@ def _epilogue_row(n2: loop.ForOp) -> loop.ForOp | None:
     return j_loop
 
 
-def _legal(n1: loop.ForOp, rows: loop.ForOp, n2: loop.ForOp, i: SSAValue, j: SSAValue) -> bool:
+def _legal(
+    n1: loop.ForOp, rows: list[loop.ForOp], n2: loop.ForOp, i: SSAValue, j: SSAValue
+) -> bool:
     """The legality condition of the module docstring."""
     if any(isinstance(o, loop.CallOp) for o in n1.walk()):
         return False
@@ -145,7 +166,8 @@ def _legal(n1: loop.ForOp, rows: loop.ForOp, n2: loop.ForOp, i: SSAValue, j: SSA
             others = [x for d, x in enumerate(o.indices) if d not in where]
             if o.buffer in fixed and not same_indices(fixed[o.buffer], others):
                 return False
-            if not _inside_tile(o.indices, where, rows, n1, analyzer):
+            block = next((r for r in rows if r.is_ancestor(o)), None)
+            if block is None or not _inside_tile(o.indices, where, block, n1, analyzer):
                 return False
     return True
 
@@ -196,19 +218,30 @@ def _iv_inside(value: SSAValue, rows: loop.ForOp) -> bool:
     return False
 
 
-def _sink(n1: loop.ForOp, n2: loop.ForOp, rows: loop.ForOp, mr: int, nr: int) -> None:
-    """Tile `n2` by (MR, NR) with its column blocks outermost, fuse it into `n1`
-    and its row blocks into `rows`, and jam the MR rows into the row loop."""
-    row_blocks, in_block, _ = prim.split(n2, mr)
-    j_loop = next(o for o in prim.body_ops(in_block) if isinstance(o, loop.ForOp))
-    prim.split(j_loop, nr)
-    prim.interchange(in_block)
-    columns = prim.interchange(row_blocks)
-    prim.fuse(n1, columns)
-    prim.fuse(rows, row_blocks)
-    epilogue_rows = prim.body_ops(rows)[-1]
-    assert isinstance(epilogue_rows, loop.ForOp)
-    prim.unroll_and_jam(epilogue_rows)
+def _sink(n1: loop.ForOp, n2: loop.ForOp, rows: list[loop.ForOp], nr: int) -> None:
+    """Tile `n2` like `n1` (its rows split where `n1`'s are, by each part's MR,
+    its row by NR, column blocks outermost), fuse it into `n1` and each part's
+    row blocks right after the reduction's, and jam the MR rows into the row loop."""
+    parts: list[loop.ForOp] = []
+    rest: loop.ForOp | None = n2
+    for block in rows:
+        assert rest is not None
+        row_blocks, in_block, rest = prim.split(rest, prim.bounds(block)[2])
+        j_loop = next(o for o in prim.body_ops(in_block) if isinstance(o, loop.ForOp))
+        prim.split(j_loop, nr)
+        prim.interchange(in_block)
+        parts.append(prim.interchange(row_blocks))
+    for columns in parts:
+        prim.fuse(n1, columns)
+    epilogues = prim.body_ops(n1)[-len(rows) :]
+    for block, epilogue in zip(rows, epilogues, strict=True):
+        assert isinstance(epilogue, loop.ForOp)
+        epilogue.detach()
+        Rewriter.insert_op(epilogue, InsertPoint.after(block))
+        prim.fuse(block, epilogue)
+        epilogue_rows = prim.body_ops(block)[-1]
+        assert isinstance(epilogue_rows, loop.ForOp)
+        prim.unroll_and_jam(epilogue_rows)
 
 
 __all__ = ["sink_epilogues"]

@@ -20,17 +20,26 @@ from lamina.schedule.primitives import ScheduleError
 from lamina.target.schedule_knobs import ScheduleKnobs
 
 
-def pack_pays(rows: loop.ForOp, buffer: SSAValue, knobs: ScheduleKnobs) -> bool:
-    """Copy `buffer`'s panel for the row-block loop `rows` (see `pack_min_row_blocks`)?"""
-    return prim.pack_transposes(rows, buffer) or prim.trip_count(rows) >= knobs.pack_min_row_blocks
+def pack_pays(
+    rows: loop.ForOp, buffer: SSAValue, knobs: ScheduleKnobs, row_blocks: int | None = None
+) -> bool:
+    """Copy `buffer`'s panel for the row loop `rows` (see `pack_min_row_blocks`)?
+    `row_blocks`: the register blocks that will share it (default: `rows`' trip count)."""
+    blocks = prim.trip_count(rows) if row_blocks is None else row_blocks
+    return prim.pack_transposes(rows, buffer) or blocks >= knobs.pack_min_row_blocks
 
 
-def pack_panels(rows: loop.ForOp, streamed: list[SSAValue], knobs: ScheduleKnobs) -> int:
-    """Pack, for the row-block loop `rows`, each of the `streamed` operands whose
+def pack_panels(
+    rows: loop.ForOp,
+    streamed: list[SSAValue],
+    knobs: ScheduleKnobs,
+    row_blocks: int | None = None,
+) -> int:
+    """Pack, for the row loop `rows`, each of the `streamed` operands whose
     copy pays; returns how many were packed."""
     packed = 0
     for buffer in streamed:
-        if not pack_pays(rows, buffer, knobs):
+        if not pack_pays(rows, buffer, knobs, row_blocks):
             continue
         try:
             prim.pack(rows, buffer, max_bytes=knobs.pack_max_bytes)

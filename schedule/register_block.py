@@ -238,25 +238,42 @@ def register_block(
     B's rows are often a power of two apart (4 KiB at N = 1024), which maps
     a whole unpacked panel onto a few L1 sets.
     """
-    rows_outer, rows_inner, tail = prim.split(nest.outer, shape.rows)
-    top = rows_outer
+    top = None
     if shape.columns < prim.trip_count(nest.fill):
-        streamed = _row_operands(nest)
-        fill_outer, _, _ = prim.split(nest.fill, shape.columns)
-        row_outer, _, _ = prim.split(nest.row, shape.columns)
-        while (parent := row_outer.parent_op()) is not rows_inner:
-            assert isinstance(parent, loop.ForOp)
-            row_outer = prim.interchange(parent)
-        columns = prim.fuse(fill_outer, row_outer)
-        prim.interchange(rows_inner)
-        top = prim.interchange(rows_outer)
-        assert top is columns
-        distribute_columns(columns, rows_outer, cores, knobs)
-        pack_panels(rows_outer, streamed, knobs)
+        top = _columns_outermost(nest, shape, knobs)
+    rows_outer, rows_inner, tail = prim.split(nest.outer, shape.rows)
+    if top is None:
+        top = rows_outer
+    else:
+        distribute_columns(top, rows_outer, cores, knobs)
     prim.unroll_and_jam(rows_inner, jam_vectorized=not knobs.block_broadcast_registers)
     if tail is not None and (tail_nest := ReductionNest.match(tail)) is not None:
         _block_tail(tail_nest, shape, cores, knobs)
     return top
+
+
+def _columns_outermost(nest: ReductionNest, shape: BlockShape, knobs: ScheduleKnobs) -> loop.ForOp:
+    """Split the row into column blocks and move their loop outside the rows; returns it.
+
+    The rows are split into blocks afterwards, inside the column-block loop,
+    so the M mod MR tail rows run there too: on its threads and on the
+    panel packed for the column block (`pack_panels`, which decides on the
+    number of row blocks that share the panel). Split first, the tail was
+    a nest of its own after the column loop, serial and reading B in place
+    (on AVX2 the 4 tail rows of M = 64 cost more than the 6-row blocks
+    saved).
+    """
+    streamed = _row_operands(nest)
+    fill_outer, _, _ = prim.split(nest.fill, shape.columns)
+    row_outer, _, _ = prim.split(nest.row, shape.columns)
+    while (parent := row_outer.parent_op()) is not nest.outer:
+        assert isinstance(parent, loop.ForOp)
+        row_outer = prim.interchange(parent)
+    columns = prim.fuse(fill_outer, row_outer)
+    top = prim.interchange(nest.outer)
+    assert top is columns
+    pack_panels(nest.outer, streamed, knobs, row_blocks=prim.trip_count(nest.outer) // shape.rows)
+    return columns
 
 
 def _block_tail(nest: ReductionNest, shape: BlockShape, cores: int, knobs: ScheduleKnobs) -> None:

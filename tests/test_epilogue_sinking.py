@@ -54,7 +54,8 @@ def _expected(x, w, b, r, epilogue: str):
         (64, 96, 256, "relu", True),  # rows and columns divide the block: sunk
         (64, 96, 256, "residual", False),  # a parameter weight, packed per call
         (128, 32, 96, "sigmoid", True),
-        (71, 48, 128, "relu", True),  # a tail of rows (71 is prime): the epilogue stays a loop
+        (71, 48, 128, "relu", True),  # a tail of rows (71 is prime): sunk into its block too
+        (64, 784, 512, "relu", False),  # AVX2: 6-row blocks + a tail of 4 on a packed panel
         (64, 40, 200, "residual", True),  # a tail of columns
     ],
 )
@@ -68,7 +69,8 @@ def test_sunk_epilogues_match_numpy(m, k, n, epilogue, constant, target):
     if constant:
         w = np.full((k, n), 0.03125, np.float32)
     got = exe.run("main", *args)
-    np.testing.assert_allclose(got, _expected(x, w, b, r, epilogue), rtol=2e-5, atol=2e-5)
+    atol = 2e-5 if k <= 256 else 1e-4  # f32 sums of 784 products of size ~1
+    np.testing.assert_allclose(got, _expected(x, w, b, r, epilogue), rtol=2e-5, atol=atol)
 
 
 def _kernel_loops(text: str, tmp_path) -> str:
@@ -86,13 +88,16 @@ def _kernel_loops(text: str, tmp_path) -> str:
 def test_a_sunk_epilogue_runs_in_each_register_block(tmp_path):
     """The column-blocked matmul and its bias+relu: one loop nest (the
     epilogue was a second one over the rows, a parallel region of its own);
-    with a tail of rows (131 is prime) the epilogue keeps its own loop."""
+    with a tail of rows (131 is prime) the tail block, inside the column
+    block too, gets its own copy of the epilogue."""
     sunk = _kernel_loops(_dense(128, 256, 512, "relu", True), tmp_path)
     assert len(re.findall(r"^    loop\.for", sunk, re.MULTILINE)) == 1
     assert "arith.maximumf" in sunk
-    kept = _kernel_loops(_dense(131, 256, 512, "relu", True), tmp_path)
-    epilogue = re.findall(r"^    loop\.for %\S+ = %c0 to %c131 step %c1", kept, re.MULTILINE)
-    assert len(epilogue) == 1
+    tail = _kernel_loops(_dense(131, 256, 512, "relu", True), tmp_path)
+    assert len(re.findall(r"^    loop\.for", tail, re.MULTILINE)) == 1
+    row_blocks = re.findall(r"^      loop\.for %\S+ = %c\d+ to %c\d+ step", tail, re.MULTILINE)
+    assert len(row_blocks) == 2  # the blocks of MR rows, then the tail block
+    assert tail.count("arith.maximumf") >= 2
 
 
 def test_a_batched_matmul_gets_its_epilogue_sunk_per_batch(tmp_path):

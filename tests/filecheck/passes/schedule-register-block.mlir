@@ -49,7 +49,8 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 
 
   // 17 rows: two blocks of 6, then the 5 tail rows as one block of 5 (the
-  // original nest there accumulated in memory).
+  // original nest there accumulated in memory), inside the same column
+  // block (on its panel and its threads).
   loop.func @matmul_tail(%a: memref<17x8xf32>, %b: memref<8x32xf32>, %c: memref<17x32xf32>) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -127,12 +128,14 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NOT:     loop.alloc
 
 // CHECK-LABEL: loop.func @matmul_tail(
-// CHECK:         loop.for %io = %c0 to %c12 step %c6 kind(parallel) {
-// CHECK:         loop.for %jo_1 = %c0 to %c32 step %c16 {
-// CHECK-NEXT:      loop.for %io_1 = %c12 to %c17 step %c5 {
+// CHECK:         loop.for %jo = %c0 to %c32 step %c16 {
+// CHECK-NEXT:      loop.for %io = %c0 to %c12 step %c6 kind(parallel) {
+// CHECK:             loop.for %k = %c0 to %c8 step %c1 {
+// CHECK:           loop.for %io_1 = %c12 to %c17 step %c5 {
 // CHECK-COUNT-5:     loop.store %zero, %c
 // CHECK:             loop.for %k_1 = %c0 to %c8 step %c1 {
 // CHECK-COUNT-5:       loop.for %{{.*}} = %c0 to %c16 step %c1 kind(vectorized) {
+// CHECK-NOT:     loop.for %jo_1
 
 // PACK:       loop.for %jo = %c0 to %c32 step %c16 {
 // PACK-NEXT:    %[[P:.*]] = loop.alloc {scope = "local"} : memref<8x16xf32>

@@ -5,7 +5,10 @@
 // row blocks of MR = 2, the rows jammed) followed by its bias+relu epilogue
 // over the rows: the epilogue is tiled like the matmul and runs in each
 // block right after the block's reduction, its two rows jammed into one
-// vectorized loop. @row_tail (rows 0-3 blocked, row 4 elsewhere) and
+// vectorized loop. @tail_block has a block of 2 rows and, inside the same
+// column block, a tail block of its 5th row (as `schedule-register-block`
+// leaves M mod MR rows): each gets its part of the epilogue.
+// @row_tail (rows 0-3 blocked, row 4 elsewhere) and
 // @neighbour (the epilogue reads the next column, which a later block
 // writes) keep their epilogue where it was.
 
@@ -26,6 +29,18 @@
 // CHECK-NEXT:    }
 // CHECK-NEXT:  }
 // CHECK-NEXT:  loop.return
+
+// CHECK-LABEL: loop.func @tail_block
+// CHECK:       loop.for %jo = %c0 to %c8 step %c4 kind(parallel) {
+// CHECK-NEXT:    loop.for %io = %c0 to %c4 step %c2 {
+// CHECK:           loop.for %{{.*}} = %c0 to %c4 step %c1 kind(vectorized) {
+// CHECK-COUNT-2:     arith.maximumf
+// CHECK:         loop.for %it = %c4 to %c5 step %c1 {
+// CHECK:           loop.store %zero, %c[%it, %{{.*}}] : memref<5x8xf32>
+// CHECK:           loop.for %{{.*}} = %c0 to %c4 step %c1 kind(vectorized) {
+// CHECK:             arith.maximumf
+// CHECK-NOT:     arith.maximumf
+// CHECK:       loop.return
 
 // CHECK-LABEL: loop.func @row_tail
 // CHECK:       loop.for %i = %c0 to %c5 step %c1 kind(parallel) {
@@ -77,6 +92,41 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
         %t = arith.addf %v, %bb : f32
         %r = arith.maximumf %t, %zero : f32
         loop.store %r, %c[%i, %j] : memref<4x8xf32>
+      }
+    }
+    loop.return
+  }
+
+  loop.func @tail_block(%c: memref<5x8xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c4 = arith.constant 4 : index
+    %c5 = arith.constant 5 : index
+    %c8 = arith.constant 8 : index
+    %zero = arith.constant 0.0 : f32
+    loop.for %jo = %c0 to %c8 step %c4 kind(parallel) {
+      loop.for %io = %c0 to %c4 step %c2 {
+        %i0 = arith.addi %io, %c0 : index
+        %i1 = arith.addi %io, %c1 : index
+        loop.for %jj = %c0 to %c4 step %c1 kind(vectorized) {
+          %j = arith.addi %jo, %jj : index
+          loop.store %zero, %c[%i0, %j] : memref<5x8xf32>
+          loop.store %zero, %c[%i1, %j] : memref<5x8xf32>
+        }
+      }
+      loop.for %it = %c4 to %c5 step %c1 {
+        loop.for %jt = %c0 to %c4 step %c1 kind(vectorized) {
+          %j = arith.addi %jo, %jt : index
+          loop.store %zero, %c[%it, %j] : memref<5x8xf32>
+        }
+      }
+    }
+    loop.for %i = %c0 to %c5 step %c1 kind(parallel) {
+      loop.for %j = %c0 to %c8 step %c1 kind(vectorized) {
+        %v = loop.load %c[%i, %j] : memref<5x8xf32>
+        %r = arith.maximumf %v, %zero : f32
+        loop.store %r, %c[%i, %j] : memref<5x8xf32>
       }
     }
     loop.return
