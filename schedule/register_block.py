@@ -128,10 +128,26 @@ def choose_block(
     # broadcast register (16 registers) the largest block is taken when its tail
     # is at most 1/32 of M: M = 1024 gets 6 rows and a tail of 4, not 4 rows;
     # M = 8 or 64 get 4.
+    if jam > 1 and knobs.block_broadcast_registers and knobs.conv_channel_jam_everywhere:
+        return BlockShape(balanced_rows(m, most), vectors, columns)
     divisor = next((r for r in range(most, (most - 1) // 2, -1) if m % r == 0), None)
     if divisor is None or (knobs.block_broadcast_registers and 32 * (m % most) <= m):
         return BlockShape(most, vectors, columns)
     return BlockShape(divisor, vectors, columns)
+
+
+def balanced_rows(m: int, most: int) -> int:
+    """Rows per block (at most `most`, at least half of it) whose smallest block,
+    the M mod MR tail or a whole block, is the largest; the larger rows on a tie.
+
+    For the channel-jammed convolution blocks of 16 registers (one broadcast
+    register: F blocks leave room for (15 - F) / F rows), where the tail is
+    what costs: 14 columns as 6 + 6 + 2 rows x 2 blocks leave a block of 4
+    accumulators, half the FMA latency x 2 pipes an AVX2 core needs in
+    flight; 5 + 5 + 4 keep 8-10. So 7 -> 4 + 3, 14 -> 5 + 5 + 4, 16 -> 6 +
+    6 + 4, 49 (Winograd's 7 x 7 tiles) -> 9 x 5 + 4, 56 -> 14 x 4."""
+    candidates = range(most, (most - 1) // 2, -1)
+    return max(candidates, key=lambda r: (m % r or r, r))
 
 
 def max_block_rows(vectors: int, registers: int, broadcasts: int) -> int:
@@ -401,15 +417,17 @@ def channel_jam(
     the row gets an unblocked tail. Nor when the F blocks' weights and the
     row block's input overflow L1 (`_fits_l1`)."""
     trips = prim.trip_count(channels)
+    everywhere = knobs.conv_channel_jam_everywhere
     if knobs.conv_channel_jam:
         choices: tuple[int, ...] = (knobs.conv_channel_jam,)
     else:
         one = nest.block(facts, knobs)
-        if one is None or one.rows >= prim.trip_count(nest.outer) or not _pointwise(nest):
+        short = one is not None and one.rows >= prim.trip_count(nest.outer)
+        if one is None or (short and not everywhere) or not _pointwise(nest):
             return 1
         choices = knobs.conv_channel_jam_choices
     jam = next((f for f in choices if f <= trips and trips % f == 0), 1)
-    if knobs.conv_channel_jam or jam == 1 or _fits_l1(nest, jam, facts, knobs):
+    if knobs.conv_channel_jam or jam == 1 or everywhere or _fits_l1(nest, jam, facts, knobs):
         return jam
     return 1
 
