@@ -415,7 +415,20 @@ def channel_jam(
     (one block of 7 or 14 rows already) they gain nothing on AVX-512 and
     lose up to 1.2x on AVX2, where 2 blocks leave room for 6 rows only, so
     the row gets an unblocked tail. Nor when the F blocks' weights and the
-    row block's input overflow L1 (`_fits_l1`)."""
+    row block's input overflow L1 (`_fits_l1`).
+
+    On 16 registers (`conv_channel_jam_everywhere`, AVX2) the jam applies to
+    every row length and footprint, and to direct convolutions whose
+    reduction steps through whole input-channel blocks (`_channel_steps`):
+    there a one-block step is R broadcast loads + 1 weight load for R FMAs,
+    more loads than two FMA pipes are fed per cycle, and F blocks cut it to
+    R + F loads for R·F FMAs; the rows are balanced (`balanced_rows`) so
+    that no block is left with a tail of 1-2 rows (what lost before).
+    Measured, AVX2 build, one thread, the rule off -> on
+    (docs/performance.md, "AVX2 convolutions: channel jam everywhere"):
+    1024->256 at 14x14 0.94x the time, 512->2048 at 7x7 0.92x, 512->128 at
+    28x28 (overflows L1) 0.92x, 3x3 stride 2 128->128 at 56x56 0.69x,
+    Winograd's products at 7x7 (512->512) 0.74x; none slower."""
     trips = prim.trip_count(channels)
     everywhere = knobs.conv_channel_jam_everywhere
     if knobs.conv_channel_jam:

@@ -176,7 +176,16 @@ class ScheduleKnobs:
     """1: a channel-blocked pointwise convolution (and Winograd's product)
     jams output-channel blocks on every row length and L1 footprint; 0: only
     on rows longer than one one-block register block whose jammed weights
-    and input fit L1 (`schedule/register_block.py`, `channel_jam`). TODO."""
+    and input fit L1 (`schedule/register_block.py`, `channel_jam`). With
+    1, direct convolutions whose reduction steps through whole input-channel
+    blocks are jammed too, and the rows of a jammed block are balanced (7
+    columns as 4 + 3 rows, 14 as 5 + 5 + 4). Derived from the register
+    count: with 16 (AVX2, one broadcast register) a one-block step costs a
+    broadcast load per FMA, more than two FMA pipes are fed; measured on
+    the AVX2 build (Zen 4, one thread, same process), 0.69-1.01x the time
+    of the rule off on ResNet-50's and MobileNet's convolution shapes
+    (docs/performance.md, "AVX2 convolutions: channel jam everywhere").
+    With 32 registers (AVX-512) 0: there the rule off was measured."""
 
     conv_nchw_pointwise_min_pixels: int = 56 * 56
     """Smallest output image (OH*OW) at which a pointwise (1x1) conv2d whose
