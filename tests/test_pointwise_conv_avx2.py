@@ -81,27 +81,3 @@ def test_avx2_jammed_conv_matches_onnxruntime(cin, cout, size, k, stride, residu
     got = lamina.compile(import_model(model).module, targets=[target]).run("main", x)
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
-
-
-@pytest.mark.parametrize(
-    ("cin", "cout", "size", "k", "stride"), [(64, 16, 7, 1, 1), (32, 16, 28, 3, 2)]
-)
-def test_avx2_jammed_conv_same_at_one_and_two_threads(cin, cout, size, k, stride) -> None:
-    """Two output blocks jammed into one step leave one channel iteration: the
-    rows (collapsed with it) are what the two threads share; they compute the
-    same bytes as one thread."""
-    from lamina.backends.codegen import get_max_threads, set_num_threads
-
-    model, x = _block(cin, cout, size, k, stride, False)
-    exe = lamina.compile(import_model(model).module, targets=["cpu{isa=avx2}"])
-    before = get_max_threads()
-    try:
-        results = []
-        for threads in (1, 2):
-            set_num_threads(threads)
-            results.append(exe.run("main", x))
-    finally:
-        set_num_threads(before)
-    np.testing.assert_array_equal(results[0], results[1])
-    (want,) = run_ort(model, {"x": x})
-    np.testing.assert_allclose(results[1], want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
