@@ -75,6 +75,7 @@ class ScheduleRulePass(LaminaPass):
             knobs = knobs.replace(
                 block_broadcast_registers=derived.block_broadcast_registers,
                 pack_min_row_blocks=derived.pack_min_row_blocks,
+                conv_channel_jam_everywhere=derived.conv_channel_jam_everywhere,
             )
         given = {
             f.name: getattr(self, f.name)
@@ -113,6 +114,7 @@ class RegisterBlockOptions:
     pack_max_bytes: int | None = None
     parallel_min_iterations_per_core: int | None = None
     conv_channel_jam: int | None = None
+    conv_channel_jam_everywhere: int | None = None
 
 
 @dataclass(frozen=True)

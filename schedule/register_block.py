@@ -124,8 +124,10 @@ def choose_block(
     most = max_block_rows(vectors * jam, facts.vector_registers, knobs.block_broadcast_registers)
     if m <= most:
         return BlockShape(m, vectors, columns)
+    if jam > 1 and knobs.block_broadcast_registers and knobs.conv_channel_jam_everywhere:
+        return BlockShape(balanced_rows(m, most), vectors, columns)
     if knobs.block_broadcast_registers:
-        return BlockShape(_cheapest_rows(m, most, vectors), vectors, columns)
+        return BlockShape(_cheapest_rows(m, most, vectors * jam), vectors, columns)
     # A divisor of M leaves no tail rows (a shorter block of their own).
     divisor = next((r for r in range(most, (most - 1) // 2, -1) if m % r == 0), None)
     return BlockShape(most if divisor is None else divisor, vectors, columns)
@@ -154,6 +156,20 @@ def _cheapest_rows(m: int, most: int, vectors: int) -> int:
         return (m // rows) * step(rows) + (step(m % rows) if m % rows else 0)
 
     return min(range(most, (most - 1) // 2, -1), key=lambda r: (cycles(r), -r))
+
+
+def balanced_rows(m: int, most: int) -> int:
+    """Rows per block (at most `most`, at least half of it) whose smallest block,
+    the M mod MR tail or a whole block, is the largest; the larger rows on a tie.
+
+    For the channel-jammed convolution blocks of 16 registers (one broadcast
+    register: F blocks leave room for (15 - F) / F rows), where the tail is
+    what costs: 14 columns as 6 + 6 + 2 rows x 2 blocks leave a block of 4
+    accumulators, half the FMA latency x 2 pipes an AVX2 core needs in
+    flight; 5 + 5 + 4 keep 8-10. So 7 -> 4 + 3, 14 -> 5 + 5 + 4, 16 -> 6 +
+    6 + 4, 49 (Winograd's 7 x 7 tiles) -> 9 x 5 + 4, 56 -> 14 x 4."""
+    candidates = range(most, (most - 1) // 2, -1)
+    return max(candidates, key=lambda r: (m % r or r, r))
 
 
 def max_block_rows(vectors: int, registers: int, broadcasts: int) -> int:
@@ -438,17 +454,36 @@ def channel_jam(
     (one block of 7 or 14 rows already) they gain nothing on AVX-512 and
     lose up to 1.2x on AVX2, where 2 blocks leave room for 6 rows only, so
     the row gets an unblocked tail. Nor when the F blocks' weights and the
-    row block's input overflow L1 (`_fits_l1`)."""
+    row block's input overflow L1 (`_fits_l1`).
+
+    On 16 registers (`conv_channel_jam_everywhere`, AVX2) the jam applies to
+    every row length and footprint, and to direct convolutions whose
+    reduction steps through whole input-channel blocks (`_channel_steps`):
+    there a one-block step is R broadcast loads + 1 weight load for R FMAs,
+    more loads than two FMA pipes are fed per cycle, and F blocks cut it to
+    R + F loads for R·F FMAs; the rows are balanced (`balanced_rows`) so
+    that no block is left with a tail of 1-2 rows (what lost before).
+    Measured, AVX2 build, one thread, the rule off -> on
+    (docs/performance.md, "AVX2 convolutions: channel jam everywhere"):
+    1024->256 at 14x14 0.94x the time, 512->2048 at 7x7 0.92x, 512->128 at
+    28x28 (overflows L1) 0.92x, 3x3 stride 2 128->128 at 56x56 0.69x,
+    Winograd's products at 7x7 (512->512) 0.74x; none slower."""
     trips = prim.trip_count(channels)
+    everywhere = knobs.conv_channel_jam_everywhere
     if knobs.conv_channel_jam:
         choices: tuple[int, ...] = (knobs.conv_channel_jam,)
     else:
         one = nest.block(facts, knobs)
-        if one is None or one.rows >= prim.trip_count(nest.outer) or not _pointwise(nest):
+        if one is None:
+            return 1
+        if everywhere:
+            if not _pointwise(nest) and not _channel_steps(nest, facts):
+                return 1
+        elif one.rows >= prim.trip_count(nest.outer) or not _pointwise(nest):
             return 1
         choices = knobs.conv_channel_jam_choices
     jam = next((f for f in choices if f <= trips and trips % f == 0), 1)
-    if knobs.conv_channel_jam or jam == 1 or _fits_l1(nest, jam, facts, knobs):
+    if knobs.conv_channel_jam or jam == 1 or everywhere or _fits_l1(nest, jam, facts, knobs):
         return jam
     return 1
 
@@ -475,6 +510,18 @@ def _pointwise(nest: ReductionNest) -> bool:
     loops, the channel blocks and the channels in a block, around the row)?"""
     loops = [o for o in nest.reduction.walk() if isinstance(o, loop.ForOp) and o is not nest.row]
     return len(loops) == 2
+
+
+def _channel_steps(nest: ReductionNest, facts: CpuFacts) -> bool:
+    """Is the reduction's innermost step a whole block of input channels (the
+    loop around the row walks one vector's worth of them)? A stem read as
+    `NCHW1c` (3 input channels) steps through its 7 window columns there
+    instead, and two blocks per step took 2.3x its one-block time (AVX2,
+    7x7 stride 2, 3->64 at 224x224)."""
+    inner = nest.row.parent_op()
+    if not isinstance(inner, loop.ForOp) or inner is nest.reduction.parent_op():
+        return False
+    return prim.trip_count(inner) == facts.lanes(nest.element_bits())
 
 
 def jam_channel_blocks(func: loop.FuncOp) -> int:

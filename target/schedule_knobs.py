@@ -171,6 +171,23 @@ class ScheduleKnobs:
     pointwise kernel holds 3 x 4), 2 blocks 8 (measured, 24->144 at 56x56,
     the kernel alone: 0.248 ms against 0.264)."""
 
+    conv_channel_jam_everywhere: int = field(
+        default=0, metadata={_DERIVED: "1 if vector_registers <= 16 else 0"}
+    )
+    """1: a channel-blocked pointwise convolution (and Winograd's product)
+    jams output-channel blocks on every row length and L1 footprint; 0: only
+    on rows longer than one one-block register block whose jammed weights
+    and input fit L1 (`schedule/register_block.py`, `channel_jam`). With
+    1, direct convolutions whose reduction steps through whole input-channel
+    blocks are jammed too, and the rows of a jammed block are balanced (7
+    columns as 4 + 3 rows, 14 as 5 + 5 + 4). Derived from the register
+    count: with 16 (AVX2, one broadcast register) a one-block step costs a
+    broadcast load per FMA, more than two FMA pipes are fed; measured on
+    the AVX2 build (Zen 4, one thread, same process), 0.69-1.01x the time
+    of the rule off on ResNet-50's and MobileNet's convolution shapes
+    (docs/performance.md, "AVX2 convolutions: channel jam everywhere").
+    With 32 registers (AVX-512) 0: there the rule off was measured."""
+
     conv_nchw_pointwise_min_pixels: int = 56 * 56
     """Smallest output image (OH*OW) at which a pointwise (1x1) conv2d whose
     input is not channel-blocked stays NCHW (a matrix product along the image
@@ -215,6 +232,7 @@ class ScheduleKnobs:
             pack_max_bytes=facts.l2_bytes // 2,
             whole_vector_lanes=min(8, facts.lanes(32)),
             block_broadcast_registers=1 if facts.vector_registers <= 16 else 0,
+            conv_channel_jam_everywhere=1 if facts.vector_registers <= 16 else 0,
             pack_min_row_blocks=32 if facts.vector_bits >= 512 else 8,
             winograd_max_weight_bytes=facts.l2_bytes,
         )
@@ -244,6 +262,7 @@ def check_knob(name: str, value: object) -> str | None:
         "block_broadcast_registers",
         "conv_channel_block",
         "conv_channel_jam",
+        "conv_channel_jam_everywhere",
         "conv_grouped_min_width",
         "depthwise_in_place_percent",
         "winograd_min_output",

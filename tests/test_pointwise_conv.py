@@ -101,14 +101,23 @@ def test_forced_channel_jam_matches_onnxruntime(cin, cout, size, stride, k, jam,
     _check(model, x, target)
 
 
-def test_jammed_pointwise_same_at_one_and_two_threads() -> None:
+@pytest.mark.parametrize(
+    ("cin", "cout", "size", "stride", "k", "target"),
+    [
+        (144, 24, 56, 1, 1, HOST),
+        pytest.param(64, 16, 7, 1, 1, AVX2, marks=needs_avx2),
+        pytest.param(32, 16, 28, 2, 3, AVX2, marks=needs_avx2),
+    ],
+)
+def test_jammed_pointwise_same_at_one_and_two_threads(cin, cout, size, stride, k, target) -> None:
     """The jammed kernel's rows are the parallel loop when F blocks leave one
-    block iteration (144->24: 2 blocks of 16, jammed into one step); the two
-    threads compute the same bytes."""
+    block iteration (144->24: 2 blocks of 16, jammed into one step; on AVX2
+    also a 7-column row and a direct 3x3 stride 2, `conv_channel_jam_everywhere`);
+    the two threads compute the same bytes."""
     from lamina.backends.codegen import get_max_threads, set_num_threads
 
-    model, x = _block(144, 24, 56, 1, "relu")
-    exe = lamina.compile(import_model(model).module, targets=[HOST])
+    model, x = _block(cin, cout, size, stride, "relu", k)
+    exe = lamina.compile(import_model(model).module, targets=[target])
     before = get_max_threads()
     try:
         results = []

@@ -209,15 +209,14 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // FUSED-NOT:     lamina.jam_channels
 // FUSED-LABEL: loop.func @pointwise_avx2_56(
 
-// AVX2, 8 output channels per block: 6 rows x 2 blocks (12 accumulators;
-// the rows that cover 56 in the fewest FMA cycles: 9 blocks and a tail of 2
-// rows, not 14 blocks of 4), each row its own vectorized loop (one broadcast
+// AVX2, 8 output channels per block: 4 rows x 2 blocks (`balanced_rows`:
+// 14 blocks of 4, no tail), each row its own vectorized loop (one broadcast
 // register), both blocks' weight vectors in it.
 // AVX2-LABEL: loop.func @pointwise_avx2_56(
 // AVX2:         loop.for %i1o = %c0 to %c4 step %c2 kind(parallel) {
-// AVX2:             loop.for %i3o = %c0 to %c54 step %c6 {
+// AVX2:             loop.for %i3o = %c0 to %c56 step %c4 {
 // AVX2:               loop.for %k3 = %c0 to %c8 step %c1 {
-// AVX2-COUNT-6:         loop.for %{{.*}} = %c0 to %c8 step %c1 kind(vectorized) {
+// AVX2-COUNT-4:         loop.for %{{.*}} = %c0 to %c8 step %c1 kind(vectorized) {
 // AVX2-NEXT:              arith.addi %i2
 // AVX2-NEXT:              arith.addi %i3
 // AVX2-NEXT:              loop.load %in0[
