@@ -1,4 +1,4 @@
-"""`schedule-sink-epilogues`: an elementwise epilogue joins the register blocks of its matmul (one rule of `schedule`; see `schedule/epilogue_sinking.py`)."""
+"""`schedule-sink-epilogues`: an elementwise epilogue joins the register blocks of its matmul or convolution (one rule of `schedule`; see `schedule/epilogue_sinking.py`)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,10 @@ class ScheduleSinkEpiloguesPass(ScheduleRulePass):
     the same M x N elements and reads what the reduction writes only at its
     own element, is tiled by (MR, NR) and fused into it: each register block
     applies its epilogue (bias, activation, residual) right after its
-    reduction, its MR rows jammed into one vectorized loop. The pair stays
+    reduction, its MR rows jammed into one vectorized loop. A row-block
+    loop whose blocks span whole rows (`for io step MR { fill; reduce }`, a
+    channel-blocked convolution's output columns) takes an epilogue over the
+    same rows split by MR alone. The pair stays
     as it was when a reduction iteration touches anything outside its
     tile, or M or N has a tail. Functions with `lamina.schedule`
     directives are left alone.
