@@ -32,7 +32,11 @@ import peers  # noqa: E402
 
 SHAPES: list[tuple[str, int, int, int, int]] = [
     # (network, C_in, C_out, input size, stride)
+    ("mobilenet_v2", 16, 96, 112, 1),
+    ("mobilenet_v3_large", 16, 64, 112, 1),
+    ("mobilenet_v3_large", 16, 16, 112, 1),
     ("mobilenet_v2", 24, 144, 56, 1),
+    ("mobilenet_v3_large", 24, 72, 56, 1),
     ("mobilenet_v2", 144, 24, 56, 1),
     ("mobilenet_v2", 192, 32, 28, 1),
     ("mobilenet_v2", 64, 384, 14, 1),

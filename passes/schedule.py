@@ -21,7 +21,8 @@ each also a pass of its own, in this order (docs/internals.md):
 6. `schedule-write-through`: a kernel computes into its output instead of a
    temporary its epilogue copies (`schedule/write_through.py`);
    `schedule-sink-epilogues`: an elementwise epilogue after a
-   column-blocked matmul runs in each of its register blocks
+   column-blocked matmul, or after a convolution's blocks of whole output
+   rows, runs in each of its register blocks
    (`schedule/epilogue_sinking.py`); then the pointwise convolutions that step 4 marked get F output-channel blocks
    per input broadcast, their fused epilogues jammed with them
    (`schedule/register_block.py`, `jam_channel_blocks`);

@@ -1,4 +1,4 @@
-"""`schedule-sink-epilogues`: an elementwise epilogue joins the register blocks of its matmul (one rule of `schedule`; see `schedule/epilogue_sinking.py`)."""
+"""`schedule-sink-epilogues`: an elementwise epilogue joins the register blocks of its matmul or convolution (one rule of `schedule`; see `schedule/epilogue_sinking.py`)."""
 
 from __future__ import annotations
 
@@ -24,8 +24,11 @@ class ScheduleSinkEpiloguesPass(ScheduleRulePass):
     applies its epilogue (bias, activation, residual) right after its
     reduction, its MR rows jammed into one vectorized loop; the block of the
     M mod MR tail rows that follows the row blocks inside the column block
-    gets its own part. The pair stays as it was when a reduction iteration
-    touches anything outside its tile, or N has a tail. Functions with `lamina.schedule`
+    gets its own part. A row-block loop whose blocks span whole rows
+    (`for io step MR { fill; reduce }`, a channel-blocked convolution's
+    output columns) takes an epilogue over the same rows split by MR alone.
+    The pair stays as it was when a reduction iteration touches anything
+    outside its tile, or N has a tail. Functions with `lamina.schedule`
     directives are left alone.
     Invariants: every element is computed by the same operations; an
     element's epilogue runs after its reduction has finished.

@@ -506,10 +506,43 @@ def _fits_l1(nest: ReductionNest, jam: int, facts: CpuFacts, knobs: ScheduleKnob
 
 
 def _pointwise(nest: ReductionNest) -> bool:
-    """Is the reduction over the input channels only (a 1x1 convolution: two
-    loops, the channel blocks and the channels in a block, around the row)?"""
+    """Is the reduction over the input channels only (a 1x1 convolution: at
+    most two loops, the channel blocks and the channels in a block, around
+    the row; one when the input is a single block, whose loop `lower-te`
+    drops)? A window's loops (`kh`, `kw`) index the input's rows or columns
+    added to an output position's variable; a channel loop indexes a
+    dimension of its own. Missing the single-block case left MobileNet's
+    16-channel expansions at 112x112 with one output-channel block per step
+    (docs/performance.md, "Short reductions")."""
     loops = [o for o in nest.reduction.walk() if isinstance(o, loop.ForOp) and o is not nest.row]
-    return len(loops) == 2
+    if not 1 <= len(loops) <= 2:
+        return False
+    reduced = [o.induction_var for o in loops]
+    spatial = [
+        o.induction_var
+        for o in _enclosing_loops(nest.reduction)
+        if o.kind_name != LoopKind.VECTORIZED
+    ]
+    outer_iv = nest.outer.induction_var
+    for o in nest.row.walk():
+        if not isinstance(o, loop.LoadOp) or not any(depends_on(i, outer_iv) for i in o.indices):
+            continue
+        for index in o.indices:
+            if any(depends_on(index, r) for r in reduced) and any(
+                depends_on(index, s) for s in spatial
+            ):
+                return False
+    return True
+
+
+def _enclosing_loops(op: loop.ForOp) -> list[loop.ForOp]:
+    """The loops around `op`, innermost first."""
+    found = []
+    parent = op.parent_op()
+    while isinstance(parent, loop.ForOp):
+        found.append(parent)
+        parent = parent.parent_op()
+    return found
 
 
 def _channel_steps(nest: ReductionNest, facts: CpuFacts) -> bool:

@@ -120,3 +120,82 @@ def test_a_batched_matmul_gets_its_epilogue_sunk_per_batch(tmp_path):
     ss = RNG.standard_normal((b, m, n), dtype=np.float32)
     got = lamina.compile(text).run("main", xs, ws, ss)
     np.testing.assert_allclose(got, (xs.astype(np.float64) @ ws) * ss, rtol=2e-5, atol=2e-4)
+
+
+def _conv_model(cin: int, cout: int, size: int, k: int, stride: int, epilogue: str):
+    """`depthwise 3x3 -> k x k conv (stride) + bias -> epilogue` as ONNX (weights
+    initializers): the conv reads a channel-blocked input, as inside MobileNet."""
+    from onnx import helper
+    from onnx_util import make_model
+
+    inits = {
+        "wd": (RNG.standard_normal((cin, 1, 3, 3)) * 0.3).astype(np.float32),
+        "w": (RNG.standard_normal((cout, cin, k, k)) / np.sqrt(cin * k * k)).astype(np.float32),
+        "b": RNG.standard_normal(cout).astype(np.float32),
+        "lo": np.array(0.0, np.float32),
+        "hi": np.array(6.0, np.float32),
+    }
+    nodes = [
+        helper.make_node("Conv", ["x", "wd"], ["d"], group=cin, pads=[1] * 4, kernel_shape=[3, 3]),
+        helper.make_node(
+            "Conv", ["d", "w", "b"], ["c"], kernel_shape=[k, k], strides=[stride] * 2,
+            pads=[k // 2] * 4,
+        ),
+    ]  # fmt: skip
+    if epilogue == "relu6":
+        nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"]))
+    elif epilogue == "hardswish":
+        nodes.append(helper.make_node("HardSwish", ["c"], ["y"]))
+    else:
+        nodes.append(helper.make_node("Add", ["c", "x"], ["y"]))
+    x = RNG.standard_normal((1, cin, size, size)).astype(np.float32)
+    return make_model(nodes, {"x": x}, ["y"], inits), x
+
+
+@pytest.mark.parametrize("target", ["cpu", "cpu{isa=avx2}"])
+@pytest.mark.parametrize(
+    "cin,cout,size,k,stride,epilogue",
+    [
+        (16, 96, 56, 1, 1, "relu6"),  # one input block, 3 output blocks per step
+        (16, 64, 56, 1, 1, "hardswish"),  # MobileNetV3's expansion epilogue
+        (24, 72, 28, 1, 1, "relu6"),  # padded channels on both sides, no jam
+        (32, 32, 28, 1, 1, "residual"),  # the residual add sunk with the bias
+        (16, 32, 30, 3, 2, "relu6"),  # a 3x3 stride-2 convolution's epilogue
+        (64, 64, 14, 1, 1, "relu6"),  # one block of 14 rows per output row
+    ],
+)
+def test_sunk_conv_epilogues_match_onnxruntime(cin, cout, size, k, stride, epilogue, target):
+    """Channel-blocked convolutions whose register blocks span the output row
+    get their bias and activation inside each block; same result as
+    onnxruntime's."""
+    pytest.importorskip("onnx")
+    from onnx_util import run_ort
+
+    from lamina.frontends.onnx import import_model
+
+    model, x = _conv_model(cin, cout, size, k, stride, epilogue)
+    (want,) = run_ort(model, {"x": x})
+    got = lamina.compile(import_model(model).module, targets=[target]).run("main", x)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_a_conv_epilogue_runs_in_each_register_block(tmp_path):
+    """The 16->96 pointwise convolution at 56x56 with bias + relu6: its
+    epilogue is in the row-block loop, after each block's reduction (no
+    second loop over the 56 output columns)."""
+    pytest.importorskip("onnx")
+    from lamina.frontends.onnx import import_model
+
+    model, _ = _conv_model(16, 96, 56, 1, 1, "relu6")
+    path = tmp_path / "conv.mlir"
+    path.write_text(str(import_model(model).module))
+    lowered = subprocess.run(
+        [sys.executable, "-m", "lamina.tools.lamina_opt", str(path), "--compile-to", "lowering",
+         "-t", "cpu{vector_bits=512 vector_registers=32}"],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    start = lowered.index("loop.func private @te_fused_conv2d_add_maximum_minimum_1x6x56x56")
+    kernel = lowered[start : lowered.index("loop.return", start)]
+    assert not re.search(r"loop\.for %\S+ = %c0 to %c56 step %c1 \{", kernel)
+    blocks = kernel[kernel.index("step %c7 {") :]
+    assert "arith.minimumf" in blocks

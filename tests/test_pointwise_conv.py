@@ -73,6 +73,8 @@ CASES = [
     (40, 240, 28, 1, "bias"),  # 40 input channels: 2.5 blocks of 16, 5 of 8
     (64, 64, 28, 1, "residual"),  # the residual add fused into the jammed epilogue
     (32, 96, 28, 1, "none"),  # no epilogue at all
+    (16, 96, 56, 1, "relu"),  # ONE input block on AVX-512 (no channel-block loop): 3 per step
+    (16, 64, 112, 1, "bias"),  # MobileNetV3's expansion at 112x112: 2 blocks per step
 ]
 
 

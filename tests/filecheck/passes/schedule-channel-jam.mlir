@@ -191,21 +191,22 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NOT:     lamina.jam_channels
 // CHECK-LABEL: loop.func @pointwise_avx2_56(
 
-// The whole schedule: the bias + relu epilogue was fused into the rows before
-// the jam, so it is jammed too (both blocks' rows, still in L1), and the
-// kernel computes into its output.
+// The whole schedule: the bias + relu epilogue was fused into the rows and
+// sunk into the register blocks (right after each block's reduction, its 7
+// columns) before the jam, so it is jammed too (7 columns x 2 blocks), and
+// the kernel computes into its output.
 // FUSED-LABEL: loop.func @pointwise_28(
 // FUSED:         loop.for %i1o = %c0 to %c4 step %c2 kind(parallel) {
 // FUSED:           loop.for %i2 = %c0 to %c28 step %c1 kind(parallel) {
 // FUSED:             loop.for %i3o = %c0 to %c28 step %c7 {
 // FUSED:               loop.load %in1[%i1_1, %k0
-// FUSED:             loop.for %[[COL:.*]] = %c0 to %c28 step %c1 {
-// FUSED-NEXT:          loop.for %[[LANE:.*]] = %c0 to %c16 step %c1 kind(vectorized) {
+// FUSED:               %[[COL:.*]] = arith.addi %i3o, %c0 : index
+// FUSED:               loop.for %[[LANE:.*]] = %c0 to %c16 step %c1 kind(vectorized) {
 // FUSED-DAG:             loop.load %out0[%{{.*}}, %i1, %i2, %[[COL]], %[[LANE]]]
 // FUSED-DAG:             loop.load %out0[%{{.*}}, %i1_1, %i2, %[[COL]], %[[LANE]]]
 // FUSED-DAG:             loop.load %in2[%{{.*}}, %i1, %{{.*}}, %{{.*}}, %[[LANE]]]
 // FUSED-DAG:             loop.load %in2[%{{.*}}, %i1_1, %{{.*}}, %{{.*}}, %[[LANE]]]
-// FUSED-COUNT-2:         arith.maximumf
+// FUSED-COUNT-14:        arith.maximumf
 // FUSED-NOT:     lamina.jam_channels
 // FUSED-LABEL: loop.func @pointwise_avx2_56(
 
