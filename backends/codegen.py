@@ -558,12 +558,20 @@ class UnitsModule(CompiledModule):
     def object_code(self) -> bytes:
         packed = self.__dict__.get("_packed")
         if packed is None:
-            from lamina.runtime import cache as disk
-            from lamina.runtime import constant_blob
-
-            packed = disk.pack_objects(self.objects, constant_blob.pack(self.constants))
+            packed = b"".join(self.object_code_pieces())
             self.__dict__["_packed"] = packed
         return packed
+
+    def object_code_pieces(self) -> list[bytes | memoryview]:
+        """`object_code` in pieces (the objects, the constants), none of them copied:
+        what the disk cache writes (runtime/cache.py)."""
+        from lamina.runtime import cache as disk
+        from lamina.runtime import constant_blob
+
+        packed = self.__dict__.get("_packed")
+        if packed is not None:
+            return [packed]
+        return disk.pack_object_pieces(self.objects, constant_blob.pack_pieces(self.constants))
 
     @object_code.setter
     def object_code(self, value: bytes | None) -> None:

@@ -39,7 +39,8 @@ def store(key: str, exe: Executable, *, openmp: bool) -> bool:
 
     `openmp`: the code calls libgomp (the compiler knows it from the module).
     """
-    code = getattr(exe.compiled, "object_code", None)
+    pieces = getattr(exe.compiled, "object_code_pieces", None)
+    code = pieces() if pieces is not None else getattr(exe.compiled, "object_code", None)
     if code is None:
         return False
     metadata = {
