@@ -52,7 +52,7 @@ import tempfile
 import threading
 import time
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
@@ -140,19 +140,26 @@ def _unlink(path: Path) -> bool:
 class Entry:
     """What a hit needs: the object code and the description of its entry points."""
 
-    object_code: bytes | memoryview | list[bytes | memoryview]
-    """A memoryview into the mapped file for a large entry `read` (see `read`). To
-    `write`, also a list of pieces whose concatenation is the object code: a model's
-    weights are then copied once, into the entry, not into a packed copy first."""
+    object_code: bytes | memoryview
+    """A memoryview into the mapped file for a large entry `read` (see `read`)."""
     metadata: dict
     """JSON-able: entry signatures, functions that are not entries, compile timings."""
+
+
+@dataclass(frozen=True)
+class PiecewiseEntry:
+    """An `Entry` to `write` whose object code is the concatenation of `pieces`: a
+    model's weights are then copied once, into the file, not into a packed copy first."""
+
+    pieces: Sequence[bytes | memoryview]
+    metadata: dict
 
 
 def _path(cache_key: str, folder: Path | None = None) -> Path:
     return (folder or directory()) / f"{cache_key}{SUFFIX}"
 
 
-def checksum(body: bytes | memoryview | list[bytes | memoryview]) -> bytes:
+def checksum(body: bytes | memoryview | Sequence[bytes | memoryview]) -> bytes:
     """SHA-256 of the SHA-256s of `body`'s 8 MiB chunks (`body`: bytes, or the list of
     pieces whose concatenation they are).
 
@@ -160,7 +167,8 @@ def checksum(body: bytes | memoryview | list[bytes | memoryview]) -> bytes:
     usable core (hashlib releases the GIL): ResNet-50's 100 MB entry is checked
     on every hit, and one core hashes it in about 0.15 s.
     """
-    pieces = [memoryview(p).cast("B") for p in (body if isinstance(body, list) else [body])]
+    parts = [body] if isinstance(body, bytes | memoryview) else body
+    pieces = [memoryview(p).cast("B") for p in parts]
     starts = list(accumulate((len(p) for p in pieces), initial=0))
     count = max(1, -(-starts[-1] // _CHUNK))
     digests = [b""] * count
@@ -192,25 +200,22 @@ def _usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def encode(entry: Entry) -> bytes:
+def encode(entry: Entry | PiecewiseEntry) -> bytes:
     """FORMAT, metadata length, metadata (JSON, padded with spaces so that the object
     code starts at a multiple of `ALIGN`), object code, `checksum` of all of it."""
     pieces = _pieces(entry)
     return b"".join([*pieces, checksum(pieces)])
 
 
-def _pieces(entry: Entry) -> list[bytes | memoryview]:
+def _pieces(entry: Entry | PiecewiseEntry) -> list[bytes | memoryview]:
     """`encode`'s bytes but the checksum, in pieces: `write` hashes and writes them as
     they are, so a model's weights (100 MB for ResNet-50) are not copied into an
     entry first (packing, then joining, copied them four times: 0.3-0.4 s of CPU
     and 250 MiB of peak memory at the end of a cold compile)."""
     meta = json.dumps(entry.metadata, sort_keys=True).encode()
     meta += b" " * (-(len(FORMAT) + 8 + len(meta)) % ALIGN)
-    code = entry.object_code
-    return [
-        FORMAT + len(meta).to_bytes(8, "little") + meta,
-        *(code if isinstance(code, list) else [code]),
-    ]
+    code = entry.pieces if isinstance(entry, PiecewiseEntry) else [entry.object_code]
+    return [FORMAT + len(meta).to_bytes(8, "little") + meta, *code]
 
 
 def decode(data: bytes | memoryview | mmap.mmap) -> Entry | None:
@@ -270,7 +275,9 @@ def read(cache_key: str, *, folder: Path | None = None) -> Entry | None:
     return entry
 
 
-def write(cache_key: str, entry: Entry, *, folder: Path | None = None) -> Path | None:
+def write(
+    cache_key: str, entry: Entry | PiecewiseEntry, *, folder: Path | None = None
+) -> Path | None:
     """Store `entry` atomically (temporary file + os.replace); None if the cache is not writable.
 
     A new cache directory is created owner-only (0700); entries are 0600
@@ -452,7 +459,7 @@ def pack_objects(objects: list[bytes], constants: bytes = b"") -> bytes:
 
 
 def pack_object_pieces(
-    objects: list[bytes], constants: list[bytes | memoryview]
+    objects: list[bytes], constants: Sequence[bytes | memoryview]
 ) -> list[bytes | memoryview]:
     """`pack_objects(objects, b"".join(constants))` in pieces, none of them copied (an
     `Entry` to `write` takes them as they are)."""
@@ -554,6 +561,7 @@ __all__ = [
     "file_digest",
     "KERNEL_FOLDER",
     "PACKED",
+    "PiecewiseEntry",
     "kernel_directory",
     "pack_objects",
     "read_kernel",

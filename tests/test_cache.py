@@ -548,10 +548,10 @@ def test_entry_written_in_pieces_is_the_entry_of_the_joined_object_code(tmp_path
     pieces = cache.pack_object_pieces(objects, constant_blob.pack_pieces(constants))
     packed = cache.pack_objects(objects, constant_blob.pack(constants))
     assert b"".join(pieces) == packed
-    assert cache.encode(cache.Entry(pieces, {"n": 1})) == cache.encode(
+    assert cache.encode(cache.PiecewiseEntry(pieces, {"n": 1})) == cache.encode(
         cache.Entry(packed, {"n": 1})
     )
-    cache.write("k" * 64, cache.Entry(pieces, {"n": 1}), folder=tmp_path)
+    cache.write("k" * 64, cache.PiecewiseEntry(pieces, {"n": 1}), folder=tmp_path)
     entry = cache.read("k" * 64, folder=tmp_path)
     assert entry is not None and bytes(entry.object_code) == packed
     got, blob = cache.unpack_objects(entry.object_code)
