@@ -272,6 +272,7 @@ def _translate(
                 set.update(fn.attributes, vector_width_attributes(bits))
     for func in _internal_functions(module):
         ir_module.get_global(func.sym_name.data).linkage = "internal"
+    _pass_through_attributes(module, ir_module)
     _attach_loop_metadata(module, ir_module)
     bound_inlining(ir_module)  # no function grows with the graph (backends/inlining.py)
     return ir_module, blobs
@@ -285,6 +286,17 @@ def vector_width_attributes(bits: int) -> tuple[str, ...]:
     peers run 512-bit kernels there; the width comes from `cpu_facts`.
     """
     return (f'"prefer-vector-width"="{bits}"', f'"min-legal-vector-width"="{bits}"')
+
+
+def _pass_through_attributes(module: ModuleOp, ir_module: llvm_ir.Module) -> None:
+    """Copy the `passthrough` function attributes (`["alwaysinline"]`), which xDSL's
+    translator ignores, onto the defined functions. Only attributes without a value."""
+    for op in module.ops:
+        if isinstance(op, llvm_dialect.FuncOp) and op.body.blocks and op.passthrough:
+            fn = ir_module.get_global(op.sym_name.data)
+            for attr in op.passthrough.data:
+                if isinstance(attr, StringAttr):
+                    fn.attributes.add(attr.data)
 
 
 def _internal_functions(module: ModuleOp) -> list[llvm_dialect.FuncOp]:
@@ -546,12 +558,20 @@ class UnitsModule(CompiledModule):
     def object_code(self) -> bytes:
         packed = self.__dict__.get("_packed")
         if packed is None:
-            from lamina.runtime import cache as disk
-            from lamina.runtime import constant_blob
-
-            packed = disk.pack_objects(self.objects, constant_blob.pack(self.constants))
+            packed = b"".join(self.object_code_pieces())
             self.__dict__["_packed"] = packed
         return packed
+
+    def object_code_pieces(self) -> list[bytes | memoryview]:
+        """`object_code` in pieces (the objects, the constants), none of them copied:
+        what the disk cache writes (runtime/cache.py)."""
+        from lamina.runtime import cache as disk
+        from lamina.runtime import constant_blob
+
+        packed = self.__dict__.get("_packed")
+        if packed is not None:
+            return [packed]
+        return disk.pack_object_pieces(self.objects, constant_blob.pack_pieces(self.constants))
 
     @object_code.setter
     def object_code(self, value: bytes | None) -> None:

@@ -52,6 +52,9 @@ KERNEL_PREFIX = "__lamina_k_"
 CONSTANT_PREFIX = "__lamina_w_"
 """Symbol of a constant that lives in the blob: this prefix and 32 hex digits of its SHA-256."""
 
+HOST_HELPER_ATTRIBUTE = "alwaysinline"
+"""An internal function with this attribute stays in the host unit (it is no kernel)."""
+
 BLOB_MIN_BYTES = 1024
 """Constants of at least this size go to the blob; smaller ones stay in the host's IR."""
 
@@ -139,6 +142,10 @@ class _Parts:
     exported: list[str]
     metadata: dict[str, str]
     refs: dict[str, list[str]]
+    host: list[str] = field(default_factory=list)
+    """The host's functions, in module order: the exported ones and the internal ones
+    marked `alwaysinline` (helpers of the host's own code, e.g. a profiling build's
+    clock reads: they belong inlined in their callers, not in a unit of their own)."""
 
 
 def _parts(ir_module: llvm_ir.Module) -> _Parts | None:
@@ -158,6 +165,9 @@ def _parts(ir_module: llvm_ir.Module) -> _Parts | None:
             parts.refs[value.name] = [n for n in _REF.findall(text) if n != value.name]
             if value.linkage in ("", "external"):
                 parts.exported.append(value.name)
+                parts.host.append(value.name)
+            elif HOST_HELPER_ATTRIBUTE in value.attributes:
+                parts.host.append(value.name)
         elif isinstance(value, llvm_ir.GlobalVariable):
             parts.globals[value.name] = value
         else:
@@ -189,7 +199,7 @@ def split_module(
     parts = _parts(ir_module)
     if parts is None or not (parts.exported or roots):
         return None
-    exported = set(parts.exported)
+    exported = set(parts.host)
     if roots is None:
         roots = _roots(parts, exported, reused)
     elif any(root not in parts.functions for root in roots):
@@ -237,9 +247,9 @@ def split_module(
 
 
 def _roots(parts: _Parts, exported: set[str], reused: dict) -> list[str]:
-    """The kernels: the functions (defined or reused) the exported ones call, in order."""
+    """The kernels: the functions (defined or reused) the host's call, in order."""
     roots: list[str] = []
-    for name in parts.exported:
+    for name in parts.host:
         for callee in parts.refs[name]:
             if callee in roots or callee in exported:
                 continue
@@ -410,7 +420,7 @@ def _host_unit(
     """The host functions, every global (large constants as external blob symbols), the
     kernels' messages, the declarations, and a declaration of every kernel entry."""
     rename = {**symbol_of, **constants}
-    used = {ref for name in parts.exported for ref in parts.refs[name]}
+    used = {ref for name in parts.host for ref in parts.refs[name]}
     lines = [parts.header]
     declared = set()
     for name, gv in parts.globals.items():
@@ -431,7 +441,7 @@ def _host_unit(
             lines.append(f'@"{unit.symbol}_m{i}" = constant {definition}')
     lines += _host_declarations(parts, kernels)
     lines += sorted(set(declarations.values()))
-    bodies = [parts.functions[name] for name in parts.exported]
+    bodies = [parts.functions[name] for name in parts.host]
     needed = _metadata_closure(bodies, parts.metadata)
     text = "\n".join([*lines, "", *bodies, *(parts.metadata[n] for n in needed), ""])
     return _renamed(text, rename)
@@ -442,7 +452,7 @@ def _host_declarations(parts: _Parts, kernels: list[KernelUnit]) -> list[str]:
     runtime (it defines it for the kernels) if it or a kernel uses it. Not the
     kernels' other callees, so the host's text is the same whether a kernel was
     lowered here or reused (backends/kernel_reuse.py)."""
-    used = {ref for name in parts.exported for ref in parts.refs[name]}
+    used = {ref for name in parts.host for ref in parts.refs[name]}
     runtime = {
         line.split('@"', 1)[1].split('"', 1)[0]: line
         for unit in kernels

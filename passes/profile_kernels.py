@@ -32,6 +32,7 @@ from typing import ClassVar
 from xdsl.context import Context
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     DenseIntOrFPElementsAttr,
     IntegerAttr,
     IntegerType,
@@ -198,7 +199,7 @@ def _helpers(info: _Module) -> list[Operation]:
     scaled = now.add_op(llvm.MulOp(seconds, giga))
     total = now.add_op(llvm.AddOp(scaled, nanos))
     now.add_op(llvm.ReturnOp(total))
-    ops.append(llvm.FuncOp(NOW, llvm.LLVMFunctionType([], i64), body=Region(now)))
+    ops.append(_helper(NOW, llvm.LLVMFunctionType([], i64), now))
 
     add = _Block(arg_types=[PTR, i64])
     slot, start = add.args
@@ -209,10 +210,16 @@ def _helpers(info: _Module) -> list[Operation]:
     one = add.add_op(llvm.ConstantOp(IntegerAttr(1, i64), i64))
     _accumulate(add, calls_at, one)
     add.add_op(llvm.ReturnOp())
-    ops.append(
-        llvm.FuncOp(ADD, llvm.LLVMFunctionType([PTR, i64], llvm.LLVMVoidType()), body=Region(add))
-    )
+    ops.append(_helper(ADD, llvm.LLVMFunctionType([PTR, i64], llvm.LLVMVoidType()), add))
     return ops
+
+
+def _helper(name: str, type: llvm.LLVMFunctionType, body: Block) -> llvm.FuncOp:
+    """An internal helper of the entries, `alwaysinline`: it is part of the host's code,
+    so a module compiled in units keeps it in the host unit, inlined at every call
+    (backends/kernel_split.py), instead of taking it for a kernel."""
+    inline = ArrayAttr([StringAttr("alwaysinline")])
+    return llvm.FuncOp(name, type, body=Region(body), other_props={"passthrough": inline})
 
 
 def _accumulate(block: _Block, at: SSAValue, amount: SSAValue) -> None:

@@ -39,8 +39,9 @@ def store(key: str, exe: Executable, *, openmp: bool) -> bool:
 
     `openmp`: the code calls libgomp (the compiler knows it from the module).
     """
-    code = getattr(exe.compiled, "object_code", None)
-    if code is None:
+    pieces = getattr(exe.compiled, "object_code_pieces", None)
+    code = getattr(exe.compiled, "object_code", None) if pieces is None else None
+    if pieces is None and code is None:
         return False
     metadata = {
         "signatures": {
@@ -59,6 +60,9 @@ def store(key: str, exe: Executable, *, openmp: bool) -> bool:
         "openmp": openmp,
         "cpu": {"name": exe.target_cpu, "features": list(exe.target_features)},
     }
+    if pieces is not None:  # a model compiled in units: its weights are not packed first
+        return disk.write(key, disk.PiecewiseEntry(pieces(), metadata)) is not None
+    assert code is not None
     return disk.write(key, disk.Entry(code, metadata)) is not None
 
 

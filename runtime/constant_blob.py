@@ -110,14 +110,24 @@ def register_packed(data: bytes | memoryview) -> None:
 
 def pack(constants: dict[str, bytes]) -> bytes:
     """Table length, JSON table {symbol: [offset, size]}, then the 64-byte-aligned blob."""
-    offsets, size = layout({s: len(d) for s, d in constants.items()})
+    return b"".join(pack_pieces(constants))
+
+
+def pack_pieces(constants: dict[str, bytes]) -> list[bytes]:
+    """`pack(constants)` in pieces: the table, then each constant and the zeros that
+    align the next, the constants' bytes not copied (runtime/cache.py writes them
+    into an entry as they are)."""
+    offsets, _ = layout({s: len(d) for s, d in constants.items()})
     table = json.dumps({s: [offsets[s], len(constants[s])] for s in sorted(constants)}).encode()
     head = len(table).to_bytes(8, "little") + table
-    pad = -len(head) % ALIGN
-    blob = bytearray(size)
-    for symbol, data in constants.items():
-        blob[offsets[symbol] : offsets[symbol] + len(data)] = data
-    return head + b"\0" * pad + bytes(blob)
+    pieces = [head + b"\0" * (-len(head) % ALIGN)]
+    end = 0
+    for symbol in sorted(constants):
+        if offsets[symbol] > end:
+            pieces.append(b"\0" * (offsets[symbol] - end))
+        pieces.append(constants[symbol])
+        end = offsets[symbol] + len(constants[symbol])
+    return pieces
 
 
 def unpack(data: bytes | memoryview) -> tuple[dict[str, tuple[int, int]], memoryview]:
@@ -136,4 +146,4 @@ def unpack(data: bytes | memoryview) -> tuple[dict[str, tuple[int, int]], memory
     return table, blob
 
 
-__all__ = ["ALIGN", "layout", "pack", "register", "register_packed", "unpack"]
+__all__ = ["ALIGN", "layout", "pack", "pack_pieces", "register", "register_packed", "unpack"]

@@ -534,3 +534,27 @@ def test_a_model_files_digest_is_remembered_until_the_file_changes(cache_dir, tm
     assert cache.file_digest(model, remember=False) == expected
     model.write_bytes(b"b" * 1000)  # same size, new times
     assert cache.file_digest(model) == cache.hashlib.sha256(b"b" * 1000).hexdigest()
+
+
+def test_entry_written_in_pieces_is_the_entry_of_the_joined_object_code(tmp_path):
+    """A model's object code is stored in pieces (objects, table, each weight) without
+    packing it first: the entry is byte for byte the one of the packed bytes, and
+    reads back as the packed object code with the constants where `unpack` finds them."""
+    from lamina.runtime import constant_blob
+
+    rng = np.random.default_rng(3)
+    constants = {f"__lamina_w_{i:02d}": rng.bytes(n) for i, n in enumerate([1024, 1100, 4097, 1])}
+    objects = [b"\x7fELF" + rng.bytes(100), rng.bytes(77)]
+    pieces = cache.pack_object_pieces(objects, constant_blob.pack_pieces(constants))
+    packed = cache.pack_objects(objects, constant_blob.pack(constants))
+    assert b"".join(pieces) == packed
+    assert cache.encode(cache.PiecewiseEntry(pieces, {"n": 1})) == cache.encode(
+        cache.Entry(packed, {"n": 1})
+    )
+    cache.write("k" * 64, cache.PiecewiseEntry(pieces, {"n": 1}), folder=tmp_path)
+    entry = cache.read("k" * 64, folder=tmp_path)
+    assert entry is not None and bytes(entry.object_code) == packed
+    got, blob = cache.unpack_objects(entry.object_code)
+    table, data = constant_blob.unpack(blob)
+    assert got == objects
+    assert {s: bytes(data[o : o + n]) for s, (o, n) in table.items()} == constants

@@ -49,6 +49,14 @@ def test_profile_counts_every_kernel_call_and_keeps_numerics():
     assert "(2 more)" in table and "(outside kernels)" in table
 
 
+def test_profiling_build_compiles_in_units():
+    """The clock-reading helpers stay in the host: the kernels are still units of their
+    own (built on every core, cached), and the weights stay outside LLVM."""
+    exe = lamina.compile(MLP, profile=True, cache=False)
+    assert exe.compiled.timings.kernels is not None
+    assert len(exe.compiled.timings.kernels) == 3  # the three kernels, no helper
+
+
 def test_profile_needs_a_profiling_build():
     exe = lamina.compile(MLP, cache=False)
     with pytest.raises(LaminaRuntimeError, match="profile=True"):

@@ -55,7 +55,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<build>} {
 // CHECK:       llvm.mlir.global weak @lamina_profile(dense<0> : tensor<6xi64>) {{.*}} : !llvm.array<6 x i64>
 // CHECK-NEXT:  llvm.mlir.global weak constant @lamina_profile_table("conv\091\099\0Arelu\090\090\0Aconv\091\099\0A\00")
 // CHECK:       llvm.func @clock_gettime(i32, !llvm.ptr) -> i32
-// CHECK:       llvm.func internal @lamina_profile_now() -> i64
+// CHECK:       llvm.func internal @lamina_profile_now() -> i64 attributes {passthrough = ["alwaysinline"]}
 // CHECK:         llvm.call @clock_gettime(
-// CHECK:       llvm.func internal @lamina_profile_add(
+// CHECK:       llvm.func internal @lamina_profile_add({{.*}}) attributes {passthrough = ["alwaysinline"]}
 // CHECK-NOT:   lamina_profile_now() -> i64
