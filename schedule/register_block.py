@@ -126,11 +126,17 @@ def choose_block(
         return BlockShape(m, vectors, columns)
     if jam > 1 and knobs.block_broadcast_registers and knobs.conv_channel_jam_everywhere:
         return BlockShape(balanced_rows(m, most), vectors, columns)
-    if knobs.block_broadcast_registers:
+    if knobs.block_broadcast_registers and vectors * jam > 1:
         return BlockShape(_cheapest_rows(m, most, vectors * jam), vectors, columns)
-    # A divisor of M leaves no tail rows (a shorter block of their own).
+    # A divisor of M leaves no tail rows (a shorter block of their own). With one
+    # broadcast register and one vector per row (14 rows of 8 lanes, e.g. a
+    # 1x1 convolution computed as weights @ pixels in NCHW) the largest block is
+    # taken only when its tail is at most 1/32 of M: 64 output channels as 8
+    # blocks of 8 (on a packed panel) were 7 % faster than 4 of 14 and a tail.
     divisor = next((r for r in range(most, (most - 1) // 2, -1) if m % r == 0), None)
-    return BlockShape(most if divisor is None else divisor, vectors, columns)
+    if divisor is None or (knobs.block_broadcast_registers and 32 * (m % most) <= m):
+        return BlockShape(most, vectors, columns)
+    return BlockShape(divisor, vectors, columns)
 
 
 FMA_ACCUMULATORS = 8
@@ -550,11 +556,24 @@ def _channel_steps(nest: ReductionNest, facts: CpuFacts) -> bool:
     loop around the row walks one vector's worth of them)? A stem read as
     `NCHW1c` (3 input channels) steps through its 7 window columns there
     instead, and two blocks per step took 2.3x its one-block time (AVX2,
-    7x7 stride 2, 3->64 at 224x224)."""
+    7x7 stride 2, 3->64 at 224x224). Nor with fewer than
+    `CHANNEL_STEP_MIN_BLOCKS` input-channel blocks (see there)."""
     inner = nest.row.parent_op()
     if not isinstance(inner, loop.ForOp) or inner is nest.reduction.parent_op():
         return False
+    if prim.trip_count(nest.reduction) < CHANNEL_STEP_MIN_BLOCKS:
+        return False
     return prim.trip_count(inner) == facts.lanes(nest.element_bits())
+
+
+CHANNEL_STEP_MIN_BLOCKS = 8
+"""Input-channel blocks a direct convolution needs before its output blocks are
+jammed on 16 registers. With 2 or 4 (16->32 and 32->64 channels, 3x3 stride 2
+at 64x64 and 32x32) the jammed kernel took 3.4x and 2.8x the one-block time
+(AVX2 build, one thread, `bench.py`'s ResNet-style CNN 1.20 -> 1.72 ms): LLVM
+kept the two blocks' accumulators in memory, loading and storing them at
+every FMA -- the cause is not found; with 8 or more (64->64, 128->128) the
+jam gains 0.69-0.74x."""
 
 
 def jam_channel_blocks(func: loop.FuncOp) -> int:
