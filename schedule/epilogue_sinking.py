@@ -96,11 +96,8 @@ def _tiling(n1: loop.ForOp, n2: loop.ForOp) -> tuple[list[loop.ForOp], int] | No
     try:
         jlb, jub, nr = prim.bounds(n1)
         spans = [prim.bounds(r) for r in rows]
-        if prim.bounds(n2) != (spans[0][0], spans[-1][1], 1) or prim.bounds(j_loop) != (
-            jlb,
-            jub,
-            1,
-        ):
+        rows_covered, columns_covered = (spans[0][0], spans[-1][1], 1), (jlb, jub, 1)
+        if prim.bounds(n2) != rows_covered or prim.bounds(j_loop) != columns_covered:
             return None
     except ScheduleError:
         return None

@@ -157,8 +157,10 @@ def _cheapest_rows(m: int, most: int, vectors: int) -> int:
     M = 16 0.095 → 0.091; M = 8 4 + 4 0.054 against 6 + 2 0.058 ms).
     """
 
+    def step(rows: int) -> float:
+        return max(rows * vectors, FMA_ACCUMULATORS) / 2 + 1
+
     def cycles(rows: int) -> float:
-        step = lambda r: max(r * vectors, FMA_ACCUMULATORS) / 2 + 1  # noqa: E731
         return (m // rows) * step(rows) + (step(m % rows) if m % rows else 0)
 
     return min(range(most, (most - 1) // 2, -1), key=lambda r: (cycles(r), -r))

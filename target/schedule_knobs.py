@@ -249,6 +249,10 @@ LIST_KNOBS: frozenset[str] = frozenset({"block_vector_choices", "conv_channel_ja
 """Knobs whose value is a list of integers: set in tuning records, not as target options."""
 
 
+SWITCH_KNOBS = ("conv_channel_jam_everywhere",)
+"""Knobs that turn a rule on (1) or off (0): any other value is a typo, not a setting."""
+
+
 def check_knob(name: str, value: object) -> str | None:
     """Why `value` cannot be knob `name` (None: it can)."""
     if name in LIST_KNOBS:
@@ -257,12 +261,13 @@ def check_knob(name: str, value: object) -> str | None:
         return None
     if not isinstance(value, int) or isinstance(value, bool):
         return "must be an integer"
+    if name in SWITCH_KNOBS:
+        return None if value in (0, 1) else "must be 0 (off) or 1 (on)"
     if name in (
         "block_rows",
         "block_broadcast_registers",
         "conv_channel_block",
         "conv_channel_jam",
-        "conv_channel_jam_everywhere",
         "conv_grouped_min_width",
         "depthwise_in_place_percent",
         "winograd_min_output",

@@ -383,6 +383,8 @@ def test_tuning_knobs_are_target_options_too():
     check_target_options("cpu", {"pack_min_row_blocks": 16, "l2_bytes": 1 << 20})
     with pytest.raises(TargetError, match="option 'block_rows' must be >= 0, not -1"):
         check_target_options("cpu", {"block_rows": -1})
+    with pytest.raises(TargetError, match="'conv_channel_jam_everywhere' must be 0 .off. or 1"):
+        check_target_options("cpu", {"conv_channel_jam_everywhere": 7})
     with pytest.raises(TargetError, match="tuning knobs: .*pack_min_row_blocks"):
         check_target_options("cpu", {"pack_min_rows": 16})
     src = """
