@@ -347,8 +347,10 @@ class artifact_output:  # noqa: N801 - used as a context manager, like open()
     """`with artifact_output(DIR) as tmp:` write the files into `tmp`; on success they
     replace DIR's (the manifest last), on failure nothing is left behind.
 
-    DIR may be missing (created, with its parents) or an existing directory;
-    anything else is an `ArtifactError` before any work is done.
+    DIR may be missing (created, with its parents), an empty directory or an
+    artifact (its files are replaced); anything else is an `ArtifactError`
+    before any work is done: `-o /tmp` meant for `-o /tmp/model.so` would
+    otherwise scatter an artifact's files among others.
     """
 
     def __init__(self, path: str | os.PathLike[str]):
@@ -356,6 +358,11 @@ class artifact_output:  # noqa: N801 - used as a context manager, like open()
         if self.path.exists() and not self.path.is_dir():
             raise ArtifactError(
                 f"cannot write artifact '{self.path}': it exists and is not a directory"
+            )
+        if self.path.is_dir() and any(self.path.iterdir()) and not (self.path / MANIFEST).exists():
+            raise ArtifactError(
+                f"cannot write artifact '{self.path}': it is a directory with other files "
+                "and no artifact; name a new or empty directory (docs/abi.md)"
             )
         self.created: list[Path] = []
         self.tmp: Path | None = None

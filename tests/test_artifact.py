@@ -413,6 +413,18 @@ def test_lamina_compile_writes_an_artifact_directory(tmp_path: Path):
     assert "exists and is not a directory" in proc.stderr
     proc = tool(tmp_path / "missing.mlir", "-o", tmp_path / "out" / "x.lamina")
     assert proc.returncode == 1 and not (tmp_path / "out").exists()
+    busy = tmp_path / "busy"  # `-o DIR` of a directory with other files: not an artifact
+    busy.mkdir()
+    (busy / "notes.txt").write_text("keep")
+    proc = tool(MLP, "-o", busy)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "a directory with other files and no artifact" in proc.stderr
+    assert [p.name for p in busy.iterdir()] == ["notes.txt"]
+    proc = tool(MLP, "-o", tmp_path / "mlp")  # an artifact's directory is replaced
+    assert proc.returncode == 0, proc.stderr
+    proc = tool(MLP, "-o", tmp_path / "nowhere" / "mlp.so")
+    assert proc.returncode == 1 and "directory" in proc.stderr and "does not exist" in proc.stderr
+    assert not (tmp_path / "nowhere").exists()
 
 
 def test_an_error_reaches_every_call_that_ran_while_it_was_recorded():

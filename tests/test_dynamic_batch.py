@@ -262,6 +262,30 @@ def test_lamina_run_picks_the_lower_bound_or_batch_size(tmp_path) -> None:
     assert "--batch-size 41: @main was compiled for 2 <= N <= 40" in run.stderr
 
 
+STATIC_IR = DYNAMIC_IR.replace("?", "4").replace(
+    " attributes {lamina.bounds = {N = array<i64: 2, 40>}}", ""
+)
+
+
+@pytest.mark.parametrize(
+    ("ir", "args", "message"),
+    [
+        (DYNAMIC_IR, ["--batch-size", "0"], "--batch-size must be >= 1, got 0"),
+        (DYNAMIC_IR, ["--batch-size", "-3"], "--batch-size must be >= 1, got -3"),
+        (STATIC_IR, ["--batch-size", "4"], "--batch-size 4: @main has no dynamic batch"),
+        (DYNAMIC_IR, ["--batch-size", "4", "--inputs", "x.npz"], "--inputs FILE gives the batch"),
+    ],
+)
+def test_lamina_run_refuses_a_batch_size_it_cannot_use(tmp_path, ir, args, message) -> None:
+    """A --batch-size that would be ignored (static shapes, real inputs) or cannot be a
+    batch is an error, not silently dropped."""
+    path = tmp_path / "prog.mlir"
+    path.write_text(ir)
+    run = _tool("lamina_run", path, *args)
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    assert message in run.stderr
+
+
 @pytest.mark.skipif(
     not any(shutil.which(c) for c in ("cc", "gcc", "clang")), reason="needs a C compiler"
 )

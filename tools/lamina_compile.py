@@ -81,6 +81,11 @@ def run(argv: list[str] | None = None) -> int:
             "or DIR/ for an artifact directory"
         )
     header = Path(args.header) if args.header else out.with_suffix(".h")
+    for path in (out, header):  # before the compile, not from the linker afterwards
+        if not path.parent.is_dir():
+            raise UsageError(f"cannot write '{path}': directory '{path.parent}' does not exist")
+        if path.is_dir():
+            raise UsageError(f"cannot write '{path}': it is a directory")
     abi.check_symbol_prefix(args.symbol_prefix)
     instruments = _instruments(args)
     try:

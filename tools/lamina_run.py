@@ -97,6 +97,11 @@ def random_input_limit() -> int:
 def batch_sizes(signature, batch_size: int | None) -> dict[str, int]:
     """The size of each symbolic dimension for random inputs: `--batch-size`, else the
     lower bound; a size out of bounds is a user error."""
+    if batch_size is not None and not signature.bounds:
+        raise UsageError(
+            f"--batch-size {batch_size}: @{signature.name} has no dynamic batch "
+            "(its shapes are static; docs/dynamic-shapes.md)"
+        )
     sizes = {}
     for symbol, (lo, hi) in signature.bounds.items():
         size = lo if batch_size is None else batch_size
@@ -190,6 +195,10 @@ def run(argv: list[str] | None = None) -> int:
         load_plugin(plugin)
     if args.repeat < 0:
         raise UsageError("--repeat must be >= 0")
+    if args.batch_size is not None and args.batch_size < 1:
+        raise UsageError(f"--batch-size must be >= 1, got {args.batch_size}")
+    if args.batch_size is not None and args.inputs:
+        raise UsageError("--batch-size sizes --random-inputs; --inputs FILE gives the batch itself")
     if not 0 <= args.seed < 2**64:
         raise UsageError(f"--seed must be between 0 and 2**64 - 1, got {args.seed}")
     if args.output and os.path.isdir(args.output):
