@@ -44,6 +44,12 @@ class DeferredSource:
     build: Callable[[], ModuleOp]
 
 
+def _is_module(value: object) -> bool:
+    """Is `value` an xDSL module? Checked without importing xDSL: whoever built a module has."""
+    builtin = sys.modules.get("xdsl.dialects.builtin")
+    return builtin is not None and isinstance(value, builtin.ModuleOp)
+
+
 @dataclass(frozen=True)
 class CompileRequest:
     """Everything a compile depends on, in one value (the parameters of `compile`).
@@ -85,8 +91,21 @@ class CompileRequest:
         filename: str = "<input>",
         **settings: Any,
     ) -> CompileRequest:
-        """The request for `source` (a path is read now: a missing file is an OSError)."""
+        """The request for `source` (a path is read now: a missing file is an OSError;
+        a source or target of the wrong type a TypeError, as Python's own calls raise)."""
         program: ModuleOp | str | DeferredSource
+        if not isinstance(source, str | os.PathLike | DeferredSource) and not _is_module(source):
+            raise TypeError(
+                "lamina.compile: expected a module, IR text, a path (.mlir or .onnx) or an "
+                f"ONNX model, got {type(source).__name__}"
+            )
+        if isinstance(targets, str) or (
+            targets is not None and not all(isinstance(t, str) for t in targets)
+        ):
+            raise TypeError(
+                "lamina.compile: targets must be a list of target strings such as "
+                f"['cpu{{isa=avx2}}'], got {targets!r}"
+            )
         if isinstance(source, os.PathLike) or (isinstance(source, str) and is_path(source)):
             filename = os.fspath(source)
             with open(filename, encoding="utf-8") as f:

@@ -131,3 +131,24 @@ graph.func @main(%a: tensor<4xf32>, %s: f32) -> tensor<4xf32> {
 def test_unknown_target_is_an_error():
     with pytest.raises(lamina.DiagnosticError, match="unknown target 'tpu'"):
         lamina.compile(ADD, targets=["tpu"])
+
+
+@pytest.mark.parametrize(
+    ("source", "targets", "message"),
+    [
+        (12, None, "expected a module, IR text, a path .* got int"),
+        (ADD, "cpu", "targets must be a list of target strings"),
+        (ADD, [5], "targets must be a list of target strings"),
+    ],
+)
+def test_arguments_of_the_wrong_type_are_type_errors(source, targets, message):
+    """As Python's own calls do, not an AttributeError from deep inside (a string of
+    targets would otherwise be read as one target per character)."""
+    with pytest.raises(TypeError, match=message):
+        lamina.compile(source, targets=targets)
+
+
+def test_a_negative_tuning_budget_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="budget must be >= 0 seconds, got -1"):
+        lamina.tune(ADD, budget=-1, records=tmp_path / "r.jsonl")
+    assert not (tmp_path / "r.jsonl").exists()

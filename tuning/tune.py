@@ -70,6 +70,8 @@ def tune(
     while measured (default: Lamina's). `out`: where the progress table goes
     (default stderr; plain lines unless a terminal).
     """
+    if not budget >= 0:  # also NaN
+        raise ValueError(f"lamina.tune: budget must be >= 0 seconds, got {budget}")
     out = _stream(out)
     started = time.perf_counter()
     records = os.fspath(records)
