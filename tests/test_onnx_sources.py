@@ -100,6 +100,14 @@ def test_input_shapes_apply_to_onnx_only() -> None:
         lamina.compile("examples/mlp.mlir", input_shapes={"x": (1,)})
 
 
+def test_batch_bounds_apply_to_onnx_only(capsys) -> None:
+    """Given for a graph program they would be ignored: an error, as for input shapes."""
+    with pytest.raises(DiagnosticError, match="batch_bounds applies to ONNX models only"):
+        lamina.compile("examples/mlp.mlir", batch_bounds=(1, 4))
+    code, _, err = _tool(lamina_run, capsys, "examples/mlp.mlir", "--batch-bounds", "1:4")
+    assert code == 1 and "--batch-bounds applies to ONNX models only" in err
+
+
 def test_lamina_run_takes_an_onnx_file(model_path, tmp_path, capsys) -> None:
     out = tmp_path / "out.npz"
     code, stdout, err = _tool(lamina_run, capsys, model_path, "--input-shape", "x=2,3,6,6",
