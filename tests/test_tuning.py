@@ -296,6 +296,38 @@ def test_default_is_candidate_zero_and_never_loses(small: Path, factor: float):
         assert record.knobs and record.time.median < record.default.median  # type: ignore[union-attr]
 
 
+class _Erratic(LocalMeasurer):
+    """Candidates twice as fast as the default in every other round, a little slower in
+    the rest: a median speed-up of 2 that a sign test does not believe."""
+
+    def measure(self, kernel, texts, rounds, timeout, drop_slower=None):
+        answer = super().measure(kernel, texts, rounds, timeout, drop_slower)
+        if answer["ok"] and kernel:
+            first, *rest = answer["samples"]
+            skew = [0.5 if r % 2 == 0 else 1.05 for r in range(len(first))]
+            answer["samples"] = [
+                first,
+                *[[d * f for d, f in zip(first, skew, strict=True)] for _ in rest],
+            ]
+        return answer
+
+
+def test_a_candidate_faster_in_only_some_rounds_keeps_the_defaults(small: Path):
+    from lamina.tuning.search import FINAL_ROUNDS, FINAL_WINS, Tuner
+
+    assert (FINAL_ROUNDS + 1) // 2 < FINAL_WINS <= FINAL_ROUNDS
+    kernels = model_kernels(load_model(small))
+    measurer = _Erratic()
+    try:
+        tuner = Tuner(kernels[:1], measurer)
+        tuner.measure_defaults()
+        tuner.tune(8)
+        (record,) = tuner.records(measurer.identity())
+    finally:
+        measurer.close()
+    assert record.trials > 1 and record.knobs == {}
+
+
 def test_model_records_hold_graph_level_knobs_only(tmp_path: Path):
     path = tmp_path / "r.jsonl"
     model = json.loads(_record("d" * 64, {"conv_channel_block": 8}))

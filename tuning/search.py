@@ -69,7 +69,13 @@ PIPELINE = 3
 
 MIN_GAIN = 1.01
 """A finalist replaces the default only when it is at least this much faster (the median
-of its per-round speed-ups over the default in the final measurement)."""
+of its per-round speed-ups over the default in the final measurement)..."""
+
+FINAL_WINS = 9
+"""... and faster than the default in at least this many of the `FINAL_ROUNDS` paired
+rounds: a sign test (9 of 11 by chance: 3 %). On a loaded machine (relative spread
+0.5-0.9) the median alone kept knobs that were slower when timed again (a classifier's
+64 x 10 matmul kept `block_rows = 6`, 2.4x "faster", measured 1.2x slower)."""
 
 
 def canonical(knobs: Mapping[str, Any]) -> str:
@@ -84,6 +90,8 @@ class Candidate:
     """Default's median / this one's, measured in the same batch (> 1: faster)."""
     why: str = ""
     """Why it is invalid (empty: valid so far)."""
+    wins: int = 0
+    """Rounds of its last measurement in which it was faster than the default."""
 
 
 @dataclass
@@ -264,6 +272,7 @@ class Tuner:
         for c, own in zip(batch, samples[1:], strict=True):
             # Paired by round: a change of the machine's load between rounds cancels out.
             c.ratio = statistics.median(d / t for d, t in zip(samples[0], own, strict=False))
+            c.wins = sum(d > t for d, t in zip(samples[0], own, strict=False))
         return timings
 
     def _invalid(self, search: KernelSearch, c: Candidate, why: str) -> None:
@@ -368,7 +377,8 @@ class Tuner:
         return children
 
     def _finalize(self, search: KernelSearch) -> None:
-        """Re-measure the finalists with the default; keep the best only if it beats it."""
+        """Re-measure the finalists with the default; keep the best only if it beats it,
+        by `MIN_GAIN` and in `FINAL_WINS` of the rounds."""
         ranked = sorted(
             (c for c in search.by_code.values() if c.ratio is not None and not c.why and c.knobs),
             key=lambda c: -(c.ratio or 0.0),
@@ -380,7 +390,7 @@ class Tuner:
             return
         rest = timings[1:]
         best_i = max(range(len(rest)), key=lambda i: ranked[i].ratio or 0.0)
-        if (ranked[best_i].ratio or 0.0) >= MIN_GAIN:
+        if (ranked[best_i].ratio or 0.0) >= MIN_GAIN and ranked[best_i].wins >= FINAL_WINS:
             best = ranked[best_i]
             search.best = best
             # The default's time from the shares' measurement, scaled by the paired speed-up.
