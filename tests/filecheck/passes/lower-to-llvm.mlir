@@ -413,9 +413,12 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NEXT:    llvm.return
 // CHECK-LABEL: llvm.func internal @scale_par0(
 // CHECK-SAME:      %{{[^:]*}}: !llvm.ptr {llvm.noalias, lamina.buffer = memref<64x16xf32>}, %{{[^:]*}}: f32, %{{[^:]*}}: !llvm.ptr {llvm.noalias, lamina.buffer = memref<64x16xf32>}, %[[LO:[^:]*]]: i64, %[[HI:[^:]*]]: i64, %{{[^:]*}}: i64)
-// CHECK:         llvm.br ^[[HEAD:.*]](%[[LO]] : i64)
+// CHECK:         %[[QLO:.*]] = llvm.udiv %[[LO]], %{{.*}} : i64
+// CHECK:         llvm.br ^[[QHEAD:.*]](%[[QLO]] : i64)
+// CHECK:         %[[STOP:.*]] = llvm.call_intrinsic "llvm.smin.i64"(%[[HI]], %{{.*}})
+// CHECK-NEXT:    llvm.br ^[[HEAD:.*]](%{{.*}} : i64)
 // CHECK-NEXT:  ^[[HEAD]](%[[I:.*]]: i64):
-// CHECK-NEXT:    %{{.*}} = llvm.icmp "slt" %[[I]], %[[HI]] : i64
+// CHECK-NEXT:    %{{.*}} = llvm.icmp "slt" %[[I]], %[[STOP]] : i64
 // CHECK-NOT:     GOMP_parallel
 // CHECK-LABEL: llvm.func internal @scale_par0_omp(
 // CHECK:         llvm.call @omp_get_num_threads() : () -> i32
@@ -435,9 +438,11 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 
 // A parallel loop holding one parallel loop of constant bounds (what
 // `schedule` makes of a convolution's 6 output-channel blocks over its rows)
-// is collapsed with it: the threads share the 6 x 28 (block, row) pairs, and
-// the body finds its block and row from the flat index by a division and a
-// remainder. The vectorized loop inside keeps its kind; a parallel loop
+// is collapsed with it: the threads share the 6 x 28 (block, row) pairs. A
+// chunk [lo, hi) of flat indices runs as a loop over the blocks it touches
+// (%q, from lo / 28 to ceil(hi / 28)) around a loop over that block's flat
+// indices, so that the block stays a loop variable (LLVM relates `q` and
+// `q + 1`; from a division of the flat index it did not, docs/performance.md). The vectorized loop inside keeps its kind; a parallel loop
 // holding a serial loop (@kept) or a vectorized one (@two) is not collapsed.
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @blocks(%o: memref<6x28x16xf32>, %s: f32) {
@@ -492,9 +497,26 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-LABEL: llvm.func @two(
 // CHECK:         llvm.call @GOMP_parallel(%{{.*}}) {lamina.iterations = 6 : i64}
 // CHECK-LABEL: llvm.func internal @blocks_par0(
+// CHECK-SAME:      %[[LO:[^:]*]]: i64, %[[HI:[^:]*]]: i64, %{{[^:]*}}: i64)
 // CHECK:         %[[W:.*]] = llvm.mlir.constant(28) : i64
-// CHECK-NEXT:    %[[Q:.*]] = llvm.udiv %flat, %[[W]] : i64
-// CHECK:         %[[REM:.*]] = llvm.urem %flat, %[[W]] : i64
+// CHECK-NEXT:    %[[W1:.*]] = llvm.mlir.constant(27) : i64
+// CHECK-NEXT:    %[[QLO:.*]] = llvm.udiv %[[LO]], %[[W]] : i64
+// CHECK-NEXT:    %[[ROUND:.*]] = llvm.add %[[HI]], %[[W1]] : i64
+// CHECK-NEXT:    %[[QHI:.*]] = llvm.udiv %[[ROUND]], %[[W]] : i64
+// CHECK-NEXT:    llvm.br ^[[QHEAD:.*]](%[[QLO]] : i64)
+// CHECK-NEXT:  ^[[QHEAD]](%[[Q:.*]]: i64):
+// CHECK-NEXT:    %{{.*}} = llvm.icmp "slt" %[[Q]], %[[QHI]] : i64
+// CHECK:         %[[BASE:.*]] = llvm.mul %[[Q]], %[[W]] : i64
+// CHECK-NEXT:    %[[TOP:.*]] = llvm.add %[[BASE]], %[[W]] : i64
+// CHECK-NEXT:    %[[START:.*]] = llvm.call_intrinsic "llvm.smax.i64"(%[[LO]], %[[BASE]])
+// CHECK-NEXT:    %[[STOP:.*]] = llvm.call_intrinsic "llvm.smin.i64"(%[[HI]], %[[TOP]])
+// CHECK-NEXT:    llvm.br ^[[FHEAD:.*]](%[[START]] : i64)
+// CHECK-NEXT:  ^[[FHEAD]](%[[FLAT:.*]]: i64):
+// CHECK-NEXT:    %{{.*}} = llvm.icmp "slt" %[[FLAT]], %[[STOP]] : i64
+// CHECK-NOT:     llvm.udiv %[[FLAT]]
+// CHECK:         %{{.*}} = llvm.mul %[[Q]], %{{.*}} : i64
+// CHECK-NOT:     llvm.urem
+// CHECK:         %[[REM:.*]] = llvm.sub %[[FLAT]], %[[BASE]] : i64
 // CHECK-NEXT:    %[[STEP:.*]] = llvm.mlir.constant(2) : i64
 // CHECK-NEXT:    %{{.*}} = llvm.mul %[[REM]], %[[STEP]] : i64
 // CHECK:         llvm.br ^{{.*}} {lamina.loop_kind = "vectorized"}
