@@ -112,19 +112,7 @@ def _element_address(
 ) -> SSAValue:
     """`&buffer[i, j, ...]`: one `getelementptr` by the linearized (row-major) index.
 
-    offset = i * stride0 + j * stride1 + ... + constant   (i64, nsw)
-
-    An index that is a variable plus a constant (`%r = %i + 3`, what
-    unrolling leaves) contributes its variable to the sum and its constant,
-    times the stride, to the one constant added last (with the layout's
-    offset). LLVM's alias analysis decomposes an address only through an
-    addition of a constant: `(i + 3) * 16 + rest`, the constant inside a
-    product whose `i + 3` other addresses share too (so InstCombine does not
-    distribute it), is one opaque variable, and the rows of a register block
-    (`i + 0`, ..., `i + 13`) then may alias each other: LICM left the
-    accumulators of every pointwise convolution block in memory, loaded and
-    stored around each FMA (AVX-512, MobileNetV3's 16->16 1x1 at 112x112;
-    docs/performance.md "Accumulators LLVM can tell apart").
+    offset = layout_offset + i * stride0 + j * stride1 + ...   (i64, nsw)
     """
     mtype = buffer.type
     assert isinstance(mtype, MemRefType)
@@ -134,11 +122,7 @@ def _element_address(
     if strides is None or offset is None or None in strides:
         raise ValueError(f"buffer type {mtype} has no static strides")
     linear: SSAValue | None = None
-    for whole, stride in zip(indices, strides, strict=True):
-        index, constant_part = _variable_and_constant(whole)
-        offset += constant_part * stride
-        if index is None:
-            continue
+    for index, stride in zip(indices, strides, strict=True):
         term = to_llvm(index, rewriter)
         if stride != 1:
             term = rewriter.insert(nsw_binop(llvm.MulOp, term, constant(stride, i64, rewriter))).res
@@ -152,42 +136,6 @@ def _element_address(
         return ptr
     gep = inbounds_gep(ptr, linear, convert_type(mtype.element_type))
     return rewriter.insert(gep).result
-
-
-def _variable_and_constant(index: SSAValue) -> tuple[SSAValue | None, int]:
-    """`index` as a variable (None: none) plus a constant, through additions of
-    constants (`arith.addi`, or `llvm.add` behind the cast `to_llvm` leaves)."""
-    total = 0
-    while True:
-        constant_value = _index_constant(index)
-        if constant_value is not None:
-            return None, total + constant_value
-        owner = index.owner
-        if isinstance(owner, UnrealizedConversionCastOp) and len(owner.inputs) == 1:
-            owner = owner.inputs[0].owner
-        if not isinstance(owner, arith.AddiOp | llvm.AddOp):
-            return index, total
-        left, right = owner.operands
-        for variable, constant_side in ((left, right), (right, left)):
-            constant_value = _index_constant(constant_side)
-            if constant_value is not None:
-                total += constant_value
-                index = variable
-                break
-        else:
-            return index, total
-
-
-def _index_constant(value: SSAValue) -> int | None:
-    """The integer `value` is, if it is an `arith`/`llvm` constant (possibly behind a cast)."""
-    owner = value.owner
-    if isinstance(owner, UnrealizedConversionCastOp) and len(owner.inputs) == 1:
-        owner = owner.inputs[0].owner
-    if isinstance(owner, arith.ConstantOp | llvm.ConstantOp):
-        attr = owner.value
-        if isinstance(attr, IntegerAttr):
-            return attr.value.data
-    return None
 
 
 def _access_error(op: Operation, err: ValueError):
