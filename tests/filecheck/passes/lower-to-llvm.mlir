@@ -2,7 +2,7 @@
 // RUN: lamina-opt %s --split-input-file -p lower-to-llvm | lamina-opt --split-input-file -p verify-phase | filecheck %s --check-prefix=PHASE
 
 // Every chunk ends in phase build with nothing but llvm ops.
-// PHASE-COUNT-11: builtin.module attributes {lamina.phase = #lamina.phase<build>}
+// PHASE-COUNT-12: builtin.module attributes {lamina.phase = #lamina.phase<build>}
 
 // A loop nest with 2-D accesses: buffers become noalias pointers, loops become
 // header/body blocks with the induction variable as a block argument, and
@@ -523,6 +523,49 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-LABEL: llvm.func internal @two_par0(
 // CHECK-NOT:     llvm.udiv
 // CHECK:         llvm.return
+
+// -----
+
+// Two channel blocks per step (`jam_channel_blocks`: blocks %b and %b + 1 in
+// a loop of step 2) collapsed with 32 rows, a power of two. The pair's block
+// is `q * 2` for a loop variable %q of the chunk, and the second block that
+// plus 1: derived from the flat index (`(flat / 32) * 2`), LLVM folded them
+// to `(flat >> 4) & -2` and `(flat >> 4) | 1`, could not tell the two
+// blocks' rows apart, and kept a jammed convolution's accumulators in memory.
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @pair(%o: memref<4x32x8xf32>, %s: f32) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    %c32 = arith.constant 32 : index
+    loop.for %bo = %c0 to %c4 step %c2 kind(parallel) {
+      %b0 = arith.addi %bo, %c0 : index
+      %b1 = arith.addi %bo, %c1 : index
+      loop.for %r = %c0 to %c32 step %c1 kind(parallel) {
+        loop.for %l = %c0 to %c8 step %c1 kind(vectorized) {
+          loop.store %s, %o[%b0, %r, %l] : memref<4x32x8xf32>
+          loop.store %s, %o[%b1, %r, %l] : memref<4x32x8xf32>
+        }
+      }
+    }
+    loop.return
+  }
+}
+// CHECK-LABEL: llvm.func @pair(
+// CHECK:         llvm.call @GOMP_parallel(%{{.*}}) {lamina.iterations = 64 : i64}
+// CHECK-LABEL: llvm.func internal @pair_par0(
+// CHECK:         %[[W:.*]] = llvm.mlir.constant(32) : i64
+// CHECK:         ^{{.*}}(%[[Q:.*]]: i64):
+// CHECK:         ^{{.*}}(%[[FLAT:.*]]: i64):
+// CHECK-NOT:     llvm.udiv
+// CHECK:         %[[STEP:.*]] = llvm.mlir.constant(2) : i64
+// CHECK-NEXT:    %[[SCALED:.*]] = llvm.mul %[[Q]], %[[STEP]] : i64
+// CHECK-NEXT:    %[[BO:.*]] = llvm.add %{{.*}}, %[[SCALED]] : i64
+// CHECK-NOT:     llvm.urem
+// CHECK:         %{{.*}} = llvm.add %[[BO]], %{{.*}} : i64
+// CHECK:         %[[B1:.*]] = llvm.add %[[BO]], %{{.*}} : i64
 
 // -----
 
