@@ -328,20 +328,28 @@ def _row_by_row(block: Block, lo: SSAValue, hi: SSAValue, width: int, body: Regi
     start, stop = arith.MaxSIOp(lo, base), arith.MinSIOp(hi, top)
     inner = loop.ForOp(start, stop, one, [], LoopKind.SERIAL, body)
     outer_block.insert_ops_before([base, top, start, stop, inner], outer_block.first_op)  # pyright: ignore[reportArgumentType]
-    flat = body.block.args[0]
+    _derive_from_row(body.block, width, q, base.result)
+    block.add_ops([one, span, last, first_q, rounded, end_q, outer])  # pyright: ignore[reportArgumentType]
+
+
+def _derive_from_row(body: Block, width: int, q: SSAValue, base: SSAValue) -> None:
+    """In the body of `_row_by_row`'s inner loop, `collapse_nested`'s
+    `flat / width` becomes `q` and `flat mod width` becomes `flat - base`."""
+    flat = body.args[0]
     for use in list(flat.uses):
         derived = use.operation
-        if isinstance(derived, arith.DivUIOp) and derived.lhs is flat:
+        if not isinstance(derived, arith.DivUIOp | arith.RemUIOp) or derived.lhs is not flat:
+            continue
+        if _constant_int(derived.rhs) != width:
+            continue
+        if isinstance(derived, arith.DivUIOp):
             derived.result.replace_all_uses_with(q)
-            derived.detach()
-            derived.erase()
-        elif isinstance(derived, arith.RemUIOp) and derived.lhs is flat:
+        else:
             offset = arith.SubiOp(flat, base)
-            body.block.insert_op_before(offset, derived)
+            body.insert_op_before(offset, derived)
             derived.result.replace_all_uses_with(offset.result)
-            derived.detach()
-            derived.erase()
-    block.add_ops([one, span, last, first_q, rounded, end_q, outer])  # pyright: ignore[reportArgumentType]
+        derived.detach()
+        derived.erase()
 
 
 def _clone_chain(chain: list[Operation], block: Block) -> SSAValue:
