@@ -187,6 +187,9 @@ def collapse_nested(op: loop.ForOp, rewriter: PatternRewriter) -> loop.ForOp | N
           loop.for %j = c to d step t                      %j = c + (%f % Nj) * t
               kind(parallel) { body }                      <pure arith>; body
         }                                                }
+
+    The loop is marked (`COLLAPSED_ATTR`) so that `_outline` runs a chunk of
+    `%f` row by row, `%f / Nj` then being a loop variable (`_row_by_row`).
     """
     outer_trips = static_trip_count(op)
     if outer_trips is None:
