@@ -558,24 +558,22 @@ def _channel_steps(nest: ReductionNest, facts: CpuFacts) -> bool:
     loop around the row walks one vector's worth of them)? A stem read as
     `NCHW1c` (3 input channels) steps through its 7 window columns there
     instead, and two blocks per step took 2.3x its one-block time (AVX2,
-    7x7 stride 2, 3->64 at 224x224). Nor with fewer than
-    `CHANNEL_STEP_MIN_BLOCKS` input-channel blocks (see there)."""
+    7x7 stride 2, 3->64 at 224x224).
+
+    Any number of input-channel blocks qualifies. 16->32 and 32->64 channels
+    (2 and 4 blocks; 3x3 stride 2 at 64x64 and 32x32) once took 3.4x and 2.8x
+    the one-block time jammed, and a gate of 8 blocks kept them unjammed: the
+    cause was not the block count but the 32 and 16 output rows, a power of
+    two, by which `lower-to-llvm` divided the flat index of the collapsed
+    parallel loop (channel-block pairs x rows), so that LLVM could not tell
+    the two jammed blocks' accumulators apart (`_row_by_row` in
+    backends/llvm/parallel.py). With that fixed, jamming them takes 0.92x and
+    0.88x the one-block time (AVX2 build, one thread, docs/performance.md
+    "Jammed accumulators and collapsed loops")."""
     inner = nest.row.parent_op()
     if not isinstance(inner, loop.ForOp) or inner is nest.reduction.parent_op():
         return False
-    if prim.trip_count(nest.reduction) < CHANNEL_STEP_MIN_BLOCKS:
-        return False
     return prim.trip_count(inner) == facts.lanes(nest.element_bits())
-
-
-CHANNEL_STEP_MIN_BLOCKS = 8
-"""Input-channel blocks a direct convolution needs before its output blocks are
-jammed on 16 registers. With 2 or 4 (16->32 and 32->64 channels, 3x3 stride 2
-at 64x64 and 32x32) the jammed kernel took 3.4x and 2.8x the one-block time
-(AVX2 build, one thread, `bench.py`'s ResNet-style CNN 1.20 -> 1.72 ms): LLVM
-kept the two blocks' accumulators in memory, loading and storing them at
-every FMA -- the cause is not found; with 8 or more (64->64, 128->128) the
-jam gains 0.69-0.74x."""
 
 
 def jam_channel_blocks(func: loop.FuncOp) -> int:

@@ -187,6 +187,9 @@ def collapse_nested(op: loop.ForOp, rewriter: PatternRewriter) -> loop.ForOp | N
           loop.for %j = c to d step t                      %j = c + (%f % Nj) * t
               kind(parallel) { body }                      <pure arith>; body
         }                                                }
+
+    The loop is marked (`COLLAPSED_ATTR`) so that `_outline` runs a chunk of
+    `%f` row by row, `%f / Nj` then being a loop variable (`_row_by_row`).
     """
     outer_trips = static_trip_count(op)
     if outer_trips is None:
@@ -242,7 +245,13 @@ def collapse_nested(op: loop.ForOp, rewriter: PatternRewriter) -> loop.ForOp | N
     for position, bound in enumerate(bounds):
         op.operands[position] = bound.result
     flat.name_hint = "flat"
+    op.attributes[COLLAPSED_ATTR] = IntegerAttr(inner_trips, i64)
     return op
+
+
+COLLAPSED_ATTR = "lamina.collapsed"
+"""On a parallel loop `collapse_nested` made: the inner loop's trip count, by which
+`_outline` walks a chunk of flat indices row by row (`_row_by_row`)."""
 
 
 def _outline(op: loop.ForOp, name: str, captures: list[SSAValue]) -> loop.FuncOp:
@@ -276,9 +285,74 @@ def _outline(op: loop.ForOp, name: str, captures: list[SSAValue]) -> loop.FuncOp
     for inner in body.walk():
         if isinstance(inner, loop.ForOp) and inner.kind.data == LoopKind.PARALLEL:
             inner.set_kind(LoopKind.SERIAL)
-    block.add_op(loop.ForOp(lo, hi, step, [], LoopKind.SERIAL, body))
+    width = op.attributes.get(COLLAPSED_ATTR)
+    if isinstance(width, IntegerAttr):
+        _row_by_row(block, lo, hi, width.value.data, body)
+    else:
+        block.add_op(loop.ForOp(lo, hi, step, [], LoopKind.SERIAL, body))
     block.add_op(loop.ReturnOp())
     return func
+
+
+def _row_by_row(block: Block, lo: SSAValue, hi: SSAValue, width: int, body: Region) -> None:
+    """Add to `block` a chunk [lo, hi) of a collapsed loop's flat indices as two loops, so that
+    the outer loop's variable is a loop variable again (`collapse_nested`'s
+    `flat / width` becomes `%q`, `flat mod width` becomes `flat - q * width`):
+
+        loop.for %q = lo / width to ceil(hi / width) {
+          loop.for %flat = max(lo, q * width) to min(hi, q * width + width) { body }
+        }
+
+    Derived from the flat index by a division, the outer variable of a
+    power-of-two `width` and step lost its relation to the same variable plus a
+    constant: with `width` 32 and step 2, LLVM folds `(flat / 32) * 2` to
+    `(flat >> 4) & -2` and that plus 1 to `(flat >> 4) | 1`, which scalar
+    evolution cannot subtract. A convolution jamming two output-channel blocks
+    (`jam_channel_blocks`: blocks `i` and `i + 1` in a loop of step 2) over
+    32 or 64 rows therefore had two accumulator rows LLVM could not prove
+    disjoint: it kept them in memory, loaded and stored around every FMA,
+    behind a run-time overlap check (AVX2, 3x3 stride 2 16->32 at 64x64:
+    3.4x the one-block time, docs/performance.md "Jammed accumulators and
+    collapsed loops"). As a loop variable, `q * 2 + 1` is `q * 2` plus 1.
+    """
+    index = IndexType()
+    one = arith.ConstantOp(IntegerAttr(1, index))
+    span = arith.ConstantOp(IntegerAttr(width, index))
+    last = arith.ConstantOp(IntegerAttr(width - 1, index))
+    first_q = arith.DivUIOp(lo, span)
+    rounded = arith.AddiOp(hi, last)
+    end_q = arith.DivUIOp(rounded, span)
+    outer = loop.ForOp(first_q, end_q, one, [], LoopKind.SERIAL)
+    outer_block = outer.body.block
+    q = outer_block.args[0]
+    q.name_hint = "q"
+    base = arith.MuliOp(q, span)
+    top = arith.AddiOp(base, span)
+    start, stop = arith.MaxSIOp(lo, base), arith.MinSIOp(hi, top)
+    inner = loop.ForOp(start, stop, one, [], LoopKind.SERIAL, body)
+    outer_block.insert_ops_before([base, top, start, stop, inner], outer_block.first_op)  # pyright: ignore[reportArgumentType]
+    _derive_from_row(body.block, width, q, base.result)
+    block.add_ops([one, span, last, first_q, rounded, end_q, outer])  # pyright: ignore[reportArgumentType]
+
+
+def _derive_from_row(body: Block, width: int, q: SSAValue, base: SSAValue) -> None:
+    """In the body of `_row_by_row`'s inner loop, `collapse_nested`'s
+    `flat / width` becomes `q` and `flat mod width` becomes `flat - base`."""
+    flat = body.args[0]
+    for use in list(flat.uses):
+        derived = use.operation
+        if not isinstance(derived, arith.DivUIOp | arith.RemUIOp) or derived.lhs is not flat:
+            continue
+        if _constant_int(derived.rhs) != width:
+            continue
+        if isinstance(derived, arith.DivUIOp):
+            derived.result.replace_all_uses_with(q)
+        else:
+            offset = arith.SubiOp(flat, base)
+            body.insert_op_before(offset, derived)
+            derived.result.replace_all_uses_with(offset.result)
+        derived.detach()
+        derived.erase()
 
 
 def _clone_chain(chain: list[Operation], block: Block) -> SSAValue:

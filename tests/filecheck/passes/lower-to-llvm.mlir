@@ -2,7 +2,7 @@
 // RUN: lamina-opt %s --split-input-file -p lower-to-llvm | lamina-opt --split-input-file -p verify-phase | filecheck %s --check-prefix=PHASE
 
 // Every chunk ends in phase build with nothing but llvm ops.
-// PHASE-COUNT-11: builtin.module attributes {lamina.phase = #lamina.phase<build>}
+// PHASE-COUNT-12: builtin.module attributes {lamina.phase = #lamina.phase<build>}
 
 // A loop nest with 2-D accesses: buffers become noalias pointers, loops become
 // header/body blocks with the induction variable as a block argument, and
@@ -413,9 +413,12 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NEXT:    llvm.return
 // CHECK-LABEL: llvm.func internal @scale_par0(
 // CHECK-SAME:      %{{[^:]*}}: !llvm.ptr {llvm.noalias, lamina.buffer = memref<64x16xf32>}, %{{[^:]*}}: f32, %{{[^:]*}}: !llvm.ptr {llvm.noalias, lamina.buffer = memref<64x16xf32>}, %[[LO:[^:]*]]: i64, %[[HI:[^:]*]]: i64, %{{[^:]*}}: i64)
-// CHECK:         llvm.br ^[[HEAD:.*]](%[[LO]] : i64)
+// CHECK:         %[[QLO:.*]] = llvm.udiv %[[LO]], %{{.*}} : i64
+// CHECK:         llvm.br ^[[QHEAD:.*]](%[[QLO]] : i64)
+// CHECK:         %[[STOP:.*]] = llvm.call_intrinsic "llvm.smin.i64"(%[[HI]], %{{.*}})
+// CHECK-NEXT:    llvm.br ^[[HEAD:.*]](%{{.*}} : i64)
 // CHECK-NEXT:  ^[[HEAD]](%[[I:.*]]: i64):
-// CHECK-NEXT:    %{{.*}} = llvm.icmp "slt" %[[I]], %[[HI]] : i64
+// CHECK-NEXT:    %{{.*}} = llvm.icmp "slt" %[[I]], %[[STOP]] : i64
 // CHECK-NOT:     GOMP_parallel
 // CHECK-LABEL: llvm.func internal @scale_par0_omp(
 // CHECK:         llvm.call @omp_get_num_threads() : () -> i32
@@ -435,9 +438,11 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 
 // A parallel loop holding one parallel loop of constant bounds (what
 // `schedule` makes of a convolution's 6 output-channel blocks over its rows)
-// is collapsed with it: the threads share the 6 x 28 (block, row) pairs, and
-// the body finds its block and row from the flat index by a division and a
-// remainder. The vectorized loop inside keeps its kind; a parallel loop
+// is collapsed with it: the threads share the 6 x 28 (block, row) pairs. A
+// chunk [lo, hi) of flat indices runs as a loop over the blocks it touches
+// (%q, from lo / 28 to ceil(hi / 28)) around a loop over that block's flat
+// indices, so that the block stays a loop variable (LLVM relates `q` and
+// `q + 1`; from a division of the flat index it did not, docs/performance.md). The vectorized loop inside keeps its kind; a parallel loop
 // holding a serial loop (@kept) or a vectorized one (@two) is not collapsed.
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @blocks(%o: memref<6x28x16xf32>, %s: f32) {
@@ -492,15 +497,75 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-LABEL: llvm.func @two(
 // CHECK:         llvm.call @GOMP_parallel(%{{.*}}) {lamina.iterations = 6 : i64}
 // CHECK-LABEL: llvm.func internal @blocks_par0(
+// CHECK-SAME:      %[[LO:[^:]*]]: i64, %[[HI:[^:]*]]: i64, %{{[^:]*}}: i64)
 // CHECK:         %[[W:.*]] = llvm.mlir.constant(28) : i64
-// CHECK-NEXT:    %[[Q:.*]] = llvm.udiv %flat, %[[W]] : i64
-// CHECK:         %[[REM:.*]] = llvm.urem %flat, %[[W]] : i64
+// CHECK-NEXT:    %[[W1:.*]] = llvm.mlir.constant(27) : i64
+// CHECK-NEXT:    %[[QLO:.*]] = llvm.udiv %[[LO]], %[[W]] : i64
+// CHECK-NEXT:    %[[ROUND:.*]] = llvm.add %[[HI]], %[[W1]] : i64
+// CHECK-NEXT:    %[[QHI:.*]] = llvm.udiv %[[ROUND]], %[[W]] : i64
+// CHECK-NEXT:    llvm.br ^[[QHEAD:.*]](%[[QLO]] : i64)
+// CHECK-NEXT:  ^[[QHEAD]](%[[Q:.*]]: i64):
+// CHECK-NEXT:    %{{.*}} = llvm.icmp "slt" %[[Q]], %[[QHI]] : i64
+// CHECK:         %[[BASE:.*]] = llvm.mul %[[Q]], %[[W]] : i64
+// CHECK-NEXT:    %[[TOP:.*]] = llvm.add %[[BASE]], %[[W]] : i64
+// CHECK-NEXT:    %[[START:.*]] = llvm.call_intrinsic "llvm.smax.i64"(%[[LO]], %[[BASE]])
+// CHECK-NEXT:    %[[STOP:.*]] = llvm.call_intrinsic "llvm.smin.i64"(%[[HI]], %[[TOP]])
+// CHECK-NEXT:    llvm.br ^[[FHEAD:.*]](%[[START]] : i64)
+// CHECK-NEXT:  ^[[FHEAD]](%[[FLAT:.*]]: i64):
+// CHECK-NEXT:    %{{.*}} = llvm.icmp "slt" %[[FLAT]], %[[STOP]] : i64
+// CHECK-NOT:     llvm.udiv %[[FLAT]]
+// CHECK:         %{{.*}} = llvm.mul %[[Q]], %{{.*}} : i64
+// CHECK-NOT:     llvm.urem
+// CHECK:         %[[REM:.*]] = llvm.sub %[[FLAT]], %[[BASE]] : i64
 // CHECK-NEXT:    %[[STEP:.*]] = llvm.mlir.constant(2) : i64
 // CHECK-NEXT:    %{{.*}} = llvm.mul %[[REM]], %[[STEP]] : i64
 // CHECK:         llvm.br ^{{.*}} {lamina.loop_kind = "vectorized"}
 // CHECK-LABEL: llvm.func internal @two_par0(
 // CHECK-NOT:     llvm.udiv
 // CHECK:         llvm.return
+
+// -----
+
+// Two channel blocks per step (`jam_channel_blocks`: blocks %b and %b + 1 in
+// a loop of step 2) collapsed with 32 rows, a power of two. The pair's block
+// is `q * 2` for a loop variable %q of the chunk, and the second block that
+// plus 1: derived from the flat index (`(flat / 32) * 2`), LLVM folded them
+// to `(flat >> 4) & -2` and `(flat >> 4) | 1`, could not tell the two
+// blocks' rows apart, and kept a jammed convolution's accumulators in memory.
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @pair(%o: memref<4x32x8xf32>, %s: f32) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    %c32 = arith.constant 32 : index
+    loop.for %bo = %c0 to %c4 step %c2 kind(parallel) {
+      %b0 = arith.addi %bo, %c0 : index
+      %b1 = arith.addi %bo, %c1 : index
+      loop.for %r = %c0 to %c32 step %c1 kind(parallel) {
+        loop.for %l = %c0 to %c8 step %c1 kind(vectorized) {
+          loop.store %s, %o[%b0, %r, %l] : memref<4x32x8xf32>
+          loop.store %s, %o[%b1, %r, %l] : memref<4x32x8xf32>
+        }
+      }
+    }
+    loop.return
+  }
+}
+// CHECK-LABEL: llvm.func @pair(
+// CHECK:         llvm.call @GOMP_parallel(%{{.*}}) {lamina.iterations = 64 : i64}
+// CHECK-LABEL: llvm.func internal @pair_par0(
+// CHECK:         %[[W:.*]] = llvm.mlir.constant(32) : i64
+// CHECK:         ^{{.*}}(%[[Q:.*]]: i64):
+// CHECK:         ^{{.*}}(%[[FLAT:.*]]: i64):
+// CHECK-NOT:     llvm.udiv
+// CHECK:         %[[STEP:.*]] = llvm.mlir.constant(2) : i64
+// CHECK-NEXT:    %[[SCALED:.*]] = llvm.mul %[[Q]], %[[STEP]] : i64
+// CHECK-NEXT:    %[[BO:.*]] = llvm.add %{{.*}}, %[[SCALED]] : i64
+// CHECK-NOT:     llvm.urem
+// CHECK:         %{{.*}} = llvm.add %[[BO]], %{{.*}} : i64
+// CHECK:         %[[B1:.*]] = llvm.add %[[BO]], %{{.*}} : i64
 
 // -----
 

@@ -275,8 +275,8 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-COUNT-9:       loop.store %init, %tmp[%c0, %i1{{(_[12])?}}, %i2, %i3
 
 // A direct 3x3 stride-2 convolution whose reduction steps through whole
-// blocks of 8 input channels (8 of them, `CHANNEL_STEP_MIN_BLOCKS`): jammed
-// the same way (5 + 5 + 4 rows x 2).
+// blocks of 8 input channels (8 of them): jammed the same way (5 + 5 + 4
+// rows x 2).
 // CHECK-LABEL: loop.func @direct_3x3_s2_avx2_14(
 // CHECK:         loop.for %i1o = %c0 to %c4 step %c2 kind(parallel) {
 // CHECK:             loop.for %i3o = %c0 to %c10 step %c5 {
@@ -286,11 +286,19 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NEXT:                  loop.load %in1[%i1_1, %k0, %k1, %k2, %k3
 // CHECK:             loop.for %i3o_1 = %c10 to %c14 step %c4 {
 
-// With 2 input-channel blocks (16 -> 32 channels) the jammed kernel kept its
-// accumulators in memory (3.4x the time): one block per step.
+// With 2 input-channel blocks (16 -> 32 channels) too: the same 5 + 5 + 4
+// rows x 2 blocks, the reduction over 2 x 3 x 3 x 8 (once kept out of the
+// jam by a minimum of 8 blocks, when LLVM lost the jammed accumulators of a
+// collapsed loop over 32 rows: docs/performance.md).
 // CHECK-LABEL: loop.func @direct_3x3_s2_avx2_few(
-// CHECK:         loop.for %i1 = %c0 to %c4 step %c1 kind(parallel) {
-// CHECK:             loop.for %i3o = %c0 to %c14 step %c14 {
+// CHECK:         loop.for %i1o = %c0 to %c4 step %c2 kind(parallel) {
+// CHECK:             loop.for %i3o = %c0 to %c10 step %c5 {
+// CHECK:               loop.for %k0 = %c0 to %c2 step %c1 {
+// CHECK:                   loop.for %k3 = %c0 to %c8 step %c1 {
+// CHECK-COUNT-5:             loop.for %{{.*}} = %c0 to %c8 step %c1 kind(vectorized) {
+// CHECK:                       loop.load %in1[%i1, %k0, %k1, %k2, %k3
+// CHECK-NEXT:                  loop.load %in1[%i1_1, %k0, %k1, %k2, %k3
+// CHECK:             loop.for %i3o_1 = %c10 to %c14 step %c4 {
 
 // A stem read as NCHW1c (3 input channels) steps through its 7 window
 // columns instead: one block of 14 rows, not jammed.
