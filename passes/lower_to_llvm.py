@@ -139,7 +139,7 @@ def _layout(buffer: SSAValue) -> tuple[Sequence[int], int]:
     offset = mtype.get_offset()
     if strides is None or offset is None or None in strides:
         raise ValueError(f"buffer type {mtype} has no static strides")
-    return strides, offset
+    return [stride for stride in strides if stride is not None], offset
 
 
 def _offset_address(
@@ -170,19 +170,6 @@ def _offset_address(
     assert isinstance(mtype, MemRefType)
     gep = inbounds_gep(ptr, linear, convert_type(mtype.element_type))
     return rewriter.insert(gep).result
-
-
-def _constant_index(value: SSAValue) -> int | None:
-    """The value of an index that is a constant (`arith.constant`, or the
-    `llvm.mlir.constant` it was lowered to, behind its cast)."""
-    owner = value.owner
-    if isinstance(owner, UnrealizedConversionCastOp):
-        owner = owner.inputs[0].owner
-    if isinstance(owner, arith.ConstantOp | llvm.ConstantOp) and isinstance(
-        owner.value, IntegerAttr
-    ):
-        return owner.value.value.data
-    return None
 
 
 class SelectChainLowering(RewritePattern):
@@ -273,7 +260,9 @@ def _is_chain(op: Operation) -> bool:
     if not isinstance(op, arith.SelectOp) or isinstance(op.result.type, IndexType):
         return False
     return all(
-        isinstance(side.owner, loop.LoadOp) or _is_chain(side.owner) for side in (op.lhs, op.rhs)
+        isinstance(side.owner, loop.LoadOp)
+        or (isinstance(side.owner, Operation) and _is_chain(side.owner))
+        for side in (op.lhs, op.rhs)
     )
 
 
