@@ -8,8 +8,13 @@ hold the whole IR: on a ResNet-style CNN and on a chain of 1000 functions
 about a quarter of the compile went to collections that found almost
 nothing. Raising the young generation's threshold for the duration of a
 compile keeps collection (cyclic garbage is still freed, in larger and
-rarer batches) and removes most of those traversals. The previous
-thresholds are restored when the outermost compile ends.
+rarer batches) and removes most of those traversals. The middle
+generation is collected every `COMPILE_MIDDLE_THRESHOLD` young collections
+(CPython: 10): on a cold ResNet-50 compile that took the collector's time
+in the compile's own process from 0.2-0.27 s (12 middle and one full
+collection) to 0.09 s (4 middle, no full one) for 90 MiB more peak memory
+(517 -> 607 MiB, the erased IR's cycles freed later; the goal is 2 GB).
+The previous thresholds are restored when the outermost compile ends.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from contextlib import contextmanager
 
 COMPILE_THRESHOLD = 50_000
 """Net allocations between young-generation collections while compiling (CPython: 700)."""
+COMPILE_MIDDLE_THRESHOLD = 30
+"""Young collections between middle-generation collections while compiling (CPython: 10)."""
 
 _lock = threading.Lock()
 _depth = 0
@@ -34,9 +41,11 @@ def fewer_gc_pauses() -> Iterator[None]:
     with _lock:
         if _depth == 0:
             _saved = gc.get_threshold()
-            first, *rest = _saved
+            first, second, third = _saved
             if first:  # 0 means automatic collection is off: leave it off
-                gc.set_threshold(max(first, COMPILE_THRESHOLD), *rest)
+                gc.set_threshold(
+                    max(first, COMPILE_THRESHOLD), max(second, COMPILE_MIDDLE_THRESHOLD), third
+                )
         _depth += 1
     try:
         yield
@@ -47,4 +56,4 @@ def fewer_gc_pauses() -> Iterator[None]:
                 gc.set_threshold(*_saved)
 
 
-__all__ = ["COMPILE_THRESHOLD", "fewer_gc_pauses"]
+__all__ = ["COMPILE_MIDDLE_THRESHOLD", "COMPILE_THRESHOLD", "fewer_gc_pauses"]

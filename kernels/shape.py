@@ -104,7 +104,12 @@ def build_transpose(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[S
 
 def build_concat(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
     """`out[.., i, ..]` reads input k where `off_k <= i < off_k + n_k`: a select chain
-    from the last input back to the first, each read at a clamped axis index."""
+    from the last input back to the first, each read at a clamped axis index.
+
+    Every read stays in bounds (clamped), so `lower-to-llvm` lowers the chain
+    as a select of the inputs' addresses and one load (`SelectChainLowering`):
+    the inner loops read one input per element without LLVM unswitching the
+    chain per input (docs/compile-speed.md)."""
     assert isinstance(op, graph.ConcatOp)
     axis = op.axis_value
     sizes = [shape_of(a)[axis] for a in inputs]

@@ -179,3 +179,36 @@ def test_silu_and_erf_gelu_diamonds_fuse_into_their_producer():
     assert any("matmul_div_erf_add_mul_mul" in k for k in kernels), kernels
     assert not any("sigmoid" in k and "conv2d" not in k for k in kernels), kernels
     np.testing.assert_allclose(exe.run(x), run_ort(model, {"x": x})[0], rtol=1e-4, atol=1e-5)
+
+
+def test_dense_block_concat_selects_addresses():
+    """DenseNet's layer input: the block's input and two earlier layers' outputs
+    concatenated along whole channel blocks, then batch norm and relu fused
+    with the concatenation. `lower-to-llvm` lowers the concatenation's select
+    chain as a select of the inputs' addresses and one load (no per-input
+    copies for LLVM to unswitch); the results match onnxruntime."""
+    inits = {
+        "w1": _w(16, 32, 3, 3), "w1_b": _w(16),
+        "w2": _w(16, 48, 3, 3), "w2_b": _w(16),
+        "scale": (RNG.random((1, 64, 1, 1)) + 0.5).astype(np.float32),
+        "shift": RNG.standard_normal((1, 64, 1, 1)).astype(np.float32),
+        "wo": _w(24, 64, 1, 1), "wo_b": _w(24),
+    }  # fmt: skip
+    nodes = [
+        _conv("a", "x", "w1", 3),
+        helper.make_node("Concat", ["x", "a"], ["xa"], axis=1),
+        _conv("b", "xa", "w2", 3),
+        helper.make_node("Concat", ["x", "a", "b"], ["cat"], axis=1),
+        helper.make_node("Mul", ["cat", "scale"], ["s"]),
+        helper.make_node("Add", ["s", "shift"], ["t"]),
+        helper.make_node("Relu", ["t"], ["r"]),
+        _conv("o", "r", "wo", 1),
+    ]
+    x = RNG.standard_normal((1, 32, 12, 12)).astype(np.float32)
+    model = make_model(nodes, {"x": x}, ["o"], inits)
+    exe = lamina.compile(import_model(model).module)
+    text = str(exe.llvm_module)
+    assert re.search(r"llvm\.select [^\n]*: i1, !llvm\.ptr", text), (
+        "the concatenation selects addresses"
+    )
+    np.testing.assert_allclose(exe.run(x), run_ort(model, {"x": x})[0], rtol=1e-4, atol=1e-5)

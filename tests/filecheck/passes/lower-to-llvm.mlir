@@ -603,3 +603,68 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK:         llvm.br ^{{.*}}(%{{.*}} : i64) {lamina.loop_kind = "unrolled"}
 // CHECK:         llvm.br ^{{.*}}(%{{.*}} : i64) {lamina.loop_kind = "vectorized-tail"}
 // CHECK:         llvm.br ^{{.*}}(%{{.*}} : i64) {lamina.loop_kind = "vectorized-tail"}
+
+// -----
+
+// A concatenation's select chain (`build_concat`: each input read at a
+// clamped index, the value selected by the axis index) selects addresses,
+// then loads once: each input's base (its clamped block index, which differs
+// between the inputs) is selected by the same conditions, and the terms all
+// inputs share (`%j`, `%k`) are added to the selected base. Constant indices
+// (`%y[0, ...]`) fold into the constant offset: no multiply by zero.
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @concat2(%a: memref<4x3x16xf32>, %b: memref<2x3x16xf32>, %y: memref<1x6x3x16xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c3 = arith.constant 3 : index
+    %c6 = arith.constant 6 : index
+    %c16 = arith.constant 16 : index
+    loop.for %i = %c0 to %c6 step %c1 {
+      loop.for %j = %c0 to %c3 step %c1 {
+        loop.for %k = %c0 to %c16 step %c1 {
+          %m4 = arith.constant -4 : index
+          %z = arith.constant 0 : index
+          %ib = arith.addi %i, %m4 : index
+          %n = arith.cmpi slt, %ib, %z : index
+          %lb = arith.select %n, %z, %ib : index
+          %vb = loop.load %b[%lb, %j, %k] : memref<2x3x16xf32>
+          %three = arith.constant 3 : index
+          %g = arith.cmpi sgt, %i, %three : index
+          %la = arith.select %g, %three, %i : index
+          %va = loop.load %a[%la, %j, %k] : memref<4x3x16xf32>
+          %four = arith.constant 4 : index
+          %s = arith.cmpi slt, %i, %four : index
+          %v = arith.select %s, %va, %vb : f32
+          loop.store %v, %y[%z, %i, %j, %k] : memref<1x6x3x16xf32>
+        }
+      }
+    }
+    loop.return
+  }
+}
+// CHECK-LABEL: llvm.func @concat2(
+// CHECK-SAME:      %[[A:[^:]*]]: !llvm.ptr {{.*}}, %[[B:[^:]*]]: !llvm.ptr {{.*}}, %[[Y:[^:]*]]: !llvm.ptr
+// CHECK:         %[[LB:.*]] = llvm.select %{{.*}}, %{{.*}}, %{{.*}} : i1, i64
+// CHECK:         %[[LA:.*]] = llvm.select %{{.*}}, %{{.*}}, %{{.*}} : i1, i64
+// CHECK:         %[[S:.*]] = llvm.icmp "slt" %{{.*}}, %{{.*}} : i64
+// CHECK-NEXT:    %[[SA:.*]] = llvm.mlir.constant(48) : i64
+// CHECK-NEXT:    %[[OA:.*]] = llvm.mul %[[LA]], %[[SA]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[PA:.*]] = llvm.getelementptr inbounds %[[A]][%[[OA]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[SB:.*]] = llvm.mlir.constant(48) : i64
+// CHECK-NEXT:    %[[OB:.*]] = llvm.mul %[[LB]], %[[SB]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[PB:.*]] = llvm.getelementptr inbounds %[[B]][%[[OB]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[P:.*]] = llvm.select %[[S]], %[[PA]], %[[PB]] : i1, !llvm.ptr
+// CHECK-NEXT:    %[[SJ:.*]] = llvm.mlir.constant(16) : i64
+// CHECK-NEXT:    %[[OJ:.*]] = llvm.mul %[[J:.*]], %[[SJ]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[OK:.*]] = llvm.add %[[OJ]], %[[K:.*]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[PE:.*]] = llvm.getelementptr inbounds %[[P]][%[[OK]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[V:.*]] = llvm.load %[[PE]] {alignment = 4 : i64} : !llvm.ptr -> f32
+// CHECK-NOT:     llvm.load
+// CHECK-NEXT:    %[[SI:.*]] = llvm.mlir.constant(48) : i64
+// CHECK-NEXT:    %[[OI:.*]] = llvm.mul %{{.*}}, %[[SI]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[SJ2:.*]] = llvm.mlir.constant(16) : i64
+// CHECK-NEXT:    %[[OJ2:.*]] = llvm.mul %[[J]], %[[SJ2]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[OIJ:.*]] = llvm.add %[[OI]], %[[OJ2]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[OY:.*]] = llvm.add %[[OIJ]], %[[K]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[PY:.*]] = llvm.getelementptr inbounds %[[Y]][%[[OY]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    llvm.store %[[V]], %[[PY]] {alignment = 4 : i64} : f32, !llvm.ptr
