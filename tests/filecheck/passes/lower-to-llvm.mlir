@@ -2,7 +2,7 @@
 // RUN: lamina-opt %s --split-input-file -p lower-to-llvm | lamina-opt --split-input-file -p verify-phase | filecheck %s --check-prefix=PHASE
 
 // Every chunk ends in phase build with nothing but llvm ops.
-// PHASE-COUNT-12: builtin.module attributes {lamina.phase = #lamina.phase<build>}
+// PHASE-COUNT-15: builtin.module attributes {lamina.phase = #lamina.phase<build>}
 
 // A loop nest with 2-D accesses: buffers become noalias pointers, loops become
 // header/body blocks with the induction variable as a block argument, and
