@@ -57,6 +57,28 @@ def test_profiling_build_compiles_in_units():
     assert len(exe.compiled.timings.kernels) == 3  # the three kernels, no helper
 
 
+def test_a_program_with_many_kernel_calls_is_profiled():
+    """70 kernel calls: the counters (16 bytes a call) pass 1 KiB, the size from which
+    constants leave LLVM for the weights blob. The counters are written, so they stay
+    a global of the code; in the blob, the build found no counters to read."""
+    calls, t = 70, "tensor<8x8xf32>"
+    body = [f"  %v0 = graph.matmul %x, %w : ({t}, {t}) -> {t}"]
+    body += [f"  %v{i} = graph.matmul %v{i - 1}, %w : ({t}, {t}) -> {t}" for i in range(1, calls)]
+    text = "\n".join(
+        [
+            f"graph.func @main(%x: {t}, %w: {t}) -> {t} {{",
+            *body,
+            f"  graph.return %v{calls - 1} : {t}",
+            "}",
+        ]
+    )
+    exe = lamina.compile(text, profile=True, cache=False)
+    x, w = np.eye(8, dtype=np.float32), np.eye(8, dtype=np.float32)
+    np.testing.assert_array_equal(exe.run("main", x, w), x)
+    profile = exe.profile("main", x, w, runs=3)
+    assert sum(k.calls for k in profile.kernels) == 3 * calls
+
+
 def test_profile_needs_a_profiling_build():
     exe = lamina.compile(MLP, cache=False)
     with pytest.raises(LaminaRuntimeError, match="profile=True"):

@@ -56,11 +56,19 @@ def detached_dense_globals(module: ModuleOp) -> Iterator[dict[str, bytes]]:
     """Strip the dense values of `module`'s globals for the translator's run.
 
     Yields `{global name: data bytes}`; the values are put back on exit, so
-    the module is unchanged afterwards (codegen caches by its text).
+    the module is unchanged afterwards (codegen caches by its text). Only
+    constants: their bytes may go to the shared, read-only weights blob
+    (backends/kernel_split.py), which a global the code writes must never
+    be in -- a profiling build's counters of 1 KiB or more (GoogLeNet's 82
+    kernels) went there, so that the build found no counters to read.
     """
     detached: dict[llvm_dialect.GlobalOp, DenseIntOrFPElementsAttr] = {}
     for op in module.ops:
-        if isinstance(op, llvm_dialect.GlobalOp) and isinstance(op.value, DenseIntOrFPElementsAttr):
+        if (
+            isinstance(op, llvm_dialect.GlobalOp)
+            and op.constant is not None
+            and isinstance(op.value, DenseIntOrFPElementsAttr)
+        ):
             detached[op] = op.value
     for op in detached:
         del op.properties["value"]
