@@ -214,6 +214,20 @@ class ScheduleKnobs:
     40 us; but 5x5 at 28x28 (24, 100) 152 -> 175 us, 3x3 at 7x7 (5, 18) 22 ->
     43 us, 5x5 at 14x14 (10, 100) 98 -> 128 us."""
 
+    global_pool_partial_sums: int = field(
+        default=8, metadata={_DERIVED: "8 if vector_registers <= 16 else 1"}
+    )
+    """Independent sums a global average pool on a channel-blocked input keeps
+    per channel block (`kernels/nn.py`, `_blocked_global_sum`; the largest
+    divisor of the image width up to this; 1: one sum). Enough vector adds in
+    flight to cover the add latency on two add pipes (2 x 3-4 cycles), each
+    sum one register. Measured on the AVX2 build (Zen 4, one thread), one sum
+    -> 8: 144 channels at 56x56 47 -> 22 us (onnxruntime 27 us), 32 at
+    112x112 42 -> 19, 240 at 28x28 18 -> 8. With 32 registers (AVX-512) 1:
+    there LLVM gathers the 16-lane partial sums' row (the lane is a division
+    of the row index), 6x slower, and one sum over 16 lanes already took
+    24 us at 144 channels at 56x56."""
+
     winograd_min_output: int = 14 * 14
     """Smallest output image (OH*OW) computed by Winograd when the weights are a
     parameter: their transform then runs on every call and costs 16/(OH*OW) of
@@ -235,6 +249,7 @@ class ScheduleKnobs:
             conv_channel_jam_everywhere=1 if facts.vector_registers <= 16 else 0,
             pack_min_row_blocks=32 if facts.vector_bits >= 512 else 8,
             winograd_max_weight_bytes=facts.l2_bytes,
+            global_pool_partial_sums=8 if facts.vector_registers <= 16 else 1,
         )
 
     def replace(self, **changes: object) -> ScheduleKnobs:

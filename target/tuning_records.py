@@ -45,6 +45,7 @@ GRAPH_LEVEL_KNOBS: frozenset[str] = frozenset(
         "conv_grouped_min_width",
         "conv_nchw_pointwise_min_pixels",
         "depthwise_in_place_percent",
+        "global_pool_partial_sums",
         "winograd_min_output",
         "winograd_max_weight_bytes",
     }

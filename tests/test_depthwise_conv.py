@@ -107,3 +107,34 @@ def test_blocked_pools_read_in_place(isa):
     targets = None if isa == "host" else [f"cpu{{isa={isa}}}"]
     got = lamina.compile(import_model(model).module, targets=targets).run("main", x)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("isa", ["host", "avx2"])
+@pytest.mark.parametrize(("channels", "size"), [(24, 56), (40, 7), (16, 13), (32, 28)])
+def test_squeeze_excite_global_pool(isa, channels, size):
+    """A squeeze-and-excitation block on `NCHW{c}c`: the global average pool
+    (several partial sums per channel block on the AVX2 build: widths 56, 28
+    and 7 split into 8, 7 and 7 column phases, the prime width 13 keeps one
+    sum), two 1x1 convolutions on the pooled vector, a sigmoid and the
+    broadcast multiply, against onnxruntime."""
+    squeeze = max(channels // 4, 1)
+    inits = {
+        "w": RNG.standard_normal((channels, 16, 1, 1)).astype(np.float32) / 4,
+        "w1": RNG.standard_normal((squeeze, channels, 1, 1)).astype(np.float32) / 4,
+        "w2": RNG.standard_normal((channels, squeeze, 1, 1)).astype(np.float32) / 4,
+    }
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[1, 1]),
+        helper.make_node("GlobalAveragePool", ["c"], ["p"]),
+        helper.make_node("Conv", ["p", "w1"], ["s1"], kernel_shape=[1, 1]),
+        helper.make_node("Relu", ["s1"], ["r"]),
+        helper.make_node("Conv", ["r", "w2"], ["s2"], kernel_shape=[1, 1]),
+        helper.make_node("Sigmoid", ["s2"], ["g"]),
+        helper.make_node("Mul", ["c", "g"], ["y"]),
+    ]
+    x = RNG.standard_normal((1, 16, size, size)).astype(np.float32)
+    model = make_model(nodes, {"x": x}, ["y"], inits)
+    want = run_ort(model, {"x": x})[0]
+    targets = None if isa == "host" else [f"cpu{{isa={isa}}}"]
+    got = lamina.compile(import_model(model).module, targets=targets).run("main", x)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
