@@ -202,6 +202,8 @@ class SelectChainLowering(RewritePattern):
     def match_and_rewrite(self, op: arith.SelectOp, rewriter: PatternRewriter, /):
         if not _is_chain(op) or any(_is_chain(use.operation) for use in op.result.uses):
             return
+        if not _nothing_written_before(op, list(_chain_ops(op.result))):
+            return
         loads = list(_chain_loads(op.result))
         try:
             layouts = [_layout(load.buffer) for load in loads]
@@ -274,6 +276,26 @@ def _chain_ops(value: SSAValue) -> Iterator[Operation]:
         yield from _chain_ops(owner.lhs)
         yield from _chain_ops(owner.rhs)
     yield owner
+
+
+def _nothing_written_before(root: Operation, chain: list[Operation]) -> bool:
+    """Is every op of the chain in `root`'s block, with nothing between the first of
+    them and `root` that may write memory? The chain's one load happens at `root`,
+    so a store between a load and the select would otherwise be seen by it."""
+    block = root.parent_block()
+    pending = {o for o in chain if o is not root}
+    if any(o.parent_block() is not block for o in pending):
+        return False
+    at = root.prev_op
+    while pending and at is not None:
+        if at in pending:
+            pending.discard(at)
+        elif at.regions or isinstance(
+            at, loop.StoreOp | loop.CopyOp | loop.CallOp | loop.FreeOp | memrefd.StoreOp
+        ):
+            return False
+        at = at.prev_op
+    return not pending
 
 
 def _chain_loads(value: SSAValue) -> Iterator[loop.LoadOp]:

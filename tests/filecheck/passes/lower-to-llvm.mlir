@@ -2,7 +2,7 @@
 // RUN: lamina-opt %s --split-input-file -p lower-to-llvm | lamina-opt --split-input-file -p verify-phase | filecheck %s --check-prefix=PHASE
 
 // Every chunk ends in phase build with nothing but llvm ops.
-// PHASE-COUNT-15: builtin.module attributes {lamina.phase = #lamina.phase<build>}
+// PHASE-COUNT-16: builtin.module attributes {lamina.phase = #lamina.phase<build>}
 
 // A loop nest with 2-D accesses: buffers become noalias pointers, loops become
 // header/body blocks with the induction variable as a block argument, and
@@ -603,6 +603,28 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK:         llvm.br ^{{.*}}(%{{.*}} : i64) {lamina.loop_kind = "unrolled"}
 // CHECK:         llvm.br ^{{.*}}(%{{.*}} : i64) {lamina.loop_kind = "vectorized-tail"}
 // CHECK:         llvm.br ^{{.*}}(%{{.*}} : i64) {lamina.loop_kind = "vectorized-tail"}
+
+// -----
+
+// A select between loads with a store between them keeps its loads: one load
+// moved to the select would read the stored value instead of the old one.
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @select_after_store(%a: memref<4xf32>, %b: memref<4xf32>, %c: i1) {
+    %c0 = arith.constant 0 : index
+    %x = arith.constant 1.0 : f32
+    %va = loop.load %a[%c0] : memref<4xf32>
+    %vb = loop.load %b[%c0] : memref<4xf32>
+    loop.store %x, %a[%c0] : memref<4xf32>
+    %v = arith.select %c, %va, %vb : f32
+    loop.store %v, %b[%c0] : memref<4xf32>
+    loop.return
+  }
+}
+// CHECK-LABEL: llvm.func @select_after_store(
+// CHECK:         %[[VA:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> f32
+// CHECK:         %[[VB:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> f32
+// CHECK:         llvm.store
+// CHECK:         %{{.*}} = llvm.select %{{.*}}, %[[VA]], %[[VB]] : i1, f32
 
 // -----
 
