@@ -187,24 +187,26 @@ def import_source(
     *,
     cli: bool = False,
     filename: str = "<model>",
-    batch_bounds: tuple[int, int] = DEFAULT_BATCH_BOUNDS,
-    bounds_given: bool = False,
+    batch_bounds: tuple[int, int] | None = None,
 ) -> ImportResult | None:
     """`source` imported if it is an ONNX model, else None (graph IR text or its path).
 
-    `bounds_given`: the caller's user set the batch bounds (`--batch-bounds`,
-    `batch_bounds=`), which, like input shapes, a graph program cannot take.
+    `batch_bounds`: the dynamic batch's bounds the user gave (`--batch-bounds`,
+    `batch_bounds=`; None: `DEFAULT_BATCH_BOUNDS`), which, like input shapes,
+    a graph program cannot take.
 
     An ONNX model is an `onnx.ModelProto`, a path ending in `.onnx`, or a path to
     a file that is not UTF-8 text and loads as an ONNX model; any other binary
     file is a user error (never a `UnicodeDecodeError`). This is how
     `lamina.compile`, `lamina-run` and `lamina-compile` take ONNX models.
     """
+    given = batch_bounds is not None
+    batch_bounds = batch_bounds or DEFAULT_BATCH_BOUNDS
     if is_model_proto(source):
         return import_model(source, input_shapes, filename, cli=cli, batch_bounds=batch_bounds)
     path = _onnx_path(source)
     if path is None:
-        if input_shapes or bounds_given:
+        if input_shapes or given:
             names = ("--input-shape", "--batch-bounds") if cli else ("input_shapes", "batch_bounds")
             what = names[0] if input_shapes else names[1]
             raise _error(filename, f"{what} applies to ONNX models only")

@@ -49,8 +49,7 @@ def compile(  # noqa: A001 - the API name is docs/design.md §7's
             module_or_text,
             dict(input_shapes or {}),
             filename=filename,
-            batch_bounds=batch_bounds or DEFAULT_BATCH_BOUNDS,
-            bounds_given=batch_bounds is not None,
+            batch_bounds=batch_bounds,
         )
         if result is not None:
             if isinstance(module_or_text, str | os.PathLike):

@@ -17,22 +17,19 @@ def read_program(path: str, input_shape_specs: Sequence[str] = (), batch_bounds:
     imported with the `--input-shape` specs and `--batch-bounds`; the importer's
     notes go to stderr."""
     shapes = parse_input_shapes(input_shape_specs)
-    bounds = parse_batch_bounds(batch_bounds)
-    given = batch_bounds is not None
+    bounds = parse_batch_bounds(batch_bounds) if batch_bounds is not None else None
     if path == "-":
-        if shapes or given:
+        if shapes or bounds is not None:
             option = "--input-shape" if shapes else "--batch-bounds"
             raise UsageError(f"{option} applies to ONNX models only")
         return sys.stdin.read()
     from lamina.frontends.sources import might_be_onnx
 
-    if not shapes and not given and not might_be_onnx(path):
+    if not shapes and bounds is None and not might_be_onnx(path):
         return read_source(path)
     from lamina.frontends.onnx import import_source
 
-    result = import_source(
-        path, shapes, cli=True, filename=path, batch_bounds=bounds, bounds_given=given
-    )
+    result = import_source(path, shapes, cli=True, filename=path, batch_bounds=bounds)
     if result is None:
         return read_source(path)
     for note in result.notes:
