@@ -329,9 +329,19 @@ def _broadcasts_blocked(source, known: ConstraintAttr, physical_type) -> bool:
 
 
 def _as_rank(value: SSAValue, rank: int) -> list[Operation]:
-    """A reshape of the one-element `value` to `rank` dims of 1 (none if it has them)."""
+    """The one-element `value` with `rank` dims of 1 (no op if it has them).
+
+    A constant (relu6's and hardswish's bounds) becomes a constant of that
+    shape, not a reshape of it: nothing folds after `plan-layouts`, so a
+    reshape stayed a kernel of its own, called on every run once per bound
+    (70 calls per MobileNetV2 run)."""
     if len(graph.tensor_shape(value)) == rank:
         return []
+    owner = value.owner
+    if isinstance(owner, graph.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr):
+        from lamina.core.dense import dense_attr, dense_value
+
+        return [graph.ConstantOp(dense_attr(dense_value(owner.value).reshape((1,) * rank)))]
     return [graph.ReshapeOp(value, TensorType(graph.element_type(value), (1,) * rank))]
 
 

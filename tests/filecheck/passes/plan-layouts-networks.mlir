@@ -3,7 +3,8 @@
 // The op shapes of mobile networks stay channel-blocked from one convolution
 // to the next (8 lanes, from the module's cpu target options): a depthwise
 // convolution (groups = channels) is blocked with its filters as `OIHW1i8o`;
-// relu6's scalar bounds only change rank; a global average pool, a max pool
+// relu6's scalar bounds become constants of the blocked rank (no reshape
+// left to run as a kernel); a global average pool, a max pool
 // and a concatenation of whole channel blocks work on `NCHW8c` directly; a
 // squeeze-and-excitation scale (`1x2x1x1x8`) multiplies the blocked feature
 // map by broadcasting; a pointwise convolution on a small image is blocked
@@ -32,9 +33,10 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>, lamina.ta
 // CHECK:       %[[C0:.*]] = graph.conv2d %[[X]], {{.*}}data_layout = "NCHW8c", kernel_layout = "OIHW8i8o"{{.*}} -> tensor<1x2x8x8x8xf32>
 // CHECK:       %[[DW:.*]] = graph.layout_transform %dw {{.*}} : (tensor<16x1x3x3xf32>) -> tensor<2x1x3x3x1x8xf32>
 // CHECK:       %[[D:.*]] = graph.conv2d %[[C0]], %[[DW]] {{.*}}groups = 16 : i64, data_layout = "NCHW8c", kernel_layout = "OIHW1i8o"} : (tensor<1x2x8x8x8xf32>, tensor<2x1x3x3x1x8xf32>) -> tensor<1x2x8x8x8xf32>
-// CHECK:       %[[LO:.*]] = graph.reshape %lo : (tensor<f32>) -> tensor<1x1x1x1x1xf32>
+// CHECK:       %[[LO:.*]] = graph.constant dense<0.000000e+00> : tensor<1x1x1x1x1xf32>
 // CHECK:       %[[R0:.*]] = graph.maximum %[[D]], %[[LO]] {{.*}}0.000000e+00 : f32
-// CHECK:       %[[R6:.*]] = graph.minimum %[[R0]], %{{.*}} {{.*}}0.000000e+00 : f32{{.*}} -> tensor<1x2x8x8x8xf32>
+// CHECK:       %[[HI:.*]] = graph.constant dense<6.000000e+00> : tensor<1x1x1x1x1xf32>
+// CHECK:       %[[R6:.*]] = graph.minimum %[[R0]], %[[HI]] {{.*}}0.000000e+00 : f32{{.*}} -> tensor<1x2x8x8x8xf32>
 // CHECK:       %[[G:.*]] = graph.global_avg_pool2d %[[R6]] {{.*}} : (tensor<1x2x8x8x8xf32>) -> tensor<1x2x1x1x8xf32>
 // CHECK:       %[[SE:.*]] = graph.conv2d %[[G]], {{.*}}data_layout = "NCHW8c"{{.*}} -> tensor<1x2x1x1x8xf32>
 // CHECK:       %[[S:.*]] = graph.sigmoid %[[SE]] {{.*}}5.000000e-01 : f32
