@@ -446,9 +446,9 @@ GROUPED_JAM_MIN_ROW = 14
 """A grouped convolution jams its output-channel blocks (those of one group,
 which share their input) only on output rows at least this long. Measured,
 ResNeXt-50's grouped 3x3 convolutions on the AVX2 build, one thread, jam 1 ->
-2 (medians of interleaved rounds): 512 channels at 14x14 and 28x28->14x14
-(16 channels a group) 0.91x the time; 1024 channels at 7x7 and 14x14->7x7
-(32 a group) 1.05-1.10x, where the 7 columns leave two short row blocks
+2 (thread CPU time, medians of 150 interleaved rounds): 512 channels at
+14x14 and 28x28->14x14 (16 channels a group) 0.85-0.89x the time; 1024
+channels at 7x7 and 14x14->7x7 (32 a group) 1.05-1.10x, where the 7 columns leave two short row blocks
 (4 + 3) for a reduction of only 36 steps."""
 
 CHANNEL_JAM_ATTR = "lamina.jam_channels"
