@@ -121,9 +121,16 @@ class Case:
     """The same computation as an ONNX model (for onnxruntime), if any."""
 
 
-def _rounds(fns: list[Callable[[], object]], rounds: int, settle: float = 0.0) -> list[list[float]]:
+def _rounds(
+    fns: list[Callable[[], object]],
+    rounds: int,
+    settle: float = 0.0,
+    clock: Callable[[], float] = time.perf_counter,
+) -> list[list[float]]:
     """Seconds per call of each function, measured in interleaved rounds (A, B, A, B, ...),
-    so that a noisy neighbour slows every peer alike.
+    so that a noisy neighbour slows every peer alike. `clock` is wall time by default
+    (`time.thread_time` for one-thread calls on a loaded machine: bench_models.py's
+    `--clock cpu`).
 
     `settle` seconds of sleep before each call let the previous peer's thread
     pool go idle: OpenBLAS and onnxruntime workers spin for a while after a
@@ -136,9 +143,9 @@ def _rounds(fns: list[Callable[[], object]], rounds: int, settle: float = 0.0) -
         for fn, out in zip(fns, times, strict=True):
             if settle:
                 time.sleep(settle)
-            start = time.perf_counter()
+            start = clock()
             fn()
-            out.append(time.perf_counter() - start)
+            out.append(clock() - start)
     return times
 
 

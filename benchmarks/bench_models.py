@@ -5,7 +5,7 @@
                                       [--target 'cpu{vector_bits=256}']
                                       [--profile] [--profile-ops] [--csv out.csv]
                                       [--plot out.png] [--alternate none|numpy|ort]
-                                      [--scaling [--call-team]]
+                                      [--scaling [--call-team]] [--clock wall|cpu]
 
 Each model is torchvision's (random weights, eval mode, batch 1, 224×224; needs
 the `torch` extra) exported to ONNX by PyTorch's TorchScript exporter (opset 17),
@@ -34,6 +34,13 @@ defaults, whose workers spin after a run), on the same thread count.
 (`LAMINA_CALL_TEAM=1`, docs/performance.md, Threads) to the same rounds
 (`--team-spin 0,2000`: one mode per worker spin), and every mode's voluntary
 context switches and CPU time per call.
+
+`--clock cpu` times each call by the calling thread's CPU time
+(`time.thread_time`) instead of the wall clock, one thread only (onnxruntime at
+one thread runs on the calling thread too): on a machine shared with other
+busy processes, the time a call waits for a core is left out. What the other
+processes do to the caches is not, so expect a few percent of noise where the
+wall clock gives tens (docs/performance.md, "Measuring on a busy machine").
 
 `--isa avx2` compiles for the target `'cpu{isa=avx2}'` (an AVX2 + FMA build,
 which an AVX-512 host runs at the same FMA peak; `avx512`, `host` likewise);
@@ -157,8 +164,9 @@ def bench_model(name: str, args: argparse.Namespace) -> list[dict]:
         error = float(np.abs(got - want).max() / (np.abs(want).max() or 1.0))  # ViT: zeros
         fns = [functools.partial(exe.run, "main", x), functools.partial(session.run, None, feed)]
         if args.alternate != "none":
-            fns = [_after(_alternate(args.alternate, threads, model, x), fn) for fn in fns]
-        lam, ort_t = bench._rounds(fns, args.rounds)
+            before = _alternate(args.alternate, threads, model, x)
+            fns = [_after(before, fn, CLOCKS[args.clock]) for fn in fns]
+        lam, ort_t = bench._rounds(fns, args.rounds, clock=CLOCKS[args.clock])
         if args.alternate != "none":
             lam, ort_t = [f.timed for f in fns]  # pyright: ignore[reportAttributeAccessIssue]
         row = {
@@ -512,14 +520,18 @@ def _numpy_matmul(threads: int):
     return lambda: a @ a
 
 
-def _after(before, fn):
+CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
+"""`--clock`: wall time, or the calling thread's CPU time (one thread only)."""
+
+
+def _after(before, fn, clock=time.perf_counter):
     """`fn` preceded by `before` on every call; `.timed` collects `fn`'s own seconds."""
 
     def call():
         before()
-        start = time.perf_counter()
+        start = clock()
         fn()
-        call.timed.append(time.perf_counter() - start)  # pyright: ignore[reportFunctionMemberAccess]
+        call.timed.append(clock() - start)  # pyright: ignore[reportFunctionMemberAccess]
 
     call.timed = []  # pyright: ignore[reportFunctionMemberAccess]
     return call
@@ -585,6 +597,13 @@ def main(argv: list[str] | None = None) -> int:
         help="with --call-team: comma-separated LAMINA_TEAM_SPIN values, each timed as its "
         "own mode in the same rounds (default: the runtime's default)",
     )
+    parser.add_argument(
+        "--clock",
+        choices=tuple(CLOCKS),
+        default="wall",
+        help="cpu: time each call by the calling thread's CPU time (one thread only), "
+        "which leaves out the time a busy machine's other processes hold the core",
+    )
     parser.add_argument("--export-dir", default=str(Path.home() / ".cache" / "lamina-bench"))
     parser.add_argument("--csv", help="write the rows as CSV")
     parser.add_argument("--plot", help="write a bar chart of the ratios (needs matplotlib)")
@@ -601,6 +620,8 @@ def main(argv: list[str] | None = None) -> int:
         known = ", ".join(MODELS + MORE_MODELS)
         parser.error(f"unknown model(s) {', '.join(unknown)} (known: {known})")
 
+    if args.clock == "cpu" and (args.threads != [1] or args.scaling):
+        parser.error("--clock cpu times one thread: use it with --threads 1, without --scaling")
     if args.call_team and not args.scaling:
         parser.error("--call-team needs --scaling")
     if args.call_team:

@@ -60,3 +60,32 @@ def test_serve_benchmark_checks_every_answer(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     assert "| 1x1 serve |" in out.stdout and "| 0 / 0 of 22 |" in out.stdout
     assert "Ray alone" in out.stdout and "load average before" in out.stdout
+
+
+def test_rounds_time_calls_by_the_given_clock():
+    """`_rounds` interleaves the calls and reads the clock it is given around each
+    (bench_models.py's `--clock cpu` passes `time.thread_time`)."""
+    sys.path.insert(0, str(BENCH.parent))
+    try:
+        import bench
+    finally:
+        sys.path.remove(str(BENCH.parent))
+    ticks = iter(range(100))
+    order: list[str] = []
+    times = bench._rounds(
+        [lambda: order.append("a"), lambda: order.append("b")],
+        rounds=3,
+        clock=lambda: float(next(ticks)),
+    )
+    assert order == ["a", "b"] * 4  # one warm-up call each, then three interleaved rounds
+    assert times == [[1.0] * 3, [1.0] * 3]  # each call read the clock twice, one tick apart
+
+
+def test_bench_models_cpu_clock_is_for_one_thread_only():
+    script = BENCH.parent / "bench_models.py"
+    out = subprocess.run(
+        [sys.executable, str(script), "--clock", "cpu", "--threads", "1,2"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 2
+    assert "--clock cpu times one thread" in out.stderr

@@ -6,7 +6,8 @@ build.
 group width `g` is a multiple of the block (each group a run of whole
 blocks) or divides it (each block holds whole groups, the weight
 block-diagonal); other widths stay NCHW. Cases: group widths 2, 4, 8, 16,
-32 (and 12, 24, which one or both lane widths keep NCHW), channel counts
+32 (and 12, 24, which one or both lane widths keep NCHW; 16 and 32 on rows of 14
+and 16 columns, where AVX2 jams a group's blocks), channel counts
 that do not fill the last block (104 and 40 in groups of 8, 24 in groups of
 4), strides 1 and 2, symmetric and asymmetric padding, a 5x5 window, 1x1
 windows on rows long enough for the pointwise micro-kernel, dilation 2, a
@@ -82,6 +83,10 @@ CASES = [
     (128, 16, 28, 1, 1, [0, 0, 0, 0], "relu"),
     (96, 32, 56, 1, 1, [0, 0, 0, 0], "bias"),
     (64, 4, 28, 1, 1, [0, 0, 0, 0], "relu"),
+    # rows of 14 and 16 columns: on AVX2 the blocks of a group (2 and 4 of 8
+    # channels) share their input broadcast, two per micro-kernel step
+    (64, 16, 14, 3, 1, [1, 1, 1, 1], "relu"),
+    (96, 32, 16, 3, 1, [1, 1, 1, 1], "bias"),
 ]
 
 

@@ -167,6 +167,26 @@ def test_measurer_records_crashes_hangs_and_wrong_numbers(small: Path):
         measurer.close()
 
 
+def test_one_thread_measurements_time_the_thread_cpu(small: Path, monkeypatch):
+    """At one thread the measured calls run on the timing thread, so they are timed by
+    its CPU time (a busy machine's waits left out); with more threads, by the wall clock."""
+    from lamina.tuning import worker
+    from lamina.tuning.measure import call_clock
+
+    assert (call_clock(1), call_clock(2), call_clock(None)) == ("cpu", "wall", "wall")
+    first, _ = model_kernels(load_model(small))
+    ticks = iter(range(1000))
+    monkeypatch.setitem(worker.CLOCKS, "cpu", lambda: float(next(ticks)))
+    request = {"texts": [first.program()], "rounds": 3, "sample_seconds": 0.002, "clock": "cpu"}
+    assert worker._measure(request)["samples"] == [[1.0, 1.0, 1.0]]  # one tick a call
+    measurer = LocalMeasurer(threads=1)
+    try:
+        answer = measurer.measure(first.key, [first.program()], 3, 60)
+        assert answer["ok"] and all(0 < t < 1 for t in answer["samples"][0])
+    finally:
+        measurer.close()
+
+
 def _documented_commands() -> list[list[str]]:
     """The commands of docs/tuning.md's worked example."""
     text = (ROOT / "docs" / "tuning.md").read_text()

@@ -36,6 +36,7 @@ from lamina.target.tuning_records import (
     write_records,
 )
 from lamina.tuning.measure import TOLERANCE, summary
+from lamina.tuning.worker import CLOCKS
 
 GRAPH_CHOICES: dict[str, tuple[int, ...]] = {
     "conv_channel_block": (32, 8),
@@ -70,6 +71,8 @@ class GraphSearch:
     invalid: list[dict[str, Any]] = field(default_factory=list)
     ratios: dict[str, float] = field(default_factory=dict)
     """Speed-up over the default per candidate (its knobs as text)."""
+    clock: str = "wall"
+    """How calls are timed (`call_clock` in tuning/measure.py): `cpu` at one thread."""
 
     def record(self, identity: tuple[str, tuple[str, ...]]) -> Record:
         cpu, features = identity
@@ -131,19 +134,22 @@ def _outputs(exe, args) -> list[np.ndarray]:
     return [np.asarray(r) for r in (out if isinstance(out, tuple | list) else (out,))]
 
 
-def _paired(default, candidate, args, rounds: int) -> tuple[list[float], list[float]]:
-    """Seconds per call of both, interleaved by round (the order alternating)."""
-    start = time.perf_counter()
+def _paired(
+    default, candidate, args, rounds: int, clock: str = "wall"
+) -> tuple[list[float], list[float]]:
+    """Seconds per call of both, interleaved by round (the order alternating), by `clock`."""
+    now = CLOCKS[clock]
+    start = now()
     default.run("main", *args)
-    calls = max(1, min(100, int(0.05 / max(time.perf_counter() - start, 1e-7))))
+    calls = max(1, min(100, int(0.05 / max(now() - start, 1e-7))))
     samples: list[list[float]] = [[], []]
     for r in range(rounds):
         pair = [(0, default), (1, candidate)]
         for i, exe in pair if r % 2 == 0 else pair[::-1]:
-            start = time.perf_counter()
+            start = now()
             for _ in range(calls):
                 exe.run("main", *args)
-            samples[i].append((time.perf_counter() - start) / calls)
+            samples[i].append((now() - start) / calls)
     return samples[0], samples[1]
 
 
@@ -173,7 +179,7 @@ def search_graph(
             _try(search, builds, default, args, want, seen, {k: v for k, (_, v) in best.items()})
         _finalize(search, builds, default, args)
         if search.default_time is None:  # nothing was timed: the default's time, for the record
-            base, _ = _paired(default, default, args, 3)
+            base, _ = _paired(default, default, args, 3, search.clock)
             search.default_time = Timing(*summary(base), len(base))
     finally:
         builds.folder.cleanup()
@@ -199,7 +205,7 @@ def _try(search, builds, default, args, want, seen, knobs) -> float | None:
         if w.shape != h.shape or not float(np.max(np.abs(w - h), initial=0.0)) <= TOLERANCE * scale:
             search.invalid.append({"knobs": knobs, "why": "wrong numbers"})
             return None
-    base, own = _paired(default, exe, args, ROUNDS)
+    base, own = _paired(default, exe, args, ROUNDS, search.clock)
     ratio = statistics.median(d / t for d, t in zip(base, own, strict=True))
     search.ratios[_text(knobs)] = ratio
     if search.default_time is None:
@@ -214,7 +220,7 @@ def _finalize(search: GraphSearch, builds: _Builds, default, args) -> None:
         return
     knobs = _parse(ranked[0][0])
     exe = builds.build(knobs)
-    base, own = _paired(default, exe, args, FINAL_ROUNDS)
+    base, own = _paired(default, exe, args, FINAL_ROUNDS, search.clock)
     ratio = statistics.median(d / t for d, t in zip(base, own, strict=True))
     if ratio >= MIN_GAIN:
         search.knobs = knobs

@@ -31,6 +31,14 @@ DROP_SLOWER = 2.0
 not timed in the others (early stopping: its one sample already rules it out)."""
 
 
+def call_clock(threads: int | None) -> str:
+    """The clock a measurement times calls by: `cpu` (the calling thread's CPU
+    time) when the code runs on one thread, which is then the calling one, so
+    that the time a busy machine's other processes hold the core is not
+    counted; else `wall` (docs/tuning.md, "On a busy machine")."""
+    return "cpu" if threads == 1 else "wall"
+
+
 class WorkerDied(Exception):
     """The worker crashed or timed out on a request."""
 
@@ -145,6 +153,7 @@ class LocalMeasurer:
             "rounds": rounds,
             "sample_seconds": 0.002,
             "drop_slower": drop_slower,
+            "clock": call_clock(self.threads),
         }
         return self._ask(request, timeout)
 
@@ -177,4 +186,12 @@ def summary(samples: list[float]) -> tuple[float, float]:
     return median, float((q3 - q1) / median) if median > 0 else 0.0
 
 
-__all__ = ["DROP_SLOWER", "TOLERANCE", "LocalMeasurer", "Worker", "WorkerDied", "summary"]
+__all__ = [
+    "DROP_SLOWER",
+    "TOLERANCE",
+    "LocalMeasurer",
+    "Worker",
+    "WorkerDied",
+    "call_clock",
+    "summary",
+]

@@ -27,8 +27,9 @@ from lamina.passes.apply_model_records import model_key
 from lamina.target.tuning_records import Record, load_records, write_records
 from lamina.tuning.graph_search import GRAPH_SHARE, GraphSearch, has_convolutions, search_graph
 from lamina.tuning.kernels import load_model, model_kernels
-from lamina.tuning.measure import LocalMeasurer
+from lamina.tuning.measure import LocalMeasurer, call_clock
 from lamina.tuning.search import MIN_GAIN, Candidate, Tuner
+from lamina.tuning.worker import CLOCKS
 
 
 @dataclass
@@ -172,7 +173,7 @@ def _search_graph(model, key, targets, measurer, budget: float, out: IO[str]) ->
 
     if measurer.threads:  # the whole model runs here: with the threads the kernels get
         set_num_threads(measurer.threads)
-    search = GraphSearch(os.fspath(model), key, targets)
+    search = GraphSearch(os.fspath(model), key, targets, clock=call_clock(measurer.threads))
     out.write(f"lamina-tune: graph-level knobs, whole-model builds, {budget * GRAPH_SHARE:.0f} s\n")
 
     def note(s: GraphSearch) -> None:
@@ -242,17 +243,18 @@ def model_times(
         else np.zeros(p.shape, p.dtype)
         for p in params
     ]
-    start = time.perf_counter()
+    clock = CLOCKS[call_clock(threads)]
+    start = clock()
     exes[0].run("main", *args)
-    calls = max(1, min(1000, int(0.02 / max(time.perf_counter() - start, 1e-7))))
+    calls = max(1, min(1000, int(0.02 / max(clock() - start, 1e-7))))
     same = exes[0].compiled.object_code == exes[1].compiled.object_code
     samples: list[list[float]] = [[], []]
     for _ in range(rounds):
         for i, exe in enumerate(exes[:1] if same else exes):
-            start = time.perf_counter()
+            start = clock()
             for _ in range(calls):
                 exe.run("main", *args)
-            samples[i].append((time.perf_counter() - start) / calls)
+            samples[i].append((clock() - start) / calls)
     default = float(np.median(samples[0]))
     if same:
         return default, default

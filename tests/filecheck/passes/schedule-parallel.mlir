@@ -7,7 +7,9 @@
 // output-channel block) hands `parallel` to the loop it holds when that loop
 // is spatial (each iteration writes its own row), so two cores share the
 // work; a loop that accumulates into one element is not spatial and keeps
-// running on one thread. With one core, or fewer iterations per core than
+// running on one thread. So does a loop of one iteration that holds index
+// arithmetic beside its loop (@jammed_blocks: two channel blocks jammed into
+// one step). With one core, or fewer iterations per core than
 // the `parallel_min_iterations_per_core` knob asks (8 rows, 2 cores, 5 per
 // core), nothing moves. `schedule` runs this rule too.
 
@@ -43,6 +45,29 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     }
     loop.return
   }
+
+  // Two output-channel blocks jammed into one micro-kernel step: the loop
+  // of one iteration holds the copies' block indices beside the row loop.
+  loop.func @jammed_blocks(%x: memref<2x8x4xf32>, %y: memref<2x8x4xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    loop.for %bo = %c0 to %c2 step %c2 kind(parallel) {
+      %b0 = arith.addi %bo, %c0 : index
+      %b1 = arith.addi %bo, %c1 : index
+      loop.for %h = %c0 to %c8 step %c1 {
+        loop.for %w = %c0 to %c4 step %c1 kind(vectorized) {
+          %v = loop.load %x[%b0, %h, %w] : memref<2x8x4xf32>
+          %u = loop.load %x[%b1, %h, %w] : memref<2x8x4xf32>
+          loop.store %v, %y[%b0, %h, %w] : memref<2x8x4xf32>
+          loop.store %u, %y[%b1, %h, %w] : memref<2x8x4xf32>
+        }
+      }
+    }
+    loop.return
+  }
 }
 
 // CHECK-LABEL: loop.func @one_block(
@@ -53,9 +78,17 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK:         loop.for %b = %c0 to %c1 step %c1 kind(parallel) {
 // CHECK-NEXT:      loop.for %k = %c0 to %c8 step %c1 {
 
+// CHECK-LABEL: loop.func @jammed_blocks(
+// CHECK:         loop.for %bo = %c0 to %c2 step %c2 {
+// CHECK:           loop.for %h = %c0 to %c8 step %c1 kind(parallel) {
+
 // ONE-LABEL: loop.func @one_block(
 // ONE:         loop.for %b = %c0 to %c1 step %c1 kind(parallel) {
 // ONE-NEXT:      loop.for %h = %c0 to %c8 step %c1 {
+
+// ONE-LABEL: loop.func @jammed_blocks(
+// ONE:         loop.for %bo = %c0 to %c2 step %c2 kind(parallel) {
+// ONE:           loop.for %h = %c0 to %c8 step %c1 {
 
 // -----
 
