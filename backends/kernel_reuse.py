@@ -273,7 +273,7 @@ class AwaitKernelsPass(ModulePass):
     delegated kernels can fail), and mark those that can fail (the host checks after
     calling them). Until then this process lowers its own kernels and the host to
     the llvm dialect while the other one works; the kernels' records come later
-    (`reused_records`, once code generation has translated this module)."""
+    (`reused_records`, when code generation starts)."""
 
     name = "await-kernels"
     replayable = False  # a driver step, not a registered pass (no reproducer names it)

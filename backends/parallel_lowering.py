@@ -20,7 +20,8 @@ once, right before `lower-te`:
   (which need to know which callees can fail), it reads which of the child's
   kernels can fail (`Delegation.failing`: the child sends that before it
   translates and splits its kernels, so the parent does not wait for those
-  steps); after translating its own module, it reads the child's records
+  steps); when code generation starts (after the error exits and the
+  verifier of the llvm-dialect module), it reads the child's records
   (`Delegation.finish`, from `kernel_reuse.reused_records`), which must say
   the same of every kernel; code generation then treats those kernels as reused
   ones, compiles its own units while the child compiles its, and reads the
