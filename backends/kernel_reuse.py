@@ -270,9 +270,10 @@ class ReuseKernelsPass(ModulePass):
 class AwaitKernelsPass(ModulePass):
     """Right before `lower-to-llvm`: arrange for the lowering process to be awaited
     inside it, right before its error exits (the first step that needs to know which
-    delegated kernels can fail), then store its kernels and mark those that can fail
-    (the host checks after calling them). Until then this process lowers its own
-    kernels and the host to the llvm dialect while the other one works."""
+    delegated kernels can fail), and mark those that can fail (the host checks after
+    calling them). Until then this process lowers its own kernels and the host to
+    the llvm dialect while the other one works; the kernels' records come later
+    (`reused_records`, when code generation starts)."""
 
     name = "await-kernels"
     replayable = False  # a driver step, not a registered pass (no reproducer names it)
@@ -286,12 +287,11 @@ class AwaitKernelsPass(ModulePass):
             defer_failing_declarations(op, self._finish)
 
     def _finish(self, op: ModuleOp) -> None:
-        records = self.parallel.delegation.finish()  # type: ignore[attr-defined]
+        may_fail = self.parallel.delegation.failing()  # type: ignore[attr-defined]
         failing = op.attributes.get(FAILING_DECLARATIONS_ATTR)
         names = [a.data for a in failing.data] if isinstance(failing, ArrayAttr) else []
         for name, key in module_keys(op, REUSED_ATTR).items():
-            record = records.get(key)
-            if record is not None and record.may_fail and name not in names:
+            if may_fail.get(key) and name not in names:
                 names.append(name)
         if names:
             op.attributes[FAILING_DECLARATIONS_ATTR] = ArrayAttr([StringAttr(n) for n in names])
@@ -316,7 +316,11 @@ def module_keys(module: ModuleOp, attr: str) -> dict[str, str]:
 
 
 def reused_records(module: ModuleOp) -> dict[str, Record]:
-    """Declared kernel (LLVM name) → its record, for the code generator."""
+    """Declared kernel (LLVM name) → its record, for the code generator (which waits
+    here for a lowering process's records)."""
+    from lamina.backends import parallel_lowering
+
+    parallel_lowering.finish_all()
     out = {}
     for name, key in module_keys(module, REUSED_ATTR).items():
         with _lock:

@@ -9,15 +9,21 @@ once, right before `lower-te`:
 * the **child** takes part of the work (`CHILD_SHARE` of the kernels by size, dealt
   largest first to the lighter side), declares the other kernels, drops the
   host's graph functions (the parent lowers the host), runs the same passes,
-  translates and splits its kernels into units, records them as a compile
+  sends which of its kernels can fail (all the parent's error checks need),
+  then translates and splits its kernels into units, records them as a compile
   that lowered them would (`kernel_reuse.record_split`) and sends the records
   through a pipe; then it compiles the units to object code (their LLVM work
   on threads, like any build) and sends that;
 * the **parent** declares the child's kernels, as if an earlier compile had
   recorded them, and lowers the rest, the host included, down to the llvm
   dialect. Right before `lower-to-llvm` inserts the error checks after calls
-  (which need to know which callees can fail), it reads the child's records
-  (`Delegation.finish`); code generation then treats those kernels as reused
+  (which need to know which callees can fail), it reads which of the child's
+  kernels can fail (`Delegation.failing`: the child sends that before it
+  translates and splits its kernels, so the parent does not wait for those
+  steps); when code generation starts (after the error exits and the
+  verifier of the llvm-dialect module), it reads the child's records
+  (`Delegation.finish`, from `kernel_reuse.reused_records`), which must say
+  the same of every kernel; code generation then treats those kernels as reused
   ones, compiles its own units while the child compiles its, and reads the
   child's object code once its own build is done (`collect_all`, from
   `kernel_cache.build_split`).
@@ -109,17 +115,35 @@ class Delegation:
     pid: int
     read_fd: int
     keys: dict[str, str]
+    may_fail: dict[str, bool] | None = None
+    """te key → whether the kernel can fail (`failing`)."""
     records: dict = field(default_factory=dict)
     done: bool = False
     """The records arrived (`finish`)."""
     collected: bool = False
     """The object code arrived too (`collect`), or the child was stopped."""
 
+    def failing(self) -> dict[str, bool]:
+        """Wait for the child's first message: te key → whether that kernel can fail
+        (whether its code refers to the error flag, `backends/llvm/errors.py`)."""
+        if self.may_fail is None:
+            may_fail = self._receive()["may_fail"]
+            if set(may_fail) != set(self.keys.values()):
+                self.abandon()
+                raise ParallelLoweringFailed(
+                    "the lowering process did not say which of its kernels can fail"
+                )
+            self.may_fail = may_fail
+            return may_fail
+        return self.may_fail
+
     def finish(self) -> dict:
         """Wait for the child's records (sent before it compiles its units); store them;
-        te key → record. The object code comes later (`collect`)."""
+        te key → record. The object code comes later (`collect`). A record must say
+        what `failing` said: the parent's error checks were placed by that."""
         if self.done:
             return self.records
+        may_fail = self.failing()
         self.done = True
         payload = self._receive()
         from lamina.backends import kernel_reuse
@@ -133,6 +157,11 @@ class Delegation:
             self.abandon()
             raise ParallelLoweringFailed(
                 f"the lowering process did not send {len(missing)} kernels"
+            )
+        if any(r.may_fail != may_fail[key] for key, r in self.records.items()):
+            self.abandon()
+            raise ParallelLoweringFailed(
+                "the lowering process's records disagree on which kernels can fail"
             )
         return self.records
 
@@ -256,6 +285,7 @@ def _lower_in_child(module: ModuleOp, delegated: dict[str, str], passes: list, s
     PassManager(passes, **compile_verify_policy()).run(make_context(), module)
     defined = {f.sym_name.data for f in module.ops if isinstance(f, llvm.FuncOp) and f.body.blocks}
     roots = [name for name in lowered if name in defined]  # the delegated kernels
+    send({"may_fail": {lowered[name]: fails for name, fails in may_fail(module, roots).items()}})
     codegen._ensure_llvm()
     target = codegen.CodeTarget.of(module)  # the module's `isa`, as the parent builds for
     tm = codegen._target_machine(jit=True, target=target)
@@ -286,6 +316,47 @@ def _lower_in_child(module: ModuleOp, delegated: dict[str, str], passes: list, s
     )
 
 
+def may_fail(module: ModuleOp, roots: list[str]) -> dict[str, bool]:
+    """Root function → whether it, or a function it calls or passes on (an OpenMP
+    body), refers to the error flag: whether the kernel's unit, which holds exactly
+    those functions (backends/kernel_split.py), can fail."""
+    from lamina.backends.llvm.errors import ERROR_SYMBOL
+
+    funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, llvm.FuncOp)}
+    references: dict[str, set[str]] = {}
+
+    def referenced(name: str) -> set[str]:
+        if name not in references:
+            found = references[name] = set()
+            for op in funcs[name].walk():
+                if isinstance(op, llvm.CallOp) and op.callee is not None:
+                    found.add(op.callee.string_value())
+                elif isinstance(op, llvm.AddressOfOp):
+                    found.add(op.global_name.string_value())
+        return references[name]
+
+    result: dict[str, bool] = {}
+    for root in roots:
+        seen: set[str] = set()
+        stack, fails = [root], False
+        while stack and not fails:
+            name = stack.pop()
+            if name in seen or name not in funcs:
+                continue
+            seen.add(name)
+            fails = ERROR_SYMBOL in referenced(name)
+            stack.extend(referenced(name))
+        result[root] = fails
+    return result
+
+
+def finish_all() -> None:
+    """The records of every lowering process still to send them (code generation
+    needs them once it has translated its own module)."""
+    for delegation in list(_live.values()):
+        delegation.finish()
+
+
 def collect_all() -> None:
     """The object code of every lowering process whose records this compile used
     (code generation calls this once it has built its own units)."""
@@ -309,5 +380,7 @@ __all__ = [
     "collect_all",
     "deal",
     "enabled",
+    "finish_all",
+    "may_fail",
     "start",
 ]

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.pattern_rewriter import GreedyRewritePatternApplier
 from xdsl.transforms.canonicalize import CanonicalizationRewritePattern
 from xdsl.transforms.dead_code_elimination import region_dce
 
+from lamina.core.dead_ops import GreedyApplier
 from lamina.core.locations import locating_walker
 from lamina.core.pass_base import ALL_PHASES, LaminaPass
 
@@ -32,7 +32,5 @@ class CanonicalizePass(LaminaPass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         # xDSL's CanonicalizePass.apply, with a walker that locates the ops it creates.
-        pattern = GreedyRewritePatternApplier(
-            [CanonicalizationRewritePattern()], ctx=ctx, folding_enabled=True
-        )
+        pattern = GreedyApplier([CanonicalizationRewritePattern()], ctx=ctx, folding_enabled=True)
         locating_walker(pattern, post_walk_func=region_dce).rewrite_module(op)

@@ -19,12 +19,12 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
     RewritePattern,
 )
 from xdsl.rewriter import InsertPoint
 
+from lamina.core.dead_ops import GreedyApplier
 from lamina.core.dense import dense_attr, dense_value, numpy_dtype
 from lamina.core.locations import locating_walker
 from lamina.core.pass_base import LaminaPass
@@ -208,7 +208,7 @@ class FoldConstantsPass(LaminaPass):
     phases = frozenset({Phase.INGESTION, Phase.OPTIMIZATION})
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        patterns = GreedyRewritePatternApplier(
+        patterns = GreedyApplier(
             [
                 FoldConstantOp(),
                 FoldCast(),

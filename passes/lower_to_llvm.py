@@ -57,7 +57,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
     RewritePattern,
     op_type_rewrite_pattern,
@@ -93,6 +92,7 @@ from lamina.backends.llvm.entry_points import RESULTS_ATTR
 from lamina.backends.llvm.errors import ERROR_ATTR, alloc_message, insert_error_exits
 from lamina.backends.llvm.parallel import ParallelForLowering
 from lamina.backends.llvm.scalar_patterns import scalar_patterns
+from lamina.core.dead_ops import GreedyApplier
 from lamina.core.diagnostics import op_error
 from lamina.core.locations import locating_walker
 from lamina.core.pass_base import LaminaPass
@@ -885,7 +885,7 @@ class LowerToLLVMPass(LaminaPass):
         patterns += [p() for p in LOOP_PATTERNS]
         patterns += scalar_patterns()
         locating_walker(
-            GreedyRewritePatternApplier([TypeDispatch(patterns)]), apply_recursively=True
+            GreedyApplier([TypeDispatch(patterns)]), apply_recursively=True
         ).rewrite_module(op)
         self.check_legality(op)
         _emit_batch_entries(op)

@@ -39,6 +39,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
+from lamina.core.dead_ops import GreedyApplier
 from lamina.core.locations import locating_walker
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import loop
@@ -441,7 +442,7 @@ class SimplifyPass(LaminaPass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         analyzer = Analyzer()
         locating_walker(
-            GreedyRewritePatternApplier(
+            GreedyApplier(
                 [
                     FoldCmpi(analyzer),
                     FoldIndexArith(analyzer),

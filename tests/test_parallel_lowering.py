@@ -151,3 +151,20 @@ def test_the_deal_balances_by_size_and_is_deterministic():
     two_thirds = parallel_lowering.deal(weights, 2 / 3)
     load = sum(weights[n] for n in two_thirds)
     assert abs(load - 2 / 3 * sum(weights.values())) <= max(weights.values())
+
+
+def test_records_disagreeing_with_the_early_answer_mean_a_serial_compile(fresh, monkeypatch):
+    """The lowering process says which kernels can fail before its records; the
+    parent places its error checks by that answer. Records that say otherwise
+    (here: the early answer inverted, in the child) make it redo the compile in one
+    process, so a wrong early answer can never leave a failing call unchecked."""
+    early = parallel_lowering.may_fail
+
+    def inverted(module, roots):
+        return {name: not fails for name, fails in early(module, roots).items()}
+
+    monkeypatch.setattr(parallel_lowering, "may_fail", inverted)  # the child inherits it
+    exe = _cold(monkeypatch, "2")
+    assert not kernel_reuse.module_keys(exe.llvm_module, kernel_reuse.REUSED_ATTR)
+    np.testing.assert_allclose(exe.run("main", X, *WEIGHTS), reference(), rtol=1e-4, atol=1e-4)
+    assert not parallel_lowering._live
