@@ -39,6 +39,20 @@ reduction instead of in a second pass over the output row. Measured on
 MobileNet's 16->96 expansion at 112x112 (AVX-512, one thread, the kernel
 alone): the second pass cost 12 % (0.414 ms with bias, 0.366 without);
 docs/performance.md, "Short reductions".
+
+A long epilogue (`_long`: SiLU's sigmoid, a GELU, whose `math` functions
+become 25-30-operation polynomials in `schedule-vector-math`) is sunk the
+same way but not jammed: it runs as a loop over the block's MR rows,
+
+    for io … { …reduction…; for r in [0, MR) { for jj kind(vectorized) { row io+r } } }
+
+so its code is emitted once per block shape, not MR times (and once more
+per jammed channel block). Jammed, EfficientNet-B0's swish was emitted 7,
+14 or 21 times per block on AVX-512 and its 24 `conv2d + swish` units
+grew from 1.22 to 1.75 MB of LLVM IR (docs/compile-speed.md); the
+polynomial's own chain of independent operations already fills the
+pipelines, so the jam bought no speed there (docs/performance.md,
+"Long epilogues").
 """
 
 from __future__ import annotations
@@ -53,21 +67,28 @@ from lamina.schedule import primitives as prim
 from lamina.schedule.dependence import iv_position, same_indices
 from lamina.schedule.int_analysis import Analyzer, int_constant
 from lamina.schedule.primitives import ScheduleError
+from lamina.target.schedule_knobs import ScheduleKnobs
+
+MATH_FUNCTION_OPS = 30
+"""What one `math` dialect function (exp, tanh, erf, ...) counts for in an
+epilogue's length (`_long`): `schedule-vector-math` expands an f32 `exp`
+into a polynomial of about 25 operations plus its range reduction."""
 
 
-def sink_epilogues(func: loop.FuncOp) -> int:
+def sink_epilogues(func: loop.FuncOp, knobs: ScheduleKnobs | None = None) -> int:
     """Fuse each elementwise epilogue into the column-blocked reduction before
     it (see the module docstring); returns how many were sunk."""
+    jam_max_ops = (knobs or ScheduleKnobs()).epilogue_jam_max_ops
     sunk = 0
     blocks = [func.body.blocks[0]] + [
         op.body.block for op in func.walk() if isinstance(op, loop.ForOp)
     ]
     for block in blocks:
-        sunk += _sink_in(block)
+        sunk += _sink_in(block, jam_max_ops)
     return sunk
 
 
-def _sink_in(block: Block) -> int:
+def _sink_in(block: Block, jam_max_ops: int) -> int:
     sunk = 0
     first = block.first_op
     while first is not None:
@@ -75,11 +96,22 @@ def _sink_in(block: Block) -> int:
         if isinstance(first, loop.ForOp) and isinstance(second, loop.ForOp):
             tiling = _tiling(first, second)
             if tiling is not None:
-                _sink(first, second, *tiling)
+                _sink(first, second, *tiling, jam=not _long(second, jam_max_ops))
                 sunk += 1
                 continue
         first = second
     return sunk
+
+
+def _long(n2: loop.ForOp, jam_max_ops: int) -> bool:
+    """Is the epilogue `n2` too long to copy into its block once per row: more
+    than `jam_max_ops` operations in its row body, a `math` function counting
+    `MATH_FUNCTION_OPS` (what it becomes in `schedule-vector-math`)?"""
+    j_loop = _epilogue_row(n2)
+    assert j_loop is not None
+    ops = prim.body_ops(j_loop)
+    length = sum(MATH_FUNCTION_OPS if o.name.startswith("math.") else 1 for o in ops)
+    return length > jam_max_ops
 
 
 def _tiling(n1: loop.ForOp, n2: loop.ForOp) -> tuple[list[loop.ForOp], int] | None:
@@ -257,15 +289,19 @@ def _iv_inside(value: SSAValue, rows: loop.ForOp) -> bool:
     return False
 
 
-def _sink(n1: loop.ForOp, n2: loop.ForOp, rows: list[loop.ForOp], nr: int) -> None:
+def _sink(
+    n1: loop.ForOp, n2: loop.ForOp, rows: list[loop.ForOp], nr: int, *, jam: bool = True
+) -> None:
     """Tile `n2` like `n1` (its rows split where `n1`'s are, by each part's MR,
     its row by NR, column blocks outermost), fuse it into `n1` and each part's
     row blocks right after the reduction's, and jam the MR rows into the row
-    loop (whole rows, `nr` 0: split by MR only and fuse into `n1`, the row blocks)."""
+    loop (whole rows, `nr` 0: split by MR only and fuse into `n1`, the row
+    blocks); with `jam` False (a long epilogue) the MR rows stay a loop."""
     if not nr:
         row_blocks, in_block, _ = prim.split(n2, prim.bounds(n1)[2])
         prim.fuse(n1, row_blocks)
-        prim.unroll_and_jam(in_block)
+        if jam:
+            prim.unroll_and_jam(in_block)
         return
     parts: list[loop.ForOp] = []
     rest: loop.ForOp | None = n2
@@ -286,7 +322,8 @@ def _sink(n1: loop.ForOp, n2: loop.ForOp, rows: list[loop.ForOp], nr: int) -> No
         prim.fuse(block, epilogue)
         epilogue_rows = prim.body_ops(block)[-1]
         assert isinstance(epilogue_rows, loop.ForOp)
-        prim.unroll_and_jam(epilogue_rows)
+        if jam:
+            prim.unroll_and_jam(epilogue_rows)
 
 
 __all__ = ["sink_epilogues"]

@@ -188,6 +188,18 @@ class ScheduleKnobs:
     (docs/performance.md, "AVX2 convolutions: channel jam everywhere").
     With 32 registers (AVX-512) 0: there the rule off was measured."""
 
+    epilogue_jam_max_ops: int = 32
+    """Longest elementwise epilogue (operations in its row body, a `math`
+    function such as `exp` counting 30, what `schedule-vector-math` makes of
+    it) that `schedule-sink-epilogues` copies into a register block once per
+    row, jammed; a longer one (SiLU's sigmoid: about 50) runs as a loop over
+    the block's rows, its code emitted once per block shape
+    (`schedule/epilogue_sinking.py`). Bias, relu, relu6, a residual add
+    (5-8 operations) and MobileNetV3's bias + hardswish (23) stay jammed. Measured on EfficientNet-B0
+    (AVX-512): the jammed swish of its 24 `conv2d + swish` units made them
+    1.75 MB of LLVM IR instead of 1.22, with no faster kernels
+    (docs/performance.md, "Long epilogues")."""
+
     conv_nchw_pointwise_min_pixels: int = 56 * 56
     """Smallest output image (OH*OW) at which a pointwise (1x1) conv2d whose
     input is not channel-blocked stays NCHW (a matrix product along the image
