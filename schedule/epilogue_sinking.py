@@ -57,6 +57,7 @@ pipelines, so the jam bought no speed there (docs/performance.md,
 
 from __future__ import annotations
 
+from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Block, BlockArgument, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
@@ -67,6 +68,7 @@ from lamina.schedule import primitives as prim
 from lamina.schedule.dependence import iv_position, same_indices
 from lamina.schedule.int_analysis import Analyzer, int_constant
 from lamina.schedule.primitives import ScheduleError
+from lamina.schedule.register_block import CHANNEL_JAM_ATTR
 from lamina.target.schedule_knobs import ScheduleKnobs
 
 MATH_FUNCTION_OPS = 30
@@ -78,17 +80,17 @@ into a polynomial of about 25 operations plus its range reduction."""
 def sink_epilogues(func: loop.FuncOp, knobs: ScheduleKnobs | None = None) -> int:
     """Fuse each elementwise epilogue into the column-blocked reduction before
     it (see the module docstring); returns how many were sunk."""
-    jam_max_ops = (knobs or ScheduleKnobs()).epilogue_jam_max_ops
+    knobs = knobs or ScheduleKnobs()
     sunk = 0
     blocks = [func.body.blocks[0]] + [
         op.body.block for op in func.walk() if isinstance(op, loop.ForOp)
     ]
     for block in blocks:
-        sunk += _sink_in(block, jam_max_ops)
+        sunk += _sink_in(block, knobs)
     return sunk
 
 
-def _sink_in(block: Block, jam_max_ops: int) -> int:
+def _sink_in(block: Block, knobs: ScheduleKnobs) -> int:
     sunk = 0
     first = block.first_op
     while first is not None:
@@ -96,11 +98,27 @@ def _sink_in(block: Block, jam_max_ops: int) -> int:
         if isinstance(first, loop.ForOp) and isinstance(second, loop.ForOp):
             tiling = _tiling(first, second)
             if tiling is not None:
-                _sink(first, second, *tiling, jam=not _long(second, jam_max_ops))
+                step_rows = 0  # jam every row
+                if _long(second, knobs.epilogue_jam_max_ops):
+                    step_rows = -(-knobs.epilogue_step_vectors // _channel_jam(first))
+                _sink(first, second, *tiling, step_rows=step_rows)
                 sunk += 1
                 continue
         first = second
     return sunk
+
+
+def _channel_jam(n1: loop.ForOp) -> int:
+    """How many output-channel blocks `jam_channel_blocks` will jam into `n1`'s
+    rows (the mark `channel_jam` left on a loop around it), else 1."""
+    parent = n1.parent_op()
+    while parent is not None:
+        if isinstance(parent, loop.ForOp) and CHANNEL_JAM_ATTR in parent.attributes:
+            attr = parent.attributes[CHANNEL_JAM_ATTR]
+            assert isinstance(attr, IntegerAttr)
+            return attr.value.data
+        parent = parent.parent_op()
+    return 1
 
 
 def _long(n2: loop.ForOp, jam_max_ops: int) -> bool:
@@ -290,18 +308,18 @@ def _iv_inside(value: SSAValue, rows: loop.ForOp) -> bool:
 
 
 def _sink(
-    n1: loop.ForOp, n2: loop.ForOp, rows: list[loop.ForOp], nr: int, *, jam: bool = True
+    n1: loop.ForOp, n2: loop.ForOp, rows: list[loop.ForOp], nr: int, *, step_rows: int = 0
 ) -> None:
     """Tile `n2` like `n1` (its rows split where `n1`'s are, by each part's MR,
     its row by NR, column blocks outermost), fuse it into `n1` and each part's
-    row blocks right after the reduction's, and jam the MR rows into the row
+    row blocks right after the reduction's, and jam the rows into the row
     loop (whole rows, `nr` 0: split by MR only and fuse into `n1`, the row
-    blocks); with `jam` False (a long epilogue) the MR rows stay a loop."""
+    blocks); with `step_rows` (a long epilogue) only as many rows as
+    `_rows_per_step` gives, in a loop over the block's rows."""
     if not nr:
         row_blocks, in_block, _ = prim.split(n2, prim.bounds(n1)[2])
         prim.fuse(n1, row_blocks)
-        if jam:
-            prim.unroll_and_jam(in_block)
+        _jam_rows(in_block, step_rows)
         return
     parts: list[loop.ForOp] = []
     rest: loop.ForOp | None = n2
@@ -322,8 +340,27 @@ def _sink(
         prim.fuse(block, epilogue)
         epilogue_rows = prim.body_ops(block)[-1]
         assert isinstance(epilogue_rows, loop.ForOp)
-        if jam:
-            prim.unroll_and_jam(epilogue_rows)
+        _jam_rows(epilogue_rows, step_rows)
+
+
+def _jam_rows(rows: loop.ForOp, step_rows: int) -> None:
+    """Unroll-and-jam the block's row loop `rows`: all of it (`step_rows` 0),
+    or `_rows_per_step` rows per iteration of a loop that stays."""
+    mr = prim.trip_count(rows)
+    step = _rows_per_step(mr, step_rows) if step_rows else mr
+    if step == mr:
+        prim.unroll_and_jam(rows)
+    elif step > 1:
+        _, jammed, _ = prim.split(rows, step)
+        prim.unroll_and_jam(jammed)
+
+
+def _rows_per_step(mr: int, least: int) -> int:
+    """The fewest of a block's `mr` rows, at least `least`, that divide `mr`
+    (else `mr`): a long epilogue's loop over the block then jams that many
+    rows per step, enough independent exps in flight to cover one exp's
+    latency, its code emitted once per step, not once per row."""
+    return next(d for d in range(1, mr + 1) if mr % d == 0 and (d >= least or d == mr))
 
 
 __all__ = ["sink_epilogues"]

@@ -129,6 +129,7 @@ class EpilogueSinkOptions:
     """Knob options of epilogue sinking (`target/schedule_knobs.py`; unset: the target's)."""
 
     epilogue_jam_max_ops: int | None = None
+    epilogue_step_vectors: int | None = None
 
 
 @dataclass(frozen=True)

@@ -200,6 +200,16 @@ class ScheduleKnobs:
     1.75 MB of LLVM IR instead of 1.22, with no faster kernels
     (docs/performance.md, "Long epilogues")."""
 
+    epilogue_step_vectors: int = 3
+    """Independent vectors (rows times the output-channel blocks jammed with
+    them) per step of a long epilogue's loop over a register block's rows
+    (`epilogue_jam_max_ops`): the fewest rows dividing the block that reach
+    this many, all of them if none. One row of one vector per step leaves a
+    single exp's chain of dependent operations (some 70 cycles) per step,
+    more than the out-of-order window overlaps; the rows of a block of 14
+    one-vector rows are then jammed 7 at a time, a block of 3 jammed
+    channel blocks steps one row at a time."""
+
     conv_nchw_pointwise_min_pixels: int = 56 * 56
     """Smallest output image (OH*OW) at which a pointwise (1x1) conv2d whose
     input is not channel-blocked stays NCHW (a matrix product along the image
