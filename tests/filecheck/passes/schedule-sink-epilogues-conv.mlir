@@ -1,4 +1,5 @@
 // RUN: lamina-opt %s -p schedule-sink-epilogues | filecheck %s
+// RUN: lamina-opt %s -p 'schedule-sink-epilogues{epilogue_step_vectors=1}' | filecheck %s --check-prefix=STEP1
 
 // Epilogue sinking into a channel-blocked convolution's register blocks
 // (one rule of `schedule`). @rows is a 1x1 convolution as
@@ -12,8 +13,10 @@
 // convolution's border columns are split off): its epilogue, over all 4
 // columns, stays where it was. @long_rows is @rows with a bias + SiLU
 // epilogue (its `math.exp` makes it longer than `epilogue_jam_max_ops`):
-// sunk the same way, but its 2 columns stay a loop in the block, the
-// sigmoid emitted once.
+// sunk the same way; its block's 2 columns hold fewer vectors than
+// `epilogue_step_vectors` (3), so both are jammed (two sigmoids), but with
+// one vector per step (STEP1) they stay a loop in the block, the sigmoid
+// emitted once.
 
 // CHECK-LABEL: loop.func @rows
 // CHECK:       loop.for %oh = %c0 to %c4 step %c1 kind(parallel) {
@@ -37,20 +40,29 @@
 // CHECK-NEXT:  loop.return
 
 // CHECK-LABEL: loop.func @long_rows
-// CHECK:       loop.for %oh = %c0 to %c4 step %c1 kind(parallel) {
-// CHECK-NEXT:    loop.for %io = %c0 to %c4 step %c2 {
-// CHECK:           loop.for %k = %c0 to %c16 step %c1 {
-// CHECK:           loop.for %[[R:.*]] = %c0 to %c2 step %c1 {
-// CHECK-NEXT:        %[[I:.*]] = arith.addi %io, %[[R]] : index
-// CHECK-NEXT:        loop.for %{{.*}} = %c0 to %c16 step %c1 kind(vectorized) {
-// CHECK:               loop.load %out[%oh, %[[I]], %{{.*}}] : memref<4x4x16xf32>
-// CHECK:               math.exp
-// CHECK:               loop.store %{{.*}}, %out[%oh, %[[I]], %{{.*}}] : memref<4x4x16xf32>
-// CHECK-NEXT:        }
-// CHECK-NEXT:      }
-// CHECK-NEXT:    }
-// CHECK-NEXT:  }
-// CHECK-NEXT:  loop.return
+// CHECK:       loop.for %io = %c0 to %c4 step %c2 {
+// CHECK:         loop.for %k = %c0 to %c16 step %c1 {
+// CHECK:         loop.for %{{.*}} = %c0 to %c16 step %c1 kind(vectorized) {
+// CHECK-COUNT-2:   math.exp
+// CHECK-NOT:     math.exp
+// CHECK:       loop.return
+
+// STEP1-LABEL: loop.func @long_rows
+// STEP1:       loop.for %oh = %c0 to %c4 step %c1 kind(parallel) {
+// STEP1-NEXT:    loop.for %io = %c0 to %c4 step %c2 {
+// STEP1:           loop.for %k = %c0 to %c16 step %c1 {
+// STEP1:           loop.for %[[R:.*]] = %c0 to %c2 step %c1 {
+// STEP1-NEXT:        %[[I:.*]] = arith.addi %io, %[[R]] : index
+// STEP1-NEXT:        loop.for %{{.*}} = %c0 to %c16 step %c1 kind(vectorized) {
+// STEP1:               loop.load %out[%oh, %[[I]], %{{.*}}] : memref<4x4x16xf32>
+// STEP1:               math.exp
+// STEP1-NOT:           math.exp
+// STEP1:               loop.store %{{.*}}, %out[%oh, %[[I]], %{{.*}}] : memref<4x4x16xf32>
+// STEP1-NEXT:        }
+// STEP1-NEXT:      }
+// STEP1-NEXT:    }
+// STEP1-NEXT:  }
+// STEP1-NEXT:  loop.return
 
 // CHECK-LABEL: loop.func @interior
 // CHECK:       loop.for %io = %c1 to %c3 step %c2 {
