@@ -26,7 +26,9 @@ class ScheduleSinkEpiloguesPass(ScheduleRulePass, EpilogueSinkOptions):
     M mod MR tail rows that follows the row blocks inside the column block
     gets its own part. An epilogue longer than `epilogue_jam_max_ops`
     (a `math` function counting 30) keeps its MR rows as a loop inside
-    the block instead of jammed: its code once per block shape. A row-block loop whose blocks span whole rows
+    the block, jamming the fewest rows dividing MR that hold
+    `epilogue_step_vectors` vectors per step: its code once per step, not
+    once per row. A row-block loop whose blocks span whole rows
     (`for io step MR { fill; reduce }`, a channel-blocked convolution's
     output columns) takes an epilogue over the same rows split by MR alone.
     The pair stays as it was when a reduction iteration touches anything

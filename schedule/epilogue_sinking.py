@@ -42,17 +42,19 @@ docs/performance.md, "Short reductions".
 
 A long epilogue (`_long`: SiLU's sigmoid, a GELU, whose `math` functions
 become 25-30-operation polynomials in `schedule-vector-math`) is sunk the
-same way but not jammed: it runs as a loop over the block's MR rows,
+same way but jammed only `_rows_per_step` rows at a time, in a loop over
+the block's MR rows:
 
-    for io … { …reduction…; for r in [0, MR) { for jj kind(vectorized) { row io+r } } }
+    for io … { …reduction…; for r in [0, MR) step S { for jj kind(vectorized) { rows io+r … io+r+S-1 } } }
 
-so its code is emitted once per block shape, not MR times (and once more
-per jammed channel block). Jammed, EfficientNet-B0's swish was emitted 7,
-14 or 21 times per block on AVX-512 and its 24 `conv2d + swish` units
-grew from 1.22 to 1.75 MB of LLVM IR (docs/compile-speed.md); the
-polynomial's own chain of independent operations already fills the
-pipelines, so the jam bought no speed there (docs/performance.md,
-"Long epilogues").
+so its code is emitted once per step, not MR times (and once more per
+jammed channel block). Jammed whole, EfficientNet-B0's swish was emitted
+7, 14 or 21 times per block on AVX-512. S is the fewest rows dividing MR
+that hold `epilogue_step_vectors` vectors with the channel blocks jammed
+later: one vector per step leaves one exp's chain of dependent operations
+per step, which the out-of-order window does not overlap enough (the
+network 1 % slower), three (3 channel blocks, or 7 of 14 one-vector rows)
+ran as fast as the full jam (docs/performance.md, "Long epilogues").
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ normal range), which the vectorizer turns into 8- or 16-lane code:
              p = 1 + r + r²·P5(r)
              exp(x) = p · 2^⌊n/2⌋ · 2^(n−⌊n/2⌋)   (two exact scalings, so
                       results down to the denormals are right)
+             (a sigmoid's exp, its argument clamped to [-87, 88]: one
+             scaling, and p a degree-5 fit, `_EXP_SHORT_POLY`)
     tanh(x): |x| < 0.625: x + x³·P4(x²);  else sign(x)·(1 − 2/(exp(2|x|) + 1))
     erf(x):  |x| < 0.9375: x·P5(x²);  else sign(x)·(1 − exp(Q8(min(|x|, 4))))
              (Q8 ≈ log erfc on [0.9375, 4]; erfc(4) is below half an ulp of 1)

@@ -193,12 +193,12 @@ class ScheduleKnobs:
     function such as `exp` counting 30, what `schedule-vector-math` makes of
     it) that `schedule-sink-epilogues` copies into a register block once per
     row, jammed; a longer one (SiLU's sigmoid: about 50) runs as a loop over
-    the block's rows, its code emitted once per block shape
-    (`schedule/epilogue_sinking.py`). Bias, relu, relu6, a residual add
-    (5-8 operations) and MobileNetV3's bias + hardswish (23) stay jammed. Measured on EfficientNet-B0
-    (AVX-512): the jammed swish of its 24 `conv2d + swish` units made them
-    1.75 MB of LLVM IR instead of 1.22, with no faster kernels
-    (docs/performance.md, "Long epilogues")."""
+    the block's rows, `epilogue_step_vectors` at a time, its code emitted
+    once per step instead of once per row (`schedule/epilogue_sinking.py`).
+    Bias, relu, relu6, a residual add (5-8 operations) and MobileNetV3's
+    bias + hardswish (23) stay jammed. On EfficientNet-B0 (AVX-512) every
+    row jammed made its `conv2d + swish` units 1.52 MB of LLVM IR, the loop
+    1.24 MB at the same speed (docs/performance.md, "Long epilogues")."""
 
     epilogue_step_vectors: int = 3
     """Independent vectors (rows times the output-channel blocks jammed with
