@@ -65,6 +65,7 @@ from lamina.schedule.epilogue_sinking import sink_epilogues
 from lamina.schedule.gather_reuse import reuse_gathered_lines
 from lamina.schedule.parallel import balance_parallel
 from lamina.schedule.pass_options import (
+    EpilogueSinkOptions,
     GatherReuseOptions,
     RegisterBlockOptions,
     ScheduleRulePass,
@@ -88,7 +89,7 @@ def default_schedule(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
     block_reductions(func, facts, knobs)  # first: fusing stages would hide the nests
     fuse_row_stages(func)
     write_through_output(func)
-    sink_epilogues(func)  # after write-through: the epilogue writes the output
+    sink_epilogues(func, knobs)  # after write-through: the epilogue writes the output
     jam_channel_blocks(func)  # after fusion: the epilogue is jammed with its convolution
     split_borders(func)  # after both: a row's epilogue is split with it, into the output
     contract_temporaries(func)  # after: the output beats any temporary
@@ -97,7 +98,7 @@ def default_schedule(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
 
 
 @dataclass(frozen=True)
-class SchedulePass(ScheduleRulePass, RegisterBlockOptions, GatherReuseOptions):
+class SchedulePass(ScheduleRulePass, RegisterBlockOptions, GatherReuseOptions, EpilogueSinkOptions):
     """Loop schedules: the default rules in order, or `lamina.schedule` directives on request.
 
     Input invariant: phase `lowering`; loop nests as `lower-te` emits them.

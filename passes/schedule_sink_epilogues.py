@@ -8,11 +8,11 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
 from lamina.schedule.epilogue_sinking import sink_epilogues
-from lamina.schedule.pass_options import ScheduleRulePass
+from lamina.schedule.pass_options import EpilogueSinkOptions, ScheduleRulePass
 
 
 @dataclass(frozen=True)
-class ScheduleSinkEpiloguesPass(ScheduleRulePass):
+class ScheduleSinkEpiloguesPass(ScheduleRulePass, EpilogueSinkOptions):
     """Fuse an elementwise epilogue into the column-blocked reduction before it, block by block.
 
     Input invariant: phase `lowering`; loop functions.
@@ -24,7 +24,11 @@ class ScheduleSinkEpiloguesPass(ScheduleRulePass):
     applies its epilogue (bias, activation, residual) right after its
     reduction, its MR rows jammed into one vectorized loop; the block of the
     M mod MR tail rows that follows the row blocks inside the column block
-    gets its own part. A row-block loop whose blocks span whole rows
+    gets its own part. An epilogue longer than `epilogue_jam_max_ops`
+    (a `math` function counting 30) keeps its MR rows as a loop inside
+    the block, jamming the fewest rows dividing MR that hold
+    `epilogue_step_vectors` vectors per step: its code once per step, not
+    once per row. A row-block loop whose blocks span whole rows
     (`for io step MR { fill; reduce }`, a channel-blocked convolution's
     output columns) takes an epilogue over the same rows split by MR alone.
     The pair stays as it was when a reduction iteration touches anything
@@ -37,8 +41,9 @@ class ScheduleSinkEpiloguesPass(ScheduleRulePass):
     name = "schedule-sink-epilogues"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        knobs = self.knobs(op)
         for func in self.default_scheduled(op):
-            sink_epilogues(func)
+            sink_epilogues(func, self.function_knobs(func, knobs))
 
 
 __all__ = ["ScheduleSinkEpiloguesPass"]

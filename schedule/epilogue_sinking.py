@@ -39,10 +39,27 @@ reduction instead of in a second pass over the output row. Measured on
 MobileNet's 16->96 expansion at 112x112 (AVX-512, one thread, the kernel
 alone): the second pass cost 12 % (0.414 ms with bias, 0.366 without);
 docs/performance.md, "Short reductions".
+
+A long epilogue (`_long`: SiLU's sigmoid, a GELU, whose `math` functions
+become 25-30-operation polynomials in `schedule-vector-math`) is sunk the
+same way but jammed only `_rows_per_step` rows at a time, in a loop over
+the block's MR rows:
+
+    for io … { …reduction…; for r in [0, MR) step S { for jj kind(vectorized) { rows io+r … io+r+S-1 } } }
+
+so its code is emitted once per step, not MR times (and once more per
+jammed channel block). Jammed whole, EfficientNet-B0's swish was emitted
+7, 14 or 21 times per block on AVX-512. S is the fewest rows dividing MR
+that hold `epilogue_step_vectors` vectors with the channel blocks jammed
+later: one vector per step leaves one exp's chain of dependent operations
+per step, which the out-of-order window does not overlap enough (the
+network 1 % slower), three (3 channel blocks, or 7 of 14 one-vector rows)
+ran as fast as the full jam (docs/performance.md, "Long epilogues").
 """
 
 from __future__ import annotations
 
+from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Block, BlockArgument, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
@@ -53,21 +70,29 @@ from lamina.schedule import primitives as prim
 from lamina.schedule.dependence import iv_position, same_indices
 from lamina.schedule.int_analysis import Analyzer, int_constant
 from lamina.schedule.primitives import ScheduleError
+from lamina.schedule.register_block import CHANNEL_JAM_ATTR
+from lamina.target.schedule_knobs import ScheduleKnobs
+
+MATH_FUNCTION_OPS = 30
+"""What one `math` dialect function (exp, tanh, erf, ...) counts for in an
+epilogue's length (`_long`): `schedule-vector-math` expands an f32 `exp`
+into a polynomial of about 25 operations plus its range reduction."""
 
 
-def sink_epilogues(func: loop.FuncOp) -> int:
+def sink_epilogues(func: loop.FuncOp, knobs: ScheduleKnobs | None = None) -> int:
     """Fuse each elementwise epilogue into the column-blocked reduction before
     it (see the module docstring); returns how many were sunk."""
+    knobs = knobs or ScheduleKnobs()
     sunk = 0
     blocks = [func.body.blocks[0]] + [
         op.body.block for op in func.walk() if isinstance(op, loop.ForOp)
     ]
     for block in blocks:
-        sunk += _sink_in(block)
+        sunk += _sink_in(block, knobs)
     return sunk
 
 
-def _sink_in(block: Block) -> int:
+def _sink_in(block: Block, knobs: ScheduleKnobs) -> int:
     sunk = 0
     first = block.first_op
     while first is not None:
@@ -75,11 +100,38 @@ def _sink_in(block: Block) -> int:
         if isinstance(first, loop.ForOp) and isinstance(second, loop.ForOp):
             tiling = _tiling(first, second)
             if tiling is not None:
-                _sink(first, second, *tiling)
+                step_rows = 0  # jam every row
+                if _long(second, knobs.epilogue_jam_max_ops):
+                    step_rows = -(-knobs.epilogue_step_vectors // _channel_jam(first))
+                _sink(first, second, *tiling, step_rows=step_rows)
                 sunk += 1
                 continue
         first = second
     return sunk
+
+
+def _channel_jam(n1: loop.ForOp) -> int:
+    """How many output-channel blocks `jam_channel_blocks` will jam into `n1`'s
+    rows (the mark `channel_jam` left on a loop around it), else 1."""
+    parent = n1.parent_op()
+    while parent is not None:
+        if isinstance(parent, loop.ForOp) and CHANNEL_JAM_ATTR in parent.attributes:
+            attr = parent.attributes[CHANNEL_JAM_ATTR]
+            assert isinstance(attr, IntegerAttr)
+            return attr.value.data
+        parent = parent.parent_op()
+    return 1
+
+
+def _long(n2: loop.ForOp, jam_max_ops: int) -> bool:
+    """Is the epilogue `n2` too long to copy into its block once per row: more
+    than `jam_max_ops` operations in its row body, a `math` function counting
+    `MATH_FUNCTION_OPS` (what it becomes in `schedule-vector-math`)?"""
+    j_loop = _epilogue_row(n2)
+    assert j_loop is not None
+    ops = prim.body_ops(j_loop)
+    length = sum(MATH_FUNCTION_OPS if o.name.startswith("math.") else 1 for o in ops)
+    return length > jam_max_ops
 
 
 def _tiling(n1: loop.ForOp, n2: loop.ForOp) -> tuple[list[loop.ForOp], int] | None:
@@ -257,15 +309,19 @@ def _iv_inside(value: SSAValue, rows: loop.ForOp) -> bool:
     return False
 
 
-def _sink(n1: loop.ForOp, n2: loop.ForOp, rows: list[loop.ForOp], nr: int) -> None:
+def _sink(
+    n1: loop.ForOp, n2: loop.ForOp, rows: list[loop.ForOp], nr: int, *, step_rows: int = 0
+) -> None:
     """Tile `n2` like `n1` (its rows split where `n1`'s are, by each part's MR,
     its row by NR, column blocks outermost), fuse it into `n1` and each part's
-    row blocks right after the reduction's, and jam the MR rows into the row
-    loop (whole rows, `nr` 0: split by MR only and fuse into `n1`, the row blocks)."""
+    row blocks right after the reduction's, and jam the rows into the row
+    loop (whole rows, `nr` 0: split by MR only and fuse into `n1`, the row
+    blocks); with `step_rows` (a long epilogue) only as many rows as
+    `_rows_per_step` gives, in a loop over the block's rows."""
     if not nr:
         row_blocks, in_block, _ = prim.split(n2, prim.bounds(n1)[2])
         prim.fuse(n1, row_blocks)
-        prim.unroll_and_jam(in_block)
+        _jam_rows(in_block, step_rows)
         return
     parts: list[loop.ForOp] = []
     rest: loop.ForOp | None = n2
@@ -286,7 +342,27 @@ def _sink(n1: loop.ForOp, n2: loop.ForOp, rows: list[loop.ForOp], nr: int) -> No
         prim.fuse(block, epilogue)
         epilogue_rows = prim.body_ops(block)[-1]
         assert isinstance(epilogue_rows, loop.ForOp)
-        prim.unroll_and_jam(epilogue_rows)
+        _jam_rows(epilogue_rows, step_rows)
+
+
+def _jam_rows(rows: loop.ForOp, step_rows: int) -> None:
+    """Unroll-and-jam the block's row loop `rows`: all of it (`step_rows` 0),
+    or `_rows_per_step` rows per iteration of a loop that stays."""
+    mr = prim.trip_count(rows)
+    step = _rows_per_step(mr, step_rows) if step_rows else mr
+    if step == mr:
+        prim.unroll_and_jam(rows)
+    elif step > 1:
+        _, jammed, _ = prim.split(rows, step)
+        prim.unroll_and_jam(jammed)
+
+
+def _rows_per_step(mr: int, least: int) -> int:
+    """The fewest of a block's `mr` rows, at least `least`, that divide `mr`
+    (else `mr`): a long epilogue's loop over the block then jams that many
+    rows per step, enough independent exps in flight to cover one exp's
+    latency, its code emitted once per step, not once per row."""
+    return next(d for d in range(1, mr + 1) if mr % d == 0 and (d >= least or d == mr))
 
 
 __all__ = ["sink_epilogues"]

@@ -125,10 +125,24 @@ class ParallelOptions:
 
 
 @dataclass(frozen=True)
+class EpilogueSinkOptions:
+    """Knob options of epilogue sinking (`target/schedule_knobs.py`; unset: the target's)."""
+
+    epilogue_jam_max_ops: int | None = None
+    epilogue_step_vectors: int | None = None
+
+
+@dataclass(frozen=True)
 class GatherReuseOptions:
     """Knob options of gather reuse (`target/schedule_knobs.py`; unset: the target's)."""
 
     gather_line_bytes: int | None = None
 
 
-__all__ = ["GatherReuseOptions", "ParallelOptions", "RegisterBlockOptions", "ScheduleRulePass"]
+__all__ = [
+    "EpilogueSinkOptions",
+    "GatherReuseOptions",
+    "ParallelOptions",
+    "RegisterBlockOptions",
+    "ScheduleRulePass",
+]

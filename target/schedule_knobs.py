@@ -188,6 +188,28 @@ class ScheduleKnobs:
     (docs/performance.md, "AVX2 convolutions: channel jam everywhere").
     With 32 registers (AVX-512) 0: there the rule off was measured."""
 
+    epilogue_jam_max_ops: int = 32
+    """Longest elementwise epilogue (operations in its row body, a `math`
+    function such as `exp` counting 30, what `schedule-vector-math` makes of
+    it) that `schedule-sink-epilogues` copies into a register block once per
+    row, jammed; a longer one (SiLU's sigmoid: about 50) runs as a loop over
+    the block's rows, `epilogue_step_vectors` at a time, its code emitted
+    once per step instead of once per row (`schedule/epilogue_sinking.py`).
+    Bias, relu, relu6, a residual add (5-8 operations) and MobileNetV3's
+    bias + hardswish (23) stay jammed. On EfficientNet-B0 (AVX-512) every
+    row jammed made its `conv2d + swish` units 1.52 MB of LLVM IR, the loop
+    1.24 MB at the same speed (docs/performance.md, "Long epilogues")."""
+
+    epilogue_step_vectors: int = 3
+    """Independent vectors (rows times the output-channel blocks jammed with
+    them) per step of a long epilogue's loop over a register block's rows
+    (`epilogue_jam_max_ops`): the fewest rows dividing the block that reach
+    this many, all of them if none. One row of one vector per step leaves a
+    single exp's chain of dependent operations (some 70 cycles) per step,
+    more than the out-of-order window overlaps; the rows of a block of 14
+    one-vector rows are then jammed 7 at a time, a block of 3 jammed
+    channel blocks steps one row at a time."""
+
     conv_nchw_pointwise_min_pixels: int = 56 * 56
     """Smallest output image (OH*OW) at which a pointwise (1x1) conv2d whose
     input is not channel-blocked stays NCHW (a matrix product along the image

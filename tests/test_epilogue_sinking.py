@@ -146,6 +146,9 @@ def _conv_model(cin: int, cout: int, size: int, k: int, stride: int, epilogue: s
         nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"]))
     elif epilogue == "hardswish":
         nodes.append(helper.make_node("HardSwish", ["c"], ["y"]))
+    elif epilogue == "swish":
+        nodes.append(helper.make_node("Sigmoid", ["c"], ["s"]))
+        nodes.append(helper.make_node("Mul", ["c", "s"], ["y"]))
     else:
         nodes.append(helper.make_node("Add", ["c", "x"], ["y"]))
     x = RNG.standard_normal((1, cin, size, size)).astype(np.float32)
@@ -162,6 +165,10 @@ def _conv_model(cin: int, cout: int, size: int, k: int, stride: int, epilogue: s
         (32, 32, 28, 1, 1, "residual"),  # the residual add sunk with the bias
         (16, 32, 30, 3, 2, "relu6"),  # a 3x3 stride-2 convolution's epilogue
         (64, 64, 14, 1, 1, "relu6"),  # one block of 14 rows per output row
+        (16, 96, 56, 1, 1, "swish"),  # EfficientNet's: a long epilogue, rows in a loop
+        (80, 160, 14, 1, 1, "swish"),  # 14 one-vector rows: jammed 7 per step
+        (16, 96, 55, 1, 1, "swish"),  # an odd row: blocks and a tail block
+        (24, 40, 27, 1, 1, "hardswish"),  # short, jammed, odd row
     ],
 )
 def test_sunk_conv_epilogues_match_onnxruntime(cin, cout, size, k, stride, epilogue, target):
@@ -199,3 +206,51 @@ def test_a_conv_epilogue_runs_in_each_register_block(tmp_path):
     assert not re.search(r"loop\.for %\S+ = %c0 to %c56 step %c1 \{", kernel)
     blocks = kernel[kernel.index("step %c7 {") :]
     assert "arith.minimumf" in blocks
+
+
+def _pointwise_model(cin: int, cout: int, height: int, width: int, epilogue: str):
+    """`1x1 conv + bias -> swish | hardswish` on a small image (channel-blocked
+    even with its input a parameter), weights as initializers."""
+    from onnx import helper
+    from onnx_util import make_model
+
+    w = (RNG.standard_normal((cout, cin, 1, 1)) / np.sqrt(cin)).astype(np.float32)
+    b = RNG.standard_normal(cout).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[1, 1])]
+    if epilogue == "swish":
+        nodes += [
+            helper.make_node("Sigmoid", ["c"], ["s"]),
+            helper.make_node("Mul", ["c", "s"], ["y"]),
+        ]
+    else:
+        nodes.append(helper.make_node("HardSwish", ["c"], ["y"]))
+    x = (RNG.standard_normal((1, cin, height, width)) * 2).astype(np.float32)
+    return make_model(nodes, {"x": x}, ["y"], {"w": w, "b": b}), x, w, b
+
+
+@pytest.mark.parametrize("target", ["cpu", "cpu{isa=avx2}"])
+@pytest.mark.parametrize(
+    "cin,cout,height,width,epilogue",
+    [
+        (24, 144, 5, 27, "swish"),  # odd rows: register blocks and a tail
+        (40, 80, 3, 14, "swish"),  # blocks of 14 one-vector rows (AVX-512)
+        (32, 96, 7, 7, "swish"),
+        (16, 64, 5, 13, "hardswish"),  # short: every row jammed
+        (24, 72, 4, 11, "hardswish"),
+    ],
+)
+def test_long_conv_epilogues_match_numpy(cin, cout, height, width, epilogue, target):
+    """A pointwise convolution with its swish (long: the rows of a register
+    block in a loop) or hardswish (short: jammed) epilogue, on odd row
+    lengths that leave tail blocks, against NumPy in f64."""
+    pytest.importorskip("onnx")
+    from lamina.frontends.onnx import import_model
+
+    model, x, w, b = _pointwise_model(cin, cout, height, width, epilogue)
+    got = lamina.compile(import_model(model).module, targets=[target]).run("main", x)
+    c = np.einsum("oc,nchw->nohw", w[:, :, 0, 0].astype(np.float64), x) + b[:, None, None]
+    if epilogue == "swish":
+        want = c / (1 + np.exp(-c))
+    else:
+        want = c * np.clip(c + 3, 0, 6) / 6
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

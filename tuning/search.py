@@ -49,6 +49,8 @@ CHOICES: dict[str, tuple[Any, ...]] = {
     "whole_vector_lanes": (4, 16),
     "conv_channel_jam": (1, 2, 3, 4),
     "conv_channel_jam_everywhere": (0, 1),
+    "epilogue_jam_max_ops": (1 << 30,),
+    "epilogue_step_vectors": (1, 8),
 }
 """The values tried per knob besides the default (the knobs `schedule` and `lower-to-llvm`
 read per kernel; target/tuning_records.py `KERNEL_KNOBS`). `block_rows` includes 7 and 14:

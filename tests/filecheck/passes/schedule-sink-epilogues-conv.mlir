@@ -1,4 +1,5 @@
 // RUN: lamina-opt %s -p schedule-sink-epilogues | filecheck %s
+// RUN: lamina-opt %s -p 'schedule-sink-epilogues{epilogue_step_vectors=1}' | filecheck %s --check-prefix=STEP1
 
 // Epilogue sinking into a channel-blocked convolution's register blocks
 // (one rule of `schedule`). @rows is a 1x1 convolution as
@@ -10,7 +11,12 @@
 // bias and relu right after its reduction, the 2 columns jammed into one
 // vectorized loop. @interior blocks only columns 1-2 of 4 (a depthwise
 // convolution's border columns are split off): its epilogue, over all 4
-// columns, stays where it was.
+// columns, stays where it was. @long_rows is @rows with a bias + SiLU
+// epilogue (its `math.exp` makes it longer than `epilogue_jam_max_ops`):
+// sunk the same way; its block's 2 columns hold fewer vectors than
+// `epilogue_step_vectors` (3), so both are jammed (two sigmoids), but with
+// one vector per step (STEP1) they stay a loop in the block, the sigmoid
+// emitted once.
 
 // CHECK-LABEL: loop.func @rows
 // CHECK:       loop.for %oh = %c0 to %c4 step %c1 kind(parallel) {
@@ -32,6 +38,31 @@
 // CHECK-NEXT:    }
 // CHECK-NEXT:  }
 // CHECK-NEXT:  loop.return
+
+// CHECK-LABEL: loop.func @long_rows
+// CHECK:       loop.for %io = %c0 to %c4 step %c2 {
+// CHECK:         loop.for %k = %c0 to %c16 step %c1 {
+// CHECK:         loop.for %{{.*}} = %c0 to %c16 step %c1 kind(vectorized) {
+// CHECK-COUNT-2:   math.exp
+// CHECK-NOT:     math.exp
+// CHECK:       loop.return
+
+// STEP1-LABEL: loop.func @long_rows
+// STEP1:       loop.for %oh = %c0 to %c4 step %c1 kind(parallel) {
+// STEP1-NEXT:    loop.for %io = %c0 to %c4 step %c2 {
+// STEP1:           loop.for %k = %c0 to %c16 step %c1 {
+// STEP1:           loop.for %[[R:.*]] = %c0 to %c2 step %c1 {
+// STEP1-NEXT:        %[[I:.*]] = arith.addi %io, %[[R]] : index
+// STEP1-NEXT:        loop.for %{{.*}} = %c0 to %c16 step %c1 kind(vectorized) {
+// STEP1:               loop.load %out[%oh, %[[I]], %{{.*}}] : memref<4x4x16xf32>
+// STEP1:               math.exp
+// STEP1-NOT:           math.exp
+// STEP1:               loop.store %{{.*}}, %out[%oh, %[[I]], %{{.*}}] : memref<4x4x16xf32>
+// STEP1-NEXT:        }
+// STEP1-NEXT:      }
+// STEP1-NEXT:    }
+// STEP1-NEXT:  }
+// STEP1-NEXT:  loop.return
 
 // CHECK-LABEL: loop.func @interior
 // CHECK:       loop.for %io = %c1 to %c3 step %c2 {
@@ -78,6 +109,59 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
           %bb = loop.load %bias[%l3] : memref<16xf32>
           %t = arith.addf %v, %bb : f32
           %r = arith.maximumf %t, %zero : f32
+          loop.store %r, %out[%oh, %ow, %l3] : memref<4x4x16xf32>
+        }
+      }
+    }
+    loop.return
+  }
+
+  loop.func @long_rows(%x: memref<4x4x16xf32>, %w: memref<16x16xf32>, %bias: memref<16xf32>, %out: memref<4x4x16xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c4 = arith.constant 4 : index
+    %c16 = arith.constant 16 : index
+    %zero = arith.constant 0.0 : f32
+    %one = arith.constant 1.0 : f32
+    %min = arith.constant -87.0 : f32
+    %max = arith.constant 88.0 : f32
+    loop.for %oh = %c0 to %c4 step %c1 kind(parallel) {
+      loop.for %io = %c0 to %c4 step %c2 {
+        %i0 = arith.addi %io, %c0 : index
+        %i1 = arith.addi %io, %c1 : index
+        loop.for %l = %c0 to %c16 step %c1 kind(vectorized) {
+          loop.store %zero, %out[%oh, %i0, %l] : memref<4x4x16xf32>
+          loop.store %zero, %out[%oh, %i1, %l] : memref<4x4x16xf32>
+        }
+        loop.for %k = %c0 to %c16 step %c1 {
+          loop.for %l2 = %c0 to %c16 step %c1 kind(vectorized) {
+            %x0 = loop.load %x[%oh, %i0, %k] : memref<4x4x16xf32>
+            %x1 = loop.load %x[%oh, %i1, %k] : memref<4x4x16xf32>
+            %wv = loop.load %w[%k, %l2] : memref<16x16xf32>
+            %p0 = arith.mulf %x0, %wv : f32
+            %p1 = arith.mulf %x1, %wv : f32
+            %s0 = loop.load %out[%oh, %i0, %l2] : memref<4x4x16xf32>
+            %s1 = loop.load %out[%oh, %i1, %l2] : memref<4x4x16xf32>
+            %n0 = arith.addf %s0, %p0 : f32
+            %n1 = arith.addf %s1, %p1 : f32
+            loop.store %n0, %out[%oh, %i0, %l2] : memref<4x4x16xf32>
+            loop.store %n1, %out[%oh, %i1, %l2] : memref<4x4x16xf32>
+          }
+        }
+      }
+      loop.for %ow = %c0 to %c4 step %c1 {
+        loop.for %l3 = %c0 to %c16 step %c1 kind(vectorized) {
+          %v = loop.load %out[%oh, %ow, %l3] : memref<4x4x16xf32>
+          %bb = loop.load %bias[%l3] : memref<16xf32>
+          %t = arith.addf %v, %bb : f32
+          %n = arith.negf %t : f32
+          %lo = arith.maximumf %n, %min : f32
+          %cl = arith.minimumf %lo, %max : f32
+          %e = math.exp %cl : f32
+          %d = arith.addf %one, %e : f32
+          %s = arith.divf %one, %d : f32
+          %r = arith.mulf %t, %s : f32
           loop.store %r, %out[%oh, %ow, %l3] : memref<4x4x16xf32>
         }
       }
