@@ -9,7 +9,9 @@
 // two output-channel blocks per input broadcast, 7 rows x 2 blocks. A 1x3
 // window on the same single block also reduces over two loops (`kw` and the
 // channels), but `kw` indexes the input's columns together with the output
-// column: not pointwise, so one block per step.
+// column: not pointwise, so one block per step. With all of `schedule`
+// (FUSED), the jammed channel-block loop has one iteration, so it hands
+// `parallel` to the output rows (`balance_parallel`): both cores share them.
 
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @pointwise_one_block(%in0: memref<1x1x28x28x16xf32>, %in1: memref<2x1x1x1x16x16xf32>, %out0: memref<1x2x28x28x16xf32>) {
@@ -95,7 +97,8 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NOT:       lamina.jam_channels
 
 // FUSED-LABEL: loop.func @pointwise_one_block(
-// FUSED:         loop.for %i1o = %c0 to %c2 step %c2 kind(parallel) {
+// FUSED:         loop.for %i1o = %c0 to %c2 step %c2 {
+// FUSED:           loop.for %i2 = %c0 to %c28 step %c1 kind(parallel) {
 // FUSED:             loop.for %i3o = %c0 to %c28 step %c7 {
 // FUSED:               loop.for %k3 = %c0 to %c16 step %c1 {
 // FUSED-COUNT-7:           loop.load %in0[
