@@ -132,10 +132,15 @@ def emit_exp(em: _Emitter, x: SSAValue) -> SSAValue:
     return p
 
 
+def _reduce(em: _Emitter, x: SSAValue, n: SSAValue) -> SSAValue:
+    """x - n ln2 in two steps (ln2's high part exact in f32), for the integer-valued f32 `n`."""
+    r = em.add(arith.SubfOp(x, em.mul(n, em.f(_LN2_HI))))
+    return em.add(arith.SubfOp(r, em.mul(n, em.f(_LN2_LO))))
+
+
 def _exp_reduced(em: _Emitter, x: SSAValue, n: SSAValue) -> SSAValue:
     """exp(x - n ln2) by Cephes' polynomial, for the integer-valued f32 `n` nearest x/ln2."""
-    r = em.add(arith.SubfOp(x, em.mul(n, em.f(_LN2_HI))))
-    r = em.add(arith.SubfOp(r, em.mul(n, em.f(_LN2_LO))))
+    r = _reduce(em, x, n)
     p = em.mul(em.mul(em.horner(r, _EXP_POLY), r), r)
     return em.fadd(em.fadd(p, r), em.f(1.0))
 
@@ -154,9 +159,7 @@ def _emit_exp_normal(em: _Emitter, x: SSAValue) -> SSAValue:
     """
     shifted = em.fadd(em.mul(x, em.f(_LOG2E)), em.f(_ROUNDING_MAGIC))
     n = em.add(arith.SubfOp(shifted, em.f(_ROUNDING_MAGIC)))
-    r = em.add(arith.SubfOp(x, em.mul(n, em.f(_LN2_HI))))
-    r = em.add(arith.SubfOp(r, em.mul(n, em.f(_LN2_LO))))
-    p = em.horner(r, _EXP_SHORT_POLY)
+    p = em.horner(_reduce(em, x, n), _EXP_SHORT_POLY)
     field = em.add(arith.ShLIOp(em.add(arith.BitcastOp(shifted, i32)), em.i(23)))
     scale = em.add(arith.AddiOp(field, em.i(127 << 23)))
     return em.mul(p, em.add(arith.BitcastOp(scale, f32)))
