@@ -74,8 +74,8 @@ def balance_parallel(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int
     ResNet-style CNN's first stage). So has one whose channel blocks are all
     jammed into one micro-kernel step (MobileNetV2's 24-channel projections
     at 56x56: two blocks, one step, 5 % of the network on one thread); the
-    jammed copies' channel indices sit beside the loop it holds. The loop inside (output rows) is
-    spatial: every buffer written in it is accessed at one fixed index
+    jammed copies' channel indices sit beside the loop it holds. The loop
+    inside (output rows) is spatial: every buffer written in it is accessed at one fixed index
     position = its induction variable, so its iterations touch disjoint
     elements and may run on any thread -- the same test as row-stage
     fusion. One region per call either way.

@@ -115,6 +115,7 @@ class RegisterBlockOptions:
     parallel_min_iterations_per_core: int | None = None
     conv_channel_jam: int | None = None
     conv_channel_jam_everywhere: int | None = None
+    conv_grouped_jam_min_row: int | None = None
 
 
 @dataclass(frozen=True)

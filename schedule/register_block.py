@@ -442,15 +442,6 @@ def _split_column_tail(nest: ReductionNest, whole: int) -> ReductionNest:
     return copy
 
 
-GROUPED_JAM_MIN_ROW = 14
-"""A grouped convolution jams its output-channel blocks (those of one group,
-which share their input) only on output rows at least this long. Measured,
-ResNeXt-50's grouped 3x3 convolutions on the AVX2 build, one thread, jam 1 ->
-2 (thread CPU time, medians of 150 interleaved rounds): 512 channels at
-14x14 and 28x28->14x14 (16 channels a group) 0.85-0.89x the time; 1024
-channels at 7x7 and 14x14->7x7 (32 a group) 1.05-1.10x, where the 7 columns leave two short row blocks
-(4 + 3) for a reduction of only 36 steps."""
-
 CHANNEL_JAM_ATTR = "lamina.jam_channels"
 """Marks the output-channel-block loop of a blocked convolution whose
 micro-kernel `jam_channel_blocks` widens (the number of blocks per step)."""
@@ -567,7 +558,10 @@ def channel_jam(
             return 1
         choices = knobs.conv_channel_jam_choices
     if group:  # a grouped convolution: only blocks of one group share their input
-        if not knobs.conv_channel_jam and prim.trip_count(nest.outer) < GROUPED_JAM_MIN_ROW:
+        if (
+            not knobs.conv_channel_jam
+            and prim.trip_count(nest.outer) < knobs.conv_grouped_jam_min_row
+        ):
             return 1
         choices = tuple(f for f in choices if group % f == 0)
     jam = next((f for f in choices if f <= trips and trips % f == 0), 1)

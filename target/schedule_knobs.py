@@ -188,6 +188,17 @@ class ScheduleKnobs:
     (docs/performance.md, "AVX2 convolutions: channel jam everywhere").
     With 32 registers (AVX-512) 0: there the rule off was measured."""
 
+    conv_grouped_jam_min_row: int = 14
+    """Shortest output row (columns) on which a grouped convolution jams the
+    output-channel blocks of one group, which share their input broadcast
+    (with `conv_channel_jam_everywhere`; `channel_jam` in
+    `schedule/register_block.py`). Measured, ResNeXt-50's grouped 3x3
+    convolutions on the AVX2 build, one thread, jam 1 -> 2 (thread CPU time,
+    medians of 150 interleaved rounds): 512 channels at 14x14 and 28x28 ->
+    14x14 (16 channels a group) 0.85-0.89x the time; 1024 channels at 7x7
+    and 14x14 -> 7x7 (32 a group) 1.05-1.10x, where the 7 columns leave two
+    short row blocks (4 + 3) for a reduction of only 36 steps."""
+
     epilogue_jam_max_ops: int = 32
     """Longest elementwise epilogue (operations in its row body, a `math`
     function such as `exp` counting 30, what `schedule-vector-math` makes of

@@ -1,5 +1,6 @@
 // RUN: lamina-opt %s -p 'schedule-register-block{vector_bits=512 vector_registers=32 cores=2}' | filecheck %s
 // RUN: lamina-opt %s -p 'schedule-register-block{vector_bits=256 vector_registers=16 cores=2}' | filecheck %s --check-prefix=AVX2
+// RUN: lamina-opt %s -p 'schedule-register-block{vector_bits=256 vector_registers=16 cores=2 conv_grouped_jam_min_row=7}' | filecheck %s --check-prefix=ROW7
 
 // Channel-blocked grouped 3x3 convolutions with a bias + relu epilogue, as
 // lower-te emits them (kernels/conv_blocked.py). Each output block reads the
@@ -275,7 +276,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 
 // Groups of 16 channels on AVX2 are runs of 2 blocks of 8: the two blocks of
 // a group read the same input, so on a row of 14 columns their micro-kernel
-// steps jam them (`GROUPED_JAM_MIN_ROW`): 5 + 5 + 4 rows x 2 blocks, one
+// steps jam them (the knob `conv_grouped_jam_min_row`): 5 + 5 + 4 rows x 2 blocks, one
 // input broadcast for two weight vectors (the copies' input indices are
 // equal; LLVM merges the loads). On a row of 7 columns one block per step.
 // AVX2-LABEL: loop.func private @te_fused_conv2d_add_relu_1x4x14x14x8xf32_loop
@@ -286,6 +287,10 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // AVX2-NEXT:                  loop.load %in0[%c0, %{{.*}}, %{{.*}}, %{{.*}}, %k3] : memref<1x4x16x16x8xf32>
 // AVX2-NEXT:                  loop.load %in1[%[[B0:.*]], %k0, %k1, %k2, %k3, %{{.*}}] : memref<4x2x3x3x8x8xf32>
 // AVX2-NEXT:                  loop.load %in1[%[[B1:.*]], %k0, %k1, %k2, %k3, %{{.*}}] : memref<4x2x3x3x8x8xf32>
+// With `conv_grouped_jam_min_row=7` the 7-column rows jam too (4 + 3 rows).
+// ROW7-LABEL: loop.func private @te_fused_conv2d_add_relu_1x4x7x7x8xf32_loop
+// ROW7:         loop.for %i1o = %c0 to %c4 step %c2 kind(parallel) {
+// ROW7:             loop.for %i3o = %c0 to %c4 step %c4 {
 // AVX2-LABEL: loop.func private @te_fused_conv2d_add_relu_1x4x7x7x8xf32_loop
 // AVX2:         loop.for %i1 = %c0 to %c4 step %c1 kind(parallel) {
 // AVX2-NEXT:      loop.for %i2 = %c0 to %c7 step %c1 {
