@@ -25,6 +25,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import ClassVar, Self
 
@@ -33,6 +34,7 @@ from xdsl.dialects.builtin import (
     FlatSymbolRefAttrConstr,
     IndexType,
     MemRefType,
+    NoneAttr,
     StringAttr,
     SymbolRefAttr,
     TensorType,
@@ -771,6 +773,50 @@ class CopyOp(IRDLOperation):
             )
 
 
+@irdl_op_definition
+class ReshapeOp(IRDLOperation):
+    """`%v = loop.reshape %b : memref<1x8x7x7x8xf32> to memref<1x8x1x49x8xf32>`.
+
+    The same memory seen with another static shape of the same element
+    count: no copy, `lower-to-llvm` gives the result the source's pointer.
+    Both types are contiguous and row-major (no strided layout), so element
+    `i` in row-major order is the same element in both. `schedule` uses it
+    to compute a 1x1 convolution over an image's pixels as one row
+    (`schedule/row_flattening.py`).
+    """
+
+    name = "loop.reshape"
+
+    source = operand_def(base(MemRefType))
+    result = result_def(base(MemRefType))
+
+    traits = traits_def(Pure())
+    VERIFIES_LOCALLY: ClassVar[bool] = True  # verify_ reads only types
+
+    assembly_format = "$source attr-dict `:` type($source) `to` type($result)"
+
+    def __init__(self, source: SSAValue | Operation, result_type: MemRefType):
+        super().__init__(operands=[source], result_types=[result_type])
+
+    def verify_(self) -> None:
+        s, t = self.source.type, self.result.type
+        assert isinstance(s, MemRefType) and isinstance(t, MemRefType)
+        for mtype in (s, t):
+            if not mtype.has_static_shape():
+                raise VerifyException(f"expected a statically shaped buffer, got {mtype}")
+            if not isinstance(mtype.layout, NoneAttr):
+                raise VerifyException(f"expected a contiguous row-major buffer, got {mtype}")
+        if s.element_type != t.element_type:
+            raise VerifyException(
+                f"source and result element types must match: {s.element_type} != {t.element_type}"
+            )
+        if math.prod(s.get_shape()) != math.prod(t.get_shape()):
+            raise VerifyException(
+                f"source and result must have as many elements: {s} has "
+                f"{math.prod(s.get_shape())}, {t} has {math.prod(t.get_shape())}"
+            )
+
+
 class CallOpSymbolUserInterface(SymbolUserOpInterface):
     """A `loop.call` to a `loop.func` must match its signature; unknown symbols are external."""
 
@@ -887,6 +933,7 @@ Loop = Dialect(
         AllocOp,
         FreeOp,
         CopyOp,
+        ReshapeOp,
         CallOp,
         UndefOp,
         AssumeOp,

@@ -406,6 +406,14 @@ class FreeLowering(RewritePattern):
         rewriter.erase(op)
 
 
+class ReshapeLowering(RewritePattern):
+    """`loop.reshape` → nothing: its result is the source's pointer (both row-major, contiguous)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: loop.ReshapeOp, rewriter: PatternRewriter, /):
+        replace_with(op, rewriter, to_llvm(op.source, rewriter))
+
+
 class CopyLowering(RewritePattern):
     """`loop.copy` / `memref.copy` → `llvm.memcpy` of the whole (contiguous) buffer.
 
@@ -839,7 +847,7 @@ def order_blocks(func: llvm.FuncOp) -> None:
 
 LOOP_PATTERNS: tuple[type[RewritePattern], ...] = (
     FuncLowering, ReturnLowering, CallLowering, ForLowering, IfLowering,
-    LoadLowering, StoreLowering, AllocLowering, FreeLowering, CopyLowering,
+    LoadLowering, StoreLowering, AllocLowering, FreeLowering, CopyLowering, ReshapeLowering,
     UndefLowering, AssumeLowering, UnrealizedCastFolding,
 )  # fmt: skip
 

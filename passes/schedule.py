@@ -66,6 +66,7 @@ from lamina.schedule.gather_reuse import reuse_gathered_lines
 from lamina.schedule.parallel import balance_parallel
 from lamina.schedule.pass_options import (
     EpilogueSinkOptions,
+    FlattenRowsOptions,
     GatherReuseOptions,
     RegisterBlockOptions,
     ScheduleRulePass,
@@ -73,6 +74,7 @@ from lamina.schedule.pass_options import (
 from lamina.schedule.primitives import ScheduleError
 from lamina.schedule.reciprocal_divisions import reciprocal_divisions
 from lamina.schedule.register_block import block_reductions, jam_channel_blocks
+from lamina.schedule.row_flattening import flatten_rows
 from lamina.schedule.stage_fusion import fuse_row_stages
 from lamina.schedule.storage_folding import contract_temporaries
 from lamina.schedule.vector_math import expand_transcendentals
@@ -83,6 +85,7 @@ from lamina.target.schedule_knobs import ScheduleKnobs
 
 def default_schedule(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -> None:
     """Steps 1-10 of the module docstring on one function without directives."""
+    flatten_rows(func, knobs)  # first: every later rule sees the 1 x H*W image
     make_indices_affine(func)
     reuse_gathered_lines(func, knobs)
     split_borders(func, columns_only=True)  # the interior columns are blocked guard-free
@@ -98,7 +101,13 @@ def default_schedule(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
 
 
 @dataclass(frozen=True)
-class SchedulePass(ScheduleRulePass, RegisterBlockOptions, GatherReuseOptions, EpilogueSinkOptions):
+class SchedulePass(
+    ScheduleRulePass,
+    RegisterBlockOptions,
+    GatherReuseOptions,
+    EpilogueSinkOptions,
+    FlattenRowsOptions,
+):
     """Loop schedules: the default rules in order, or `lamina.schedule` directives on request.
 
     Input invariant: phase `lowering`; loop nests as `lower-te` emits them.

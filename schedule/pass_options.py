@@ -76,6 +76,7 @@ class ScheduleRulePass(LaminaPass):
                 block_broadcast_registers=derived.block_broadcast_registers,
                 pack_min_row_blocks=derived.pack_min_row_blocks,
                 conv_channel_jam_everywhere=derived.conv_channel_jam_everywhere,
+                conv_flatten_rows=derived.conv_flatten_rows,
             )
         given = {
             f.name: getattr(self, f.name)
@@ -134,6 +135,13 @@ class EpilogueSinkOptions:
 
 
 @dataclass(frozen=True)
+class FlattenRowsOptions:
+    """Knob option of row flattening (`target/schedule_knobs.py`; unset: the target's)."""
+
+    conv_flatten_rows: int | None = None
+
+
+@dataclass(frozen=True)
 class GatherReuseOptions:
     """Knob options of gather reuse (`target/schedule_knobs.py`; unset: the target's)."""
 
@@ -142,6 +150,7 @@ class GatherReuseOptions:
 
 __all__ = [
     "EpilogueSinkOptions",
+    "FlattenRowsOptions",
     "GatherReuseOptions",
     "ParallelOptions",
     "RegisterBlockOptions",

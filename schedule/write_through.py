@@ -22,7 +22,7 @@ def write_through_output(func: loop.FuncOp) -> int:
     the output's size (allocated and freed on every call: 0.15 ms of a
     2.5 ms 56x56 convolution, in page faults when the allocator trims it).
     """
-    args = {a: [] for a in func.body.blocks[0].args}
+    args = {a: [] for a in _parameters(func)}
     allocs = []
     for o in func.walk():
         if isinstance(o, loop.LoadOp | loop.StoreOp) and o.buffer in args:
@@ -43,6 +43,18 @@ def write_through_output(func: loop.FuncOp) -> int:
         args[out] = []  # one temporary per output
         replaced += 1
     return replaced
+
+
+def _parameters(func: loop.FuncOp) -> list[SSAValue]:
+    """The function's buffer parameters, each as its accesses see it: through
+    its `loop.reshape` when it is read and written in another shape
+    (`schedule/row_flattening.py`)."""
+    values: list[SSAValue] = []
+    for arg in func.body.blocks[0].args:
+        users = [u.operation for u in arg.uses]
+        view = users[0] if len(users) == 1 and isinstance(users[0], loop.ReshapeOp) else None
+        values.append(arg if view is None else view.result)
+    return values
 
 
 def _written_through(temp: SSAValue, args: dict) -> SSAValue | None:

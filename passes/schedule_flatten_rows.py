@@ -1,0 +1,39 @@
+"""`schedule-flatten-rows`: a 1x1 convolution's image as one row of H*W pixels (one rule of `schedule`; see `schedule/row_flattening.py`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+
+from lamina.schedule.pass_options import FlattenRowsOptions, ScheduleRulePass
+from lamina.schedule.row_flattening import flatten_rows
+
+
+@dataclass(frozen=True)
+class ScheduleFlattenRowsPass(ScheduleRulePass, FlattenRowsOptions):
+    """Run the pixels of a pointwise convolution kernel as one row of a 1 x H*W image.
+
+    Input invariant: phase `lowering`; loop nests as `lower-te` emits them.
+    Output IR: with the knob `conv_flatten_rows` on (the target's default,
+    or this pass's option), a function whose every access to its rank-5
+    pixel buffers `[N, C/c, H, W, c]` indexes rows and columns by the loop
+    variables of a rows-columns nest, one of which holds a reduction, has
+    those nests merged into one loop over the `H*W` pixels; its parameters
+    among those buffers are read and written through a `loop.reshape` to
+    `[N, C/c, 1, H*W, c]`, its temporaries allocated in that shape.
+    Functions with `lamina.schedule` directives are left alone.
+    Invariants: every output element is computed by the same operations in
+    the same order; the function's signature is unchanged.
+    """
+
+    name = "schedule-flatten-rows"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        knobs = self.knobs(op)
+        for func in self.default_scheduled(op):
+            flatten_rows(func, self.function_knobs(func, knobs))
+
+
+__all__ = ["ScheduleFlattenRowsPass"]
