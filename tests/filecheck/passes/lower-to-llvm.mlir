@@ -2,7 +2,7 @@
 // RUN: lamina-opt %s --split-input-file -p lower-to-llvm | lamina-opt --split-input-file -p verify-phase | filecheck %s --check-prefix=PHASE
 
 // Every chunk ends in phase build with nothing but llvm ops.
-// PHASE-COUNT-16: builtin.module attributes {lamina.phase = #lamina.phase<build>}
+// PHASE-COUNT-17: builtin.module attributes {lamina.phase = #lamina.phase<build>}
 
 // A loop nest with 2-D accesses: buffers become noalias pointers, loops become
 // header/body blocks with the induction variable as a block argument, and
@@ -690,3 +690,26 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NEXT:    %[[OY:.*]] = llvm.add %[[OIJ]], %[[K]] overflow<nsw> : i64
 // CHECK-NEXT:    %[[PY:.*]] = llvm.getelementptr inbounds %[[Y]][%[[OY]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 // CHECK-NEXT:    llvm.store %[[V]], %[[PY]] {alignment = 4 : i64} : f32, !llvm.ptr
+
+// -----
+
+// A reshape is the source's pointer: the access through it is one GEP by its
+// own row-major index (pixel 9 of a 1 x 12 row of 4 lanes: 9 * 4 + 1 = 37).
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @flat_view(%a: memref<1x3x4x4xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c9 = arith.constant 9 : index
+    %flat = loop.reshape %a : memref<1x3x4x4xf32> to memref<1x1x12x4xf32>
+    %v = loop.load %flat[%c0, %c0, %c9, %c1] : memref<1x1x12x4xf32>
+    loop.store %v, %flat[%c0, %c0, %c0, %c0] : memref<1x1x12x4xf32>
+    loop.return
+  }
+}
+// CHECK-LABEL: llvm.func @flat_view(
+// CHECK-SAME:      %[[A:[^:]*]]: !llvm.ptr
+// CHECK-NOT:     loop.reshape
+// CHECK:         %[[C9:.*]] = llvm.mlir.constant(9) : i64
+// CHECK:         %[[ADDR:.*]] = llvm.getelementptr inbounds %[[A]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[V:.*]] = llvm.load %[[ADDR]]
+// CHECK-NEXT:    llvm.store %[[V]], %[[A]]

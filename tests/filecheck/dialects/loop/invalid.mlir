@@ -429,3 +429,39 @@ loop.func @assume_type(%c: i32) {
 "loop.func"() <{sym_name = "f", function_type = () -> f32, res_attrs = [], sym_visibility = "private"}> ({
 }) : () -> ()
 // CHECK: res_attrs must have one dictionary per result: expected 1, got 0
+
+// -----
+
+loop.func @reshape_count(%a: memref<1x8x7x7x8xf32>) {
+  // expected-error @+1 {{source and result must have as many elements: memref<1x8x7x7x8xf32> has 3136, memref<1x8x1x48x8xf32> has 3072}}
+  %f = loop.reshape %a : memref<1x8x7x7x8xf32> to memref<1x8x1x48x8xf32>
+  loop.return
+}
+// CHECK: source and result must have as many elements: memref<1x8x7x7x8xf32> has 3136, memref<1x8x1x48x8xf32> has 3072
+
+// -----
+
+loop.func @reshape_element_type(%a: memref<4x8xf32>) {
+  // expected-error @+1 {{source and result element types must match: f32 != f16}}
+  %f = loop.reshape %a : memref<4x8xf32> to memref<32xf16>
+  loop.return
+}
+// CHECK: source and result element types must match: f32 != f16
+
+// -----
+
+loop.func @reshape_strided(%a: memref<4x8xf32, strided<[16, 1]>>) {
+  // expected-error @+1 {{expected a contiguous row-major buffer, got memref<4x8xf32, strided<[16, 1]>>}}
+  %f = loop.reshape %a : memref<4x8xf32, strided<[16, 1]>> to memref<32xf32>
+  loop.return
+}
+// CHECK: expected a contiguous row-major buffer, got memref<4x8xf32, strided<[16, 1]>>
+
+// -----
+
+loop.func @reshape_dynamic(%a: memref<?x8xf32>) {
+  // expected-error @+1 {{expected a statically shaped buffer, got memref<?x8xf32>}}
+  %f = loop.reshape %a : memref<?x8xf32> to memref<32xf32>
+  loop.return
+}
+// CHECK: expected a statically shaped buffer, got memref<?x8xf32>

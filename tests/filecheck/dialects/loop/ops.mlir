@@ -206,4 +206,16 @@ builtin.module {
   // A declaration keeps its argument attributes in `attributes {...}`.
   loop.func private @ext_placed(memref<4xf32>) attributes {arg_attrs = [{device = #lamina.device<"gpu", 1>}]}
   // CHECK-LABEL: loop.func private @ext_placed(memref<4xf32>) -> () attributes {arg_attrs = [{device = #lamina.device<"gpu", 1>}]}
+
+  // A reshape sees a contiguous buffer in another shape of as many elements (no copy).
+  loop.func @reshape(%a: memref<1x8x7x7x8xf32>) {
+    %c0 = arith.constant 0 : index
+    %c48 = arith.constant 48 : index
+    %flat = loop.reshape %a : memref<1x8x7x7x8xf32> to memref<1x8x1x49x8xf32>
+    %v = loop.load %flat[%c0, %c0, %c0, %c48, %c0] : memref<1x8x1x49x8xf32>
+    loop.return
+  }
+  // CHECK-LABEL: loop.func @reshape
+  // CHECK:         %[[F:.*]] = loop.reshape %{{.*}} : memref<1x8x7x7x8xf32> to memref<1x8x1x49x8xf32>
+  // CHECK-NEXT:    %{{.*}} = loop.load %[[F]][
 }
