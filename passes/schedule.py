@@ -85,7 +85,7 @@ from lamina.target.schedule_knobs import ScheduleKnobs
 
 def default_schedule(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -> None:
     """Steps 1-10 of the module docstring on one function without directives."""
-    flatten_rows(func, knobs)  # first: every later rule sees the 1 x H*W image
+    flatten_rows(func, facts.cores, knobs)  # first: every later rule sees the 1 x H*W image
     make_indices_affine(func)
     reuse_gathered_lines(func, knobs)
     split_borders(func, columns_only=True)  # the interior columns are blocked guard-free

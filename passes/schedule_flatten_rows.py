@@ -31,9 +31,9 @@ class ScheduleFlattenRowsPass(ScheduleRulePass, FlattenRowsOptions):
     name = "schedule-flatten-rows"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        knobs = self.knobs(op)
+        cores, knobs = self.facts(op).cores, self.knobs(op)
         for func in self.default_scheduled(op):
-            flatten_rows(func, self.function_knobs(func, knobs))
+            flatten_rows(func, cores, self.function_knobs(func, knobs))
 
 
 __all__ = ["ScheduleFlattenRowsPass"]

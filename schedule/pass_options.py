@@ -136,9 +136,11 @@ class EpilogueSinkOptions:
 
 @dataclass(frozen=True)
 class FlattenRowsOptions:
-    """Knob option of row flattening (`target/schedule_knobs.py`; unset: the target's)."""
+    """Knob options of row flattening (`target/schedule_knobs.py`; unset: the target's)."""
 
     conv_flatten_rows: int | None = None
+    conv_channel_jam: int | None = None
+    parallel_collapse_below: int | None = None
 
 
 @dataclass(frozen=True)

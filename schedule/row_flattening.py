@@ -62,22 +62,62 @@ class _Plan:
     """The nests to flatten, each as (rows loop, columns loop), and the buffers they collapse."""
 
     nests: list[tuple[loop.ForOp, loop.ForOp]] = field(default_factory=list)
-    buffers: dict[SSAValue, tuple[int, int]] = field(default_factory=dict)
+    buffers: list[SSAValue] = field(default_factory=list)
     accesses: set[Operation] = field(default_factory=set)
+    image: tuple[int, int] | None = None
+    """(H, W) of every collapsed buffer."""
 
 
-def flatten_rows(func: loop.FuncOp, knobs: ScheduleKnobs) -> int:
-    """Run the pixels of `func`'s pointwise convolution as one row (see the module
-    docstring) when the knob `conv_flatten_rows` is on; returns the nests flattened."""
+def flatten_rows(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int:
+    """Run the pixels of `func`'s pointwise convolution as one row, or as few rows
+    as leave `cores` threads enough to share (see the module docstring), when the
+    knob `conv_flatten_rows` is on; returns the nests flattened."""
     if not knobs.conv_flatten_rows or func.is_declaration:
         return 0
     plan = _plan(func)
-    if plan is None:
+    if plan is None or plan.image is None:
         return 0
-    _collapse_buffers(func, plan)
-    for rows, columns in plan.nests:
-        _merge(rows, columns)
+    height, width = plan.image
+    rows = _flat_rows(plan, cores, knobs)
+    if rows >= height:
+        return 0
+    _collapse_buffers(func, plan, rows, height * width // rows)
+    for outer, columns in plan.nests:
+        _regroup(outer, columns, rows, height * width // rows)
     return len(plan.nests)
+
+
+def _flat_rows(plan: _Plan, cores: int, knobs: ScheduleKnobs) -> int:
+    """Rows G of the flat image (G x H*W/G): 1 when the loop over output-channel
+    blocks around the convolution has threads enough of its own, else the
+    fewest that give the parallel loop `parallel_collapse_below` iterations
+    with the rows it shares (`share_rows` in `schedule/parallel.py`), a
+    divisor of H*W (H itself: the image as it is).
+
+    With few output-channel blocks (64 channels: 8 blocks on AVX2, 4 steps
+    of 2 jammed blocks) the threads share blocks x rows; one row of 784
+    pixels would leave them 4 blocks, a 2 x 392 row 8, a 16 x 49 one 64."""
+    height, width = plan.image or (1, 1)
+    steps = min(_channel_steps(rows, knobs) for rows, columns in plan.nests if _has_reduction(columns))
+    if cores < 2 or steps >= knobs.parallel_collapse_below:
+        return 1
+    pixels = height * width
+    wanted = -(-knobs.parallel_collapse_below // steps)
+    return next(g for g in range(1, height + 1) if pixels % g == 0 and g >= wanted or g == height)
+
+
+def _channel_steps(rows: loop.ForOp, knobs: ScheduleKnobs) -> int:
+    """Iterations of the loop around a pixel nest (output-channel blocks) once
+    register blocking jams them (`channel_jam` in `schedule/register_block.py`:
+    `conv_channel_jam`, else the first of `conv_channel_jam_choices` dividing
+    them); 1 without such a loop."""
+    parent = rows.parent_op()
+    if not isinstance(parent, loop.ForOp) or int_constant(parent.ub) is None:
+        return 1
+    blocks = _extent(parent)
+    choices = (knobs.conv_channel_jam,) if knobs.conv_channel_jam else knobs.conv_channel_jam_choices
+    jam = next((f for f in choices if f <= blocks and blocks % f == 0), 1)
+    return max(1, blocks // jam)
 
 
 def _plan(func: loop.FuncOp) -> _Plan | None:
@@ -121,15 +161,17 @@ def _pixel_nest(rows: loop.ForOp, plan: _Plan) -> loop.ForOp | None:
     accesses = [op for op, _ in row_uses]
     if len(accesses) != len(set(accesses)) or len(column_uses) != len(accesses):
         return None  # a loop variable twice in one access
-    found: dict[SSAValue, tuple[int, int]] = {}
+    if plan.image not in (None, (height, width)):
+        return None  # one image shape per function
     for access in accesses:
         assert isinstance(access, Access)
         if not _pixel_buffer(access.buffer.type, height, width):
             return None
-        found[access.buffer] = (height, width)
-    if any(plan.buffers.get(b, shape) != shape for b, shape in found.items()):
-        return None
-    plan.buffers.update(found)
+    plan.image = (height, width)
+    for access in accesses:
+        assert isinstance(access, Access)
+        if access.buffer not in plan.buffers:
+            plan.buffers.append(access.buffer)
     plan.accesses.update(accesses)
     return columns
 
@@ -219,21 +261,21 @@ def _no_padding(constraint: ConstraintAttr | None, mtype: object) -> bool:
     return math.prod(constraint.logical_shape) == math.prod(mtype.get_shape())
 
 
-def _flat_type(mtype: MemRefType, height: int, width: int) -> MemRefType:
+def _flat_type(mtype: MemRefType, rows: int, row: int) -> MemRefType:
     shape = list(mtype.get_shape())
-    shape[ROW : ROW + 2] = [1, height * width]
+    shape[ROW : ROW + 2] = [rows, row]
     return MemRefType(mtype.element_type, shape, mtype.layout, mtype.memory_space)
 
 
-def _collapse_buffers(func: loop.FuncOp, plan: _Plan) -> None:
+def _collapse_buffers(func: loop.FuncOp, plan: _Plan, rows: int, row: int) -> None:
     """Parameters are seen through a `loop.reshape` at the top of `func`;
-    temporaries are allocated in the flat shape."""
+    temporaries are allocated in the flat shape `rows x row`."""
     entry = func.body.blocks[0]
     at = InsertPoint.at_start(entry)
-    for buffer, (height, width) in sorted(plan.buffers.items(), key=_parameter_order):
+    for buffer in sorted(plan.buffers, key=_parameter_order):
         mtype = buffer.type
         assert isinstance(mtype, MemRefType)
-        flat = _flat_type(mtype, height, width)
+        flat = _flat_type(mtype, rows, row)
         if isinstance(buffer, BlockArgument):
             view = loop.ReshapeOp(buffer, flat)
             Rewriter.insert_op(view, at)
@@ -247,20 +289,24 @@ def _collapse_buffers(func: loop.FuncOp, plan: _Plan) -> None:
         Rewriter.replace_op(alloc, new)
 
 
-def _parameter_order(item: tuple[SSAValue, tuple[int, int]]) -> int:
+def _parameter_order(buffer: SSAValue) -> int:
     """Parameters in their order, then temporaries (in the order found)."""
-    buffer = item[0]
     return buffer.index if isinstance(buffer, BlockArgument) else 1 << 30
 
 
-def _merge(rows: loop.ForOp, columns: loop.ForOp) -> None:
-    """One loop over the `H*W` pixels in place of the rows and columns loops."""
-    pixels = _extent(rows) * _extent(columns)
-    rows.induction_var.replace_all_uses_with(index_constant(rows, 0))
-    columns.operands = [columns.lb, index_constant(rows, pixels), columns.step]
+def _regroup(outer: loop.ForOp, columns: loop.ForOp, rows: int, row: int) -> None:
+    """The rows and columns loops over `rows x row` pixels: the same loop
+    variables index the flat buffers, element `g*row + p` the pixel the two
+    loops reach in that iteration; one row is one loop, as lower-te emits a
+    1 x H*W image."""
+    outer.operands = [outer.lb, index_constant(outer, rows), outer.step]
+    columns.operands = [columns.lb, index_constant(outer, row), columns.step]
+    if rows != 1:
+        return
+    outer.induction_var.replace_all_uses_with(index_constant(outer, 0))
     columns.detach()
-    Rewriter.insert_op(columns, InsertPoint.before(rows))
-    Rewriter.erase_op(rows)
+    Rewriter.insert_op(columns, InsertPoint.before(outer))
+    Rewriter.erase_op(outer)
 
 
 __all__ = ["flatten_rows"]
