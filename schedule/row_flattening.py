@@ -98,7 +98,9 @@ def _flat_rows(plan: _Plan, cores: int, knobs: ScheduleKnobs) -> int:
     of 2 jammed blocks) the threads share blocks x rows; one row of 784
     pixels would leave them 4 blocks, a 2 x 392 row 8, a 16 x 49 one 64."""
     height, width = plan.image or (1, 1)
-    steps = min(_channel_steps(rows, knobs) for rows, columns in plan.nests if _has_reduction(columns))
+    steps = min(
+        _channel_steps(rows, knobs) for rows, columns in plan.nests if _has_reduction(columns)
+    )
     if cores < 2 or steps >= knobs.parallel_collapse_below:
         return 1
     pixels = height * width
@@ -115,7 +117,9 @@ def _channel_steps(rows: loop.ForOp, knobs: ScheduleKnobs) -> int:
     if not isinstance(parent, loop.ForOp) or int_constant(parent.ub) is None:
         return 1
     blocks = _extent(parent)
-    choices = (knobs.conv_channel_jam,) if knobs.conv_channel_jam else knobs.conv_channel_jam_choices
+    choices = (
+        (knobs.conv_channel_jam,) if knobs.conv_channel_jam else knobs.conv_channel_jam_choices
+    )
     jam = next((f for f in choices if f <= blocks and blocks % f == 0), 1)
     return max(1, blocks // jam)
 
