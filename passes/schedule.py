@@ -4,6 +4,10 @@
 memory contiguously. `schedule` composes the rules of `lamina.schedule`,
 each also a pass of its own, in this order (docs/internals.md):
 
+0. `schedule-flatten-rows`: a pointwise convolution kernel's H x W pixels
+   become one row of a 1 x H*W image, or as few rows as its threads share
+   (`schedule/row_flattening.py`) -- first, so that every rule below sees
+   the flat image;
 1. index divisions that ranges make affine are rewritten (`simplify`'s
    rules), so that tiles and packed panels see sums of loop variables;
 2. `schedule-gather-reuse`: a copy whose vectorized loop gathers reads the
@@ -39,7 +43,7 @@ each also a pass of its own, in this order (docs/internals.md):
    (`schedule/vector_math.py`), in every loop function.
 
 A function with a loop carrying `lamina.schedule = "<primitive>"` gets its
-directives applied instead of steps 1-10 (`schedule/directives.py`):
+directives applied instead of steps 0-10 (`schedule/directives.py`):
 `split(F)`, `interchange`, `fuse` (with the next loop), `unroll`,
 `unroll_and_jam`, `vectorize`, `parallel`, `pack(N)` (copy the tile of the
 function's argument N the nest reads into a local buffer) and
@@ -84,7 +88,7 @@ from lamina.target.schedule_knobs import ScheduleKnobs
 
 
 def default_schedule(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -> None:
-    """Steps 1-10 of the module docstring on one function without directives."""
+    """Steps 0-10 of the module docstring on one function without directives."""
     flatten_rows(func, facts.cores, knobs)  # first: every later rule sees the 1 x H*W image
     make_indices_affine(func)
     reuse_gathered_lines(func, knobs)
@@ -112,7 +116,7 @@ class SchedulePass(
 
     Input invariant: phase `lowering`; loop nests as `lower-te` emits them.
     Output IR: each function without directives has gone through the rule
-    passes in order (`schedule-gather-reuse`, `schedule-split-borders` on
+    passes in order (`schedule-flatten-rows`, `schedule-gather-reuse`, `schedule-split-borders` on
     reduction columns, `schedule-register-block`, `schedule-fuse-stages`,
     `schedule-write-through`, `schedule-sink-epilogues`, `schedule-split-borders`,
     `schedule-fold-storage`, `schedule-parallel`,
