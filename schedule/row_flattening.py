@@ -8,30 +8,37 @@ tail. A pointwise (1x1, stride 1, unpadded) convolution reads and writes
 every pixel at its own position, so it is the same convolution on a 1 x H*W
 image, whose single row of 49, 196 or 784 pixels the register block tiles
 with one tail per image at most. Its buffers are contiguous, so the 1 x H*W
-image is the same memory: the kernel's arguments are seen through
+image is the same memory: the kernel's parameters are seen through
 `loop.reshape` (no copy), its temporaries are allocated in that shape, and
 the two loops become one over the pixels `p`, the access `[.., oh, ow, ..]`
 becoming `[.., 0, p, ..]`. No division or remainder of `p` appears
 anywhere: every access that used `oh` and `ow` used them as a pair.
+
+On several cores the loop over output-channel blocks runs in parallel, and
+when it has few iterations the threads share blocks x rows
+(`share_rows` in `schedule/parallel.py`): the image then becomes G rows of
+H*W/G pixels, the fewest rows that keep the threads that many iterations
+(`_flat_rows`); the loops keep their variables, now indexing the G x H*W/G
+view. Where even H rows are needed, the kernel stays as it is; so it does
+when its output-channel blocks are not jammed (`_flat_rows` says why).
 
 It applies to a function as a whole or not at all. Each nest
 `for oh in [0, H) { for ow in [0, W) { ... } }` (constant bounds, serial,
 nothing else in the `oh` loop) whose loop variables (or their sums with 0)
 serve only as indices 2 and 3 of rank-5 row-major buffers of shape
 [., ., H, W, .] is flattened, when every access to those buffers lies in
-such a nest, each buffer is a parameter or a temporary that nothing else
-uses, no constraint of theirs records padding (`simplify` reads those on
-the buffers themselves), and one of the nests holds a reduction (the
-convolution: a serial loop inside; an elementwise kernel is left as it
-is). Every element is computed by the same operations in the same order:
-`p = oh*W + ow` runs through the pixels in the order of the two loops.
+such a nest, each buffer is a parameter or a temporary (without a
+constraint) that nothing else uses, no parameter's constraint records
+padding (`simplify` reads those on the parameter itself, not through a
+view), and one of the nests holds a reduction (the convolution: a serial
+loop inside; an elementwise kernel is left as it is). Every element is
+computed by the same operations in the same order: the pixels are visited
+in the order of the two loops.
 
-The stages of the flattened kernel are nests over the same pixel row, so
-stage fusion, epilogue sinking and channel jamming treat them as before;
-the parallel loop over output-channel blocks shares the row's blocks
-(`parallel_collapse_below`) as it shared the rows. Governed by the knob
-`conv_flatten_rows` (measured in docs/performance.md, "Pointwise
-convolutions").
+The stages of the flattened kernel are nests over the same pixel rows, so
+stage fusion, write-through, epilogue sinking and channel jamming treat
+them as before. Governed by the knob `conv_flatten_rows` (measured in
+docs/performance.md, "Pointwise convolutions").
 """
 
 from __future__ import annotations
@@ -88,19 +95,26 @@ def flatten_rows(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int:
 
 
 def _flat_rows(plan: _Plan, cores: int, knobs: ScheduleKnobs) -> int:
-    """Rows G of the flat image (G x H*W/G): 1 when the loop over output-channel
-    blocks around the convolution has threads enough of its own, else the
-    fewest that give the parallel loop `parallel_collapse_below` iterations
-    with the rows it shares (`share_rows` in `schedule/parallel.py`), a
-    divisor of H*W (H itself: the image as it is).
+    """Rows G of the flat image (G x H*W/G): H (the image as it is) when the
+    convolution's output-channel blocks are not jammed; 1 when the loop over
+    its jammed steps has threads enough of its own; else the fewest that
+    give the parallel loop `parallel_collapse_below` iterations with the rows
+    it shares (`share_rows` in `schedule/parallel.py`), a divisor of H*W.
 
-    With few output-channel blocks (64 channels: 8 blocks on AVX2, 4 steps
-    of 2 jammed blocks) the threads share blocks x rows; one row of 784
-    pixels would leave them 4 blocks, a 2 x 392 row 8, a 16 x 49 one 64."""
+    Not jammed (blocks that no `conv_channel_jam_choices` divides, 125 for
+    1000 channels on AVX2), a step keeps up to 12 rows of one block, which a
+    row of 13 columns fills as 7 + 6; flat, 169 pixels as 14 x 12 + 1 took
+    1.07x the time (512->1000 at 13x13). Jammed (2-3 blocks a step, 4-6
+    rows), a 7- or 14-column row leaves short blocks the flat row does not.
+    With few steps (64 channels: 8 blocks on AVX2, 4 steps of 2) the threads
+    share steps x rows; one row of 784 pixels would leave them 4, a
+    4 x 196 image 16, an 8 x 98 one 32."""
     height, width = plan.image or (1, 1)
-    steps = min(
-        _channel_steps(rows, knobs) for rows, columns in plan.nests if _has_reduction(columns)
-    )
+    convolutions = [rows for rows, columns in plan.nests if _has_reduction(columns)]
+    jams = [_channel_jam(rows, knobs) for rows in convolutions]
+    if any(jam == 1 for _, jam in jams):
+        return height
+    steps = min(blocks // jam for blocks, jam in jams)
     if cores < 2 or steps >= knobs.parallel_collapse_below:
         return 1
     pixels = height * width
@@ -108,20 +122,20 @@ def _flat_rows(plan: _Plan, cores: int, knobs: ScheduleKnobs) -> int:
     return next(g for g in range(1, height + 1) if pixels % g == 0 and g >= wanted or g == height)
 
 
-def _channel_steps(rows: loop.ForOp, knobs: ScheduleKnobs) -> int:
-    """Iterations of the loop around a pixel nest (output-channel blocks) once
-    register blocking jams them (`channel_jam` in `schedule/register_block.py`:
-    `conv_channel_jam`, else the first of `conv_channel_jam_choices` dividing
-    them); 1 without such a loop."""
+def _channel_jam(rows: loop.ForOp, knobs: ScheduleKnobs) -> tuple[int, int]:
+    """(blocks, jam): the iterations of the loop around a pixel nest (its
+    output-channel blocks) and how many of them register blocking will jam
+    into a step (`channel_jam` in `schedule/register_block.py`:
+    `conv_channel_jam`, else the first of `conv_channel_jam_choices`
+    dividing them); (1, 1) without such a loop."""
     parent = rows.parent_op()
     if not isinstance(parent, loop.ForOp) or int_constant(parent.ub) is None:
-        return 1
+        return 1, 1
     blocks = _extent(parent)
     choices = (
         (knobs.conv_channel_jam,) if knobs.conv_channel_jam else knobs.conv_channel_jam_choices
     )
-    jam = next((f for f in choices if f <= blocks and blocks % f == 0), 1)
-    return max(1, blocks // jam)
+    return blocks, next((f for f in choices if f <= blocks and blocks % f == 0), 1)
 
 
 def _plan(func: loop.FuncOp) -> _Plan | None:

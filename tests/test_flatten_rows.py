@@ -5,9 +5,9 @@ and two threads.
 
 Each case is built with the knob on (`conv_flatten_rows=1`) and off; the
 schedule is checked to have flattened the image into the rows the rule
-picks (one row with one core, or with output-channel steps enough for the
-threads; otherwise the fewest rows that leave the parallel loop
-`parallel_collapse_below` iterations), and the parallel loop to still hand
+picks (none when the output-channel blocks are not jammed; one row with one
+core, or with jammed steps enough for the threads; otherwise the fewest rows
+that leave the parallel loop `parallel_collapse_below` iterations), and the parallel loop to still hand
 its threads blocks x rows.
 """
 
@@ -83,6 +83,7 @@ CASES = [
     ("avx2", 16, 64, 28, "relu6", 2, 8),  # 4 steps: 8 rows of 98
     ("avx2", 32, 64, 7, "residual", 2, 0),  # 4 steps, 49 pixels: only 7 rows share: as it is
     ("avx2", 24, 48, 14, "bias", 1, 1),  # one core: one row of 196
+    ("avx2", 40, 40, 13, "relu", 1, 0),  # 5 blocks, none jammed: as it is
     ("avx512", 64, 1024, 7, "relu", 2, 1),  # 64 blocks of 16, 32 steps: one row of 49
     ("avx512", 32, 64, 28, "residual", 1, 1),  # one core: one row of 784
     ("avx512", 16, 96, 14, "relu6", 2, 14),  # 6 blocks, 2 steps: only 14 rows share: as it is
