@@ -19,11 +19,14 @@ class ScheduleFlattenRowsPass(ScheduleRulePass, FlattenRowsOptions):
     Output IR: with the knob `conv_flatten_rows` on (the target's default,
     or this pass's option), a function whose every access to its rank-5
     pixel buffers `[N, C/c, H, W, c]` indexes rows and columns by the loop
-    variables of a rows-columns nest, one of which holds a reduction, has
-    those nests merged into one loop over the `H*W` pixels; its parameters
-    among those buffers are read and written through a `loop.reshape` to
-    `[N, C/c, 1, H*W, c]`, its temporaries allocated in that shape.
-    Functions with `lamina.schedule` directives are left alone.
+    variables of a rows-columns nest, one of which holds a reduction over
+    jammed output-channel blocks, has those nests merged into one loop over
+    the `H*W` pixels -- or, on several `cores` with few output-channel
+    steps, G rows of `H*W/G` (the fewest that leave the parallel loop
+    `parallel_collapse_below` iterations; none when that takes H); its
+    parameters among those buffers are read and written through a
+    `loop.reshape` to `[N, C/c, G, H*W/G, c]`, its temporaries allocated in
+    that shape. Functions with `lamina.schedule` directives are left alone.
     Invariants: every output element is computed by the same operations in
     the same order; the function's signature is unchanged.
     """
