@@ -52,8 +52,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from lamina.dialects import loop
-from lamina.dialects.lamina import ConstraintAttr
-from lamina.passes.simplify import buffer_constraint
+from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr
 from lamina.schedule.int_analysis import int_constant
 from lamina.schedule.primitives import body_ops, index_constant
 from lamina.target.schedule_knobs import ScheduleKnobs
@@ -262,18 +261,19 @@ def _collapsible(func: loop.FuncOp, buffer: SSAValue, plan: _Plan) -> bool:
             continue
         if use.operation not in plan.accesses:
             return False
-    if isinstance(buffer, BlockArgument):
-        if buffer.block is not func.body.blocks[0]:
-            return False
-    elif not isinstance(buffer.owner, loop.AllocOp) or buffer.owner.constraint is not None:
-        return False  # a temporary's constraint maps to its 5-D shape
-    return _no_padding(buffer_constraint(buffer), buffer.type)
+    if not isinstance(buffer, BlockArgument):
+        # a temporary's constraint maps to its 5-D shape
+        return isinstance(buffer.owner, loop.AllocOp) and buffer.owner.constraint is None
+    if buffer.block is not func.body.blocks[0]:
+        return False
+    constraint = func.arg_attr(buffer.index, CONSTRAINT_ATTR_NAME)
+    return not isinstance(constraint, ConstraintAttr) or _no_padding(constraint, buffer.type)
 
 
-def _no_padding(constraint: ConstraintAttr | None, mtype: object) -> bool:
-    """A constraint whose logical shape fills the whole buffer (or none): one that
-    records padding tells `simplify` which guards to drop, on this buffer only."""
-    if constraint is None or constraint.logical_shape is None:
+def _no_padding(constraint: ConstraintAttr, mtype: object) -> bool:
+    """A constraint whose logical shape fills the whole buffer: one that records
+    padding tells `simplify` which guards to drop, on this parameter only."""
+    if constraint.logical_shape is None:
         return True
     assert isinstance(mtype, MemRefType)
     return math.prod(constraint.logical_shape) == math.prod(mtype.get_shape())
