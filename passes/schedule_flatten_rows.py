@@ -16,9 +16,9 @@ class ScheduleFlattenRowsPass(ScheduleRulePass, FlattenRowsOptions):
     """Run the pixels of a pointwise convolution kernel as one row of a 1 x H*W image.
 
     Input invariant: phase `lowering`; loop nests as `lower-te` emits them.
-    Output IR: with the knob `conv_flatten_rows` on (the target's default,
-    or this pass's option), a function whose every access to its rank-5
-    pixel buffers `[N, C/c, H, W, c]` indexes rows and columns by the loop
+    Output IR: a function whose image rows have at most `conv_flatten_rows`
+    columns (the knob: the target's default, or this pass's option) and
+    whose every access to its rank-5 pixel buffers `[N, C/c, H, W, c]` indexes rows and columns by the loop
     variables of a rows-columns nest, one of which holds a reduction over
     jammed output-channel blocks, has those nests merged into one loop over
     the `H*W` pixels -- or, on several `cores` with few output-channel

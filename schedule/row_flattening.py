@@ -37,7 +37,8 @@ in the order of the two loops.
 
 The stages of the flattened kernel are nests over the same pixel rows, so
 stage fusion, write-through, epilogue sinking and channel jamming treat
-them as before. Governed by the knob `conv_flatten_rows` (measured in
+them as before. Governed by the knob `conv_flatten_rows`, the widest image row flattened
+(measured in
 docs/performance.md, "Pointwise convolutions").
 """
 
@@ -77,13 +78,15 @@ class _Plan:
 def flatten_rows(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int:
     """Run the pixels of `func`'s pointwise convolution as one row, or as few rows
     as leave `cores` threads enough to share (see the module docstring), when the
-    knob `conv_flatten_rows` is on; returns the nests flattened."""
+    image rows have at most `conv_flatten_rows` columns; returns the nests flattened."""
     if not knobs.conv_flatten_rows or func.is_declaration:
         return 0
     plan = _plan(func)
     if plan is None or plan.image is None:
         return 0
     height, width = plan.image
+    if width > knobs.conv_flatten_rows:
+        return 0
     rows = _flat_rows(plan, cores, knobs)
     if rows >= height:
         return 0

@@ -189,18 +189,23 @@ class ScheduleKnobs:
     With 32 registers (AVX-512) 0: there the rule off was measured."""
 
     conv_flatten_rows: int = field(
-        default=0, metadata={_DERIVED: "1 if vector_registers <= 16 else 0"}
+        default=0, metadata={_DERIVED: "14 if vector_registers <= 16 else 0"}
     )
-    """1: a kernel whose reduction nests read and write every pixel of an
-    image at its own position (a 1x1 stride-1 unpadded convolution and its
-    elementwise epilogue: bias, activation, residual add) runs over the
-    H*W pixels as one row of a 1 x H*W image (`schedule-flatten-rows`,
-    `schedule/row_flattening.py`), so that the register blocks tile the
-    whole image instead of each 7-, 14- or 28-column row with a tail.
-    Derived from the register count, as measured (docs/performance.md,
-    "Pointwise convolutions"): with 16 (AVX2) the flat row took 0.86-0.93x
-    the time at 7x7, 14x14 and 28x28; with 32 (AVX-512) it was neutral to
-    slower, so 0."""
+    """Widest image row (output columns) whose pixels a pointwise convolution
+    kernel runs as one flat row (0: none): a kernel whose reduction nests
+    read and write every pixel at its own position (a 1x1 stride-1 unpadded
+    convolution with jammed output-channel blocks, and its elementwise
+    epilogue: bias, activation, residual add) computes its H x W image as
+    a 1 x H*W image, or as the fewest rows its threads share
+    (`schedule-flatten-rows`, `schedule/row_flattening.py`), so that the
+    register blocks tile the pixel row instead of each 7- or 14-column
+    image row with short blocks. Measured, AVX2 build, one thread, the
+    kernel with bias and relu, off -> on (docs/performance.md, "Flat pixel
+    rows"): 0.90-0.94x the time at 7x7 and 14x14 on ResNet-50's shapes,
+    0.90-0.98x on MobileNetV2's; at 28x28 (28 = 7 register blocks of 4
+    rows, no tail) 1.00-1.02x, so 14. With 32 registers (AVX-512) the
+    flat row lets a one-block step jam blocks it does not jam on short rows,
+    1.07-1.11x on ResNet-50's expansions: 0."""
 
     conv_grouped_jam_min_row: int = 14
     """Shortest output row (columns) on which a grouped convolution jams the
@@ -294,7 +299,7 @@ class ScheduleKnobs:
             whole_vector_lanes=min(8, facts.lanes(32)),
             block_broadcast_registers=1 if facts.vector_registers <= 16 else 0,
             conv_channel_jam_everywhere=1 if facts.vector_registers <= 16 else 0,
-            conv_flatten_rows=1 if facts.vector_registers <= 16 else 0,
+            conv_flatten_rows=14 if facts.vector_registers <= 16 else 0,
             pack_min_row_blocks=32 if facts.vector_bits >= 512 else 8,
             winograd_max_weight_bytes=facts.l2_bytes,
             global_pool_partial_sums=8 if facts.vector_registers <= 16 else 1,
@@ -312,7 +317,7 @@ LIST_KNOBS: frozenset[str] = frozenset({"block_vector_choices", "conv_channel_ja
 """Knobs whose value is a list of integers: set in tuning records, not as target options."""
 
 
-SWITCH_KNOBS = ("conv_channel_jam_everywhere", "conv_flatten_rows")
+SWITCH_KNOBS = ("conv_channel_jam_everywhere",)
 """Knobs that turn a rule on (1) or off (0): any other value is a typo, not a setting."""
 
 
@@ -331,6 +336,7 @@ def check_knob(name: str, value: object) -> str | None:
         "block_broadcast_registers",
         "conv_channel_block",
         "conv_channel_jam",
+        "conv_flatten_rows",
         "conv_grouped_min_width",
         "depthwise_in_place_percent",
         "winograd_min_output",

@@ -3,7 +3,7 @@
 (bias, relu, relu6, a residual add), on the AVX2 and the AVX-512 build, at one
 and two threads.
 
-Each case is built with the knob on (`conv_flatten_rows=1`) and off; the
+Each case is built with the knob on (`conv_flatten_rows=64`, every row here) and off; the
 schedule is checked to have flattened the image into the rows the rule
 picks (none when the output-channel blocks are not jammed; one row with one
 core, or with jammed steps enough for the threads; otherwise the fewest rows
@@ -98,7 +98,7 @@ def test_flattened_pointwise_conv_matches_onnxruntime(isa, cin, cout, size, epil
     model, inputs = _model(cin, cout, size, epilogue)
     (want,) = run_ort(model, inputs)
     lanes = 8 if isa == "avx2" else 16
-    on = f"cpu{{isa={isa} cores={cores} conv_flatten_rows=1}}"
+    on = f"cpu{{isa={isa} cores={cores} conv_flatten_rows=64}}"
     shapes = _flat_shapes(model, on)
     if rows in (0, size):
         assert shapes == set()
@@ -141,7 +141,7 @@ def test_flat_rows_still_split_among_threads(cin, cout, size, iterations):
     if not HOST_HAS["avx2"]:
         pytest.skip("the host has no avx2")
     model, inputs = _model(cin, cout, size, "relu")
-    target = "cpu{isa=avx2 cores=2 conv_flatten_rows=1}"
+    target = "cpu{isa=avx2 cores=2 conv_flatten_rows=64}"
     exe = lamina.compile(import_model(model).module, targets=[target], profile=True, cache=False)
     before = get_max_threads()
     try:
@@ -152,3 +152,12 @@ def test_flat_rows_still_split_among_threads(cin, cout, size, iterations):
     (conv,) = [k for k in profile.kernels if "conv2d" in k.symbol]
     assert conv.parallel and conv.regions == 1
     assert conv.iterations == iterations
+
+
+@pytest.mark.parametrize(("size", "flat"), [(7, True), (14, True), (28, False)])
+def test_avx2_default_flattens_rows_of_up_to_14_columns(size, flat):
+    """The AVX2 build's default (`conv_flatten_rows` 14): 7 and 14 columns leave
+    short register blocks, 28 are 7 blocks of 4 rows already."""
+    model, _ = _model(64, 384, size, "relu")
+    shapes = _flat_shapes(model, "cpu{isa=avx2 cores=1}")
+    assert shapes == ({(1, 8, 1, size * size, 8), (1, 48, 1, size * size, 8)} if flat else set())

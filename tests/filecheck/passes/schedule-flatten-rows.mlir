@@ -1,15 +1,17 @@
-// RUN: lamina-opt %s -p 'schedule-flatten-rows{conv_flatten_rows=1 cores=1}' | filecheck %s
+// RUN: lamina-opt %s -p 'schedule-flatten-rows{conv_flatten_rows=14 cores=1}' | filecheck %s
 // RUN: lamina-opt %s -p 'schedule-flatten-rows{conv_flatten_rows=0 cores=1}' | filecheck %s --check-prefix=OFF
 // RUN: sed 's/attributes {lamina.phase/attributes {lamina.targets = {cpu = #lamina.target<"cpu", {isa = "avx2", cores = 1 : i64}>}, lamina.phase/' %s | lamina-opt -p schedule-flatten-rows | filecheck %s
 // RUN: sed 's/attributes {lamina.phase/attributes {lamina.targets = {cpu = #lamina.target<"cpu", {vector_bits = 512 : i64, vector_registers = 32 : i64, cores = 1 : i64}>}, lamina.phase/' %s | lamina-opt -p schedule-flatten-rows | filecheck %s --check-prefix=OFF
-// RUN: lamina-opt %s -p 'schedule-flatten-rows{conv_flatten_rows=1 cores=2}' | filecheck %s --check-prefix=OFF
-// RUN: lamina-opt %s -p 'schedule-flatten-rows{conv_flatten_rows=1 cores=2 parallel_collapse_below=2}' | filecheck %s --check-prefix=ROWS
+// RUN: lamina-opt %s -p 'schedule-flatten-rows{conv_flatten_rows=14 cores=2}' | filecheck %s --check-prefix=OFF
+// RUN: lamina-opt %s -p 'schedule-flatten-rows{conv_flatten_rows=14 cores=2 parallel_collapse_below=2}' | filecheck %s --check-prefix=ROWS
 // RUN: lamina-opt %s -p 'schedule{vector_bits=256 vector_registers=16 cores=1}' | filecheck %s --check-prefix=SCHED
-// RUN: not lamina-opt %s -p 'schedule-flatten-rows{conv_flatten_rows=2}' 2>&1 | filecheck %s --check-prefix=BAD
+// RUN: lamina-opt %s -p 'schedule-flatten-rows{conv_flatten_rows=5 cores=1}' | filecheck %s --check-prefix=OFF
+// RUN: not lamina-opt %s -p 'schedule-flatten-rows{conv_flatten_rows=-1}' 2>&1 | filecheck %s --check-prefix=BAD
 
 // A pointwise (1x1) convolution in NCHW8c with bias, residual add and relu,
-// as lower-te emits it, on a 4 x 6 image: with `conv_flatten_rows` (the
-// default with 16 vector registers, AVX2; off with 32) its rows and columns
+// as lower-te emits it, on a 4 x 6 image: with `conv_flatten_rows` at least
+// its 6 columns (14, the default with 16 vector registers, AVX2; 0 with
+// 32; 5 leaves it as it is) its rows and columns
 // loops become one loop over the 24 pixels of a 1 x 24 image. Parameters
 // indexed by row and column are read and written through `loop.reshape`
 // (the same memory), the temporary is allocated flat; the weight and the
@@ -223,4 +225,4 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   // CHECK:         loop.for %i2 = %c0 to %c3 step %c1 {
 }
 
-// BAD: schedule-flatten-rows: conv_flatten_rows must be 0 (off) or 1 (on), got 2
+// BAD: schedule-flatten-rows: conv_flatten_rows must be >= 0, got -1
