@@ -199,13 +199,13 @@ class ScheduleKnobs:
     a 1 x H*W image, or as the fewest rows its threads share
     (`schedule-flatten-rows`, `schedule/row_flattening.py`), so that the
     register blocks tile the pixel row instead of each 7- or 14-column
-    image row with short blocks. Measured, AVX2 build, one thread, the
-    kernel with bias and relu, off -> on (docs/performance.md, "Flat pixel
+    image row with short blocks. Measured, AVX2 build, one thread, a model
+    of the convolution with bias and relu, off -> on (docs/performance.md, "Flat pixel
     rows"): 0.90-0.94x the time at 7x7 and 14x14 on ResNet-50's shapes,
     0.90-0.98x on MobileNetV2's; at 28x28 (28 = 7 register blocks of 4
-    rows, no tail) 1.00-1.02x, so 14. With 32 registers (AVX-512) the
-    flat row lets a one-block step jam blocks it does not jam on short rows,
-    1.07-1.11x on ResNet-50's expansions: 0."""
+    rows, no tail) 1.00-1.02x, so 14. With 32 registers (AVX-512) a 7x7
+    image's row is one register block of 7 rows already and the flat row 3
+    x 15 + 4: 0.94-1.07x, slower on ResNet-50's expansions, so 0."""
 
     conv_grouped_jam_min_row: int = 14
     """Shortest output row (columns) on which a grouped convolution jams the
