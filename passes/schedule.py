@@ -116,8 +116,9 @@ class SchedulePass(
 
     Input invariant: phase `lowering`; loop nests as `lower-te` emits them.
     Output IR: each function without directives has gone through the rule
-    passes in order (`schedule-flatten-rows`, `schedule-gather-reuse`, `schedule-split-borders` on
-    reduction columns, `schedule-register-block`, `schedule-fuse-stages`,
+    passes in order (`schedule-flatten-rows`, `schedule-gather-reuse`,
+    `schedule-split-borders` on reduction columns, `schedule-register-block`,
+    `schedule-fuse-stages`,
     `schedule-write-through`, `schedule-sink-epilogues`, `schedule-split-borders`,
     `schedule-fold-storage`, `schedule-parallel`,
     `schedule-reciprocal-divisions`, after making index divisions affine);
