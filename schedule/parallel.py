@@ -15,6 +15,8 @@ here (the knobs are `parallel_*` in `target/schedule_knobs.py`):
 * `balance_parallel` moves `parallel` from a one-iteration loop to the
   spatial loop it holds, and marks the spatial loop inside a parallel loop
   of few iterations `parallel` too (`lower-to-llvm` collapses the two);
+* `team_for_fused_stages` gives a team to a loop that stage fusion made of
+  stages each too small for one, when together they are worth it;
 * `share_vector_columns` gives a team to a serial reduction nest whose only
   spatial loop is its vectorized one (a batch-1 classifier's matrix-vector
   product): blocks of that loop's columns become a parallel loop around it.
@@ -146,6 +148,47 @@ def share_rows(outer: loop.ForOp, knobs: ScheduleKnobs) -> bool:
         return False
     prim.parallelize(inner)
     return True
+
+
+def team_for_fused_stages(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int:
+    """Make parallel each top-level serial loop holding two or more loops (stages
+    fused by `fuse_row_stages`) that together read `parallel_min_work` tensor
+    elements, is spatial and has `parallel_min_iterations_per_core` iterations
+    per core; returns how many. Run before storage folding, which would fold
+    a temporary the stages share into one slice along the serial loop.
+
+    `lower-te` offers a nest the team when its own work is worth a region;
+    a squeeze-and-excitation block's excitation (a 1x1 convolution on a 1x1
+    image, 240 -> 960 channels in MobileNetV3) and its gating multiply are
+    each below that, but fused over their 60 channel blocks they are one
+    loop of 0.6 M reads, 1-2 % of the network, that ran on one thread.
+    """
+    if cores < 2:
+        return 0
+    made = 0
+    for top in [o for o in func.body.blocks[0].ops if isinstance(o, loop.ForOp)]:
+        stages = [o for o in prim.body_ops(top) if isinstance(o, loop.ForOp)]
+        if top.kind_name != LoopKind.SERIAL or top.iter_args or len(stages) < 2:
+            continue
+        if any(isinstance(o, loop.ForOp) and o.kind_name == LoopKind.PARALLEL for o in top.walk()):
+            continue
+        try:
+            if not enough_per_core(top, cores, knobs) or not spatial(top):
+                continue
+            if _reads(top) < knobs.parallel_min_work:
+                continue
+        except ScheduleError:
+            continue
+        prim.parallelize(top)
+        made += 1
+    return made
+
+
+def _reads(for_op: loop.ForOp) -> int:
+    """Tensor reads of one execution of `for_op` (each load times its loops' trip counts)."""
+    loads = sum(isinstance(o, loop.LoadOp) for o in prim.body_ops(for_op))
+    inner = sum(_reads(o) for o in prim.body_ops(for_op) if isinstance(o, loop.ForOp))
+    return prim.trip_count(for_op) * (loads + inner)
 
 
 def vector_column_panel(columns: int, depth: int, cores: int, knobs: ScheduleKnobs) -> int | None:
@@ -281,6 +324,7 @@ __all__ = [
     "kinds_fusable",
     "share_rows",
     "share_vector_columns",
+    "team_for_fused_stages",
     "vector_column_panel",
     "worth_a_team",
 ]
