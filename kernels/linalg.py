@@ -78,7 +78,7 @@ def _packed_rhs(
     if not isinstance(elem, AnyFloat):
         return None
     nr = packed_rhs_columns(op, out[-2], n, elem.bitwidth)
-    if nr is None and out[-2] == 1:  # a matrix-vector product whose columns the threads share
+    if nr is None and out == (1, n):  # a matrix-vector product whose columns the threads share
         nr = vector_column_panel(n, k, op_facts(op).cores, op_knobs(op))
     if nr is None:
         return None

@@ -87,10 +87,11 @@ def balance_parallel(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int
     inside (output rows) is spatial: every buffer written in it is accessed at one fixed index
     position = its induction variable, so its iterations touch disjoint
     elements and may run on any thread -- the same test as row-stage
-    fusion. One region per call either way.
+    fusion. One region per call either way. Then `share_vector_columns`
+    (which also splits a panel-packed product with one core).
     """
     if cores < 2:
-        return 0
+        return share_vector_columns(func, cores)
     moved = 0
     for outer in [o for o in func.body.blocks[0].ops if isinstance(o, loop.ForOp)]:
         try:
@@ -111,7 +112,7 @@ def balance_parallel(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int
         moved += 1
     for outer in [o for o in func.body.blocks[0].ops if isinstance(o, loop.ForOp)]:
         share_rows(outer, knobs)
-    return moved + share_vector_columns(func, cores, knobs)
+    return moved + share_vector_columns(func, cores)
 
 
 def share_rows(outer: loop.ForOp, knobs: ScheduleKnobs) -> bool:
@@ -218,40 +219,37 @@ MIN_PANEL_COLUMNS = 16
 """`vector_column_panel` makes no block narrower than this many columns (a cache line of f32)."""
 
 
-def share_vector_columns(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int:
+def share_vector_columns(func: loop.FuncOp, cores: int) -> int:
     """Give the thread team to each top-level serial reduction nest whose only
     spatial loop is its innermost, vectorized one and that streams a matrix
-    stored in panels of `vector_column_panel` columns; returns how many.
+    stored in panels (`vector_column_panel`); returns how many.
 
     A batch-1 classifier is a matrix-vector product, `for k { for j
-    vectorized { y[j] += x[k] * P[j / W, k, j % W] } }` with its constant
-    weights pre-packed in panels of W columns (`kernels/linalg.py`).
+    vectorized { y[j] += x[k] * P[j / W, k, j % W] } }`, its constant weights
+    pre-packed in panels of W columns (`kernels/linalg.py`, which decides
+    with `vector_column_panel` whether the product is worth sharing).
     `lower-te` offers the team to a nest's outermost spatial loop, and here
     that is the vectorized one, so the product (3-5 % of MobileNetV2/V3 and
     ShuffleNetV2 at one thread, docs/performance.md "Threads") ran on the
     calling thread alone. Its columns are independent (every buffer written
-    is indexed by `j` at one fixed position): `j` is split by W and the
-    blocks become a parallel loop around the nest, each block reducing over
-    `k` in the original order and streaming one panel:
+    is indexed by `j` at one fixed position): `j` is split by the panels'
+    width and the blocks move around the nest, each reducing over `k` in the
+    original order and streaming one panel:
 
         loop.for %jo = 0 to N step W kind(parallel) {
           loop.for %k ... { loop.for %ji = 0 to W kind(vectorized) { %j = %jo + %ji ... } }
         }
+
+    The split follows the layout whatever the cores (it also turns `j / W`
+    into a loop variable); the block loop is parallel with two cores or more.
     """
-    if cores < 2:
-        return 0
     shared = 0
     for top in [o for o in func.body.blocks[0].ops if isinstance(o, loop.ForOp)]:
         chain = _reduction_chain(top)
-        if chain is None:
+        width = _panel_width(chain[-1]) if chain is not None else None
+        if chain is None or width is None:
             continue
-        depth = 1
-        for lp in chain[:-1]:
-            depth *= prim.trip_count(lp)
-        width = vector_column_panel(prim.trip_count(chain[-1]), depth, cores, knobs)
-        if width is None or not _streams_panels(chain[-1], width):
-            continue
-        _hoist_column_blocks(chain, width)
+        _hoist_column_blocks(chain, width, parallel=cores >= 2)
         shared += 1
     return shared
 
@@ -279,33 +277,35 @@ def _reduction_chain(top: loop.ForOp) -> list[loop.ForOp] | None:
         return None
 
 
-def _streams_panels(vec: loop.ForOp, width: int) -> bool:
-    """Does `vec` read a buffer it does not write in panels of `width` columns (its
-    last index `vec`'s variable mod `width`, its last dimension `width`)?"""
+def _panel_width(vec: loop.ForOp) -> int | None:
+    """The width W of the panels `vec` reads a buffer it does not write in (its last
+    index `vec`'s variable mod W, its last dimension W), when W divides the
+    loop's columns into two blocks or more; else None."""
+    columns = prim.trip_count(vec)
     written = {o.buffer for o in prim.body_ops(vec) if isinstance(o, loop.StoreOp)}
     for load in [o for o in prim.body_ops(vec) if isinstance(o, loop.LoadOp)]:
         shape = load.buffer.type.get_shape() if isinstance(load.buffer.type, MemRefType) else ()
-        if load.buffer in written or not load.indices or not shape or shape[-1] != width:
+        if load.buffer in written or not load.indices or not shape:
             continue
         last = load.indices[-1].owner
-        if (
-            isinstance(last, arith.RemUIOp)
-            and last.lhs is vec.induction_var
-            and int_constant(last.rhs) == width
-        ):
-            return True
-    return False
+        if not isinstance(last, arith.RemUIOp) or last.lhs is not vec.induction_var:
+            continue
+        width = int_constant(last.rhs)
+        if width == shape[-1] and width is not None and columns % width == 0 and columns > width:
+            return width
+    return None
 
 
-def _hoist_column_blocks(chain: list[loop.ForOp], width: int) -> None:
+def _hoist_column_blocks(chain: list[loop.ForOp], width: int, parallel: bool) -> None:
     """Split the innermost loop of `chain` by `width` and move its blocks
-    outermost, as a parallel loop (each loop of `chain` holds only the next)."""
+    outermost (each loop of `chain` holds only the next), parallel or not."""
     outer, _, tail = prim.split(chain[-1], width)
-    assert tail is None, "vector_column_panel divides the columns"
+    assert tail is None, "_panel_width divides the columns"
     outer.induction_var.name_hint = "cols"
     for holder in reversed(chain[:-1]):
         outer = prim.interchange(holder)
-    prim.parallelize(outer)
+    if parallel:
+        prim.parallelize(outer)
 
 
 def _only_loop(outer: loop.ForOp) -> loop.ForOp | None:

@@ -113,7 +113,6 @@ class RegisterBlockOptions:
     pack_min_row_blocks: int | None = None
     pack_max_bytes: int | None = None
     parallel_min_iterations_per_core: int | None = None
-    parallel_column_blocks_per_core: int | None = None
     conv_channel_jam: int | None = None
     conv_channel_jam_everywhere: int | None = None
     conv_grouped_jam_min_row: int | None = None
@@ -124,7 +123,6 @@ class ParallelOptions:
     """Knob options of parallel balancing (`target/schedule_knobs.py`; unset: the target's)."""
 
     parallel_min_iterations_per_core: int | None = None
-    parallel_column_blocks_per_core: int | None = None
 
 
 @dataclass(frozen=True)

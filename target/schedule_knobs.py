@@ -80,7 +80,8 @@ class ScheduleKnobs:
     (`parallel_min_work`) shares its columns among the threads in at least this
     many blocks per core (0: never), its constant matrix stored in panels of
     one block each (`vector_column_panel`, schedule/parallel.py): 1000
-    outputs on two cores are 4 blocks of 250."""
+    outputs on two cores are 4 blocks of 250. Decided by the matmul builder
+    (the panels are a layout of the constant), so a model-wide knob."""
 
     # -- loop order (`schedule/loop_order.py`) -------------------------------------------
     set_aliasing_bytes: int = 2048

@@ -45,7 +45,6 @@ CHOICES: dict[str, tuple[Any, ...]] = {
     "parallel_min_iterations_per_core": (1, 4),
     "parallel_gather_reads": (1, 16),
     "parallel_collapse_below": (1, 8, 128),
-    "parallel_column_blocks_per_core": (0, 1, 4),
     "gather_line_bytes": (128,),
     "whole_vector_lanes": (4, 16),
     "conv_channel_jam": (1, 2, 3, 4),

@@ -3,7 +3,6 @@
 // RUN: lamina-opt %s --split-input-file -p 'schedule-parallel{cores=2 parallel_min_iterations_per_core=5}' | filecheck %s --check-prefix=ONE
 // RUN: lamina-opt %s --split-input-file -p 'schedule{cores=2}' | filecheck %s
 // RUN: lamina-opt %s --split-input-file -p 'schedule-parallel{cores=1}' | filecheck %s --check-prefix=SERIAL
-// RUN: lamina-opt %s --split-input-file -p 'schedule-parallel{cores=2 parallel_column_blocks_per_core=0}' | filecheck %s --check-prefix=SERIAL
 
 // A parallel loop of one iteration (a blocked convolution with a single
 // output-channel block) hands `parallel` to the loop it holds when that loop
@@ -169,8 +168,8 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // vectorized one, so the threads share its columns -- split by the panel
 // width, the 4 blocks become a parallel loop around the reduction over k,
 // each streaming one panel. Not a row-major matrix (@row_major: a block would
-// read a quarter of every row), nor a product below `parallel_min_work`
-// (@small), nor with one core or the `parallel_column_blocks_per_core` knob at 0.
+// read a quarter of every row). With one core the split follows the panels
+// all the same (it turns `j / 250` into a loop variable), serially.
 
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @gemv(%x: memref<1x1280xf32>, %p: memref<4x1280x250xf32>, %y: memref<1x1000xf32>) {
@@ -212,26 +211,6 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     loop.return
   }
 
-  loop.func @small(%x: memref<1x8xf32>, %p: memref<4x8x250xf32>, %y: memref<1x1000xf32>) {
-    %c0 = arith.constant 0 : index
-    %c1 = arith.constant 1 : index
-    %c8 = arith.constant 8 : index
-    %c250 = arith.constant 250 : index
-    %c1000 = arith.constant 1000 : index
-    loop.for %k = %c0 to %c8 step %c1 {
-      loop.for %j = %c0 to %c1000 step %c1 kind(vectorized) {
-        %a = loop.load %x[%c0, %k] : memref<1x8xf32>
-        %jb = arith.divui %j, %c250 : index
-        %jr = arith.remui %j, %c250 : index
-        %w = loop.load %p[%jb, %k, %jr] : memref<4x8x250xf32>
-        %m = arith.mulf %a, %w : f32
-        %acc = loop.load %y[%c0, %j] : memref<1x1000xf32>
-        %s = arith.addf %acc, %m : f32
-        loop.store %s, %y[%c0, %j] : memref<1x1000xf32>
-      }
-    }
-    loop.return
-  }
 }
 
 // CHECK-LABEL: loop.func @gemv(
@@ -243,11 +222,8 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NEXT:          %w = loop.load %p[%jb, %k, %jr] : memref<4x1280x250xf32>
 // CHECK-LABEL: loop.func @row_major(
 // CHECK-NOT:     kind(parallel)
-// CHECK-LABEL: loop.func @small(
-// CHECK-NOT:     kind(parallel)
-// CHECK:         loop.return
 
 // SERIAL-LABEL: loop.func @gemv(
-// SERIAL-NOT:     kind(parallel)
-// SERIAL:         loop.for %k = %c0 to %c1280 step %c1 {
-// SERIAL-NEXT:      loop.for %j = %c0 to %c1000 step %c1 kind(vectorized) {
+// SERIAL:         loop.for %cols = %c0 to %c1000 step %c250 {
+// SERIAL-NEXT:      loop.for %k = %c0 to %c1280 step %c1 {
+// SERIAL-NEXT:        loop.for %ji = %c0 to %c250 step %c1 kind(vectorized) {
