@@ -10,6 +10,10 @@ time (`KernelBuilder.derived_input`). The kernel reads `B[k, j]` as
 read is contiguous within the panel, and the copy of each panel that
 `schedule` otherwise makes on every call (`pack`) has nothing left to do.
 The parameter records the layout as its `lamina.constraint`.
+
+A product of one row (a batch-1 classifier) has no register block; its
+constant matrix is stored in the panels whose columns the threads share
+(`vector_column_panel`, schedule/parallel.py), each one contiguous.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from lamina.kernels.kernel import (
     shape_of,
 )
 from lamina.kernels.strategy import packed_rhs_columns
+from lamina.schedule.parallel import vector_column_panel
+from lamina.target.registry import op_facts, op_knobs
 
 
 def build_matmul(op: Operation, kb: KernelBuilder, inputs: Indices) -> list[SSAValue]:
@@ -72,6 +78,8 @@ def _packed_rhs(
     if not isinstance(elem, AnyFloat):
         return None
     nr = packed_rhs_columns(op, out[-2], n, elem.bitwidth)
+    if nr is None and out == (1, n):  # a matrix-vector product whose columns the threads share
+        nr = vector_column_panel(n, k, op_facts(op).cores, op_knobs(op))
     if nr is None:
         return None
     packed_type = TensorType(elem, [n // nr, k, nr])

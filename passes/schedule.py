@@ -21,7 +21,9 @@ each also a pass of its own, in this order (docs/internals.md):
    it pays (`schedule/register_block.py`, `schedule/packing.py`) -- first,
    since fusing stages would hide the nests;
 5. `schedule-fuse-stages`: adjacent loops over the same rows become one
-   loop, one parallel region per kernel (`schedule/stage_fusion.py`);
+   loop, one parallel region per kernel (`schedule/stage_fusion.py`), and
+   a fused loop of stages each too small for a thread team gets one when
+   together they are worth it (`team_for_fused_stages`, schedule/parallel.py);
 6. `schedule-write-through`: a kernel computes into its output instead of a
    temporary its epilogue copies (`schedule/write_through.py`);
    `schedule-sink-epilogues`: an elementwise epilogue after a
@@ -67,7 +69,7 @@ from lamina.schedule.border_split import split_borders
 from lamina.schedule.directives import DIRECTIVE_ATTR, apply_directive, directed_loops
 from lamina.schedule.epilogue_sinking import sink_epilogues
 from lamina.schedule.gather_reuse import reuse_gathered_lines
-from lamina.schedule.parallel import balance_parallel
+from lamina.schedule.parallel import balance_parallel, team_for_fused_stages
 from lamina.schedule.pass_options import (
     EpilogueSinkOptions,
     FlattenRowsOptions,
@@ -95,6 +97,7 @@ def default_schedule(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
     split_borders(func, columns_only=True)  # the interior columns are blocked guard-free
     block_reductions(func, facts, knobs)  # first: fusing stages would hide the nests
     fuse_row_stages(func)
+    team_for_fused_stages(func, facts.cores, knobs)  # before storage folding
     write_through_output(func)
     sink_epilogues(func, knobs)  # after write-through: the epilogue writes the output
     jam_channel_blocks(func)  # after fusion: the epilogue is jammed with its convolution

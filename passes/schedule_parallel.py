@@ -13,14 +13,17 @@ from lamina.schedule.pass_options import ParallelOptions, ScheduleRulePass
 
 @dataclass(frozen=True)
 class ScheduleParallelPass(ScheduleRulePass, ParallelOptions):
-    """Balance the thread team: a parallel loop of one iteration hands `parallel` to the loop it holds.
+    """Balance the thread team: a parallel loop of one iteration hands `parallel` to the loop it holds; a panel-packed matrix-vector product shares its columns.
 
     Input invariant: phase `lowering`; loop functions.
     Output IR: a top-level `parallel` loop of one iteration holding only a
     serial loop with at least `parallel_min_iterations_per_core` iterations
     per core, whose iterations write disjoint elements, becomes serial and
-    that loop parallel (nothing with one core). Functions with
-    `lamina.schedule` directives are left alone.
+    that loop parallel (nothing with one core); a serial reduction nest
+    whose innermost vectorized loop reads a matrix stored in panels of W
+    columns (a batch-1 classifier, `kernels/linalg.py`) has that loop split
+    by W and the blocks moved outermost, parallel with two cores or more.
+    Functions with `lamina.schedule` directives are left alone.
     Invariants: the same operations on the same elements; only which thread
     runs an iteration changes.
     """

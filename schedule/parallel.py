@@ -14,7 +14,12 @@ here (the knobs are `parallel_*` in `target/schedule_knobs.py`):
   (`kinds_fusable`): the fused loop is parallel;
 * `balance_parallel` moves `parallel` from a one-iteration loop to the
   spatial loop it holds, and marks the spatial loop inside a parallel loop
-  of few iterations `parallel` too (`lower-to-llvm` collapses the two).
+  of few iterations `parallel` too (`lower-to-llvm` collapses the two);
+* `team_for_fused_stages` gives a team to a loop that stage fusion made of
+  stages each too small for one, when together they are worth it;
+* `share_vector_columns` gives a team to a serial reduction nest whose only
+  spatial loop is its vectorized one (a batch-1 classifier's matrix-vector
+  product): blocks of that loop's columns become a parallel loop around it.
 
 A loop is only made parallel when its iterations write disjoint elements
 (`lower-te`'s spatial loops by construction; `dependence.spatial` otherwise).
@@ -22,10 +27,14 @@ A loop is only made parallel when its iterations write disjoint elements
 
 from __future__ import annotations
 
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import MemRefType
+
 from lamina.dialects import loop
 from lamina.dialects.loop import LoopKind
 from lamina.schedule import primitives as prim
 from lamina.schedule.dependence import spatial
+from lamina.schedule.int_analysis import int_constant
 from lamina.schedule.primitives import ScheduleError
 from lamina.target.schedule_knobs import ScheduleKnobs
 
@@ -78,10 +87,11 @@ def balance_parallel(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int
     inside (output rows) is spatial: every buffer written in it is accessed at one fixed index
     position = its induction variable, so its iterations touch disjoint
     elements and may run on any thread -- the same test as row-stage
-    fusion. One region per call either way.
+    fusion. One region per call either way. Then `share_vector_columns`
+    (which also splits a panel-packed product with one core).
     """
     if cores < 2:
-        return 0
+        return share_vector_columns(func, cores)
     moved = 0
     for outer in [o for o in func.body.blocks[0].ops if isinstance(o, loop.ForOp)]:
         try:
@@ -102,7 +112,7 @@ def balance_parallel(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int
         moved += 1
     for outer in [o for o in func.body.blocks[0].ops if isinstance(o, loop.ForOp)]:
         share_rows(outer, knobs)
-    return moved
+    return moved + share_vector_columns(func, cores)
 
 
 def share_rows(outer: loop.ForOp, knobs: ScheduleKnobs) -> bool:
@@ -141,6 +151,163 @@ def share_rows(outer: loop.ForOp, knobs: ScheduleKnobs) -> bool:
     return True
 
 
+def team_for_fused_stages(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int:
+    """Make parallel each top-level serial loop holding two or more loops (stages
+    fused by `fuse_row_stages`) that together read `parallel_min_work` tensor
+    elements, is spatial and has `parallel_min_iterations_per_core` iterations
+    per core; returns how many. Run before storage folding, which would fold
+    a temporary the stages share into one slice along the serial loop.
+
+    `lower-te` offers a nest the team when its own work is worth a region;
+    a squeeze-and-excitation block's excitation (a 1x1 convolution on a 1x1
+    image, 240 -> 960 channels in MobileNetV3) and its gating multiply are
+    each below that, but fused over their 60 channel blocks they are one
+    loop of 0.6 M reads, 1-2 % of the network, that ran on one thread.
+    """
+    if cores < 2:
+        return 0
+    made = 0
+    for top in [o for o in func.body.blocks[0].ops if isinstance(o, loop.ForOp)]:
+        stages = [o for o in prim.body_ops(top) if isinstance(o, loop.ForOp)]
+        if top.kind_name != LoopKind.SERIAL or top.iter_args or len(stages) < 2:
+            continue
+        if any(isinstance(o, loop.ForOp) and o.kind_name == LoopKind.PARALLEL for o in top.walk()):
+            continue
+        try:
+            if not enough_per_core(top, cores, knobs) or not spatial(top):
+                continue
+            if _reads(top) < knobs.parallel_min_work:
+                continue
+        except ScheduleError:
+            continue
+        prim.parallelize(top)
+        made += 1
+    return made
+
+
+def _reads(for_op: loop.ForOp) -> int:
+    """Tensor reads of one execution of `for_op` (each load times its loops' trip counts)."""
+    loads = sum(isinstance(o, loop.LoadOp) for o in prim.body_ops(for_op))
+    inner = sum(_reads(o) for o in prim.body_ops(for_op) if isinstance(o, loop.ForOp))
+    return prim.trip_count(for_op) * (loads + inner)
+
+
+def vector_column_panel(columns: int, depth: int, cores: int, knobs: ScheduleKnobs) -> int | None:
+    """Columns per block when a matrix-vector product of `depth` rows and
+    `columns` columns shares its columns among `cores` threads; None when it
+    does not (one core, too little work for a team, or no divisor).
+
+    The blocks divide the columns evenly into a multiple of `cores`, at least
+    `parallel_column_blocks_per_core` per core (1000 classifier outputs on two
+    cores: 4 blocks of 250). The matmul builder stores a constant matrix of
+    such a product in panels of this width (`kernels/linalg.py`), so that each
+    block streams one contiguous panel: blocks of a row-major matrix read
+    1 KiB of every 4 KiB row and took 1.25-1.5x the time of whole rows on one
+    thread (hardware prefetch follows long runs), where panels take none more.
+    """
+    per_core = knobs.parallel_column_blocks_per_core
+    if cores < 2 or per_core < 1 or not worth_a_team(depth * columns, 3, 0, knobs):
+        return None
+    first = per_core * cores
+    for blocks in range(first, 4 * first + 1, cores):
+        if columns % blocks == 0 and columns // blocks >= MIN_PANEL_COLUMNS:
+            return columns // blocks
+    return None
+
+
+MIN_PANEL_COLUMNS = 16
+"""`vector_column_panel` makes no block narrower than this many columns (a cache line of f32)."""
+
+
+def share_vector_columns(func: loop.FuncOp, cores: int) -> int:
+    """Give the thread team to each top-level serial reduction nest whose only
+    spatial loop is its innermost, vectorized one and that streams a matrix
+    stored in panels (`vector_column_panel`); returns how many.
+
+    A batch-1 classifier is a matrix-vector product, `for k { for j
+    vectorized { y[j] += x[k] * P[j / W, k, j % W] } }`, its constant weights
+    pre-packed in panels of W columns (`kernels/linalg.py`, which decides
+    with `vector_column_panel` whether the product is worth sharing).
+    `lower-te` offers the team to a nest's outermost spatial loop, and here
+    that is the vectorized one, so the product (3-5 % of MobileNetV2/V3 and
+    ShuffleNetV2 at one thread, docs/performance.md "Threads") ran on the
+    calling thread alone. Its columns are independent (every buffer written
+    is indexed by `j` at one fixed position): `j` is split by the panels'
+    width and the blocks move around the nest, each reducing over `k` in the
+    original order and streaming one panel:
+
+        loop.for %jo = 0 to N step W kind(parallel) {
+          loop.for %k ... { loop.for %ji = 0 to W kind(vectorized) { %j = %jo + %ji ... } }
+        }
+
+    The split follows the layout whatever the cores (it also turns `j / W`
+    into a loop variable); the block loop is parallel with two cores or more.
+    """
+    shared = 0
+    for top in [o for o in func.body.blocks[0].ops if isinstance(o, loop.ForOp)]:
+        chain = _reduction_chain(top)
+        width = _panel_width(chain[-1]) if chain is not None else None
+        if chain is None or width is None:
+            continue
+        _hoist_column_blocks(chain, width, parallel=cores >= 2)
+        shared += 1
+    return shared
+
+
+def _reduction_chain(top: loop.ForOp) -> list[loop.ForOp] | None:
+    """`top` and the loops nested in it, one per level (beside index arithmetic),
+    down to an innermost vectorized loop from 0 with step 1 that is spatial,
+    when `top` is serial, not spatial and has no iter_args (None otherwise)."""
+    chain = [top]
+    while chain[-1].kind_name == LoopKind.SERIAL and not chain[-1].iter_args:
+        inner = _only_loop(chain[-1])
+        if inner is None:
+            return None
+        chain.append(inner)
+    vec = chain[-1]
+    if len(chain) < 2 or vec.kind_name != LoopKind.VECTORIZED or vec.iter_args:
+        return None
+    if any(isinstance(o, loop.ForOp) for o in prim.body_ops(vec)):
+        return None
+    try:
+        if prim.bounds(vec)[::2] != (0, 1) or any(prim.trip_count(lp) < 1 for lp in chain):
+            return None
+        return chain if spatial(vec) and not spatial(top) else None
+    except ScheduleError:
+        return None
+
+
+def _panel_width(vec: loop.ForOp) -> int | None:
+    """The width W of the panels `vec` reads a buffer it does not write in (its last
+    index `vec`'s variable mod W, its last dimension W), when W divides the
+    loop's columns into two blocks or more; else None."""
+    columns = prim.trip_count(vec)
+    written = {o.buffer for o in prim.body_ops(vec) if isinstance(o, loop.StoreOp)}
+    for load in [o for o in prim.body_ops(vec) if isinstance(o, loop.LoadOp)]:
+        shape = load.buffer.type.get_shape() if isinstance(load.buffer.type, MemRefType) else ()
+        if load.buffer in written or not load.indices or not shape:
+            continue
+        last = load.indices[-1].owner
+        if not isinstance(last, arith.RemUIOp) or last.lhs is not vec.induction_var:
+            continue
+        width = int_constant(last.rhs)
+        if width == shape[-1] and width is not None and columns % width == 0 and columns > width:
+            return width
+    return None
+
+
+def _hoist_column_blocks(chain: list[loop.ForOp], width: int, parallel: bool) -> None:
+    """Split the innermost loop of `chain` by `width` and move its blocks
+    outermost (each loop of `chain` holds only the next), parallel or not."""
+    outer, _, tail = prim.split(chain[-1], width)
+    assert tail is None, "_panel_width divides the columns"
+    outer.induction_var.name_hint = "cols"
+    for holder in reversed(chain[:-1]):
+        outer = prim.interchange(holder)
+    if parallel:
+        prim.parallelize(outer)
+
+
 def _only_loop(outer: loop.ForOp) -> loop.ForOp | None:
     """The loop `outer`'s body holds beside index arithmetic only (the jammed
     copies' channel indices `jam_channel_blocks` defines there), or None."""
@@ -151,4 +318,13 @@ def _only_loop(outer: loop.ForOp) -> loop.ForOp | None:
     return loops[0]
 
 
-__all__ = ["balance_parallel", "distribute_columns", "kinds_fusable", "share_rows", "worth_a_team"]
+__all__ = [
+    "balance_parallel",
+    "distribute_columns",
+    "kinds_fusable",
+    "share_rows",
+    "share_vector_columns",
+    "team_for_fused_stages",
+    "vector_column_panel",
+    "worth_a_team",
+]

@@ -75,6 +75,14 @@ class ScheduleKnobs:
     2 a late-waking worker leaves both to the calling thread. Collapsed with
     the rows they are 56-672 iterations handed out in chunks on demand."""
 
+    parallel_column_blocks_per_core: int = 2
+    """A matrix-vector product (a batch-1 classifier) worth a team
+    (`parallel_min_work`) shares its columns among the threads in at least this
+    many blocks per core (0: never), its constant matrix stored in panels of
+    one block each (`vector_column_panel`, schedule/parallel.py): 1000
+    outputs on two cores are 4 blocks of 250. Decided by the matmul builder
+    (the panels are a layout of the constant), so a model-wide knob."""
+
     # -- loop order (`schedule/loop_order.py`) -------------------------------------------
     set_aliasing_bytes: int = 2048
     """A strided access whose stride is a multiple of this many bytes puts the
@@ -341,6 +349,7 @@ def check_knob(name: str, value: object) -> str | None:
         "depthwise_in_place_percent",
         "winograd_min_output",
         "conv_nchw_pointwise_min_pixels",
+        "parallel_column_blocks_per_core",
     ):
         return None if value >= 0 else "must be >= 0"
     return None if value >= 1 else "must be >= 1"

@@ -46,6 +46,7 @@ GRAPH_LEVEL_KNOBS: frozenset[str] = frozenset(
         "conv_nchw_pointwise_min_pixels",
         "depthwise_in_place_percent",
         "global_pool_partial_sums",
+        "parallel_column_blocks_per_core",
         "winograd_min_output",
         "winograd_max_weight_bytes",
     }

@@ -436,6 +436,48 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 
 // -----
 
+// The chunks of a parallel loop of a constant trip count are balanced for the
+// module's cores: 36 iterations (a depthwise convolution's channel blocks) in
+// the default chunks of ceil(36 / (2 * 4)) = 5 split 20/16 on two threads, in
+// chunks of 3 they split 18/18 (`balanced_chunk`, backends/llvm/parallel.py).
+// The trampoline takes 3 when the team has that many threads, else the
+// default; 64 iterations split evenly by default and keep it (no select).
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>, lamina.targets = {cpu = #lamina.target<"cpu", {cores = 2 : i64}>}} {
+  loop.func @blocks(%a: memref<36xf32>, %o: memref<36xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c36 = arith.constant 36 : index
+    loop.for %i = %c0 to %c36 step %c1 kind(parallel) {
+      %x = loop.load %a[%i] : memref<36xf32>
+      loop.store %x, %o[%i] : memref<36xf32>
+    }
+    loop.return
+  }
+  loop.func @even(%a: memref<64xf32>, %o: memref<64xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    loop.for %i = %c0 to %c64 step %c1 kind(parallel) {
+      %x = loop.load %a[%i] : memref<64xf32>
+      loop.store %x, %o[%i] : memref<64xf32>
+    }
+    loop.return
+  }
+}
+// CHECK-LABEL: llvm.func internal @blocks_par0_omp(
+// CHECK:         %[[T:.*]] = llvm.call @omp_get_num_threads() : () -> i32
+// CHECK:         %[[DEFAULT:.*]] = llvm.call_intrinsic "llvm.smax.i64"
+// CHECK-NEXT:    %[[TWO:.*]] = llvm.mlir.constant(2) : i64
+// CHECK-NEXT:    %[[SAME:.*]] = llvm.icmp "eq" %{{.*}}, %[[TWO]] : i64
+// CHECK-NEXT:    %[[THREE:.*]] = llvm.mlir.constant(3) : i64
+// CHECK-NEXT:    %[[CHUNK:.*]] = llvm.select %[[SAME]], %[[THREE]], %[[DEFAULT]] : i1, i64
+// CHECK:         llvm.call @GOMP_loop_dynamic_start(%{{.*}}, %{{.*}}, %{{.*}}, %[[CHUNK]], %{{.*}}, %{{.*}})
+// CHECK-LABEL: llvm.func internal @even_par0_omp(
+// CHECK-NOT:     llvm.select
+// CHECK:         llvm.call @GOMP_loop_dynamic_start(
+
+// -----
+
 // A parallel loop holding one parallel loop of constant bounds (what
 // `schedule` makes of a convolution's 6 output-channel blocks over its rows)
 // is collapsed with it: the threads share the 6 x 28 (block, row) pairs. A

@@ -1,4 +1,6 @@
-// RUN: lamina-opt %s -p schedule-fuse-stages | filecheck %s
+// RUN: lamina-opt %s --split-input-file -p schedule-fuse-stages | filecheck %s
+// RUN: lamina-opt %s --split-input-file -p 'schedule-fuse-stages{cores=2}' | filecheck %s --check-prefix=TEAM
+// RUN: lamina-opt %s --split-input-file -p 'schedule-fuse-stages{cores=1}' | filecheck %s --check-prefix=NOTEAM
 
 // Stage fusion alone (one rule of `schedule`): row stages over the same
 // rows (a row reduction, then an elementwise pass reading it) become one
@@ -228,3 +230,114 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK:         loop.for %p = %c0 to %c2 step %c1 kind(parallel) {
 // CHECK-NOT:     loop.for %{{[be]}} =
 // CHECK:         loop.return
+
+// -----
+
+// A squeeze-and-excitation block's excitation (a 1x1 convolution on a 1x1
+// image into 60 channel blocks) and its gating multiply are each below
+// `parallel_min_work` (461 K and 141 K reads), so `lower-te` left both serial;
+// fused over the channel blocks they read 602 K and the loop gets the thread
+// team (`team_for_fused_stages`) -- before storage folding, so the shared
+// temporary keeps its 60 slices. Not when together they are still too
+// little (@excite_small: 325 K), nor with one core.
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @excite(%x: memref<10x16xf32>, %w: memref<60x10x16x16xf32>, %f: memref<60x7x7x16xf32>, %y: memref<60x7x7x16xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c7 = arith.constant 7 : index
+    %c10 = arith.constant 10 : index
+    %c16 = arith.constant 16 : index
+    %c60 = arith.constant 60 : index
+    %zero = arith.constant 0.0 : f32
+    %t = loop.alloc {scope = "local"} : memref<60x16xf32>
+    loop.for %b = %c0 to %c60 step %c1 {
+      loop.for %i = %c0 to %c16 step %c1 kind(vectorized) {
+        loop.store %zero, %t[%b, %i] : memref<60x16xf32>
+      }
+      loop.for %k0 = %c0 to %c10 step %c1 {
+        loop.for %k3 = %c0 to %c16 step %c1 {
+          loop.for %i = %c0 to %c16 step %c1 kind(vectorized) {
+            %a = loop.load %x[%k0, %k3] : memref<10x16xf32>
+            %v = loop.load %w[%b, %k0, %k3, %i] : memref<60x10x16x16xf32>
+            %m = arith.mulf %a, %v : f32
+            %acc = loop.load %t[%b, %i] : memref<60x16xf32>
+            %s = arith.addf %acc, %m : f32
+            loop.store %s, %t[%b, %i] : memref<60x16xf32>
+          }
+        }
+      }
+    }
+    loop.for %b2 = %c0 to %c60 step %c1 {
+      loop.for %h = %c0 to %c7 step %c1 {
+        loop.for %v = %c0 to %c7 step %c1 {
+          loop.for %i = %c0 to %c16 step %c1 kind(vectorized) {
+            %g = loop.load %t[%b2, %i] : memref<60x16xf32>
+            %e = loop.load %f[%b2, %h, %v, %i] : memref<60x7x7x16xf32>
+            %o = loop.load %y[%b2, %h, %v, %i] : memref<60x7x7x16xf32>
+            %p = arith.mulf %g, %e : f32
+            %q = arith.addf %p, %o : f32
+            loop.store %q, %y[%b2, %h, %v, %i] : memref<60x7x7x16xf32>
+          }
+        }
+      }
+    }
+    loop.free %t : memref<60x16xf32>
+    loop.return
+  }
+
+  loop.func @excite_small(%x: memref<4x16xf32>, %w: memref<60x4x16x16xf32>, %f: memref<60x7x7x16xf32>, %y: memref<60x7x7x16xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c7 = arith.constant 7 : index
+    %c16 = arith.constant 16 : index
+    %c60 = arith.constant 60 : index
+    %zero = arith.constant 0.0 : f32
+    %t = loop.alloc {scope = "local"} : memref<60x16xf32>
+    loop.for %b = %c0 to %c60 step %c1 {
+      loop.for %i = %c0 to %c16 step %c1 kind(vectorized) {
+        loop.store %zero, %t[%b, %i] : memref<60x16xf32>
+      }
+      loop.for %k0 = %c0 to %c4 step %c1 {
+        loop.for %k3 = %c0 to %c16 step %c1 {
+          loop.for %i = %c0 to %c16 step %c1 kind(vectorized) {
+            %a = loop.load %x[%k0, %k3] : memref<4x16xf32>
+            %v = loop.load %w[%b, %k0, %k3, %i] : memref<60x4x16x16xf32>
+            %m = arith.mulf %a, %v : f32
+            %acc = loop.load %t[%b, %i] : memref<60x16xf32>
+            %s = arith.addf %acc, %m : f32
+            loop.store %s, %t[%b, %i] : memref<60x16xf32>
+          }
+        }
+      }
+    }
+    loop.for %b2 = %c0 to %c60 step %c1 {
+      loop.for %h = %c0 to %c7 step %c1 {
+        loop.for %v = %c0 to %c7 step %c1 {
+          loop.for %i = %c0 to %c16 step %c1 kind(vectorized) {
+            %g = loop.load %t[%b2, %i] : memref<60x16xf32>
+            %e = loop.load %f[%b2, %h, %v, %i] : memref<60x7x7x16xf32>
+            %o = loop.load %y[%b2, %h, %v, %i] : memref<60x7x7x16xf32>
+            %p = arith.mulf %g, %e : f32
+            %q = arith.addf %p, %o : f32
+            loop.store %q, %y[%b2, %h, %v, %i] : memref<60x7x7x16xf32>
+          }
+        }
+      }
+    }
+    loop.free %t : memref<60x16xf32>
+    loop.return
+  }
+}
+
+// TEAM-LABEL: loop.func @excite(
+// TEAM:         loop.for %b = %c0 to %c60 step %c1 kind(parallel) {
+// TEAM:           loop.for %k0 = %c0 to %c10 step %c1 {
+// TEAM:           loop.for %h = %c0 to %c7 step %c1 {
+// TEAM-LABEL: loop.func @excite_small(
+// TEAM:         loop.for %b = %c0 to %c60 step %c1 {
+// TEAM:           loop.for %h = %c0 to %c7 step %c1 {
+
+// NOTEAM-LABEL: loop.func @excite(
+// NOTEAM:         loop.for %b = %c0 to %c60 step %c1 {
+// NOTEAM:           loop.for %h = %c0 to %c7 step %c1 {

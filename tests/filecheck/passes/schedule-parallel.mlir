@@ -2,6 +2,7 @@
 // RUN: lamina-opt %s --split-input-file -p 'schedule-parallel{cores=1}' | filecheck %s --check-prefix=ONE
 // RUN: lamina-opt %s --split-input-file -p 'schedule-parallel{cores=2 parallel_min_iterations_per_core=5}' | filecheck %s --check-prefix=ONE
 // RUN: lamina-opt %s --split-input-file -p 'schedule{cores=2}' | filecheck %s
+// RUN: lamina-opt %s --split-input-file -p 'schedule-parallel{cores=1}' | filecheck %s --check-prefix=SERIAL
 
 // A parallel loop of one iteration (a blocked convolution with a single
 // output-channel block) hands `parallel` to the loop it holds when that loop
@@ -159,3 +160,70 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-LABEL: loop.func @kept(
 // CHECK:         loop.for %b = %c0 to %c6 step %c1 kind(parallel) {
 // CHECK-NEXT:      loop.for %h = %c0 to %c28 step %c1 {
+
+// -----
+
+// A batch-1 classifier (1280 -> 1000) whose constant matrix is stored in
+// panels of 250 columns (kernels/linalg.py): the only spatial loop is the
+// vectorized one, so the threads share its columns -- split by the panel
+// width, the 4 blocks become a parallel loop around the reduction over k,
+// each streaming one panel. Not a row-major matrix (@row_major: a block would
+// read a quarter of every row). With one core the split follows the panels
+// all the same (it turns `j / 250` into a loop variable), serially.
+
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @gemv(%x: memref<1x1280xf32>, %p: memref<4x1280x250xf32>, %y: memref<1x1000xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c250 = arith.constant 250 : index
+    %c1000 = arith.constant 1000 : index
+    %c1280 = arith.constant 1280 : index
+    loop.for %k = %c0 to %c1280 step %c1 {
+      loop.for %j = %c0 to %c1000 step %c1 kind(vectorized) {
+        %a = loop.load %x[%c0, %k] : memref<1x1280xf32>
+        %jb = arith.divui %j, %c250 : index
+        %jr = arith.remui %j, %c250 : index
+        %w = loop.load %p[%jb, %k, %jr] : memref<4x1280x250xf32>
+        %m = arith.mulf %a, %w : f32
+        %acc = loop.load %y[%c0, %j] : memref<1x1000xf32>
+        %s = arith.addf %acc, %m : f32
+        loop.store %s, %y[%c0, %j] : memref<1x1000xf32>
+      }
+    }
+    loop.return
+  }
+
+  loop.func @row_major(%x: memref<1x1280xf32>, %w: memref<1280x1000xf32>, %y: memref<1x1000xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c1000 = arith.constant 1000 : index
+    %c1280 = arith.constant 1280 : index
+    loop.for %k = %c0 to %c1280 step %c1 {
+      loop.for %j = %c0 to %c1000 step %c1 kind(vectorized) {
+        %a = loop.load %x[%c0, %k] : memref<1x1280xf32>
+        %b = loop.load %w[%k, %j] : memref<1280x1000xf32>
+        %m = arith.mulf %a, %b : f32
+        %acc = loop.load %y[%c0, %j] : memref<1x1000xf32>
+        %s = arith.addf %acc, %m : f32
+        loop.store %s, %y[%c0, %j] : memref<1x1000xf32>
+      }
+    }
+    loop.return
+  }
+
+}
+
+// CHECK-LABEL: loop.func @gemv(
+// CHECK:         loop.for %cols = %c0 to %c1000 step %c250 kind(parallel) {
+// CHECK-NEXT:      loop.for %k = %c0 to %c1280 step %c1 {
+// CHECK-NEXT:        loop.for %ji = %c0 to %c250 step %c1 kind(vectorized) {
+// CHECK-NEXT:          %j = arith.addi %cols, %ji : index
+// CHECK:               %jr = arith.remui %j, %c250 : index
+// CHECK-NEXT:          %w = loop.load %p[%jb, %k, %jr] : memref<4x1280x250xf32>
+// CHECK-LABEL: loop.func @row_major(
+// CHECK-NOT:     kind(parallel)
+
+// SERIAL-LABEL: loop.func @gemv(
+// SERIAL:         loop.for %cols = %c0 to %c1000 step %c250 {
+// SERIAL-NEXT:      loop.for %k = %c0 to %c1280 step %c1 {
+// SERIAL-NEXT:        loop.for %ji = %c0 to %c250 step %c1 kind(vectorized) {
