@@ -6,8 +6,8 @@ threads would take turns. So, when a module has at least `MIN_KERNELS`
 kernels left to lower, `reuse-kernels` (backends/kernel_reuse.py) forks
 once, right before `lower-te`:
 
-* the **child** takes part of the work (`CHILD_SHARE` of the kernels by size, dealt
-  largest first to the lighter side), declares the other kernels, drops the
+* the **child** takes part of the work (`CHILD_SHARE` of the kernels by predicted
+  cost, `kernel_reuse._weight`, dealt largest first to the lighter side), declares the other kernels, drops the
   host's graph functions (the parent lowers the host), runs the same passes,
   sends which of its kernels can fail (all the parent's error checks need),
   then translates and splits its kernels into units, records them as a compile
@@ -20,7 +20,8 @@ once, right before `lower-te`:
   (which need to know which callees can fail), it reads which of the child's
   kernels can fail (`Delegation.failing`: the child sends that before it
   translates and splits its kernels, so the parent does not wait for those
-  steps); when code generation starts (after the error exits and the
+  steps; while the answer has not come, the parent collects its garbage,
+  `collect_while_idle`); when code generation starts (after the error exits and the
   verifier of the llvm-dialect module), it reads the child's records
   (`Delegation.finish`, from `kernel_reuse.reused_records`), which must say
   the same of every kernel; code generation then treats those kernels as reused
@@ -87,7 +88,7 @@ def enabled() -> bool:
 
 
 CHILD_SHARE = 0.5
-"""The child's part of the kernels' weight (their op counts). The parent also parses,
+"""The child's part of the kernels' weight (their predicted cost, `kernel_reuse._weight`). The parent also parses,
 optimizes and lowers the host, then translates the module, compiles the host and
 its own kernels' units, links and stores the model; the child compiles its units
 while the parent does that. Measured (CPU time of each side after the fork, 2-core
