@@ -61,6 +61,25 @@ def test_constants_stay_binary_and_round_trip() -> None:
         np.testing.assert_array_equal(back, array)
 
 
+def test_an_array_viewing_whole_bytes_is_not_copied() -> None:
+    """An array that views every byte of a `bytes` object (an ONNX initializer's raw
+    data) gives the attribute that object; a partial view, a strided one, or one
+    that must be byte-swapped is copied, with the same bytes as `tobytes`."""
+    raw = np.arange(24, dtype="<f4").tobytes()
+    whole = np.frombuffer(raw, dtype="<f4").reshape(2, 3, 4)
+    assert dense_attr(whole).data.data is raw
+    for array in (
+        np.frombuffer(raw, dtype="<f4")[4:],  # a suffix
+        np.frombuffer(raw, dtype="<f4").reshape(4, 6)[:, ::2],  # strided
+        np.frombuffer(raw, dtype="<f4").reshape(4, 6).T,  # transposed
+        np.frombuffer(raw, dtype=">f4"),  # big-endian: swapped
+    ):
+        attr = dense_attr(array)
+        assert attr.data.data is not raw
+        assert attr.data.data == np.ascontiguousarray(array).astype("<f4").tobytes()
+        np.testing.assert_array_equal(dense_value(attr), array)
+
+
 def test_dense_helpers_live_in_core_and_builder_reexports_them() -> None:
     """Passes and backends use `lamina.core.dense`; the builder's names are the same
     functions, and a dtype without an element type is a `BuilderError` there."""

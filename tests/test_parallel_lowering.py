@@ -10,6 +10,9 @@ work serially, with the same result.
 from __future__ import annotations
 
 import os
+import pickle
+import subprocess
+import threading
 
 import numpy as np
 import pytest
@@ -151,6 +154,78 @@ def test_the_deal_balances_by_size_and_is_deterministic():
     two_thirds = parallel_lowering.deal(weights, 2 / 3)
     load = sum(weights[n] for n in two_thirds)
     assert abs(load - 2 / 3 * sum(weights.values())) <= max(weights.values())
+
+
+KERNEL = """
+te.func @{name}(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> {out} {{
+  %c = te.compute {dims} (%i, %j) {{
+    %x = te.read %a[%i, %j] : tensor<4x8xf32>
+    %y = te.read %b[%i, %j] : tensor<4x8xf32>
+    %s = arith.mulf %x, %y : f32
+    te.yield %s : f32
+  }} : {out}
+  te.return %c : {out}
+}}
+"""
+KERNELS = KERNEL.format(name="product", dims="[4, 8]", out="tensor<4x8xf32>") + KERNEL.format(
+    name="row_dot", dims="[4] reduce [8] combiner(sum)", out="tensor<4xf32>"
+)
+"""The same ops, elementwise and reducing."""
+
+
+def test_a_reduction_weighs_more_than_the_same_ops_without_one():
+    """The deal's weights (`kernel_reuse._weight`): ops count one each, and the ops of a
+    reducing compute's body `REDUCTION_OP_WEIGHT` more (`schedule` unrolls and
+    register-blocks them); the same for the same kernel, so the deal is too."""
+    from xdsl.parser import Parser
+
+    from lamina.core.context import make_context
+    from lamina.dialects import te
+
+    module = Parser(make_context(), KERNELS).parse_module()
+    funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, te.FuncOp)}
+    ops = {name: sum(1 for _ in f.walk()) for name, f in funcs.items()}
+    assert ops["product"] == ops["row_dot"]  # the same number of ops
+    assert kernel_reuse._weight(funcs["product"]) == ops["product"]
+    body = 4  # the reads, the multiply and the yield
+    extra = kernel_reuse.REDUCTION_OP_WEIGHT * body
+    assert kernel_reuse._weight(funcs["row_dot"]) == ops["row_dot"] + extra
+    again = Parser(make_context(), KERNELS).parse_module()
+    weights = {
+        f.sym_name.data: kernel_reuse._weight(f) for f in again.ops if isinstance(f, te.FuncOp)
+    }
+    assert weights == {name: kernel_reuse._weight(f) for name, f in funcs.items()}
+
+
+def _answer(may_fail: dict[str, bool]) -> bytes:
+    """The child's first message (backends/parallel_lowering.py's `_send`)."""
+    data = pickle.dumps({"may_fail": may_fail})
+    return len(data).to_bytes(8, "little") + data
+
+
+@pytest.mark.parametrize("answered", [True, False])
+def test_the_parent_collects_garbage_only_while_it_would_wait(monkeypatch, answered):
+    """Waiting for which kernels can fail, the parent collects the young generations
+    if the answer has not arrived (idle time), and not if it has; the answer read
+    is the same either way."""
+    collected: list[int] = []
+    monkeypatch.setattr(parallel_lowering.gc, "collect", lambda gen=2: collected.append(gen))
+    read_fd, write_fd = os.pipe()
+    sleeper = subprocess.Popen(["sleep", "30"])  # a pid the delegation could stop
+    try:
+        delegation = parallel_lowering.Delegation(sleeper.pid, read_fd, {"k0": "key0"})
+        message = _answer({"key0": True})
+        if answered:
+            os.write(write_fd, message)
+        else:
+            threading.Timer(0.2, os.write, (write_fd, message)).start()
+        assert delegation.failing() == {"key0": True}
+        assert collected == ([] if answered else [parallel_lowering.IDLE_COLLECTION_GENERATION])
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        os.close(read_fd)
+        os.close(write_fd)
 
 
 def test_records_disagreeing_with_the_early_answer_mean_a_serial_compile(fresh, monkeypatch):
