@@ -66,15 +66,21 @@ DEFAULT_ON = True
 2-vCPU Zen 4 (9 torchvision networks, same-run geomean speed-up from one to two
 threads, docs/performance.md, Threads): one region per kernel 1.33, the team 1.51
 (spin 0) and 1.66 (spin 2000); with each call after a NumPy matmul 0.92 / 1.02 / 0.92,
-after a spinning onnxruntime session 0.96 / 1.02 / 0.90. The team with spin 0 is
-better in all three settings, so it is the default."""
+after a spinning onnxruntime session 0.96 / 1.02 / 0.90. The team is better than one
+region per kernel in all three settings, so it is the default (its spin:
+`DEFAULT_SPIN`)."""
 
-DEFAULT_SPIN = 0
-"""Workers sleep as soon as the call has no region for them (each kernel wakes them; the
-caller never waits for a late one). Spinning 2000 `pause`s (about 70 µs on Zen 4) was
-faster alone (geomean speed-up 1.66 against 1.51) but slower when the other core is
-busy with NumPy's or onnxruntime's threads between calls (0.92 and 0.90 against 1.02):
-set `LAMINA_TEAM_SPIN=2000` for back-to-back calls on cores nobody else uses."""
+DEFAULT_SPIN = 400
+"""Pauses a worker spins for the next region of a call before it sleeps: 400 is
+about 14 µs on Zen 4, longer than most gaps between two parallel kernels
+(median 2-3 µs, 95 % of MobileNetV2's below 5 µs, docs/performance.md
+"Where two threads lose"), so the next kernel finds the worker awake instead of
+waking it with a futex (tens of µs on a VM), and short enough to cost little
+when the other core is wanted. Measured on the 2-vCPU Zen 4, same-run geomean
+speed-up from one to two threads, spin 0 / 400 / 2000: nine networks alone 1.46 /
+1.64 / 1.67; each call after a NumPy matmul (four networks) 0.99 / 1.09 / 0.93;
+after an onnxruntime run 1.05 / 1.05. Spin 0 (the earlier default) sleeps at once;
+2000 is for back-to-back calls on cores nobody else uses."""
 
 PREEMPTED_TICKS = 200_000
 """A gap this long (time stamp counter ticks: about 50-100 µs) between two pauses of a

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from lamina.runtime import call_team
+
 ROOT = Path(__file__).resolve().parents[1]
 
 CHECK = textwrap.dedent(
@@ -149,7 +151,10 @@ def test_team_runs_entries_over_symbolic_sizes():
     assert _run("mlp.mlir", "1", DYNAMIC)["same"]
 
 
-@pytest.mark.parametrize("value, spin", [(None, 0), ("123", 123), ("2000", 2000), ("x", 0)])
+@pytest.mark.parametrize(
+    "value, spin",
+    [(None, call_team.DEFAULT_SPIN), ("123", 123), ("0", 0), ("x", call_team.DEFAULT_SPIN)],
+)
 def test_worker_spin_from_the_environment(value, spin):
     """`LAMINA_TEAM_SPIN` sets the spin (a value that is not a count keeps the default);
     `set_spin` changes it at run time."""
