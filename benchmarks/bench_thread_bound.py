@@ -110,13 +110,14 @@ def load_shim(threads: int) -> ctypes.CDLL:
 
     native_setup.ensure_native()
     llvm = native_setup._llvm()
-    work = Path(tempfile.mkdtemp(prefix="lamina-thread-bound-"))
-    (work / "shim.c").write_text(SHIM_C)
-    subprocess.run(
-        ["cc", "-O2", "-shared", "-fPIC", "-o", str(work / "shim.so"), str(work / "shim.c")],
-        check=True,
-    )
-    shim = ctypes.CDLL(str(work / "shim.so"))
+    with tempfile.TemporaryDirectory(prefix="lamina-thread-bound-") as tmp:
+        work = Path(tmp)  # removed once loaded: the mapping outlives the file
+        (work / "shim.c").write_text(SHIM_C)
+        subprocess.run(
+            ["cc", "-O2", "-shared", "-fPIC", "-o", str(work / "shim.so"), str(work / "shim.c")],
+            check=True,
+        )
+        shim = ctypes.CDLL(str(work / "shim.so"))
     for symbol in SYMBOLS:
         llvm.add_symbol(symbol, ctypes.cast(getattr(shim, "shim_" + symbol), ctypes.c_void_p).value)
     ctypes.c_int.in_dll(shim, "shim_threads").value = threads
