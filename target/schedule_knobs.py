@@ -28,7 +28,9 @@ from dataclasses import dataclass, field, fields
 from lamina.target.cpu_facts import CpuFacts
 
 _DERIVED = "derived"
-"""Metadata key: how the default is derived from `CpuFacts` (for the docs table)."""
+"""Metadata key: the formula that derives a knob's default from `CpuFacts`, a Python
+expression over the facts' fields (and `lanes(bits)`, `min`, `max`). It is the one
+source of that default: `for_cpu` evaluates it and the docs table prints it."""
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,7 @@ class ScheduleKnobs:
 
     # -- packing (`schedule/packing.py`) -------------------------------------------------
     pack_min_row_blocks: int = field(
-        default=32, metadata={_DERIVED: "32 at 512-bit vectors, else 8"}
+        default=32, metadata={_DERIVED: "32 if vector_bits >= 512 else 8"}
     )
     """Row blocks that must share a column panel read in place (along its rows)
     before copying it into a contiguous panel pays. The copy reads the panel
@@ -152,7 +154,7 @@ class ScheduleKnobs:
     other operand's rows stream through the other half."""
 
     # -- code generation hints (`lower-to-llvm`) ------------------------------------------
-    whole_vector_lanes: int = field(default=8, metadata={_DERIVED: "min(8, f32 lanes)"})
+    whole_vector_lanes: int = field(default=8, metadata={_DERIVED: "min(8, lanes(32))"})
     """A `vectorized` loop whose constant trip count is a multiple of this is
     vectorized in whole vectors with no scalar remainder; codegen keeps LLVM
     from unrolling it first (a 16-lane channel loop fully unrolled before
@@ -300,18 +302,9 @@ class ScheduleKnobs:
 
     @staticmethod
     def for_cpu(facts: CpuFacts) -> ScheduleKnobs:
-        """The measured defaults, the cache- and line-sized ones from `facts`."""
-        return ScheduleKnobs(
-            gather_line_bytes=facts.cache_line_bytes,
-            pack_max_bytes=facts.l2_bytes // 2,
-            whole_vector_lanes=min(8, facts.lanes(32)),
-            block_broadcast_registers=1 if facts.vector_registers <= 16 else 0,
-            conv_channel_jam_everywhere=1 if facts.vector_registers <= 16 else 0,
-            conv_flatten_rows=14 if facts.vector_registers <= 16 else 0,
-            pack_min_row_blocks=32 if facts.vector_bits >= 512 else 8,
-            winograd_max_weight_bytes=facts.l2_bytes,
-            global_pool_partial_sums=8 if facts.vector_registers <= 16 else 1,
-        )
+        """The measured defaults, each derived one (`_DERIVED`) evaluated on `facts`."""
+        derived = {name: _derive(formula, facts) for name, formula in _FORMULAS.items()}
+        return ScheduleKnobs().replace(**derived)
 
     def replace(self, **changes: object) -> ScheduleKnobs:
         """These knobs with some overridden (target or pass options)."""
@@ -320,6 +313,20 @@ class ScheduleKnobs:
 
 KNOB_NAMES: frozenset[str] = frozenset(f.name for f in fields(ScheduleKnobs))
 """The names a target option or a pass option may override."""
+
+_FORMULAS: dict[str, str] = {
+    f.name: f.metadata[_DERIVED] for f in fields(ScheduleKnobs) if _DERIVED in f.metadata
+}
+"""Knob name -> the formula of its derived default."""
+
+
+def _derive(formula: str, facts: CpuFacts) -> int:
+    """Evaluate a `_DERIVED` formula (source text of this module, never user input)
+    with the facts' fields as names."""
+    names = {f.name: getattr(facts, f.name) for f in fields(facts)}
+    names["lanes"] = facts.lanes
+    return int(eval(formula, {"__builtins__": {"min": min, "max": max}}, names))
+
 
 LIST_KNOBS: frozenset[str] = frozenset({"block_vector_choices", "conv_channel_jam_choices"})
 """Knobs whose value is a list of integers: set in tuning records, not as target options."""
