@@ -116,6 +116,7 @@ class RegisterBlockOptions:
     parallel_min_iterations_per_core: int | None = None
     conv_channel_jam: int | None = None
     conv_channel_jam_everywhere: int | None = None
+    conv_stem_channel_jam: int | None = None
     conv_grouped_jam_min_row: int | None = None
 
 

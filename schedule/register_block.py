@@ -552,7 +552,8 @@ def channel_jam(
         if one is None:
             return 1
         if everywhere:
-            if not _pointwise(nest) and not _channel_steps(nest, facts):
+            stem = knobs.conv_stem_channel_jam and _one_channel_blocks(nest)
+            if not (_pointwise(nest) or _channel_steps(nest, facts) or stem):
                 return 1
         elif one.rows >= prim.trip_count(nest.outer) or not _pointwise(nest):
             return 1
@@ -630,9 +631,8 @@ def _enclosing_loops(op: loop.ForOp) -> list[loop.ForOp]:
 def _channel_steps(nest: ReductionNest, facts: CpuFacts) -> bool:
     """Is the reduction's innermost step a whole block of input channels (the
     loop around the row walks one vector's worth of them)? A stem read as
-    `NCHW1c` (3 input channels) steps through its 7 window columns there
-    instead, and two blocks per step took 2.3x its one-block time (AVX2,
-    7x7 stride 2, 3->64 at 224x224).
+    `NCHW1c` (3 input channels) steps through its window columns there
+    instead (`_one_channel_blocks`).
 
     Any number of input-channel blocks qualifies. 16->32 and 32->64 channels
     (2 and 4 blocks; 3x3 stride 2 at 64x64 and 32x32) once took 3.4x and 2.8x
@@ -648,6 +648,32 @@ def _channel_steps(nest: ReductionNest, facts: CpuFacts) -> bool:
     if not isinstance(inner, loop.ForOp) or inner is nest.reduction.parent_op():
         return False
     return prim.trip_count(inner) == facts.lanes(nest.element_bits())
+
+
+def _one_channel_blocks(nest: ReductionNest) -> bool:
+    """Does each row broadcast its input from blocks of one channel (a stem,
+    3 input channels read as `NCHW1c`, its reduction stepping through the
+    window's columns)? Its one-block step is R broadcasts + 1 weight load
+    for R FMAs, as in any direct convolution, and two output-channel blocks
+    per broadcast pay there too. Measured, AVX2 build, one thread, the
+    kernel alone (thread CPU time, medians of 30 interleaved rounds), one
+    block -> two: 3x3 stride 2, 3->32 at 224x224 (MobileNet's,
+    EfficientNet's stem) 345 -> 253 us; 7x7 stride 2, 3->64 (ResNet's)
+    2780 -> 2323 us. (Once measured 2.3x slower jammed: that was before
+    the jammed blocks' accumulators stayed in registers, "Jammed
+    accumulators and collapsed loops" in docs/performance.md.)"""
+    outer_iv = nest.outer.induction_var
+    stored = {o.buffer for o in nest.row.walk() if isinstance(o, loop.StoreOp)}
+    for o in nest.row.walk():
+        if (
+            isinstance(o, loop.LoadOp)
+            and o.buffer not in stored
+            and any(depends_on(i, outer_iv) for i in o.indices)
+        ):
+            kind = o.buffer.type
+            if isinstance(kind, MemRefType) and kind.get_shape()[-1] == 1:
+                return True
+    return False
 
 
 def jam_channel_blocks(func: loop.FuncOp) -> int:

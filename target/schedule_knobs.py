@@ -189,14 +189,26 @@ class ScheduleKnobs:
     on rows longer than one one-block register block whose jammed weights
     and input fit L1 (`schedule/register_block.py`, `channel_jam`). With
     1, direct convolutions whose reduction steps through whole input-channel
-    blocks are jammed too, and the rows of a jammed block are balanced (7
-    columns as 4 + 3 rows, 14 as 5 + 5 + 4). Derived from the register
+    blocks are jammed too (and stems, `conv_stem_channel_jam`), and the
+    rows of a jammed block are balanced (7 columns as 4 + 3 rows, 14 as 5
+    + 5 + 4). Derived from the register
     count: with 16 (AVX2, one broadcast register) a one-block step costs a
     broadcast load per FMA, more than two FMA pipes are fed; measured on
     the AVX2 build (Zen 4, one thread, same process), 0.69-1.01x the time
     of the rule off on ResNet-50's and MobileNet's convolution shapes
     (docs/performance.md, "AVX2 convolutions: channel jam everywhere").
     With 32 registers (AVX-512) 0: there the rule off was measured."""
+
+    conv_stem_channel_jam: int = 1
+    """1: with `conv_channel_jam_everywhere`, a stem convolution (its input
+    read as `NCHW1c`, blocks of one channel, so its reduction steps through
+    the window's columns) jams output-channel blocks like the other direct
+    convolutions; 0: one block per step (`_one_channel_blocks` in
+    `schedule/register_block.py`). Measured, AVX2 build, one thread, the
+    kernel alone, 0 -> 1 (thread CPU time, interleaved rounds): 3x3 stride
+    2, 3->32 at 224x224 (MobileNet's, EfficientNet's stem) 0.73-0.79x the
+    time, ResNet's 7x7 stride 2, 3->64 0.84x (docs/performance.md, "AVX2
+    stems and the network's input")."""
 
     conv_flatten_rows: int = field(
         default=0, metadata={_DERIVED: "14 if vector_registers <= 16 else 0"}
@@ -332,7 +344,7 @@ LIST_KNOBS: frozenset[str] = frozenset({"block_vector_choices", "conv_channel_ja
 """Knobs whose value is a list of integers: set in tuning records, not as target options."""
 
 
-SWITCH_KNOBS = ("conv_channel_jam_everywhere",)
+SWITCH_KNOBS = ("conv_channel_jam_everywhere", "conv_stem_channel_jam")
 """Knobs that turn a rule on (1) or off (0): any other value is a typo, not a setting."""
 
 

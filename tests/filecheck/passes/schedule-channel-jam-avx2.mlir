@@ -301,11 +301,13 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK:             loop.for %i3o_1 = %c10 to %c14 step %c4 {
 
 // A stem read as NCHW1c (3 input channels) steps through its 7 window
-// columns instead: one block of 14 rows, not jammed.
+// columns instead; it is jammed too (`conv_stem_channel_jam`,
+// schedule-channel-jam-stem.mlir): 2 blocks x 5 + 5 + 4 rows.
 // CHECK-LABEL: loop.func @stem_7x7_s2_avx2(
-// CHECK:         loop.for %i1 = %c0 to %c2 step %c1 kind(parallel) {
-// CHECK:             loop.for %i3o = %c0 to %c14 step %c14 {
-// CHECK-NOT:     %i1_1
+// CHECK:         loop.for %i1o = %c0 to %c2 step %c2 kind(parallel) {
+// CHECK:             loop.for %i3o = %c0 to %c10 step %c5 {
+// CHECK:                     loop.load %in1[%i1, %k0, %k1, %k2, %c0
+// CHECK-NEXT:                loop.load %in1[%i1_1, %k0, %k1, %k2, %c0
 
 // The whole schedule: the bias + relu epilogue is fused and jammed too.
 // FUSED-LABEL: loop.func @pointwise_avx2_14(
