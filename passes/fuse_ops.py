@@ -153,6 +153,8 @@ class Grouping:
         device = op.properties.get("device")
         if isinstance(op, graph.MatmulOp) and self._absorb_prologues(op, device):
             return
+        if isinstance(op, graph.Conv2dOp) and self._absorb_prologues(op, device, reshapes=True):
+            return
         if kind in (ELEMENTWISE, BROADCAST) and self._close_diamond(op, kind, device):
             return
         for operand in op.operands:
@@ -231,12 +233,20 @@ class Grouping:
             return None
         return top, sides
 
-    def _absorb_prologues(self, op: graph.MatmulOp, device: object) -> bool:
+    def _absorb_prologues(self, op: Operation, device: object, reshapes: bool = False) -> bool:
         """Merge the remapping groups of the matmul's operands into one group ending
-        with it (see the module docstring); False when no operand has one."""
+        with it (see the module docstring); False when no operand has one.
+
+        With `reshapes` (a convolution) only groups of reshapes: a stem's
+        input, `NCHW` read as `NCHW1c` (`plan-layouts`), is then read in
+        place by the convolution instead of copied by a kernel of its own."""
         prologues: list[Group] = []
         for operand in op.operands:
             group = self._open_group(operand, device)
+            if reshapes and (
+                group is None or not all(isinstance(o, graph.ReshapeOp) for o in group.ops)
+            ):
+                continue
             if group is not None and group.is_remapping() and group not in prologues:
                 prologues.append(group)
         if not prologues or sum(len(g.ops) for g in prologues) >= MAX_GROUP_OPS:

@@ -116,6 +116,29 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
     graph.return %c : tensor<2x4x3xf32>
   }
 
+  // A convolution absorbs a group of reshapes of its input (a stem's NCHW
+  // input read as NCHW1c, plan-layouts-stem.mlir): one kernel reading %x in
+  // place, no copy kernel before it. Other remappings (a transpose) are not
+  // absorbed: the convolution would read them in a gather.
+  // CHECK-LABEL: graph.func @stem_reshape(
+  // CHECK-NEXT:    %r = graph.call_te @te_fused_reshape_conv2d_relu_1x1x8x8x8xf32(%x, %w)
+  // CHECK-LABEL: graph.func @conv_after_transpose(
+  // CHECK-NEXT:    %t = graph.transpose %x
+  // CHECK-NEXT:    %r = graph.call_te @te_fused_conv2d_relu_1x1x8x8x8xf32(%t, %w)
+  graph.func @stem_reshape(%x: tensor<1x3x8x8xf32>, %w: tensor<1x3x3x3x1x8xf32>) -> tensor<1x1x8x8x8xf32> {
+    %b = graph.reshape %x : (tensor<1x3x8x8xf32>) -> tensor<1x3x8x8x1xf32>
+    %c = graph.conv2d %b, %w {padding = array<i64: 1, 1, 1, 1>, data_layout = "NCHW1c", kernel_layout = "OIHW1i8o"} : (tensor<1x3x8x8x1xf32>, tensor<1x3x3x3x1x8xf32>) -> tensor<1x1x8x8x8xf32>
+    %r = graph.relu %c : (tensor<1x1x8x8x8xf32>) -> tensor<1x1x8x8x8xf32>
+    graph.return %r : tensor<1x1x8x8x8xf32>
+  }
+
+  graph.func @conv_after_transpose(%x: tensor<1x3x8x8x1xf32>, %w: tensor<1x3x3x3x1x8xf32>) -> tensor<1x1x8x8x8xf32> {
+    %t = graph.transpose %x {perm = array<i64: 0, 1, 3, 2, 4>} : (tensor<1x3x8x8x1xf32>) -> tensor<1x3x8x8x1xf32>
+    %c = graph.conv2d %t, %w {padding = array<i64: 1, 1, 1, 1>, data_layout = "NCHW1c", kernel_layout = "OIHW1i8o"} : (tensor<1x3x8x8x1xf32>, tensor<1x3x3x3x1x8xf32>) -> tensor<1x1x8x8x8xf32>
+    %r = graph.relu %c : (tensor<1x1x8x8x8xf32>) -> tensor<1x1x8x8x8xf32>
+    graph.return %r : tensor<1x1x8x8x8xf32>
+  }
+
   // Opaque ops (layout_transform) are never fused.
   // CHECK-LABEL: graph.func @opaque(
   // CHECK-NEXT:    %n = graph.neg %x

@@ -3,7 +3,7 @@
 // A stem on fewer than half a block of input channels (8 lanes here, from the
 // module's cpu target options): when its result feeds only convolutions
 // (through elementwise ops) it reads its input with block 1 (`NCHW1c`, the
-// same bytes as NCHW) and produces the blocked output directly; followed by
+// same bytes as NCHW: a reshape, no transform kernel) and produces the blocked output directly; followed by
 // anything else (a max pool, a convolution that stays NCHW) it stays NCHW,
 // so that no full-resolution result is transformed back.
 builtin.module attributes {lamina.phase = #lamina.phase<optimization>, lamina.targets = {cpu = #lamina.target<"cpu", {vector_bits = 256 : i64}>}} {
@@ -30,7 +30,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>, lamina.ta
 }
 
 // CHECK-LABEL: graph.func @into_conv
-// CHECK:         graph.layout_transform %x {{.*}} : (tensor<1x3x8x8xf32>) -> tensor<1x3x8x8x1xf32>
+// CHECK:         graph.reshape %x {{.*}}: (tensor<1x3x8x8xf32>) -> tensor<1x3x8x8x1xf32>
 // CHECK:         graph.layout_transform %w0 {{.*}} : (tensor<8x3x3x3xf32>) -> tensor<1x3x3x3x1x8xf32>
 // CHECK:         %[[STEM:.*]] = graph.conv2d {{.*}}data_layout = "NCHW1c"{{.*}}kernel_layout = "OIHW1i8o"{{.*}} : (tensor<1x3x8x8x1xf32>, tensor<1x3x3x3x1x8xf32>) -> tensor<1x1x8x8x8xf32>
 // CHECK:         %[[BIAS:.*]] = graph.add %[[STEM]], {{.*}} -> tensor<1x1x8x8x8xf32>
