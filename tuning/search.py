@@ -49,6 +49,7 @@ CHOICES: dict[str, tuple[Any, ...]] = {
     "whole_vector_lanes": (4, 16),
     "conv_channel_jam": (1, 2, 3, 4),
     "conv_channel_jam_everywhere": (0, 1),
+    "conv_stem_channel_jam": (0,),
     "conv_flatten_rows": (0, 56),
     "conv_grouped_jam_min_row": (7, 1 << 30),
     "epilogue_jam_max_ops": (1 << 30,),
