@@ -2,7 +2,7 @@
 // RUN: lamina-opt %s --split-input-file -p lower-to-llvm | lamina-opt --split-input-file -p verify-phase | filecheck %s --check-prefix=PHASE
 
 // Every chunk ends in phase build with nothing but llvm ops.
-// PHASE-COUNT-18: builtin.module attributes {lamina.phase = #lamina.phase<build>}
+// PHASE-COUNT-19: builtin.module attributes {lamina.phase = #lamina.phase<build>}
 
 // A loop nest with 2-D accesses: buffers become noalias pointers, loops become
 // header/body blocks with the induction variable as a block argument, and
@@ -790,3 +790,38 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NEXT:    %[[Y:.*]] = llvm.load %[[PB]] {alignment = 4 : i64} : !llvm.ptr -> f32
 // CHECK-NEXT:    %[[SUM:.*]] = llvm.fadd %[[X]], %[[Y]] {{.*}} : f32
 // CHECK-NEXT:    llvm.store %[[SUM]], %[[PA]] {alignment = 4 : i64} : f32, !llvm.ptr
+
+// -----
+
+// Sharing stops at the block: the store in the `loop.if` and the store after
+// it (a block of its own once the `if` is lowered) compute their address again.
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @per_block(%a: memref<4x8xf32>, %i: index, %v: f32) {
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    %x = loop.load %a[%i, %c3] : memref<4x8xf32>
+    %in = arith.cmpi slt, %i, %c4 : index
+    loop.if %in {
+      loop.store %v, %a[%i, %c3] : memref<4x8xf32>
+    }
+    loop.store %x, %a[%i, %c3] : memref<4x8xf32>
+    loop.return
+  }
+}
+// CHECK-LABEL: llvm.func @per_block(
+// CHECK:         %[[P0:.*]] = llvm.getelementptr inbounds
+// CHECK-NEXT:    %[[X:.*]] = llvm.load %[[P0]]
+// CHECK:         llvm.cond_br %{{.*}}, ^[[THEN:.*]], ^[[CONT:.*]]
+// CHECK-NEXT:  ^[[THEN]]:
+// CHECK-NEXT:    llvm.mlir.constant(8) : i64
+// CHECK-NEXT:    llvm.mul
+// CHECK-NEXT:    llvm.add
+// CHECK-NEXT:    %[[P1:.*]] = llvm.getelementptr inbounds
+// CHECK-NEXT:    llvm.store %{{.*}}, %[[P1]]
+// CHECK-NEXT:    llvm.br ^[[CONT]]
+// CHECK-NEXT:  ^[[CONT]]:
+// CHECK-NEXT:    llvm.mlir.constant(8) : i64
+// CHECK-NEXT:    llvm.mul
+// CHECK-NEXT:    llvm.add
+// CHECK-NEXT:    %[[P2:.*]] = llvm.getelementptr inbounds
+// CHECK-NEXT:    llvm.store %[[X]], %[[P2]]
