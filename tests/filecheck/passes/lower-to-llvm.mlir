@@ -2,7 +2,7 @@
 // RUN: lamina-opt %s --split-input-file -p lower-to-llvm | lamina-opt --split-input-file -p verify-phase | filecheck %s --check-prefix=PHASE
 
 // Every chunk ends in phase build with nothing but llvm ops.
-// PHASE-COUNT-17: builtin.module attributes {lamina.phase = #lamina.phase<build>}
+// PHASE-COUNT-19: builtin.module attributes {lamina.phase = #lamina.phase<build>}
 
 // A loop nest with 2-D accesses: buffers become noalias pointers, loops become
 // header/body blocks with the induction variable as a block argument, and
@@ -755,3 +755,73 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK:         %[[ADDR:.*]] = llvm.getelementptr inbounds %[[A]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 // CHECK-NEXT:    %[[V:.*]] = llvm.load %[[ADDR]]
 // CHECK-NEXT:    llvm.store %[[V]], %[[A]]
+
+// -----
+
+// The accesses of one block share their address arithmetic: the load of
+// another buffer with the same strides reuses the linear index, and the store
+// to the element just loaded reuses its getelementptr (LLVM's EarlyCSE removed
+// these repeats; now they are never built).
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @shared_address(%a: memref<4x8xf32>, %b: memref<4x8xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    loop.for %i = %c0 to %c4 step %c1 {
+      %x = loop.load %a[%i, %c3] : memref<4x8xf32>
+      %y = loop.load %b[%i, %c3] : memref<4x8xf32>
+      %s = arith.addf %x, %y : f32
+      loop.store %s, %a[%i, %c3] : memref<4x8xf32>
+    }
+    loop.return
+  }
+}
+// CHECK-LABEL: llvm.func @shared_address(
+// CHECK-SAME:      %[[A:[^:]*]]: !llvm.ptr {{.*}}, %[[B:[^:]*]]: !llvm.ptr
+// CHECK:         %[[C3:.*]] = llvm.mlir.constant(3) : i64
+// CHECK:       ^{{.*}}(%[[I:.*]]: i64):
+// CHECK:         %[[S:.*]] = llvm.mlir.constant(8) : i64
+// CHECK-NEXT:    %[[R:.*]] = llvm.mul %[[I]], %[[S]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[L:.*]] = llvm.add %[[R]], %[[C3]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[PA:.*]] = llvm.getelementptr inbounds %[[A]][%[[L]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[X:.*]] = llvm.load %[[PA]] {alignment = 4 : i64} : !llvm.ptr -> f32
+// CHECK-NEXT:    %[[PB:.*]] = llvm.getelementptr inbounds %[[B]][%[[L]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[Y:.*]] = llvm.load %[[PB]] {alignment = 4 : i64} : !llvm.ptr -> f32
+// CHECK-NEXT:    %[[SUM:.*]] = llvm.fadd %[[X]], %[[Y]] {{.*}} : f32
+// CHECK-NEXT:    llvm.store %[[SUM]], %[[PA]] {alignment = 4 : i64} : f32, !llvm.ptr
+
+// -----
+
+// Sharing stops at the block: the store in the `loop.if` and the store after
+// it (a block of its own once the `if` is lowered) compute their address again.
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @per_block(%a: memref<4x8xf32>, %i: index, %v: f32) {
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    %x = loop.load %a[%i, %c3] : memref<4x8xf32>
+    %in = arith.cmpi slt, %i, %c4 : index
+    loop.if %in {
+      loop.store %v, %a[%i, %c3] : memref<4x8xf32>
+    }
+    loop.store %x, %a[%i, %c3] : memref<4x8xf32>
+    loop.return
+  }
+}
+// CHECK-LABEL: llvm.func @per_block(
+// CHECK:         %[[P0:.*]] = llvm.getelementptr inbounds
+// CHECK-NEXT:    %[[X:.*]] = llvm.load %[[P0]]
+// CHECK:         llvm.cond_br %{{.*}}, ^[[THEN:.*]], ^[[CONT:.*]]
+// CHECK-NEXT:  ^[[THEN]]:
+// CHECK-NEXT:    llvm.mlir.constant(8) : i64
+// CHECK-NEXT:    llvm.mul
+// CHECK-NEXT:    llvm.add
+// CHECK-NEXT:    %[[P1:.*]] = llvm.getelementptr inbounds
+// CHECK-NEXT:    llvm.store %{{.*}}, %[[P1]]
+// CHECK-NEXT:    llvm.br ^[[CONT]]
+// CHECK-NEXT:  ^[[CONT]]:
+// CHECK-NEXT:    llvm.mlir.constant(8) : i64
+// CHECK-NEXT:    llvm.mul
+// CHECK-NEXT:    llvm.add
+// CHECK-NEXT:    %[[P2:.*]] = llvm.getelementptr inbounds
+// CHECK-NEXT:    llvm.store %[[X]], %[[P2]]
