@@ -23,7 +23,8 @@ class ScheduleParallelPass(ScheduleRulePass, ParallelOptions):
     whose innermost vectorized loop reads a matrix stored in panels of W
     columns (a batch-1 classifier, `kernels/linalg.py`) has that loop split
     by W and the blocks moved outermost, parallel with two cores or more;
-    with two cores or more, a top-level serial spatial nest that reads at
+    with two cores or more, a top-level serial spatial nest (or one whose
+    iterations of step S write disjoint blocks of S elements) that reads at
     least `parallel_team_min_work` tensor elements (a gathered read counting
     `parallel_gather_reads`) becomes `parallel` with the unit attribute
     `lamina.team_only` (shared only by a call's thread team; elsewhere it

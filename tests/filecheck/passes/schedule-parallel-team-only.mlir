@@ -151,3 +151,66 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // LLVM-NEXT:     llvm.call @GOMP_parallel(%{{.*}}, %{{.*}}, %[[ONE]], %{{.*}}) {lamina.iterations = 84 : i64}
 // LLVM:          %[[ONE2:.*]] = llvm.mlir.constant(1 : i32) : i32
 // LLVM-NEXT:     llvm.call @GOMP_parallel(%{{.*}}, %{{.*}}, %[[ONE2]], %{{.*}}) {lamina.iterations = 784 : i64}
+
+// -----
+
+// A layout transform out of NCHW16c walks the channels in blocks of 16: each
+// iteration of the loop of step 16 writes channels `io + ii`, `ii` an inner
+// loop from 0 to 16, so the iterations write disjoint blocks
+// (`_disjoint_blocks`) and the nest (1024 x 7 x 7 gathered reads) is shared.
+// @overlap writes `io + ii` with `ii` up to 32: blocks overlap, it stays serial.
+
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @unblock_channels(%x: memref<64x7x7x16xf32>, %y: memref<1024x7x7xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c7 = arith.constant 7 : index
+    %c16 = arith.constant 16 : index
+    %c1024 = arith.constant 1024 : index
+    loop.for %io = %c0 to %c1024 step %c16 {
+      loop.for %h = %c0 to %c7 step %c1 {
+        loop.for %ii = %c0 to %c16 step %c1 {
+          %i = arith.addi %io, %ii : index
+          loop.for %w = %c0 to %c7 step %c1 kind(vectorized) {
+            %b = arith.divui %io, %c16 : index
+            %v = loop.load %x[%b, %h, %w, %ii] : memref<64x7x7x16xf32>
+            loop.store %v, %y[%i, %h, %w] : memref<1024x7x7xf32>
+          }
+        }
+      }
+    }
+    loop.return
+  }
+
+  loop.func @overlap(%x: memref<64x7x7x16xf32>, %y: memref<1040x7x7xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c7 = arith.constant 7 : index
+    %c16 = arith.constant 16 : index
+    %c32 = arith.constant 32 : index
+    %c1024 = arith.constant 1024 : index
+    loop.for %io = %c0 to %c1024 step %c16 {
+      loop.for %h = %c0 to %c7 step %c1 {
+        loop.for %ii = %c0 to %c32 step %c1 {
+          %i = arith.addi %io, %ii : index
+          loop.for %w = %c0 to %c7 step %c1 kind(vectorized) {
+            %b = arith.divui %io, %c16 : index
+            %v = loop.load %x[%b, %h, %w, %c0] : memref<64x7x7x16xf32>
+            loop.store %v, %y[%i, %h, %w] : memref<1040x7x7xf32>
+          }
+        }
+      }
+    }
+    loop.return
+  }
+}
+// CHECK-LABEL: loop.func @unblock_channels
+// CHECK:         loop.for %io = %c0 to %c1024 step %c16 kind(parallel) {
+// CHECK:         } {lamina.team_only}
+// CHECK-LABEL: loop.func @overlap
+// CHECK-NOT:     kind(parallel)
+// CHECK-NOT:     lamina.team_only
+// SERIAL-NOT:    kind(parallel)
+// LLVM-LABEL:  llvm.func @unblock_channels(
+// LLVM:          %[[ONE:.*]] = llvm.mlir.constant(1 : i32) : i32
+// LLVM-NEXT:     llvm.call @GOMP_parallel(%{{.*}}, %{{.*}}, %[[ONE]], %{{.*}}) {lamina.iterations = 64 : i64}
