@@ -348,6 +348,19 @@ out:
 
 {_invoke_ir()}
 
+; In the child of a fork (os.register_at_fork): no worker thread exists there, and no
+; call runs; forget the parent's, so that the child's first team call starts its own.
+define void @lamina_team_forked() {{
+entry:
+  store atomic i32 0, ptr @team_created seq_cst, align 4
+  store atomic i32 0, ptr @team_sleepers seq_cst, align 4
+  store atomic i32 0, ptr @team_active seq_cst, align 4
+  store atomic i32 1, ptr @team_closed seq_cst, align 4
+  store atomic i64 0, ptr @team_owner seq_cst, align 8
+  store atomic i32 0, ptr @team_busy seq_cst, align 4
+  ret void
+}}
+
 ; Run entry(args[0..n)) with one team for the whole call: 1 if it ran, 0 if the
 ; caller must call the entry itself (team off, one thread, busy, or nested). The
 ; caller runs the entry; the workers are threads of this runtime, so the call never
@@ -546,6 +559,8 @@ def install(gomp: ctypes.CDLL, llvm) -> bool:
         ctypes.c_int64.from_address(_globals["team_spin"]).value = _spin_from_env()
         for symbol, (_, ours) in INTERPOSED.items():
             llvm.add_symbol(symbol, engine.get_function_address(ours))
+        forked = ctypes.CFUNCTYPE(None)(engine.get_function_address("lamina_team_forked"))
+        os.register_at_fork(after_in_child=forked)
         address = engine.get_function_address("lamina_team_call")
         _call = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p)(
             address
