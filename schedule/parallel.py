@@ -295,8 +295,9 @@ def share_rows(outer: loop.ForOp, knobs: ScheduleKnobs) -> bool:
 def team_for_fused_stages(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int:
     """Make parallel each top-level serial loop holding two or more loops (stages
     fused by `fuse_row_stages`) that together read `parallel_min_work` tensor
-    elements (for the call team only: `parallel_team_min_work`), is spatial and has `parallel_min_iterations_per_core` iterations
-    per core; returns how many. Run before storage folding, which would fold
+    elements (for the call team only: `parallel_team_min_work`), is spatial
+    and has `parallel_min_iterations_per_core` iterations per core; returns
+    how many. Run before storage folding, which would fold
     a temporary the stages share into one slice along the serial loop.
 
     `lower-te` offers a nest the team when its own work is worth a region;
