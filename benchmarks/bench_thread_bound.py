@@ -20,8 +20,10 @@ Per network it prints the one-thread kernel time T1, the serial share (time
 outside parallel regions: serial kernels and the serial parts of parallel
 ones), the Amdahl bound T1 / (serial + parallel / threads), the on-demand
 bound (the replayed chunks: imbalance included), the same with
-`--region-cost` µs per region, the regions per call, and the kernels that
-lose most against T1 / threads. `--gaps` adds the distribution of the
+`--region-cost` µs per region, the regions per call (with what the on-demand
+bound loses inside regions, as shares of T1: time outside the chunks, which
+one thread runs, and the imbalance of the replayed chunks), and the kernels
+that lose most against T1 / threads. `--gaps` adds the distribution of the
 serial time between consecutive regions (what a worker would have to wait
 for the next region), `--imbalance N` the N regions losing most to
 imbalance with their iteration and chunk counts.
@@ -176,6 +178,7 @@ def measure(path: str, shim: ctypes.CDLL, args: argparse.Namespace) -> dict:
         exe.run("main", x)
     late = args.worker_late * 1e3
     per_kernel: dict[str, np.ndarray] = collections.defaultdict(lambda: np.zeros(5))
+    unchunked, imbalance = 0.0, 0.0
     by_region: dict[tuple[str, int, int], float] = collections.defaultdict(float)
     gaps: list[float] = []
     for _ in range(args.runs):
@@ -191,7 +194,10 @@ def measure(path: str, shim: ctypes.CDLL, args: argparse.Namespace) -> dict:
             inside = sum(r[1] - r[0] for r in regions)
             replayed = 0.0
             for r in regions:
-                makespan = replay(r[4], args.threads, late) + (r[1] - r[0] - sum(r[4]))
+                chunked = replay(r[4], args.threads, late)
+                makespan = chunked + (r[1] - r[0] - sum(r[4]))
+                unchunked += r[1] - r[0] - sum(r[4])
+                imbalance += chunked - sum(r[4]) / args.threads
                 by_region[(symbol, r[2], r[3])] += makespan - (r[1] - r[0]) / args.threads
                 replayed += makespan
             span = end - start
@@ -213,11 +219,14 @@ def measure(path: str, shim: ctypes.CDLL, args: argparse.Namespace) -> dict:
         "on_demand": t1 / (serial + replayed),
         "with_cost": t1 / (serial + replayed + cost),
         "regions": regions,
+        "unchunked": unchunked / args.runs / t1,
+        "imbalance": imbalance / args.runs / t1,
     }
     print(
         f"{row['model']:22s} T1 {row['t1_ms']:7.2f} ms  serial {row['serial']:5.1%}  "
         f"Amdahl {row['amdahl']:.3f}  on demand {row['on_demand']:.3f}  "
-        f"+{args.region_cost:g} us/region {row['with_cost']:.3f}  regions {regions:.0f}",
+        f"+{args.region_cost:g} us/region {row['with_cost']:.3f}  regions {regions:.0f}  "
+        f"(in regions: outside chunks {row['unchunked']:.1%}, imbalance {row['imbalance']:.1%})",
         flush=True,
     )
     losses = []

@@ -13,7 +13,7 @@ from lamina.schedule.pass_options import ParallelOptions, ScheduleRulePass
 
 @dataclass(frozen=True)
 class ScheduleParallelPass(ScheduleRulePass, ParallelOptions):
-    """Balance the thread team: a parallel loop of one iteration hands `parallel` to the loop it holds; a panel-packed matrix-vector product shares its columns.
+    """Balance the thread team: a parallel loop of one iteration hands `parallel` to the loop it holds; a panel-packed matrix-vector product shares its columns; a small spatial nest is shared with a call's thread team only.
 
     Input invariant: phase `lowering`; loop functions.
     Output IR: a top-level `parallel` loop of one iteration holding only a
@@ -22,7 +22,14 @@ class ScheduleParallelPass(ScheduleRulePass, ParallelOptions):
     that loop parallel (nothing with one core); a serial reduction nest
     whose innermost vectorized loop reads a matrix stored in panels of W
     columns (a batch-1 classifier, `kernels/linalg.py`) has that loop split
-    by W and the blocks moved outermost, parallel with two cores or more.
+    by W and the blocks moved outermost, parallel with two cores or more;
+    with two cores or more, a top-level serial spatial nest (or one whose
+    iterations of step S write disjoint blocks of S elements) that reads at
+    least `parallel_team_min_work` tensor elements (a gathered read counting
+    `parallel_gather_reads`) becomes `parallel` with the unit attribute
+    `lamina.team_only` (shared only by a call's thread team; elsewhere it
+    runs on the calling thread), on the loop inside a loop of one iteration,
+    its rows shared too when it has few iterations.
     Functions with `lamina.schedule` directives are left alone.
     Invariants: the same operations on the same elements; only which thread
     runs an iteration changes.

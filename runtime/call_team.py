@@ -1,4 +1,4 @@
-"""One thread team per call: the kernels' parallel regions share one OpenMP region.
+"""One thread team per call: the kernels' parallel regions run on the runtime's own workers.
 
 A network's call opens one `GOMP_parallel` region per parallel kernel (52 in
 MobileNetV2). With passive waiting (Lamina's default, runtime/native_setup.py)
@@ -8,27 +8,27 @@ part of what a second thread saves on kernels of 0.1-0.4 ms
 (docs/performance.md, Threads). Spinning workers remove that cost, but
 spinning *between* calls takes the cores from NumPy/OpenBLAS and onnxruntime.
 
-With the call team on, an entry call runs inside ONE region:
+With the call team on, an entry call runs on the calling thread, and the
+kernels' regions are posted to worker threads of this runtime:
 
-    lamina_team_call(entry, n, args)                 thread 0: entry(args...)
-      GOMP_parallel(team_main, rec)   ──▶              each kernel's GOMP_parallel(fn, data)
-                                                         = open (fn, data); fn(data); close;
-                                                           wait for the workers running chunks
-                                                     workers: spin (pause) for the next open
-                                                       region and run fn(data) if it is still
-                                                       open; after `spin` pauses without work
-                                                       (or once preempted) they sleep on a
-                                                       futex until the next one; at the end of
-                                                       the call they return, and sleep in
-                                                       libgomp's (passive) pool until the next
+    lamina_team_call(entry, n, args)          workers (started once, pthreads):
+      wake the workers, then on the caller:     spin (pause) for the next open region
+      entry(args...)                            and run fn(data) if it is still open;
+        each kernel's GOMP_parallel(fn, data)   after `spin` pauses without work (or
+          = open (fn, data); fn(data); close;   once preempted) sleep on a futex until
+            wait for the workers running        the next post (or call)
+            chunks
 
-so workers spin only while a call runs, bounded, and give the cores back
-when it ends. The trampolines' `GOMP_loop_dynamic_start/next`
+so workers spin only briefly after a region, and give the cores back when
+a call ends. The trampolines' `GOMP_loop_dynamic_start/next`
 (backends/llvm/parallel.py) take their chunks from the open region's atomic
-counter: the same iterations in the same chunks as the ordinary lowering,
-so the numerics are unchanged. A worker that comes late finds the region
-closed and skips it; the caller never waits for a thread that is not
-running chunks (libgomp's join barrier waits for every thread of a team).
+counter, and `omp_get_num_threads` answers the team's size: the same
+iterations in the same chunks as the ordinary lowering, so the numerics
+are unchanged. A worker that comes late finds the region closed and skips
+it; the caller never waits for a thread that is not running chunks, not
+even at the end of the call (the team was one libgomp region per call
+before, whose join waited for every worker to leave it: milliseconds when
+the worker's core was taken, docs/performance.md "Threads").
 
 How it is wired without changing generated code: this module JIT-compiles a
 small runtime (LLVM IR below, x86-64 Linux) once per process and registers
@@ -37,9 +37,11 @@ afterwards (`llvm.add_symbol`, which takes precedence over loaded
 libraries). Outside a team call they forward to libgomp's own functions at
 once. `Executable.run` calls entries through `lamina_team_call`, which
 declines (returns 0: the caller calls the entry directly) when the team is
-off, one thread is set, another call holds the team, or the caller already
-runs inside an OpenMP region. Shared libraries from `lamina-compile` link
-libgomp directly and open one region per kernel.
+off, one thread is set (`omp_get_max_threads`, which `LAMINA_NUM_THREADS`
+and `set_num_threads` set), another call holds the team, the caller already
+runs inside an OpenMP region, or no worker thread could be started. Shared
+libraries from `lamina-compile` link libgomp directly and open one region
+per kernel.
 
 `LAMINA_CALL_TEAM` (docs/environment.md) decides whether it is installed and
 on; `set_call_team` switches an installed team on or off at run time.
@@ -139,9 +141,10 @@ spin:
 RUNTIME_IR = f"""
 @team_busy = internal global i32 0, align 64
 @team_owner = internal global i64 0, align 64
+@team_size = internal global i32 1, align 64
+@team_created = internal global i32 0, align 64
 @team_workers = internal global [{MAX_TEAM} x i64] zeroinitializer, align 64
 @team_seq = internal global i32 0, align 64
-@team_end = internal global i32 0, align 4
 @team_fn = internal global ptr null, align 64
 @team_data = internal global ptr null, align 8
 @team_closed = internal global i32 1, align 64
@@ -154,21 +157,25 @@ RUNTIME_IR = f"""
 @team_real_start = global ptr null, align 8
 @team_real_next = global ptr null, align 8
 @team_real_end = global ptr null, align 8
+@team_real_num_threads = global ptr null, align 8
 @team_spin = global i64 {DEFAULT_SPIN}, align 8
 @team_on = global i32 0, align 8
 @team_calls = global i64 0, align 64
 @team_regions = global i64 0, align 8
 @team_joined = global i64 0, align 8
+@team_threads = global i64 0, align 8
 
-declare i32 @omp_get_thread_num()
 declare i32 @omp_get_max_threads()
 declare i32 @omp_in_parallel()
 declare i64 @pthread_self()
+declare i32 @pthread_create(ptr, ptr, ptr, ptr)
+declare i32 @pthread_detach(i64)
 declare i32 @sched_yield()
 declare i64 @syscall(i64, ...)
 declare void @llvm.x86.sse2.pause()
 declare i64 @llvm.readcyclecounter()
 declare i64 @llvm.smin.i64(i64, i64)
+declare i32 @llvm.smin.i32(i32, i32)
 
 define internal void @team_wake() {{
 entry:
@@ -216,20 +223,27 @@ out:
   ret void
 }}
 
-; A worker: join every open region until the end of the call. It stops spinning and
-; sleeps after `team_spin` pauses, or at once when the time stamp counter jumped by
-; more than PREEMPTED_TICKS between two pauses: it was preempted, so its spinning
-; takes a core someone (maybe the caller) needs.
-define internal void @team_worker(i32 %seen0) {{
+; A worker thread (index %arg, from 0): join every open region of a call whose team
+; counts it (index + 1 < team_size), for ever. It stops spinning and sleeps after
+; `team_spin` pauses, or at once when the time stamp counter jumped by more than
+; PREEMPTED_TICKS between two pauses: it was preempted, so its spinning takes a core
+; someone (maybe the caller) needs.
+define internal ptr @team_thread(ptr %arg) {{
 entry:
-  %limit = load i64, ptr @team_spin, align 8
+  %index = ptrtoint ptr %arg to i64
+  %slot = getelementptr i64, ptr @team_workers, i64 %index
+  %me = call i64 @pthread_self()
+  store atomic i64 %me, ptr %slot seq_cst, align 8
+  %rank = add i64 %index, 1
+  %seen0 = load atomic i32, ptr @team_seq seq_cst, align 4
   %t0 = call i64 @llvm.readcyclecounter()
   br label %wait
 wait:
-  %seen = phi i32 [ %seen0, %entry ], [ %seen, %awake ], [ %now, %left ], [ %seen, %spin ]
-  %spins = phi i64 [ 0, %entry ], [ 0, %awake ], [ 0, %left ], [ %spins1, %spin ]
-  %last = phi i64 [ %t0, %entry ], [ %t0, %awake ], [ %t0, %left ], [ %tick, %spin ]
+  %seen = phi i32 [ %seen0, %entry ], [ %seen, %awake ], [ %now, %left ], [ %seen, %spin ], [ %now, %check ]
+  %spins = phi i64 [ 0, %entry ], [ 0, %awake ], [ 0, %left ], [ %spins1, %spin ], [ 0, %check ]
+  %last = phi i64 [ %t0, %entry ], [ %t0, %awake ], [ %t0, %left ], [ %tick, %spin ], [ %t0, %check ]
   ; (after a region or a sleep %last is stale: the first pause's gap is not judged)
+  %limit = load i64, ptr @team_spin, align 8
   %now = load atomic i32, ptr @team_seq acquire, align 4
   %posted = icmp ne i32 %now, %seen
   br i1 %posted, label %check, label %idle
@@ -253,9 +267,10 @@ awake:
   %s1 = atomicrmw sub ptr @team_sleepers, i32 1 seq_cst
   br label %wait
 check:
-  %end = load atomic i32, ptr @team_end acquire, align 4
-  %ending = icmp ne i32 %end, 0
-  br i1 %ending, label %done, label %join
+  %size = load atomic i32, ptr @team_size acquire, align 4
+  %size64 = sext i32 %size to i64
+  %member = icmp slt i64 %rank, %size64
+  br i1 %member, label %join, label %wait
 join:
   %a0 = atomicrmw add ptr @team_active, i32 1 seq_cst
   %closed = load atomic i32, ptr @team_closed seq_cst, align 4
@@ -270,8 +285,6 @@ run:
 left:
   %a1 = atomicrmw sub ptr @team_active, i32 1 seq_cst
   br label %wait
-done:
-  ret void
 }}
 
 ; Is the calling thread running a region of the team (its caller or a worker)?
@@ -283,65 +296,75 @@ entry:
 who:
   %self = call i64 @pthread_self()
   %caller = icmp eq i64 %self, %owner
-  br i1 %caller, label %yes, label %worker
-worker:
-  %tid = call i32 @omp_get_thread_num()
-  %tid64 = zext i32 %tid to i64
-  %inside = icmp ult i64 %tid64, {MAX_TEAM}
-  br i1 %inside, label %slot, label %no
-slot:
-  %p = getelementptr i64, ptr @team_workers, i64 %tid64
+  br i1 %caller, label %yes, label %scan
+scan:
+  %created = load atomic i32, ptr @team_created monotonic, align 4
+  %count = sext i32 %created to i64
+  br label %next
+next:
+  %i = phi i64 [ 0, %scan ], [ %i1, %other ]
+  %more = icmp slt i64 %i, %count
+  br i1 %more, label %look, label %no
+look:
+  %p = getelementptr i64, ptr @team_workers, i64 %i
   %w = load atomic i64, ptr %p monotonic, align 8
   %same = icmp eq i64 %w, %self
-  ret i1 %same
+  %i1 = add i64 %i, 1
+  br i1 %same, label %yes, label %other
+other:
+  br label %next
 yes:
   ret i1 1
 no:
   ret i1 0
 }}
 
+; Start worker threads until `want` exist (or one cannot be started); returns how many.
+define internal i32 @team_grow(i32 %want) {{
+entry:
+  %tid = alloca i64, align 8
+  br label %loop
+loop:
+  %have = load atomic i32, ptr @team_created monotonic, align 4
+  %enough = icmp sge i32 %have, %want
+  br i1 %enough, label %out, label %start
+start:
+  %index = sext i32 %have to i64
+  %arg = inttoptr i64 %index to ptr
+  %err = call i32 @pthread_create(ptr %tid, ptr null, ptr @team_thread, ptr %arg)
+  %ok = icmp eq i32 %err, 0
+  br i1 %ok, label %started, label %out
+started:
+  %t = load i64, ptr %tid, align 8
+  %d = call i32 @pthread_detach(i64 %t)
+  %have1 = add i32 %have, 1
+  store atomic i32 %have1, ptr @team_created seq_cst, align 4
+  %n = atomicrmw add ptr @team_threads, i64 1 monotonic
+  br label %loop
+out:
+  %got = load atomic i32, ptr @team_created monotonic, align 4
+  ret i32 %got
+}}
+
 {_invoke_ir()}
 
-; The body of the call's one region; rec = {{entry, n, args, first sequence number}}.
-define internal void @team_main(ptr %rec) {{
+; In the child of a fork (os.register_at_fork): no worker thread exists there, and no
+; call runs; forget the parent's, so that the child's first team call starts its own.
+define void @lamina_team_forked() {{
 entry:
-  %tid = call i32 @omp_get_thread_num()
-  %master = icmp eq i32 %tid, 0
-  br i1 %master, label %caller, label %worker
-caller:
-  %self = call i64 @pthread_self()
-  store atomic i64 %self, ptr @team_owner monotonic, align 8
-  %entryp = load ptr, ptr %rec, align 8
-  %np = getelementptr i64, ptr %rec, i64 1
-  %n = load i64, ptr %np, align 8
-  %argsp = getelementptr i64, ptr %rec, i64 2
-  %args = load ptr, ptr %argsp, align 8
-  call void @team_invoke(ptr %entryp, i64 %n, ptr %args)
-  store atomic i64 0, ptr @team_owner monotonic, align 8
-  store atomic i32 1, ptr @team_end release, align 4
-  %old = atomicrmw add ptr @team_seq, i32 1 seq_cst
-  call void @team_wake()
-  ret void
-worker:
-  %tid64 = zext i32 %tid to i64
-  %inside = icmp ult i64 %tid64, {MAX_TEAM}
-  br i1 %inside, label %register, label %idle
-register:
-  %slot = getelementptr i64, ptr @team_workers, i64 %tid64
-  %me = call i64 @pthread_self()
-  store atomic i64 %me, ptr %slot monotonic, align 8
-  %seqp = getelementptr i64, ptr %rec, i64 3
-  %seq64 = load i64, ptr %seqp, align 8
-  %seq = trunc i64 %seq64 to i32
-  call void @team_worker(i32 %seq)
-  store atomic i64 0, ptr %slot monotonic, align 8
-  ret void
-idle:
+  store atomic i32 0, ptr @team_created seq_cst, align 4
+  store atomic i32 0, ptr @team_sleepers seq_cst, align 4
+  store atomic i32 0, ptr @team_active seq_cst, align 4
+  store atomic i32 1, ptr @team_closed seq_cst, align 4
+  store atomic i64 0, ptr @team_owner seq_cst, align 8
+  store atomic i32 0, ptr @team_busy seq_cst, align 4
   ret void
 }}
 
 ; Run entry(args[0..n)) with one team for the whole call: 1 if it ran, 0 if the
-; caller must call the entry itself (team off, one thread, busy, or nested).
+; caller must call the entry itself (team off, one thread, busy, or nested). The
+; caller runs the entry; the workers are threads of this runtime, so the call never
+; waits for a worker to leave it (a libgomp region's join would).
 define i32 @lamina_team_call(ptr %target, i64 %n, ptr %args) {{
 entry:
   %on = load atomic i32, ptr @team_on monotonic, align 4
@@ -359,24 +382,31 @@ threads:
 claim:
   %pair = cmpxchg ptr @team_busy, i32 0, i32 1 acquire monotonic
   %won = extractvalue {{ i32, i1 }} %pair, 1
-  br i1 %won, label %run, label %decline
+  br i1 %won, label %grow, label %decline
+grow:
+  %cap = call i32 @llvm.smin.i32(i32 %max, i32 {MAX_TEAM})
+  %want = sub i32 %cap, 1
+  %have = call i32 @team_grow(i32 %want)
+  %most = add i32 %have, 1
+  %size = call i32 @llvm.smin.i32(i32 %cap, i32 %most)
+  %alone = icmp slt i32 %size, 2
+  br i1 %alone, label %release, label %run
 run:
-  store atomic i32 0, ptr @team_end monotonic, align 4
-  %rec = alloca [4 x i64], align 8
-  store ptr %target, ptr %rec, align 8
-  %np = getelementptr i64, ptr %rec, i64 1
-  store i64 %n, ptr %np, align 8
-  %argsp = getelementptr i64, ptr %rec, i64 2
-  store ptr %args, ptr %argsp, align 8
-  %seq = load atomic i32, ptr @team_seq monotonic, align 4
-  %seq64 = zext i32 %seq to i64
-  %seqp = getelementptr i64, ptr %rec, i64 3
-  store i64 %seq64, ptr %seqp, align 8
+  store atomic i32 %size, ptr @team_size release, align 4
+  %self = call i64 @pthread_self()
+  store atomic i64 %self, ptr @team_owner seq_cst, align 8
   %c = atomicrmw add ptr @team_calls, i64 1 monotonic
-  %real = load ptr, ptr @team_real_parallel, align 8
-  call void %real(ptr @team_main, ptr %rec, i32 0, i32 0)
+  ; wake sleeping workers now (no region is open): they spin for the call's first
+  ; region while the caller runs the code before it, as a libgomp region's start would
+  %old = atomicrmw add ptr @team_seq, i32 1 seq_cst
+  call void @team_wake()
+  call void @team_invoke(ptr %target, i64 %n, ptr %args)
+  store atomic i64 0, ptr @team_owner seq_cst, align 8
   store atomic i32 0, ptr @team_busy release, align 4
   ret i32 1
+release:
+  store atomic i32 0, ptr @team_busy release, align 4
+  br label %decline
 decline:
   ret i32 0
 }}
@@ -398,6 +428,21 @@ team:
   call void %fn(ptr %data)
   call void @team_close()
   ret void
+}}
+
+; omp_get_num_threads, which the trampolines size their chunks by: the call's team
+; in a region of the team, libgomp's answer elsewhere.
+define i32 @lamina_team_num_threads() {{
+entry:
+  %mine = call i1 @team_mine()
+  br i1 %mine, label %team, label %forward
+forward:
+  %real = load ptr, ptr @team_real_num_threads, align 8
+  %r = call i32 %real()
+  ret i32 %r
+team:
+  %size = load atomic i32, ptr @team_size monotonic, align 4
+  ret i32 %size
 }}
 
 ; The next chunk [lo, hi) of the open region's iterations [0, end), if any is left.
@@ -467,6 +512,7 @@ INTERPOSED = {
     "GOMP_loop_dynamic_start": ("team_real_start", "lamina_team_loop_start"),
     "GOMP_loop_dynamic_next": ("team_real_next", "lamina_team_loop_next"),
     "GOMP_loop_end_nowait": ("team_real_end", "lamina_team_loop_end_nowait"),
+    "omp_get_num_threads": ("team_real_num_threads", "lamina_team_num_threads"),
 }
 """libgomp's entry points that generated code calls (backends/llvm/parallel.py) → the
 runtime's global holding libgomp's own address, and the runtime's function that the
@@ -513,6 +559,8 @@ def install(gomp: ctypes.CDLL, llvm) -> bool:
         ctypes.c_int64.from_address(_globals["team_spin"]).value = _spin_from_env()
         for symbol, (_, ours) in INTERPOSED.items():
             llvm.add_symbol(symbol, engine.get_function_address(ours))
+        forked = ctypes.CFUNCTYPE(None)(engine.get_function_address("lamina_team_forked"))
+        os.register_at_fork(after_in_child=forked)
         address = engine.get_function_address("lamina_team_call")
         _call = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p)(
             address
@@ -530,9 +578,10 @@ def _spin_from_env() -> int:
         return DEFAULT_SPIN
 
 
-STATS = ("team_calls", "team_regions", "team_joined")
-"""Counters of the runtime: calls run by a team, regions posted to it, and regions a
-worker ran (found still open: a late worker skips a region the caller finished)."""
+STATS = ("team_calls", "team_regions", "team_joined", "team_threads")
+"""Counters of the runtime: calls run by a team, regions posted to it, regions a
+worker ran (found still open: a late worker skips a region the caller finished), and
+worker threads started."""
 
 
 def stats() -> dict[str, int]:

@@ -20,6 +20,10 @@ here (the knobs are `parallel_*` in `target/schedule_knobs.py`):
 * `share_vector_columns` gives a team to a serial reduction nest whose only
   spatial loop is its vectorized one (a batch-1 classifier's matrix-vector
   product): blocks of that loop's columns become a parallel loop around it.
+* `team_for_small_nests` shares a spatial nest below `parallel_min_work`
+  but above `parallel_team_min_work` with the workers of a call's thread
+  team only (`TEAM_ONLY_ATTR`): outside a team call it runs on the calling
+  thread, as before.
 
 A loop is only made parallel when its iterations write disjoint elements
 (`lower-te`'s spatial loops by construction; `dependence.spatial` otherwise).
@@ -28,12 +32,13 @@ A loop is only made parallel when its iterations write disjoint elements
 from __future__ import annotations
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import MemRefType
+from xdsl.dialects.builtin import MemRefType, UnitAttr
 
+from lamina.backends.llvm.parallel import TEAM_ONLY_ATTR
 from lamina.dialects import loop
 from lamina.dialects.loop import LoopKind
 from lamina.schedule import primitives as prim
-from lamina.schedule.dependence import spatial
+from lamina.schedule.dependence import depends_on, spatial
 from lamina.schedule.int_analysis import int_constant
 from lamina.schedule.primitives import ScheduleError
 from lamina.target.schedule_knobs import ScheduleKnobs
@@ -92,7 +97,7 @@ def balance_parallel(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int
     """
     if cores < 2:
         return share_vector_columns(func, cores)
-    moved = 0
+    moved = team_for_small_nests(func, cores, knobs)
     for outer in [o for o in func.body.blocks[0].ops if isinstance(o, loop.ForOp)]:
         try:
             if outer.kind_name != LoopKind.PARALLEL or prim.trip_count(outer) != 1:
@@ -113,6 +118,142 @@ def balance_parallel(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int
     for outer in [o for o in func.body.blocks[0].ops if isinstance(o, loop.ForOp)]:
         share_rows(outer, knobs)
     return moved + share_vector_columns(func, cores)
+
+
+def team_for_small_nests(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int:
+    """Make parallel, for the call team only (`TEAM_ONLY_ATTR`), each top-level
+    serial spatial nest without a parallel loop that reads at least
+    `parallel_team_min_work` tensor elements (`_work`); returns how many.
+
+    `lower-te` leaves a nest below `parallel_min_work` serial: a libgomp region
+    wakes sleeping workers with a futex (20-50 us). In a call's thread team the
+    workers spin between kernels, and a region costs a few microseconds, so a
+    layout transform, slice, concatenation or channel shuffle of 20-200 us
+    (ShuffleNetV2: 19 % of its time on the calling thread at two threads) is
+    worth sharing there. A top-level loop of one iteration hands the marking to
+    the loop it holds; one of few iterations shares its rows (`share_rows`).
+    """
+    made = 0
+    for top in [o for o in func.body.blocks[0].ops if isinstance(o, loop.ForOp)]:
+        target = _small_nest_loop(top, cores, knobs)
+        if target is None:
+            continue
+        prim.parallelize(target)
+        target.attributes[TEAM_ONLY_ATTR] = UnitAttr()
+        share_rows(target, knobs)
+        made += 1
+    return made
+
+
+def _small_nest_loop(top: loop.ForOp, cores: int, knobs: ScheduleKnobs) -> loop.ForOp | None:
+    """The loop of `top`'s nest that `team_for_small_nests` makes parallel, or None."""
+    if top.kind_name != LoopKind.SERIAL or top.iter_args:
+        return None
+    if any(isinstance(o, loop.ForOp) and o.kind_name == LoopKind.PARALLEL for o in top.walk()):
+        return None
+    try:
+        if _work(top, knobs) < knobs.parallel_team_min_work:
+            return None
+        target = top
+        while prim.trip_count(target) == 1 and (inner := _only_loop(target)) is not None:
+            target = inner
+        if target.kind_name != LoopKind.SERIAL or target.iter_args:
+            return None
+        if not (spatial(target) or _disjoint_blocks(target)):
+            return None
+        if enough_per_core(target, cores, knobs) or _rows_to_share(target, cores, knobs):
+            return target
+    except ScheduleError:
+        return None
+    return None
+
+
+def _disjoint_blocks(for_op: loop.ForOp) -> bool:
+    """Does each iteration of `for_op` (step S) write its own block of S elements: every
+    buffer written in it accessed, at one fixed position, at `iv + j` with `j` the
+    variable of a loop inside it from 0 to S by 1 (or at `iv`), and nowhere else by
+    `iv`? `dependence.spatial` asks for `iv` itself: a layout transform out of
+    NCHW16c walks the channels in blocks of 16 (`i = io + ii`, ShuffleNetV2's
+    1024x7x7 before its pool, 0.7 % of the network)."""
+    step = int_constant(for_op.step)
+    if step is None or step < 2 or for_op.iter_args:
+        return False
+    inner = {
+        o.induction_var
+        for o in for_op.walk()
+        if isinstance(o, loop.ForOp) and o is not for_op and prim.bounds(o) == (0, step, 1)
+    }
+    if any(isinstance(o, loop.CallOp) for o in for_op.walk()):
+        return False
+    ops = [o for o in for_op.walk() if isinstance(o, loop.LoadOp | loop.StoreOp)]
+    written = {o.buffer for o in ops if isinstance(o, loop.StoreOp)}
+    position: dict = {}
+    for access in ops:
+        if access.buffer not in written:
+            continue
+        iv = for_op.induction_var
+        varying = [d for d, index in enumerate(access.indices) if depends_on(index, iv)]
+        if len(varying) != 1 or not _block_index(access.indices[varying[0]], iv, inner):
+            return False
+        if position.setdefault(access.buffer, varying[0]) != varying[0]:
+            return False
+    return bool(written)
+
+
+def _block_index(index, iv, inner: set) -> bool:
+    """Is `index` `iv` or `iv + j` (either order) with `j` in `inner`?"""
+    if index is iv:
+        return True
+    owner = index.owner
+    if not isinstance(owner, arith.AddiOp):
+        return False
+    return (owner.lhs is iv and owner.rhs in inner) or (owner.rhs is iv and owner.lhs in inner)
+
+
+def _rows_to_share(outer: loop.ForOp, cores: int, knobs: ScheduleKnobs) -> bool:
+    """Would `share_rows` give a parallel `outer` enough iterations per core?"""
+    inner = _only_loop(outer)
+    if inner is None or not 2 <= prim.trip_count(outer) < knobs.parallel_collapse_below:
+        return False
+    if inner.kind_name != LoopKind.SERIAL or inner.iter_args or not spatial(inner):
+        return False
+    trips = prim.trip_count(outer) * prim.trip_count(inner)
+    return trips >= knobs.parallel_min_iterations_per_core * cores
+
+
+def _work(for_op: loop.ForOp, knobs: ScheduleKnobs) -> int:
+    """Tensor reads of one execution of `for_op`, a read that a vectorized loop gathers
+    (its index varies along the loop other than as the last one's unit step)
+    counting `parallel_gather_reads`, as `lower-te` counts them (`worth_a_team`)."""
+    own = 0
+    for op in prim.body_ops(for_op):
+        if isinstance(op, loop.LoadOp):
+            own += knobs.parallel_gather_reads if _gathered(op, for_op) else 1
+        elif isinstance(op, loop.ForOp):
+            own += _work(op, knobs)
+    return prim.trip_count(for_op) * own
+
+
+def _gathered(load: loop.LoadOp, for_op: loop.ForOp) -> bool:
+    """Does the vectorized loop `for_op` gather `load` (strided along it)?"""
+    if for_op.kind_name != LoopKind.VECTORIZED or not load.indices:
+        return False
+    iv = for_op.induction_var
+    *leading, last = load.indices
+    if any(depends_on(index, iv) for index in leading):
+        return True
+    return depends_on(last, iv) and not _unit_step(last, iv)
+
+
+def _unit_step(index, iv) -> bool:
+    """Is `index` `iv`, or `iv` plus a value that does not depend on it?"""
+    if index is iv:
+        return True
+    owner = index.owner
+    if isinstance(owner, arith.AddiOp):
+        lhs, rhs = owner.lhs, owner.rhs
+        return (lhs is iv and not depends_on(rhs, iv)) or (rhs is iv and not depends_on(lhs, iv))
+    return False
 
 
 def share_rows(outer: loop.ForOp, knobs: ScheduleKnobs) -> bool:
@@ -154,8 +295,9 @@ def share_rows(outer: loop.ForOp, knobs: ScheduleKnobs) -> bool:
 def team_for_fused_stages(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int:
     """Make parallel each top-level serial loop holding two or more loops (stages
     fused by `fuse_row_stages`) that together read `parallel_min_work` tensor
-    elements, is spatial and has `parallel_min_iterations_per_core` iterations
-    per core; returns how many. Run before storage folding, which would fold
+    elements (for the call team only: `parallel_team_min_work`), is spatial
+    and has `parallel_min_iterations_per_core` iterations per core; returns
+    how many. Run before storage folding, which would fold
     a temporary the stages share into one slice along the serial loop.
 
     `lower-te` offers a nest the team when its own work is worth a region;
@@ -163,6 +305,9 @@ def team_for_fused_stages(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -
     image, 240 -> 960 channels in MobileNetV3) and its gating multiply are
     each below that, but fused over their 60 channel blocks they are one
     loop of 0.6 M reads, 1-2 % of the network, that ran on one thread.
+    Below `parallel_min_work` but at `parallel_team_min_work` (`_work`) the loop
+    is shared with a call's thread team only (`TEAM_ONLY_ATTR`, as
+    `team_for_small_nests`): MobileNetV3-Large's 1x1 excitations of 0.5 M reads.
     """
     if cores < 2:
         return 0
@@ -176,11 +321,14 @@ def team_for_fused_stages(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -
         try:
             if not enough_per_core(top, cores, knobs) or not spatial(top):
                 continue
-            if _reads(top) < knobs.parallel_min_work:
+            small = _reads(top) < knobs.parallel_min_work
+            if small and _work(top, knobs) < knobs.parallel_team_min_work:
                 continue
         except ScheduleError:
             continue
         prim.parallelize(top)
+        if small:
+            top.attributes[TEAM_ONLY_ATTR] = UnitAttr()
         made += 1
     return made
 
@@ -319,12 +467,14 @@ def _only_loop(outer: loop.ForOp) -> loop.ForOp | None:
 
 
 __all__ = [
+    "TEAM_ONLY_ATTR",
     "balance_parallel",
     "distribute_columns",
     "kinds_fusable",
     "share_rows",
     "share_vector_columns",
     "team_for_fused_stages",
+    "team_for_small_nests",
     "vector_column_panel",
     "worth_a_team",
 ]

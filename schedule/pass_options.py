@@ -125,6 +125,7 @@ class ParallelOptions:
     """Knob options of parallel balancing (`target/schedule_knobs.py`; unset: the target's)."""
 
     parallel_min_iterations_per_core: int | None = None
+    parallel_team_min_work: int | None = None
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,17 @@ class ScheduleKnobs:
     copy. Measured, AVX-512: NCHW -> NCHW16c of 1x64x56x56 f32 takes 80 us on
     one thread, as long as a 2-read contiguous copy of about 2**20 elements."""
 
+    parallel_team_min_work: int = 1 << 15
+    """Tensor reads (a gathered read counting `parallel_gather_reads`) from which a
+    spatial nest left serial by `parallel_min_work` still shares its iterations
+    with the workers of a call's thread team (`LAMINA_CALL_TEAM`), and only
+    there: `schedule-parallel` marks its loop `lamina.team_only`, which runs
+    on the calling thread alone outside a team call. A region of the call
+    team costs a few microseconds when the workers spin between kernels,
+    where a libgomp region wakes them (20-50 us); set above
+    `parallel_min_work` to turn it off. Measured: docs/performance.md,
+    "Threads"."""
+
     parallel_min_iterations_per_core: int = 2
     """A loop is handed `parallel` from the loop around it (the column blocks of a
     micro-kernel, the rows inside a one-iteration parallel loop) only when it has

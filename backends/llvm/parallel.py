@@ -148,10 +148,21 @@ class ParallelForLowering(RewritePattern):
         at_module = InsertPoint.at_end(module.body.block)
         rewriter.insert(outlined, at_module)
         rewriter.insert(trampoline, at_module)
-        call = _call_site(op, trampoline.sym_name.data, [*header, *captures], rewriter)
+        threads = 1 if TEAM_ONLY_ATTR in op.attributes else 0
+        call = _call_site(op, trampoline.sym_name.data, [*header, *captures], rewriter, threads)
         if iterations is not None:
             call.attributes[ITERATIONS_ATTR] = IntegerAttr(iterations, i64)
         rewriter.erase(op)
+
+
+TEAM_ONLY_ATTR = "lamina.team_only"
+"""Discardable unit attribute on a `parallel` loop (`team_for_small_nests`,
+schedule/parallel.py): share its iterations only with the workers of a call's
+thread team (runtime/call_team.py), whose regions cost a few microseconds;
+elsewhere (one libgomp region per kernel, whose workers wake from a futex, or a
+`lamina-compile` library) run them on the calling thread. The call site asks
+libgomp for one thread, `GOMP_parallel(fn, data, 1, 0)` (no worker is woken);
+the call team's `GOMP_parallel` ignores the count and posts the region."""
 
 
 ITERATIONS_ATTR = "lamina.iterations"
@@ -410,8 +421,11 @@ def _from_slot(emit: _Emitter, word: SSAValue, ty) -> SSAValue:
     return emit(llvm.BitcastOp(emit(llvm.TruncOp(word, bits)), ty))
 
 
-def _call_site(op: Operation, trampoline: str, values: list[SSAValue], rewriter) -> llvm.CallOp:
-    """Pack `values` into stack slots and hand it to `GOMP_parallel(trampoline, ctx, 0, 0)`."""
+def _call_site(
+    op: Operation, trampoline: str, values: list[SSAValue], rewriter, threads: int = 0
+) -> llvm.CallOp:
+    """Pack `values` into stack slots and hand it to `GOMP_parallel(trampoline, ctx, threads, 0)`
+    (`threads` 0: OpenMP's default; 1: `TEAM_ONLY_ATTR`)."""
     entry = InsertPoint.at_start(entry_block(op))
     count = rewriter.insert(llvm.ConstantOp(IntegerAttr(len(values), i64), i64), entry)
     ctx = rewriter.insert(llvm.AllocaOp(count, i64, 8), InsertPoint.after(count)).res
@@ -423,8 +437,11 @@ def _call_site(op: Operation, trampoline: str, values: list[SSAValue], rewriter)
         rewriter.insert(llvm.StoreOp(word, slot, alignment=8))
     fn = rewriter.insert(llvm.AddressOfOp(trampoline, PTR)).result
     zero = rewriter.insert(llvm.ConstantOp(IntegerAttr(0, i32), i32)).result
+    team = zero
+    if threads:
+        team = rewriter.insert(llvm.ConstantOp(IntegerAttr(threads, i32), i32)).result
     declare_function(op, rewriter, GOMP_PARALLEL, [PTR, PTR, i32, i32], llvm.LLVMVoidType())
-    return rewriter.insert(llvm.CallOp(GOMP_PARALLEL, fn, ctx, zero, zero))
+    return rewriter.insert(llvm.CallOp(GOMP_PARALLEL, fn, ctx, team, zero))
 
 
 class _Emitter:
@@ -584,6 +601,7 @@ def declare_omp_queries(op: Operation, rewriter) -> None:
 
 __all__ = [
     "ITERATIONS_ATTR",
+    "TEAM_ONLY_ATTR",
     "ParallelForLowering",
     "balanced_chunk",
     "captured_values",

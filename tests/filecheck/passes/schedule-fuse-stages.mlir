@@ -238,8 +238,10 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // `parallel_min_work` (461 K and 141 K reads), so `lower-te` left both serial;
 // fused over the channel blocks they read 602 K and the loop gets the thread
 // team (`team_for_fused_stages`) -- before storage folding, so the shared
-// temporary keeps its 60 slices. Not when together they are still too
-// little (@excite_small: 325 K), nor with one core.
+// temporary keeps its 60 slices. When together they are still below it
+// (@excite_small: 325 K) but reach `parallel_team_min_work` (32 K), the loop
+// is shared with a call's thread team only (`lamina.team_only`); with one
+// core, never.
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @excite(%x: memref<10x16xf32>, %w: memref<60x10x16x16xf32>, %f: memref<60x7x7x16xf32>, %y: memref<60x7x7x16xf32>) {
     %c0 = arith.constant 0 : index
@@ -334,9 +336,11 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // TEAM:         loop.for %b = %c0 to %c60 step %c1 kind(parallel) {
 // TEAM:           loop.for %k0 = %c0 to %c10 step %c1 {
 // TEAM:           loop.for %h = %c0 to %c7 step %c1 {
+// TEAM-NOT:     lamina.team_only
 // TEAM-LABEL: loop.func @excite_small(
-// TEAM:         loop.for %b = %c0 to %c60 step %c1 {
+// TEAM:         loop.for %b = %c0 to %c60 step %c1 kind(parallel) {
 // TEAM:           loop.for %h = %c0 to %c7 step %c1 {
+// TEAM:         } {lamina.team_only}
 
 // NOTEAM-LABEL: loop.func @excite(
 // NOTEAM:         loop.for %b = %c0 to %c60 step %c1 {
