@@ -96,7 +96,7 @@ def _rename_symbols(module: ModuleOp, renames: Mapping[str, str]) -> None:
 def link_libraries(module: ModuleOp) -> list[str]:
     """What an object file of `module` needs at link time, as `cc` arguments."""
     flags = ["-lm"]
-    if codegen.uses_openmp(module):  # GOMP_parallel, omp_get_thread_num
+    if codegen.uses_openmp(module):  # GOMP_parallel, GOMP_loop_*, omp_get_num_threads
         flags.append("-lgomp")
     return flags + list(codegen._libraries)  # a target's library (e.g. a CBLAS)
 
