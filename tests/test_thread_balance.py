@@ -47,6 +47,16 @@ def test_balanced_chunk_is_never_worse_and_bounded():
             assert -(-n // chunk) <= MAX_CHUNK_FACTOR * -(-n // default)
 
 
+def test_balanced_chunk_of_a_huge_loop_tries_one_size_per_chunk_count():
+    """A 2**31-element loop (tests/test_trust_regressions.py's relu) has 2e8 chunk sizes
+    between the default and the smallest; trying each kept its compile from ending."""
+    for n in (2**31, 2**27 + 5, 10**6 + 3):
+        default = -(-n // (2 * CHUNKS_PER_THREAD))
+        chunk = balanced_chunk(n, 2) or default
+        assert _makespan(n, chunk, 2) <= _makespan(n, default, 2)
+        assert -(-n // chunk) <= MAX_CHUNK_FACTOR * -(-n // default)
+
+
 def test_vector_column_panel_divides_the_columns():
     assert vector_column_panel(1000, 1280, 2, KNOBS) == 250
     assert vector_column_panel(1280, 960, 2, KNOBS) == 320

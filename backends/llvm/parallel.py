@@ -31,6 +31,8 @@ regions of a call on one team (docs/performance.md, Threads).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import (
     Float64Type,
@@ -494,7 +496,12 @@ def balanced_chunk(iterations: int, threads: int) -> int | None:
         return None
     default = max(1, -(-iterations // (threads * CHUNKS_PER_THREAD)))
     smallest = max(1, -(-iterations // (threads * CHUNKS_PER_THREAD * MAX_CHUNK_FACTOR)))
-    candidates = range(default, smallest - 1, -1)
+    candidates: Iterable[int] = range(default, smallest - 1, -1)
+    if default - smallest > MAX_CHUNK_CANDIDATES:  # a huge loop: one size per chunk count
+        counts = range(
+            threads * CHUNKS_PER_THREAD, threads * CHUNKS_PER_THREAD * MAX_CHUNK_FACTOR + 1
+        )
+        candidates = sorted({-(-iterations // k) for k in counts}, reverse=True)
     best = min(candidates, key=lambda c: _makespan(iterations, c, threads))
     return None if best == default else best
 
@@ -502,6 +509,12 @@ def balanced_chunk(iterations: int, threads: int) -> int | None:
 MAX_CHUNK_FACTOR = 4
 """`balanced_chunk` hands out at most this many times the default number of chunks
 (each one an atomic on a line both threads write)."""
+
+MAX_CHUNK_CANDIDATES = 4096
+"""`balanced_chunk` tries every chunk size between the default and the smallest when
+there are at most this many (loops up to about 40,000 iterations on two threads);
+beyond, only the largest size of each chunk count, so the compile time does not grow
+with the trip count (a 2**31-element relu has 2e8 sizes in that range)."""
 
 
 def _makespan(iterations: int, chunk: int, threads: int) -> int:
