@@ -158,7 +158,11 @@ def test_kernels_that_differ_only_in_their_names_are_one_unit():
     one, other = splits
     assert one is not None and other is not None and one.kernels
     assert [u.key for u in one.kernels] == [u.key for u in other.kernels]
-    assert [u.text for u in one.kernels] == [u.text for u in other.kernels]
+    # the same text but for the helpers' names (parallel bodies keep the module's names
+    # for profilers, `_helpers_named`; this kernel is parallel since `parallel_team_min_work`)
+    assert [u.text for u in one.kernels] == [
+        u.text.replace('@"renamed_', '@"') for u in other.kernels
+    ]
     assert all(name.startswith("renamed_") for u in other.kernels for name in u.names)
     assert one.host == other.host  # the host calls kernels by their symbols
     module, _ = lower_to_build(_as_module(conv_program(), "a.mlir"))
