@@ -940,3 +940,15 @@ Loop = Dialect(
     ],
     [LoopKindAttr],
 )
+
+
+TEAM_ONLY_ATTR = "lamina.team_only"
+"""Discardable unit attribute on a `parallel` loop (`team_for_small_nests`,
+schedule/parallel.py): share its iterations only with the workers of a call's
+thread team (runtime/call_team.py), whose regions cost a few microseconds;
+elsewhere (one libgomp region per kernel, whose workers wake from a futex, or a
+`lamina-compile` library) run them on the calling thread. The lowering
+(backends/llvm/parallel.py) asks libgomp for one thread, `GOMP_parallel(fn, data,
+1, 0)` (no worker is woken); the call team's `GOMP_parallel` ignores the count and
+posts the region. Defined here, in the IR both read, so the scheduler does not
+import the backend."""

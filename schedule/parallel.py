@@ -34,9 +34,8 @@ from __future__ import annotations
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import MemRefType, UnitAttr
 
-from lamina.backends.llvm.parallel import TEAM_ONLY_ATTR
 from lamina.dialects import loop
-from lamina.dialects.loop import LoopKind
+from lamina.dialects.loop import TEAM_ONLY_ATTR, LoopKind
 from lamina.schedule import primitives as prim
 from lamina.schedule.dependence import depends_on, spatial
 from lamina.schedule.int_analysis import int_constant

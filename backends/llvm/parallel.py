@@ -63,7 +63,7 @@ from lamina.backends.llvm.conversion import (
 )
 from lamina.core.symbols import lookup_symbol
 from lamina.dialects import loop
-from lamina.dialects.loop import LoopKind
+from lamina.dialects.loop import TEAM_ONLY_ATTR, LoopKind
 from lamina.target.registry import op_facts
 
 GOMP_PARALLEL = "GOMP_parallel"
@@ -155,16 +155,6 @@ class ParallelForLowering(RewritePattern):
         if iterations is not None:
             call.attributes[ITERATIONS_ATTR] = IntegerAttr(iterations, i64)
         rewriter.erase(op)
-
-
-TEAM_ONLY_ATTR = "lamina.team_only"
-"""Discardable unit attribute on a `parallel` loop (`team_for_small_nests`,
-schedule/parallel.py): share its iterations only with the workers of a call's
-thread team (runtime/call_team.py), whose regions cost a few microseconds;
-elsewhere (one libgomp region per kernel, whose workers wake from a futex, or a
-`lamina-compile` library) run them on the calling thread. The call site asks
-libgomp for one thread, `GOMP_parallel(fn, data, 1, 0)` (no worker is woken);
-the call team's `GOMP_parallel` ignores the count and posts the region."""
 
 
 ITERATIONS_ATTR = "lamina.iterations"
@@ -614,7 +604,6 @@ def declare_omp_queries(op: Operation, rewriter) -> None:
 
 __all__ = [
     "ITERATIONS_ATTR",
-    "TEAM_ONLY_ATTR",
     "ParallelForLowering",
     "balanced_chunk",
     "captured_values",
