@@ -326,7 +326,9 @@ class ScheduleKnobs:
     @staticmethod
     def for_cpu(facts: CpuFacts) -> ScheduleKnobs:
         """The measured defaults, each derived one (`_DERIVED`) evaluated on `facts`."""
-        derived = {name: _derive(formula, facts) for name, formula in _FORMULAS.items()}
+        names = {f.name: getattr(facts, f.name) for f in fields(facts)}
+        names["lanes"] = facts.lanes
+        derived = {name: _derive(code, names) for name, code in _FORMULAS.items()}
         return ScheduleKnobs().replace(**derived)
 
     def replace(self, **changes: object) -> ScheduleKnobs:
@@ -337,18 +339,18 @@ class ScheduleKnobs:
 KNOB_NAMES: frozenset[str] = frozenset(f.name for f in fields(ScheduleKnobs))
 """The names a target option or a pass option may override."""
 
-_FORMULAS: dict[str, str] = {
-    f.name: f.metadata[_DERIVED] for f in fields(ScheduleKnobs) if _DERIVED in f.metadata
+_FORMULAS = {
+    f.name: compile(f.metadata[_DERIVED], f"<derived default of {f.name}>", "eval")
+    for f in fields(ScheduleKnobs)
+    if _DERIVED in f.metadata
 }
-"""Knob name -> the formula of its derived default."""
+"""Knob name -> the compiled formula of its derived default (compiled once, at import)."""
 
 
-def _derive(formula: str, facts: CpuFacts) -> int:
-    """Evaluate a `_DERIVED` formula (source text of this module, never user input)
-    with the facts' fields as names."""
-    names = {f.name: getattr(facts, f.name) for f in fields(facts)}
-    names["lanes"] = facts.lanes
-    return int(eval(formula, {"__builtins__": {"min": min, "max": max}}, names))
+def _derive(code, names: dict[str, object]) -> int:
+    """Evaluate a compiled `_DERIVED` formula (source text of this module, never user
+    input) with the facts' fields (`names`) as names."""
+    return int(eval(code, {"__builtins__": {"min": min, "max": max}}, names))
 
 
 LIST_KNOBS: frozenset[str] = frozenset({"block_vector_choices", "conv_channel_jam_choices"})
