@@ -141,6 +141,7 @@ class FlattenRowsOptions:
     """Knob options of row flattening (`target/schedule_knobs.py`; unset: the target's)."""
 
     conv_flatten_rows: int | None = None
+    conv_flatten_min_steps_per_core: int | None = None
     conv_channel_jam: int | None = None
     parallel_collapse_below: int | None = None
 

@@ -110,7 +110,9 @@ def _flat_rows(plan: _Plan, cores: int, knobs: ScheduleKnobs) -> int:
     rows), a 7- or 14-column row leaves short blocks the flat row does not.
     With few steps (64 channels: 8 blocks on AVX2, 4 steps of 2) the threads
     share steps x rows; one row of 784 pixels would leave them 4, a
-    4 x 196 image 16, an 8 x 98 one 32."""
+    4 x 196 image 16, an 8 x 98 one 32. Where no divisor of H*W below H gives
+    that many (a 7x7 image: 49 pixels are 1 or 7 rows), the image is still one
+    row when the steps give every core `conv_flatten_min_steps_per_core`."""
     height, width = plan.image or (1, 1)
     convolutions = [rows for rows, columns in plan.nests if _has_reduction(columns)]
     jams = [_channel_jam(rows, knobs) for rows in convolutions]
@@ -121,7 +123,12 @@ def _flat_rows(plan: _Plan, cores: int, knobs: ScheduleKnobs) -> int:
         return 1
     pixels = height * width
     wanted = -(-knobs.parallel_collapse_below // steps)
-    return next(g for g in range(1, height + 1) if pixels % g == 0 and g >= wanted or g == height)
+    rows = next(g for g in range(1, height + 1) if pixels % g == 0 and g >= wanted or g == height)
+    if rows == height and knobs.conv_flatten_min_steps_per_core and (
+        steps >= knobs.conv_flatten_min_steps_per_core * cores
+    ):
+        return 1  # no divisor shares enough; the steps alone still give every core several
+    return rows
 
 
 def _channel_jam(rows: loop.ForOp, knobs: ScheduleKnobs) -> tuple[int, int]:

@@ -240,6 +240,20 @@ class ScheduleKnobs:
     image's row is one register block of 7 rows already and the flat row 3
     x 15 + 4: 0.94-1.07x, slower on ResNet-50's expansions, so 0."""
 
+    conv_flatten_min_steps_per_core: int = 4
+    """Jammed output-channel steps per core from which a pointwise convolution
+    on an image no row split can share (`conv_flatten_rows`: a 7x7 image, whose
+    49 pixels are 1 or 7 rows, with fewer steps than `parallel_collapse_below`)
+    still runs as one flat row (0: it keeps its 7 rows). Its threads then share
+    the steps alone (960->160 at 7x7 on AVX2: 10 steps, 5 per core, instead of
+    70 step-rows), and one thread computes the 49 pixels as 9 register blocks
+    of 5 and one of 4 instead of 7 x (4 + 3) (a 3-row block of two channel
+    blocks keeps 6 accumulators, fewer than two FMA pipes of latency 4 need).
+    Measured, AVX2 build, one thread, thread CPU time, medians of 21
+    interleaved rounds, 0 -> 4: mobilenet_v3_large 0.982, efficientnet_b0
+    0.987, mobilenet_v2 0.988 the time (docs/performance.md, "Flat pixel
+    rows"). With 32 registers `conv_flatten_rows` is 0 and this knob unused."""
+
     conv_grouped_jam_min_row: int = 14
     """Shortest output row (columns) on which a grouped convolution jams the
     output-channel blocks of one group, which share their input broadcast
@@ -377,6 +391,7 @@ def check_knob(name: str, value: object) -> str | None:
         "conv_channel_block",
         "conv_channel_jam",
         "conv_flatten_rows",
+        "conv_flatten_min_steps_per_core",
         "conv_grouped_min_width",
         "depthwise_in_place_percent",
         "winograd_min_output",
