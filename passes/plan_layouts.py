@@ -631,6 +631,26 @@ def _fixpoint(func: graph.FuncOp) -> None:
         for o in list(func.walk()):
             if isinstance(o, graph.LayoutTransformOp) and not o.results[0].uses:
                 Rewriter.erase_op(o)
+    _share_transforms(func)
+
+
+def _share_transforms(func: graph.FuncOp) -> None:
+    """One transform per value and layout: a value not produced blocked that
+    several blocked ops read (a max pool's result read by a convolution and
+    by the residual add after it; DenseNet's first concatenation input, read
+    by six) got a transform per reader, each a copy kernel called on every
+    run (nothing after `plan-layouts` merges them). Later ones in a block
+    read the first one's result instead."""
+    for block in func.body.blocks:
+        seen: dict[tuple, graph.LayoutTransformOp] = {}
+        for o in list(block.ops):
+            if not isinstance(o, graph.LayoutTransformOp):
+                continue
+            key = (o.input, o.constraint, o.crop is not None, o.results[0].type)
+            first = seen.setdefault(key, o)
+            if first is not o:
+                o.results[0].replace_all_uses_with(first.results[0])
+                Rewriter.erase_op(o)
 
 
 __all__ = ["PlanLayoutsPass", "conv2d_block", "inverse_map"]

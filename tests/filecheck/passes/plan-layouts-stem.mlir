@@ -27,6 +27,37 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>, lamina.ta
     %2 = graph.max_pool2d %1 {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x8x8x8xf32>) -> tensor<1x8x4x4xf32>
     graph.return %2 : tensor<1x8x4x4xf32>
   }
+
+  // MobileNetV3's stem: a hardswish (five elementwise ops after the bias) and
+  // a residual add before the next convolution; still produced blocked.
+  graph.func @hardswish_residual(%x: tensor<1x3x8x8xf32>, %w0: tensor<8x3x3x3xf32>, %b0: tensor<8x1x1xf32>, %w1: tensor<8x1x3x3xf32>, %w2: tensor<8x8x1x1xf32>) -> tensor<1x8x8x8xf32> {
+    %sixth = graph.constant dense<0.166666672> : tensor<f32>
+    %half = graph.constant dense<5.000000e-01> : tensor<f32>
+    %one = graph.constant dense<1.000000e+00> : tensor<f32>
+    %zero = graph.constant dense<0.000000e+00> : tensor<f32>
+    %0 = graph.conv2d %x, %w0 {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x3x8x8xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x8x8xf32>
+    %1 = graph.add %0, %b0 : (tensor<1x8x8x8xf32>, tensor<8x1x1xf32>) -> tensor<1x8x8x8xf32>
+    %2 = graph.mul %1, %sixth : (tensor<1x8x8x8xf32>, tensor<f32>) -> tensor<1x8x8x8xf32>
+    %3 = graph.add %2, %half : (tensor<1x8x8x8xf32>, tensor<f32>) -> tensor<1x8x8x8xf32>
+    %4 = graph.minimum %3, %one : (tensor<1x8x8x8xf32>, tensor<f32>) -> tensor<1x8x8x8xf32>
+    %5 = graph.maximum %4, %zero : (tensor<1x8x8x8xf32>, tensor<f32>) -> tensor<1x8x8x8xf32>
+    %6 = graph.mul %1, %5 : (tensor<1x8x8x8xf32>, tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+    %7 = graph.conv2d %6, %w1 {padding = array<i64: 1, 1, 1, 1>, groups = 8 : i64} : (tensor<1x8x8x8xf32>, tensor<8x1x3x3xf32>) -> tensor<1x8x8x8xf32>
+    %8 = graph.add %7, %6 : (tensor<1x8x8x8xf32>, tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+    %9 = graph.conv2d %8, %w2 : (tensor<1x8x8x8xf32>, tensor<8x8x1x1xf32>) -> tensor<1x8x8x8xf32>
+    graph.return %9 : tensor<1x8x8x8xf32>
+  }
+
+  // A value that stays NCHW (a max pool after a stem that stays NCHW) read by
+  // a blocked convolution and by the residual add after it: one transform
+  // into the blocked layout, which both read.
+  graph.func @pooled_twice(%x: tensor<1x3x8x8xf32>, %w0: tensor<8x3x3x3xf32>, %w1: tensor<8x8x3x3xf32>) -> tensor<1x8x4x4xf32> {
+    %0 = graph.conv2d %x, %w0 {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x3x8x8xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x8x8xf32>
+    %1 = graph.max_pool2d %0 {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x8x8x8xf32>) -> tensor<1x8x4x4xf32>
+    %2 = graph.conv2d %1, %w1 {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x8x4x4xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x4x4xf32>
+    %3 = graph.add %2, %1 : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+    graph.return %3 : tensor<1x8x4x4xf32>
+  }
 }
 
 // CHECK-LABEL: graph.func @into_conv
@@ -49,3 +80,20 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>, lamina.ta
 // CHECK-NEXT:    graph.conv2d %x, %w0 {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x3x8x8xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x8x8xf32>
 // CHECK-NOT:     data_layout
 // CHECK:         graph.max_pool2d
+
+// CHECK-LABEL: graph.func @hardswish_residual
+// CHECK:         %[[STEM:.*]] = graph.conv2d {{.*}}data_layout = "NCHW1c"{{.*}} -> tensor<1x1x8x8x8xf32>
+// CHECK-NOT:     graph.layout_transform %[[STEM]]
+// CHECK:         %[[HS:.*]] = graph.mul {{.*}} : (tensor<1x1x8x8x8xf32>, tensor<1x1x8x8x8xf32>) -> tensor<1x1x8x8x8xf32>
+// CHECK-NOT:     graph.layout_transform %[[HS]]
+// CHECK:         %[[DW:.*]] = graph.conv2d %[[HS]], {{.*}}data_layout = "NCHW8c"
+// CHECK-NEXT:    graph.add %[[DW]], %[[HS]]
+// CHECK:         graph.return
+
+// CHECK-LABEL: graph.func @pooled_twice
+// CHECK:         %[[POOL:.*]] = graph.max_pool2d
+// CHECK-NEXT:    %[[T:.*]] = graph.layout_transform %[[POOL]]
+// CHECK-NOT:     graph.layout_transform %[[POOL]]
+// CHECK:         %[[CONV:.*]] = graph.conv2d %[[T]], {{.*}}data_layout = "NCHW8c"
+// CHECK-NOT:     graph.layout_transform %[[POOL]]
+// CHECK:         graph.add %[[CONV]], %[[T]]
