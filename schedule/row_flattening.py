@@ -124,8 +124,10 @@ def _flat_rows(plan: _Plan, cores: int, knobs: ScheduleKnobs) -> int:
     pixels = height * width
     wanted = -(-knobs.parallel_collapse_below // steps)
     rows = next(g for g in range(1, height + 1) if pixels % g == 0 and g >= wanted or g == height)
-    if rows == height and knobs.conv_flatten_min_steps_per_core and (
-        steps >= knobs.conv_flatten_min_steps_per_core * cores
+    if (
+        rows == height
+        and knobs.conv_flatten_min_steps_per_core
+        and (steps >= knobs.conv_flatten_min_steps_per_core * cores)
     ):
         return 1  # no divisor shares enough; the steps alone still give every core several
     return rows
