@@ -249,10 +249,14 @@ class ScheduleKnobs:
     70 step-rows), and one thread computes the 49 pixels as 9 register blocks
     of 5 and one of 4 instead of 7 x (4 + 3) (a 3-row block of two channel
     blocks keeps 6 accumulators, fewer than two FMA pipes of latency 4 need).
-    Measured, AVX2 build, one thread, thread CPU time, medians of 21
-    interleaved rounds, 0 -> 4: mobilenet_v3_large 0.982, efficientnet_b0
-    0.987, mobilenet_v2 0.988 the time (docs/performance.md, "Flat pixel
-    rows"). With 32 registers `conv_flatten_rows` is 0 and this knob unused."""
+    Measured, AVX2 build, one thread, thread CPU time, 0 -> 4: the model
+    `depthwise -> 1x1 + relu` at 7x7 (41 interleaved rounds, twice)
+    960->160 (jam 2, 9 x 5 + 4) 0.85-0.89x the time, 1152->192 (jam 3,
+    12 x 4 + 1) 0.85-0.92x; whole networks (21 rounds) mobilenet_v3_large
+    0.982, efficientnet_b0 0.987, mobilenet_v2 0.988, within the +-3 % of
+    repeated runs on the shared machine (docs/performance.md, "One thread
+    after issue 24's changes"). With 32 registers `conv_flatten_rows` is 0 and this knob
+    unused."""
 
     conv_grouped_jam_min_row: int = 14
     """Shortest output row (columns) on which a grouped convolution jams the
