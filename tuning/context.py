@@ -65,6 +65,11 @@ VALUE_ORDER: dict[str, tuple[Any, ...]] = {
 """The values of a knob in the order they are tried (the others of `CHOICES` after them):
 the output widths of networks' convolutions (7, 14, 28, 56) before the smallest blocks."""
 
+DERIVED = {"block_rows": 2, "conv_channel_jam": 2, "block_vector_choices": 2}
+"""Knobs whose default is derived per kernel, so that one value tried may be the one the
+default chose: they are skipped for a kernel after this many values leave its code as
+the default's (any other knob after one)."""
+
 THREAD_KNOBS = frozenset(
     {
         "parallel_min_work",
@@ -75,10 +80,10 @@ THREAD_KNOBS = frozenset(
 )
 """Knobs that only decide how work is shared among threads: not searched at one thread."""
 
-ROUNDS, FINAL_ROUNDS = 21, 31
-FINAL_WINS = 20
+ROUNDS, FINAL_ROUNDS = 21, 41
+FINAL_WINS = 26
 """Of `FINAL_ROUNDS`, the rounds a kernel's final knobs must be faster in (a sign test:
-20 of 31 by chance, 7 %) besides `MIN_GAIN` in the median."""
+26 of 41 by chance, 5 %) besides `MIN_GAIN` in the median."""
 
 MIN_SHARE = 0.004
 """Kernels with less of the model's time are not searched."""
@@ -153,15 +158,23 @@ class Slot:
         return {k: v for k, v in child.items() if v is not None}
 
 
+DEPTH_FIRST = 3
+"""The first knobs of `PRIORITY` whose values are all tried before the others' (a
+network's convolutions change with them; most other knobs leave their code as it is,
+and a generation in which a kernel's candidate is the default's code is lost for it)."""
+
+
 def singles(threads: int | None) -> list[dict[str, Any]]:
-    """Single-knob changes of the defaults: the first value of every knob (by `PRIORITY`),
-    then the second values, and so on."""
+    """Single-knob changes of the defaults: every value of the first `DEPTH_FIRST` knobs
+    of `PRIORITY`, then the first value of every other knob, the second values, ..."""
     order = [k for k in PRIORITY if k in CHOICES] + [k for k in CHOICES if k not in PRIORITY]
     if threads == 1:
         order = [k for k in order if k not in THREAD_KNOBS]
     values = {k: _ordered(k) for k in order}
-    depth = max(len(v) for v in values.values())
-    return [{k: values[k][i]} for i in range(depth) for k in order if i < len(values[k])]
+    first = [{k: v} for k in order[:DEPTH_FIRST] for v in values[k]]
+    rest = order[DEPTH_FIRST:]
+    depth = max((len(values[k]) for k in rest), default=0)
+    return first + [{k: values[k][i]} for i in range(depth) for k in rest if i < len(values[k])]
 
 
 def _ordered(knob: str) -> list[Any]:
@@ -294,9 +307,9 @@ class ContextSearch:
         ]
         for slot, knobs in tried:
             if codes and self._code(slot, codes) == slot.default_code and len(knobs) == 1:
-                ((knob, _),) = knobs.items()  # two values that change nothing: none will
+                ((knob, _),) = knobs.items()  # a value that changes nothing: none will
                 slot.unchanged[knob] = slot.unchanged.get(knob, 0) + 1
-                if slot.unchanged[knob] >= min(2, len(CHOICES.get(knob, ()))):
+                if slot.unchanged[knob] >= min(DERIVED.get(knob, 1), len(CHOICES.get(knob, ()))):
                     slot.irrelevant.add(knob)
         if not answer["ok"]:
             # Wrong numbers or a crash: blame the kernels whose code changed (all, if unknown).
