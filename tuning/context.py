@@ -217,6 +217,8 @@ class ContextSearch:
         """(seconds since the start, the model's estimated speed-up) after each generation."""
         self.base_records = self._write("base", {})
         self.notes: list[str] = []
+        self.finished = False
+        """The final measurement is done (`final` holds each kernel's kept knobs)."""
 
     # -- builds --------------------------------------------------------------------------
     def _write(self, name: str, knobs: dict[str, dict[str, Any]]) -> str | None:
@@ -294,6 +296,7 @@ class ContextSearch:
             if progress is not None:
                 progress(self)
         self.finalize()
+        self.finished = True
         if progress is not None:
             progress(self)
 
@@ -332,12 +335,13 @@ class ContextSearch:
                 trial.rounds = len(pairs)
 
     def estimate(self) -> float:
-        """The model's speed-up if every kernel took its best candidate (sum of kernel times)."""
+        """The model's speed-up if every kernel took its best candidate (sum of kernel times);
+        once finished, the kept knobs as timed together."""
         if not self.total:
             return 1.0
         saved = 0.0
         for slot in self.slots:
-            best = slot.final if slot.final is not None else next(iter(slot.ranked()), None)
+            best = slot.final if self.finished else next(iter(slot.ranked()), None)
             if best is not None and (best.ratio or 0) > 1:
                 saved += slot.default_seconds * (1 - 1 / (best.ratio or 1.0))
         return self.total / max(self.total - saved, 1e-12)

@@ -210,10 +210,16 @@ def _search_in_context(
     def note(s: ContextSearch) -> None:
         left = max(0.0, s.deadline - time.perf_counter())
         found = sum(1 for slot in s.slots if slot.final is not None)
+        if s.finished:
+            out.write(
+                f"lamina-tune: {found} kernel(s) faster with their best knobs, timed together "
+                f"again: estimated speed-up {s.estimate():.3f}x\n"
+            )
+            return
         out.write(
             f"lamina-tune: generation {s.generations}: {len(s.active())} kernel(s) searched, "
-            f"{s.measurements} candidates timed, estimated speed-up {s.estimate():.3f}x"
-            f"{f', {found} kernel(s) kept' if found else ''}, ETA {left:.0f} s\n"
+            f"{s.measurements} candidates timed, estimated speed-up {s.estimate():.3f}x, "
+            f"ETA {left:.0f} s\n"
         )
         out.flush()
 
