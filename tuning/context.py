@@ -218,6 +218,8 @@ class ContextSearch:
         self.base_records = self._write("base", {})
         self.notes: list[str] = []
         self.finished = False
+        self.final_ratio: float | None = None
+        """The whole model's speed-up in the final measurement (its runs' time)."""
         """The final measurement is done (`final` holds each kernel's kept knobs)."""
 
     # -- builds --------------------------------------------------------------------------
@@ -349,7 +351,9 @@ class ContextSearch:
     def finalize(self) -> None:
         """The best candidate of each kernel, built together, timed against the baseline
         `FINAL_ROUNDS` rounds: a kernel keeps its knobs when faster by `MIN_GAIN` (median)
-        in `FINAL_WINS` of the rounds."""
+        in `FINAL_WINS` of the rounds, and none does when the whole model's runs were
+        slower (a kernel's knobs can slow the kernels after it: MobileNetV2 AVX2, a
+        convolution 1.13x faster with `block_rows = 7`, the model 0.98x)."""
         finalists = {
             s.kernel.key: (s, best[0])
             for s in self.slots
@@ -363,6 +367,14 @@ class ContextSearch:
             self.notes.append(f"the finalists together do not check: {answer['why']}")
             return
         base_rows, rows = answer["samples"]
+        whole = statistics.median(b[""] / o[""] for b, o in zip(base_rows, rows, strict=True))
+        self.final_ratio = whole
+        if whole < 1.0:  # faster kernels, slower model: what they change for the others
+            self.notes.append(
+                f"the kernels' best knobs together made the model slower ({whole:.3f}x): "
+                "the defaults are kept"
+            )
+            return
         for slot, trial in finalists.values():
             base, own = self._times(slot, base_rows), self._times(slot, rows)
             pairs = [(b, o) for b, o in zip(base, own, strict=True) if o > 0]
