@@ -3,6 +3,8 @@
     python benchmarks/bench_tuning.py --budget 180            # tune, then time the three
     python benchmarks/bench_tuning.py --rate 60 [--ray-cpus 2] [--repeat 3]
                                     # measurements per minute, local and Ray, alternated
+    python benchmarks/bench_tuning.py --ab MODEL.onnx --records R [--target T]
+                                    # a network without and with records, one thread
 
 The MLP is examples/mlp.mlir (64 x 784 -> 512 -> 512 -> 10, weights as
 parameters); onnxruntime runs the same graph (benchmarks/peers.py). Every
@@ -65,6 +67,47 @@ def compare(records: str, threads: int, rounds: int = 21) -> dict[str, float]:
                 run()
             samples[name].append((time.perf_counter() - start) / 50)
     return {name: float(np.median(s)) for name, s in samples.items()}
+
+
+def ab(model: str, records: str, targets: list[str] | None, rounds: int) -> None:
+    """A network compiled without and with `records`, one thread: results compared (within
+    1e-4 of their magnitude), then timed in `rounds` interleaved rounds (order alternating)
+    by the thread's CPU time; the median of the per-round speed-ups."""
+    import numpy as np
+
+    import lamina
+    from lamina.runtime.native_setup import set_num_threads
+
+    set_num_threads(1)
+    exes = [
+        lamina.compile(model, targets=targets, cache=False),
+        lamina.compile(model, targets=targets, records=records, cache=False),
+    ]
+    rng = np.random.default_rng(0)
+    args = [
+        rng.uniform(0.1, 1.0, p.shape).astype(p.dtype) for p in exes[0]._signature("main").params
+    ]
+    want, got = (np.asarray(exe.run("main", *args)) for exe in exes)
+    error = float(np.max(np.abs(want - got)) / max(1.0, float(np.max(np.abs(want)))))
+    start = time.thread_time()
+    exes[0].run("main", *args)
+    calls = max(1, int(0.1 / max(time.thread_time() - start, 1e-6)))
+    samples: list[list[float]] = [[], []]
+    load = os.getloadavg()[0]
+    for r in range(rounds):
+        for i in (0, 1) if r % 2 == 0 else (1, 0):
+            start = time.thread_time()
+            for _ in range(calls):
+                exes[i].run("main", *args)
+            samples[i].append((time.thread_time() - start) / calls)
+    ratios = [d / t for d, t in zip(*samples, strict=True)]
+    print(
+        f"{os.path.basename(model)} {','.join(targets or ['host'])}: default "
+        f"{np.median(samples[0]) * 1e3:.3f} ms, tuned {np.median(samples[1]) * 1e3:.3f} ms, "
+        f"speed-up {np.median(ratios):.3f}x (faster in {sum(x > 1 for x in ratios)}/{rounds} "
+        f"rounds), max rel. difference {error:.1e}, load {load:.1f}-{os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
 
 
 def rate(seconds: float, ray_cpus: int | None, threads: int) -> dict[str, float]:
@@ -138,9 +181,15 @@ def main() -> None:
     p.add_argument("--rate", type=float, help="measure the search's rate for this many seconds")
     p.add_argument("--ray-cpus", type=int, default=2, help="CPUs of the local Ray instance")
     p.add_argument("--repeat", type=int, default=1, help="local and Ray runs alternated")
+    p.add_argument("--ab", metavar="MODEL", help="time MODEL without and with --records")
+    p.add_argument("--target", action="append", help="targets of --ab (e.g. 'cpu{isa=avx2}')")
+    p.add_argument("--rounds", type=int, default=41, help="interleaved rounds of --ab")
     args = p.parse_args()
     os.environ["LAMINA_NUM_THREADS"] = str(args.threads)
     print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    if args.ab:
+        ab(args.ab, args.records, args.target, args.rounds)
+        return
     if args.rate:
         rates(args.rate, args.ray_cpus, args.threads, args.repeat)
         print(f"load average: {os.getloadavg()[0]:.1f}")

@@ -24,6 +24,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, help="threads the kernels run with while measured")
     p.add_argument("--seed", type=int, default=0, help="seed of the evolutionary search")
     p.add_argument(
+        "--alone",
+        action="store_true",
+        help="time each kernel as a program of its own, not inside the model (docs/tuning.md)",
+    )
+    p.add_argument(
         "--no-model-time",
         action="store_true",
         help="do not time the whole model with and without the records at the end",
@@ -53,6 +58,7 @@ def run(argv: list[str] | None = None) -> int:
         targets=args.targets or None,
         measure_model=not args.no_model_time and args.budget > 0,
         seed=args.seed,
+        context=not args.alone,
     )
     return 0
 

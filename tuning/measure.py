@@ -157,6 +157,34 @@ class LocalMeasurer:
         }
         return self._ask(request, timeout)
 
+    def model(
+        self,
+        model: str,
+        targets: list[str] | None,
+        base_records: str | None,
+        records: str | None,
+        rounds: int,
+        timeout: float,
+    ) -> dict:
+        """The whole model built with `records` (None: the baseline alone), checked against
+        its build with `base_records` and timed in context with it (worker.py `model`)."""
+        digest = ""
+        if base_records is not None:
+            with open(base_records, "rb") as f:
+                digest = f.read().hex()
+        request = {
+            "op": "model",
+            "model": model,
+            "targets": targets,
+            "base_records": base_records,
+            "base_digest": digest,
+            "records": records,
+            "rounds": rounds,
+            "clock": call_clock(self.threads),
+            "tolerance": TOLERANCE,
+        }
+        return self._ask(request, timeout)
+
     def check_many(self, kernel: str, reference: str, texts: list[str], timeout: float) -> list:
         """`check` of each program in `texts` against `reference`."""
         return [self.check(kernel, reference, t, timeout) for t in texts]

@@ -63,13 +63,16 @@ def tune(
     out: IO[str] | None = None,
     measure_model: bool = True,
     seed: int = 0,
+    context: bool = True,
 ) -> TuneResult:
     """Tune the kernels of `model` (.mlir or .onnx) for `budget` seconds into `records`.
 
     `ray`: a Ray address (or "auto") to build and measure on a cluster
     (tuning/ray_cluster.py). `threads`: the thread count the kernels run with
     while measured (default: Lamina's). `out`: where the progress table goes
-    (default stderr; plain lines unless a terminal).
+    (default stderr; plain lines unless a terminal). `context`: time the kernels'
+    candidates inside the whole model (tuning/context.py; locally only), else each kernel
+    as a program of its own (tuning/search.py).
     """
     if not budget >= 0:  # also NaN
         raise ValueError(f"lamina.tune: budget must be >= 0 seconds, got {budget}")
@@ -95,7 +98,33 @@ def tune(
             budget -= time.perf_counter() - graph_started
         del imported
         graph_knobs = graph.knobs if graph is not None else _knobs(old_graph)
-        kernels = model_kernels(load_model(model, target_list, graph_knobs))
+        module = load_model(model, target_list, graph_knobs)
+        kernels = model_kernels(module)
+        if context and ray is None:
+            graph_record = graph.record(measurer.identity()) if graph is not None else old_graph
+            new = _search_in_context(
+                model, target_list, module, kernels, measurer, graph_record, existing, budget,
+                seed, out,
+            )  # fmt: skip
+            kept = [
+                r
+                for r in (existing.records if existing else [])
+                if r.identity not in {n.identity for n in new}
+            ]
+            write_records(records, [*kept, *new])
+            identity = measurer.identity()
+            result = _summary(
+                [r for r in [*kept, *new] if (r.cpu, r.features) == identity],
+                kernels,
+                sum(r.trials for r in new),
+                0,
+                0,
+                started,
+                out,
+            )
+            measurer.close()
+            return _finish(result, model, records, targets, threads, kept, new, measure_model, out)
+        del module
         tuner = Tuner(kernels, measurer, seed=seed)
         out.write(f"lamina-tune: {len(kernels)} kernel(s), budget {max(budget, 0):.0f} s\n")
         tuner.measure_defaults()
@@ -138,6 +167,12 @@ def tune(
         )
     finally:
         measurer.close()
+    return _finish(result, model, records, targets, threads, kept, new, measure_model, out)
+
+
+def _finish(result, model, records, targets, threads, kept, new, measure_model, out) -> TuneResult:
+    """Time the whole model without and with the records; revert this run's records when
+    the tuned model is slower as a whole."""
     if measure_model:
         times = model_times(model, records, targets, threads)
         if times[1] > times[0] * MIN_GAIN:  # slower as a whole: make sure, else keep defaults
@@ -156,6 +191,48 @@ def tune(
             f"{result.tuned_seconds * 1e3:.3f} ms tuned: {result.speedup:.2f}x\n"
         )
     return result
+
+
+def _search_in_context(
+    model, targets, module, kernels, measurer, graph_record, existing, budget, seed, out
+) -> list[Record]:
+    """The kernels' knobs searched in context (tuning/context.py): the new records."""
+    from lamina.tuning.context import ContextSearch
+
+    search = ContextSearch(os.fspath(model), targets, module, kernels, measurer, graph_record, seed)
+    if existing is not None:  # resume: a kernel's recorded knobs are its first candidate
+        for slot in search.slots:
+            old = existing.applicable.get(slot.kernel.key)
+            if old is not None and old.knobs:
+                slot.queue.insert(0, dict(old.knobs))
+    out.write(f"lamina-tune: {len(kernels)} kernel(s), in context, budget {max(budget, 0):.0f} s\n")
+
+    def note(s: ContextSearch) -> None:
+        left = max(0.0, s.deadline - time.perf_counter())
+        found = sum(1 for slot in s.slots if slot.final is not None)
+        if s.finished:
+            out.write(
+                f"lamina-tune: {found} kernel(s) faster with their best knobs, timed together "
+                f"again: estimated speed-up {s.estimate():.3f}x\n"
+            )
+            return
+        out.write(
+            f"lamina-tune: generation {s.generations}: {len(s.active())} kernel(s) searched, "
+            f"{s.measurements} candidates timed, estimated speed-up {s.estimate():.3f}x, "
+            f"ETA {left:.0f} s\n"
+        )
+        out.flush()
+
+    try:
+        search.search(max(budget, 0.0), note)
+        for line in search.notes:
+            out.write(f"lamina-tune: note: {line}\n")
+        new = search.records(measurer.identity())
+    finally:
+        search.close()
+    if graph_record is not None:
+        new.append(graph_record)
+    return new
 
 
 def _reverted(record: Record) -> Record:

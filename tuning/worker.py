@@ -14,6 +14,9 @@ Requests (dicts with an "op"):
 * `install`: a cache entry built elsewhere (a Ray task), stored here.
 * `check`: run a candidate once on the reference inputs and compare with
   the default candidate's results (within `tolerance` of their magnitude).
+* `model`: a whole model built with candidate records (a profiling build),
+  checked against its baseline build and timed interleaved with it: each
+  kernel's time in context, from the model's profile (tuning/context.py).
 * `measure`: time candidates interleaved: each round times every
   candidate once (a batch of calls of at least `sample_seconds`), so a
   disturbance of the machine hits all of them alike. With `drop_slower`,
@@ -155,7 +158,150 @@ def _measure(request: dict) -> dict:
     return {"ok": True, "samples": samples}
 
 
-_HANDLERS = {"build": _build, "install": _install, "check": _check, "measure": _measure}
+_models: dict[tuple, Any] = {}
+"""The baseline build of each model (by model, targets, records' content), for `model`."""
+
+PREEMPTED = 1.10
+"""A timed run whose wall time exceeds its thread CPU time by this factor was preempted
+(another process held the core): its per-kernel wall times are not used."""
+
+
+def _model_build(model: str, targets, records: str | None):
+    """A profiling build of `model` with `records`, and the code of each kernel symbol
+    (its kernel unit's key, backends/kernel_split.py; "" when compiled whole)."""
+    import lamina
+    from lamina.backends import kernel_cache
+
+    codes: dict[str, str] = {}
+    build_split = kernel_cache.build_split
+
+    def capture(split, *args, **kwargs):  # which unit (code) each kernel name got
+        for unit in split.kernels:
+            for name in unit.names:
+                codes[name] = unit.key
+        return build_split(split, *args, **kwargs)
+
+    _thread_clock()
+    kernel_cache.build_split = capture
+    try:
+        exe = lamina.compile(model, targets=targets, records=records, profile=True, cache=False)
+    finally:
+        kernel_cache.build_split = build_split
+    key = getattr(exe.compiled, "key", None)
+    if codes:
+        _codes[key] = codes
+    return exe, dict(codes or _codes.get(key, {}))  # none built: the same code as before
+
+
+_codes: dict[Any, dict[str, str]] = {}
+"""The kernels' codes of each module built (by its key): a module built again is taken
+from the code generator's cache, unsplit."""
+
+_clock: list[Any] = []
+
+
+def _thread_clock() -> None:
+    """Code linked from now on reads the thread's CPU clock when it asks for any clock:
+    the profiling build's per-kernel counters then leave out the time the thread was
+    preempted (at one thread, where the kernels run on this thread; LAMINA_NUM_THREADS=1).
+    A JIT-compiled function calling libc's `clock_gettime(CLOCK_THREAD_CPUTIME_ID, ts)`,
+    registered under that name (as benchmarks/bench_thread_bound.py does with a shim)."""
+    if _clock or os.environ.get("LAMINA_NUM_THREADS") != "1":
+        return
+    import ctypes
+
+    from lamina.runtime import native_setup
+
+    native_setup.ensure_native()
+    llvm = native_setup._llvm()
+    libc = ctypes.CDLL(None)
+    real = ctypes.cast(libc.clock_gettime, ctypes.c_void_p).value
+    module = llvm.parse_assembly(
+        "define i32 @lamina_thread_clock(i32 %id, ptr %ts) {\n"
+        f"  %f = inttoptr i64 {real} to ptr\n"
+        "  %r = call i32 %f(i32 3, ptr %ts)\n"
+        "  ret i32 %r\n}\n"
+    )
+    target = llvm.Target.from_default_triple().create_target_machine()
+    engine = llvm.create_mcjit_compiler(module, target)
+    engine.finalize_object()
+    llvm.add_symbol("clock_gettime", engine.get_function_address("lamina_thread_clock"))
+    _clock.append(engine)
+
+
+def _model_samples(exes: list, args, rounds: int, clock: str) -> list[list[dict[str, float]]]:
+    """Per program, per round: seconds per run of each kernel symbol (the model's profile
+    counters), "" the whole run by `clock`. Rounds interleaved (order alternating); at one
+    thread (`cpu` clock) a run another process preempted is timed again (`PREEMPTED`)."""
+    from lamina.runtime.profile import (
+        profile_addresses,
+        read_counters,
+        reset_counters,
+        slot_kernels,
+    )
+
+    now = CLOCKS[clock]
+    slots = []
+    for exe in exes:
+        addresses = profile_addresses(exe.compiled.engine)
+        assert addresses is not None, "a profiling build has its counters"
+        slots.append((addresses, slot_kernels(addresses)))
+        exe.run("main", *args)  # warm up
+    samples: list[list[dict[str, float]]] = [[] for _ in exes]
+    for round_ in range(rounds):
+        order = list(range(len(exes)))
+        if round_ % 2:
+            order.reverse()
+        for i in order:
+            (addresses, kernels), exe = slots[i], exes[i]
+            for _attempt in range(5):
+                reset_counters(addresses, len(kernels))
+                wall, start = time.perf_counter(), now()
+                exe.run("main", *args)
+                spent, wall = now() - start, time.perf_counter() - wall
+                if clock != "cpu" or wall <= PREEMPTED * spent:
+                    break
+            row: dict[str, float] = {"": spent}
+            for (symbol, _, _), (nanos, _) in zip(
+                kernels, read_counters(addresses, len(kernels)), strict=True
+            ):
+                row[symbol] = row.get(symbol, 0.0) + nanos * 1e-9
+            samples[i].append(row)
+    return samples
+
+
+def _model(request: dict) -> dict:
+    """A model built with candidate records timed in context against its baseline build:
+    each kernel's time as it runs in the network (tuning/context.py)."""
+    model, targets = request["model"], request["targets"]
+    base_key = (model, tuple(targets or ()), request["base_digest"])
+    if base_key not in _models:
+        exe, codes = _model_build(model, targets, request["base_records"])
+        args = _inputs_for(exe)
+        _models.clear()
+        _models[base_key] = (exe, codes, args, _results(exe, args))
+    base, base_codes, args, want = _models[base_key]
+    if request["records"] is None:
+        samples = _model_samples([base], args, request["rounds"], request["clock"])
+        return {"ok": True, "samples": samples, "codes": base_codes, "base_codes": base_codes}
+    exe, codes = _model_build(model, targets, request["records"])
+    for w, h in zip(want, _results(exe, args), strict=True):
+        scale = max(1.0, float(np.max(np.abs(w)))) if w.size else 1.0
+        error = float(np.max(np.abs(w - h))) if w.size else 0.0
+        if w.shape != h.shape or not error <= request["tolerance"] * scale:
+            why = f"wrong numbers (max error {error:.3g})"
+            return {"ok": False, "why": why, "codes": codes, "base_codes": base_codes}
+    samples = _model_samples([base, exe], args, request["rounds"], request["clock"])
+    return {"ok": True, "samples": samples, "codes": codes, "base_codes": base_codes}
+
+
+_HANDLERS = {
+    "build": _build,
+    "install": _install,
+    "check": _check,
+    "measure": _measure,
+    "model": _model,
+}
 
 
 def main() -> None:

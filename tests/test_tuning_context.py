@@ -1,0 +1,100 @@
+"""The in-context search (tuning/context.py): kernels' candidates timed inside the whole
+model keep their knobs only when they win there, and the single-knob changes are tried
+in the order that pays on networks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lamina.target.tuning_records import load_records
+from lamina.tuning.context import PRIORITY, THREAD_KNOBS, VALUE_ORDER, ContextSearch, singles
+from lamina.tuning.kernels import load_model, model_kernels
+from lamina.tuning.measure import LocalMeasurer
+from lamina.tuning.search import CHOICES
+
+SMALL = """
+graph.func @main(%x: tensor<32x64xf32>, %w: tensor<64x48xf32>, %b: tensor<48xf32>,
+                 %w2: tensor<48x16xf32>) -> tensor<32x16xf32> {
+  %y = graph.dataflow -> tensor<32x16xf32> {
+    %0 = graph.matmul %x, %w : (tensor<32x64xf32>, tensor<64x48xf32>) -> tensor<32x48xf32>
+    %1 = graph.add %0, %b : (tensor<32x48xf32>, tensor<48xf32>) -> tensor<32x48xf32>
+    %2 = graph.relu %1 : (tensor<32x48xf32>) -> tensor<32x48xf32>
+    %3 = graph.matmul %2, %w2 : (tensor<32x48xf32>, tensor<48x16xf32>) -> tensor<32x16xf32>
+    graph.output %3 : tensor<32x16xf32>
+  }
+  graph.return %y : tensor<32x16xf32>
+}
+"""
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> Path:
+    path = tmp_path / "small.mlir"
+    path.write_text(SMALL)
+    return path
+
+
+def test_singles_follow_the_priority_and_skip_thread_knobs_at_one_thread():
+    one, many = singles(1), singles(None)
+    assert one[0] == {PRIORITY[0]: VALUE_ORDER[PRIORITY[0]][0]}
+    assert not {k for c in one for k in c} & THREAD_KNOBS
+    everything = {(k, v) for k, values in CHOICES.items() for v in values}
+    assert {next(iter(c.items())) for c in many} == everything
+    assert len(many) == len(everything) and all(len(c) == 1 for c in many)
+
+
+class _Skewed(LocalMeasurer):
+    """The real measurer (real builds, checks and profiles), every kernel of a candidate
+    build timed `factor` times its measured time: the search's decision made certain."""
+
+    def __init__(self, factor: float):
+        super().__init__(threads=1)
+        self.factor = factor
+
+    def model(self, model, targets, base_records, records, rounds, timeout):
+        answer = super().model(model, targets, base_records, records, rounds, timeout)
+        if answer["ok"] and len(answer["samples"]) == 2:
+            base, own = answer["samples"]
+            answer["samples"] = [base, [{k: t * self.factor for k, t in r.items()} for r in own]]
+        return answer
+
+
+@pytest.mark.parametrize("factor", [4.0, 0.25])
+def test_in_context_the_default_never_loses(small: Path, factor: float):
+    """Candidates all slower in the model: every record keeps the defaults; all faster:
+    the records hold knobs, timed faster than the default."""
+    module = load_model(small)
+    kernels = model_kernels(module)
+    measurer = _Skewed(factor)
+    search = ContextSearch(str(small), None, module, kernels, measurer)
+    try:
+        search.search(12, None)
+        records = search.records(measurer.identity())
+    finally:
+        search.close()
+        measurer.close()
+    assert search.generations >= 1 and {r.kernel for r in records} == {k.key for k in kernels}
+    assert all(r.trials >= 1 for r in records)
+    if factor > 1:
+        assert all(r.knobs == {} and r.time == r.default for r in records)
+    else:
+        kept = [r for r in records if r.knobs]
+        assert kept and all(r.time.median < r.default.median for r in kept)  # type: ignore[union-attr]
+
+
+def test_tune_in_context_writes_records_that_apply(small: Path, tmp_path: Path):
+    """`lamina.tune` searches in context by default; budget 0 then keeps the file."""
+    from lamina.tuning.tune import tune
+
+    records = tmp_path / "r.jsonl"
+    result = tune(small, records, budget=6, threads=1, measure_model=False)
+    found = load_records(records)
+    assert result.records and found.applicable
+    assert {r.kernel for r in found.applicable.values()} <= {
+        k.key for k in model_kernels(load_model(small))
+    }
+    before = records.read_bytes()
+    tune(small, records, budget=0)
+    assert records.read_bytes() == before
