@@ -51,6 +51,7 @@ CHOICES: dict[str, tuple[Any, ...]] = {
     "conv_channel_jam_everywhere": (0, 1),
     "conv_stem_channel_jam": (0,),
     "conv_flatten_rows": (0, 56),
+    "conv_flatten_min_steps_per_core": (0, 2),
     "conv_grouped_jam_min_row": (7, 1 << 30),
     "epilogue_jam_max_ops": (1 << 30,),
     "epilogue_step_vectors": (1, 8),
