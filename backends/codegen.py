@@ -327,6 +327,7 @@ LOOP_METADATA: dict[str, tuple[tuple[str, int | None], ...]] = {
         ("llvm.loop.vectorize.followup_vectorized", None),
     ),
     "vectorized-tail": (("llvm.loop.vectorize.enable", 1),),
+    "vectorized-short": (("llvm.loop.vectorize.enable", 1), ("llvm.loop.unroll.disable", None)),
     "unrolled": (("llvm.loop.unroll.full", None),),
 }
 """`lamina.loop_kind` on a back edge → the `!llvm.loop` properties it requests.
@@ -339,7 +340,13 @@ block) before the loop vectorizer runs, which then vectorizes the
 enclosing loop instead, with gathers (measured: Winograd's input transform
 8x slower). The empty `followup_vectorized` gives the vectorized loop none
 of these properties, so LLVM unrolls it as usual (a register-blocked row
-of two vectors must become straight-line code to stay in registers)."""
+of two vectors must become straight-line code to stay in registers).
+A `vectorized-short` loop (fewer iterations than one whole vector: the 7
+columns of a 7x7 layout transform) is never unrolled: LLVM unrolled it and the
+constant loops around it (7 rows, 16 channels) into one block of 784 scalar
+loads and stores per channel block, where the SLP vectorizer and both
+instruction schedulers are quadratic: 4-6 s of CPU for ShuffleNetV2's
+1x1024x7x7 transform, 0.2 s with the loop kept (docs/compile-speed.md)."""
 
 
 def _attach_loop_metadata(module: ModuleOp, ir_module: llvm_ir.Module) -> None:

@@ -691,7 +691,11 @@ def _hint_kind(op: loop.ForOp) -> str:
     whole vectors are told apart from those with a remainder (`vectorized-tail`),
     which LLVM may still unroll and vectorize its own way (a padded row's
     clamped border reads would become gathers, backends/codegen.py). Whole
-    vectors: a multiple of the `whole_vector_lanes` knob (target/schedule_knobs.py)."""
+    vectors: a multiple of the `whole_vector_lanes` knob (target/schedule_knobs.py).
+    A constant trip count below one whole vector is `vectorized-short`: not
+    unrolled (LLVM unrolled such a loop and the constant loops around it into
+    one block of thousands of scalar copies, seconds of SLP vectorizer and
+    instruction scheduling; docs/compile-speed.md)."""
     kind = op.kind.data
     if kind != LoopKind.VECTORIZED:
         return kind.value
@@ -701,6 +705,8 @@ def _hint_kind(op: loop.ForOp) -> str:
     lb, ub, step = bounds
     trips = max(0, -(-(ub - lb) // step))
     whole = op_knobs(op).whole_vector_lanes
+    if 0 < trips < whole:
+        return "vectorized-short"
     return "vectorized" if trips % whole == 0 else "vectorized-tail"
 
 

@@ -743,6 +743,46 @@ def test_a_short_vectorized_loop_is_vectorized_not_unrolled_first():
     np.testing.assert_allclose(v, expected.transpose(1, 0, 2), rtol=1e-6)
 
 
+# y[cb * 16 + c, h, w] = x[cb, h, w, c]: a blocked tensor back to NCHW, its
+# 7 columns `vectorized` (fewer than a whole vector: `vectorized-short`).
+SHORT_COLUMNS = """
+  loop.func @unblock(%x: memref<2x7x7x16xf32>, %y: memref<32x7x7xf32>, %blocks: index) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c7 = arith.constant 7 : index
+    %c16 = arith.constant 16 : index
+    loop.for %cb = %c0 to %blocks step %c1 {
+      loop.for %h = %c0 to %c7 step %c1 {
+        loop.for %c = %c0 to %c16 step %c1 {
+          loop.for %w = %c0 to %c7 step %c1 kind(vectorized) {
+            %v = loop.load %x[%cb, %h, %w, %c] : memref<2x7x7x16xf32>
+            %base = arith.muli %cb, %c16 : index
+            %ch = arith.addi %base, %c : index
+            loop.store %v, %y[%ch, %h, %w] : memref<32x7x7xf32>
+          }
+        }
+      }
+    }
+    loop.return
+  }
+"""
+
+
+def test_a_loop_shorter_than_a_vector_is_not_unrolled_with_its_nest():
+    """7 columns, 16 channels and 7 rows of constant trip counts: LLVM unrolled them
+    into 784 scalar copies per channel block, seconds of compile time for the
+    SLP vectorizer and the schedulers (ShuffleNetV2's 1x1024x7x7 transform)."""
+    module = lower(SHORT_COLUMNS)
+    raw = codegen.emit_llvm_ir(module, optimized=False)
+    assert '!"llvm.loop.unroll.disable"' in raw
+    kernel = Kernel(module)
+    assert kernel.compiled.optimized_ir.count("store float") < 100
+    x = RNG.random((2, 7, 7, 16), dtype=np.float32)
+    y = np.zeros((32, 7, 7), np.float32)
+    kernel.call("unblock", x, y, 2)
+    np.testing.assert_array_equal(y, x.transpose(0, 3, 1, 2).reshape(32, 7, 7))
+
+
 def test_serial_reduction_keeps_sequential_order():
     module = lower(HINTED_DOT, KIND="serial")
     assert "!llvm.loop" not in codegen.emit_llvm_ir(module, optimized=False)

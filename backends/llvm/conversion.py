@@ -43,7 +43,7 @@ LOOP_KIND_ATTR = "lamina.loop_kind"
 """Attribute of a loop's back-edge `llvm.br`: the `loop.for` kind, turned into
 `!llvm.loop` metadata by codegen (xDSL's llvm dialect has no loop metadata)."""
 
-LOOP_HINT_KINDS = ("vectorized", "vectorized-tail", "unrolled")
+LOOP_HINT_KINDS = ("vectorized", "vectorized-tail", "vectorized-short", "unrolled")
 
 INTERNAL_ATTR = "lamina.internal"
 """Unit attribute of a `loop.func` the compiler made (not callable from outside)."""

@@ -614,12 +614,14 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // vectorized / unrolled loops mark their back edge; codegen turns the mark
 // into !llvm.loop metadata (the llvm dialect has no loop metadata). A
 // vectorized loop whose trip count is not known to be whole vectors (42, or
-// a bound only known at run time) is marked `vectorized-tail`.
+// a bound only known at run time) is marked `vectorized-tail`, one shorter
+// than a whole vector (7) `vectorized-short`.
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @hinted(%a: memref<64xf32>, %n: index) -> f32 {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c4 = arith.constant 4 : index
+    %c7 = arith.constant 7 : index
     %c42 = arith.constant 42 : index
     %c64 = arith.constant 64 : index
     %zero = arith.constant 0.0 : f32
@@ -637,6 +639,9 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     loop.for %m = %c0 to %n step %c1 kind(vectorized) {
       loop.store %r, %a[%m] : memref<64xf32>
     }
+    loop.for %s = %c0 to %c7 step %c1 kind(vectorized) {
+      loop.store %r, %a[%s] : memref<64xf32>
+    }
     loop.return %r : f32
   }
 }
@@ -645,6 +650,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK:         llvm.br ^{{.*}}(%{{.*}} : i64) {lamina.loop_kind = "unrolled"}
 // CHECK:         llvm.br ^{{.*}}(%{{.*}} : i64) {lamina.loop_kind = "vectorized-tail"}
 // CHECK:         llvm.br ^{{.*}}(%{{.*}} : i64) {lamina.loop_kind = "vectorized-tail"}
+// CHECK:         llvm.br ^{{.*}}(%{{.*}} : i64) {lamina.loop_kind = "vectorized-short"}
 
 // -----
 
