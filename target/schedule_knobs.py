@@ -254,9 +254,9 @@ class ScheduleKnobs:
     960->160 (jam 2, 9 x 5 + 4) 0.85-0.89x the time, 1152->192 (jam 3,
     12 x 4 + 1) 0.85-0.92x; whole networks (21 rounds) mobilenet_v3_large
     0.982, efficientnet_b0 0.987, mobilenet_v2 0.988, within the +-3 % of
-    repeated runs on the shared machine (docs/performance.md, "One thread
-    after issue 24's changes"). With 32 registers `conv_flatten_rows` is 0 and this knob
-    unused."""
+    repeated runs on the shared machine (docs/performance.md, "One thread:
+    shared transforms, blocked stems, flat 7x7 rows"). With 32 registers
+    `conv_flatten_rows` is 0 and this knob unused."""
 
     conv_grouped_jam_min_row: int = 14
     """Shortest output row (columns) on which a grouped convolution jams the

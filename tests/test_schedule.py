@@ -201,6 +201,55 @@ def test_fused_dense_layer_keeps_its_register_blocked_matmul():
     assert len(register_fmas) >= 8
 
 
+def _conv_then_pointwise(channels: int, hw: int) -> str:
+    """3x3 conv + relu, then a 1x1 conv of the same channels (its input blocked)."""
+    t = bench._t
+    data, w3, w1 = (1, channels, hw, hw), (channels, channels, 3, 3), (channels, channels, 1, 1)
+    body = [
+        f'%c = "graph.conv2d"(%a0, %a1) {{padding = array<i64: 1, 1, 1, 1>}} '
+        f": ({t(data)}, {t(w3)}) -> {t(data)}",
+        f'%r = "graph.relu"(%c) : ({t(data)}) -> {t(data)}',
+        f'%p = "graph.conv2d"(%r, %a2) : ({t(data)}, {t(w1)}) -> {t(data)}',
+    ]
+    return bench._func([data, w3, w1], data, body, "%p")
+
+
+@pytest.mark.skipif(host_cpu_facts().vector_bits != 512, reason="needs an AVX-512 host")
+@pytest.mark.xfail(
+    strict=True,
+    reason="known: LLVM keeps this kernel's accumulators in memory (docs/performance.md, "
+    "'Accumulators in memory: the 16 -> 16 pointwise convolution')",
+)
+def test_pointwise_conv_on_one_channel_block_keeps_its_accumulators_in_registers():
+    """A 16 -> 16 1x1 convolution reads and writes tensors of one shape, so its
+    input and output share their address arithmetic (`(%w + k) * 16 + ...`, one
+    sum for both). LLVM does not split a shared sum, so its alias analysis cannot
+    tell the rows' 64-byte accumulators apart once vectorized, and it loads and
+    stores all 14 of them per input channel (MobileNetV3's 16 -> 16 at 112x112:
+    2.3x the time of the register-blocked loop). The numerics are right either
+    way; the assembly check fails until the addresses are fixed."""
+    exe = lamina.compile(_conv_then_pointwise(16, 56))
+    x = RNG.standard_normal((1, 16, 56, 56), dtype=np.float32)
+    w3 = RNG.standard_normal((16, 16, 3, 3), dtype=np.float32)
+    w1 = RNG.standard_normal((16, 16, 1, 1), dtype=np.float32)
+    hidden = np.maximum(bench.numpy_conv3x3(x, w3), 0)
+    want = np.einsum("nchw,fc->nfhw", hidden, w1[:, :, 0, 0])
+    np.testing.assert_allclose(exe.run("main", x, w3, w1), want, rtol=1e-4, atol=1e-3)
+    module = parse_source(_conv_then_pointwise(16, 56), "pw")
+    lower_to_build(module)
+    asm = codegen.emit_assembly(module)
+    kernel = re.search(r"^te_conv2d_1x1x56x56x16xf32\w*:\n(.*?)^\.Lfunc_end", asm, re.M | re.S)
+    assert kernel, "the 1x1 convolution is a kernel of its own"
+    fma_blocks = [
+        block
+        for block in re.split(r"^\.?\w+:|^\s*j\w+\s.*$", kernel.group(1), flags=re.M)
+        if len(re.findall(r"vfmadd\w+ps\s", block)) >= 8
+    ]
+    assert fma_blocks
+    for block in fma_blocks:
+        assert not re.search(r"vmovups\s+%zmm\d+, ", block), block
+
+
 def test_only_divisions_by_a_loop_invariant_value_get_arcp():
     """x / t[1] (t not written in the loop) may become x * (1 / t[1]); x / x[j] and
     a divisor from a buffer the loop stores to may not."""
