@@ -566,8 +566,18 @@ def install(gomp: ctypes.CDLL, llvm) -> bool:
             address
         )
         _engine = engine
+        _immortal(engine)
         set_call_team(True)
         return True
+
+
+def _immortal(engine) -> None:
+    """Keep `engine`'s code mapped until the process ends: the workers are detached
+    pthreads that sleep (or spin) inside it, and kernels linked later call into it.
+    At interpreter exit the module's globals are cleared and llvmlite would free
+    the code under a thread that is still there; one reference that is never
+    dropped leaves the memory to the process's own exit."""
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(engine))
 
 
 def _spin_from_env() -> int:
