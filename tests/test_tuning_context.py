@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_tuning import SMALL
 
 from lamina.target.tuning_records import load_records
 from lamina.tuning.context import PRIORITY, THREAD_KNOBS, VALUE_ORDER, ContextSearch, singles
@@ -14,23 +15,10 @@ from lamina.tuning.kernels import load_model, model_kernels
 from lamina.tuning.measure import LocalMeasurer
 from lamina.tuning.search import CHOICES
 
-SMALL = """
-graph.func @main(%x: tensor<32x64xf32>, %w: tensor<64x48xf32>, %b: tensor<48xf32>,
-                 %w2: tensor<48x16xf32>) -> tensor<32x16xf32> {
-  %y = graph.dataflow -> tensor<32x16xf32> {
-    %0 = graph.matmul %x, %w : (tensor<32x64xf32>, tensor<64x48xf32>) -> tensor<32x48xf32>
-    %1 = graph.add %0, %b : (tensor<32x48xf32>, tensor<48xf32>) -> tensor<32x48xf32>
-    %2 = graph.relu %1 : (tensor<32x48xf32>) -> tensor<32x48xf32>
-    %3 = graph.matmul %2, %w2 : (tensor<32x48xf32>, tensor<48x16xf32>) -> tensor<32x16xf32>
-    graph.output %3 : tensor<32x16xf32>
-  }
-  graph.return %y : tensor<32x16xf32>
-}
-"""
-
 
 @pytest.fixture
 def small(tmp_path: Path) -> Path:
+    """test_tuning.py's two-layer model, as a file."""
     path = tmp_path / "small.mlir"
     path.write_text(SMALL)
     return path
