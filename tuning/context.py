@@ -387,7 +387,6 @@ class ContextSearch:
 
     # -- records -------------------------------------------------------------------------
     def records(self, identity: tuple[str, tuple[str, ...]]) -> list[Record]:
-        cpu, features = identity
         found = []
         for s in self.slots:
             if not s.trials and not s.invalid:
@@ -397,21 +396,9 @@ class ContextSearch:
             tuned = default
             if s.final is not None:
                 tuned = Timing(default.median / (s.final.ratio or 1.0), 0.0, s.final.rounds)
-            found.append(
-                Record(
-                    s.kernel.key,
-                    cpu,
-                    features,
-                    lamina_version(),
-                    dict(s.final.knobs) if s.final else {},
-                    tuned,
-                    default,
-                    s.kernel.name,
-                    s.kernel.shape,
-                    len(s.trials) + len(s.invalid),
-                    tuple(s.invalid[:20]),
-                )
-            )
+            knobs = s.final.knobs if s.final else {}
+            trials = len(s.trials) + len(s.invalid)
+            found.append(s.kernel.record(identity, knobs, tuned, default, trials, s.invalid))
         return found
 
     def close(self) -> None:

@@ -28,6 +28,7 @@ from lamina.driver.lowering import parse_source
 from lamina.driver.pipeline import passes_for_module
 from lamina.passes.apply_records import kernel_key, kernels
 from lamina.target.function_knobs import KNOBS_ATTR, knobs_attr
+from lamina.target.tuning_records import Record, Timing, lamina_version
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,23 @@ class Kernel:
             _PLACEHOLDER, f"{KNOBS_ATTR} = {_text(knobs_attr(knobs or {}))}", 1
         )
         return f"{self.header} {{\n{self.main}{body}}}\n"
+
+    def record(
+        self,
+        identity: tuple[str, tuple[str, ...]],
+        knobs: Mapping[str, Any],
+        time: Timing,
+        default: Timing,
+        trials: int,
+        invalid: list[dict[str, Any]],
+    ) -> Record:
+        """The record of this kernel for `identity` (CPU name, features) and this version;
+        the first 20 invalid candidates."""
+        cpu, features = identity
+        return Record(
+            self.key, cpu, features, lamina_version(), dict(knobs), time, default,
+            self.name, self.shape, trials, tuple(invalid[:20]),
+        )  # fmt: skip
 
 
 _PLACEHOLDER = f"{KNOBS_ATTR} = {{}}"

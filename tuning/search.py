@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lamina.target.tuning_records import Record, Timing, lamina_version
+from lamina.target.tuning_records import Record, Timing
 from lamina.tuning.kernels import Kernel
 from lamina.tuning.measure import summary
 
@@ -405,28 +405,18 @@ class Tuner:
 
     # -- records -------------------------------------------------------------------------
     def records(self, identity: tuple[str, tuple[str, ...]]) -> list[Record]:
-        cpu, features = identity
-        found = []
-        for s in self.searches:
-            if s.trials == 0:
-                continue
-            knobs = dict(s.best.knobs) if s.best else {}
-            found.append(
-                Record(
-                    s.kernel.key,
-                    cpu,
-                    features,
-                    lamina_version(),
-                    knobs,
-                    s.best_time or s.default_time,
-                    s.default_time,
-                    s.kernel.name,
-                    s.kernel.shape,
-                    s.trials,
-                    tuple(s.invalid[:20]),
-                )
+        return [
+            s.kernel.record(
+                identity,
+                s.best.knobs if s.best else {},
+                s.best_time or s.default_time,
+                s.default_time,
+                s.trials,
+                s.invalid,
             )
-        return found
+            for s in self.searches
+            if s.trials
+        ]
 
 
 __all__ = ["CHOICES", "Candidate", "KernelSearch", "Tuner", "canonical"]
