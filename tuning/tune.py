@@ -125,6 +125,11 @@ def tune(
             measurer.close()
             return _finish(result, model, records, targets, threads, kept, new, measure_model, out)
         del module
+        if context and ray is not None:
+            out.write(
+                "lamina-tune: note: through Ray each kernel is timed as a program of its own "
+                "(as --alone; docs/tuning.md)\n"
+            )
         tuner = Tuner(kernels, measurer, seed=seed)
         out.write(f"lamina-tune: {len(kernels)} kernel(s), budget {max(budget, 0):.0f} s\n")
         tuner.measure_defaults()
