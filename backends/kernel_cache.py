@@ -25,6 +25,7 @@ import hashlib
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -154,12 +155,27 @@ def insert(key: str, symbol: str, object_code: bytes) -> None:
         disk.write_kernel(key, object_code)
 
 
+_split_observers: list[Callable[[Split], None]] = []
+
+
+def observe_splits(observer: Callable[[Split], None]) -> Callable[[], None]:
+    """Have `observer(split)` called with every split `build_split` builds from now on,
+    before anything is built; returns the function that stops it. The hook of the
+    tuner's measuring process (tuning/worker.py), which learns from it which kernel
+    unit (which code) each kernel of a model got: a candidate whose kernels' code is
+    the default's is not timed as new."""
+    _split_observers.append(observer)
+    return lambda: _split_observers.remove(observer)
+
+
 def build_split(
     split: Split, timings, target: CodeTarget, *, use_memory: bool = True
 ) -> BuildResult:
     """Object code for every unit of `split` for `target`: kernels from the caches where
     possible, the rest (and the host) compiled in parallel. `timings`: a
-    `codegen.CompileTimings`."""
+    `codegen.CompileTimings`. The observers (`observe_splits`) see `split` first."""
+    for observer in list(_split_observers):
+        observer(split)
     use_disk = disk.enabled()
     found: dict[str, tuple[KernelObject, str]] = {}
     missing: list[KernelUnit] = []
@@ -308,6 +324,7 @@ __all__ = [
     "build_split",
     "clear",
     "insert",
+    "observe_splits",
     "preload",
     "facts",
     "stats",

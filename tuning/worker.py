@@ -173,20 +173,18 @@ def _model_build(model: str, targets, records: str | None):
     from lamina.backends import kernel_cache
 
     codes: dict[str, str] = {}
-    build_split = kernel_cache.build_split
 
-    def capture(split, *args, **kwargs):  # which unit (code) each kernel name got
+    def capture(split) -> None:  # which unit (code) each kernel name got
         for unit in split.kernels:
             for name in unit.names:
                 codes[name] = unit.key
-        return build_split(split, *args, **kwargs)
 
     _thread_clock()
-    kernel_cache.build_split = capture
+    stop = kernel_cache.observe_splits(capture)
     try:
         exe = lamina.compile(model, targets=targets, records=records, profile=True, cache=False)
     finally:
-        kernel_cache.build_split = build_split
+        stop()
     key = getattr(exe.compiled, "key", None)
     if codes:
         _codes[key] = codes
@@ -284,7 +282,9 @@ def _model(request: dict) -> dict:
     if request["records"] is None:
         samples = _model_samples([base], args, request["rounds"], request["clock"])
         return {"ok": True, "samples": samples, "codes": base_codes, "base_codes": base_codes}
+    start, cpu = time.perf_counter(), time.process_time()
     exe, codes = _model_build(model, targets, request["records"])
+    built = (time.perf_counter() - start, time.process_time() - cpu)
     for w, h in zip(want, _results(exe, args), strict=True):
         scale = max(1.0, float(np.max(np.abs(w)))) if w.size else 1.0
         error = float(np.max(np.abs(w - h))) if w.size else 0.0
@@ -292,7 +292,8 @@ def _model(request: dict) -> dict:
             why = f"wrong numbers (max error {error:.3g})"
             return {"ok": False, "why": why, "codes": codes, "base_codes": base_codes}
     samples = _model_samples([base, exe], args, request["rounds"], request["clock"])
-    return {"ok": True, "samples": samples, "codes": codes, "base_codes": base_codes}
+    answer = {"ok": True, "samples": samples, "codes": codes, "base_codes": base_codes}
+    return answer | {"build_seconds": built[0], "build_cpu_seconds": built[1]}
 
 
 _HANDLERS = {
