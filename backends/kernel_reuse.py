@@ -52,6 +52,14 @@ REUSED_ATTR = "lamina.reused_kernels"
 LOWERED_ATTR = "lamina.kernel_keys"
 """Module attribute: kernel lowered in full here (loop-function name) → its te key."""
 
+PENDING_ATTR = "lamina.kernel_base_keys"
+"""Module attribute: kernel lowered in full (loop-function name) → its te key before its
+tuning record's knobs are known (`KeyRecordsPass` completes it after `apply-records`)."""
+
+PROFILED_ATTR = "lamina.kernel_profile"
+"""Module attribute of a profiling build: kernel (LLVM name) → "regions<TAB>iterations"
+(passes/profile_kernels.py writes the lowered ones', `reuse-kernels` the reused ones')."""
+
 REUSE_ENV = "LAMINA_REUSE_KERNELS"
 """Environment variable: `0` lowers every kernel in full (no reuse before lowering)."""
 
@@ -78,6 +86,11 @@ class Record:
     openmp: bool
     runtime: tuple[str, ...] = ()
     """Its `declare` lines of the device runtime (the host defines the runtime)."""
+    regions: int = -1
+    """Parallel regions per call and the fewest iterations of one, for a profiling
+    build's table (passes/profile_kernels.py); -1: recorded from a build that did not
+    profile (such a record is never reused by one: their keys differ anyway)."""
+    iterations: int = 0
 
     def messages_for(self, root: str) -> tuple[str, ...]:
         """The messages naming `root` instead (`[N x i8] c"kernel @root: ..."`, or
@@ -102,6 +115,7 @@ def clear() -> None:
     """Forget the records of this process (the disk cache keeps its own)."""
     with _lock:
         _records.clear()
+        _record_keys.clear()
 
 
 def te_key(func: te.FuncOp, context: str) -> str:
@@ -109,6 +123,43 @@ def te_key(func: te.FuncOp, context: str) -> str:
     name = func.sym_name.data
     text = str(func).replace(f"@{name}(", "@__lamina_kernel(", 1)
     return hashlib.sha256(f"{context}\n{text}".encode()).hexdigest()
+
+
+def with_knobs(key: str, knobs: str) -> str:
+    """The te key of a kernel scheduled with tuning-record knobs `knobs` (the printed
+    `lamina.knobs` attribute; "": none, the key itself)."""
+    if not knobs:
+        return key
+    return hashlib.sha256(f"{key}\nknobs={knobs}".encode()).hexdigest()
+
+
+_record_keys: dict[str, str] = {}
+"""te key (without knobs) → the kernel's tuning-record key (passes/apply_records.py)."""
+
+
+def record_key(key: str) -> str | None:
+    """The tuning-record key of the kernel of te key `key` (learned when one was lowered)."""
+    with _lock:
+        found = _record_keys.get(key)
+    if found is None and disk.enabled():
+        entry = disk.read(_disk_key("record-key\n" + key), folder=disk.kernel_directory())
+        code = b"" if entry is None else bytes(entry.object_code)
+        if code.startswith(_RECORD_PREFIX):
+            found = code[len(_RECORD_PREFIX) :].decode()
+            with _lock:
+                _record_keys[key] = found
+    return found
+
+
+def learn_record_key(key: str, kernel: str) -> None:
+    with _lock:
+        if _record_keys.get(key) == kernel:
+            return
+        _record_keys[key] = kernel
+    if disk.enabled():
+        data = _RECORD_PREFIX + kernel.encode()
+        entry = disk.Entry(data, {"kernel-record-key": key})
+        disk.write(_disk_key("record-key\n" + key), entry, folder=disk.kernel_directory())
 
 
 def _disk_key(key: str) -> str:
@@ -191,17 +242,57 @@ class Delegating:
 
 class ReuseKernelsPass(ModulePass):
     """Declare the kernels lowered before (right before `lower-te`); key the others;
-    with `parallel`, hand about half of those to a lowering process."""
+    with `parallel`, hand about half of those to a lowering process.
+
+    `records` (path, ignore errors): a tuning-records compile. A kernel's key is
+    then its te key with the knobs its record gives it (`with_knobs`): a kernel
+    whose record key is known (`record_key`, learned when it was lowered) is
+    reused whenever its knobs are the same, whatever the other kernels' records
+    say; one whose record key is not known yet is lowered here, and
+    `KeyRecordsPass` keys it once `apply-records` has given it its knobs.
+    `profile`: a profiling build; only kernels recorded by one are reused (the
+    context holds `profile-kernels`), with their parallel regions for its table."""
 
     name = "reuse-kernels"
     replayable = False  # a driver step, not a registered pass (no reproducer names it)
     context: str  # set in __init__, not dataclass fields (the class is no dataclass)
     parallel: Delegating | None
+    records: tuple[str, bool] | None
+    profile: bool
 
-    def __init__(self, context: str = "", parallel: Delegating | None = None):
+    def __init__(
+        self,
+        context: str = "",
+        parallel: Delegating | None = None,
+        records: tuple[str, bool] | None = None,
+        profile: bool = False,
+    ):
         # Not dataclass fields: a reproducer's pipeline spec has no place for them.
         object.__setattr__(self, "context", context)
         object.__setattr__(self, "parallel", parallel)
+        object.__setattr__(self, "records", records)
+        object.__setattr__(self, "profile", profile)
+
+    def _keys(self, funcs: list[te.FuncOp], context: str) -> tuple[dict, dict, set]:
+        """Each kernel's te key (with its record's knobs), its te key without them, and the
+        kernels whose knobs are not known yet (keyed by `KeyRecordsPass`)."""
+        base = {f.sym_name.data: te_key(f, context) for f in funcs}
+        if self.records is None:
+            return base, base, set()
+        from lamina.passes.apply_records import cached_records
+        from lamina.target.function_knobs import knobs_attr
+
+        record_set = cached_records(*self.records)
+        keys, pending = {}, set()
+        for name, key in base.items():
+            kernel = record_key(key)
+            if kernel is None:
+                keys[name] = key
+                pending.add(name)
+                continue
+            knobs = record_set.knobs_for(kernel)
+            keys[name] = with_knobs(key, str(knobs_attr(knobs)) if knobs else "")
+        return keys, base, pending
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         funcs = [  # a public te.func is an entry point of its own: always lowered here
@@ -209,18 +300,22 @@ class ReuseKernelsPass(ModulePass):
         ]
         attributes = {k: str(v) for k, v in op.attributes.items() if k != PHASE_ATTR_NAME}
         context = f"{self.context}\n{sorted(attributes.items())}"
-        keys = {f.sym_name.data: te_key(f, context) for f in funcs}
+        keys, base, pending = self._keys(funcs, context)
         reused: dict[str, str] = {}
         failing: list[str] = []
         weights: dict[str, int] = {}
+        profiled: dict[str, str] = {}
         for func in funcs:
-            record = lookup(keys[func.sym_name.data])
+            name = func.sym_name.data
+            record = None if name in pending else lookup(keys[name])
+            if record is not None and self.profile and record.regions < 0:
+                record = None  # no parallel regions known for the table
             if record is not None:
                 op.body.block.insert_op_before(declaration(func), func)
                 op.body.block.erase_op(func)
-                reused[func.sym_name.data] = record.symbol
-            else:
-                weights[func.sym_name.data] = _weight(func)
+                reused[name] = record.symbol
+            elif name not in pending:  # a pending kernel's key is known after lowering
+                weights[name] = _weight(func)
         # The loop functions' names, as lower-te will choose them (module order).
         taken = symbol_names(op)
         loop_names: dict[str, str] = {}
@@ -234,12 +329,22 @@ class ReuseKernelsPass(ModulePass):
             record = lookup(keys[name])
             if record is not None and record.may_fail:
                 failing.append(loop_names[name])
+            if record is not None and self.profile:
+                profiled[loop_names[name]] = f"{record.regions}\t{record.iterations}"
         if declared:
             op.attributes[REUSED_ATTR] = DictionaryAttr(declared)
         if failing:
             op.attributes[FAILING_DECLARATIONS_ATTR] = ArrayAttr([StringAttr(n) for n in failing])
         if lowered:
             op.attributes[LOWERED_ATTR] = DictionaryAttr(lowered)
+        if self.records is not None or self.profile:  # learn the lowered ones' record keys
+            op.attributes[PENDING_ATTR] = DictionaryAttr(
+                {loop_names[n]: StringAttr(k) for n, k in base.items() if n not in reused}
+            )
+        if profiled:
+            op.attributes[PROFILED_ATTR] = DictionaryAttr(
+                {k: StringAttr(v) for k, v in profiled.items()}
+            )
         if self.parallel is not None:
             self._delegate(op, weights, keys, loop_names)
 
@@ -295,6 +400,36 @@ class AwaitKernelsPass(ModulePass):
                 names.append(name)
         if names:
             op.attributes[FAILING_DECLARATIONS_ATTR] = ArrayAttr([StringAttr(n) for n in names])
+
+
+class KeyRecordsPass(ModulePass):
+    """Right after `apply-records` (or `lower-te`) in a compile that reuses kernels with
+    records or a profile: learn the tuning-record key of each kernel lowered in full
+    (`learn_record_key`, for the next compile's `reuse-kernels`) and key it with the
+    knobs its record gave it (`with_knobs`; the knobs are on it as `lamina.knobs`)."""
+
+    name = "key-records"
+    replayable = False  # a driver step, not a registered pass (no reproducer names it)
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from lamina.passes.apply_records import kernel_key, kernels
+        from lamina.target.function_knobs import KNOBS_ATTR
+
+        base = module_keys(op, PENDING_ATTR)
+        op.attributes.pop(PENDING_ATTR, None)
+        lowered = module_keys(op, LOWERED_ATTR)
+        for func in kernels(op):
+            name = func.sym_name.data
+            if name not in base or name not in lowered:
+                continue
+            if record_key(base[name]) is None:  # known: the same kernel, the same key
+                learn_record_key(base[name], kernel_key(func, op))
+            knobs = func.attributes.get(KNOBS_ATTR)
+            lowered[name] = with_knobs(base[name], str(knobs) if knobs is not None else "")
+        if lowered:
+            op.attributes[LOWERED_ATTR] = DictionaryAttr(
+                {k: StringAttr(v) for k, v in lowered.items()}
+            )
 
 
 def _private(func: te.FuncOp) -> bool:
@@ -353,6 +488,7 @@ def record_split(module: ModuleOp, split) -> None:
     lowered = module_keys(module, LOWERED_ATTR)
     if not lowered:
         return
+    profiled = module_keys(module, PROFILED_ATTR)
     for unit in split.kernels:
         if not unit.text:
             continue  # reused itself
@@ -360,6 +496,7 @@ def record_split(module: ModuleOp, split) -> None:
             key = lowered.get(root)
             if key is None:
                 continue
+            regions, _, iterations = profiled.get(root, "-1\t0").partition("\t")
             store(
                 key,
                 Record(
@@ -371,21 +508,28 @@ def record_split(module: ModuleOp, split) -> None:
                     may_fail='@"lamina_error"' in unit.text,
                     openmp='@"GOMP_parallel"' in unit.text,
                     runtime=unit.runtime_declarations,
+                    regions=int(regions),
+                    iterations=int(iterations),
                 ),
             )
 
 
 __all__ = [
     "LOWERED_ATTR",
+    "PENDING_ATTR",
+    "PROFILED_ATTR",
     "REUSED_ATTR",
     "REUSE_ENV",
     "AwaitKernelsPass",
     "Delegating",
+    "KeyRecordsPass",
     "Record",
     "ReuseKernelsPass",
     "clear",
     "declaration",
     "known",
+    "learn_record_key",
+    "record_key",
     "lookup",
     "module_keys",
     "record_split",
@@ -393,4 +537,5 @@ __all__ = [
     "reused_records",
     "store",
     "te_key",
+    "with_knobs",
 ]

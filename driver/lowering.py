@@ -19,6 +19,7 @@ from lamina.backends.codegen import cache_stats, compile_module, split_enabled, 
 from lamina.backends.kernel_reuse import (
     AwaitKernelsPass,
     Delegating,
+    KeyRecordsPass,
     ReuseKernelsPass,
     reuse_enabled,
 )
@@ -99,8 +100,14 @@ def lower_to_build(
         if records is not None:
             passes = with_records(passes, records, records_ignore_errors)
         if reuse_kernels:
-            salt = _records_digest(records, records_ignore_errors)
-            passes = with_kernel_reuse(passes, pipeline, targets, parallel=parallel, salt=salt)
+            passes = with_kernel_reuse(
+                passes,
+                pipeline,
+                targets,
+                parallel=parallel and not profile,
+                records=None if records is None else (records, records_ignore_errors),
+                profile=profile,
+            )
     manager = instruments.pass_manager(passes, **compile_verify_policy())
     manager.run(make_context(), module)
     return module, manager.pass_times
@@ -136,40 +143,48 @@ def with_records(passes: list, records: str, ignore_errors: bool = False) -> lis
     return [*passes[: index + 1], step, *passes[index + 1 :]]
 
 
-def _records_digest(records: str | None, ignore_errors: bool) -> str:
-    """What of the tuning records changes kernels (their knobs), for the kernels' keys:
-    the path in `apply-records`'s options does not say what the file holds."""
-    if records is None:
-        return ""
-    from lamina.target.tuning_records import load_records
-
-    return f"records={load_records(records, ignore_errors=ignore_errors).digest()}"
-
-
 def with_kernel_reuse(
     passes: list,
     pipeline: str,
     targets: Sequence[str] | None,
     *,
     parallel: bool = False,
-    salt: str = "",
+    records: tuple[str, bool] | None = None,
+    profile: bool = False,
 ) -> list:
     """`passes` with `reuse-kernels` right before `lower-te`, keyed by everything the
     kernels' lowering depends on: the passes from there on (with their options), the
     toolchain, Lamina's source and the plugins (the module's attributes are added by
-    the pass itself)."""
+    the pass itself).
+
+    With `records` (path, ignore errors) `apply-records` is left out of that context
+    (a path says nothing of what the file holds): each kernel's key adds the knobs
+    its own record gives it, so a kernel whose record did not change is reused
+    whatever the others' say (`key-records` after `apply-records` learns and keys
+    the kernels lowered in full). A profiling build (`profile`, whose context holds
+    `profile-kernels`) reuses the kernels of earlier profiling builds, with their
+    parallel regions; it delegates none to a lowering process (`parallel` off):
+    the table is written before that process's records would arrive."""
     index = next((i for i, p in enumerate(passes) if p.name == "lower-te"), None)
     last = next((i for i, p in enumerate(passes) if p.name == "lower-to-llvm"), None)
     if index is None or last is None or last < index:
         return list(passes)
-    rest = pipeline_spec_string(passes[index:]) + (f"\n{salt}" if salt else "")
-    context = key(rest, filename="", pipeline=pipeline, targets=list(targets or ()))
+    keyed = [p for p in passes[index:] if p.name != "apply-records"]
+    context = key(
+        pipeline_spec_string(keyed), filename="", pipeline=pipeline, targets=list(targets or ())
+    )
+    if records is not None or profile:  # learn (and key) the kernels lowered in full
+        after = max(i for i, p in enumerate(passes) if p.name in ("lower-te", "apply-records"))
+        passes = [*passes[: after + 1], KeyRecordsPass(), *passes[after + 1 :]]
+        last += 1
+    reuse = ReuseKernelsPass(context, records=records, profile=profile)
     if not parallel:
-        return [*passes[:index], ReuseKernelsPass(context), *passes[index:]]
+        return [*passes[:index], reuse, *passes[index:]]
     shared = Delegating(list(passes[index:]))
+    object.__setattr__(reuse, "parallel", shared)
     return [
         *passes[:index],
-        ReuseKernelsPass(context, shared),
+        reuse,
         *passes[index:last],
         AwaitKernelsPass(shared),
         *passes[last:],
@@ -191,15 +206,14 @@ def compile_cold(
 
 def _may_reuse_kernels(request: CompileRequest) -> bool:
     """Kernels reused or lowered in another process never pass through this process's
-    IR: the instruments that print or dump it, and a reproducer, need every kernel's IR,
-    and a profiling build must see every kernel's body (its parallel regions; a reused
-    kernel is a declaration). The timing instruments (`--pass-timing`, `-v`, `stats`)
+    IR: the instruments that print or dump it, and a reproducer, need every kernel's IR.
+    (A profiling build reuses the kernels of profiling builds, whose records keep the
+    parallel regions its table needs: `with_kernel_reuse`.) The timing instruments (`--pass-timing`, `-v`, `stats`)
     observe the compile as it runs unobserved (the lowering process's passes are its
     wait in `lower-to-llvm`)."""
     return (
         not request.print_ir_after_all
         and request.dump_phases_to is None
-        and not request.profile
         and not os.environ.get(REPRODUCER_ENV)
         and split_enabled()
         and reuse_enabled()

@@ -34,6 +34,7 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseIntOrFPElementsAttr,
+    DictionaryAttr,
     IntegerAttr,
     IntegerType,
     ModuleOp,
@@ -48,6 +49,11 @@ from lamina.backends.llvm.parallel import GOMP_PARALLEL, ITERATIONS_ATTR
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects.lamina import Phase
 from lamina.runtime.profile import COUNTERS_SYMBOL, TABLE_SYMBOL
+
+PROFILED_ATTR = "lamina.kernel_profile"
+"""Module attribute: kernel → "regions<TAB>iterations" of its table row; set by
+`reuse-kernels` for the kernels it declared (backends/kernel_reuse.py, the same name),
+then by this pass for every kernel it times."""
 
 NOW = "lamina_profile_now"
 ADD = "lamina_profile_add"
@@ -129,24 +135,39 @@ class ProfileKernelsPass(LaminaPass):
         info = _Module(op)
         if COUNTERS_SYMBOL in {g.sym_name.data for g in op.ops if isinstance(g, llvm.GlobalOp)}:
             return
+        reused = _reused(op)  # kernels reused from an earlier profiling build: declared
         sites = [
             call
             for func in info.funcs.values()
             if func.body.blocks and not _is_internal(func)
             for call in func.walk()
             if isinstance(call, llvm.CallOp)
-            and (callee := info.defined(_callee(call))) is not None
-            and _is_internal(callee)
+            and (
+                ((callee := info.defined(_callee(call))) is not None and _is_internal(callee))
+                or _callee(call) in reused
+            )
         ]
         if not sites:
             return
-        lines = []
+        lines, rows = [], {}
         for slot, call in enumerate(sites):
             name = _callee(call)
             assert name is not None
             _time_call(call, slot)
-            lines.append(f"{name}\t{info.regions(name)}\t{info.fewest_iterations(name)}\n")
+            row = reused.get(name) or f"{info.regions(name)}\t{info.fewest_iterations(name)}"
+            rows[name] = StringAttr(row)
+            lines.append(f"{name}\t{row}\n")
         op.body.block.add_ops([*_globals(len(sites), "".join(lines)), *_helpers(info)])
+        op.attributes[PROFILED_ATTR] = DictionaryAttr(rows)  # for kernel_reuse.record_split
+
+
+def _reused(module: ModuleOp) -> dict[str, str]:
+    """Declared kernels reused from an earlier profiling build (backends/kernel_reuse.py):
+    name → "regions<TAB>iterations" as recorded when they were lowered."""
+    found = module.attributes.get(PROFILED_ATTR)
+    if not isinstance(found, DictionaryAttr):
+        return {}
+    return {k: v.data for k, v in found.data.items() if isinstance(v, StringAttr)}
 
 
 def _time_call(call: llvm.CallOp, slot: int) -> None:

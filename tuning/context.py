@@ -210,6 +210,9 @@ class ContextSearch:
             for k in model_kernels
         ]
         self.builds = 0
+        self.build_seconds = self.build_cpu_seconds = 0.0
+        """Wall and CPU time (all threads) of the candidate builds (the measuring process's
+        compiles)."""
         self.measurements = 0
         self.generations = 0
         self.deadline = time.perf_counter()
@@ -249,6 +252,8 @@ class ContextSearch:
             self.model, self.targets, self.base_records, records, rounds, timeout
         )
         self.builds += 1
+        self.build_seconds += answer.get("build_seconds", 0.0)
+        self.build_cpu_seconds += answer.get("build_cpu_seconds", 0.0)
         return answer
 
     def _code(self, slot: Slot, codes: dict[str, str]) -> tuple[str, ...]:
