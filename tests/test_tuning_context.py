@@ -86,3 +86,30 @@ def test_tune_in_context_writes_records_that_apply(small: Path, tmp_path: Path):
     before = records.read_bytes()
     tune(small, records, budget=0)
     assert records.read_bytes() == before
+
+
+def test_register_rows_beyond_one_that_spilled_are_not_tried(small: Path):
+    """A row count far slower in context (no round won): the larger ones are skipped for
+    that kernel, the smaller ones and other knobs still tried; singles lead with four
+    row counts, two channel jams and two vector counts."""
+    import random
+
+    from lamina.tuning.context import LEADING, SPILLED, Slot, Trial
+
+    kernel = model_kernels(load_model(small))[0]
+    slot = Slot(kernel, frozenset({kernel.name}), queue=list(singles(1)))
+    assert [next(iter(c)) for c in slot.queue[: sum(LEADING.values())]] == ["block_rows"] * 4 + [
+        "conv_channel_jam"
+    ] * 2 + ["block_vector_choices"] * 2
+    rng = random.Random(0)
+    assert slot.next(rng) == {"block_rows": 4}
+    assert slot.next(rng) == {"block_rows": 7}
+    slot.trials.append(Trial({"block_rows": 7}, ("x",), SPILLED - 0.1, 0, 21))
+    tried = []
+    while slot.queue:
+        tried.append(slot.next(rng))
+    rows = [c["block_rows"] for c in tried if c and "block_rows" in c]
+    assert rows == [6, 2, 3, 1]  # 8, 12, 14 and 16 skipped
+    assert {"conv_channel_jam": 2} in tried and {"block_vector_choices": (1,)} in tried
+    children = [slot.next(rng) for _ in range(20)]
+    assert not [c for c in children if c and c.get("block_rows", 0) >= 7]

@@ -57,13 +57,15 @@ PRIORITY = (
 them): the register block and the channel jam decide most of a convolution's time."""
 
 VALUE_ORDER: dict[str, tuple[Any, ...]] = {
-    "block_rows": (7, 14, 4, 8, 6, 12, 2, 16, 3, 1),
+    "block_rows": (4, 7, 6, 8, 12, 14, 2, 16, 3, 1),
     "conv_channel_jam": (2, 3, 4, 1),
     "block_vector_choices": ((1,), (2,), (4,), (3,)),
     "block_max_vectors": (8, 2, 1),
 }
-"""The values of a knob in the order they are tried (the others of `CHOICES` after them):
-the output widths of networks' convolutions (7, 14, 28, 56) before the smallest blocks."""
+"""The values of a knob in the order they are tried (the others of `CHOICES` after them).
+`block_rows`: in a 180 s in-context search of MobileNetV2 (AVX-512, one thread) the
+rows that won were 4 (8 kernels), 6, 7 and 8 (3 each), never 14; divisors of the
+output widths (7, 14, 28, 56) and other small blocks before the smallest."""
 
 DERIVED = {"block_rows": 2, "conv_channel_jam": 2, "block_vector_choices": 2}
 """Knobs whose default is derived per kernel, so that one value tried may be the one the
@@ -84,6 +86,13 @@ ROUNDS, FINAL_ROUNDS = 21, 41
 FINAL_WINS = 26
 """Of `FINAL_ROUNDS`, the rounds a kernel's final knobs must be faster in (a sign test:
 26 of 41 by chance, 5 %) besides `MIN_GAIN` in the median."""
+
+GROWING = frozenset({"block_rows", "conv_channel_jam"})
+"""Knobs whose larger values make a kernel's register tile larger."""
+
+SPILLED = 0.8
+"""A single change this much slower or worse in context (and faster in no round) marks
+its value and the larger ones of a `GROWING` knob as not worth a generation."""
 
 MIN_SHARE = 0.004
 """Kernels with less of the model's time are not searched."""
@@ -125,14 +134,33 @@ class Slot:
             knobs = self.queue.pop(0)
             if canonical(knobs) in self.seen or set(knobs) & self.irrelevant:
                 continue
+            if self._beyond_a_spill(knobs):
+                continue
             self.seen.add(canonical(knobs))
             return knobs
         for _ in range(50):
             child = self._child(rng)
             if child is not None and canonical(child) not in self.seen:
+                if self._beyond_a_spill(child):
+                    continue
                 self.seen.add(canonical(child))
                 return child
         return None
+
+    def _beyond_a_spill(self, knobs: dict[str, Any]) -> bool:
+        """A register-tile knob (`GROWING`) at least as large as a value whose single
+        change made this kernel far slower (`SPILLED`, no round won): a larger tile
+        needs more registers still (AVX2's 16: `block_rows = 7` ran 0.44-0.66x on
+        MobileNetV2's convolutions, every larger count would too)."""
+        for t in self.trials:
+            if len(t.knobs) != 1 or t.ratio is None or t.ratio > SPILLED or t.wins:
+                continue
+            ((knob, bad),) = t.knobs.items()
+            value = knobs.get(knob)
+            if knob in GROWING and isinstance(bad, int) and isinstance(value, int):
+                if value >= bad:
+                    return True
+        return False
 
     def ranked(self) -> list[Trial]:
         return sorted(
@@ -163,15 +191,25 @@ DEPTH_FIRST = 3
 network's convolutions change with them; most other knobs leave their code as it is,
 and a generation in which a kernel's candidate is the default's code is lost for it)."""
 
+LEADING = {"block_rows": 4, "conv_channel_jam": 2, "block_vector_choices": 2}
+"""Of the `DEPTH_FIRST` knobs, this many values each are tried first, then the rest of
+their values: a search of 5-15 generations (a network at 10 minutes on a loaded 2-core
+machine) reaches the channel jam and the vectors per row, instead of spending them all
+on the ten register-row counts (MobileNetV2: six generations in 180 s, all of them
+`block_rows`)."""
+
 
 def singles(threads: int | None) -> list[dict[str, Any]]:
     """Single-knob changes of the defaults: every value of the first `DEPTH_FIRST` knobs
-    of `PRIORITY`, then the first value of every other knob, the second values, ..."""
+    of `PRIORITY` (their `LEADING` values first), then the first value of every other
+    knob, the second values, ..."""
     order = [k for k in PRIORITY if k in CHOICES] + [k for k in CHOICES if k not in PRIORITY]
     if threads == 1:
         order = [k for k in order if k not in THREAD_KNOBS]
     values = {k: _ordered(k) for k in order}
-    first = [{k: v} for k in order[:DEPTH_FIRST] for v in values[k]]
+    deep = order[:DEPTH_FIRST]
+    first = [{k: v} for k in deep for v in values[k][: LEADING.get(k, len(values[k]))]]
+    first += [{k: v} for k in deep for v in values[k][LEADING.get(k, len(values[k])) :]]
     rest = order[DEPTH_FIRST:]
     depth = max((len(values[k]) for k in rest), default=0)
     return first + [{k: values[k][i]} for i in range(depth) for k in rest if i < len(values[k])]
