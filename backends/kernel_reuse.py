@@ -281,8 +281,12 @@ class ReuseKernelsPass(ModulePass):
             return base, base, set()
         from lamina.passes.apply_records import cached_records
         from lamina.target.function_knobs import knobs_attr
+        from lamina.target.tuning_records import RecordsError
 
-        record_set = cached_records(*self.records)
+        try:
+            record_set = cached_records(*self.records)
+        except (OSError, RecordsError):  # `apply-records` reports it, located
+            return base, base, set(base)
         keys, pending = {}, set()
         for name, key in base.items():
             kernel = record_key(key)
