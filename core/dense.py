@@ -108,3 +108,15 @@ def dense_value(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     if flat.size == 1 and prod(shape) != 1:
         return np.broadcast_to(flat[0], shape).copy()
     return flat.reshape(shape).astype(dtype.newbyteorder("="))
+
+
+def dense_view(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
+    """`dense_value` without its copy where it can: a read-only view of the attribute's
+    bytes (for a reader that makes a new array of it anyway, as `plan-layouts`'
+    constant hoisting does: one copy of every re-laid-out weight fewer)."""
+    dtype = numpy_dtype(attr.get_element_type()).newbyteorder("<")
+    shape = tuple(attr.get_shape())
+    if prod(shape) == 1 or dtype != dtype.newbyteorder("="):  # a splat; a big-endian host
+        return dense_value(attr)
+    flat = np.frombuffer(attr.data.data, dtype=dtype)
+    return flat.reshape(shape) if flat.size == prod(shape) else dense_value(attr)

@@ -31,6 +31,7 @@ How a node becomes graph IR:
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import warnings
@@ -547,8 +548,10 @@ class _Importer:
             raise ctx.error(f"cannot evaluate the node on its constant inputs: {err}") from None
 
 
+@functools.lru_cache(maxsize=512)
 def _since_version(op_type: str, opset: int) -> int:
-    """The opset that introduced the definition of `op_type` in force at `opset`."""
+    """The opset that introduced the definition of `op_type` in force at `opset`
+    (memoized: a network asks for a dozen op types a few hundred times)."""
     import onnx.defs
 
     try:

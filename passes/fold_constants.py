@@ -65,6 +65,8 @@ class FoldConstantOp(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if op.name in NOT_FOLDED or not op.has_trait(graph.GraphCompute) or in_codegen(op):
             return
+        if not all(isinstance(v.owner, graph.ConstantOp) for v in op.operands):
+            return  # before decoding any: a convolution's weight is a copy of megabytes
         values = [constant_of(v) for v in op.operands]
         if any(v is None for v in values):
             return

@@ -519,7 +519,7 @@ def hoist_constant(op: graph.LayoutTransformOp) -> bool:
 
     Bytes in, bytes out (no Python number per weight), through the same
     scatter as the reference evaluator (`layout_maps.apply_layout`)."""
-    from lamina.core.dense import dense_attr, dense_value
+    from lamina.core.dense import dense_attr, dense_view
     from lamina.dialects.layout_maps import apply_layout
 
     source = op.input.owner
@@ -531,7 +531,7 @@ def hoist_constant(op: graph.LayoutTransformOp) -> bool:
     if not isinstance(source.value, DenseIntOrFPElementsAttr):
         return False
     pad = _pad_number(op.constraint)
-    data = dense_value(source.value).reshape(graph.tensor_shape(op.input))
+    data = dense_view(source.value).reshape(graph.tensor_shape(op.input))
     out_shape = graph.tensor_shape(op.results[0])
     out = apply_layout(data, op.constraint.index_map.data, out_shape, pad or 0)
     Rewriter.replace_op(op, graph.ConstantOp(dense_attr(out)))

@@ -80,6 +80,25 @@ def test_an_array_viewing_whole_bytes_is_not_copied() -> None:
         np.testing.assert_array_equal(dense_value(attr), array)
 
 
+def test_dense_view_reads_the_attribute_bytes_without_a_copy() -> None:
+    """`dense_view` (plan-layouts' constant hoisting) is `dense_value`'s array as a
+    read-only view of the attribute's bytes; a splat is expanded as before."""
+    from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, TensorType, f32
+
+    from lamina.core.dense import dense_view
+
+    raw = np.arange(24, dtype="<f4").tobytes()
+    attr = dense_attr(np.frombuffer(raw, dtype="<f4").reshape(2, 3, 4))
+    view = dense_view(attr)
+    np.testing.assert_array_equal(view, dense_value(attr))
+    assert view.dtype == dense_value(attr).dtype and not view.flags.writeable
+    assert np.shares_memory(view, np.frombuffer(attr.data.data, dtype=np.uint8))
+    splat = DenseIntOrFPElementsAttr(  # one element for six
+        TensorType(f32, [2, 3]), BytesAttr(np.float32(1.5).tobytes())
+    )
+    np.testing.assert_array_equal(dense_view(splat), np.full((2, 3), 1.5, np.float32))
+
+
 def test_dense_helpers_live_in_core_and_builder_reexports_them() -> None:
     """Passes and backends use `lamina.core.dense`; the builder's names are the same
     functions, and a dtype without an element type is a `BuilderError` there."""
