@@ -46,8 +46,12 @@ from xdsl.dialects import memref as memrefd
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     ModuleOp,
     StringAttr,
@@ -112,19 +116,29 @@ from lamina.target.registry import op_knobs
 def _element_address(
     buffer: SSAValue, indices: Sequence[SSAValue], rewriter: PatternRewriter
 ) -> SSAValue:
-    """`&buffer[i, j, ...]`: one `getelementptr` by the linearized (row-major) index.
+    """`&buffer[i, j, ...]`: a chain of `getelementptr i8`, one per index, by byte offsets.
 
-    offset = layout_offset + i * stride0 + j * stride1 + ...   (i64, nsw)
+    address = ptr + i * stride0 * size + j * stride1 * size + ... + constant   (nsw, inbounds)
 
-    An index that is the constant 0 adds no term: a blocked tensor's accesses
-    are mostly `x[0, c, h, w, l]` or `scale[0, c, 0, 0, l]`, and the
-    `mul 0, stride` and `add` of each zero index were a third of the llvm ops
-    `lower-to-llvm` built for DenseNet-121 (each built, verified, translated
-    and parsed again by LLVM, whose instcombine then removed them: the object
-    code is unchanged, ResNet-18 and MobileNet-V2 disassembled function for
-    function). Other constant indices stay terms where they are: folded into
-    the offset, they moved a constant to the end of the sum, and LLVM then
-    allocated registers differently in four of MobileNet-V2's kernels.
+    Why this form (docs/performance.md, "Accumulators in memory"): LLVM's
+    alias analysis and its store-to-load forwarding must see the rows of a
+    register block as one pointer plus different constants, and the zeroing
+    loop's stores and the reduction loop's loads of a tile as the same
+    address. As one `getelementptr float` by a summed index they were neither:
+    LLVM treats a sum with several users (the input and output of a 16 -> 16
+    convolution share theirs) as one opaque value and does not split it, and
+    where it did split one (one user), the zeroing and the reduction loop
+    ended up with differently associated, differently typed addresses. A
+    chain has no sums to split or reassociate, each link is already in the
+    `i8` form LLVM canonicalizes to, and alias analysis decomposes it term
+    by term. The constant part of every index (`%i + 2`, `_split_constant`)
+    and the layout offset go into one last link.
+
+    A zero index adds no link: a blocked tensor's accesses are mostly
+    `x[0, c, h, w, l]` or `scale[0, c, 0, 0, l]`, and the `mul 0, stride` of
+    each zero index was a large share of the llvm ops `lower-to-llvm` built
+    for DenseNet-121 (each built, verified, translated and parsed again by
+    LLVM, whose instcombine then removed them).
     """
     strides, offset = _layout(buffer)
     return _offset_address(
@@ -150,52 +164,143 @@ def _offset_address(
     buffer: SSAValue,
     rewriter: PatternRewriter,
 ) -> SSAValue:
-    """`ptr + offset + sum(index * stride)` in elements of `buffer`'s type
-    (one `getelementptr`; `ptr` itself when the sum is a constant 0).
+    """`ptr + offset + sum(index * stride)` (strides and offset in elements of
+    `buffer`'s type) as a chain of `getelementptr`s, one per variable term, then
+    one for the constant part (`ptr` itself when there is nothing to add).
 
-    Arithmetic an earlier access of the same block built already is reused
-    (`_AddressCache`), as LLVM's EarlyCSE would reuse it."""
+    Every link is in bounds when each index is within its dimension: the
+    terms are not negative (a negative constant part stays in its index,
+    `_split_constant`), so each partial sum lies between `ptr` and the
+    address. Arithmetic an earlier access of the same block built already is
+    reused (`_AddressCache`), as LLVM's EarlyCSE would reuse it."""
     cache = _addresses.at(rewriter)
-    linear: SSAValue | None = None
-    for index, stride in terms:
-        if _constant_index(index) == 0:
-            continue  # adds nothing (a non-zero constant stays a term: below)
-        term = cache.get(("mul", index, stride))
+    element, size = _gep_unit(buffer)
+    offset *= size
+    address = ptr
+    for whole, stride in _merge_quotient_remainder(list(terms)):
+        index, constant_part = _split_constant(whole)
+        offset += constant_part * stride * size
+        if index is None:
+            continue  # a constant index: all in the offset
+        index = _look_through(index)  # one key for an index and its cast
+        term = cache.get(("mul", index, stride * size))
         if term is None:
             term = to_llvm(index, rewriter)
-            if stride != 1:
+            if stride * size != 1:
                 term = rewriter.insert(
-                    nsw_binop(llvm.MulOp, term, constant(stride, i64, rewriter))
+                    nsw_binop(llvm.MulOp, term, constant(stride * size, i64, rewriter))
                 ).res
-            cache.put(("mul", index, stride), term)
-        linear = term if linear is None else _cached_add(cache, linear, term, rewriter)
+            cache.put(("mul", index, stride * size), term)
+        address = _cached_gep(cache, address, term, element, rewriter)
     if offset:
         off = cache.get(("offset", offset))
         if off is None:
             off = constant(offset, i64, rewriter)
             cache.put(("offset", offset), off)
-        linear = off if linear is None else _cached_add(cache, linear, off, rewriter)
-    if linear is None:
-        return ptr
-    mtype = buffer.type
-    assert isinstance(mtype, MemRefType)
-    element = convert_type(mtype.element_type)
-    address = cache.get(("gep", ptr, linear, element))
-    if address is None:
-        address = rewriter.insert(inbounds_gep(ptr, linear, element)).result
-        cache.put(("gep", ptr, linear, element), address)
+        address = _cached_gep(cache, address, off, element, rewriter)
     return address
 
 
-def _cached_add(
-    cache: _BlockValues, lhs: SSAValue, rhs: SSAValue, rewriter: PatternRewriter
+def _cached_gep(
+    cache: _BlockValues,
+    ptr: SSAValue,
+    index: SSAValue,
+    element: Attribute,
+    rewriter: PatternRewriter,
 ) -> SSAValue:
-    """`lhs + rhs` (nsw), reused if the block has it already."""
-    total = cache.get(("add", lhs, rhs))
-    if total is None:
-        total = rewriter.insert(nsw_binop(llvm.AddOp, lhs, rhs)).res
-        cache.put(("add", lhs, rhs), total)
-    return total
+    """`getelementptr inbounds element, ptr, index`, reused if the block has it already."""
+    address = cache.get(("gep", ptr, index, element))
+    if address is None:
+        address = rewriter.insert(inbounds_gep(ptr, index, element)).result
+        cache.put(("gep", ptr, index, element), address)
+    return address
+
+
+_I8 = IntegerType(8)
+
+
+def _gep_unit(buffer: SSAValue) -> tuple[Attribute, int]:
+    """The `getelementptr` source type of `buffer`'s accesses and its size in bytes.
+
+    `i8` and the element's size (addresses as byte offsets) for buffers of
+    scalars; the element type itself and 1 for vectors and `i1` (LLVM's
+    allocation size of those is not their bit width over 8) and for stack
+    buffers (llvmlite gives an `alloca` a typed pointer, and refuses a
+    store of a `float` through the `i8*` a byte `getelementptr` of it is)."""
+    mtype = buffer.type
+    assert isinstance(mtype, MemRefType)
+    element = mtype.element_type
+    scalar = isinstance(element, Float16Type | Float32Type | Float64Type | IndexType) or (
+        isinstance(element, IntegerType) and element.width.data % 8 == 0
+    )
+    if scalar and not _is_stack_buffer(buffer):
+        return _I8, element_size(element)
+    return convert_type(element), 1
+
+
+def _merge_quotient_remainder(terms: list[tuple[SSAValue, int]]) -> list[tuple[SSAValue, int]]:
+    """`(x / k) * (s * k) + (x % k) * s` (unsigned) as the one term `x * s`.
+
+    A layout transform reads `x[c / 16, c % 16]` of a blocked buffer. In one
+    summed index LLVM's instcombine folded that back to `c` (and the copy
+    of a 1x960x1x1 tensor to one `memcpy`); in a chain of `getelementptr`s
+    nothing adds the two terms, so they are merged here."""
+    parts: dict[tuple[SSAValue, int], dict[tuple[str, int], int]] = {}
+    for position, (index, stride) in enumerate(terms):
+        owner = _look_through(index).owner
+        if isinstance(owner, arith.DivUIOp | llvm.UDivOp | arith.RemUIOp | llvm.URemOp):
+            divisor = _constant_index(owner.rhs)
+            if divisor:
+                kind = "div" if isinstance(owner, arith.DivUIOp | llvm.UDivOp) else "rem"
+                key = (_look_through(owner.lhs), divisor)
+                parts.setdefault(key, {})[kind, stride] = position
+    merged: dict[int, tuple[SSAValue, int] | None] = {}
+    for (x, divisor), found in parts.items():
+        for (kind, stride), rem_at in found.items():
+            div_at = found.get(("div", stride * divisor))
+            if kind == "rem" and div_at is not None and not {div_at, rem_at} & merged.keys():
+                merged[div_at], merged[rem_at] = (x, stride), None
+    if not merged:
+        return terms
+    kept = (merged.get(position, term) for position, term in enumerate(terms))
+    return [term for term in kept if term is not None]
+
+
+def _look_through(value: SSAValue) -> SSAValue:
+    """`value` without a one-input `unrealized_conversion_cast` around it."""
+    owner = value.owner
+    if isinstance(owner, UnrealizedConversionCastOp) and len(owner.inputs) == 1:
+        return owner.inputs[0]
+    return value
+
+
+def _split_constant(index: SSAValue) -> tuple[SSAValue | None, int]:
+    """`index` as `base + c` with `c >= 0` (`base` None when `index` is a constant).
+
+    The rows of a register block are `%i + 1`, `%i + 2`, ...: their addresses
+    then share the links up to `%i`'s and differ in the constant, which is
+    what LLVM's alias analysis needs to keep the block's accumulators in
+    registers. A negative `c` stays in the index (`(%h - 1) * stride` is
+    not below `ptr`; `%h * stride` could pass the buffer's end)."""
+    whole, total = index, 0
+    for _ in range(8):
+        value = _constant_index(index)
+        if value is not None:
+            return None, total + value
+        owner = _look_through(index).owner
+        if not isinstance(owner, arith.AddiOp | llvm.AddOp):
+            break
+        lhs, rhs = owner.operands
+        value = _constant_index(rhs)
+        if value is None:
+            lhs, rhs = rhs, lhs
+            value = _constant_index(rhs)
+        if value is None:
+            break
+        index, total = lhs, total + value
+    if total < 0:
+        return whole, 0
+    return index, total
 
 
 class _BlockValues:
@@ -229,10 +334,11 @@ class _BlockValues:
 class _AddressCache(threading.local):
     """Common subexpressions of the address arithmetic of a block's accesses.
 
-    Every load and store computes `offset + sum(index * stride)` and a
-    `getelementptr`; the accesses of one block (an unrolled register block, a
-    window) repeat most of it (`%n * 3136`, `%h * 224`, their sum...): on
-    MobileNet-V3, 35 % of the kernels' LLVM instructions were such repeats,
+    Every load and store computes its terms `index * stride` and a chain of
+    `getelementptr`s; the accesses of one block (an unrolled register block, a
+    window) repeat most of it (`%n * 12544`, `%h * 896`, the links up to
+    them...): on MobileNet-V3, 35 % of the kernels' LLVM instructions were such
+    repeats (measured with summed indices),
     each built, verified and translated here, printed, parsed by LLVM and
     removed by its EarlyCSE. Values are reused within a block only, and only
     from accesses before the one being lowered: the accesses of a block are
@@ -313,6 +419,8 @@ class SelectChainLowering(RewritePattern):
         first = loads[0]
         if any(len(load.indices) != len(first.indices) for load in loads):
             return
+        if len({_gep_unit(load.buffer) for load in loads}) != 1:
+            return  # one address arithmetic for all: same units (a stack buffer's differ)
         shared = [
             d
             for d, index in enumerate(first.indices)

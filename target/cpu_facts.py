@@ -131,12 +131,27 @@ def isa_cpu_facts(isa: str) -> CpuFacts:
 
 def llvm_features(facts: CpuFacts) -> str:
     """The feature string of LLVM's TargetMachine for `facts`: the host's own flags for
-    the host's CPU; none (the defaults of the CPU name) for a named CPU."""
+    the host's CPU (plus `NO_GATHER_TUNING` on AMD Zen); none (the defaults of the CPU
+    name) for a named CPU."""
     import llvmlite.binding as llvm
 
     if facts.cpu_name == llvm.get_host_cpu_name():
-        return llvm.get_host_cpu_features().flatten()
+        features = llvm.get_host_cpu_features().flatten()
+        if facts.cpu_name.startswith("znver"):
+            features += "," + NO_GATHER_TUNING
+        return features
     return ""
+
+
+NO_GATHER_TUNING = "+prefer-no-gather"
+"""LLVM's tuning flag that keeps its vectorizers from emitting gathers. On Zen 4
+(`znver4` with its AVX-512 flags) the SLP vectorizer turned the strided reads
+of layout transforms and of a channel reduction into `vgatherdps`, which Zen
+executes element by element (microcoded): ShuffleNetV2's AVX-512 build had 350
+gathers, its AVX2 build (CPU `haswell`) none, and its layout transforms took
+3-3.5x their AVX2 time. Measured without the gathers (one thread, thread CPU,
+interleaved rounds): ShuffleNetV2 0.974x, GoogLeNet 0.969x, MobileNetV3 and
+EfficientNet-B0 unchanged (docs/performance.md, "Gathers on Zen 4")."""
 
 
 def _vector_shape(features: frozenset[str]) -> tuple[int, int]:

@@ -215,19 +215,15 @@ def _conv_then_pointwise(channels: int, hw: int) -> str:
 
 
 @pytest.mark.skipif(host_cpu_facts().vector_bits != 512, reason="needs an AVX-512 host")
-@pytest.mark.xfail(
-    strict=True,
-    reason="known: LLVM keeps this kernel's accumulators in memory (docs/performance.md, "
-    "'Accumulators in memory: the 16 -> 16 pointwise convolution')",
-)
 def test_pointwise_conv_on_one_channel_block_keeps_its_accumulators_in_registers():
-    """A 16 -> 16 1x1 convolution reads and writes tensors of one shape, so its
-    input and output share their address arithmetic (`(%w + k) * 16 + ...`, one
-    sum for both). LLVM does not split a shared sum, so its alias analysis cannot
-    tell the rows' 64-byte accumulators apart once vectorized, and it loads and
-    stores all 14 of them per input channel (MobileNetV3's 16 -> 16 at 112x112:
-    2.3x the time of the register-blocked loop). The numerics are right either
-    way; the assembly check fails until the addresses are fixed."""
+    """A 16 -> 16 1x1 convolution reads and writes tensors of one shape. With
+    addresses as summed element indices, its input and output shared one sum
+    (`(%w + k) * 16 + ...`), which LLVM neither splits nor sees through: its
+    alias analysis could not tell the rows' 64-byte accumulators apart once
+    vectorized, and it loaded and stored all 14 per input channel (MobileNetV3's
+    16 -> 16 at 112x112: 2.3x the register-blocked time). `lower-to-llvm`'s
+    chains of byte getelementptrs (row k: the shared chain, then `+ 64k`) keep
+    them in registers (docs/performance.md, "Accumulators in memory")."""
     exe = lamina.compile(_conv_then_pointwise(16, 56))
     x = RNG.standard_normal((1, 16, 56, 56), dtype=np.float32)
     w3 = RNG.standard_normal((16, 16, 3, 3), dtype=np.float32)

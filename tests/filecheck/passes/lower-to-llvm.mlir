@@ -2,11 +2,11 @@
 // RUN: lamina-opt %s --split-input-file -p lower-to-llvm | lamina-opt --split-input-file -p verify-phase | filecheck %s --check-prefix=PHASE
 
 // Every chunk ends in phase build with nothing but llvm ops.
-// PHASE-COUNT-19: builtin.module attributes {lamina.phase = #lamina.phase<build>}
+// PHASE-COUNT-20: builtin.module attributes {lamina.phase = #lamina.phase<build>}
 
 // A loop nest with 2-D accesses: buffers become noalias pointers, loops become
 // header/body blocks with the induction variable as a block argument, and
-// each access is one GEP by the row-major linearized index.
+// each access is a chain of byte GEPs, one per index (`i * 32`, then `j * 4`).
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @add_bcast(%a: memref<4x8xf32>, %b: memref<8xf32>, %c: memref<4x8xf32>) {
     %c0 = arith.constant 0 : index
@@ -40,15 +40,18 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NEXT:    %[[JC:.*]] = llvm.icmp "slt" %[[J]], %[[C8]] : i64
 // CHECK-NEXT:    llvm.cond_br %[[JC]], ^[[INNER_BODY:.*]], ^[[LATCH:.*]]
 // CHECK-NEXT:  ^[[INNER_BODY]]:
-// CHECK-NEXT:    %[[S0:.*]] = llvm.mlir.constant(8) : i64
+// CHECK-NEXT:    %[[S0:.*]] = llvm.mlir.constant(32) : i64
 // CHECK-NEXT:    %[[R0:.*]] = llvm.mul %[[I]], %[[S0]] overflow<nsw> : i64
-// CHECK-NEXT:    %[[L0:.*]] = llvm.add %[[R0]], %[[J]] overflow<nsw> : i64
-// CHECK-NEXT:    %[[PA:.*]] = llvm.getelementptr inbounds %[[A]][%[[L0]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[PA0:.*]] = llvm.getelementptr inbounds %[[A]][%[[R0]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    %[[S1:.*]] = llvm.mlir.constant(4) : i64
+// CHECK-NEXT:    %[[R1:.*]] = llvm.mul %[[J]], %[[S1]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[PA:.*]] = llvm.getelementptr inbounds %[[PA0]][%[[R1]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK-NEXT:    %[[X:.*]] = llvm.load %[[PA]] {alignment = 4 : i64} : !llvm.ptr -> f32
-// CHECK-NEXT:    %[[PB:.*]] = llvm.getelementptr inbounds %[[B]][%[[J]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[PB:.*]] = llvm.getelementptr inbounds %[[B]][%[[R1]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK-NEXT:    %[[Y:.*]] = llvm.load %[[PB]] {alignment = 4 : i64} : !llvm.ptr -> f32
 // CHECK-NEXT:    %[[S:.*]] = llvm.fadd %[[X]], %[[Y]] {fastmathFlags = #llvm.fastmath<contract>} : f32
-// CHECK:         %[[PC:.*]] = llvm.getelementptr inbounds %[[C]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[PC0:.*]] = llvm.getelementptr inbounds %[[C]][%[[R0]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    %[[PC:.*]] = llvm.getelementptr inbounds %[[PC0]][%[[R1]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK-NEXT:    llvm.store %[[S]], %[[PC]] {alignment = 4 : i64} : f32, !llvm.ptr
 // CHECK-NEXT:    %[[JN:.*]] = llvm.add %[[J]], %[[C1]] overflow<nsw> : i64
 // CHECK-NEXT:    llvm.br ^[[INNER]](%[[JN]] : i64)
@@ -139,6 +142,8 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK:         %[[IN:.*]] = llvm.icmp "slt" %{{.*}}, %{{.*}} : i64
 // CHECK-NEXT:    llvm.cond_br %[[IN]], ^[[THEN:.*]], ^[[CONT:.*]]
 // CHECK-NEXT:  ^[[THEN]]:
+// CHECK-NEXT:    llvm.mlir.constant(4) : i64
+// CHECK-NEXT:    llvm.mul
 // CHECK-NEXT:    %[[P:.*]] = llvm.getelementptr inbounds
 // CHECK-NEXT:    llvm.store %{{.*}}, %[[P]] {alignment = 4 : i64} : f32, !llvm.ptr
 // CHECK-NEXT:    llvm.br ^[[CONT]]
@@ -574,6 +579,9 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // plus 1: derived from the flat index (`(flat / 32) * 2`), LLVM folded them
 // to `(flat >> 4) & -2` and `(flat >> 4) | 1`, could not tell the two
 // blocks' rows apart, and kept a jammed convolution's accumulators in memory.
+// The second block's address is the first's plus a constant (the `+ 1` of
+// its index times the block's stride in bytes, 1024), so the two never need
+// telling apart.
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @pair(%o: memref<4x32x8xf32>, %s: f32) {
     %c0 = arith.constant 0 : index
@@ -604,10 +612,15 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NOT:     llvm.udiv
 // CHECK:         %[[STEP:.*]] = llvm.mlir.constant(2) : i64
 // CHECK-NEXT:    %[[SCALED:.*]] = llvm.mul %[[Q]], %[[STEP]] : i64
-// CHECK-NEXT:    %[[BO:.*]] = llvm.add %{{.*}}, %[[SCALED]] : i64
 // CHECK-NOT:     llvm.urem
-// CHECK:         %{{.*}} = llvm.add %[[BO]], %{{.*}} : i64
-// CHECK:         %[[B1:.*]] = llvm.add %[[BO]], %{{.*}} : i64
+// CHECK:         %[[BLOCK:.*]] = llvm.mlir.constant(1024) : i64
+// CHECK-NEXT:    %{{.*}} = llvm.mul %[[SCALED]], %[[BLOCK]] overflow<nsw> : i64
+// CHECK:         %{{.*}} = llvm.mul %l, %{{.*}} overflow<nsw> : i64
+// CHECK-NEXT:    %[[ADDR0:.*]] = llvm.getelementptr inbounds %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    llvm.store %{{.*}}, %[[ADDR0]]
+// CHECK-NEXT:    %[[NEXT:.*]] = llvm.mlir.constant(1024) : i64
+// CHECK-NEXT:    %[[ADDR1:.*]] = llvm.getelementptr inbounds %[[ADDR0]][%[[NEXT]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    llvm.store %{{.*}}, %[[ADDR1]]
 
 // -----
 
@@ -680,7 +693,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // clamped index, the value selected by the axis index) selects addresses,
 // then loads once: each input's base (its clamped block index, which differs
 // between the inputs) is selected by the same conditions, and the terms all
-// inputs share (`%j`, `%k`) are added to the selected base. Constant indices
+// inputs share (`%j`, `%k`) are chained onto the selected base. Constant indices
 // (`%y[0, ...]`) fold into the constant offset: no multiply by zero.
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @concat2(%a: memref<4x3x16xf32>, %b: memref<2x3x16xf32>, %y: memref<1x6x3x16xf32>) {
@@ -717,32 +730,37 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK:         %[[LB:.*]] = llvm.select %{{.*}}, %{{.*}}, %{{.*}} : i1, i64
 // CHECK:         %[[LA:.*]] = llvm.select %{{.*}}, %{{.*}}, %{{.*}} : i1, i64
 // CHECK:         %[[S:.*]] = llvm.icmp "slt" %{{.*}}, %{{.*}} : i64
-// CHECK-NEXT:    %[[SA:.*]] = llvm.mlir.constant(48) : i64
+// CHECK-NEXT:    %[[SA:.*]] = llvm.mlir.constant(192) : i64
 // CHECK-NEXT:    %[[OA:.*]] = llvm.mul %[[LA]], %[[SA]] overflow<nsw> : i64
-// CHECK-NEXT:    %[[PA:.*]] = llvm.getelementptr inbounds %[[A]][%[[OA]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-// CHECK-NEXT:    %[[SB:.*]] = llvm.mlir.constant(48) : i64
+// CHECK-NEXT:    %[[PA:.*]] = llvm.getelementptr inbounds %[[A]][%[[OA]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    %[[SB:.*]] = llvm.mlir.constant(192) : i64
 // CHECK-NEXT:    %[[OB:.*]] = llvm.mul %[[LB]], %[[SB]] overflow<nsw> : i64
-// CHECK-NEXT:    %[[PB:.*]] = llvm.getelementptr inbounds %[[B]][%[[OB]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[PB:.*]] = llvm.getelementptr inbounds %[[B]][%[[OB]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK-NEXT:    %[[P:.*]] = llvm.select %[[S]], %[[PA]], %[[PB]] : i1, !llvm.ptr
-// CHECK-NEXT:    %[[SJ:.*]] = llvm.mlir.constant(16) : i64
+// CHECK-NEXT:    %[[SJ:.*]] = llvm.mlir.constant(64) : i64
 // CHECK-NEXT:    %[[OJ:.*]] = llvm.mul %[[J:.*]], %[[SJ]] overflow<nsw> : i64
-// CHECK-NEXT:    %[[OK:.*]] = llvm.add %[[OJ]], %[[K:.*]] overflow<nsw> : i64
-// CHECK-NEXT:    %[[PE:.*]] = llvm.getelementptr inbounds %[[P]][%[[OK]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[PJ:.*]] = llvm.getelementptr inbounds %[[P]][%[[OJ]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    %[[SK:.*]] = llvm.mlir.constant(4) : i64
+// CHECK-NEXT:    %[[OK:.*]] = llvm.mul %[[K:.*]], %[[SK]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[PE:.*]] = llvm.getelementptr inbounds %[[PJ]][%[[OK]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK-NEXT:    %[[V:.*]] = llvm.load %[[PE]] {alignment = 4 : i64} : !llvm.ptr -> f32
 // CHECK-NOT:     llvm.load
-// CHECK-NEXT:    %[[SI:.*]] = llvm.mlir.constant(48) : i64
+// CHECK-NEXT:    %[[SI:.*]] = llvm.mlir.constant(192) : i64
 // CHECK-NEXT:    %[[OI:.*]] = llvm.mul %{{.*}}, %[[SI]] overflow<nsw> : i64
-// CHECK-NEXT:    %[[SJ2:.*]] = llvm.mlir.constant(16) : i64
+// CHECK-NEXT:    %[[PI:.*]] = llvm.getelementptr inbounds %[[Y]][%[[OI]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    %[[SJ2:.*]] = llvm.mlir.constant(64) : i64
 // CHECK-NEXT:    %[[OJ2:.*]] = llvm.mul %[[J]], %[[SJ2]] overflow<nsw> : i64
-// CHECK-NEXT:    %[[OIJ:.*]] = llvm.add %[[OI]], %[[OJ2]] overflow<nsw> : i64
-// CHECK-NEXT:    %[[OY:.*]] = llvm.add %[[OIJ]], %[[K]] overflow<nsw> : i64
-// CHECK-NEXT:    %[[PY:.*]] = llvm.getelementptr inbounds %[[Y]][%[[OY]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[PIJ:.*]] = llvm.getelementptr inbounds %[[PI]][%[[OJ2]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    %[[SK2:.*]] = llvm.mlir.constant(4) : i64
+// CHECK-NEXT:    %[[OK2:.*]] = llvm.mul %[[K]], %[[SK2]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[PY:.*]] = llvm.getelementptr inbounds %[[PIJ]][%[[OK2]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK-NEXT:    llvm.store %[[V]], %[[PY]] {alignment = 4 : i64} : f32, !llvm.ptr
 
 // -----
 
 // A reshape is the source's pointer: the access through it is one GEP by its
-// own row-major index (pixel 9 of a 1 x 12 row of 4 lanes: 9 * 4 + 1 = 37).
+// own row-major index (pixel 9 of a 1 x 12 row of 4 lanes: 9 * 4 + 1 = 37,
+// 148 bytes; constant indices are all offset).
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @flat_view(%a: memref<1x3x4x4xf32>) {
     %c0 = arith.constant 0 : index
@@ -757,17 +775,17 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-LABEL: llvm.func @flat_view(
 // CHECK-SAME:      %[[A:[^:]*]]: !llvm.ptr
 // CHECK-NOT:     loop.reshape
-// CHECK:         %[[C9:.*]] = llvm.mlir.constant(9) : i64
-// CHECK:         %[[ADDR:.*]] = llvm.getelementptr inbounds %[[A]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK:         %[[C148:.*]] = llvm.mlir.constant(148) : i64
+// CHECK-NEXT:    %[[ADDR:.*]] = llvm.getelementptr inbounds %[[A]][%[[C148]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK-NEXT:    %[[V:.*]] = llvm.load %[[ADDR]]
 // CHECK-NEXT:    llvm.store %[[V]], %[[A]]
 
 // -----
 
 // The accesses of one block share their address arithmetic: the load of
-// another buffer with the same strides reuses the linear index, and the store
-// to the element just loaded reuses its getelementptr (LLVM's EarlyCSE removed
-// these repeats; now they are never built).
+// another buffer with the same strides reuses the scaled index and the constant
+// offset, and the store to the element just loaded reuses its getelementptr
+// (LLVM's EarlyCSE removed these repeats; now they are never built).
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @shared_address(%a: memref<4x8xf32>, %b: memref<4x8xf32>) {
     %c0 = arith.constant 0 : index
@@ -785,14 +803,15 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 }
 // CHECK-LABEL: llvm.func @shared_address(
 // CHECK-SAME:      %[[A:[^:]*]]: !llvm.ptr {{.*}}, %[[B:[^:]*]]: !llvm.ptr
-// CHECK:         %[[C3:.*]] = llvm.mlir.constant(3) : i64
 // CHECK:       ^{{.*}}(%[[I:.*]]: i64):
-// CHECK:         %[[S:.*]] = llvm.mlir.constant(8) : i64
+// CHECK:         %[[S:.*]] = llvm.mlir.constant(32) : i64
 // CHECK-NEXT:    %[[R:.*]] = llvm.mul %[[I]], %[[S]] overflow<nsw> : i64
-// CHECK-NEXT:    %[[L:.*]] = llvm.add %[[R]], %[[C3]] overflow<nsw> : i64
-// CHECK-NEXT:    %[[PA:.*]] = llvm.getelementptr inbounds %[[A]][%[[L]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[PA0:.*]] = llvm.getelementptr inbounds %[[A]][%[[R]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    %[[C12:.*]] = llvm.mlir.constant(12) : i64
+// CHECK-NEXT:    %[[PA:.*]] = llvm.getelementptr inbounds %[[PA0]][%[[C12]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK-NEXT:    %[[X:.*]] = llvm.load %[[PA]] {alignment = 4 : i64} : !llvm.ptr -> f32
-// CHECK-NEXT:    %[[PB:.*]] = llvm.getelementptr inbounds %[[B]][%[[L]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[PB0:.*]] = llvm.getelementptr inbounds %[[B]][%[[R]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    %[[PB:.*]] = llvm.getelementptr inbounds %[[PB0]][%[[C12]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK-NEXT:    %[[Y:.*]] = llvm.load %[[PB]] {alignment = 4 : i64} : !llvm.ptr -> f32
 // CHECK-NEXT:    %[[SUM:.*]] = llvm.fadd %[[X]], %[[Y]] {{.*}} : f32
 // CHECK-NEXT:    llvm.store %[[SUM]], %[[PA]] {alignment = 4 : i64} : f32, !llvm.ptr
@@ -815,19 +834,75 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   }
 }
 // CHECK-LABEL: llvm.func @per_block(
-// CHECK:         %[[P0:.*]] = llvm.getelementptr inbounds
+// CHECK:         llvm.mlir.constant(12) : i64
+// CHECK-NEXT:    %[[P0:.*]] = llvm.getelementptr inbounds
 // CHECK-NEXT:    %[[X:.*]] = llvm.load %[[P0]]
 // CHECK:         llvm.cond_br %{{.*}}, ^[[THEN:.*]], ^[[CONT:.*]]
 // CHECK-NEXT:  ^[[THEN]]:
-// CHECK-NEXT:    llvm.mlir.constant(8) : i64
+// CHECK-NEXT:    llvm.mlir.constant(32) : i64
 // CHECK-NEXT:    llvm.mul
-// CHECK-NEXT:    llvm.add
+// CHECK-NEXT:    llvm.getelementptr inbounds
+// CHECK-NEXT:    llvm.mlir.constant(12) : i64
 // CHECK-NEXT:    %[[P1:.*]] = llvm.getelementptr inbounds
 // CHECK-NEXT:    llvm.store %{{.*}}, %[[P1]]
 // CHECK-NEXT:    llvm.br ^[[CONT]]
 // CHECK-NEXT:  ^[[CONT]]:
-// CHECK-NEXT:    llvm.mlir.constant(8) : i64
+// CHECK-NEXT:    llvm.mlir.constant(32) : i64
 // CHECK-NEXT:    llvm.mul
-// CHECK-NEXT:    llvm.add
+// CHECK-NEXT:    llvm.getelementptr inbounds
+// CHECK-NEXT:    llvm.mlir.constant(12) : i64
 // CHECK-NEXT:    %[[P2:.*]] = llvm.getelementptr inbounds
 // CHECK-NEXT:    llvm.store %[[X]], %[[P2]]
+
+// -----
+
+// Address forms: `x[c / 16, c % 16]` of a blocked buffer is the one term
+// `c * 4` (a chain of two links would hide from LLVM that it is `c`, and
+// the copy would not become a memcpy); `%i - 1` keeps its negative constant
+// (`%i * 4 - 4` could start below the buffer, an out-of-bounds link), and
+// `%i + 2` puts its constant into the last link; a stack buffer is indexed in
+// elements (llvmlite types an alloca's pointer: no byte GEP through it).
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @forms(%x: memref<4x16xf32>, %y: memref<64xf32>, %c: index, %i: index) {
+    %c16 = arith.constant 16 : index
+    %m1 = arith.constant -1 : index
+    %c2 = arith.constant 2 : index
+    %q = arith.divui %c, %c16 : index
+    %r = arith.remui %c, %c16 : index
+    %v = loop.load %x[%q, %r] : memref<4x16xf32>
+    loop.store %v, %y[%c] : memref<64xf32>
+    %im1 = arith.addi %i, %m1 : index
+    %w = loop.load %y[%im1] : memref<64xf32>
+    %ip2 = arith.addi %i, %c2 : index
+    loop.store %w, %y[%ip2] : memref<64xf32>
+    %t = loop.alloc {scope = "local"} : memref<8xf32>
+    loop.store %w, %t[%ip2] : memref<8xf32>
+    loop.return
+  }
+}
+// CHECK-LABEL: llvm.func @forms(
+// CHECK-SAME:      %[[X:[^:]*]]: !llvm.ptr {{.*}}, %[[Y:[^:]*]]: !llvm.ptr {{.*}}, %[[C:[^:]*]]: i64, %[[I:[^:]*]]: i64)
+// CHECK:         %[[T:.*]] = llvm.alloca %{{.*}} x f32
+// CHECK-NOT:     llvm.udiv
+// CHECK-NOT:     llvm.urem
+// CHECK:         %[[C4:.*]] = llvm.mlir.constant(4) : i64
+// CHECK-NEXT:    %[[OC:.*]] = llvm.mul %[[C]], %[[C4]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[PX:.*]] = llvm.getelementptr inbounds %[[X]][%[[OC]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    %[[V:.*]] = llvm.load %[[PX]]
+// CHECK-NEXT:    %[[PY:.*]] = llvm.getelementptr inbounds %[[Y]][%[[OC]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    llvm.store %[[V]], %[[PY]]
+// CHECK:         %[[IM1:.*]] = llvm.add %[[I]], %{{.*}} : i64
+// CHECK-NEXT:    %[[S1:.*]] = llvm.mlir.constant(4) : i64
+// CHECK-NEXT:    %[[OM1:.*]] = llvm.mul %[[IM1]], %[[S1]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[PM1:.*]] = llvm.getelementptr inbounds %[[Y]][%[[OM1]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    %[[W:.*]] = llvm.load %[[PM1]]
+// CHECK:         %[[S2:.*]] = llvm.mlir.constant(4) : i64
+// CHECK-NEXT:    %[[OI:.*]] = llvm.mul %[[I]], %[[S2]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[PI:.*]] = llvm.getelementptr inbounds %[[Y]][%[[OI]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    %[[C8:.*]] = llvm.mlir.constant(8) : i64
+// CHECK-NEXT:    %[[P2:.*]] = llvm.getelementptr inbounds %[[PI]][%[[C8]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    llvm.store %[[W]], %[[P2]]
+// CHECK:         %[[PT:.*]] = llvm.getelementptr inbounds %[[T]][%[[I]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[C2:.*]] = llvm.mlir.constant(2) : i64
+// CHECK-NEXT:    %[[PT2:.*]] = llvm.getelementptr inbounds %[[PT]][%[[C2]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    llvm.store %[[W]], %[[PT2]]
