@@ -40,6 +40,13 @@ MobileNet's 16->96 expansion at 112x112 (AVX-512, one thread, the kernel
 alone): the second pass cost 12 % (0.414 ms with bias, 0.366 without);
 docs/performance.md, "Short reductions".
 
+A row whose width is not a multiple of MR ends in a tail block (AVX2's 14
+columns: 3 blocks of 4 and one of 2; `_sink_with_tail`): the epilogue is
+split where the tail starts and each part joins its block. Left after the
+row, LLVM fully unrolled the three blocks and forwarded their 36
+accumulators to it, where they spilled (MobileNetV2's 576 -> 96 projection
+2x slower; docs/performance.md, "Accumulators in memory").
+
 A long epilogue (`_long`: SiLU's sigmoid, a GELU, whose `math` functions
 become 25-30-operation polynomials in `schedule-vector-math`) is sunk the
 same way but jammed only `_rows_per_step` rows at a time, in a loop over
@@ -100,14 +107,63 @@ def _sink_in(block: Block, knobs: ScheduleKnobs) -> int:
         if isinstance(first, loop.ForOp) and isinstance(second, loop.ForOp):
             tiling = _tiling(first, second)
             if tiling is not None:
-                step_rows = 0  # jam every row
-                if _long(second, knobs.epilogue_jam_max_ops):
-                    step_rows = -(-knobs.epilogue_step_vectors // _channel_jam(first))
-                _sink(first, second, *tiling, step_rows=step_rows)
+                _sink(first, second, *tiling, step_rows=_step_rows(first, second, knobs))
                 sunk += 1
+                continue
+            third = second.next_op
+            if isinstance(third, loop.ForOp) and _sink_with_tail(first, second, third, knobs):
+                sunk += 2
+                first = second.next_op
                 continue
         first = second
     return sunk
+
+
+def _step_rows(n1: loop.ForOp, n2: loop.ForOp, knobs: ScheduleKnobs) -> int:
+    """Rows per step of the sunk epilogue `n2`: 0 (jam every row), or for a
+    long one enough rows for `epilogue_step_vectors` vectors (module docstring)."""
+    if not _long(n2, knobs.epilogue_jam_max_ops):
+        return 0
+    return -(-knobs.epilogue_step_vectors // _channel_jam(n1))
+
+
+def _sink_with_tail(n1: loop.ForOp, tail: loop.ForOp, n2: loop.ForOp, knobs: ScheduleKnobs) -> bool:
+    """Sink the epilogue `n2` of a convolution row blocked as `n1` (blocks of
+    MR) and `tail` (the last OW mod MR columns, one block): `n2` is split where
+    the tail starts and each part joins its block loop, as `_row_tiling` does
+    for a row without a tail. MobileNetV2's 576->96 projection at 14x14 on AVX2
+    (3 blocks of 4 columns, a tail of 2): left in a second pass, LLVM fully
+    unrolled the three blocks and forwarded their 36 accumulators to it, which
+    spilled (docs/performance.md, "Accumulators in memory").
+    Legal when each part is legal for its block (`_row_tiling`): then the
+    tail touches, of what the epilogue reads or writes, only its own columns,
+    so the first part can move before it."""
+    try:
+        lb, mid, _ = prim.bounds(n1)
+        tlb, tub, tstep = prim.bounds(tail)
+        elb, eub, estep = prim.bounds(n2)
+    except ScheduleError:
+        return False
+    if tlb != mid or (elb, eub, estep) != (lb, tub, 1) or tub - tlb != tstep:
+        return False
+    if _epilogue_row(n2) is None:
+        return False
+    rest = n2.clone()
+    n2.operands[1] = prim.index_constant(n2, mid)
+    rest.operands[0] = prim.index_constant(n2, mid)
+    Rewriter.insert_op(rest, InsertPoint.after(n2))
+    j_first, j_rest = _epilogue_row(n2), _epilogue_row(rest)
+    assert j_first is not None and j_rest is not None
+    if not (_row_tiling(n1, n2, j_first) and _row_tiling(tail, rest, j_rest, least_rows=1)):
+        Rewriter.erase_op(rest)
+        n2.operands[1] = prim.index_constant(n2, eub)
+        return False
+    step_rows = _step_rows(n1, n2, knobs)
+    n2.detach()
+    Rewriter.insert_op(n2, InsertPoint.after(n1))
+    _sink(n1, n2, [n1], 0, step_rows=step_rows)
+    _sink(tail, rest, [tail], 0, step_rows=step_rows)
+    return True
 
 
 def _channel_jam(n1: loop.ForOp) -> int:
@@ -160,22 +216,26 @@ def _tiling(n1: loop.ForOp, n2: loop.ForOp) -> tuple[list[loop.ForOp], int] | No
     return rows, nr
 
 
-def _row_tiling(n1: loop.ForOp, n2: loop.ForOp, j_loop: loop.ForOp) -> bool:
+def _row_tiling(n1: loop.ForOp, n2: loop.ForOp, j_loop: loop.ForOp, least_rows: int = 2) -> bool:
     """Is `n1` a row-block loop whose blocks span whole rows
     (a convolution's: its fill is one vectorized loop over the row `j_loop`
-    walks) and `n2` walks its rows one by one (the module docstring)."""
+    walks, or one per row of the block when its rows are not jammed: AVX2's
+    blocks of channel-jammed rows) and `n2` walks its rows one by one (the
+    module docstring). A tail block (`_sink_with_tail`) may be one row."""
     if n1.iter_args or n1.kind_name == LoopKind.VECTORIZED:
         return False
-    fills = [o for o in prim.body_ops(n1) if isinstance(o, loop.ForOp)]
-    if len(fills) != 2 or fills[0].kind_name != LoopKind.VECTORIZED:
+    *fills, reduction = [o for o in prim.body_ops(n1) if isinstance(o, loop.ForOp)] or [n1]
+    if not fills or any(f.kind_name != LoopKind.VECTORIZED for f in fills) or reduction is n1:
         return False
     try:
         ilb, iub, mr = prim.bounds(n1)
-        if prim.bounds(n2) != (ilb, iub, 1) or prim.bounds(j_loop) != prim.bounds(fills[0]):
+        if prim.bounds(n2) != (ilb, iub, 1):
+            return False
+        if any(prim.bounds(j_loop) != prim.bounds(f) for f in fills):
             return False
     except ScheduleError:
         return False
-    if mr < 2 or (iub - ilb) % mr:
+    if mr < least_rows or (iub - ilb) % mr:
         return False
     return _legal(n1, [n1], n2, n2.induction_var, j_loop.induction_var)
 
@@ -296,7 +356,10 @@ def _inside_tile(
             lo, hi = lo + min(coef * r.lo, coef * r.hi), hi + max(coef * r.lo, coef * r.hi)
         if whole:
             continue  # the epilogue reads the same row, whose every column is final
-        if not seen or lo < 0 or hi >= prim.bounds(tile)[2]:
+        tlb, tub, tstep = prim.bounds(tile)
+        if not seen and tub - tlb == tstep and tlb <= lo and hi < tub:
+            continue  # a one-block loop's columns, written as constants
+        if not seen or lo < 0 or hi >= tstep:
             return False
     return True
 

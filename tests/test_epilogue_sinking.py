@@ -169,6 +169,8 @@ def _conv_model(cin: int, cout: int, size: int, k: int, stride: int, epilogue: s
         (80, 160, 14, 1, 1, "swish"),  # 14 one-vector rows: jammed 7 per step
         (16, 96, 55, 1, 1, "swish"),  # an odd row: blocks and a tail block
         (24, 40, 27, 1, 1, "hardswish"),  # short, jammed, odd row
+        (96, 96, 14, 1, 1, "residual"),  # AVX2: blocks of 4 columns and a tail of 2
+        (96, 96, 7, 1, 1, "relu6"),  # AVX2: a tail block of one column
     ],
 )
 def test_sunk_conv_epilogues_match_onnxruntime(cin, cout, size, k, stride, epilogue, target):
@@ -206,6 +208,31 @@ def test_a_conv_epilogue_runs_in_each_register_block(tmp_path):
     assert not re.search(r"loop\.for %\S+ = %c0 to %c56 step %c1 \{", kernel)
     blocks = kernel[kernel.index("step %c7 {") :]
     assert "arith.minimumf" in blocks
+
+
+def test_a_conv_epilogue_joins_the_blocks_of_a_row_with_a_tail(tmp_path):
+    """MobileNetV2's 576->96 projection at 14x14 on AVX2: its 14-column rows
+    are blocks of 4 columns and a tail block of 2; the bias + relu6 is split
+    where the tail starts and runs in both blocks, not in a second loop over
+    the 14 columns (where LLVM forwarded all the blocks' accumulators to it,
+    and they spilled)."""
+    pytest.importorskip("onnx")
+    from lamina.frontends.onnx import import_model
+
+    model, _ = _conv_model(576, 96, 14, 1, 1, "relu6")
+    path = tmp_path / "conv.mlir"
+    path.write_text(str(import_model(model).module))
+    lowered = subprocess.run(
+        [sys.executable, "-m", "lamina.tools.lamina_opt", str(path), "--compile-to", "lowering",
+         "-t", "cpu{isa=avx2}"],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    start = lowered.index("loop.func private @te_fused_conv2d_add_maximum_minimum_1x12x14x14")
+    kernel = lowered[start : lowered.index("loop.return", start)]
+    assert not re.search(r"loop\.for %\S+ = %c0 to %c14 step %c1 \{", kernel)
+    main, tail = kernel.split("to %c14 step %c2 {")
+    assert "step %c4 {" in main and "arith.minimumf" in main.split("step %c4 {")[1]
+    assert "arith.minimumf" in tail
 
 
 def _pointwise_model(cin: int, cout: int, height: int, width: int, epilogue: str):

@@ -16,7 +16,11 @@
 // sunk the same way; its block's 2 columns hold fewer vectors than
 // `epilogue_step_vectors` (3), so both are jammed (two sigmoids), but with
 // one vector per step (STEP1) they stay a loop in the block, the sigmoid
-// emitted once.
+// emitted once. @row_tail_block is a row of 5 columns in blocks of 2 and a
+// tail block of the last column (what `schedule-register-block` leaves when
+// the width is not a multiple of MR; AVX2's 14-wide rows in blocks of 4), each
+// block's rows filled by a loop of their own: the epilogue is split where
+// the tail starts, and each part joins its block.
 
 // CHECK-LABEL: loop.func @rows
 // CHECK:       loop.for %oh = %c0 to %c4 step %c1 kind(parallel) {
@@ -63,6 +67,24 @@
 // STEP1-NEXT:    }
 // STEP1-NEXT:  }
 // STEP1-NEXT:  loop.return
+
+// CHECK-LABEL: loop.func @row_tail_block
+// CHECK:       loop.for %oh = %c0 to %c4 step %c1 kind(parallel) {
+// CHECK-NEXT:    loop.for %io = %c0 to %c4 step %c2 {
+// CHECK:           loop.for %k = %c0 to %c16 step %c1 {
+// CHECK:           loop.for %{{.*}} = %c0 to %c16 step %c1 kind(vectorized) {
+// CHECK-COUNT-2:     arith.maximumf
+// CHECK:           }
+// CHECK-NEXT:    }
+// CHECK-NEXT:    loop.for %it = %c4 to %c5 step %c1 {
+// CHECK:           loop.for %kt = %c0 to %c16 step %c1 {
+// CHECK:           loop.for %{{.*}} = %c0 to %c16 step %c1 kind(vectorized) {
+// CHECK:             arith.maximumf
+// CHECK-NOT:         arith.maximumf
+// CHECK:           }
+// CHECK-NEXT:    }
+// CHECK-NEXT:  }
+// CHECK-NEXT:  loop.return
 
 // CHECK-LABEL: loop.func @interior
 // CHECK:       loop.for %io = %c1 to %c3 step %c2 {
@@ -163,6 +185,69 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
           %s = arith.divf %one, %d : f32
           %r = arith.mulf %t, %s : f32
           loop.store %r, %out[%oh, %ow, %l3] : memref<4x4x16xf32>
+        }
+      }
+    }
+    loop.return
+  }
+
+  loop.func @row_tail_block(%x: memref<4x5x16xf32>, %w: memref<16x16xf32>, %bias: memref<16xf32>, %out: memref<4x5x16xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c4 = arith.constant 4 : index
+    %c5 = arith.constant 5 : index
+    %c16 = arith.constant 16 : index
+    %zero = arith.constant 0.0 : f32
+    loop.for %oh = %c0 to %c4 step %c1 kind(parallel) {
+      loop.for %io = %c0 to %c4 step %c2 {
+        %i0 = arith.addi %io, %c0 : index
+        %i1 = arith.addi %io, %c1 : index
+        loop.for %l = %c0 to %c16 step %c1 kind(vectorized) {
+          loop.store %zero, %out[%oh, %i0, %l] : memref<4x5x16xf32>
+        }
+        loop.for %lb = %c0 to %c16 step %c1 kind(vectorized) {
+          loop.store %zero, %out[%oh, %i1, %lb] : memref<4x5x16xf32>
+        }
+        loop.for %k = %c0 to %c16 step %c1 {
+          loop.for %l2 = %c0 to %c16 step %c1 kind(vectorized) {
+            %x0 = loop.load %x[%oh, %i0, %k] : memref<4x5x16xf32>
+            %x1 = loop.load %x[%oh, %i1, %k] : memref<4x5x16xf32>
+            %wv = loop.load %w[%k, %l2] : memref<16x16xf32>
+            %p0 = arith.mulf %x0, %wv : f32
+            %p1 = arith.mulf %x1, %wv : f32
+            %s0 = loop.load %out[%oh, %i0, %l2] : memref<4x5x16xf32>
+            %s1 = loop.load %out[%oh, %i1, %l2] : memref<4x5x16xf32>
+            %n0 = arith.addf %s0, %p0 : f32
+            %n1 = arith.addf %s1, %p1 : f32
+            loop.store %n0, %out[%oh, %i0, %l2] : memref<4x5x16xf32>
+            loop.store %n1, %out[%oh, %i1, %l2] : memref<4x5x16xf32>
+          }
+        }
+      }
+      loop.for %it = %c4 to %c5 step %c1 {
+        %t0 = arith.addi %it, %c0 : index
+        loop.for %lt = %c0 to %c16 step %c1 kind(vectorized) {
+          loop.store %zero, %out[%oh, %t0, %lt] : memref<4x5x16xf32>
+        }
+        loop.for %kt = %c0 to %c16 step %c1 {
+          loop.for %lt2 = %c0 to %c16 step %c1 kind(vectorized) {
+            %xt = loop.load %x[%oh, %t0, %kt] : memref<4x5x16xf32>
+            %wt = loop.load %w[%kt, %lt2] : memref<16x16xf32>
+            %pt = arith.mulf %xt, %wt : f32
+            %st = loop.load %out[%oh, %t0, %lt2] : memref<4x5x16xf32>
+            %nt = arith.addf %st, %pt : f32
+            loop.store %nt, %out[%oh, %t0, %lt2] : memref<4x5x16xf32>
+          }
+        }
+      }
+      loop.for %ow = %c0 to %c5 step %c1 {
+        loop.for %l3 = %c0 to %c16 step %c1 kind(vectorized) {
+          %v = loop.load %out[%oh, %ow, %l3] : memref<4x5x16xf32>
+          %bb = loop.load %bias[%l3] : memref<16xf32>
+          %t = arith.addf %v, %bb : f32
+          %r = arith.maximumf %t, %zero : f32
+          loop.store %r, %out[%oh, %ow, %l3] : memref<4x5x16xf32>
         }
       }
     }
