@@ -188,23 +188,31 @@ def test_sunk_conv_epilogues_match_onnxruntime(cin, cout, size, k, stride, epilo
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
 
 
-def test_a_conv_epilogue_runs_in_each_register_block(tmp_path):
-    """The 16->96 pointwise convolution at 56x56 with bias + relu6: its
-    epilogue is in the row-block loop, after each block's reduction (no
-    second loop over the 56 output columns)."""
+def _lowered_conv_kernel(tmp_path, cin: int, cout: int, size: int, target: str, name: str) -> str:
+    """The loop code (`--compile-to lowering`) of the relu6 model's kernel `name`."""
     pytest.importorskip("onnx")
     from lamina.frontends.onnx import import_model
 
-    model, _ = _conv_model(16, 96, 56, 1, 1, "relu6")
+    model, _ = _conv_model(cin, cout, size, 1, 1, "relu6")
     path = tmp_path / "conv.mlir"
     path.write_text(str(import_model(model).module))
     lowered = subprocess.run(
         [sys.executable, "-m", "lamina.tools.lamina_opt", str(path), "--compile-to", "lowering",
-         "-t", "cpu{vector_bits=512 vector_registers=32}"],
+         "-t", target],
         check=True, capture_output=True, text=True,
     ).stdout  # fmt: skip
-    start = lowered.index("loop.func private @te_fused_conv2d_add_maximum_minimum_1x6x56x56")
-    kernel = lowered[start : lowered.index("loop.return", start)]
+    start = lowered.index(f"loop.func private @{name}")
+    return lowered[start : lowered.index("loop.return", start)]
+
+
+def test_a_conv_epilogue_runs_in_each_register_block(tmp_path):
+    """The 16->96 pointwise convolution at 56x56 with bias + relu6: its
+    epilogue is in the row-block loop, after each block's reduction (no
+    second loop over the 56 output columns)."""
+    kernel = _lowered_conv_kernel(
+        tmp_path, 16, 96, 56, "cpu{vector_bits=512 vector_registers=32}",
+        "te_fused_conv2d_add_maximum_minimum_1x6x56x56",
+    )  # fmt: skip
     assert not re.search(r"loop\.for %\S+ = %c0 to %c56 step %c1 \{", kernel)
     blocks = kernel[kernel.index("step %c7 {") :]
     assert "arith.minimumf" in blocks
@@ -216,19 +224,9 @@ def test_a_conv_epilogue_joins_the_blocks_of_a_row_with_a_tail(tmp_path):
     where the tail starts and runs in both blocks, not in a second loop over
     the 14 columns (where LLVM forwarded all the blocks' accumulators to it,
     and they spilled)."""
-    pytest.importorskip("onnx")
-    from lamina.frontends.onnx import import_model
-
-    model, _ = _conv_model(576, 96, 14, 1, 1, "relu6")
-    path = tmp_path / "conv.mlir"
-    path.write_text(str(import_model(model).module))
-    lowered = subprocess.run(
-        [sys.executable, "-m", "lamina.tools.lamina_opt", str(path), "--compile-to", "lowering",
-         "-t", "cpu{isa=avx2}"],
-        check=True, capture_output=True, text=True,
-    ).stdout  # fmt: skip
-    start = lowered.index("loop.func private @te_fused_conv2d_add_maximum_minimum_1x12x14x14")
-    kernel = lowered[start : lowered.index("loop.return", start)]
+    kernel = _lowered_conv_kernel(
+        tmp_path, 576, 96, 14, "cpu{isa=avx2}", "te_fused_conv2d_add_maximum_minimum_1x12x14x14"
+    )
     assert not re.search(r"loop\.for %\S+ = %c0 to %c14 step %c1 \{", kernel)
     main, tail = kernel.split("to %c14 step %c2 {")
     assert "step %c4 {" in main and "arith.minimumf" in main.split("step %c4 {")[1]

@@ -10,6 +10,8 @@ reuses nothing.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import pytest
 from test_kernel_units import X, conv_program, reference
@@ -19,18 +21,26 @@ from lamina.backends import codegen, kernel_cache, kernel_reuse, kernel_split
 from lamina.runtime import cache
 
 
-@pytest.fixture
-def fresh(tmp_path, monkeypatch):
-    """No kernel or record in memory, an empty disk cache of our own."""
-    monkeypatch.setenv(cache.CACHE_DIR_ENV, str(tmp_path / "cache"))
+@contextmanager
+def empty_caches(folder, monkeypatch):
+    """No kernel or record in memory, an empty disk cache of our own in `folder`,
+    for the time of the block; then the kernels are forgotten again."""
+    monkeypatch.setenv(cache.CACHE_DIR_ENV, str(folder))
     monkeypatch.delenv(cache.CACHE_ENV, raising=False)
     monkeypatch.delenv(kernel_reuse.REUSE_ENV, raising=False)
     kernel_cache.clear()
     kernel_reuse.clear()
     codegen.clear_cache()
-    yield tmp_path / "cache"
+    yield folder
     kernel_cache.clear()
     kernel_reuse.clear()
+
+
+@pytest.fixture
+def fresh(tmp_path, monkeypatch):
+    """No kernel or record in memory, an empty disk cache of our own."""
+    with empty_caches(tmp_path / "cache", monkeypatch) as folder:
+        yield folder
 
 
 def spy_on_splits(monkeypatch) -> list[kernel_split.Split]:

@@ -15,6 +15,7 @@ import json
 
 import numpy as np
 import pytest
+from test_kernel_reuse import empty_caches
 from test_kernel_units import X, conv_program
 from test_tuning import SMALL, _inputs, _record
 
@@ -22,7 +23,6 @@ import lamina
 from lamina.backends import codegen, kernel_cache, kernel_reuse
 from lamina.backends.kernel_split import Split
 from lamina.passes.apply_records import apply_record_set, kernels
-from lamina.runtime import cache
 from lamina.runtime.profile import profile_addresses, slot_kernels
 from lamina.target.function_knobs import KNOBS_ATTR, knobs_of_attr
 from lamina.target.tuning_records import load_records
@@ -49,16 +49,10 @@ graph.func @main(%v: tensor<32x16xf32>, %w0: tensor<16x64xf32>, %w: tensor<64x48
 
 @pytest.fixture
 def fresh(tmp_path, monkeypatch):
-    """No kernel or reuse record in memory, an empty disk cache of our own."""
-    monkeypatch.setenv(cache.CACHE_DIR_ENV, str(tmp_path / "cache"))
-    monkeypatch.delenv(cache.CACHE_ENV, raising=False)
-    monkeypatch.delenv(kernel_reuse.REUSE_ENV, raising=False)
-    kernel_cache.clear()
-    kernel_reuse.clear()
-    codegen.clear_cache()
-    yield tmp_path
-    kernel_cache.clear()
-    kernel_reuse.clear()
+    """No kernel or reuse record in memory, an empty disk cache of our own; the
+    test's own files beside it."""
+    with empty_caches(tmp_path / "cache", monkeypatch):
+        yield tmp_path
 
 
 @pytest.fixture
