@@ -820,9 +820,7 @@ def _hint_kind(op: loop.ForOp) -> str:
 
 def _constant_index(value: SSAValue) -> int | None:
     """The value of an index constant, before or after its own lowering."""
-    owner = value.owner
-    if isinstance(owner, UnrealizedConversionCastOp) and len(owner.inputs) == 1:
-        owner = owner.inputs[0].owner
+    owner = _look_through(value).owner
     if isinstance(owner, arith.ConstantOp | llvm.ConstantOp) and isinstance(
         owner.value, IntegerAttr
     ):

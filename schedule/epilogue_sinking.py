@@ -224,8 +224,8 @@ def _row_tiling(n1: loop.ForOp, n2: loop.ForOp, j_loop: loop.ForOp, least_rows: 
     module docstring). A tail block (`_sink_with_tail`) may be one row."""
     if n1.iter_args or n1.kind_name == LoopKind.VECTORIZED:
         return False
-    *fills, reduction = [o for o in prim.body_ops(n1) if isinstance(o, loop.ForOp)] or [n1]
-    if not fills or any(f.kind_name != LoopKind.VECTORIZED for f in fills) or reduction is n1:
+    fills = [o for o in prim.body_ops(n1) if isinstance(o, loop.ForOp)][:-1]  # then the reduction
+    if not fills or any(f.kind_name != LoopKind.VECTORIZED for f in fills):
         return False
     try:
         ilb, iub, mr = prim.bounds(n1)
