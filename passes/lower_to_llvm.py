@@ -177,7 +177,7 @@ def _offset_address(
     element, size = _gep_unit(buffer)
     offset *= size
     address = ptr
-    for whole, stride in _merge_quotient_remainder(list(terms)):
+    for whole, stride in _merge_quotient_remainder(_split_sums(list(terms))):
         index, constant_part = _split_constant(whole)
         offset += constant_part * stride * size
         if index is None:
@@ -264,6 +264,24 @@ def _merge_quotient_remainder(terms: list[tuple[SSAValue, int]]) -> list[tuple[S
         return terms
     kept = (merged.get(position, term) for position, term in enumerate(terms))
     return [term for term in kept if term is not None]
+
+
+def _split_sums(terms: list[tuple[SSAValue, int]]) -> list[tuple[SSAValue, int]]:
+    """`(a + b) * s` as the two terms `a * s` and `b * s`, for sums of two
+    variable parts (`head * 64 + column` after a head split): in one link the
+    sum, which the loop IR adds without `nsw`, keeps LLVM's scalar evolution
+    from bounding the address, and the loop vectorizer from checking its
+    aliasing (the attention block's per-head matmul was not vectorized)."""
+    out: list[tuple[SSAValue, int]] = []
+    for index, stride in terms:
+        owner = _look_through(index).owner
+        if isinstance(owner, arith.AddiOp | llvm.AddOp) and all(
+            _constant_index(v) is None for v in owner.operands
+        ):
+            out += [(owner.operands[0], stride), (owner.operands[1], stride)]
+        else:
+            out.append((index, stride))
+    return out
 
 
 def _look_through(value: SSAValue) -> SSAValue:

@@ -63,6 +63,25 @@ def test_attention_with_fused_transposes_matches_numpy(seq, d, heads):
     np.testing.assert_allclose(exe.run("main", *inputs), want, rtol=1e-4, atol=1e-4)
 
 
+def test_the_per_head_matmuls_of_attention_vectorize(capfd, monkeypatch):
+    """The head split's index `head * 64 + column` gets a link of its own per
+    variable (lower-to-llvm `_split_sums`): in one link its sum, added without
+    `nsw`, kept LLVM from bounding the address, and the per-head matmul's
+    `vectorized` loop was not vectorized (1.5x slower, and LLVM's "loop not
+    vectorized" warning on stderr)."""
+    import peers
+
+    from lamina.backends import codegen
+
+    monkeypatch.setenv("LAMINA_REUSE_KERNELS", "0")  # every kernel through LLVM here
+    codegen.clear_cache()
+    exe = lamina.compile(peers.attention_program(128, 256, 4), cache=False)
+    assert "loop not vectorized" not in capfd.readouterr().err
+    inputs = peers.attention_inputs(RNG, 128, 256)
+    want = peers.numpy_attention(4)(*inputs)
+    np.testing.assert_allclose(exe.run("main", *inputs), want, rtol=1e-4, atol=1e-4)
+
+
 def test_mlp_with_schedule_matches_numpy():
     exe = lamina.compile(bench.mlp_program(8, [24, 32, 10]))
     x = RNG.standard_normal((8, 24), dtype=np.float32)
