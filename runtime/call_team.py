@@ -148,6 +148,7 @@ RUNTIME_IR = f"""
 @team_fn = internal global ptr null, align 64
 @team_data = internal global ptr null, align 8
 @team_closed = internal global i32 1, align 64
+@team_region = internal global i32 0, align 8
 @team_active = internal global i32 0, align 64
 @team_next = internal global i64 0, align 64
 @team_bound = internal global i64 0, align 8
@@ -196,6 +197,9 @@ entry:
   store ptr %fn, ptr @team_fn, align 8
   store ptr %data, ptr @team_data, align 8
   store atomic i64 0, ptr @team_next monotonic, align 8
+  %cur = load atomic i32, ptr @team_seq monotonic, align 4
+  %id = add i32 %cur, 1
+  store atomic i32 %id, ptr @team_region monotonic, align 4
   store atomic i32 0, ptr @team_closed seq_cst, align 4
   %old = atomicrmw add ptr @team_seq, i32 1 seq_cst
   call void @team_wake()
@@ -239,7 +243,7 @@ entry:
   %t0 = call i64 @llvm.readcyclecounter()
   br label %wait
 wait:
-  %seen = phi i32 [ %seen0, %entry ], [ %seen, %awake ], [ %now, %left ], [ %seen, %spin ], [ %now, %check ]
+  %seen = phi i32 [ %seen0, %entry ], [ %seen, %awake ], [ %ran, %left ], [ %seen, %spin ], [ %now, %check ]
   %spins = phi i64 [ 0, %entry ], [ 0, %awake ], [ 0, %left ], [ %spins1, %spin ], [ 0, %check ]
   %last = phi i64 [ %t0, %entry ], [ %t0, %awake ], [ %t0, %left ], [ %tick, %spin ], [ %t0, %check ]
   ; (after a region or a sleep %last is stale: the first pause's gap is not judged)
@@ -277,12 +281,17 @@ join:
   %open = icmp eq i32 %closed, 0
   br i1 %open, label %run, label %left
 run:
+  ; the sequence number of the region seen open (it stays open until this worker
+  ; leaves: team_close waits for team_active): a worker that saw an older number
+  ; runs this region once, not once more when it sees the newer number
+  %posted_seq = load atomic i32, ptr @team_region monotonic, align 4
   %fn = load ptr, ptr @team_fn, align 8
   %data = load ptr, ptr @team_data, align 8
   %c = atomicrmw add ptr @team_joined, i64 1 monotonic
   call void %fn(ptr %data)
   br label %left
 left:
+  %ran = phi i32 [ %now, %join ], [ %posted_seq, %run ]
   %a1 = atomicrmw sub ptr @team_active, i32 1 seq_cst
   br label %wait
 }}
