@@ -89,6 +89,19 @@ PREEMPTED_TICKS = 200_000
 """A gap this long (time stamp counter ticks: about 50-100 µs) between two pauses of a
 spinning worker means it lost its core: it then sleeps instead of spinning on."""
 
+TAPER_PARTS = 2
+"""Tapered chunks (`set_taper`): a chunk is at most an equal share of what is left of
+the region among this many parts per thread. Replayed on one thread's chunk times
+(benchmarks/bench_thread_bound.py --taper), nine networks, geomean bound from one to
+two threads: 1.887 -> 1.897 with equally fast threads, 1.639 -> 1.705 with a worker
+taking 1.2x as long per chunk (one sharing its core, or reading data the caller's
+cache holds): the last chunks of the trampolines' four per thread leave the caller
+waiting for most of one."""
+
+TAPER_LEAST = 4
+"""Tapered chunks are no smaller than the trampoline's chunk / this: each chunk is a
+take from the region's shared counter and a call of the loop body."""
+
 MAX_TEAM = 64
 """Workers beyond this many threads do not join (they return at once)."""
 
@@ -174,6 +187,7 @@ RUNTIME_IR = f"""
 @team_join_ticks = global i64 0, align 64
 @team_work_ticks = global i64 0, align 8
 @team_posted_at = internal global i64 0, align 64
+@team_taper = global i32 1, align 64
 @team_caller_chunks = global i64 0, align 64
 @team_worker_chunks = global i64 0, align 64
 
@@ -187,6 +201,7 @@ declare i64 @syscall(i64, ...)
 declare void @llvm.x86.sse2.pause()
 declare i64 @llvm.readcyclecounter()
 declare i64 @llvm.smin.i64(i64, i64)
+declare i64 @llvm.smax.i64(i64, i64)
 declare i32 @llvm.smin.i32(i32, i32)
 
 define internal void @team_wake() {{
@@ -502,8 +517,17 @@ team:
 }}
 
 ; The next chunk [lo, hi) of the open region's iterations [0, end), if any is left.
+; With `team_taper` on, chunks shrink towards the end of the region: a thread takes the
+; trampoline's chunk or an equal share of what is left among TAPER_PARTS per thread,
+; whichever is smaller, but no less than chunk / TAPER_LEAST (and no more than is
+; left). So a thread that finishes early waits for less of another's last chunk; the
+; iterations are independent, so the chunks' bounds do not change the results.
 define internal i8 @team_take(i64 %chunk, i64 %end, ptr %lo, ptr %hi) {{
 entry:
+  %taper = load atomic i32, ptr @team_taper monotonic, align 4
+  %tapered = icmp ne i32 %taper, 0
+  br i1 %tapered, label %first, label %plain
+plain:
   %s = atomicrmw add ptr @team_next, i64 %chunk monotonic
   %more = icmp slt i64 %s, %end
   br i1 %more, label %take, label %none
@@ -512,6 +536,37 @@ take:
   %e = call i64 @llvm.smin.i64(i64 %e0, i64 %end)
   store i64 %s, ptr %lo, align 8
   store i64 %e, ptr %hi, align 8
+  ret i8 1
+first:
+  %size = load atomic i32, ptr @team_size monotonic, align 4
+  %size64 = sext i32 %size to i64
+  %parts = mul i64 %size64, {TAPER_PARTS}
+  %least0 = add i64 %chunk, {TAPER_LEAST - 1}
+  %least = udiv i64 %least0, {TAPER_LEAST}
+  %cur0 = load atomic i64, ptr @team_next monotonic, align 8
+  br label %again
+again:
+  %cur = phi i64 [ %cur0, %first ], [ %seen, %lost ]
+  %left = icmp slt i64 %cur, %end
+  br i1 %left, label %share, label %none
+share:
+  %rem = sub i64 %end, %cur
+  %rem1 = add i64 %rem, %parts
+  %rem2 = sub i64 %rem1, 1
+  %even = udiv i64 %rem2, %parts
+  %even1 = call i64 @llvm.smax.i64(i64 %even, i64 %least)
+  %q0 = call i64 @llvm.smin.i64(i64 %chunk, i64 %even1)
+  %q = call i64 @llvm.smin.i64(i64 %q0, i64 %rem)
+  %next = add i64 %cur, %q
+  %pair = cmpxchg ptr @team_next, i64 %cur, i64 %next monotonic monotonic
+  %won = extractvalue {{ i64, i1 }} %pair, 1
+  %seen = extractvalue {{ i64, i1 }} %pair, 0
+  br i1 %won, label %took, label %lost
+lost:
+  br label %again
+took:
+  store i64 %cur, ptr %lo, align 8
+  store i64 %next, ptr %hi, align 8
   ret i8 1
 none:
   ret i8 0
@@ -628,7 +683,7 @@ def install(gomp: ctypes.CDLL, llvm) -> bool:
         module.triple = target.triple
         engine = llvm.create_mcjit_compiler(module, target)
         engine.finalize_object()
-        for name in ("team_spin", "team_on", *STATS):
+        for name in ("team_spin", "team_on", "team_taper", *STATS):
             _globals[name] = engine.get_global_value_address(name)
         for symbol, (real, _) in INTERPOSED.items():
             address = ctypes.cast(getattr(gomp, symbol), ctypes.c_void_p).value
@@ -738,6 +793,13 @@ def set_spin(pauses: int) -> None:
         ctypes.c_int64.from_address(_globals["team_spin"]).value = max(0, int(pauses))
 
 
+def set_taper(on: bool) -> None:
+    """Shrink the chunks towards the end of each region (`TAPER_PARTS`, `TAPER_LEAST`; on
+    by default) or hand out the trampolines' chunk to the end."""
+    if _engine is not None:
+        ctypes.c_int32.from_address(_globals["team_taper"]).value = int(on)
+
+
 def call(address: int, words: list[int]) -> bool:
     """Run the entry at `address` on `words` (pointers, sizes) with one team for the whole
     call; False if the team declined (then the caller calls the entry itself)."""
@@ -757,6 +819,7 @@ __all__ = [
     "requested",
     "set_call_team",
     "set_spin",
+    "set_taper",
     "spin",
     "stats",
     "tick_rate",
