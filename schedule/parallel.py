@@ -15,6 +15,9 @@ here (the knobs are `parallel_*` in `target/schedule_knobs.py`):
 * `balance_parallel` moves `parallel` from a one-iteration loop to the
   spatial loop it holds, and marks the spatial loop inside a parallel loop
   of few iterations `parallel` too (`lower-to-llvm` collapses the two);
+  `share_rows_before_folding` does the latter before storage folding, whose
+  reused slices would make the inner loop not spatial (Winograd's tile
+  positions);
 * `team_for_fused_stages` gives a team to a loop that stage fusion made of
   stages each too small for one, when together they are worth it;
 * `share_vector_columns` gives a team to a serial reduction nest whose only
@@ -291,6 +294,28 @@ def share_rows(outer: loop.ForOp, knobs: ScheduleKnobs) -> bool:
     return True
 
 
+def share_rows_before_folding(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int:
+    """`share_rows` on every top-level loop before storage folding (with two cores or
+    more); returns how many loops it marked.
+
+    After stage fusion, a Winograd convolution's stages run in one parallel loop over
+    the 4 rows of tile positions, each holding a serial loop over the 4 columns in
+    which the input transform V is written and the products read it. Storage folding
+    drops V's column dimension (one slice reused by the 4 columns), which makes that
+    loop not spatial, so `share_rows` (in `balance_parallel`, after folding) could not
+    collapse it: two threads shared 4 iterations, and a worker slower by 20 % per
+    iteration made every such region last 1.2x its half (72 % of ResNet-18 and 47 %
+    of GoogLeNet in regions of fewer than 8 iterations, docs/performance.md "Where
+    two threads lose"). Marked parallel first, the column loop keeps its slices
+    (folding never drops a parallel loop's dimension) and `lower-to-llvm` collapses
+    the 16 tile positions. With one core nothing changes, so one thread's buffers
+    stay folded."""
+    if cores < 2:
+        return 0
+    tops = [o for o in func.body.blocks[0].ops if isinstance(o, loop.ForOp)]
+    return sum(share_rows(outer, knobs) for outer in tops)
+
+
 def team_for_fused_stages(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int:
     """Make parallel each top-level serial loop holding two or more loops (stages
     fused by `fuse_row_stages`) that together read `parallel_min_work` tensor
@@ -471,6 +496,7 @@ __all__ = [
     "distribute_columns",
     "kinds_fusable",
     "share_rows",
+    "share_rows_before_folding",
     "share_vector_columns",
     "team_for_fused_stages",
     "team_for_small_nests",
