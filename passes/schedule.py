@@ -106,7 +106,7 @@ def default_schedule(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
     sink_epilogues(func, knobs)  # after write-through: the epilogue writes the output
     jam_channel_blocks(func)  # after fusion: the epilogue is jammed with its convolution
     split_borders(func)  # after both: a row's epilogue is split with it, into the output
-    share_rows_before_folding(func, facts.cores, knobs)  # before: keeps the slices it shares
+    share_rows_before_folding(func, facts.cores, knobs, facts.l2_bytes)  # keeps its slices
     contract_temporaries(func)  # after: the output beats any temporary
     balance_parallel(func, facts.cores, knobs)
     reciprocal_divisions(func)
