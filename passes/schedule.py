@@ -129,7 +129,9 @@ class SchedulePass(
     `schedule-fuse-stages`,
     `schedule-write-through`, `schedule-sink-epilogues`, `schedule-split-borders`,
     `schedule-fold-storage`, `schedule-parallel`,
-    `schedule-reciprocal-divisions`, after making index divisions affine);
+    `schedule-reciprocal-divisions`, after making index divisions affine; with
+    two cores, rows of a parallel loop of few iterations are shared before
+    storage folding too, where the slices kept fit the L2 cache);
     a function with directives has them applied and removed instead; every
     function's f32 `exp`/`tanh` are polynomials (`schedule-vector-math`).
     Invariants: every output element is computed by the same operations in
