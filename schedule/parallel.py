@@ -313,9 +313,9 @@ def share_rows_before_folding(
     of GoogLeNet in regions of fewer than 8 iterations, docs/performance.md "Where
     two threads lose"). Marked parallel first, the column loop keeps its slices
     (folding never drops a parallel loop's dimension) and `lower-to-llvm` collapses
-    the 16 tile positions. A V larger than the L2 cache costs more than the threads
-    gain (DenseNet-121's 128 channels at 56x56: 6.4 MiB, one thread 3-10 % slower),
-    so it stays folded; with one core nothing changes."""
+    the 16 tile positions. A V larger than the L2 cache made one thread 3.6-10 %
+    slower (DenseNet-121's 128 channels at 56x56: 6.4 MiB), so it stays folded; with
+    one core nothing changes."""
     if cores < 2:
         return 0
     marked = 0
