@@ -217,12 +217,15 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
     """Lamina's time at each thread count measured in the same interleaved rounds
     (1, 2, 1, 2, ...), each call after `--alternate`'s call: a same-run speed-up.
 
-    With `--call-team` every count above one is also timed with one thread team
-    per call (runtime/call_team.py) in the same rounds. Each mode also records,
+    The plain modes run the process's default (the call team, runtime/call_team.py,
+    unless `LAMINA_CALL_TEAM=0`); with `--call-team` every count above one is also
+    timed with one OpenMP region per kernel (`_regions`) and with the call team at
+    each `--team-spin` (`_team<spin>`) in the same rounds. Each mode also records,
     per call, the process's voluntary context switches (a sleeping thread's
     futex wait: about two per parallel region with passive workers) and its CPU
     time (spinning shows there), which say what a two-thread time measured
-    under load would be made of."""
+    under load would be made of; a call-team mode prints where its calls went
+    (`_team_breakdown`)."""
     from lamina.runtime import call_team
 
     model = onnx.load(str(export(name, Path(args.export_dir))))
@@ -234,30 +237,35 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
         for t in args.threads
     }
     modes: list[tuple[str, int, int | None]] = [(f"{t}t", t, None) for t in args.threads]
-    spins = args.team_spin or [None]
-    for spin in spins if args.call_team else []:
-        suffix = "team" if spin is None else f"team{spin}"
-        modes += [(f"{t}t_{suffix}", t, spin) for t in args.threads if t > 1]
+    if args.call_team:
+        modes += [(f"{t}t_regions", t, None) for t in args.threads if t > 1]
+        for spin in args.team_spin:
+            modes += [(f"{t}t_team{spin}", t, spin) for t in args.threads if t > 1]
+    default_team = call_team.requested()
     times: dict[str, list[float]] = {label: [] for label, _, _ in modes}
     switches: dict[str, list[float]] = {label: [0, 0.0] for label, _, _ in modes}
+    team: dict[str, dict[str, int]] = {label: {} for label, _, _ in modes}
     default_spin = call_team.DEFAULT_SPIN
     for round_ in range(args.rounds + 1):  # the first round warms up
         for label, threads, spin in modes:
             bench.set_num_threads(threads)
-            call_team.set_call_team("team" in label)
+            call_team.set_call_team("team" in label or (default_team and "_" not in label))
             call_team.set_spin(default_spin if spin is None else spin)
             if before[threads] is not None:
                 before[threads]()  # pyright: ignore[reportOptionalCall]
             usage, cpu = resource.getrusage(resource.RUSAGE_SELF), time.process_time()
+            counted = call_team.stats()
             start = time.perf_counter()
             exe.run("main", x)
             elapsed = time.perf_counter() - start
             if round_:
                 times[label].append(elapsed)
+                for key, value in call_team.stats().items():
+                    team[label][key] = team[label].get(key, 0) + value - counted[key]
                 switches[label][0] += resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
                 switches[label][0] -= usage.ru_nvcsw
                 switches[label][1] += time.process_time() - cpu
-    call_team.set_call_team(call_team.requested())
+    call_team.set_call_team(default_team)
     call_team.set_spin(default_spin)
     row: dict = {"model": name, "alternate": args.alternate}
     for label, _, _ in modes:
@@ -268,7 +276,7 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
     row["speedup"] = round(row[f"lamina_{lo}t_ms"] / row[f"lamina_{hi}t_ms"], 2)
     gains = f"speed-up {row['speedup']:.2f}"
     for label, threads, _ in modes:
-        if "team" in label and threads == hi:
+        if "_" in label and threads == hi:
             suffix = label.split("_", 1)[1]
             row[f"speedup_{suffix}"] = round(row[f"lamina_{lo}t_ms"] / row[f"lamina_{label}_ms"], 2)
             gains += f", {suffix} {row[f'speedup_{suffix}']:.2f}"
@@ -279,7 +287,41 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
         for label, _, _ in modes
     )
     print(f"{'':20s} per call: {counters}", flush=True)
+    for label, _, _ in modes:
+        if team[label].get("calls"):
+            row |= _team_breakdown(label, team[label], args.rounds)
     return row
+
+
+def _team_breakdown(label: str, counts: dict[str, int], rounds: int) -> dict:
+    """Print where a team mode's calls went (runtime/call_team.py `stats`): the caller's
+    waits at regions' closes for a worker's last chunk (of them, in regions of fewer
+    than 8 iterations), the worker's share of the chunks, its sleeps and its delay in
+    joining a region; return them as columns."""
+    from lamina.runtime import call_team
+
+    call = max(counts["call_ticks"], 1)
+    per_us = call_team.tick_rate() / 1e6
+    cols = {
+        f"close_wait_{label}": round(counts["close_ticks"] / call, 3),
+        f"close_wait_few_{label}": round(counts["close_few_ticks"] / call, 3),
+        f"worker_chunks_{label}": round(
+            counts["worker_chunks"] / max(counts["worker_chunks"] + counts["caller_chunks"], 1), 3
+        ),
+        f"sleeps_{label}": round(counts["sleeps"] / rounds, 1),
+        f"join_us_{label}": round(counts["join_ticks"] / per_us / max(counts["joined"], 1), 1),
+        f"regions_{label}": round(counts["regions"] / rounds, 1),
+    }
+    print(
+        f"{'':20s} {label}: waits at closes {cols[f'close_wait_{label}']:.1%} of the call "
+        f"(regions of < 8 iterations {cols[f'close_wait_few_{label}']:.1%}), worker took "
+        f"{cols[f'worker_chunks_{label}']:.0%} of the chunks, joined "
+        f"{counts['joined'] / max(counts['regions'], 1):.0%} of {cols[f'regions_{label}']:.0f} "
+        f"regions {cols[f'join_us_{label}']:.1f} us after the post, slept "
+        f"{cols[f'sleeps_{label}']:.1f} times per call",
+        flush=True,
+    )
+    return cols
 
 
 # ---------------------------------------------------------------------------
@@ -588,8 +630,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--call-team",
         action="store_true",
-        help="with --scaling: also time every thread count above one with one thread team "
-        "per call (LAMINA_CALL_TEAM=1, runtime/call_team.py) in the same rounds",
+        help="with --scaling: also time every thread count above one with one OpenMP region "
+        "per kernel (LAMINA_CALL_TEAM=0; the plain modes run the process's default, the call "
+        "team unless LAMINA_CALL_TEAM=0) and with each --team-spin, in the same rounds",
     )
     parser.add_argument(
         "--team-spin",
@@ -663,9 +706,10 @@ def _main_scaling(names: list[str], args: argparse.Namespace) -> int:
         lo, hi = min(args.threads), max(args.threads)
         print(f"lamina speed-up {lo} -> {hi} threads (same run, alternate={args.alternate}): "
               f"geomean {_geomean(gains):.2f} over {len(gains)}")  # fmt: skip
-        for key in [k for k in rows[0] if k.startswith("speedup_team")]:
+        for key in [k for k in rows[0] if k.startswith("speedup_")]:
             gains = [r[key] for r in rows if key in r]
-            print(f"  one thread team per call ({key.removeprefix('speedup_')}): "
+            what = "one region per kernel" if key == "speedup_regions" else "call team"
+            print(f"  {what} ({key.removeprefix('speedup_')}): "
                   f"geomean {_geomean(gains):.2f}")  # fmt: skip
     if rows and args.csv:
         bench._write_csv(args.csv, rows)

@@ -22,7 +22,9 @@ ones), the Amdahl bound T1 / (serial + parallel / threads), the on-demand
 bound (the replayed chunks: imbalance included), the same with
 `--region-cost` µs per region, the regions per call (with what the on-demand
 bound loses inside regions, as shares of T1: time outside the chunks, which
-one thread runs, and the imbalance of the replayed chunks), and the kernels
+one thread runs, and the imbalance of the replayed chunks; the share of T1 in
+regions of fewer than 4 iterations per thread; and the bound when the workers
+take `--worker-slow` times as long per chunk as the caller), and the kernels
 that lose most against T1 / threads. `--gaps` adds the distribution of the
 serial time between consecutive regions (what a worker would have to wait
 for the next region), `--imbalance N` the N regions losing most to
@@ -126,11 +128,50 @@ def load_shim(threads: int) -> ctypes.CDLL:
     return shim
 
 
-def replay(chunks: list[int], threads: int, late_ns: float) -> float:
-    """Makespan of `chunks` (durations, in order) on `threads` threads taking them on demand."""
+TAPER_LEAST = 4
+"""Tapered chunks are no smaller than the region's chunk / this (runtime/call_team.py's
+`TAPER_LEAST`): each chunk costs a take from a shared counter."""
+
+
+def replay_tapered(
+    r: list, threads: int, late_ns: float, slow: float, parts_per_thread: int
+) -> float:
+    """`replay` with chunks that shrink towards the end: a thread takes the region's chunk
+    or an equal share of what is left among `parts_per_thread` x `threads`, whichever is
+    smaller, but no less than `TAPER_LEAST`-th of the chunk (each chunk's time spread
+    evenly over its iterations)."""
+    n, chunk, durations = r[2], r[3], r[4]
+    if n <= 0 or chunk <= 0 or len(durations) * chunk < n:
+        return replay(durations, threads, late_ns, slow)
+    per = np.zeros(n)
+    for i, duration in enumerate(durations):
+        lo, hi = i * chunk, min((i + 1) * chunk, n)
+        per[lo:hi] = duration / (hi - lo)
+    sums = np.concatenate([[0.0], np.cumsum(per)])
+    free = [0.0] + [late_ns] * (threads - 1)
+    start, parts, least = 0, parts_per_thread * threads, -(-chunk // TAPER_LEAST)
+    while start < n:
+        size = min(chunk, max(-(-(n - start) // parts), least), n - start)
+        who = free.index(min(free))
+        free[who] += (sums[start + size] - sums[start]) * (slow if who else 1.0)
+        start += size
+    return max(free)
+
+
+FEW_PER_THREAD = 4
+"""A region of fewer than this many iterations per thread counts as one of few
+iterations: on demand, a thread that finishes early waits for a large part of
+another's last chunk (the trampolines aim at four chunks per thread)."""
+
+
+def replay(chunks: list[int], threads: int, late_ns: float, slow: float = 1.0) -> float:
+    """Makespan of `chunks` (durations, in order) on `threads` threads taking them on
+    demand, the workers starting `late_ns` after the caller and taking `slow` times as
+    long for a chunk."""
     free = [0.0] + [late_ns] * (threads - 1)
     for duration in chunks:
-        free[free.index(min(free))] += duration
+        who = free.index(min(free))
+        free[who] += duration * (slow if who else 1.0)
     return max(free)
 
 
@@ -178,7 +219,7 @@ def measure(path: str, shim: ctypes.CDLL, args: argparse.Namespace) -> dict:
         exe.run("main", x)
     late = args.worker_late * 1e3
     per_kernel: dict[str, np.ndarray] = collections.defaultdict(lambda: np.zeros(5))
-    unchunked, imbalance = 0.0, 0.0
+    unchunked, imbalance, few, slowed, tapered = 0.0, 0.0, 0.0, 0.0, 0.0
     by_region: dict[tuple[str, int, int], float] = collections.defaultdict(float)
     gaps: list[float] = []
     for _ in range(args.runs):
@@ -194,6 +235,15 @@ def measure(path: str, shim: ctypes.CDLL, args: argparse.Namespace) -> dict:
             inside = sum(r[1] - r[0] for r in regions)
             replayed = 0.0
             for r in regions:
+                if r[2] < FEW_PER_THREAD * args.threads:
+                    few += r[1] - r[0]
+                slowed += replay(r[4], args.threads, late, args.worker_slow) - replay(
+                    r[4], args.threads, late
+                )
+                if args.taper:
+                    tapered += replay_tapered(
+                        r, args.threads, late, args.worker_slow, args.taper
+                    ) - replay(r[4], args.threads, late)
                 chunked = replay(r[4], args.threads, late)
                 makespan = chunked + (r[1] - r[0] - sum(r[4]))
                 unchunked += r[1] - r[0] - sum(r[4])
@@ -221,12 +271,19 @@ def measure(path: str, shim: ctypes.CDLL, args: argparse.Namespace) -> dict:
         "regions": regions,
         "unchunked": unchunked / args.runs / t1,
         "imbalance": imbalance / args.runs / t1,
+        "few": few / args.runs / t1,
+        "slow_worker": t1 / (serial + replayed + slowed / args.runs),
+        "tapered": t1 / (serial + replayed + tapered / args.runs),
     }
     print(
         f"{row['model']:22s} T1 {row['t1_ms']:7.2f} ms  serial {row['serial']:5.1%}  "
         f"Amdahl {row['amdahl']:.3f}  on demand {row['on_demand']:.3f}  "
         f"+{args.region_cost:g} us/region {row['with_cost']:.3f}  regions {regions:.0f}  "
-        f"(in regions: outside chunks {row['unchunked']:.1%}, imbalance {row['imbalance']:.1%})",
+        f"(in regions: outside chunks {row['unchunked']:.1%}, imbalance {row['imbalance']:.1%}; "
+        f"in regions of < {FEW_PER_THREAD * args.threads} iterations {row['few']:.1%}; "
+        f"workers x{args.worker_slow:g} slower {row['slow_worker']:.3f}"
+        + (f", tapered chunks {row['tapered']:.3f}" if args.taper else "")
+        + ")",
         flush=True,
     )
     losses = []
@@ -260,6 +317,19 @@ def main() -> None:
         "--worker-late", type=float, default=0.0, help="us the worker starts after the caller"
     )
     parser.add_argument("--region-cost", type=float, default=0.0, help="us added per region")
+    parser.add_argument(
+        "--worker-slow",
+        type=float,
+        default=1.2,
+        help="also replay with the workers taking this many times as long per chunk",
+    )
+    parser.add_argument(
+        "--taper",
+        type=int,
+        default=0,
+        help="also replay the slower workers with chunks no larger than an equal share of "
+        "what is left among this many parts per thread",
+    )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--top", type=int, default=8, help="kernels losing most")
     parser.add_argument("--imbalance", type=int, default=0, help="regions losing most to imbalance")
@@ -272,10 +342,12 @@ def main() -> None:
     if len(rows) > 1:
         geo = {
             k: float(np.exp(np.mean([np.log(r[k]) for r in rows])))
-            for k in ("amdahl", "on_demand", "with_cost")
+            for k in ("amdahl", "on_demand", "with_cost", "slow_worker", "tapered")
         }
         print(
-            f"{'geomean':22s} Amdahl {geo['amdahl']:.3f}  on demand {geo['on_demand']:.3f}  with cost {geo['with_cost']:.3f}"
+            f"{'geomean':22s} Amdahl {geo['amdahl']:.3f}  on demand {geo['on_demand']:.3f}  "
+            f"with cost {geo['with_cost']:.3f}  workers slower {geo['slow_worker']:.3f}  "
+            f"tapered {geo['tapered']:.3f}"
         )
     if args.json:
         with open(args.json, "a") as out:

@@ -69,7 +69,11 @@ from lamina.schedule.border_split import split_borders
 from lamina.schedule.directives import DIRECTIVE_ATTR, apply_directive, directed_loops
 from lamina.schedule.epilogue_sinking import sink_epilogues
 from lamina.schedule.gather_reuse import reuse_gathered_lines
-from lamina.schedule.parallel import balance_parallel, team_for_fused_stages
+from lamina.schedule.parallel import (
+    balance_parallel,
+    share_rows_before_folding,
+    team_for_fused_stages,
+)
 from lamina.schedule.pass_options import (
     EpilogueSinkOptions,
     FlattenRowsOptions,
@@ -102,6 +106,7 @@ def default_schedule(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
     sink_epilogues(func, knobs)  # after write-through: the epilogue writes the output
     jam_channel_blocks(func)  # after fusion: the epilogue is jammed with its convolution
     split_borders(func)  # after both: a row's epilogue is split with it, into the output
+    share_rows_before_folding(func, facts.cores, knobs, facts.l2_bytes)  # keeps its slices
     contract_temporaries(func)  # after: the output beats any temporary
     balance_parallel(func, facts.cores, knobs)
     reciprocal_divisions(func)
@@ -124,7 +129,9 @@ class SchedulePass(
     `schedule-fuse-stages`,
     `schedule-write-through`, `schedule-sink-epilogues`, `schedule-split-borders`,
     `schedule-fold-storage`, `schedule-parallel`,
-    `schedule-reciprocal-divisions`, after making index divisions affine);
+    `schedule-reciprocal-divisions`, after making index divisions affine; with
+    two cores, rows of a parallel loop of few iterations are shared before
+    storage folding too, where the slices kept fit the L2 cache);
     a function with directives has them applied and removed instead; every
     function's f32 `exp`/`tanh` are polynomials (`schedule-vector-math`).
     Invariants: every output element is computed by the same operations in

@@ -54,6 +54,7 @@ import os
 import platform
 import sys
 import threading
+import time
 
 ENV = "LAMINA_CALL_TEAM"
 """Environment variable: `0`/`off`/`false`/`no` never installs the call team; `1`/`on`
@@ -87,6 +88,19 @@ after an onnxruntime run 1.05 / 1.05. Spin 0 (the earlier default) sleeps at onc
 PREEMPTED_TICKS = 200_000
 """A gap this long (time stamp counter ticks: about 50-100 µs) between two pauses of a
 spinning worker means it lost its core: it then sleeps instead of spinning on."""
+
+TAPER_PARTS = 2
+"""Tapered chunks (`set_taper`): a chunk is at most an equal share of what is left of
+the region among this many parts per thread. Replayed on one thread's chunk times
+(benchmarks/bench_thread_bound.py --taper), nine networks, geomean bound from one to
+two threads: 1.887 -> 1.897 with equally fast threads, 1.639 -> 1.705 with a worker
+taking 1.2x as long per chunk (one sharing its core, or reading data the caller's
+cache holds): the last chunks of the trampolines' four per thread leave the caller
+waiting for most of one."""
+
+TAPER_LEAST = 4
+"""Tapered chunks are no smaller than the trampoline's chunk / this: each chunk is a
+take from the region's shared counter and a call of the loop body."""
 
 MAX_TEAM = 64
 """Workers beyond this many threads do not join (they return at once)."""
@@ -165,6 +179,17 @@ RUNTIME_IR = f"""
 @team_regions = global i64 0, align 8
 @team_joined = global i64 0, align 8
 @team_threads = global i64 0, align 8
+@team_sleeps = global i64 0, align 8
+@team_call_ticks = global i64 0, align 64
+@team_region_ticks = global i64 0, align 8
+@team_close_ticks = global i64 0, align 8
+@team_close_few_ticks = global i64 0, align 8
+@team_join_ticks = global i64 0, align 64
+@team_work_ticks = global i64 0, align 8
+@team_posted_at = internal global i64 0, align 64
+@team_taper = global i32 1, align 64
+@team_caller_chunks = global i64 0, align 64
+@team_worker_chunks = global i64 0, align 64
 
 declare i32 @omp_get_max_threads()
 declare i32 @omp_in_parallel()
@@ -176,6 +201,7 @@ declare i64 @syscall(i64, ...)
 declare void @llvm.x86.sse2.pause()
 declare i64 @llvm.readcyclecounter()
 declare i64 @llvm.smin.i64(i64, i64)
+declare i64 @llvm.smax.i64(i64, i64)
 declare i32 @llvm.smin.i32(i32, i32)
 
 define internal void @team_wake() {{
@@ -200,6 +226,8 @@ entry:
   %cur = load atomic i32, ptr @team_seq monotonic, align 4
   %id = add i32 %cur, 1
   store atomic i32 %id, ptr @team_region monotonic, align 4
+  %at = call i64 @llvm.readcyclecounter()
+  store atomic i64 %at, ptr @team_posted_at monotonic, align 8
   store atomic i32 0, ptr @team_closed seq_cst, align 4
   %old = atomicrmw add ptr @team_seq, i32 1 seq_cst
   call void @team_wake()
@@ -211,6 +239,7 @@ entry:
 define internal void @team_close() {{
 entry:
   store atomic i32 1, ptr @team_closed seq_cst, align 4
+  %c0 = call i64 @llvm.readcyclecounter()
   %limit = load i64, ptr @team_spin, align 8
   br label %wait
 wait:
@@ -224,6 +253,16 @@ yield:
   %y = call i32 @sched_yield()
   br label %wait
 out:
+  %c1 = call i64 @llvm.readcyclecounter()
+  %cd = sub i64 %c1, %c0
+  %ca = atomicrmw add ptr @team_close_ticks, i64 %cd monotonic
+  %iters = load atomic i64, ptr @team_bound monotonic, align 8
+  %few = icmp slt i64 %iters, 8
+  br i1 %few, label %few_out, label %closed
+few_out:
+  %fa = atomicrmw add ptr @team_close_few_ticks, i64 %cd monotonic
+  br label %closed
+closed:
   ret void
 }}
 
@@ -265,6 +304,7 @@ sleep:
   %still = icmp eq i32 %again, %seen
   br i1 %still, label %futex, label %awake
 futex:
+  %zz = atomicrmw add ptr @team_sleeps, i64 1 monotonic
   %r = call i64 (i64, ...) @syscall(i64 {SYS_FUTEX}, ptr @team_seq, i32 {FUTEX_WAIT_PRIVATE}, i32 %seen, ptr null)
   br label %awake
 awake:
@@ -288,7 +328,14 @@ run:
   %fn = load ptr, ptr @team_fn, align 8
   %data = load ptr, ptr @team_data, align 8
   %c = atomicrmw add ptr @team_joined, i64 1 monotonic
+  %w0 = call i64 @llvm.readcyclecounter()
+  %pa = load atomic i64, ptr @team_posted_at monotonic, align 8
+  %late = sub i64 %w0, %pa
+  %la = atomicrmw add ptr @team_join_ticks, i64 %late monotonic
   call void %fn(ptr %data)
+  %w1 = call i64 @llvm.readcyclecounter()
+  %wd = sub i64 %w1, %w0
+  %wa = atomicrmw add ptr @team_work_ticks, i64 %wd monotonic
   br label %left
 left:
   %ran = phi i32 [ %now, %join ], [ %posted_seq, %run ]
@@ -357,6 +404,13 @@ out:
 
 {_invoke_ir()}
 
+; The time stamp counter (`tick_rate` converts its ticks to seconds).
+define i64 @lamina_team_ticks() {{
+entry:
+  %t = call i64 @llvm.readcyclecounter()
+  ret i64 %t
+}}
+
 ; In the child of a fork (os.register_at_fork): no worker thread exists there, and no
 ; call runs; forget the parent's, so that the child's first team call starts its own.
 define void @lamina_team_forked() {{
@@ -409,7 +463,11 @@ run:
   ; region while the caller runs the code before it, as a libgomp region's start would
   %old = atomicrmw add ptr @team_seq, i32 1 seq_cst
   call void @team_wake()
+  %k0 = call i64 @llvm.readcyclecounter()
   call void @team_invoke(ptr %target, i64 %n, ptr %args)
+  %k1 = call i64 @llvm.readcyclecounter()
+  %kd = sub i64 %k1, %k0
+  %ka = atomicrmw add ptr @team_call_ticks, i64 %kd monotonic
   store atomic i64 0, ptr @team_owner seq_cst, align 8
   store atomic i32 0, ptr @team_busy release, align 4
   ret i32 1
@@ -433,9 +491,13 @@ forward:
   ret void
 team:
   %c = atomicrmw add ptr @team_regions, i64 1 monotonic
+  %r0 = call i64 @llvm.readcyclecounter()
   call void @team_post(ptr %fn, ptr %data)
   call void %fn(ptr %data)
   call void @team_close()
+  %r1 = call i64 @llvm.readcyclecounter()
+  %rd = sub i64 %r1, %r0
+  %ra = atomicrmw add ptr @team_region_ticks, i64 %rd monotonic
   ret void
 }}
 
@@ -455,8 +517,17 @@ team:
 }}
 
 ; The next chunk [lo, hi) of the open region's iterations [0, end), if any is left.
+; With `team_taper` on, chunks shrink towards the end of the region: a thread takes the
+; trampoline's chunk or an equal share of what is left among TAPER_PARTS per thread,
+; whichever is smaller, but no less than chunk / TAPER_LEAST (and no more than is
+; left). So a thread that finishes early waits for less of another's last chunk; the
+; iterations are independent, so the chunks' bounds do not change the results.
 define internal i8 @team_take(i64 %chunk, i64 %end, ptr %lo, ptr %hi) {{
 entry:
+  %taper = load atomic i32, ptr @team_taper monotonic, align 4
+  %tapered = icmp ne i32 %taper, 0
+  br i1 %tapered, label %first, label %plain
+plain:
   %s = atomicrmw add ptr @team_next, i64 %chunk monotonic
   %more = icmp slt i64 %s, %end
   br i1 %more, label %take, label %none
@@ -466,8 +537,56 @@ take:
   store i64 %s, ptr %lo, align 8
   store i64 %e, ptr %hi, align 8
   ret i8 1
+first:
+  %size = load atomic i32, ptr @team_size monotonic, align 4
+  %size64 = sext i32 %size to i64
+  %parts = mul i64 %size64, {TAPER_PARTS}
+  %least0 = add i64 %chunk, {TAPER_LEAST - 1}
+  %least = udiv i64 %least0, {TAPER_LEAST}
+  %cur0 = load atomic i64, ptr @team_next monotonic, align 8
+  br label %again
+again:
+  %cur = phi i64 [ %cur0, %first ], [ %seen, %lost ]
+  %left = icmp slt i64 %cur, %end
+  br i1 %left, label %share, label %none
+share:
+  %rem = sub i64 %end, %cur
+  %rem1 = add i64 %rem, %parts
+  %rem2 = sub i64 %rem1, 1
+  %even = udiv i64 %rem2, %parts
+  %even1 = call i64 @llvm.smax.i64(i64 %even, i64 %least)
+  %q0 = call i64 @llvm.smin.i64(i64 %chunk, i64 %even1)
+  %q = call i64 @llvm.smin.i64(i64 %q0, i64 %rem)
+  %next = add i64 %cur, %q
+  %pair = cmpxchg ptr @team_next, i64 %cur, i64 %next monotonic monotonic
+  %won = extractvalue {{ i64, i1 }} %pair, 1
+  %seen = extractvalue {{ i64, i1 }} %pair, 0
+  br i1 %won, label %took, label %lost
+lost:
+  br label %again
+took:
+  store i64 %cur, ptr %lo, align 8
+  store i64 %next, ptr %hi, align 8
+  ret i8 1
 none:
   ret i8 0
+}}
+
+; Count a chunk taken in a region of the team, by the caller or by a worker (on
+; separate cache lines: the two threads do not contend for one counter).
+define internal void @team_count(i8 %got) {{
+entry:
+  %any = icmp ne i8 %got, 0
+  br i1 %any, label %count, label %done
+count:
+  %owner = load atomic i64, ptr @team_owner monotonic, align 8
+  %self = call i64 @pthread_self()
+  %worker = icmp ne i64 %owner, %self
+  %counter = select i1 %worker, ptr @team_worker_chunks, ptr @team_caller_chunks
+  %c = atomicrmw add ptr %counter, i64 1 monotonic
+  br label %done
+done:
+  ret void
 }}
 
 ; GOMP_loop_dynamic_start / _next / GOMP_loop_end_nowait: in a region of the team the
@@ -485,6 +604,7 @@ team:
   store atomic i64 %chunk, ptr @team_chunk monotonic, align 8
   store atomic i64 %end, ptr @team_bound monotonic, align 8
   %got = call i8 @team_take(i64 %chunk, i64 %end, ptr %lo, ptr %hi)
+  call void @team_count(i8 %got)
   ret i8 %got
 }}
 
@@ -500,6 +620,7 @@ team:
   %chunk = load atomic i64, ptr @team_chunk monotonic, align 8
   %end = load atomic i64, ptr @team_bound monotonic, align 8
   %got = call i8 @team_take(i64 %chunk, i64 %end, ptr %lo, ptr %hi)
+  call void @team_count(i8 %got)
   ret i8 %got
 }}
 
@@ -530,6 +651,8 @@ JIT links in their place."""
 _lock = threading.Lock()
 _engine = None
 _call = None
+_ticks = None
+_tick_rate: float | None = None
 _globals: dict[str, int] = {}
 
 
@@ -551,7 +674,7 @@ def install(gomp: ctypes.CDLL, llvm) -> bool:
     before any code is linked; returns whether it is installed. `llvm` is
     `llvmlite.binding`, initialized.
     """
-    global _engine, _call
+    global _engine, _call, _ticks
     with _lock:
         if _engine is not None:
             return True
@@ -560,7 +683,7 @@ def install(gomp: ctypes.CDLL, llvm) -> bool:
         module.triple = target.triple
         engine = llvm.create_mcjit_compiler(module, target)
         engine.finalize_object()
-        for name in ("team_spin", "team_on", *STATS):
+        for name in ("team_spin", "team_on", "team_taper", *STATS):
             _globals[name] = engine.get_global_value_address(name)
         for symbol, (real, _) in INTERPOSED.items():
             address = ctypes.cast(getattr(gomp, symbol), ctypes.c_void_p).value
@@ -574,6 +697,7 @@ def install(gomp: ctypes.CDLL, llvm) -> bool:
         _call = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p)(
             address
         )
+        _ticks = ctypes.CFUNCTYPE(ctypes.c_int64)(engine.get_function_address("lamina_team_ticks"))
         _engine = engine
         _immortal(engine)
         set_call_team(True)
@@ -597,10 +721,30 @@ def _spin_from_env() -> int:
         return DEFAULT_SPIN
 
 
-STATS = ("team_calls", "team_regions", "team_joined", "team_threads")
+STATS = (
+    "team_calls",
+    "team_regions",
+    "team_joined",
+    "team_threads",
+    "team_sleeps",
+    "team_call_ticks",
+    "team_region_ticks",
+    "team_close_ticks",
+    "team_close_few_ticks",
+    "team_join_ticks",
+    "team_work_ticks",
+    "team_caller_chunks",
+    "team_worker_chunks",
+)
 """Counters of the runtime: calls run by a team, regions posted to it, regions a
-worker ran (found still open: a late worker skips a region the caller finished), and
-worker threads started."""
+worker ran (found still open: a late worker skips a region the caller finished),
+worker threads started, and the times a worker went to sleep on the futex; time stamp
+counter ticks (`tick_rate` per second; wall time, so a preempted thread's wait
+counts): the callers' team calls, their regions (post to close), their waits at a
+region's close for the workers still running chunks (`close_few_ticks`: of regions
+of fewer than 8 iterations), the workers' delay from a region's post to joining it,
+the workers' time running regions; and the chunks the callers and the workers took. Where a two-thread call's time goes (docs/performance.md, "Where
+two threads lose": a few `rdtsc` per region, nothing per iteration)."""
 
 
 def stats() -> dict[str, int]:
@@ -611,6 +755,20 @@ def stats() -> dict[str, int]:
         else 0
         for name in STATS
     }
+
+
+def tick_rate() -> float:
+    """Time stamp counter ticks per second (the `*_ticks` counters of `stats`), measured
+    once per process against `time.perf_counter` over 20 ms; 0.0 if not installed."""
+    global _tick_rate
+    if _ticks is None:
+        return 0.0
+    if _tick_rate is None:
+        start, ticks = time.perf_counter(), _ticks()
+        time.sleep(0.02)
+        _tick_rate = rate = (_ticks() - ticks) / (time.perf_counter() - start)
+        return rate
+    return _tick_rate
 
 
 def installed() -> bool:
@@ -635,6 +793,13 @@ def set_spin(pauses: int) -> None:
         ctypes.c_int64.from_address(_globals["team_spin"]).value = max(0, int(pauses))
 
 
+def set_taper(on: bool) -> None:
+    """Shrink the chunks towards the end of each region (`TAPER_PARTS`, `TAPER_LEAST`; on
+    by default) or hand out the trampolines' chunk to the end."""
+    if _engine is not None:
+        ctypes.c_int32.from_address(_globals["team_taper"]).value = int(on)
+
+
 def call(address: int, words: list[int]) -> bool:
     """Run the entry at `address` on `words` (pointers, sizes) with one team for the whole
     call; False if the team declined (then the caller calls the entry itself)."""
@@ -654,6 +819,8 @@ __all__ = [
     "requested",
     "set_call_team",
     "set_spin",
+    "set_taper",
     "spin",
     "stats",
+    "tick_rate",
 ]

@@ -15,6 +15,9 @@ here (the knobs are `parallel_*` in `target/schedule_knobs.py`):
 * `balance_parallel` moves `parallel` from a one-iteration loop to the
   spatial loop it holds, and marks the spatial loop inside a parallel loop
   of few iterations `parallel` too (`lower-to-llvm` collapses the two);
+  `share_rows_before_folding` does the latter before storage folding, whose
+  reused slices would make the inner loop not spatial (Winograd's tile
+  positions);
 * `team_for_fused_stages` gives a team to a loop that stage fusion made of
   stages each too small for one, when together they are worth it;
 * `share_vector_columns` gives a team to a serial reduction nest whose only
@@ -30,6 +33,8 @@ A loop is only made parallel when its iterations write disjoint elements
 """
 
 from __future__ import annotations
+
+import math
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import MemRefType, UnitAttr
@@ -291,6 +296,58 @@ def share_rows(outer: loop.ForOp, knobs: ScheduleKnobs) -> bool:
     return True
 
 
+def share_rows_before_folding(
+    func: loop.FuncOp, cores: int, knobs: ScheduleKnobs, budget: int
+) -> int:
+    """`share_rows` on every top-level loop before storage folding (with two cores or
+    more), where the local temporaries it keeps unfolded hold at most `budget` bytes
+    (the L2 cache); returns how many loops it marked.
+
+    After stage fusion, a Winograd convolution's stages run in one parallel loop over
+    the 4 rows of tile positions, each holding a serial loop over the 4 columns in
+    which the input transform V is written and the products read it. Storage folding
+    drops V's column dimension (one slice reused by the 4 columns), which makes that
+    loop not spatial, so `share_rows` (in `balance_parallel`, after folding) could not
+    collapse it: two threads shared 4 iterations, and a worker slower by 20 % per
+    iteration made every such region last 1.2x its half (72 % of ResNet-18 and 47 %
+    of GoogLeNet in regions of fewer than 8 iterations, docs/performance.md "Where
+    two threads lose"). Marked parallel first, the column loop keeps its slices
+    (folding never drops a parallel loop's dimension) and `lower-to-llvm` collapses
+    the 16 tile positions. A V larger than the L2 cache made one thread 3.6-10 %
+    slower (DenseNet-121's 128 channels at 56x56: 6.4 MiB), so it stays folded; with
+    one core nothing changes."""
+    if cores < 2:
+        return 0
+    marked = 0
+    for outer in [o for o in func.body.blocks[0].ops if isinstance(o, loop.ForOp)]:
+        inner = _only_loop(outer)
+        if inner is None or _unfolded_bytes(func, inner) > budget:
+            continue
+        marked += share_rows(outer, knobs)
+    return marked
+
+
+def _unfolded_bytes(func: loop.FuncOp, inner: loop.ForOp) -> int:
+    """Bytes of the local temporaries accessed only inside `inner`, each access indexed
+    by its variable: what storage folding would shrink by `inner`'s trip count, and
+    keeps whole once `inner` is parallel."""
+    iv = inner.induction_var
+    total = 0
+    for alloc in [o for o in func.walk() if isinstance(o, loop.AllocOp)]:
+        mtype = alloc.results[0].type
+        if alloc.scope.data != "local" or not isinstance(mtype, MemRefType):
+            continue
+        accesses = [
+            u.operation
+            for u in alloc.results[0].uses
+            if isinstance(u.operation, loop.LoadOp | loop.StoreOp)
+        ]
+        if accesses and all(inner.is_ancestor(a) and iv in a.indices for a in accesses):
+            width = getattr(mtype.element_type, "bitwidth", 32)  # floats and integers
+            total += math.prod(mtype.get_shape()) * width // 8
+    return total
+
+
 def team_for_fused_stages(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int:
     """Make parallel each top-level serial loop holding two or more loops (stages
     fused by `fuse_row_stages`) that together read `parallel_min_work` tensor
@@ -471,6 +528,7 @@ __all__ = [
     "distribute_columns",
     "kinds_fusable",
     "share_rows",
+    "share_rows_before_folding",
     "share_vector_columns",
     "team_for_fused_stages",
     "team_for_small_nests",

@@ -55,6 +55,9 @@ CHECK = textwrap.dedent(
             break
         exe.run("main", *inputs)
     out["participated"] = call_team.stats()["joined"] > before["joined"]
+    final = call_team.stats()
+    out["counters"] = {k: final[k] - before[k] for k in final}
+    out["tick_rate"] = call_team.tick_rate()
 
     # Concurrent calls: one holds the team, the others run one region per kernel.
     results = []
@@ -170,8 +173,20 @@ def test_team_runs_every_region_with_the_same_results(example):
     assert out["regions"] == 60 * out["regions_per_call"]
     assert out["joined"] <= out["regions"]  # one worker: at most once per region
     assert out["participated"]  # the worker took part
+    _check_counters(out["counters"], out["tick_rate"])
     assert out["concurrent_same"]
     assert out["one_thread_same"] and out["one_thread_calls"] == 0
+
+
+def _check_counters(c: dict, tick_rate: float) -> None:
+    """The breakdown of `call_team.stats` nests: a call holds its regions, a region its
+    waits at the close; the workers took some of the chunks and ran only regions they
+    joined."""
+    assert 1e8 < tick_rate < 1e11  # time stamp counter ticks per second
+    assert c["call_ticks"] >= c["region_ticks"] >= c["close_ticks"] >= c["close_few_ticks"] >= 0
+    assert c["region_ticks"] > 0 and c["caller_chunks"] + c["worker_chunks"] >= c["regions"]
+    assert c["caller_chunks"] > 0 and c["worker_chunks"] > 0
+    assert c["work_ticks"] > 0 and c["join_ticks"] > 0 and c["sleeps"] >= 0
 
 
 def test_team_on_by_default_and_off_when_disabled():

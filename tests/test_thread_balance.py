@@ -108,7 +108,8 @@ def test_classifier_shares_its_columns_and_keeps_numerics(tmp_path):
 def test_thread_bound_tool_reports_the_classifier(tmp_path):
     path, _, _ = _classifier(tmp_path)
     out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_thread_bound.py"), str(path), "--runs", "2", "--gaps"],
+        [sys.executable, str(ROOT / "benchmarks" / "bench_thread_bound.py"), str(path), "--runs", "2", "--gaps",
+         "--taper", "2"],
         capture_output=True, text=True, check=True, timeout=600,
     ).stdout  # fmt: skip
     line = next(row for row in out.splitlines() if row.startswith("classifier"))
@@ -117,3 +118,8 @@ def test_thread_bound_tool_reports_the_classifier(tmp_path):
     on_demand = float(fields[fields.index("demand") + 1])
     assert "regions 1" in line
     assert 1.0 < on_demand <= amdahl <= 2.0
+    # a worker 1.2x slower per chunk (default --worker-slow) lowers the bound; tapered
+    # chunks give back part of it, never less
+    slower = float(fields[fields.index("slower") + 1].rstrip(","))
+    tapered = float(fields[fields.index("tapered") + 2].rstrip(")"))
+    assert 1.0 < slower <= on_demand + 1e-9 and slower - 1e-9 <= tapered <= amdahl
