@@ -304,18 +304,24 @@ class ScheduleKnobs:
     the products) took 0.89x the time of keeping them NCHW with layout
     transforms around them."""
 
-    depthwise_in_place_percent: int = 50
+    depthwise_in_place_percent: int = field(
+        default=0, metadata={_DERIVED: "25 if vector_registers <= 16 else 0"}
+    )
     """A blocked depthwise conv2d reads its input in place, its border columns
     split off (`kernels/conv_blocked.py`), when its interior output columns
     (those whose every tap lies inside the image) number at least this
     percent of its border columns' taps (border columns x window taps): a
-    border column is not register-blocked, so on a small image or a wide
-    window the zero-padded copy, whose every column is blocked, is faster.
-    Measured, AVX-512, one thread, with bias and relu, copy -> in place: 3x3
-    stride 2 at 112x112 (55 interior columns, 9 border taps) 238 -> 122 us;
-    5x5 stride 2 at 56x56 (26, 50) 134 -> 114 us; 3x3 at 14x14 (12, 18) 47 ->
-    40 us; but 5x5 at 28x28 (24, 100) 152 -> 175 us, 3x3 at 7x7 (5, 18) 22 ->
-    43 us, 5x5 at 14x14 (10, 100) 98 -> 128 us."""
+    border column is not register-blocked, so on a small image with a wide
+    window the zero-padded copy, whose every column is blocked, can be
+    faster. Measured, one thread, the kernel alone with bias and relu
+    (thread CPU time, 11 interleaved rounds), copy -> in place: AVX-512
+    (32 registers, 0: always in place) 5x5 at 7x7 (3 interior columns, 100
+    border taps) 40 -> 30 us, 3x3 at 7x7 (5, 18) 18 -> 11, 5x5 stride 2 to
+    7x7 (5, 50) 45 -> 27, 5x5 at 14x14 (10, 100) 101 -> 69, 5x5 at 28x28
+    (24, 100) 137 -> 117; AVX2 build (16 registers, 25) 5x5 at 7x7 39 -> 59,
+    3x3 at 7x7 31 -> 22, 5x5 stride 2 to 7x7 39 -> 34, 5x5 at 14x14 117 ->
+    115, 5x5 at 28x28 160 -> 189 (docs/performance.md, "Depthwise
+    convolution")."""
 
     global_pool_partial_sums: int = field(
         default=8, metadata={_DERIVED: "8 if vector_registers <= 16 else 1"}

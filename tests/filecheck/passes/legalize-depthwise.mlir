@@ -7,10 +7,12 @@
 // zero-padded copy; on the 32x32 image of @in_place it reads the input
 // itself, a tap in the halo being a guarded read of a clamped position
 // (`schedule` later splits off the guard-free interior; the choice is
-// `depthwise_in_place_percent`). A global average pool on `NCHW8c` sums
+// `depthwise_in_place_percent`, here 25, its default with 16 vector
+// registers; with 32 it is 0 and the 6x6 image is read in place too, see
+// legalize-depthwise-in-place.mlir). A global average pool on `NCHW8c` sums
 // over H and W with the block innermost. A max pool on `NCHW8c` always reads
 // in place (@pool): a tap in the halo is -inf.
-builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
+builtin.module attributes {lamina.phase = #lamina.phase<optimization>, lamina.targets = {cpu = #lamina.target<"cpu", {depthwise_in_place_percent = 25 : i64}>}} {
   graph.func @depthwise(%x: tensor<1x2x6x6x8xf32>, %w: tensor<2x1x3x3x1x8xf32>) -> (tensor<1x2x3x3x8xf32>, tensor<1x2x1x1x8xf32>) {
     %0 = graph.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 16 : i64, data_layout = "NCHW8c", kernel_layout = "OIHW1i8o"} : (tensor<1x2x6x6x8xf32>, tensor<2x1x3x3x1x8xf32>) -> tensor<1x2x3x3x8xf32>
     %1 = graph.global_avg_pool2d %x : (tensor<1x2x6x6x8xf32>) -> tensor<1x2x1x1x8xf32>

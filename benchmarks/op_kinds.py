@@ -1,0 +1,225 @@
+"""Where a network's time goes, per op kind: Lamina's per-kernel profile against
+onnxruntime's own profile, one thread (docs/performance.md, "Time by op kind").
+
+    python benchmarks/op_kinds.py ~/.cache/lamina-bench/mobilenet_v2.onnx
+    python benchmarks/op_kinds.py --isa avx2 --rounds 9 MODEL.onnx [MODEL.onnx ...]
+
+The ONNX exports are the ones `benchmarks/bench_models.py` writes. Each
+convolution is classified from the ONNX graph (`stem`: the first; `dw3x3`,
+`dw5x5`: depthwise; `pw@>=28`, `pw@<=14`: 1x1 on images of at least 28x28
+or at most 14x14 pixels; `pw@1x1`: 1x1 on one pixel, a squeeze-and-excitation
+block's; `convKxK`: the rest). Lamina's kernels are matched to the
+convolutions in graph order (a kernel holds one convolution and the
+elementwise ops fused into it); onnxruntime's elementwise nodes (its
+`QuickGelu` for SiLU, `HardSigmoid`, `Mul`, `Add`, ...) count for the kind of
+the convolution before them, so both columns hold convolution + epilogue.
+Kernel times are thread CPU time (the profile's clock switched to
+`CLOCK_THREAD_CPUTIME_ID`), medians of `--rounds` rounds of 10 runs;
+onnxruntime's profile shares are scaled to its thread CPU time per run
+measured without profiling, in rounds interleaved with Lamina's runs (its
+profiling build is slower). Other jobs on the machine still move both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+_FUSED_BY_LAMINA = {
+    "Add",
+    "Clip",
+    "HardSigmoid",
+    "HardSwish",
+    "Mul",
+    "QuickGelu",
+    "Relu",
+    "Sigmoid",
+    "Sum",
+}
+_OTHER_KINDS = {
+    "layout_transform": "layout",
+    "global_avg_pool": "pool",
+    "max_pool": "pool",
+    "avg_pool": "pool",
+    "matmul": "fc",
+    "concat": "concat",
+}
+_ORT_KINDS = {
+    "ReorderInput": "layout",
+    "ReorderOutput": "layout",
+    "GlobalAveragePool": "pool",
+    "MaxPool": "pool",
+    "AveragePool": "pool",
+    "Gemm": "fc",
+    "MatMul": "fc",
+    "Concat": "concat",
+}
+
+
+def conv_kinds(path: str) -> list[str]:
+    """The kind of each Conv node of the ONNX model at `path`, in graph order."""
+    import onnx
+    from onnx import shape_inference
+
+    model = shape_inference.infer_shapes(onnx.load(path))
+    graph = model.graph
+    values = list(graph.value_info) + list(graph.output) + list(graph.input)
+    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in values}
+    weights = {i.name: list(i.dims) for i in graph.initializer}
+    kinds = []
+    for node in graph.node:
+        if node.op_type != "Conv":
+            continue
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        _, _, kh, kw = weights[node.input[1]]
+        out = shapes[node.output[0]]
+        groups = attrs.get("group", 1)
+        if not kinds:
+            kind = "stem"
+        elif groups > 1 and groups == out[1]:
+            kind = f"dw{kh}x{kw}"
+        elif (kh, kw) == (1, 1):
+            kind = "pw@1x1" if out[2] == 1 else ("pw@>=28" if out[2] >= 28 else "pw@<=14")
+        else:
+            kind = f"conv{kh}x{kw}"
+        kinds.append(kind)
+    return kinds
+
+
+def lamina_kinds(exe, args: list[np.ndarray], convs: list[str], rounds: int) -> dict[str, float]:
+    """Microseconds per run of each kind, from the kernels' call sites in call order."""
+    from lamina.runtime.profile import (
+        profile_addresses,
+        read_counters,
+        reset_counters,
+        slot_kernels,
+    )
+
+    addresses = profile_addresses(exe.compiled.engine)
+    assert addresses is not None
+    slots = slot_kernels(addresses)
+    for _ in range(3):
+        exe.run("main", *args)
+    samples: list[list[float]] = [[] for _ in slots]
+    for _ in range(rounds):
+        reset_counters(addresses, len(slots))
+        for _ in range(10):
+            exe.run("main", *args)
+        for i, (nanos, _calls) in enumerate(read_counters(addresses, len(slots))):
+            samples[i].append(nanos / 10 / 1e3)
+    kinds: dict[str, float] = collections.defaultdict(float)
+    next_conv = iter(convs)
+    for (symbol, _, _), times in zip(slots, samples, strict=True):
+        if "conv2d" in symbol:
+            kind = next(next_conv)
+        else:
+            kind = next((k for s, k in _OTHER_KINDS.items() if s in symbol), "other")
+        kinds[kind] += statistics.median(times)
+    return kinds
+
+
+def ort_kinds(path: str, feed: dict, convs: list[str], cpu_us: float) -> dict[str, float]:
+    """onnxruntime's profile per kind, scaled to `cpu_us` per run."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
+    options.enable_profiling = True
+    options.profile_file_prefix = os.path.join(tempfile.gettempdir(), "lamina_op_kinds")
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    for _ in range(20):
+        session.run(None, feed)
+    profile_path = session.end_profiling()
+    with open(profile_path) as f:
+        events = json.load(f)
+    os.unlink(profile_path)
+    runs = sum(e.get("cat") == "Session" and e["name"] == "model_run" for e in events)
+    nodes = [e for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")]
+    per_run = len(nodes) // runs
+    labels, conv = [], "other"
+    convs_left = iter(convs)
+    for event in nodes[:per_run]:
+        op = event["args"]["op_name"]
+        if op in ("Conv", "FusedConv"):
+            conv = next(convs_left)
+            labels.append(conv)
+        elif op in _FUSED_BY_LAMINA:
+            labels.append(conv)
+        else:
+            labels.append(_ORT_KINDS.get(op, op))
+    kinds: dict[str, float] = collections.defaultdict(float)
+    for i, event in enumerate(nodes):
+        kinds[labels[i % per_run]] += event["dur"]
+    total = sum(kinds.values())
+    return {k: v / total * cpu_us for k, v in kinds.items()}
+
+
+def thread_cpu_us(run, rounds: int, calls: int = 10) -> list[float]:
+    """Per-call thread CPU microseconds of `rounds` rounds of `calls` calls."""
+    times = []
+    for _ in range(rounds):
+        start = time.thread_time()
+        for _ in range(calls):
+            run()
+        times.append((time.thread_time() - start) / calls * 1e6)
+    return times
+
+
+def report(path: str, target: str, rounds: int) -> None:
+    import onnxruntime as ort
+
+    import lamina
+    from lamina.passes import profile_kernels
+    from lamina.tuning.worker import _inputs_for
+
+    profile_kernels.CLOCK_MONOTONIC = 3  # CLOCK_THREAD_CPUTIME_ID: other jobs' time left out
+    convs = conv_kinds(path)
+    exe = lamina.compile(path, targets=[target], cache=False, profile=True)
+    args = _inputs_for(exe)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    feed = {i.name: a for i, a in zip(session.get_inputs(), args, strict=True)}
+    ours, theirs = [], []
+    for _ in range(rounds):
+        ours += thread_cpu_us(lambda: exe.run("main", *args), 1)
+        theirs += thread_cpu_us(lambda: session.run(None, feed), 1)
+    lam_us, ort_us = statistics.median(ours), statistics.median(theirs)
+    lam = lamina_kinds(exe, args, convs, rounds)
+    peer = ort_kinds(path, feed, convs, ort_us)
+    name = os.path.basename(path).removesuffix(".onnx")
+    print(
+        f"{name} {target}: Lamina {lam_us:.0f} us, onnxruntime {ort_us:.0f} us per run "
+        f"(thread CPU, median of {rounds}), ratio {lam_us / ort_us:.3f}"
+    )
+    print(f"  {'kind':10s} {'Lamina us':>10s} {'ORT us':>10s}  ratio")
+    for kind in sorted(set(lam) | set(peer), key=lambda k: -max(lam.get(k, 0), peer.get(k, 0))):
+        ours_k, theirs_k = lam.get(kind, 0.0), peer.get(kind, 0.0)
+        ratio = f"{ours_k / theirs_k:.2f}" if theirs_k else "-"
+        print(f"  {kind:10s} {ours_k:10.0f} {theirs_k:10.0f}  {ratio}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("models", nargs="+", help="ONNX files (benchmarks/bench_models.py)")
+    parser.add_argument("--isa", help="build for cpu{isa=ISA} (e.g. avx2)")
+    parser.add_argument("--target", default="cpu", help="compile target (default: cpu)")
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("LAMINA_NUM_THREADS", "1")
+    target = f"cpu{{isa={args.isa}}}" if args.isa else args.target
+    for path in args.models:
+        report(path, target, args.rounds)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
