@@ -71,6 +71,7 @@ from lamina.dialects import graph, te
 from lamina.dialects.lamina import Phase
 from lamina.kernels import BUILDERS, build_kernel_deriving
 from lamina.passes._constraints import record_arg_constraints
+from lamina.passes._derived_prefetch import WinogradPrefetch
 from lamina.passes.legalize import KernelTable, kernel_key, type_suffix
 
 ELEMENTWISE, BROADCAST, INJECTIVE = "elementwise", "broadcast", "injective"
@@ -495,8 +496,12 @@ class FuseOpsPass(LaminaPass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         table = FusedKernels(op)
-        for group in group_blocks(op):
-            fuse_group(group, table)
+        table.prefetch = WinogradPrefetch(op)  # Winograd's weights on threads meanwhile
+        try:
+            for group in group_blocks(op):
+                fuse_group(group, table)
+        finally:
+            table.prefetch.close()
         table.erase_unused_constants()
         for func in table.new_funcs:
             op.body.block.add_op(func)

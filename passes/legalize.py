@@ -41,6 +41,7 @@ from lamina.passes._constraints import (
     record_arg_constraints,
     record_result_constraint,
 )
+from lamina.passes._derived_prefetch import WinogradPrefetch
 
 COMPUTE_OP_NAMES: tuple[str, ...] = tuple(cls.name for cls in graph.COMPUTE_OPS)
 
@@ -86,11 +87,13 @@ class KernelTable:
         self.parameters: dict[str, KernelParameters] = {}
         """Per kernel: how its calls pass their inputs (`KernelParameters`)."""
         self.dropped_inputs: list[SSAValue] = []
+        self.prefetch = WinogradPrefetch()
+        """Derived parameters computed ahead on threads (`fuse-ops` sets one up)."""
 
     def call_operands(self, name: str, inputs: list[SSAValue], before: Operation) -> list[SSAValue]:
         """The operands of a call of kernel `name` with `inputs`; the constants
         it derives from them are inserted before `before`."""
-        params = self.parameters.get(name, KernelParameters())
+        params = self.prefetch.parameters(self.parameters.get(name, KernelParameters()), inputs)
         operands, constants = params.call_operands(inputs)
         for constant in constants:
             Rewriter.insert_op(constant, InsertPoint.before(before))
