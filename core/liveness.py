@@ -45,3 +45,24 @@ class BlockOrder:
     def last_use_index(self, values: Iterable[SSAValue], default: int) -> int:
         """Index of the last top-level op using any of `values` (`default` if none)."""
         return max((self.index(op) for op in self.top_level_users(values)), default=default)
+
+
+def captured_values(op: Operation) -> list[SSAValue]:
+    """Values used inside `op`'s regions but defined outside `op`, in order of first
+    use: what outlining `op` (a lambda lifted to a function, a parallel loop's body)
+    must pass in.
+
+    The ops inside are collected once, so each operand is one set lookup rather than a
+    walk up its parents (`lower-to-llvm` asks this for every parallel loop of every
+    kernel)."""
+    inside: set[Operation] = set(op.walk())
+    seen: dict[SSAValue, None] = {}
+    for inner in op.walk():
+        if inner is op:
+            continue
+        for operand in inner.operands:
+            owner = operand.owner
+            defining = owner.parent_op() if isinstance(owner, Block) else owner
+            if defining not in inside:
+                seen.setdefault(operand, None)
+    return list(seen)

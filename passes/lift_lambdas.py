@@ -33,9 +33,10 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnitAttr,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation
 
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
+from lamina.core.liveness import captured_values
 from lamina.core.pass_base import LaminaPass
 from lamina.core.phase_invariants import (
     attr_of,
@@ -47,24 +48,6 @@ from lamina.core.phase_invariants import (
 )
 from lamina.dialects.graph import ClosureOp, FnType, FuncOp
 from lamina.dialects.lamina import DeviceAttr, Phase, set_phase
-
-
-def captured_values(lam: Operation) -> list[SSAValue]:
-    """Values defined outside `lam` and used inside it, in order of first use."""
-    captures: dict[SSAValue, None] = {}
-    for op in lam.walk():
-        if op is lam:
-            continue
-        for operand in op.operands:
-            if not _defined_inside(operand, lam):
-                captures.setdefault(operand, None)
-    return list(captures)
-
-
-def _defined_inside(value: SSAValue, lam: Operation) -> bool:
-    owner = value.owner
-    defining = owner if isinstance(owner, Operation) else owner.parent_op()
-    return defining is not None and lam.is_ancestor(defining)
 
 
 class LambdaNamer:

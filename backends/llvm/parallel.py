@@ -61,6 +61,7 @@ from lamina.backends.llvm.conversion import (
     module_of,
     to_llvm,
 )
+from lamina.core.liveness import captured_values
 from lamina.core.symbols import lookup_symbol
 from lamina.dialects import loop
 from lamina.dialects.loop import TEAM_ONLY_ATTR, LoopKind
@@ -70,18 +71,6 @@ GOMP_PARALLEL = "GOMP_parallel"
 PTR = llvm.LLVMPointerType()
 
 
-def captured_values(op: Operation) -> list[SSAValue]:
-    """Values used inside `op`'s regions but defined outside `op`, in first-use order."""
-    seen: dict[SSAValue, None] = {}
-    for inner in op.walk():
-        if inner is op:
-            continue
-        for operand in inner.operands:
-            if not _defined_inside(operand, op):
-                seen.setdefault(operand, None)
-    return list(seen)
-
-
 def _inside(inner: Operation | None, op: Operation) -> bool:
     """Is `inner` `op` or nested in it?"""
     while inner is not None:
@@ -89,11 +78,6 @@ def _inside(inner: Operation | None, op: Operation) -> bool:
             return True
         inner = inner.parent_op()
     return False
-
-
-def _defined_inside(value: SSAValue, op: Operation) -> bool:
-    owner = value.owner
-    return _inside(owner.parent_op() if isinstance(owner, Block) else owner, op)
 
 
 def _constant_chain(value: SSAValue) -> list[Operation] | None:
@@ -140,13 +124,14 @@ class ParallelForLowering(RewritePattern):
         module = module_of(op)
         base = _unique_name(module, f"{_enclosing_function_name(op)}_par")
         header = [op.lb, op.ub, op.step]
-        captures = [v for v in captured_values(op) if _constant_chain(v) is None]
+        used = captured_values(op)
+        captures = [v for v in used if _constant_chain(v) is None]
         declare_omp_queries(op, rewriter)
         iterations = static_trip_count(op)
         cores = op_facts(op).cores
         best = balanced_chunk(iterations, cores) if iterations is not None else None
         trampoline = _trampoline(base, header, captures, None if best is None else (cores, best))
-        outlined = _outline(op, base, captures)
+        outlined = _outline(op, base, captures, used)
         at_module = InsertPoint.at_end(module.body.block)
         rewriter.insert(outlined, at_module)
         rewriter.insert(trampoline, at_module)
@@ -260,11 +245,14 @@ COLLAPSED_ATTR = "lamina.collapsed"
 `_outline` walks a chunk of flat indices row by row (`_row_by_row`)."""
 
 
-def _outline(op: loop.ForOp, name: str, captures: list[SSAValue]) -> loop.FuncOp:
+def _outline(
+    op: loop.ForOp, name: str, captures: list[SSAValue], used: list[SSAValue]
+) -> loop.FuncOp:
     """`loop.func @name(captures..., %lo, %hi, %step)` running the loop serially over [lo, hi).
 
-    Constants used by the body are cloned into it rather than passed, so
-    LLVM still sees them (strides, bounds of inner loops).
+    `used` are all values from outside the loop (`captured_values`): those that are
+    constants are cloned into the body rather than passed (`captures` are the rest),
+    so LLVM still sees them (strides, bounds of inner loops).
     """
     types = [v.type for v in captures] + [IndexType()] * 3
     func = loop.FuncOp(name, FunctionType.from_lists(types, []))
@@ -279,7 +267,7 @@ def _outline(op: loop.ForOp, name: str, captures: list[SSAValue]) -> loop.FuncOp
     step_chain = _constant_chain(op.step)
     if step_chain is not None:
         step = _clone_chain(step_chain, block)
-    for value in captured_values(op):
+    for value in used:
         chain = _constant_chain(value)
         if chain is not None:
             value.replace_uses_with_if(_clone_chain(chain, block), in_loop)
@@ -606,6 +594,5 @@ __all__ = [
     "ITERATIONS_ATTR",
     "ParallelForLowering",
     "balanced_chunk",
-    "captured_values",
     "static_trip_count",
 ]
