@@ -23,7 +23,6 @@ order of the units.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -35,21 +34,14 @@ from typing import TypeVar
 import llvmlite.binding as llvm
 from llvmlite.binding import ffi
 
+from lamina.core.host import BUILD_THREADS_ENV, build_threads
+
 _Unit = TypeVar("_Unit")
 
-THREADS_ENV = "LAMINA_BUILD_THREADS"
+THREADS_ENV = BUILD_THREADS_ENV
 """Environment variable: threads that compile units (default: the usable cores)."""
 
-
-def threads() -> int:
-    """Threads for a build: `LAMINA_BUILD_THREADS`, else the cores this process may use."""
-    explicit = os.environ.get(THREADS_ENV, "").strip()
-    if explicit.isdigit() and int(explicit) > 0:
-        return int(explicit)
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
+threads = build_threads
 
 
 def _unlocked(name: str):

@@ -54,6 +54,7 @@ from typing import Any
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp
 
+from lamina.core.host import usable_cores
 from lamina.dialects import graph, te
 
 PROCESSES_ENV = "LAMINA_LOWER_PROCESSES"
@@ -81,10 +82,7 @@ def enabled() -> bool:
         return int(explicit) > 1
     if not hasattr(os, "fork"):
         return False
-    try:
-        return len(os.sched_getaffinity(0)) > 1
-    except AttributeError:
-        return (os.cpu_count() or 1) > 1
+    return usable_cores() > 1
 
 
 CHILD_SHARE = 0.55

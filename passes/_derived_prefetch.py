@@ -22,7 +22,6 @@ forks. docs/compile-speed.md, "Winograd's weights on a thread".
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -31,23 +30,12 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, StringAttr
 from xdsl.ir import Attribute, SSAValue
 
 from lamina.core.dense import dense_value
+from lamina.core.host import build_threads
 from lamina.dialects import graph
 from lamina.kernels import KernelParameters
 from lamina.kernels.conv_winograd import winograd_weights
 
 _WINOGRAD = StringAttr("winograd")
-
-
-def _threads() -> int:
-    """The build's threads (`LAMINA_BUILD_THREADS`, else the usable cores, as
-    backends/parallel_build.py counts them, without importing LLVM here)."""
-    explicit = os.environ.get("LAMINA_BUILD_THREADS", "").strip()
-    if explicit.isdigit() and int(explicit) > 0:
-        return int(explicit)
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def _transform(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
@@ -64,7 +52,7 @@ class WinogradPrefetch:
         self._pending: dict[int, tuple[Attribute, Future[np.ndarray]]] = {}
         self._pool: ThreadPoolExecutor | None = None
         weights = _winograd_weights(module) if module is not None else []
-        threads = _threads()
+        threads = build_threads()
         if not weights or threads < 2:  # one thread: the pass computes them, as before
             return
         self._pool = ThreadPoolExecutor(threads, thread_name_prefix="lamina-winograd")

@@ -58,6 +58,8 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
+from lamina.core.host import usable_cores
+
 CACHE_ENV = "LAMINA_CACHE"
 """Environment variable: `0`/`off`/`false`/`no` disables the disk cache."""
 
@@ -172,7 +174,7 @@ def checksum(body: bytes | memoryview | Sequence[bytes | memoryview]) -> bytes:
     starts = list(accumulate((len(p) for p in pieces), initial=0))
     count = max(1, -(-starts[-1] // _CHUNK))
     digests = [b""] * count
-    workers = min(count, _usable_cores())
+    workers = min(count, usable_cores())
 
     def hash_chunks(first: int) -> None:
         for i in range(first, count, workers):
@@ -191,13 +193,6 @@ def checksum(body: bytes | memoryview | Sequence[bytes | memoryview]) -> bytes:
     for thread in threads:
         thread.join()
     return hashlib.sha256(b"".join(digests)).digest()
-
-
-def _usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on every platform
-        return os.cpu_count() or 1
 
 
 def encode(entry: Entry | PiecewiseEntry) -> bytes:

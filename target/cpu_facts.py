@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from lamina.core.host import usable_cores
 
 _SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
 
@@ -209,6 +210,6 @@ def host_cpu_facts() -> CpuFacts:
         l1d_bytes=caches["l1d"],
         l2_bytes=caches["l2"],
         l3_bytes=caches["l3"],
-        cores=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1,
+        cores=usable_cores(),
         cache_line_bytes=caches["line"],
     )

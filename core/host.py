@@ -1,0 +1,36 @@
+"""How many cores this process may use, and how many threads a build takes.
+
+Counted in one place because the compile's parts share the machine: the
+kernels' LLVM builds (backends/parallel_build.py), the lowering process
+forked beside the parent (backends/parallel_lowering.py), the Winograd
+weight transforms computed during `fuse-ops` (passes/_derived_prefetch.py),
+the disk cache's hashing (runtime/cache.py) and the target facts'
+core count (target/cpu_facts.py). Imports nothing heavy, so the cache key
+can be computed without importing the compiler.
+"""
+
+from __future__ import annotations
+
+import os
+
+BUILD_THREADS_ENV = "LAMINA_BUILD_THREADS"
+"""Environment variable: threads that build (default: the usable cores; docs/environment.md)."""
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def build_threads() -> int:
+    """Threads for a build: `LAMINA_BUILD_THREADS`, else the usable cores."""
+    explicit = os.environ.get(BUILD_THREADS_ENV, "").strip()
+    if explicit.isdigit() and int(explicit) > 0:
+        return int(explicit)
+    return usable_cores()
+
+
+__all__ = ["BUILD_THREADS_ENV", "build_threads", "usable_cores"]
