@@ -34,7 +34,7 @@ from typing import TypeVar
 import llvmlite.binding as llvm
 from llvmlite.binding import ffi
 
-from lamina.core.host import BUILD_THREADS_ENV, build_threads
+from lamina.runtime.host import BUILD_THREADS_ENV, build_threads
 
 _Unit = TypeVar("_Unit")
 

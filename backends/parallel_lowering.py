@@ -54,8 +54,8 @@ from typing import Any
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp
 
-from lamina.core.host import usable_cores
 from lamina.dialects import graph, te
+from lamina.runtime.host import usable_cores
 
 PROCESSES_ENV = "LAMINA_LOWER_PROCESSES"
 """Environment variable: `1` lowers every kernel in this process (default: 2 on 2+ cores)."""

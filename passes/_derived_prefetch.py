@@ -30,10 +30,10 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, StringAttr
 from xdsl.ir import Attribute, SSAValue
 
 from lamina.core.dense import dense_value
-from lamina.core.host import build_threads
 from lamina.dialects import graph
 from lamina.kernels import KernelParameters
 from lamina.kernels.conv_winograd import winograd_weights
+from lamina.runtime.host import build_threads
 
 _WINOGRAD = StringAttr("winograd")
 

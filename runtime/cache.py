@@ -58,7 +58,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-from lamina.core.host import usable_cores
+from lamina.runtime.host import usable_cores
 
 CACHE_ENV = "LAMINA_CACHE"
 """Environment variable: `0`/`off`/`false`/`no` disables the disk cache."""

@@ -27,7 +27,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from lamina.core.host import usable_cores
+from lamina.runtime.host import usable_cores
 
 _SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
 

@@ -5,8 +5,8 @@ kernels' LLVM builds (backends/parallel_build.py), the lowering process
 forked beside the parent (backends/parallel_lowering.py), the Winograd
 weight transforms computed during `fuse-ops` (passes/_derived_prefetch.py),
 the disk cache's hashing (runtime/cache.py) and the target facts'
-core count (target/cpu_facts.py). Imports nothing heavy, so the cache key
-can be computed without importing the compiler.
+core count (target/cpu_facts.py). In the runtime layer (imports nothing
+but `os`), so every layer may use it.
 """
 
 from __future__ import annotations
