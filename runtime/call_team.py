@@ -650,6 +650,9 @@ JIT links in their place."""
 
 _lock = threading.Lock()
 _engine = None
+_settings: dict[str, int] = {}
+"""Values the `set_*` functions were given (kept for, and applied at, installation, so a
+setting made before the first compile is not lost)."""
 _call = None
 _ticks = None
 _tick_rate: float | None = None
@@ -700,7 +703,9 @@ def install(gomp: ctypes.CDLL, llvm) -> bool:
         _ticks = ctypes.CFUNCTYPE(ctypes.c_int64)(engine.get_function_address("lamina_team_ticks"))
         _engine = engine
         _immortal(engine)
-        set_call_team(True)
+        _set("team_on", _settings.get("team_on", 1))
+        for name, value in _settings.items():
+            _set(name, value)
         return True
 
 
@@ -775,11 +780,18 @@ def installed() -> bool:
     return _engine is not None
 
 
+def _set(name: str, value: int) -> None:
+    """Remember `value` for the runtime's global `name`, and write it if installed."""
+    _settings[name] = value
+    if _engine is not None:
+        ctype = ctypes.c_int64 if name == "team_spin" else ctypes.c_int32
+        ctype.from_address(_globals[name]).value = value
+
+
 def set_call_team(on: bool) -> None:
-    """Use (or stop using) the installed call team for the calls that start from now on."""
-    if _engine is None:
-        return
-    ctypes.c_int32.from_address(_globals["team_on"]).value = int(on)
+    """Use (or stop using) the call team for the calls that start from now on (kept
+    until the team is installed when set before)."""
+    _set("team_on", int(on))
 
 
 def spin() -> int:
@@ -789,15 +801,13 @@ def spin() -> int:
 
 def set_spin(pauses: int) -> None:
     """How many `pause` instructions a worker spins for the next region before it sleeps."""
-    if _engine is not None:
-        ctypes.c_int64.from_address(_globals["team_spin"]).value = max(0, int(pauses))
+    _set("team_spin", max(0, int(pauses)))
 
 
 def set_taper(on: bool) -> None:
     """Shrink the chunks towards the end of each region (`TAPER_PARTS`, `TAPER_LEAST`; on
     by default) or hand out the trampolines' chunk to the end."""
-    if _engine is not None:
-        ctypes.c_int32.from_address(_globals["team_taper"]).value = int(on)
+    _set("team_taper", int(on))
 
 
 def call(address: int, words: list[int]) -> bool:

@@ -216,3 +216,23 @@ def test_team_in_a_forked_child():
     """A fork's child has no worker thread: its first team call starts its own."""
     out = _run("cnn.mlir", "1", FORK)
     assert out["same"] and out["calls"] == 11 and out["threads"] == 2
+
+
+SET_EARLY = textwrap.dedent(
+    """
+    import json, sys
+    from lamina.runtime import call_team
+    call_team.set_spin(9)  # before the first compile installs the team
+    call_team.set_call_team(False)
+    import lamina
+    lamina.compile(sys.argv[1])
+    print(json.dumps({"installed": call_team.installed(), "spin": call_team.spin(),
+                      "calls": call_team.stats()["calls"]}))
+    """
+)
+
+
+def test_settings_made_before_the_team_is_installed_are_kept():
+    """`set_spin`/`set_call_team` before the first compile apply once the team is installed."""
+    out = _run("mlp.mlir", "1", SET_EARLY)
+    assert out == {"installed": True, "spin": 9, "calls": 0}
