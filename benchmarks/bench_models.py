@@ -199,13 +199,16 @@ def bench_model(name: str, args: argparse.Namespace) -> list[dict]:
 
 def _alternate(kind: str, threads: int, model: onnx.ModelProto, x: np.ndarray):
     """What runs before every timed call: a NumPy matmul, or a user's own onnxruntime
-    session of the model with onnxruntime's defaults (its workers spin after a run)."""
+    session of the model with onnxruntime's defaults (its workers spin after a run) or
+    (`ort-nospin`) with `session.intra_op.allow_spinning` 0 (they sleep at once)."""
     if kind == "numpy":
         return _numpy_matmul(threads)
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
+    if kind == "ort-nospin":  # what docs/environment.md advises next to Lamina
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     session = ort.InferenceSession(
         model.SerializeToString(), options, providers=["CPUExecutionProvider"]
     )
@@ -236,23 +239,33 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
         t: _alternate(args.alternate, t, model, x) if args.alternate != "none" else None
         for t in args.threads
     }
-    modes: list[tuple[str, int, int | None]] = [(f"{t}t", t, None) for t in args.threads]
-    if args.call_team:
-        modes += [(f"{t}t_regions", t, None) for t in args.threads if t > 1]
-        for spin in args.team_spin:
-            modes += [(f"{t}t_team{spin}", t, spin) for t in args.threads if t > 1]
     default_team = call_team.requested()
+    default_spin = call_team.DEFAULT_SPIN
+    default_sleep = call_team.DEFAULT_CLOSE_SLEEP
+    plain = (default_team, default_spin, default_sleep)
+    modes: list[tuple[str, int, tuple[bool, int, bool]]] = [
+        (f"{t}t", t, plain) for t in args.threads
+    ]
+    if args.call_team:
+        modes += [(f"{t}t_regions", t, (False, 0, False)) for t in args.threads if t > 1]
+        for spin in args.team_spin:
+            modes += [(f"{t}t_team{spin}", t, (True, spin, default_sleep)) for t in args.threads if t > 1]  # fmt: skip
+    if args.close_sleep:
+        other = "yield" if default_sleep else "sleep"
+        modes += [(f"{t}t_team{other}", t, (True, default_spin, not default_sleep)) for t in args.threads if t > 1]  # fmt: skip
     times: dict[str, list[float]] = {label: [] for label, _, _ in modes}
     switches: dict[str, list[float]] = {label: [0, 0.0] for label, _, _ in modes}
     team: dict[str, dict[str, int]] = {label: {} for label, _, _ in modes}
-    default_spin = call_team.DEFAULT_SPIN
+    cpu_by: dict[str, list[float]] = {label: [0.0, 0.0, 0.0] for label, _, _ in modes}
     for round_ in range(args.rounds + 1):  # the first round warms up
-        for label, threads, spin in modes:
+        for label, threads, (on, spin, sleep) in modes:
             bench.set_num_threads(threads)
-            call_team.set_call_team("team" in label or (default_team and "_" not in label))
-            call_team.set_spin(default_spin if spin is None else spin)
+            call_team.set_call_team(on)
+            call_team.set_spin(spin)
+            call_team.set_close_sleep(sleep)
             if before[threads] is not None:
                 before[threads]()  # pyright: ignore[reportOptionalCall]
+            tasks = _task_cpu() if args.thread_cpu else {}
             usage, cpu = resource.getrusage(resource.RUSAGE_SELF), time.process_time()
             counted = call_team.stats()
             start = time.perf_counter()
@@ -265,8 +278,12 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
                 switches[label][0] += resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
                 switches[label][0] -= usage.ru_nvcsw
                 switches[label][1] += time.process_time() - cpu
+                if args.thread_cpu:
+                    for i, ms in enumerate(_split_cpu(tasks, _task_cpu())):
+                        cpu_by[label][i] += ms
     call_team.set_call_team(default_team)
     call_team.set_spin(default_spin)
+    call_team.set_close_sleep(default_sleep)
     row: dict = {"model": name, "alternate": args.alternate}
     for label, _, _ in modes:
         row[f"lamina_{label}_ms"] = round(1e3 * float(np.median(times[label])), 3)
@@ -287,10 +304,45 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
         for label, _, _ in modes
     )
     print(f"{'':20s} per call: {counters}", flush=True)
+    if args.thread_cpu:
+        for label, _, _ in modes:
+            mine, workers, others = (v / args.rounds for v in cpu_by[label])
+            row[f"cpu_others_{label}_ms"] = round(others, 3)
+            print(f"{'':20s} {label}: CPU ms per call: caller {mine:.2f}, team workers "
+                  f"{workers:.2f}, other threads of the process {others:.2f} "
+                  f"({others / max(1e3 * float(np.median(times[label])), 1e-9):.0%} "
+                  "of the call's wall time)", flush=True)  # fmt: skip
     for label, _, _ in modes:
         if team[label].get("calls"):
             row |= _team_breakdown(label, team[label], args.rounds)
     return row
+
+
+def _task_cpu() -> dict[int, int]:
+    """CPU nanoseconds each thread of this process ran so far (schedstat)."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                out[int(tid)] = int(f.read().split()[0])
+        except OSError:  # the thread ended
+            pass
+    return out
+
+
+def _split_cpu(before: dict[int, int], after: dict[int, int]) -> tuple[float, float, float]:
+    """CPU ms between two `_task_cpu` readings: the calling thread, the call team's
+    workers, and every other thread (OpenBLAS's, onnxruntime's, libgomp's workers)."""
+    import threading
+
+    from lamina.runtime import call_team
+
+    me, workers = threading.get_native_id(), set(call_team.worker_tids())
+    split = [0.0, 0.0, 0.0]
+    for tid, ns in after.items():
+        which = 0 if tid == me else 1 if tid in workers else 2
+        split[which] += (ns - before.get(tid, 0)) / 1e6
+    return split[0], split[1], split[2]
 
 
 def _team_breakdown(label: str, counts: dict[str, int], rounds: int) -> dict:
@@ -614,11 +666,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--alternate",
-        choices=("none", "numpy", "ort"),
+        choices=("none", "numpy", "ort", "ort-nospin"),
         default="none",
         help="numpy: each call follows a NumPy matmul (its OpenBLAS threads, same count); "
         "ort: each call follows a run of the model in a user's onnxruntime session (its "
-        "defaults: workers spin after a run); every Lamina call follows the peer's "
+        "defaults: workers spin after a run); ort-nospin: the same session with "
+        "session.intra_op.allow_spinning 0 (docs/environment.md); every Lamina call follows the peer's "
         "onnxruntime run anyway (interleaved rounds, that session does not spin)",
     )
     parser.add_argument(
@@ -639,6 +692,20 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help="with --call-team: comma-separated LAMINA_TEAM_SPIN values, each timed as its "
         "own mode in the same rounds (default: the runtime's default)",
+    )
+    parser.add_argument(
+        "--close-sleep",
+        action="store_true",
+        help="with --scaling: also time every count above one with the call team's other "
+        "wait at a region's close (`_teamyield` or `_teamsleep`, call_team.set_close_sleep) "
+        "in the same rounds",
+    )
+    parser.add_argument(
+        "--thread-cpu",
+        action="store_true",
+        help="with --scaling: print each mode's CPU time per call of the calling thread, the "
+        "team's workers and the process's other threads (/proc/self/task/*/schedstat; "
+        "read between the --alternate call and the timed call)",
     )
     parser.add_argument(
         "--clock",
@@ -667,7 +734,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--clock cpu times one thread: use it with --threads 1, without --scaling")
     if args.call_team and not args.scaling:
         parser.error("--call-team needs --scaling")
-    if args.call_team:
+    if args.close_sleep and not args.scaling:
+        parser.error("--close-sleep needs --scaling")
+    if args.call_team or args.close_sleep:
         os.environ["LAMINA_CALL_TEAM"] = "1"  # installed when native code is first set up
     if args.scaling:
         return _main_scaling(names, args)

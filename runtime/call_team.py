@@ -85,6 +85,12 @@ speed-up from one to two threads, spin 0 / 400 / 2000: nine networks alone 1.46 
 after an onnxruntime run 1.05 / 1.05. Spin 0 (the earlier default) sleeps at once;
 2000 is for back-to-back calls on cores nobody else uses."""
 
+DEFAULT_CLOSE_SLEEP = True
+"""Whether a caller that waited `team_spin` pauses at a region's close for a worker's
+last chunk then sleeps on a futex (the worker that leaves wakes it) instead of
+yielding and checking again (`set_close_sleep`). Measured: docs/performance.md,
+Threads, "Sharing the cores with NumPy and onnxruntime"."""
+
 PREEMPTED_TICKS = 200_000
 """A gap this long (time stamp counter ticks: about 50-100 µs) between two pauses of a
 spinning worker means it lost its core: it then sleeps instead of spinning on."""
@@ -111,6 +117,7 @@ MAX_ARGS = 32
 FUTEX_WAIT_PRIVATE = 128
 FUTEX_WAKE_PRIVATE = 129
 SYS_FUTEX = 202  # x86-64
+SYS_GETTID = 186  # x86-64
 
 
 def _invoke_ir() -> str:
@@ -190,6 +197,10 @@ RUNTIME_IR = f"""
 @team_taper = global i32 1, align 64
 @team_caller_chunks = global i64 0, align 64
 @team_worker_chunks = global i64 0, align 64
+@team_close_sleep = global i32 {int(DEFAULT_CLOSE_SLEEP)}, align 64
+@team_caller_waiting = internal global i32 0, align 64
+@team_close_sleeps = global i64 0, align 64
+@team_worker_tids = global [{MAX_TEAM} x i64] zeroinitializer, align 64
 
 declare i32 @omp_get_max_threads()
 declare i32 @omp_in_parallel()
@@ -235,7 +246,12 @@ entry:
 }}
 
 ; Close the region and wait for the workers that joined it (no others will: a worker
-; runs a region only if it saw it open after announcing itself in team_active).
+; runs a region only if it saw it open after announcing itself in team_active). The
+; caller spins `team_spin` pauses, then (with `team_close_sleep`) sleeps on a futex on
+; team_active, which the last worker to leave wakes: a worker still running a chunk
+; after that long has usually lost its core (to an OpenBLAS or onnxruntime thread
+; spinning there), and only a caller that leaves its own core idle lets the kernel
+; move the worker there; without `team_close_sleep` it yields and checks again.
 define internal void @team_close() {{
 entry:
   store atomic i32 1, ptr @team_closed seq_cst, align 4
@@ -243,14 +259,30 @@ entry:
   %limit = load i64, ptr @team_spin, align 8
   br label %wait
 wait:
-  %spins = phi i64 [ 0, %entry ], [ %spins1, %spin ], [ %spins, %yield ]
+  %spins = phi i64 [ 0, %entry ], [ %spins1, %spin ], [ %spins, %yield ], [ %spins, %woken ]
   %left = load atomic i32, ptr @team_active seq_cst, align 4
   %done = icmp eq i32 %left, 0
   br i1 %done, label %out, label %idle
-{_spin_blocks("yield")}
+{_spin_blocks("long")}
   br label %wait
+long:
+  %sleepy = load atomic i32, ptr @team_close_sleep monotonic, align 4
+  %may = icmp ne i32 %sleepy, 0
+  br i1 %may, label %announce, label %yield
 yield:
   %y = call i32 @sched_yield()
+  br label %wait
+announce:
+  store atomic i32 1, ptr @team_caller_waiting seq_cst, align 4
+  %still = load atomic i32, ptr @team_active seq_cst, align 4
+  %busy = icmp ne i32 %still, 0
+  br i1 %busy, label %futex, label %woken
+futex:
+  %zz = atomicrmw add ptr @team_close_sleeps, i64 1 monotonic
+  %r = call i64 (i64, ...) @syscall(i64 {SYS_FUTEX}, ptr @team_active, i32 {FUTEX_WAIT_PRIVATE}, i32 %still, ptr null)
+  br label %woken
+woken:
+  store atomic i32 0, ptr @team_caller_waiting seq_cst, align 4
   br label %wait
 out:
   %c1 = call i64 @llvm.readcyclecounter()
@@ -266,6 +298,26 @@ closed:
   ret void
 }}
 
+; A worker leaves a region: the last one out wakes a caller asleep in team_close
+; (the caller announces itself in team_caller_waiting before it reads team_active,
+; the worker leaves team_active before it reads team_caller_waiting: one of the two
+; sees the other).
+define internal void @team_leave() {{
+entry:
+  %old = atomicrmw sub ptr @team_active, i32 1 seq_cst
+  %last = icmp eq i32 %old, 1
+  br i1 %last, label %check, label %done
+check:
+  %waiting = load atomic i32, ptr @team_caller_waiting seq_cst, align 4
+  %any = icmp ne i32 %waiting, 0
+  br i1 %any, label %wake, label %done
+wake:
+  %r = call i64 (i64, ...) @syscall(i64 {SYS_FUTEX}, ptr @team_active, i32 {FUTEX_WAKE_PRIVATE}, i32 1)
+  br label %done
+done:
+  ret void
+}}
+
 ; A worker thread (index %arg, from 0): join every open region of a call whose team
 ; counts it (index + 1 < team_size), for ever. It stops spinning and sleeps after
 ; `team_spin` pauses, or at once when the time stamp counter jumped by more than
@@ -277,6 +329,9 @@ entry:
   %slot = getelementptr i64, ptr @team_workers, i64 %index
   %me = call i64 @pthread_self()
   store atomic i64 %me, ptr %slot seq_cst, align 8
+  %tidslot = getelementptr i64, ptr @team_worker_tids, i64 %index
+  %tid = call i64 (i64, ...) @syscall(i64 {SYS_GETTID})
+  store atomic i64 %tid, ptr %tidslot monotonic, align 8
   %rank = add i64 %index, 1
   %seen0 = load atomic i32, ptr @team_seq seq_cst, align 4
   %t0 = call i64 @llvm.readcyclecounter()
@@ -339,7 +394,7 @@ run:
   br label %left
 left:
   %ran = phi i32 [ %now, %join ], [ %posted_seq, %run ]
-  %a1 = atomicrmw sub ptr @team_active, i32 1 seq_cst
+  call void @team_leave()
   br label %wait
 }}
 
@@ -418,6 +473,7 @@ entry:
   store atomic i32 0, ptr @team_created seq_cst, align 4
   store atomic i32 0, ptr @team_sleepers seq_cst, align 4
   store atomic i32 0, ptr @team_active seq_cst, align 4
+  store atomic i32 0, ptr @team_caller_waiting seq_cst, align 4
   store atomic i32 1, ptr @team_closed seq_cst, align 4
   store atomic i64 0, ptr @team_owner seq_cst, align 8
   store atomic i32 0, ptr @team_busy seq_cst, align 4
@@ -686,7 +742,7 @@ def install(gomp: ctypes.CDLL, llvm) -> bool:
         module.triple = target.triple
         engine = llvm.create_mcjit_compiler(module, target)
         engine.finalize_object()
-        for name in ("team_spin", "team_on", "team_taper", *STATS):
+        for name in ("team_spin", "team_on", "team_taper", "team_close_sleep", *STATS):
             _globals[name] = engine.get_global_value_address(name)
         for symbol, (real, _) in INTERPOSED.items():
             address = ctypes.cast(getattr(gomp, symbol), ctypes.c_void_p).value
@@ -701,6 +757,7 @@ def install(gomp: ctypes.CDLL, llvm) -> bool:
             address
         )
         _ticks = ctypes.CFUNCTYPE(ctypes.c_int64)(engine.get_function_address("lamina_team_ticks"))
+        _globals["team_worker_tids"] = engine.get_global_value_address("team_worker_tids")
         _engine = engine
         _immortal(engine)
         _set("team_on", _settings.get("team_on", 1))
@@ -740,6 +797,7 @@ STATS = (
     "team_work_ticks",
     "team_caller_chunks",
     "team_worker_chunks",
+    "team_close_sleeps",
 )
 """Counters of the runtime: calls run by a team, regions posted to it, regions a
 worker ran (found still open: a late worker skips a region the caller finished),
@@ -748,7 +806,8 @@ counter ticks (`tick_rate` per second; wall time, so a preempted thread's wait
 counts): the callers' team calls, their regions (post to close), their waits at a
 region's close for the workers still running chunks (`close_few_ticks`: of regions
 of fewer than 8 iterations), the workers' delay from a region's post to joining it,
-the workers' time running regions; and the chunks the callers and the workers took. Where a two-thread call's time goes (docs/performance.md, "Where
+the workers' time running regions; and the chunks the callers and the workers took, and the times a caller slept at a
+close (`set_close_sleep`). Where a two-thread call's time goes (docs/performance.md, "Where
 two threads lose": a few `rdtsc` per region, nothing per iteration)."""
 
 
@@ -810,6 +869,22 @@ def set_taper(on: bool) -> None:
     _set("team_taper", int(on))
 
 
+def set_close_sleep(on: bool) -> None:
+    """Let a caller that waited `spin()` pauses at a region's close for a worker's last
+    chunk sleep until the worker leaves (`DEFAULT_CLOSE_SLEEP`), or keep it yielding."""
+    _set("team_close_sleep", int(on))
+
+
+def worker_tids() -> list[int]:
+    """The kernel thread ids of the team's workers started so far (for per-thread CPU
+    time in /proc/self/task/<tid>/schedstat: which threads of the process are not ours)."""
+    if _engine is None:
+        return []
+    count = stats()["threads"]
+    array = (ctypes.c_int64 * MAX_TEAM).from_address(_globals["team_worker_tids"])
+    return [tid for tid in array[: min(count, MAX_TEAM)] if tid]
+
+
 def call(address: int, words: list[int]) -> bool:
     """Run the entry at `address` on `words` (pointers, sizes) with one team for the whole
     call; False if the team declined (then the caller calls the entry itself)."""
@@ -828,9 +903,11 @@ __all__ = [
     "installed",
     "requested",
     "set_call_team",
+    "set_close_sleep",
     "set_spin",
     "set_taper",
     "spin",
     "stats",
     "tick_rate",
+    "worker_tids",
 ]

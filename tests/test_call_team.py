@@ -238,3 +238,62 @@ def test_settings_made_before_the_team_is_installed_are_kept():
     """`set_spin`/`set_call_team` before the first compile apply once the team is installed."""
     out = _run("mlp.mlir", "1", SET_EARLY)
     assert out == {"installed": True, "spin": 9, "calls": 0}
+
+
+CLOSE_SLEEP = textwrap.dedent(
+    """
+    import json, os, sys
+    import numpy as np
+    import lamina
+    from lamina.backends import codegen
+    from lamina.runtime import call_team
+
+    from lamina.frontends.builder import GraphBuilder
+
+    # One matmul of 512x1024x1024: chunks of a few milliseconds, so a caller that is
+    # done often finds the worker in its last chunk.
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    x = b.param((512, 1024), name="x")
+    w = b.constant(rng.standard_normal((1024, 1024)).astype(np.float32) * 0.1)
+    b.ret(b.matmul(x, w))
+    exe = lamina.compile(b.module(), cache=False)
+    inputs = [rng.standard_normal((512, 1024)).astype(np.float32)]
+    codegen.set_num_threads(1)
+    want = exe.run("main", *inputs)
+    codegen.set_num_threads(2)
+    out = {"default": call_team.DEFAULT_CLOSE_SLEEP}
+    # Yielding callers never sleep at a close.
+    call_team.set_close_sleep(False)
+    call_team.set_spin(0)
+    before = call_team.stats()["close_sleeps"]
+    same = [bool(np.array_equal(exe.run("main", *inputs), want)) for _ in range(10)]
+    out["yield_sleeps"] = call_team.stats()["close_sleeps"] - before
+    # Sleeping callers are woken by the worker that leaves; every call completes with
+    # the same results. The worker spins long enough to join every region, and the
+    # caller sleeps after as many pauses (~0.3 ms, less than a chunk); calls until the
+    # caller slept (a worker that finished first never makes it sleep).
+    call_team.set_close_sleep(True)
+    call_team.set_spin(10000)
+    before = call_team.stats()["close_sleeps"]
+    for _ in range(200):
+        same.append(bool(np.array_equal(exe.run("main", *inputs), want)))
+        if call_team.stats()["close_sleeps"] > before and len(same) > 40:
+            break
+    out["slept"] = call_team.stats()["close_sleeps"] > before
+    out["same"] = all(same)
+    tids = call_team.worker_tids()
+    out["tids"] = len(tids)
+    out["tids_ours"] = all(str(t) in os.listdir("/proc/self/task") for t in tids)
+    print(json.dumps(out))
+    """
+)
+
+
+def test_caller_sleeps_at_a_close_and_the_leaving_worker_wakes_it():
+    """`set_close_sleep(True)`: a caller waiting for a worker's last chunk sleeps on a futex
+    that the worker leaving the region wakes (no call hangs, results unchanged);
+    `set_close_sleep(False)`: it never sleeps. `worker_tids` names the workers' threads."""
+    out = _run("mlp.mlir", "1", CLOSE_SLEEP)
+    assert out["same"] and out["yield_sleeps"] == 0 and out["slept"]
+    assert out["tids"] == 1 and out["tids_ours"]
