@@ -242,27 +242,31 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
     default_team = call_team.requested()
     default_spin = call_team.DEFAULT_SPIN
     default_sleep = call_team.DEFAULT_CLOSE_SLEEP
-    plain = (default_team, default_spin, default_sleep)
-    modes: list[tuple[str, int, tuple[bool, int, bool]]] = [
+    default_solo = call_team.DEFAULT_SOLO_BELOW
+    plain = (default_team, default_spin, default_sleep, default_solo)
+    modes: list[tuple[str, int, tuple[bool, int, bool, int]]] = [
         (f"{t}t", t, plain) for t in args.threads
     ]
     if args.call_team:
-        modes += [(f"{t}t_regions", t, (False, 0, False)) for t in args.threads if t > 1]
+        modes += [(f"{t}t_regions", t, (False, 0, False, 0)) for t in args.threads if t > 1]
         for spin in args.team_spin:
-            modes += [(f"{t}t_team{spin}", t, (True, spin, default_sleep)) for t in args.threads if t > 1]  # fmt: skip
+            modes += [(f"{t}t_team{spin}", t, (True, spin, default_sleep, default_solo)) for t in args.threads if t > 1]  # fmt: skip
     if args.close_sleep:
         other = "yield" if default_sleep else "sleep"
-        modes += [(f"{t}t_team{other}", t, (True, default_spin, not default_sleep)) for t in args.threads if t > 1]  # fmt: skip
+        modes += [(f"{t}t_team{other}", t, (True, default_spin, not default_sleep, default_solo)) for t in args.threads if t > 1]  # fmt: skip
+    for percent in args.solo_below:
+        modes += [(f"{t}t_teamsolo{percent}", t, (True, default_spin, default_sleep, percent)) for t in args.threads if t > 1]  # fmt: skip
     times: dict[str, list[float]] = {label: [] for label, _, _ in modes}
     switches: dict[str, list[float]] = {label: [0, 0.0] for label, _, _ in modes}
     team: dict[str, dict[str, int]] = {label: {} for label, _, _ in modes}
     cpu_by: dict[str, list[float]] = {label: [0.0, 0.0, 0.0] for label, _, _ in modes}
     for round_ in range(args.rounds + 1):  # the first round warms up
-        for label, threads, (on, spin, sleep) in modes:
+        for label, threads, (on, spin, sleep, solo) in modes:
             bench.set_num_threads(threads)
             call_team.set_call_team(on)
             call_team.set_spin(spin)
             call_team.set_close_sleep(sleep)
+            call_team.set_solo_below(solo)
             if before[threads] is not None:
                 before[threads]()  # pyright: ignore[reportOptionalCall]
             tasks = _task_cpu() if args.thread_cpu else {}
@@ -284,6 +288,7 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
     call_team.set_call_team(default_team)
     call_team.set_spin(default_spin)
     call_team.set_close_sleep(default_sleep)
+    call_team.set_solo_below(default_solo)
     row: dict = {"model": name, "alternate": args.alternate}
     for label, _, _ in modes:
         row[f"lamina_{label}_ms"] = round(1e3 * float(np.median(times[label])), 3)
@@ -370,7 +375,17 @@ def _team_breakdown(label: str, counts: dict[str, int], rounds: int) -> dict:
         f"{cols[f'worker_chunks_{label}']:.0%} of the chunks, joined "
         f"{counts['joined'] / max(counts['regions'], 1):.0%} of {cols[f'regions_{label}']:.0f} "
         f"regions {cols[f'join_us_{label}']:.1f} us after the post, slept "
-        f"{cols[f'sleeps_{label}']:.1f} times per call",
+        f"{cols[f'sleeps_{label}']:.1f} times per call"
+        + (
+            f", ran alone {counts['solo_calls'] / counts['calls']:.0%} of the calls"
+            if counts.get("solo_calls")
+            else ""
+        )
+        + (
+            f", the caller slept {counts['close_sleeps'] / rounds:.1f} times per call at closes"
+            if counts.get("close_sleeps")
+            else ""
+        ),
         flush=True,
     )
     return cols
@@ -701,6 +716,13 @@ def main(argv: list[str] | None = None) -> int:
         "in the same rounds",
     )
     parser.add_argument(
+        "--solo-below",
+        default="",
+        help="with --scaling: comma-separated percentages, each timed as a call-team mode "
+        "(`_teamsolo<p>`) that runs a call alone while the worker took fewer than p %% of "
+        "the last shared call's chunks (call_team.set_solo_below)",
+    )
+    parser.add_argument(
         "--thread-cpu",
         action="store_true",
         help="with --scaling: print each mode's CPU time per call of the calling thread, the "
@@ -720,6 +742,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.threads = [int(t) for t in args.threads.split(",")]
     args.team_spin = [int(v) for v in args.team_spin.split(",") if v]
+    args.solo_below = [int(v) for v in args.solo_below.split(",") if v]
     if args.isa and args.target:
         parser.error("--isa and --target exclude each other (--isa X is --target 'cpu{isa=X}')")
     if args.isa:
@@ -736,7 +759,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--call-team needs --scaling")
     if args.close_sleep and not args.scaling:
         parser.error("--close-sleep needs --scaling")
-    if args.call_team or args.close_sleep:
+    if args.solo_below and not args.scaling:
+        parser.error("--solo-below needs --scaling")
+    if args.call_team or args.close_sleep or args.solo_below:
         os.environ["LAMINA_CALL_TEAM"] = "1"  # installed when native code is first set up
     if args.scaling:
         return _main_scaling(names, args)

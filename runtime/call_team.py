@@ -85,11 +85,21 @@ speed-up from one to two threads, spin 0 / 400 / 2000: nine networks alone 1.46 
 after an onnxruntime run 1.05 / 1.05. Spin 0 (the earlier default) sleeps at once;
 2000 is for back-to-back calls on cores nobody else uses."""
 
-DEFAULT_CLOSE_SLEEP = True
+DEFAULT_CLOSE_SLEEP = False
 """Whether a caller that waited `team_spin` pauses at a region's close for a worker's
 last chunk then sleeps on a futex (the worker that leaves wakes it) instead of
 yielding and checking again (`set_close_sleep`). Measured: docs/performance.md,
 Threads, "Sharing the cores with NumPy and onnxruntime"."""
+
+DEFAULT_SOLO_BELOW = 0
+"""`set_solo_below`: a call runs alone (its regions are not posted, `omp_get_num_threads`
+answers 1: one thread's chunks) when the worker took fewer than this percentage of the
+chunks of the last call that shared them; 0 never does. Measured: docs/performance.md,
+Threads, "Sharing the cores with NumPy and onnxruntime"."""
+
+SOLO_PROBE = 8
+"""With `set_solo_below`, every this-many-th call shares its regions whatever the last
+share was (the worker's core may be free again)."""
 
 PREEMPTED_TICKS = 200_000
 """A gap this long (time stamp counter ticks: about 50-100 µs) between two pauses of a
@@ -200,6 +210,9 @@ RUNTIME_IR = f"""
 @team_close_sleep = global i32 {int(DEFAULT_CLOSE_SLEEP)}, align 64
 @team_caller_waiting = internal global i32 0, align 64
 @team_close_sleeps = global i64 0, align 64
+@team_solo_below = global i32 {DEFAULT_SOLO_BELOW}, align 64
+@team_last_share = internal global i32 100, align 64
+@team_solo_calls = global i64 0, align 64
 @team_worker_tids = global [{MAX_TEAM} x i64] zeroinitializer, align 64
 
 declare i32 @omp_get_max_threads()
@@ -480,6 +493,47 @@ entry:
   ret void
 }}
 
+; Should the call `%count` (from 0) run alone? With `team_solo_below` > 0 (percent),
+; when the worker took fewer than that share of the chunks of the last call that
+; shared its regions, except every SOLO_PROBE-th call, which shares them again to
+; see whether the worker is back (its core free).
+define internal i1 @team_go_solo(i64 %count) {{
+entry:
+  %below = load atomic i32, ptr @team_solo_below monotonic, align 4
+  %on = icmp sgt i32 %below, 0
+  br i1 %on, label %check, label %no
+check:
+  %share = load atomic i32, ptr @team_last_share monotonic, align 4
+  %low = icmp slt i32 %share, %below
+  %phase = urem i64 %count, {SOLO_PROBE}
+  %probe = icmp eq i64 %phase, 0
+  %notprobe = xor i1 %probe, true
+  %solo = and i1 %low, %notprobe
+  br i1 %solo, label %yes, label %no
+yes:
+  %c = atomicrmw add ptr @team_solo_calls, i64 1 monotonic
+  ret i1 1
+no:
+  ret i1 0
+}}
+
+; Remember the worker's share (percent) of a shared call's chunks (`team_go_solo`); a
+; call without chunks leaves it.
+define internal void @team_judge(i64 %worker, i64 %caller) {{
+entry:
+  %all = add i64 %worker, %caller
+  %any = icmp sgt i64 %all, 0
+  br i1 %any, label %share, label %done
+share:
+  %w100 = mul i64 %worker, 100
+  %pct = udiv i64 %w100, %all
+  %p32 = trunc i64 %pct to i32
+  store atomic i32 %p32, ptr @team_last_share monotonic, align 4
+  br label %done
+done:
+  ret void
+}}
+
 ; Run entry(args[0..n)) with one team for the whole call: 1 if it ran, 0 if the
 ; caller must call the entry itself (team off, one thread, busy, or nested). The
 ; caller runs the entry; the workers are threads of this runtime, so the call never
@@ -508,22 +562,39 @@ grow:
   %have = call i32 @team_grow(i32 %want)
   %most = add i32 %have, 1
   %size = call i32 @llvm.smin.i32(i32 %cap, i32 %most)
-  %alone = icmp slt i32 %size, 2
-  br i1 %alone, label %release, label %run
+  %few = icmp slt i32 %size, 2
+  br i1 %few, label %release, label %run
 run:
-  store atomic i32 %size, ptr @team_size release, align 4
+  %c = atomicrmw add ptr @team_calls, i64 1 monotonic
+  %alone = call i1 @team_go_solo(i64 %c)
+  %size1 = select i1 %alone, i32 1, i32 %size
+  store atomic i32 %size1, ptr @team_size release, align 4
   %self = call i64 @pthread_self()
   store atomic i64 %self, ptr @team_owner seq_cst, align 8
-  %c = atomicrmw add ptr @team_calls, i64 1 monotonic
+  %w0 = load atomic i64, ptr @team_worker_chunks monotonic, align 8
+  %m0 = load atomic i64, ptr @team_caller_chunks monotonic, align 8
+  br i1 %alone, label %invoke, label %wakeup
+wakeup:
   ; wake sleeping workers now (no region is open): they spin for the call's first
   ; region while the caller runs the code before it, as a libgomp region's start would
   %old = atomicrmw add ptr @team_seq, i32 1 seq_cst
   call void @team_wake()
+  br label %invoke
+invoke:
   %k0 = call i64 @llvm.readcyclecounter()
   call void @team_invoke(ptr %target, i64 %n, ptr %args)
   %k1 = call i64 @llvm.readcyclecounter()
   %kd = sub i64 %k1, %k0
   %ka = atomicrmw add ptr @team_call_ticks, i64 %kd monotonic
+  br i1 %alone, label %finish, label %judge
+judge:
+  %w1 = load atomic i64, ptr @team_worker_chunks monotonic, align 8
+  %m1 = load atomic i64, ptr @team_caller_chunks monotonic, align 8
+  %wn = sub i64 %w1, %w0
+  %mn = sub i64 %m1, %m0
+  call void @team_judge(i64 %wn, i64 %mn)
+  br label %finish
+finish:
   store atomic i64 0, ptr @team_owner seq_cst, align 8
   store atomic i32 0, ptr @team_busy release, align 4
   ret i32 1
@@ -546,6 +617,15 @@ forward:
   call void %real(ptr %fn, ptr %data, i32 %threads, i32 %flags)
   ret void
 team:
+  %size = load atomic i32, ptr @team_size monotonic, align 4
+  %solo = icmp slt i32 %size, 2
+  br i1 %solo, label %alone, label %posted
+alone:
+  ; a call run alone (team_go_solo): no post, the caller takes every chunk
+  store atomic i64 0, ptr @team_next monotonic, align 8
+  call void %fn(ptr %data)
+  ret void
+posted:
   %c = atomicrmw add ptr @team_regions, i64 1 monotonic
   %r0 = call i64 @llvm.readcyclecounter()
   call void @team_post(ptr %fn, ptr %data)
@@ -742,7 +822,8 @@ def install(gomp: ctypes.CDLL, llvm) -> bool:
         module.triple = target.triple
         engine = llvm.create_mcjit_compiler(module, target)
         engine.finalize_object()
-        for name in ("team_spin", "team_on", "team_taper", "team_close_sleep", *STATS):
+        settable = ("team_spin", "team_on", "team_taper", "team_close_sleep", "team_solo_below")
+        for name in (*settable, *STATS):
             _globals[name] = engine.get_global_value_address(name)
         for symbol, (real, _) in INTERPOSED.items():
             address = ctypes.cast(getattr(gomp, symbol), ctypes.c_void_p).value
@@ -798,6 +879,7 @@ STATS = (
     "team_caller_chunks",
     "team_worker_chunks",
     "team_close_sleeps",
+    "team_solo_calls",
 )
 """Counters of the runtime: calls run by a team, regions posted to it, regions a
 worker ran (found still open: a late worker skips a region the caller finished),
@@ -807,7 +889,7 @@ counts): the callers' team calls, their regions (post to close), their waits at 
 region's close for the workers still running chunks (`close_few_ticks`: of regions
 of fewer than 8 iterations), the workers' delay from a region's post to joining it,
 the workers' time running regions; and the chunks the callers and the workers took, and the times a caller slept at a
-close (`set_close_sleep`). Where a two-thread call's time goes (docs/performance.md, "Where
+close (`set_close_sleep`), and the calls run alone (`set_solo_below`). Where a two-thread call's time goes (docs/performance.md, "Where
 two threads lose": a few `rdtsc` per region, nothing per iteration)."""
 
 
@@ -875,6 +957,13 @@ def set_close_sleep(on: bool) -> None:
     _set("team_close_sleep", int(on))
 
 
+def set_solo_below(percent: int) -> None:
+    """Run a call alone when the worker took fewer than `percent` % of the chunks of the
+    last call that shared them (every `SOLO_PROBE`th call shares them anyway); 0 (the
+    default, `DEFAULT_SOLO_BELOW`) always shares."""
+    _set("team_solo_below", max(0, int(percent)))
+
+
 def worker_tids() -> list[int]:
     """The kernel thread ids of the team's workers started so far (for per-thread CPU
     time in /proc/self/task/<tid>/schedstat: which threads of the process are not ours)."""
@@ -904,6 +993,7 @@ __all__ = [
     "requested",
     "set_call_team",
     "set_close_sleep",
+    "set_solo_below",
     "set_spin",
     "set_taper",
     "spin",

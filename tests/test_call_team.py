@@ -297,3 +297,52 @@ def test_caller_sleeps_at_a_close_and_the_leaving_worker_wakes_it():
     out = _run("mlp.mlir", "1", CLOSE_SLEEP)
     assert out["same"] and out["yield_sleeps"] == 0 and out["slept"]
     assert out["tids"] == 1 and out["tids_ours"]
+
+
+SOLO = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import lamina
+    from lamina.backends import codegen
+    from lamina.runtime import call_team
+
+    exe = lamina.compile(sys.argv[1])
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal(t.shape).astype(np.float32) for t in exe.get_inputs()]
+    codegen.set_num_threads(1)
+    want = exe.run("main", *inputs)
+    codegen.set_num_threads(2)
+    out = {"default": call_team.DEFAULT_SOLO_BELOW}
+    exe.run("main", *inputs)
+    # Off (0): no call runs alone.
+    before = call_team.stats()
+    same = [bool(np.array_equal(exe.run("main", *inputs), want)) for _ in range(16)]
+    after = call_team.stats()
+    out["off_solo"] = after["solo_calls"] - before["solo_calls"]
+    # 101 %: every share is below it, so after one shared call all calls but every
+    # SOLO_PROBE-th run alone: no region is posted, the caller takes every chunk.
+    call_team.set_solo_below(101)
+    exe.run("main", *inputs)
+    before = call_team.stats()
+    calls = 8 * call_team.SOLO_PROBE
+    same += [bool(np.array_equal(exe.run("main", *inputs), want)) for _ in range(calls)]
+    after = call_team.stats()
+    got = {k: after[k] - before[k] for k in after}
+    out["calls"], out["solo"] = got["calls"], got["solo_calls"]
+    out["regions_per_shared"] = got["regions"] / max(got["calls"] - got["solo_calls"], 1)
+    out["same"] = all(same)
+    print(json.dumps(out))
+    """
+)
+
+
+def test_calls_run_alone_while_the_worker_took_too_few_chunks():
+    """`set_solo_below(p)`: while the worker took fewer than p % of the last shared call's
+    chunks, calls run alone (same results; no region posted), except every
+    `SOLO_PROBE`th; 0 (the default) never does."""
+    out = _run("cnn.mlir", "1", SOLO)
+    assert out["default"] == 0 and out["off_solo"] == 0 and out["same"]
+    calls = 8 * call_team.SOLO_PROBE
+    assert out["calls"] == calls and out["solo"] == calls - 8
+    assert out["regions_per_shared"] == 3  # cnn.mlir posts 3 regions per shared call
