@@ -200,15 +200,19 @@ def bench_model(name: str, args: argparse.Namespace) -> list[dict]:
 def _alternate(kind: str, threads: int, model: onnx.ModelProto, x: np.ndarray):
     """What runs before every timed call: a NumPy matmul, or a user's own onnxruntime
     session of the model with onnxruntime's defaults (its workers spin after a run) or
-    (`ort-nospin`) with `session.intra_op.allow_spinning` 0 (they sleep at once)."""
+    (`ort-nospin`) with `session.intra_op.allow_spinning` 0 (they never spin) or
+    (`ort-stop`) with `session.force_spinning_stop` 1 (they stop spinning when a run
+    ends)."""
     if kind == "numpy":
         return _numpy_matmul(threads)
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
-    if kind == "ort-nospin":  # what docs/environment.md advises next to Lamina
+    if kind == "ort-nospin":  # workers never spin (docs/environment.md)
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if kind == "ort-stop":  # workers spin within a run, stop at its end (docs/environment.md)
+        options.add_session_config_entry("session.force_spinning_stop", "1")
     session = ort.InferenceSession(
         model.SerializeToString(), options, providers=["CPUExecutionProvider"]
     )
@@ -260,6 +264,7 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
     switches: dict[str, list[float]] = {label: [0, 0.0] for label, _, _ in modes}
     team: dict[str, dict[str, int]] = {label: {} for label, _, _ in modes}
     cpu_by: dict[str, list[float]] = {label: [0.0, 0.0, 0.0] for label, _, _ in modes}
+    peer: dict[str, list[float]] = {label: [] for label, _, _ in modes}
     for round_ in range(args.rounds + 1):  # the first round warms up
         for label, threads, (on, spin, sleep, solo) in modes:
             bench.set_num_threads(threads)
@@ -268,7 +273,10 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
             call_team.set_close_sleep(sleep)
             call_team.set_solo_below(solo)
             if before[threads] is not None:
+                peer_start = time.perf_counter()
                 before[threads]()  # pyright: ignore[reportOptionalCall]
+                if round_:
+                    peer[label].append(time.perf_counter() - peer_start)
             tasks = _task_cpu() if args.thread_cpu else {}
             usage, cpu = resource.getrusage(resource.RUSAGE_SELF), time.process_time()
             counted = call_team.stats()
@@ -303,6 +311,11 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
             row[f"speedup_{suffix}"] = round(row[f"lamina_{lo}t_ms"] / row[f"lamina_{label}_ms"], 2)
             gains += f", {suffix} {row[f'speedup_{suffix}']:.2f}"
     cells = "  ".join(f"{label} {row[f'lamina_{label}_ms']:8.2f} ms" for label, _, _ in modes)
+    if args.alternate != "none":
+        for label, _, _ in modes:
+            row[f"alternate_{label}_ms"] = round(1e3 * float(np.median(peer[label])), 3)
+        cells += "  (" + args.alternate + " call before: " + ", ".join(
+            f"{row[f'alternate_{label}_ms']:.2f}" for label, _, _ in modes) + " ms)"  # fmt: skip
     print(f"{name:20s} {cells}  {gains}", flush=True)
     counters = "  ".join(
         f"{label} {row[f'csw_{label}']:.0f} csw {row[f'cpu_{label}_ms']:.1f} cpu-ms"
@@ -681,12 +694,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--alternate",
-        choices=("none", "numpy", "ort", "ort-nospin"),
+        choices=("none", "numpy", "ort", "ort-nospin", "ort-stop"),
         default="none",
         help="numpy: each call follows a NumPy matmul (its OpenBLAS threads, same count); "
         "ort: each call follows a run of the model in a user's onnxruntime session (its "
         "defaults: workers spin after a run); ort-nospin: the same session with "
-        "session.intra_op.allow_spinning 0 (docs/environment.md); every Lamina call follows the peer's "
+        "session.intra_op.allow_spinning 0, ort-stop: with session.force_spinning_stop 1 "
+        "(docs/environment.md); every Lamina call follows the peer's "
         "onnxruntime run anyway (interleaved rounds, that session does not spin)",
     )
     parser.add_argument(
