@@ -247,31 +247,36 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
     default_spin = call_team.DEFAULT_SPIN
     default_sleep = call_team.DEFAULT_CLOSE_SLEEP
     default_solo = call_team.DEFAULT_SOLO_BELOW
-    plain = (default_team, default_spin, default_sleep, default_solo)
-    modes: list[tuple[str, int, tuple[bool, int, bool, int]]] = [
+    default_lost = call_team.DEFAULT_SOLO_LOST
+    plain = (default_team, default_spin, default_sleep, default_solo, default_lost)
+    modes: list[tuple[str, int, tuple[bool, int, bool, int, bool]]] = [
         (f"{t}t", t, plain) for t in args.threads
     ]
     if args.call_team:
-        modes += [(f"{t}t_regions", t, (False, 0, False, 0)) for t in args.threads if t > 1]
+        modes += [(f"{t}t_regions", t, (False, 0, False, 0, False)) for t in args.threads if t > 1]
         for spin in args.team_spin:
-            modes += [(f"{t}t_team{spin}", t, (True, spin, default_sleep, default_solo)) for t in args.threads if t > 1]  # fmt: skip
+            modes += [(f"{t}t_team{spin}", t, (True, spin, default_sleep, default_solo, default_lost)) for t in args.threads if t > 1]  # fmt: skip
     if args.close_sleep:
         other = "yield" if default_sleep else "sleep"
-        modes += [(f"{t}t_team{other}", t, (True, default_spin, not default_sleep, default_solo)) for t in args.threads if t > 1]  # fmt: skip
+        modes += [(f"{t}t_team{other}", t, (True, default_spin, not default_sleep, default_solo, default_lost)) for t in args.threads if t > 1]  # fmt: skip
     for percent in args.solo_below:
-        modes += [(f"{t}t_teamsolo{percent}", t, (True, default_spin, default_sleep, percent)) for t in args.threads if t > 1]  # fmt: skip
+        modes += [(f"{t}t_teamsolo{percent}", t, (True, default_spin, default_sleep, percent, default_lost)) for t in args.threads if t > 1]  # fmt: skip
+    if args.solo_lost:
+        other = "shared" if default_lost else "lost"
+        modes += [(f"{t}t_team{other}", t, (True, default_spin, default_sleep, default_solo, not default_lost)) for t in args.threads if t > 1]  # fmt: skip
     times: dict[str, list[float]] = {label: [] for label, _, _ in modes}
     switches: dict[str, list[float]] = {label: [0, 0.0] for label, _, _ in modes}
     team: dict[str, dict[str, int]] = {label: {} for label, _, _ in modes}
     cpu_by: dict[str, list[float]] = {label: [0.0, 0.0, 0.0] for label, _, _ in modes}
     peer: dict[str, list[float]] = {label: [] for label, _, _ in modes}
     for round_ in range(args.rounds + 1):  # the first round warms up
-        for label, threads, (on, spin, sleep, solo) in modes:
+        for label, threads, (on, spin, sleep, solo, lost) in modes:
             bench.set_num_threads(threads)
             call_team.set_call_team(on)
             call_team.set_spin(spin)
             call_team.set_close_sleep(sleep)
             call_team.set_solo_below(solo)
+            call_team.set_solo_lost(lost)
             if before[threads] is not None:
                 peer_start = time.perf_counter()
                 before[threads]()  # pyright: ignore[reportOptionalCall]
@@ -297,6 +302,7 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
     call_team.set_spin(default_spin)
     call_team.set_close_sleep(default_sleep)
     call_team.set_solo_below(default_solo)
+    call_team.set_solo_lost(default_lost)
     row: dict = {"model": name, "alternate": args.alternate}
     for label, _, _ in modes:
         row[f"lamina_{label}_ms"] = round(1e3 * float(np.median(times[label])), 3)
@@ -737,6 +743,13 @@ def main(argv: list[str] | None = None) -> int:
         "the last shared call's chunks (call_team.set_solo_below)",
     )
     parser.add_argument(
+        "--solo-lost",
+        action="store_true",
+        help="with --scaling: also time every count above one with the call team's other "
+        "set_solo_lost setting (`_teamlost` or `_teamshared`: a call runs alone after a "
+        "shared call that lost more at its closes than the worker saved)",
+    )
+    parser.add_argument(
         "--thread-cpu",
         action="store_true",
         help="with --scaling: print each mode's CPU time per call of the calling thread, the "
@@ -775,7 +788,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--close-sleep needs --scaling")
     if args.solo_below and not args.scaling:
         parser.error("--solo-below needs --scaling")
-    if args.call_team or args.close_sleep or args.solo_below:
+    if args.solo_lost and not args.scaling:
+        parser.error("--solo-lost needs --scaling")
+    if args.call_team or args.close_sleep or args.solo_below or args.solo_lost:
         os.environ["LAMINA_CALL_TEAM"] = "1"  # installed when native code is first set up
     if args.scaling:
         return _main_scaling(names, args)

@@ -97,6 +97,11 @@ answers 1: one thread's chunks) when the worker took fewer than this percentage 
 chunks of the last call that shared them; 0 never does. Measured: docs/performance.md,
 Threads, "Sharing the cores with NumPy and onnxruntime"."""
 
+DEFAULT_SOLO_LOST = False
+"""`set_solo_lost`: a call runs alone (as with `set_solo_below`) when, in the last call
+that shared its regions, the caller's waits at closes cost more than the worker's
+chunks saved (so that call was slower than one thread would have been)."""
+
 SOLO_PROBE = 8
 """With `set_solo_below`, every this-many-th call shares its regions whatever the last
 share was (the worker's core may be free again)."""
@@ -212,6 +217,8 @@ RUNTIME_IR = f"""
 @team_close_sleeps = global i64 0, align 64
 @team_solo_below = global i32 {DEFAULT_SOLO_BELOW}, align 64
 @team_last_share = internal global i32 100, align 64
+@team_solo_lost = global i32 {int(DEFAULT_SOLO_LOST)}, align 64
+@team_last_lost = internal global i32 0, align 64
 @team_solo_calls = global i64 0, align 64
 @team_worker_tids = global [{MAX_TEAM} x i64] zeroinitializer, align 64
 
@@ -495,21 +502,25 @@ entry:
 
 ; Should the call `%count` (from 0) run alone? With `team_solo_below` > 0 (percent),
 ; when the worker took fewer than that share of the chunks of the last call that
-; shared its regions, except every SOLO_PROBE-th call, which shares them again to
-; see whether the worker is back (its core free).
+; shared its regions; with `team_solo_lost`, when that call's waits at closes cost
+; more than the worker's chunks saved (`team_judge`); but never every SOLO_PROBE-th
+; call, which shares its regions again to see whether the worker is back (its core
+; free).
 define internal i1 @team_go_solo(i64 %count) {{
 entry:
   %below = load atomic i32, ptr @team_solo_below monotonic, align 4
-  %on = icmp sgt i32 %below, 0
-  br i1 %on, label %check, label %no
-check:
   %share = load atomic i32, ptr @team_last_share monotonic, align 4
   %low = icmp slt i32 %share, %below
+  %judged = load atomic i32, ptr @team_solo_lost monotonic, align 4
+  %lost = load atomic i32, ptr @team_last_lost monotonic, align 4
+  %both = and i32 %judged, %lost
+  %slow = icmp ne i32 %both, 0
+  %want = or i1 %low, %slow
+  br i1 %want, label %check, label %no
+check:
   %phase = urem i64 %count, {SOLO_PROBE}
   %probe = icmp eq i64 %phase, 0
-  %notprobe = xor i1 %probe, true
-  %solo = and i1 %low, %notprobe
-  br i1 %solo, label %yes, label %no
+  br i1 %probe, label %no, label %yes
 yes:
   %c = atomicrmw add ptr @team_solo_calls, i64 1 monotonic
   ret i1 1
@@ -517,9 +528,13 @@ no:
   ret i1 0
 }}
 
-; Remember the worker's share (percent) of a shared call's chunks (`team_go_solo`); a
-; call without chunks leaves it.
-define internal void @team_judge(i64 %worker, i64 %caller) {{
+; Remember what the worker did in a shared call (`team_go_solo`): its share (percent)
+; of the chunks, and whether the caller's waits at closes cost more than the worker's
+; chunks saved (`team_last_lost`). With `worker` and `caller` chunks, the worker's
+; chunks took about worker / caller times the caller's own busy time (call - waits);
+; the call was slower than one thread's when the waits exceed that:
+; waits * caller > worker * (call - waits). A call without chunks leaves both.
+define internal void @team_judge(i64 %worker, i64 %caller, i64 %waits, i64 %call) {{
 entry:
   %all = add i64 %worker, %caller
   %any = icmp sgt i64 %all, 0
@@ -529,6 +544,12 @@ share:
   %pct = udiv i64 %w100, %all
   %p32 = trunc i64 %pct to i32
   store atomic i32 %p32, ptr @team_last_share monotonic, align 4
+  %busy = sub i64 %call, %waits
+  %cost = mul i64 %waits, %caller
+  %saved = mul i64 %worker, %busy
+  %lost = icmp sgt i64 %cost, %saved
+  %l32 = zext i1 %lost to i32
+  store atomic i32 %l32, ptr @team_last_lost monotonic, align 4
   br label %done
 done:
   ret void
@@ -573,6 +594,7 @@ run:
   store atomic i64 %self, ptr @team_owner seq_cst, align 8
   %w0 = load atomic i64, ptr @team_worker_chunks monotonic, align 8
   %m0 = load atomic i64, ptr @team_caller_chunks monotonic, align 8
+  %z0 = load atomic i64, ptr @team_close_ticks monotonic, align 8
   br i1 %alone, label %invoke, label %wakeup
 wakeup:
   ; wake sleeping workers now (no region is open): they spin for the call's first
@@ -590,9 +612,11 @@ invoke:
 judge:
   %w1 = load atomic i64, ptr @team_worker_chunks monotonic, align 8
   %m1 = load atomic i64, ptr @team_caller_chunks monotonic, align 8
+  %z1 = load atomic i64, ptr @team_close_ticks monotonic, align 8
   %wn = sub i64 %w1, %w0
   %mn = sub i64 %m1, %m0
-  call void @team_judge(i64 %wn, i64 %mn)
+  %zn = sub i64 %z1, %z0
+  call void @team_judge(i64 %wn, i64 %mn, i64 %zn, i64 %kd)
   br label %finish
 finish:
   store atomic i64 0, ptr @team_owner seq_cst, align 8
@@ -822,7 +846,14 @@ def install(gomp: ctypes.CDLL, llvm) -> bool:
         module.triple = target.triple
         engine = llvm.create_mcjit_compiler(module, target)
         engine.finalize_object()
-        settable = ("team_spin", "team_on", "team_taper", "team_close_sleep", "team_solo_below")
+        settable = (
+            "team_spin",
+            "team_on",
+            "team_taper",
+            "team_close_sleep",
+            "team_solo_below",
+            "team_solo_lost",
+        )
         for name in (*settable, *STATS):
             _globals[name] = engine.get_global_value_address(name)
         for symbol, (real, _) in INTERPOSED.items():
@@ -964,6 +995,13 @@ def set_solo_below(percent: int) -> None:
     _set("team_solo_below", max(0, int(percent)))
 
 
+def set_solo_lost(on: bool) -> None:
+    """Run a call alone when the last call that shared its regions lost more at its
+    closes than the worker saved (`DEFAULT_SOLO_LOST`; every `SOLO_PROBE`th call shares
+    them anyway)."""
+    _set("team_solo_lost", int(on))
+
+
 def worker_tids() -> list[int]:
     """The kernel thread ids of the team's workers started so far (for per-thread CPU
     time in /proc/self/task/<tid>/schedstat: which threads of the process are not ours)."""
@@ -994,6 +1032,7 @@ __all__ = [
     "set_call_team",
     "set_close_sleep",
     "set_solo_below",
+    "set_solo_lost",
     "set_spin",
     "set_taper",
     "spin",

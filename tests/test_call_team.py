@@ -346,3 +346,42 @@ def test_calls_run_alone_while_the_worker_took_too_few_chunks():
     calls = 8 * call_team.SOLO_PROBE
     assert out["calls"] == calls and out["solo"] == calls - 8
     assert out["regions_per_shared"] == 3  # cnn.mlir posts 3 regions per shared call
+
+
+SOLO_LOST = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import lamina
+    from lamina.backends import codegen
+    from lamina.runtime import call_team
+
+    exe = lamina.compile(sys.argv[1])
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal(t.shape).astype(np.float32) for t in exe.get_inputs()]
+    codegen.set_num_threads(1)
+    want = exe.run("main", *inputs)
+    codegen.set_num_threads(2)
+    out = {"default": call_team.DEFAULT_SOLO_LOST}
+    call_team.set_solo_lost(True)
+    call_team.set_spin(0)  # a worker that sleeps at once joins late: closes may cost more
+    before = call_team.stats()
+    calls = 12 * call_team.SOLO_PROBE
+    same = [bool(np.array_equal(exe.run("main", *inputs), want)) for _ in range(calls)]
+    after = call_team.stats()
+    out["same"] = all(same)
+    out["calls"] = after["calls"] - before["calls"]
+    out["solo"] = after["solo_calls"] - before["solo_calls"]
+    print(json.dumps(out))
+    """
+)
+
+
+def test_calls_run_alone_after_a_call_that_lost_at_its_closes():
+    """`set_solo_lost(True)`: whichever calls the rule runs alone (it depends on how the
+    threads were scheduled), the results do not change, and every `SOLO_PROBE`th call
+    shares its regions."""
+    out = _run("cnn.mlir", "1", SOLO_LOST)
+    calls = 12 * call_team.SOLO_PROBE
+    assert out["default"] is False and out["same"] and out["calls"] == calls
+    assert out["solo"] <= calls - 12
