@@ -45,6 +45,15 @@ per kernel.
 
 `LAMINA_CALL_TEAM` (docs/environment.md) decides whether it is installed and
 on; `set_call_team` switches an installed team on or off at run time.
+
+Next to another library's spinning pool thread (OpenBLAS's, onnxruntime's after
+their calls) three threads share two cores and the worker is often off its core;
+three options, off by default (docs/performance.md, "Sharing the cores with NumPy
+and onnxruntime"): `set_close_sleep` lets a caller waiting at a close sleep so the
+scheduler may move the worker to its core; `set_solo_below` and `set_solo_lost` run
+calls alone (no region posted, one thread's chunks) while the worker took too few
+chunks, or after a shared call whose waits at closes cost more than the worker
+saved, probing every `SOLO_PROBE`th call.
 """
 
 from __future__ import annotations
