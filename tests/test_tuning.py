@@ -429,3 +429,26 @@ def test_a_model_slower_as_a_whole_keeps_the_defaults(
     found = load_records(records)
     assert found.applicable and all(r.knobs == {} for r in found.applicable.values())
     assert all(r.time == r.default for r in found.applicable.values())
+
+
+@pytest.mark.parametrize(
+    "knobs",
+    [{"block_rows_outside_columns": 1}, {"block_broadcast_registers": 2}],
+    ids=["loop-order", "broadcasts"],
+)
+def test_register_block_knobs_apply_deterministically(small: Path, tmp_path: Path, knobs):
+    """The loop order of a register block (`block_rows_outside_columns`: the row blocks
+    outermost, both layers' 48- and 16-wide rows split into column blocks) and the
+    broadcast registers it is sized for, as a record: byte-identical code from the same
+    record, another code than the default's, the default's results."""
+    first, second = model_kernels(load_model(small))
+    records = tmp_path / "r.jsonl"
+    records.write_text(_record(first.key, knobs) + "\n" + _record(second.key, knobs) + "\n")
+    default = lamina.compile(small, cache=False)
+    tuned = [lamina.compile(small, cache=False, records=str(records)) for _ in range(2)]
+    assert tuned[0].compiled.object_code == tuned[1].compiled.object_code
+    assert tuned[0].compiled.object_code != default.compiled.object_code
+    args = _inputs(default)
+    np.testing.assert_allclose(
+        tuned[0].run("main", *args), default.run("main", *args), rtol=1e-4, atol=1e-4
+    )

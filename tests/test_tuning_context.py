@@ -10,10 +10,17 @@ import pytest
 from test_tuning import SMALL
 
 from lamina.target.tuning_records import load_records
-from lamina.tuning.context import PRIORITY, THREAD_KNOBS, VALUE_ORDER, ContextSearch, singles
+from lamina.tuning.context import (
+    FEW_REGISTERS_ROWS,
+    PRIORITY,
+    THREAD_KNOBS,
+    VALUE_ORDER,
+    ContextSearch,
+    singles,
+)
 from lamina.tuning.kernels import load_model, model_kernels
 from lamina.tuning.measure import LocalMeasurer
-from lamina.tuning.search import CHOICES
+from lamina.tuning.search import CHOICES, canonical
 
 
 @pytest.fixture
@@ -31,6 +38,9 @@ def test_singles_follow_the_priority_and_skip_thread_knobs_at_one_thread():
     everything = {(k, v) for k, values in CHOICES.items() for v in values}
     assert {next(iter(c.items())) for c in many} == everything
     assert len(many) == len(everything) and all(len(c) == 1 for c in many)
+    few = singles(1, registers=16)  # AVX2: the register rows smallest first, the same set
+    assert [c["block_rows"] for c in few[:4]] == list(FEW_REGISTERS_ROWS[:4])
+    assert sorted(map(canonical, few)) == sorted(map(canonical, one))
 
 
 class _Skewed(LocalMeasurer):
@@ -109,7 +119,7 @@ def test_register_rows_beyond_one_that_spilled_are_not_tried(small: Path):
     while slot.queue:
         tried.append(slot.next(rng))
     rows = [c["block_rows"] for c in tried if c and "block_rows" in c]
-    assert rows == [6, 2, 3, 1]  # 8, 12, 14 and 16 skipped
+    assert rows == [6, 2, 3, 5, 1]  # 8, 12, 14 and 16 skipped
     assert {"conv_channel_jam": 2} in tried and {"block_vector_choices": (1,)} in tried
     children = [slot.next(rng) for _ in range(20)]
     assert not [c for c in children if c and c.get("block_rows", 0) >= 7]

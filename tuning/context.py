@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lamina.passes.apply_records import kernel_key, kernels
+from lamina.target.registry import module_facts
 from lamina.target.tuning_records import Record, Timing, lamina_version, write_records
 from lamina.tuning.kernels import Kernel
 from lamina.tuning.measure import summary
@@ -52,12 +53,14 @@ PRIORITY = (
     "pack_min_row_blocks",
     "pack_max_bytes",
     "gather_line_bytes",
+    "block_rows_outside_columns",
+    "block_broadcast_registers",
 )
 """Knobs in the order their single changes are tried (the others of `CHOICES` after
 them): the register block and the channel jam decide most of a convolution's time."""
 
 VALUE_ORDER: dict[str, tuple[Any, ...]] = {
-    "block_rows": (4, 7, 6, 8, 12, 14, 2, 16, 3, 1),
+    "block_rows": (4, 7, 6, 8, 12, 14, 2, 16, 3, 5, 1),
     "conv_channel_jam": (2, 3, 4, 1),
     "block_vector_choices": ((1,), (2,), (4,), (3,)),
     "block_max_vectors": (8, 2, 1),
@@ -66,6 +69,12 @@ VALUE_ORDER: dict[str, tuple[Any, ...]] = {
 `block_rows`: in a 180 s in-context search of MobileNetV2 (AVX-512, one thread) the
 rows that won were 4 (8 kernels), 6, 7 and 8 (3 each), never 14; divisors of the
 output widths (7, 14, 28, 56) and other small blocks before the smallest."""
+
+FEW_REGISTERS_ROWS = (4, 3, 5, 6, 2, 7, 8, 12, 14, 16, 1)
+"""`block_rows` in the order tried where the vector registers are 16 (AVX2): in a 320 s
+in-context search of MobileNetV2's AVX2 build (one thread) 7 and 6 rows made every 1x1
+convolution 0.50-0.72x (their jammed tiles spill), while 4 rows won on six depthwise
+convolutions (1.03-1.09x in the final): the smaller blocks first."""
 
 DERIVED = {"block_rows": 2, "conv_channel_jam": 2, "block_vector_choices": 2}
 """Knobs whose default is derived per kernel, so that one value tried may be the one the
@@ -199,14 +208,17 @@ on the ten register-row counts (MobileNetV2: six generations in 180 s, all of th
 `block_rows`)."""
 
 
-def singles(threads: int | None) -> list[dict[str, Any]]:
+def singles(threads: int | None, registers: int = 32) -> list[dict[str, Any]]:
     """Single-knob changes of the defaults: every value of the first `DEPTH_FIRST` knobs
     of `PRIORITY` (their `LEADING` values first), then the first value of every other
-    knob, the second values, ..."""
+    knob, the second values, ... With 16 vector `registers` or fewer the register
+    rows are tried smallest first (`FEW_REGISTERS_ROWS`)."""
     order = [k for k in PRIORITY if k in CHOICES] + [k for k in CHOICES if k not in PRIORITY]
     if threads == 1:
         order = [k for k in order if k not in THREAD_KNOBS]
     values = {k: _ordered(k) for k in order}
+    if registers <= 16 and "block_rows" in values:
+        values["block_rows"] = [v for v in FEW_REGISTERS_ROWS if v in CHOICES["block_rows"]]
     deep = order[:DEPTH_FIRST]
     first = [{k: v} for k in deep for v in values[k][: LEADING.get(k, len(values[k]))]]
     first += [{k: v} for k in deep for v in values[k][LEADING.get(k, len(values[k])) :]]
@@ -242,7 +254,7 @@ class ContextSearch:
         by_key: dict[str, set[str]] = {}
         for func in kernels(module):
             by_key.setdefault(kernel_key(func, module), set()).add(func.sym_name.data)
-        first = singles(measurer.threads)
+        first = singles(measurer.threads, module_facts(module).vector_registers)
         self.slots = [
             Slot(k, frozenset(by_key.get(k.key, {k.name})), queue=list(first))
             for k in model_kernels

@@ -37,7 +37,7 @@ from lamina.tuning.measure import summary
 
 CHOICES: dict[str, tuple[Any, ...]] = {
     "block_vector_choices": ((1,), (2,), (3,), (4,)),
-    "block_rows": (1, 2, 3, 4, 6, 7, 8, 12, 14, 16),
+    "block_rows": (1, 2, 3, 4, 5, 6, 7, 8, 12, 14, 16),
     "block_max_vectors": (1, 2, 8),
     "pack_min_row_blocks": (1, 8, 16, 64, 1 << 30),
     "pack_max_bytes": (1 << 17, 1 << 20, 1 << 22),
@@ -55,6 +55,8 @@ CHOICES: dict[str, tuple[Any, ...]] = {
     "conv_grouped_jam_min_row": (7, 1 << 30),
     "epilogue_jam_max_ops": (1 << 30,),
     "epilogue_step_vectors": (1, 8),
+    "block_broadcast_registers": (0, 1, 2),
+    "block_rows_outside_columns": (1,),
 }
 """The values tried per knob besides the default (the knobs `schedule` and `lower-to-llvm`
 read per kernel; target/tuning_records.py `KERNEL_KNOBS`). `block_rows` includes 7 and 14:
