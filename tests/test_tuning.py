@@ -452,3 +452,17 @@ def test_register_block_knobs_apply_deterministically(small: Path, tmp_path: Pat
     np.testing.assert_allclose(
         tuned[0].run("main", *args), default.run("main", *args), rtol=1e-4, atol=1e-4
     )
+
+
+def test_graph_candidates_of_the_default_plan_are_not_built():
+    """A graph-level knob that leaves the plan (the model through `lower-te`) as the
+    default's is skipped without a build: on the AVX2 build `conv_channel_block = 8` is
+    the derived block and the CNN has no grouped convolution; 32 is another plan."""
+    from lamina.tuning.graph_search import GraphSearch, _plan
+
+    cnn = ROOT / "examples" / "cnn.mlir"
+    search = GraphSearch(str(cnn), "key", ["cpu{isa=avx2}"])
+    default = _plan(search, {})
+    assert _plan(search, {"conv_channel_block": 8}) == default
+    assert _plan(search, {"conv_grouped_min_width": 1 << 30}) == default
+    assert _plan(search, {"conv_channel_block": 32}) != default
