@@ -24,6 +24,7 @@ from lamina.target.tuning_records import (
 )
 from lamina.tuning.kernels import load_model, model_kernels
 from lamina.tuning.measure import LocalMeasurer
+from lamina.tuning.search import canonical
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -284,6 +285,53 @@ def test_tune_through_a_local_ray_instance(small: Path, tmp_path: Path):
         k.key for k in model_kernels(load_model(small))
     }
     assert found.applicable
+
+
+def test_ray_builds_the_next_kernels_singles_while_a_kernel_drains(small: Path):
+    """On a Ray instance (two CPUs, build slots apart from the measurements) the second
+    kernel's single-knob changes are submitted while the first kernel's phases drain; its
+    own search collects them (every single tried, counted once), nothing is left over."""
+    ray = _ray()
+    if ray is None:
+        pytest.skip("needs the ray extra (pip install -e '.[ray]')")
+    from lamina.tuning.ray_cluster import RayMeasurer
+    from lamina.tuning.search import Tuner
+
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        log_to_driver=False,
+        logging_level=logging.ERROR,
+    )
+    try:
+        measurer = RayMeasurer("auto", threads=1)
+        try:
+            tuner = Tuner(model_kernels(load_model(small)), measurer)
+            assert tuner.depth > 1
+            tuner.measure_defaults()
+            first, second = tuner.searches
+            submitted = []
+            start = tuner._start
+
+            def spy(search, candidates):
+                pending = start(search, candidates)
+                if pending is not None:
+                    submitted.append((search is second, tuner._upcoming is second))
+                return pending
+
+            tuner._start = spy
+            tuner.tune(120)  # the two kernels' space is used up well before
+        finally:
+            measurer.close()
+    finally:
+        ray.shutdown()
+    assert (True, True) in submitted  # the second kernel's builds, during the first's search
+    singles = {canonical(c.knobs) for c in tuner._singles()}
+    for search in (first, second):
+        assert not search.ahead
+        assert singles <= set(search.seen)
+        assert search.trials == len(search.seen) - 1  # each built once (the default: 0)
 
 
 def test_parse_record_round_trips():
