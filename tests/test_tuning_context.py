@@ -82,6 +82,48 @@ def test_in_context_the_default_never_loses(small: Path, factor: float):
         assert kept and all(r.time.median < r.default.median for r in kept)  # type: ignore[union-attr]
 
 
+class _SlowsTheNext(LocalMeasurer):
+    """The real measurer, every candidate build's first kernel timed at half its time,
+    the second at 20 times its own and the model at 0.9 times: the first kernel's knobs
+    win alone and the model is faster, but they cost the kernel after it more than they
+    save."""
+
+    def __init__(self, first: frozenset[str], second: frozenset[str]):
+        super().__init__(threads=1)
+        self.first, self.second = first, second
+
+    def model(self, model, targets, base_records, records, rounds, timeout):
+        answer = super().model(model, targets, base_records, records, rounds, timeout)
+        if answer["ok"] and len(answer["samples"]) == 2:
+            base, own = answer["samples"]
+            scale = {"": 0.9, **{k: 0.5 for k in self.first}, **{k: 20.0 for k in self.second}}
+            answer["samples"] = [
+                base,
+                [{k: t * scale.get(k, 1.0) for k, t in r.items()} for r in own],
+            ]
+        return answer
+
+
+def test_knobs_that_slow_the_next_kernel_more_than_they_save_are_dropped(small: Path):
+    module = load_model(small)
+    kernels = model_kernels(module)
+    probe = ContextSearch(str(small), None, module, kernels, LocalMeasurer(threads=1))
+    first, second = (slot.symbols for slot in probe.slots)
+    probe.close()
+    probe.measurer.close()
+    measurer = _SlowsTheNext(first, second)
+    search = ContextSearch(str(small), None, module, kernels, measurer)
+    try:
+        search.search(12, None)
+        records = search.records(measurer.identity())
+    finally:
+        search.close()
+        measurer.close()
+    assert search.final_ratio is not None  # the finalists were timed together
+    assert all(r.knobs == {} for r in records)
+    assert any("slow the kernel after it" in note for note in search.notes)
+
+
 def test_tune_in_context_writes_records_that_apply(small: Path, tmp_path: Path):
     """`lamina.tune` searches in context by default; budget 0 then keeps the file."""
     from lamina.tuning.tune import tune
