@@ -118,6 +118,7 @@ class RegisterBlockOptions:
     conv_channel_jam_everywhere: int | None = None
     conv_stem_channel_jam: int | None = None
     conv_grouped_jam_min_row: int | None = None
+    block_rows_outside_columns: int | None = None
 
 
 @dataclass(frozen=True)

@@ -265,17 +265,37 @@ def register_block(
     a whole unpacked panel onto a few L1 sets.
     """
     top = None
+    columns_inside = False
     if shape.columns < prim.trip_count(nest.fill):
-        top = _columns_outermost(nest, shape, knobs)
+        if knobs.block_rows_outside_columns:
+            _columns_inside(nest, shape)
+            columns_inside = True
+        else:
+            top = _columns_outermost(nest, shape, knobs)
     rows_outer, rows_inner, tail = prim.split(nest.outer, shape.rows)
     if top is None:
         top = rows_outer
     else:
         distribute_columns(top, rows_outer, cores, knobs)
     prim.unroll_and_jam(rows_inner, jam_vectorized=not knobs.block_broadcast_registers)
+    if tail is not None and columns_inside:  # tail rows { columns { F; R } }: swap them
+        tail = prim.body_ops(prim.interchange(tail))[0]
+        assert isinstance(tail, loop.ForOp)
     if tail is not None and (tail_nest := ReductionNest.match(tail)) is not None:
         _block_tail(tail_nest, shape, cores, knobs)
     return top
+
+
+def _columns_inside(nest: ReductionNest, shape: BlockShape) -> None:
+    """Split the row into column blocks whose loop stays inside the rows
+    (`block_rows_outside_columns`): `L { columns { F; R } }`, so that the row
+    blocks, split from L afterwards, each visit every column block."""
+    fill_outer, _, _ = prim.split(nest.fill, shape.columns)
+    row_outer, _, _ = prim.split(nest.row, shape.columns)
+    while (parent := row_outer.parent_op()) is not nest.outer:
+        assert isinstance(parent, loop.ForOp)
+        row_outer = prim.interchange(parent)
+    prim.fuse(fill_outer, row_outer)
 
 
 def _columns_outermost(nest: ReductionNest, shape: BlockShape, knobs: ScheduleKnobs) -> loop.ForOp:

@@ -347,6 +347,16 @@ class ScheduleKnobs:
     passed as a parameter: they must stay in L2 (256->256 at 14x14 streams
     4 MiB of them through L3 and loses: 2.2 ms against 2.1 direct)."""
 
+    block_rows_outside_columns: int = 0
+    """Loop order of a register-blocked reduction whose row is longer than one
+    register block (a matmul's N > NR; `schedule/register_block.py`): 0, the
+    column-block loop runs outermost, each column panel of B shared by every
+    row block (and packed when `pack_min_row_blocks` say so); 1, the row
+    blocks run outermost and each visits every column block, so that its MR
+    rows of A are reused across the columns while B is read in place (never
+    packed). Not measured as a default: a tuning knob (docs/tuning.md),
+    whose gain depends on which operand fits the caches."""
+
     @staticmethod
     def for_cpu(facts: CpuFacts) -> ScheduleKnobs:
         """The measured defaults, each derived one (`_DERIVED`) evaluated on `facts`."""
@@ -381,7 +391,11 @@ LIST_KNOBS: frozenset[str] = frozenset({"block_vector_choices", "conv_channel_ja
 """Knobs whose value is a list of integers: set in tuning records, not as target options."""
 
 
-SWITCH_KNOBS = ("conv_channel_jam_everywhere", "conv_stem_channel_jam")
+SWITCH_KNOBS = (
+    "conv_channel_jam_everywhere",
+    "conv_stem_channel_jam",
+    "block_rows_outside_columns",
+)
 """Knobs that turn a rule on (1) or off (0): any other value is a typo, not a setting."""
 
 

@@ -24,6 +24,7 @@ from lamina.target.tuning_records import (
 )
 from lamina.tuning.kernels import load_model, model_kernels
 from lamina.tuning.measure import LocalMeasurer
+from lamina.tuning.search import canonical
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -286,6 +287,53 @@ def test_tune_through_a_local_ray_instance(small: Path, tmp_path: Path):
     assert found.applicable
 
 
+def test_ray_builds_the_next_kernels_singles_while_a_kernel_drains(small: Path):
+    """On a Ray instance (two CPUs, build slots apart from the measurements) the second
+    kernel's single-knob changes are submitted while the first kernel's phases drain; its
+    own search collects them (every single tried, counted once), nothing is left over."""
+    ray = _ray()
+    if ray is None:
+        pytest.skip("needs the ray extra (pip install -e '.[ray]')")
+    from lamina.tuning.ray_cluster import RayMeasurer
+    from lamina.tuning.search import Tuner
+
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        log_to_driver=False,
+        logging_level=logging.ERROR,
+    )
+    try:
+        measurer = RayMeasurer("auto", threads=1)
+        try:
+            tuner = Tuner(model_kernels(load_model(small)), measurer)
+            assert tuner.depth > 1
+            tuner.measure_defaults()
+            first, second = tuner.searches
+            submitted = []
+            start = tuner._start
+
+            def spy(search, candidates):
+                pending = start(search, candidates)
+                if pending is not None:
+                    submitted.append((search is second, tuner._upcoming is second))
+                return pending
+
+            tuner._start = spy
+            tuner.tune(120)  # the two kernels' space is used up well before
+        finally:
+            measurer.close()
+    finally:
+        ray.shutdown()
+    assert (True, True) in submitted  # the second kernel's builds, during the first's search
+    singles = {canonical(c.knobs) for c in tuner._singles()}
+    for search in (first, second):
+        assert not search.ahead
+        assert singles <= set(search.seen)
+        assert search.trials == len(search.seen) - 1  # each built once (the default: 0)
+
+
 def test_parse_record_round_trips():
     line = _record("c" * 64, {"block_vector_choices": [2, 1], "block_rows": 4})
     record = parse_record(line)
@@ -429,3 +477,40 @@ def test_a_model_slower_as_a_whole_keeps_the_defaults(
     found = load_records(records)
     assert found.applicable and all(r.knobs == {} for r in found.applicable.values())
     assert all(r.time == r.default for r in found.applicable.values())
+
+
+@pytest.mark.parametrize(
+    "knobs",
+    [{"block_rows_outside_columns": 1}, {"block_broadcast_registers": 2}],
+    ids=["loop-order", "broadcasts"],
+)
+def test_register_block_knobs_apply_deterministically(small: Path, tmp_path: Path, knobs):
+    """The loop order of a register block (`block_rows_outside_columns`: the row blocks
+    outermost, both layers' 48- and 16-wide rows split into column blocks) and the
+    broadcast registers it is sized for, as a record: byte-identical code from the same
+    record, another code than the default's, the default's results."""
+    first, second = model_kernels(load_model(small))
+    records = tmp_path / "r.jsonl"
+    records.write_text(_record(first.key, knobs) + "\n" + _record(second.key, knobs) + "\n")
+    default = lamina.compile(small, cache=False)
+    tuned = [lamina.compile(small, cache=False, records=str(records)) for _ in range(2)]
+    assert tuned[0].compiled.object_code == tuned[1].compiled.object_code
+    assert tuned[0].compiled.object_code != default.compiled.object_code
+    args = _inputs(default)
+    np.testing.assert_allclose(
+        tuned[0].run("main", *args), default.run("main", *args), rtol=1e-4, atol=1e-4
+    )
+
+
+def test_graph_candidates_of_the_default_plan_are_not_built():
+    """A graph-level knob that leaves the plan (the model through `lower-te`) as the
+    default's is skipped without a build: on the AVX2 build `conv_channel_block = 8` is
+    the derived block and the CNN has no grouped convolution; 32 is another plan."""
+    from lamina.tuning.graph_search import GraphSearch, _plan
+
+    cnn = ROOT / "examples" / "cnn.mlir"
+    search = GraphSearch(str(cnn), "key", ["cpu{isa=avx2}"])
+    default = _plan(search, {})
+    assert _plan(search, {"conv_channel_block": 8}) == default
+    assert _plan(search, {"conv_grouped_min_width": 1 << 30}) == default
+    assert _plan(search, {"conv_channel_block": 32}) != default

@@ -10,10 +10,17 @@ import pytest
 from test_tuning import SMALL
 
 from lamina.target.tuning_records import load_records
-from lamina.tuning.context import PRIORITY, THREAD_KNOBS, VALUE_ORDER, ContextSearch, singles
+from lamina.tuning.context import (
+    FEW_REGISTERS_ROWS,
+    PRIORITY,
+    THREAD_KNOBS,
+    VALUE_ORDER,
+    ContextSearch,
+    singles,
+)
 from lamina.tuning.kernels import load_model, model_kernels
 from lamina.tuning.measure import LocalMeasurer
-from lamina.tuning.search import CHOICES
+from lamina.tuning.search import CHOICES, canonical
 
 
 @pytest.fixture
@@ -31,6 +38,9 @@ def test_singles_follow_the_priority_and_skip_thread_knobs_at_one_thread():
     everything = {(k, v) for k, values in CHOICES.items() for v in values}
     assert {next(iter(c.items())) for c in many} == everything
     assert len(many) == len(everything) and all(len(c) == 1 for c in many)
+    few = singles(1, registers=16)  # AVX2: the register rows smallest first, the same set
+    assert [c["block_rows"] for c in few[:4]] == list(FEW_REGISTERS_ROWS[:4])
+    assert sorted(map(canonical, few)) == sorted(map(canonical, one))
 
 
 class _Skewed(LocalMeasurer):
@@ -72,6 +82,48 @@ def test_in_context_the_default_never_loses(small: Path, factor: float):
         assert kept and all(r.time.median < r.default.median for r in kept)  # type: ignore[union-attr]
 
 
+class _SlowsTheNext(LocalMeasurer):
+    """The real measurer, every candidate build's first kernel timed at half its time,
+    the second at 20 times its own and the model at 0.9 times: the first kernel's knobs
+    win alone and the model is faster, but they cost the kernel after it more than they
+    save."""
+
+    def __init__(self, first: frozenset[str], second: frozenset[str]):
+        super().__init__(threads=1)
+        self.first, self.second = first, second
+
+    def model(self, model, targets, base_records, records, rounds, timeout):
+        answer = super().model(model, targets, base_records, records, rounds, timeout)
+        if answer["ok"] and len(answer["samples"]) == 2:
+            base, own = answer["samples"]
+            scale = {"": 0.9, **{k: 0.5 for k in self.first}, **{k: 20.0 for k in self.second}}
+            answer["samples"] = [
+                base,
+                [{k: t * scale.get(k, 1.0) for k, t in r.items()} for r in own],
+            ]
+        return answer
+
+
+def test_knobs_that_slow_the_next_kernel_more_than_they_save_are_dropped(small: Path):
+    module = load_model(small)
+    kernels = model_kernels(module)
+    probe = ContextSearch(str(small), None, module, kernels, LocalMeasurer(threads=1))
+    first, second = (slot.symbols for slot in probe.slots)
+    probe.close()
+    probe.measurer.close()
+    measurer = _SlowsTheNext(first, second)
+    search = ContextSearch(str(small), None, module, kernels, measurer)
+    try:
+        search.search(12, None)
+        records = search.records(measurer.identity())
+    finally:
+        search.close()
+        measurer.close()
+    assert search.final_ratio is not None  # the finalists were timed together
+    assert all(r.knobs == {} for r in records)
+    assert any("slow the kernel after it" in note for note in search.notes)
+
+
 def test_tune_in_context_writes_records_that_apply(small: Path, tmp_path: Path):
     """`lamina.tune` searches in context by default; budget 0 then keeps the file."""
     from lamina.tuning.tune import tune
@@ -109,7 +161,7 @@ def test_register_rows_beyond_one_that_spilled_are_not_tried(small: Path):
     while slot.queue:
         tried.append(slot.next(rng))
     rows = [c["block_rows"] for c in tried if c and "block_rows" in c]
-    assert rows == [6, 2, 3, 1]  # 8, 12, 14 and 16 skipped
+    assert rows == [6, 2, 3, 5, 1]  # 8, 12, 14 and 16 skipped
     assert {"conv_channel_jam": 2} in tried and {"block_vector_choices": (1,)} in tried
     children = [slot.next(rng) for _ in range(20)]
     assert not [c for c in children if c and c.get("block_rows", 0) >= 7]

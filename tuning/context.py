@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lamina.passes.apply_records import kernel_key, kernels
+from lamina.target.registry import module_facts
 from lamina.target.tuning_records import Record, Timing, lamina_version, write_records
 from lamina.tuning.kernels import Kernel
 from lamina.tuning.measure import summary
@@ -52,12 +53,14 @@ PRIORITY = (
     "pack_min_row_blocks",
     "pack_max_bytes",
     "gather_line_bytes",
+    "block_rows_outside_columns",
+    "block_broadcast_registers",
 )
 """Knobs in the order their single changes are tried (the others of `CHOICES` after
 them): the register block and the channel jam decide most of a convolution's time."""
 
 VALUE_ORDER: dict[str, tuple[Any, ...]] = {
-    "block_rows": (4, 7, 6, 8, 12, 14, 2, 16, 3, 1),
+    "block_rows": (4, 7, 6, 8, 12, 14, 2, 16, 3, 5, 1),
     "conv_channel_jam": (2, 3, 4, 1),
     "block_vector_choices": ((1,), (2,), (4,), (3,)),
     "block_max_vectors": (8, 2, 1),
@@ -66,6 +69,12 @@ VALUE_ORDER: dict[str, tuple[Any, ...]] = {
 `block_rows`: in a 180 s in-context search of MobileNetV2 (AVX-512, one thread) the
 rows that won were 4 (8 kernels), 6, 7 and 8 (3 each), never 14; divisors of the
 output widths (7, 14, 28, 56) and other small blocks before the smallest."""
+
+FEW_REGISTERS_ROWS = (4, 3, 5, 6, 2, 7, 8, 12, 14, 16, 1)
+"""`block_rows` in the order tried where the vector registers are 16 (AVX2): in a 320 s
+in-context search of MobileNetV2's AVX2 build (one thread) 7 and 6 rows made every 1x1
+convolution 0.50-0.72x (their jammed tiles spill), while 4 rows won on six depthwise
+convolutions (1.03-1.09x in the final): the smaller blocks first."""
 
 DERIVED = {"block_rows": 2, "conv_channel_jam": 2, "block_vector_choices": 2}
 """Knobs whose default is derived per kernel, so that one value tried may be the one the
@@ -199,14 +208,17 @@ on the ten register-row counts (MobileNetV2: six generations in 180 s, all of th
 `block_rows`)."""
 
 
-def singles(threads: int | None) -> list[dict[str, Any]]:
+def singles(threads: int | None, registers: int = 32) -> list[dict[str, Any]]:
     """Single-knob changes of the defaults: every value of the first `DEPTH_FIRST` knobs
     of `PRIORITY` (their `LEADING` values first), then the first value of every other
-    knob, the second values, ..."""
+    knob, the second values, ... With 16 vector `registers` or fewer the register
+    rows are tried smallest first (`FEW_REGISTERS_ROWS`)."""
     order = [k for k in PRIORITY if k in CHOICES] + [k for k in CHOICES if k not in PRIORITY]
     if threads == 1:
         order = [k for k in order if k not in THREAD_KNOBS]
     values = {k: _ordered(k) for k in order}
+    if registers <= 16 and "block_rows" in values:
+        values["block_rows"] = [v for v in FEW_REGISTERS_ROWS if v in CHOICES["block_rows"]]
     deep = order[:DEPTH_FIRST]
     first = [{k: v} for k in deep for v in values[k][: LEADING.get(k, len(values[k]))]]
     first += [{k: v} for k in deep for v in values[k][LEADING.get(k, len(values[k])) :]]
@@ -242,7 +254,7 @@ class ContextSearch:
         by_key: dict[str, set[str]] = {}
         for func in kernels(module):
             by_key.setdefault(kernel_key(func, module), set()).add(func.sym_name.data)
-        first = singles(measurer.threads)
+        first = singles(measurer.threads, module_facts(module).vector_registers)
         self.slots = [
             Slot(k, frozenset(by_key.get(k.key, {k.name})), queue=list(first))
             for k in model_kernels
@@ -426,7 +438,31 @@ class ContextSearch:
             ratio = statistics.median(b / o for b, o in pairs)
             wins = sum(b > o for b, o in pairs)
             if ratio >= MIN_GAIN and wins >= FINAL_WINS:
+                after = self._after(slot)
+                if after is not None and after.kernel.key not in finalists:
+                    lost = self._added(after, base_rows, rows)
+                    if self._added(slot, base_rows, rows) + lost >= 0:
+                        self.notes.append(
+                            f"{slot.kernel.name}: its knobs slow the kernel after it "
+                            f"({after.kernel.name}, {lost * 1e6:.1f} us) by more than they "
+                            "save: the defaults are kept"
+                        )
+                        continue
                 slot.final = Trial(trial.knobs, trial.code, ratio, wins, len(pairs))
+
+    def _after(self, slot: Slot) -> Slot | None:
+        """The kernel the model calls after `slot`'s first call (slots are in call order)."""
+        i = next(i for i, s in enumerate(self.slots) if s is slot)
+        return self.slots[i + 1] if i + 1 < len(self.slots) else None
+
+    def _added(self, slot: Slot, base_rows: list[dict], rows: list[dict]) -> float:
+        """Seconds per model run a kernel took more in `rows` than in `base_rows` (median
+        of the rounds; negative: less). A kernel's knobs can slow the kernel after it with
+        its own code unchanged: in MobileNetV2's AVX2 build, timed quietly, `block_rows = 4`
+        on the 32->16 projection at 112x112 left it 0.999x and made the 16->96 expansion
+        after it 0.86x (the model 0.99x)."""
+        base, own = self._times(slot, base_rows), self._times(slot, rows)
+        return statistics.median(o - b for b, o in zip(base, own, strict=True))
 
     # -- records -------------------------------------------------------------------------
     def records(self, identity: tuple[str, tuple[str, ...]]) -> list[Record]:

@@ -42,6 +42,9 @@ def _build(text: str, cache_dir: str) -> dict[str, Any]:
     measuring process's): nothing is loaded from an earlier run's builds."""
     os.environ["LAMINA_CACHE"] = "1"
     os.environ["LAMINA_CACHE_DIR"] = cache_dir
+    # One CPU per task (`num_cpus=1`): the cluster runs builds side by side, so a build's
+    # own LLVM thread pool (one thread per usable core) would only oversubscribe the node.
+    os.environ["LAMINA_BUILD_THREADS"] = "1"
     try:
         import lamina
         from lamina.driver.compiler import CompileRequest

@@ -37,7 +37,7 @@ from lamina.tuning.measure import summary
 
 CHOICES: dict[str, tuple[Any, ...]] = {
     "block_vector_choices": ((1,), (2,), (3,), (4,)),
-    "block_rows": (1, 2, 3, 4, 6, 7, 8, 12, 14, 16),
+    "block_rows": (1, 2, 3, 4, 5, 6, 7, 8, 12, 14, 16),
     "block_max_vectors": (1, 2, 8),
     "pack_min_row_blocks": (1, 8, 16, 64, 1 << 30),
     "pack_max_bytes": (1 << 17, 1 << 20, 1 << 22),
@@ -55,6 +55,8 @@ CHOICES: dict[str, tuple[Any, ...]] = {
     "conv_grouped_jam_min_row": (7, 1 << 30),
     "epilogue_jam_max_ops": (1 << 30,),
     "epilogue_step_vectors": (1, 8),
+    "block_broadcast_registers": (0, 1, 2),
+    "block_rows_outside_columns": (1,),
 }
 """The values tried per knob besides the default (the knobs `schedule` and `lower-to-llvm`
 read per kernel; target/tuning_records.py `KERNEL_KNOBS`). `block_rows` includes 7 and 14:
@@ -115,6 +117,9 @@ class KernelSearch:
     trials: int = 0
     best: Candidate | None = None
     best_time: Timing | None = None
+    ahead: list[Any] = field(default_factory=list)
+    """Builds of its single-knob changes submitted while the kernel before it was searched
+    (`_Pending`s: `Tuner._prefetch`), collected first when its own search starts."""
 
     @property
     def speedup(self) -> float:
@@ -158,6 +163,8 @@ class Tuner:
         self.depth = 1 if parallel == 1 else 1 + -(-PIPELINE * parallel // BATCH)
         """Groups in flight: while the oldest is measured, the others keep every build
         slot busy (`PIPELINE` builds per slot); one where builds run in the measuring process."""
+        self._upcoming: KernelSearch | None = None
+        """The kernel searched after the current one (its singles are built ahead)."""
 
     # -- measuring -----------------------------------------------------------------------
     def _timeout(self, search: KernelSearch | None, rounds: int, count: int) -> float:
@@ -292,19 +299,48 @@ class Tuner:
         if not self.searches:
             self.measure_defaults()
         left_share = sum(s.share for s in self.searches)
-        for search in self.searches:
-            remaining = self.deadline - time.perf_counter()
-            if remaining <= 0:
-                break
-            until = time.perf_counter() + remaining * search.share / max(left_share, 1e-9)
-            left_share -= search.share
-            self._search(search, until, progress)
-            self._finalize(search)
-            if progress is not None:
-                progress(self)
+        try:
+            for i, search in enumerate(self.searches):
+                remaining = self.deadline - time.perf_counter()
+                if remaining <= 0:
+                    break
+                until = time.perf_counter() + remaining * search.share / max(left_share, 1e-9)
+                left_share -= search.share
+                self._upcoming = self.searches[i + 1] if i + 1 < len(self.searches) else None
+                self._search(search, until, progress)
+                self._finalize(search)
+                if progress is not None:
+                    progress(self)
+        finally:
+            self._upcoming = None
+            for search in self.searches:  # built ahead for a kernel the budget did not reach
+                for pending in search.ahead:
+                    self.measurer.cancel(pending.handle)
+                    for c in pending.candidates:
+                        search.seen.pop(canonical(c.knobs), None)
+                search.ahead.clear()
+
+    def _singles(self) -> list[Candidate]:
+        """Every single-knob change of the defaults, in `CHOICES` order."""
+        return [Candidate({k: v}) for k, values in CHOICES.items() for v in values]
+
+    def _prefetch(self, in_flight: int) -> bool:
+        """Submit a group of the next kernel's single-knob changes when a build slot would
+        otherwise idle (the current kernel's phase is draining: its remaining candidates
+        need the results in flight); False when there is none to submit. Only where builds
+        run apart from the measurements (a Ray cluster: `depth` > 1)."""
+        upcoming = self._upcoming
+        if upcoming is None or self.depth == 1 or in_flight + len(upcoming.ahead) >= self.depth:
+            return False
+        for group in _chunks(self._singles(), self.group):
+            pending = self._start(upcoming, group)
+            if pending is not None:
+                upcoming.ahead.append(pending)
+                return True
+        return False
 
     def _search(self, search: KernelSearch, until: float, progress: Progress | None) -> None:
-        singles = [Candidate({k: v}) for k, values in CHOICES.items() for v in values]
+        singles = self._singles()
         group = self.group
         if not self._run(search, _chunks(singles, group), until):
             return
@@ -335,12 +371,15 @@ class Tuner:
         """Evaluate the groups of candidates until `until`, `self.depth` of them in flight
         (their builds run while the oldest is measured); False when time ran out first.
         A group is made when it is submitted, so bred children see the latest results."""
-        in_flight: deque[_Pending] = deque()
+        in_flight: deque[_Pending] = deque(search.ahead)
+        search.ahead.clear()
         try:
             while True:
                 while len(in_flight) < self.depth and time.perf_counter() < until:
                     candidates = next(groups, None)
                     if candidates is None:
+                        while self._prefetch(len(in_flight)):
+                            pass
                         break
                     pending = self._start(search, candidates)
                     if pending is not None:
