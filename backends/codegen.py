@@ -273,7 +273,7 @@ def _translate(
     for func in _internal_functions(module):
         ir_module.get_global(func.sym_name.data).linkage = "internal"
     _pass_through_attributes(module, ir_module)
-    _attach_loop_metadata(module, ir_module)
+    _attach_loop_metadata(module, ir_module, bits)
     bound_inlining(ir_module)  # no function grows with the graph (backends/inlining.py)
     return ir_module, blobs
 
@@ -349,13 +349,17 @@ instruction schedulers are quadratic: 4-6 s of CPU for ShuffleNetV2's
 1x1024x7x7 transform, 0.2 s with the loop kept (docs/compile-speed.md)."""
 
 
-def _attach_loop_metadata(module: ModuleOp, ir_module: llvm_ir.Module) -> None:
+def _attach_loop_metadata(
+    module: ModuleOp, ir_module: llvm_ir.Module, bits: int | None = None
+) -> None:
     """Put `!llvm.loop` metadata on back edges that carry `lamina.loop_kind`.
 
     The translator creates one llvmlite block per xDSL block, in order, so a
     block's terminator is found by position. Only innermost loops without
     calls get the hint: LLVM can act on nothing else, and a forced hint it
-    cannot honour prints a warning on stderr.
+    cannot honour prints a warning on stderr. A `vectorized` loop of exactly
+    one vector of `bits` (`_one_vector_lanes`) also gets its width and
+    interleave count (`ONE_VECTOR_METADATA`).
     """
     for func in module.ops:
         if not isinstance(func, llvm_dialect.FuncOp) or not func.body.blocks:
@@ -368,8 +372,99 @@ def _attach_loop_metadata(module: ModuleOp, ir_module: llvm_ir.Module) -> None:
                 continue
             if not _is_simple_innermost_loop(blocks, position):
                 continue
+            lanes = None
+            if kind.data == "vectorized" and bits is not None:
+                lanes = _one_vector_lanes(blocks, position, bits)
             ll_block = ll_func.blocks[position]
-            ll_block.instructions[-1].set_metadata("llvm.loop", _loop_id(ir_module, kind.data))
+            loop_id = _loop_id(ir_module, kind.data, lanes)
+            ll_block.instructions[-1].set_metadata("llvm.loop", loop_id)
+
+
+ONE_VECTOR_METADATA: tuple[str, ...] = ("llvm.loop.vectorize.width", "llvm.loop.interleave.count")
+"""What a `vectorized` loop of exactly one vector also carries: its lanes as the
+width, and 1 as the interleave count -- what LLVM's cost model chose anyway
+(the object code is the same), so the loop vectorizer plans one width instead of
+costing every one. A depthwise conv2d read in place (kernels/conv_blocked.py) has
+70-100 such loops after LLVM fully unrolls the window's taps around them, and
+the vectorizer was a third of its O3 time (docs/compile-speed.md)."""
+
+
+def _one_vector_lanes(blocks: list, latch: int, bits: int) -> int | None:
+    """The lanes of the loop closed by `blocks[latch]` when it runs exactly one vector
+    of `bits`: a constant trip count (`for iv = lb; iv < ub; iv += step`, the shape
+    `lower-to-llvm` builds) equal to `bits` over the bit width of the one scalar
+    type its loads and stores access. None otherwise."""
+    header = blocks[latch].last_op.successors[0]
+    trips = _constant_trips(blocks, header, blocks[latch])
+    if trips is None:
+        return None
+    index = {block: i for i, block in enumerate(blocks)}
+    widths = set()
+    for block in blocks[index[header] : latch + 1]:
+        for op in block.ops:
+            if isinstance(op, llvm_dialect.LoadOp):
+                widths.add(_scalar_bits(op.dereferenced_value.type))
+            elif isinstance(op, llvm_dialect.StoreOp):
+                widths.add(_scalar_bits(op.value.type))
+    if len(widths) != 1 or None in widths:
+        return None
+    (width,) = widths
+    assert width is not None
+    return trips if bits % width == 0 and bits // width == trips else None
+
+
+def _scalar_bits(type_) -> int | None:
+    """The bit width of a float or integer type, None for anything else."""
+    from xdsl.dialects.builtin import Float32Type, Float64Type, IntegerType
+
+    if isinstance(type_, Float32Type):
+        return 32
+    if isinstance(type_, Float64Type):
+        return 64
+    if isinstance(type_, IntegerType) and type_.width.data >= 8:
+        return type_.width.data
+    return None
+
+
+def _constant_trips(blocks: list, header, latch) -> int | None:
+    """The trip count of a lowered loop (`ForLowering`: the header compares its first
+    argument `slt` a constant; the latch adds a constant to it; the one other
+    predecessor enters with a constant), or None."""
+    if not header.args or header.first_op is None:
+        return None
+    iv = header.args[0]
+    compare = header.first_op
+    if not isinstance(compare, llvm_dialect.ICmpOp) or compare.lhs is not iv:
+        return None
+    if compare.predicate.value.data != 2:  # slt
+        return None
+    back = latch.last_op
+    if not isinstance(back, llvm_dialect.BrOp) or not back.arguments:
+        return None
+    step_op = back.arguments[0].owner
+    if not isinstance(step_op, llvm_dialect.AddOp) or step_op.lhs is not iv:
+        return None
+    entries = [
+        block.last_op
+        for block in blocks
+        if block is not latch and block.last_op is not None and header in block.last_op.successors
+    ]
+    if len(entries) != 1 or not isinstance(entries[0], llvm_dialect.BrOp):
+        return None
+    lb, ub, step = (_constant(v) for v in (entries[0].arguments[0], compare.rhs, step_op.rhs))
+    if lb is None or ub is None or step is None or step <= 0:
+        return None
+    return max(0, -(-(ub - lb) // step))
+
+
+def _constant(value) -> int | None:
+    """The value of an `llvm.mlir.constant` integer, else None."""
+    from xdsl.dialects.builtin import IntegerAttr
+
+    owner = value.owner
+    if isinstance(owner, llvm_dialect.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
 
 
 def _is_simple_innermost_loop(blocks: list, latch: int) -> bool:
@@ -391,14 +486,21 @@ def _is_simple_innermost_loop(blocks: list, latch: int) -> bool:
     return True
 
 
-def _loop_id(ir_module: llvm_ir.Module, kind: str) -> llvm_ir.MDValue:
-    """A fresh self-referential loop ID `!N = !{!N, !{!"<property>", ...}}`."""
+def _loop_id(ir_module: llvm_ir.Module, kind: str, lanes: int | None = None) -> llvm_ir.MDValue:
+    """A fresh self-referential loop ID `!N = !{!N, !{!"<property>", ...}}`; with `lanes`,
+    also `ONE_VECTOR_METADATA` (width `lanes`, interleave count 1)."""
     props = []
     for name, value in LOOP_METADATA[kind]:
         operands: list[object] = [llvm_ir.MetaDataString(ir_module, name)]
         if value is not None:
             operands.append(llvm_ir.Constant(llvm_ir.IntType(1), value))
         props.append(ir_module.add_metadata(operands))
+    if lanes is not None:
+        for name, count in zip(ONE_VECTOR_METADATA, (lanes, 1), strict=True):
+            string = llvm_ir.MetaDataString(ir_module, name)
+            props.append(
+                ir_module.add_metadata([string, llvm_ir.Constant(llvm_ir.IntType(32), count)])
+            )
     loop_id = ir_module.add_metadata([*props, _fresh_token(ir_module)])
     loop_id.operands = (loop_id, *loop_id.operands[: len(props)])
     return loop_id
