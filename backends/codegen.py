@@ -366,15 +366,18 @@ def _attach_loop_metadata(
             continue
         ll_func = ir_module.get_global(func.sym_name.data)
         blocks = list(func.body.blocks)
+        index: dict | None = None  # block -> position, built once per function
         for position, block in enumerate(blocks):
             kind = block.last_op.attributes.get(LOOP_KIND_ATTR) if block.last_op else None
             if not isinstance(kind, StringAttr) or kind.data not in LOOP_METADATA:
                 continue
-            if not _is_simple_innermost_loop(blocks, position):
+            if index is None:
+                index = {block: i for i, block in enumerate(blocks)}
+            if not _is_simple_innermost_loop(blocks, position, index):
                 continue
             lanes = None
             if kind.data == "vectorized" and bits is not None:
-                lanes = _one_vector_lanes(blocks, position, bits)
+                lanes = _one_vector_lanes(blocks, position, bits, index)
             ll_block = ll_func.blocks[position]
             loop_id = _loop_id(ir_module, kind.data, lanes)
             ll_block.instructions[-1].set_metadata("llvm.loop", loop_id)
@@ -389,28 +392,28 @@ costing every one. A depthwise conv2d read in place (kernels/conv_blocked.py) ha
 the vectorizer was a third of its O3 time (docs/compile-speed.md)."""
 
 
-def _one_vector_lanes(blocks: list, latch: int, bits: int) -> int | None:
+def _one_vector_lanes(blocks: list, latch: int, bits: int, index: dict) -> int | None:
     """The lanes of the loop closed by `blocks[latch]` when it runs exactly one vector
     of `bits`: a constant trip count (`for iv = lb; iv < ub; iv += step`, the shape
     `lower-to-llvm` builds) equal to `bits` over the bit width of the one scalar
-    type its loads and stores access. None otherwise."""
-    header = blocks[latch].last_op.successors[0]
-    trips = _constant_trips(blocks, header, blocks[latch])
+    type its loads and stores access. None otherwise. `index`: block -> position."""
+    first = index[blocks[latch].last_op.successors[0]]
+    trips = _constant_trips(blocks, first, latch)
     if trips is None:
         return None
-    index = {block: i for i, block in enumerate(blocks)}
-    widths = set()
-    for block in blocks[index[header] : latch + 1]:
+    types = set()
+    load, store = llvm_dialect.LoadOp, llvm_dialect.StoreOp
+    for block in blocks[first : latch + 1]:
         for op in block.ops:
-            if isinstance(op, llvm_dialect.LoadOp):
-                widths.add(_scalar_bits(op.dereferenced_value.type))
-            elif isinstance(op, llvm_dialect.StoreOp):
-                widths.add(_scalar_bits(op.value.type))
-    if len(widths) != 1 or None in widths:
+            kind = type(op)  # class comparisons: isinstance is most of this walk
+            if kind is load:
+                types.add(op.results[0].type)
+            elif kind is store:
+                types.add(op.operands[0].type)
+    if len(types) != 1:
         return None
-    (width,) = widths
-    assert width is not None
-    return trips if bits % width == 0 and bits // width == trips else None
+    width = _scalar_bits(types.pop())
+    return trips if width and bits % width == 0 and bits // width == trips else None
 
 
 def _scalar_bits(type_) -> int | None:
@@ -426,11 +429,12 @@ def _scalar_bits(type_) -> int | None:
     return None
 
 
-def _constant_trips(blocks: list, header, latch) -> int | None:
-    """The trip count of a lowered loop (`ForLowering`: the header compares its first
-    argument `slt` a constant; the latch adds a constant to it; the one other
-    predecessor enters with a constant), or None."""
-    if not header.args or header.first_op is None:
+def _constant_trips(blocks: list, first: int, last: int) -> int | None:
+    """The trip count of the lowered loop `blocks[first..last]` (`ForLowering`: the
+    header compares its first argument `slt` a constant; the latch adds a constant to
+    it; the block placed before the header enters it with a constant), or None."""
+    header, latch = blocks[first], blocks[last]
+    if first == 0 or not header.args or header.first_op is None:
         return None
     iv = header.args[0]
     compare = header.first_op
@@ -444,14 +448,12 @@ def _constant_trips(blocks: list, header, latch) -> int | None:
     step_op = back.arguments[0].owner
     if not isinstance(step_op, llvm_dialect.AddOp) or step_op.lhs is not iv:
         return None
-    entries = [
-        block.last_op
-        for block in blocks
-        if block is not latch and block.last_op is not None and header in block.last_op.successors
-    ]
-    if len(entries) != 1 or not isinstance(entries[0], llvm_dialect.BrOp):
+    entry = blocks[first - 1].last_op
+    if not isinstance(entry, llvm_dialect.BrOp) or entry.successor is not header:
         return None
-    lb, ub, step = (_constant(v) for v in (entries[0].arguments[0], compare.rhs, step_op.rhs))
+    if not entry.arguments:
+        return None
+    lb, ub, step = (_constant(v) for v in (entry.arguments[0], compare.rhs, step_op.rhs))
     if lb is None or ub is None or step is None or step <= 0:
         return None
     return max(0, -(-(ub - lb) // step))
@@ -467,18 +469,21 @@ def _constant(value) -> int | None:
     return None
 
 
-def _is_simple_innermost_loop(blocks: list, latch: int) -> bool:
+def _is_simple_innermost_loop(blocks: list, latch: int, index: dict | None = None) -> bool:
     """Does the loop closed by `blocks[latch]` contain no other loop and no call?
 
     Lowered loops are laid out contiguously (header, body..., latch), so the
     loop is `blocks[header..latch]`; a nested loop shows up as another back
-    edge (a branch to an earlier block) inside that range.
+    edge (a branch to an earlier block) inside that range. `index`: block ->
+    position (built here when not given).
     """
-    index = {block: i for i, block in enumerate(blocks)}
+    if index is None:
+        index = {block: i for i, block in enumerate(blocks)}
     header = index[blocks[latch].last_op.successors[0]]
+    call = llvm_dialect.CallOp
     for i in range(header, latch + 1):
         block = blocks[i]
-        if any(isinstance(op, llvm_dialect.CallOp) for op in block.ops):
+        if any(type(op) is call for op in block.ops):  # llvm.call has no subclass
             return False
         if i != latch and block.last_op is not None:
             if any(index.get(succ, i + 1) <= i for succ in block.last_op.successors):
