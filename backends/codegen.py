@@ -273,7 +273,7 @@ def _translate(
     for func in _internal_functions(module):
         ir_module.get_global(func.sym_name.data).linkage = "internal"
     _pass_through_attributes(module, ir_module)
-    _attach_loop_metadata(module, ir_module)
+    _attach_loop_metadata(module, ir_module, bits)
     bound_inlining(ir_module)  # no function grows with the graph (backends/inlining.py)
     return ir_module, blobs
 
@@ -349,41 +349,141 @@ instruction schedulers are quadratic: 4-6 s of CPU for ShuffleNetV2's
 1x1024x7x7 transform, 0.2 s with the loop kept (docs/compile-speed.md)."""
 
 
-def _attach_loop_metadata(module: ModuleOp, ir_module: llvm_ir.Module) -> None:
+def _attach_loop_metadata(
+    module: ModuleOp, ir_module: llvm_ir.Module, bits: int | None = None
+) -> None:
     """Put `!llvm.loop` metadata on back edges that carry `lamina.loop_kind`.
 
     The translator creates one llvmlite block per xDSL block, in order, so a
     block's terminator is found by position. Only innermost loops without
     calls get the hint: LLVM can act on nothing else, and a forced hint it
-    cannot honour prints a warning on stderr.
+    cannot honour prints a warning on stderr. A `vectorized` loop of exactly
+    one vector of `bits` (`_one_vector_lanes`) also gets its width and
+    interleave count (`ONE_VECTOR_METADATA`).
     """
     for func in module.ops:
         if not isinstance(func, llvm_dialect.FuncOp) or not func.body.blocks:
             continue
         ll_func = ir_module.get_global(func.sym_name.data)
         blocks = list(func.body.blocks)
+        index: dict | None = None  # block -> position, built once per function
         for position, block in enumerate(blocks):
             kind = block.last_op.attributes.get(LOOP_KIND_ATTR) if block.last_op else None
             if not isinstance(kind, StringAttr) or kind.data not in LOOP_METADATA:
                 continue
-            if not _is_simple_innermost_loop(blocks, position):
+            if index is None:
+                index = {block: i for i, block in enumerate(blocks)}
+            if not _is_simple_innermost_loop(blocks, position, index):
                 continue
+            lanes = None
+            if kind.data == "vectorized" and bits is not None:
+                lanes = _one_vector_lanes(blocks, position, bits, index)
             ll_block = ll_func.blocks[position]
-            ll_block.instructions[-1].set_metadata("llvm.loop", _loop_id(ir_module, kind.data))
+            loop_id = _loop_id(ir_module, kind.data, lanes)
+            ll_block.instructions[-1].set_metadata("llvm.loop", loop_id)
 
 
-def _is_simple_innermost_loop(blocks: list, latch: int) -> bool:
+ONE_VECTOR_METADATA: tuple[str, ...] = ("llvm.loop.vectorize.width", "llvm.loop.interleave.count")
+"""What a `vectorized` loop of exactly one vector also carries: its lanes as the
+width, and 1 as the interleave count -- what LLVM's cost model chose anyway
+(the object code is the same), so the loop vectorizer plans one width instead of
+costing every one. A depthwise conv2d read in place (kernels/conv_blocked.py) has
+70-100 such loops after LLVM fully unrolls the window's taps around them, and
+the vectorizer was a third of its O3 time (docs/compile-speed.md)."""
+
+
+def _one_vector_lanes(blocks: list, latch: int, bits: int, index: dict) -> int | None:
+    """The lanes of the loop closed by `blocks[latch]` when it runs exactly one vector
+    of `bits`: a constant trip count (`for iv = lb; iv < ub; iv += step`, the shape
+    `lower-to-llvm` builds) equal to `bits` over the bit width of the one scalar
+    type its loads and stores access. None otherwise. `index`: block -> position."""
+    first = index[blocks[latch].last_op.successors[0]]
+    trips = _constant_trips(blocks, first, latch)
+    if trips is None:
+        return None
+    types = set()
+    load, store = llvm_dialect.LoadOp, llvm_dialect.StoreOp
+    for block in blocks[first : latch + 1]:
+        for op in block.ops:
+            kind = type(op)  # class comparisons: isinstance is most of this walk
+            if kind is load:
+                types.add(op.results[0].type)
+            elif kind is store:
+                types.add(op.operands[0].type)
+    if len(types) != 1:
+        return None
+    width = _scalar_bits(types.pop())
+    return trips if width and bits % width == 0 and bits // width == trips else None
+
+
+def _scalar_bits(type_) -> int | None:
+    """The bit width of a float or integer type, None for anything else."""
+    from xdsl.dialects.builtin import Float32Type, Float64Type, IntegerType
+
+    if isinstance(type_, Float32Type):
+        return 32
+    if isinstance(type_, Float64Type):
+        return 64
+    if isinstance(type_, IntegerType) and type_.width.data >= 8:
+        return type_.width.data
+    return None
+
+
+def _constant_trips(blocks: list, first: int, last: int) -> int | None:
+    """The trip count of the lowered loop `blocks[first..last]` (`ForLowering`: the
+    header compares its first argument `slt` a constant; the latch adds a constant to
+    it; the block placed before the header enters it with a constant), or None."""
+    header, latch = blocks[first], blocks[last]
+    if first == 0 or not header.args or header.first_op is None:
+        return None
+    iv = header.args[0]
+    compare = header.first_op
+    if not isinstance(compare, llvm_dialect.ICmpOp) or compare.lhs is not iv:
+        return None
+    if compare.predicate.value.data != 2:  # slt
+        return None
+    back = latch.last_op
+    if not isinstance(back, llvm_dialect.BrOp) or not back.arguments:
+        return None
+    step_op = back.arguments[0].owner
+    if not isinstance(step_op, llvm_dialect.AddOp) or step_op.lhs is not iv:
+        return None
+    entry = blocks[first - 1].last_op
+    if not isinstance(entry, llvm_dialect.BrOp) or entry.successor is not header:
+        return None
+    if not entry.arguments:
+        return None
+    lb, ub, step = (_constant(v) for v in (entry.arguments[0], compare.rhs, step_op.rhs))
+    if lb is None or ub is None or step is None or step <= 0:
+        return None
+    return max(0, -(-(ub - lb) // step))
+
+
+def _constant(value) -> int | None:
+    """The value of an `llvm.mlir.constant` integer, else None."""
+    from xdsl.dialects.builtin import IntegerAttr
+
+    owner = value.owner
+    if isinstance(owner, llvm_dialect.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
+def _is_simple_innermost_loop(blocks: list, latch: int, index: dict | None = None) -> bool:
     """Does the loop closed by `blocks[latch]` contain no other loop and no call?
 
     Lowered loops are laid out contiguously (header, body..., latch), so the
     loop is `blocks[header..latch]`; a nested loop shows up as another back
-    edge (a branch to an earlier block) inside that range.
+    edge (a branch to an earlier block) inside that range. `index`: block ->
+    position (built here when not given).
     """
-    index = {block: i for i, block in enumerate(blocks)}
+    if index is None:
+        index = {block: i for i, block in enumerate(blocks)}
     header = index[blocks[latch].last_op.successors[0]]
+    call = llvm_dialect.CallOp
     for i in range(header, latch + 1):
         block = blocks[i]
-        if any(isinstance(op, llvm_dialect.CallOp) for op in block.ops):
+        if any(type(op) is call for op in block.ops):  # llvm.call has no subclass
             return False
         if i != latch and block.last_op is not None:
             if any(index.get(succ, i + 1) <= i for succ in block.last_op.successors):
@@ -391,14 +491,21 @@ def _is_simple_innermost_loop(blocks: list, latch: int) -> bool:
     return True
 
 
-def _loop_id(ir_module: llvm_ir.Module, kind: str) -> llvm_ir.MDValue:
-    """A fresh self-referential loop ID `!N = !{!N, !{!"<property>", ...}}`."""
+def _loop_id(ir_module: llvm_ir.Module, kind: str, lanes: int | None = None) -> llvm_ir.MDValue:
+    """A fresh self-referential loop ID `!N = !{!N, !{!"<property>", ...}}`; with `lanes`,
+    also `ONE_VECTOR_METADATA` (width `lanes`, interleave count 1)."""
     props = []
     for name, value in LOOP_METADATA[kind]:
         operands: list[object] = [llvm_ir.MetaDataString(ir_module, name)]
         if value is not None:
             operands.append(llvm_ir.Constant(llvm_ir.IntType(1), value))
         props.append(ir_module.add_metadata(operands))
+    if lanes is not None:
+        for name, count in zip(ONE_VECTOR_METADATA, (lanes, 1), strict=True):
+            string = llvm_ir.MetaDataString(ir_module, name)
+            props.append(
+                ir_module.add_metadata([string, llvm_ir.Constant(llvm_ir.IntType(32), count)])
+            )
     loop_id = ir_module.add_metadata([*props, _fresh_token(ir_module)])
     loop_id.operands = (loop_id, *loop_id.operands[: len(props)])
     return loop_id

@@ -783,6 +783,59 @@ def test_a_loop_shorter_than_a_vector_is_not_unrolled_with_its_nest():
     np.testing.assert_array_equal(y, x.transpose(0, 3, 1, 2).reshape(32, 7, 7))
 
 
+# One vector of lanes (`lanes` f32 at the target's width): LLVM's loop vectorizer
+# plans one width when told it (backends/codegen.py, ONE_VECTOR_METADATA).
+ONE_VECTOR_SCALE = """
+  loop.func @scale(%x: memref<4x${TRIPS}xf32>, %y: memref<4x${TRIPS}xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %n = arith.constant $TRIPS : index
+    %s = arith.constant 3.0 : f32
+    loop.for %r = %c0 to %c4 step %c1 {
+      loop.for %j = %c0 to %n step %c1 kind(vectorized) {
+        %a = loop.load %x[%r, %j] : memref<4x${TRIPS}xf32>
+        %b = arith.mulf %a, %s : f32
+        loop.store %b, %y[%r, %j] : memref<4x${TRIPS}xf32>
+      }
+    }
+    loop.return
+  }
+"""
+
+
+def _one_vector_lanes() -> int:
+    bits = codegen.CodeTarget.of().vector_bits
+    return (bits or 256) // 32
+
+
+def test_a_one_vector_loop_gets_its_width_and_the_same_code(monkeypatch):
+    """Width and interleave count 1 are what LLVM chose for such a loop: the object
+    code is the same bytes with and without them."""
+    lanes = _one_vector_lanes()
+    module = lower(ONE_VECTOR_SCALE, TRIPS=lanes)
+    raw = codegen.emit_llvm_ir(module, optimized=False)
+    if codegen.CodeTarget.of(module).vector_bits is None:
+        pytest.skip("no vector width for this CPU")
+    assert f'!"llvm.loop.vectorize.width", i32 {lanes}' in raw
+    assert '!"llvm.loop.interleave.count", i32 1' in raw
+    hinted = codegen.emit_object(module)
+    monkeypatch.setattr(codegen, "_one_vector_lanes", lambda *args: None)
+    assert "llvm.loop.vectorize.width" not in codegen.emit_llvm_ir(module, optimized=False)
+    assert codegen.emit_object(module) == hinted
+    x = RNG.random((4, lanes), dtype=np.float32)
+    y = np.zeros((4, lanes), np.float32)
+    Kernel(module).call("scale", x, y)
+    np.testing.assert_array_equal(y, x * np.float32(3))
+
+
+def test_a_loop_of_two_vectors_gets_no_width():
+    module = lower(ONE_VECTOR_SCALE, TRIPS=2 * _one_vector_lanes())
+    raw = codegen.emit_llvm_ir(module, optimized=False)
+    assert '!"llvm.loop.vectorize.enable", i1 1' in raw
+    assert "llvm.loop.vectorize.width" not in raw
+
+
 def test_serial_reduction_keeps_sequential_order():
     module = lower(HINTED_DOT, KIND="serial")
     assert "!llvm.loop" not in codegen.emit_llvm_ir(module, optimized=False)
