@@ -49,6 +49,7 @@ from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
     Float64Type,
+    FloatAttr,
     IndexType,
     IntegerAttr,
     IntegerType,
@@ -1132,6 +1133,7 @@ class LowerToLLVMPass(LaminaPass):
         check_usable_devices(op)  # host code for a device no target compiles would be wrong
         # Before the loads are lowered one by one: a chain is rewritten whole.
         try:
+            _clamps_as_selects(op)
             locating_walker(SelectChainLowering(), apply_recursively=False).rewrite_module(op)
             _addresses.reset()
             # ParallelForLowering must see a parallel loop before ForLowering does.
@@ -1150,6 +1152,43 @@ class LowerToLLVMPass(LaminaPass):
             if isinstance(func, llvm.FuncOp):
                 order_blocks(func)
         set_phase(op, Phase.BUILD)
+
+
+def _clamp_constant(value: SSAValue) -> arith.ConstantOp | None:
+    """The float constant (not NaN) that `value` is, or None."""
+    owner = value.owner
+    if not isinstance(owner, arith.ConstantOp) or not isinstance(owner.value, FloatAttr):
+        return None
+    return None if math.isnan(owner.value.value.data) else owner
+
+
+def _clamps_as_selects(module: ModuleOp) -> int:
+    """`maximumf(x, c)` / `minimumf(x, c)` with a constant `c` that is not NaN
+    become `select(x < c, c, x)` / `select(x > c, c, x)`; returns how many.
+
+    Why: LLVM lowers `llvm.maximum` on x86 as `maxps` plus a NaN check of `x`
+    (`cmpunordps`, `blendvps`): three vector ops per relu, six per relu6, in
+    every convolution's epilogue. The select is the x86 `maxps`/`minps`
+    semantics exactly (the second operand when unordered), so it becomes
+    one instruction and still propagates a NaN `x` (`x < c` is false). It
+    differs from `maximumf` only in the sign of a zero result: relu(-0.0)
+    is -0.0, equal as a number.
+    """
+    rewritten = 0
+    for op in list(module.walk()):
+        if not isinstance(op, arith.MaximumfOp | arith.MinimumfOp):
+            continue
+        constant, x = _clamp_constant(op.rhs), op.lhs
+        if constant is None:
+            constant, x = _clamp_constant(op.lhs), op.rhs
+        if constant is None:
+            continue
+        predicate = "olt" if isinstance(op, arith.MaximumfOp) else "ogt"
+        beyond = arith.CmpfOp(x, constant.result, predicate)
+        select = arith.SelectOp(beyond, constant.result, x)
+        Rewriter.replace_op(op, [beyond, select])
+        rewritten += 1
+    return rewritten
 
 
 def _emit_batch_entries(module: ModuleOp) -> None:
