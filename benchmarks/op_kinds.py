@@ -3,6 +3,7 @@ onnxruntime's own profile, one thread (docs/performance.md, "Time by op kind").
 
     python benchmarks/op_kinds.py ~/.cache/lamina-bench/mobilenet_v2.onnx
     python benchmarks/op_kinds.py --isa avx2 --rounds 9 MODEL.onnx [MODEL.onnx ...]
+    python benchmarks/op_kinds.py --per-conv MODEL.onnx   # one row per convolution
 
 The ONNX exports are the ones `benchmarks/bench_models.py` writes. Each
 convolution is classified from the ONNX graph (`stem`: the first; `dw3x3`,
