@@ -3,6 +3,7 @@ onnxruntime's own profile, one thread (docs/performance.md, "Time by op kind").
 
     python benchmarks/op_kinds.py ~/.cache/lamina-bench/mobilenet_v2.onnx
     python benchmarks/op_kinds.py --isa avx2 --rounds 9 MODEL.onnx [MODEL.onnx ...]
+    python benchmarks/op_kinds.py --per-conv MODEL.onnx   # one row per convolution
 
 The ONNX exports are the ones `benchmarks/bench_models.py` writes. Each
 convolution is classified from the ONNX graph (`stem`: the first; `dw3x3`,
@@ -64,8 +65,10 @@ _ORT_KINDS = {
 }
 
 
-def conv_kinds(path: str) -> list[str]:
-    """The kind of each Conv node of the ONNX model at `path`, in graph order."""
+def conv_kinds(path: str, per_conv: bool = False) -> list[str]:
+    """The kind of each Conv node of the ONNX model at `path`, in graph order;
+    with `per_conv`, each convolution its own kind (`#index kind cin->cout@HxW`),
+    to find which layers of a kind lose."""
     import onnx
     from onnx import shape_inference
 
@@ -90,6 +93,9 @@ def conv_kinds(path: str) -> list[str]:
             kind = "pw@1x1" if out[2] == 1 else ("pw@>=28" if out[2] >= 28 else "pw@<=14")
         else:
             kind = f"conv{kh}x{kw}"
+        if per_conv:
+            cin = shapes[node.input[0]][1]
+            kind = f"#{len(kinds):02d} {kind} {cin}->{out[1]}@{out[2]}x{out[3]}"
         kinds.append(kind)
     return kinds
 
@@ -173,7 +179,7 @@ def thread_cpu_us(run, rounds: int, calls: int = 10) -> list[float]:
     return times
 
 
-def report(path: str, target: str, rounds: int) -> None:
+def report(path: str, target: str, rounds: int, per_conv: bool = False) -> None:
     import onnxruntime as ort
 
     import lamina
@@ -181,7 +187,7 @@ def report(path: str, target: str, rounds: int) -> None:
     from lamina.tuning.worker import _inputs_for
 
     profile_kernels.CLOCK_MONOTONIC = 3  # CLOCK_THREAD_CPUTIME_ID: other jobs' time left out
-    convs = conv_kinds(path)
+    convs = conv_kinds(path, per_conv)
     exe = lamina.compile(path, targets=[target], cache=False, profile=True)
     args = _inputs_for(exe)
     options = ort.SessionOptions()
@@ -200,11 +206,16 @@ def report(path: str, target: str, rounds: int) -> None:
         f"{name} {target}: Lamina {lam_us:.0f} us, onnxruntime {ort_us:.0f} us per run "
         f"(thread CPU, median of {rounds}), ratio {lam_us / ort_us:.3f}"
     )
-    print(f"  {'kind':10s} {'Lamina us':>10s} {'ORT us':>10s}  ratio")
-    for kind in sorted(set(lam) | set(peer), key=lambda k: -max(lam.get(k, 0), peer.get(k, 0))):
+    width = 34 if per_conv else 10
+    print(f"  {'kind':{width}s} {'Lamina us':>10s} {'ORT us':>10s}  ratio")
+
+    def order(kind: str) -> tuple[float, str]:
+        return (0.0, kind) if per_conv else (-max(lam.get(kind, 0), peer.get(kind, 0)), kind)
+
+    for kind in sorted(set(lam) | set(peer), key=order):
         ours_k, theirs_k = lam.get(kind, 0.0), peer.get(kind, 0.0)
         ratio = f"{ours_k / theirs_k:.2f}" if theirs_k else "-"
-        print(f"  {kind:10s} {ours_k:10.0f} {theirs_k:10.0f}  {ratio}")
+        print(f"  {kind:{width}s} {ours_k:10.0f} {theirs_k:10.0f}  {ratio}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -213,11 +224,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--isa", help="build for cpu{isa=ISA} (e.g. avx2)")
     parser.add_argument("--target", default="cpu", help="compile target (default: cpu)")
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument(
+        "--per-conv", action="store_true", help="one row per convolution instead of per kind"
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("LAMINA_NUM_THREADS", "1")
     target = f"cpu{{isa={args.isa}}}" if args.isa else args.target
     for path in args.models:
-        report(path, target, args.rounds)
+        report(path, target, args.rounds, args.per_conv)
     return 0
 
 

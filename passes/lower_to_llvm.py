@@ -49,6 +49,7 @@ from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
     Float64Type,
+    FloatAttr,
     IndexType,
     IntegerAttr,
     IntegerType,
@@ -1133,6 +1134,7 @@ class LowerToLLVMPass(LaminaPass):
         # Before the loads are lowered one by one: a chain is rewritten whole.
         try:
             locating_walker(SelectChainLowering(), apply_recursively=False).rewrite_module(op)
+            _clamps_as_selects(op)
             _addresses.reset()
             # ParallelForLowering must see a parallel loop before ForLowering does.
             patterns = [ParallelForLowering()]
@@ -1150,6 +1152,57 @@ class LowerToLLVMPass(LaminaPass):
             if isinstance(func, llvm.FuncOp):
                 order_blocks(func)
         set_phase(op, Phase.BUILD)
+
+
+def _clamp_constant(value: SSAValue) -> arith.ConstantOp | None:
+    """The float constant (not NaN) that `value` is, or None."""
+    owner = value.owner
+    if not isinstance(owner, arith.ConstantOp) or not isinstance(owner.value, FloatAttr):
+        return None
+    return None if math.isnan(owner.value.value.data) else owner
+
+
+def _clamps_as_selects(module: ModuleOp) -> int:
+    """Float `maximumf` / `minimumf` as selects x86 codegen makes `maxps` / `minps`
+    of; returns how many were rewritten.
+
+    LLVM lowers `llvm.maximum` on x86 as `maxps` plus a NaN check and, for
+    the order of -0 and +0, two `blendvps` on the sign: five vector ops per
+    max of two variables (a max pool's window), three when one operand is a
+    constant (relu). `maxps(a, b)` is `a > b ? a : b` (`b` when either is
+    NaN), so:
+
+    - by a constant `c` that is not NaN (relu, relu6, hardswish's clamp):
+      `select(c > x, c, x)`, one `maxps`, and a NaN `x` still comes through;
+    - of two variables `acc`, `x` (a reduction's accumulator first, as
+      `lower-te` combines): `t = select(x > acc, x, acc)` (one `maxps`,
+      `acc` when either is NaN) and `select(x != x, x, t)`: three ops, the
+      NaN check of `x` off the accumulator's dependence chain.
+
+    Both still propagate NaN; they differ from `maximumf` only in the sign of
+    a zero result (max(-0.0, 0.0) may be -0.0, equal as a number). Runs after
+    `SelectChainLowering`, which would read these selects of two loads as a
+    choice between addresses.
+    """
+    rewritten = 0
+    for op in list(module.walk()):
+        if not isinstance(op, arith.MaximumfOp | arith.MinimumfOp):
+            continue
+        beyond = "ogt" if isinstance(op, arith.MaximumfOp) else "olt"
+        constant, x = _clamp_constant(op.rhs), op.lhs
+        if constant is None:
+            constant, x = _clamp_constant(op.lhs), op.rhs
+        if constant is not None:
+            outside = arith.CmpfOp(constant.result, x, beyond)
+            Rewriter.replace_op(op, [outside, arith.SelectOp(outside, constant.result, x)])
+        else:
+            acc, x = op.lhs, op.rhs
+            wins = arith.CmpfOp(x, acc, beyond)
+            best = arith.SelectOp(wins, x, acc)
+            nan = arith.CmpfOp(x, x, "uno")
+            Rewriter.replace_op(op, [wins, best, nan, arith.SelectOp(nan, x, best)])
+        rewritten += 1
+    return rewritten
 
 
 def _emit_batch_entries(module: ModuleOp) -> None:

@@ -271,7 +271,8 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 
 // -----
 
-// Float conversions and NaN-propagating max (NumPy's maximum).
+// Float conversions and NaN-propagating max (NumPy's maximum), as selects
+// (lower-to-llvm-clamps.mlir).
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func @floats(%a: f32, %b: f32, %k: i64) -> f64 {
     %mx = arith.maximumf %a, %b : f32
@@ -284,7 +285,10 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 }
 // CHECK-LABEL: llvm.func @floats(
 // CHECK-SAME:      %[[A:[^:]*]]: f32, %[[B:[^:]*]]: f32, %[[K:[^:]*]]: i64) -> f64
-// CHECK-NEXT:    %[[MX:.*]] = llvm.call_intrinsic "llvm.maximum.f32"(%[[A]], %[[B]]) : (f32, f32) -> f32
+// CHECK-NEXT:    %[[WINS:.*]] = llvm.fcmp "ogt" %[[B]], %[[A]] : f32
+// CHECK-NEXT:    %[[BEST:.*]] = llvm.select %[[WINS]], %[[B]], %[[A]] : i1, f32
+// CHECK-NEXT:    %[[NAN:.*]] = llvm.fcmp "uno" %[[B]], %[[B]] : f32
+// CHECK-NEXT:    %[[MX:.*]] = llvm.select %[[NAN]], %[[B]], %[[BEST]] : i1, f32
 // CHECK-NEXT:    %[[Q:.*]] = llvm.fdiv %[[MX]], %[[B]] : f32
 // CHECK-NEXT:    %[[E:.*]] = llvm.fpext %[[Q]] : f32 to f64
 // CHECK-NEXT:    %[[KF:.*]] = llvm.sitofp %[[K]] : i64 to f64
