@@ -299,7 +299,7 @@ def test_caller_sleeps_at_a_close_and_the_leaving_worker_wakes_it():
     assert out["tids"] == 1 and out["tids_ours"]
 
 
-SOLO = textwrap.dedent(
+ONE_THREAD_FIRST = textwrap.dedent(
     """
     import json, sys
     import numpy as np
@@ -313,6 +313,14 @@ SOLO = textwrap.dedent(
     codegen.set_num_threads(1)
     want = exe.run("main", *inputs)
     codegen.set_num_threads(2)
+    """
+)
+"""The start of a check of whole calls: the example compiled, its inputs, and its
+one-thread result (`want`); two threads from then on."""
+
+
+SOLO = ONE_THREAD_FIRST + textwrap.dedent(
+    """
     out = {"default": call_team.DEFAULT_SOLO_BELOW}
     exe.run("main", *inputs)
     # Off (0): no call runs alone.
@@ -348,20 +356,8 @@ def test_calls_run_alone_while_the_worker_took_too_few_chunks():
     assert out["regions_per_shared"] == 3  # cnn.mlir posts 3 regions per shared call
 
 
-SOLO_LOST = textwrap.dedent(
+SOLO_LOST = ONE_THREAD_FIRST + textwrap.dedent(
     """
-    import json, sys
-    import numpy as np
-    import lamina
-    from lamina.backends import codegen
-    from lamina.runtime import call_team
-
-    exe = lamina.compile(sys.argv[1])
-    rng = np.random.default_rng(0)
-    inputs = [rng.standard_normal(t.shape).astype(np.float32) for t in exe.get_inputs()]
-    codegen.set_num_threads(1)
-    want = exe.run("main", *inputs)
-    codegen.set_num_threads(2)
     out = {"default": call_team.DEFAULT_SOLO_LOST}
     call_team.set_solo_lost(True)
     call_team.set_spin(0)  # a worker that sleeps at once joins late: closes may cost more

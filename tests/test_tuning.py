@@ -4,6 +4,7 @@ invalid, and the tuner runs locally and on a local Ray instance."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import shlex
@@ -261,12 +262,9 @@ def test_unreachable_ray_address_is_one_line(small: Path, tmp_path: Path):
         assert "cannot reach a Ray cluster at 127.0.0.1:1" in result.stderr
 
 
-def test_tune_through_a_local_ray_instance(small: Path, tmp_path: Path):
-    ray = _ray()
-    if ray is None:
-        pytest.skip("needs the ray extra (pip install -e '.[ray]')")
-    from lamina.tuning.tune import tune
-
+@contextlib.contextmanager
+def _local_ray(ray):
+    """A Ray instance of two CPUs on loopback for one test, shut down after it."""
     ray.init(
         num_cpus=2,
         include_dashboard=False,
@@ -275,10 +273,20 @@ def test_tune_through_a_local_ray_instance(small: Path, tmp_path: Path):
         logging_level=logging.ERROR,
     )
     try:
-        records = tmp_path / "ray.jsonl"
-        result = tune(small, records, budget=4, ray="auto", measure_model=False)
+        yield
     finally:
         ray.shutdown()
+
+
+def test_tune_through_a_local_ray_instance(small: Path, tmp_path: Path):
+    ray = _ray()
+    if ray is None:
+        pytest.skip("needs the ray extra (pip install -e '.[ray]')")
+    from lamina.tuning.tune import tune
+
+    with _local_ray(ray):
+        records = tmp_path / "ray.jsonl"
+        result = tune(small, records, budget=4, ray="auto", measure_model=False)
     assert result.measurements > 0 and result.builds > 0
     found = load_records(records)
     assert {r.kernel for r in found.applicable.values()} <= {
@@ -297,14 +305,7 @@ def test_ray_builds_the_next_kernels_singles_while_a_kernel_drains(small: Path):
     from lamina.tuning.ray_cluster import RayMeasurer
     from lamina.tuning.search import Tuner
 
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        _node_ip_address="127.0.0.1",
-        log_to_driver=False,
-        logging_level=logging.ERROR,
-    )
-    try:
+    with _local_ray(ray):
         measurer = RayMeasurer("auto", threads=1)
         try:
             tuner = Tuner(model_kernels(load_model(small)), measurer)
@@ -324,8 +325,6 @@ def test_ray_builds_the_next_kernels_singles_while_a_kernel_drains(small: Path):
             tuner.tune(120)  # the two kernels' space is used up well before
         finally:
             measurer.close()
-    finally:
-        ray.shutdown()
     assert (True, True) in submitted  # the second kernel's builds, during the first's search
     singles = {canonical(c.knobs) for c in tuner._singles()}
     for search in (first, second):
