@@ -208,18 +208,33 @@ def _clip(r: Range) -> Range:
 
 
 def _dominating_assumes(op: Operation):
-    """Conditions of `loop.assume`s before `op` in its block or an enclosing one."""
+    """Conditions of `loop.assume`s before `op` in its block or an enclosing one.
+
+    Asked for every compared or folded index of `simplify` and the schedules:
+    each query scans the ops before it, so the scan follows the block's links and
+    compares classes (`_is_assume`) instead of `isinstance` against an op class
+    (`ABCMeta`'s check), the same ops in the same order."""
     current: Operation | None = op
     while current is not None:
-        block: Block | None = current.parent_block()
+        block: Block | None = current.parent
         if block is None:
             return
-        for other in block.ops:
-            if other is current:
-                break
-            if isinstance(other, loop.AssumeOp):
-                yield other.cond
+        other = block.first_op
+        while other is not None and other is not current:
+            kind = type(other)
+            if _ASSUME_CLASSES.get(kind) or (kind not in _ASSUME_CLASSES and _is_assume(kind)):
+                yield other.cond  # pyright: ignore[reportAttributeAccessIssue]
+            other = other._next_op  # pyright: ignore[reportPrivateUsage]
         current = block.parent_op()
+
+
+_ASSUME_CLASSES: dict[type, bool] = {}
+"""Op class → whether it is a `loop.assume` (a subclass too), decided once per class."""
+
+
+def _is_assume(kind: type) -> bool:
+    _ASSUME_CLASSES[kind] = answer = issubclass(kind, loop.AssumeOp)
+    return answer
 
 
 def _narrow(base: Range, value: SSAValue, cond: SSAValue, an: Analyzer) -> Range:
