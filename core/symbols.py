@@ -36,10 +36,31 @@ _indexes: weakref.WeakKeyDictionary[Block, dict[str, Operation]] = weakref.WeakK
 
 def _symbol_name(op: Operation) -> str | None:
     """The op's symbol name, if it is a symbol (same rule as xDSL's lookup)."""
-    if op.get_trait(SymbolOpInterface) is None:
+    if not _is_symbol_class(type(op)):
         return None
     name = op.get_attr_or_prop("sym_name")
     return name.data if isinstance(name, StringAttr) else None
+
+
+_symbol_classes: dict[type[Operation], tuple[object, bool]] = {}
+"""Op class → (its trait set, whether one is a `SymbolOpInterface`)."""
+
+
+def _is_symbol_class(kind: type[Operation]) -> bool:
+    """Whether ops of class `kind` are symbols, decided once per class and trait set.
+
+    A miss rebuilds the index (`_build_index`), and `lower-to-llvm` misses once per
+    parallel loop (a new function's unused name): asking every op of the module for
+    its trait was most of the rebuild. The answer is remembered with the class's
+    trait set (`OpTraits.traits`, replaced when a trait is added): the same answer
+    as `get_trait`."""
+    traits = kind.traits.traits
+    known = _symbol_classes.get(kind)
+    if known is not None and known[0] is traits:
+        return known[1]
+    answer = kind.get_trait(SymbolOpInterface) is not None
+    _symbol_classes[kind] = (traits, answer)
+    return answer
 
 
 def _build_index(block: Block) -> dict[str, Operation]:

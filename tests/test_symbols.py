@@ -48,3 +48,20 @@ def test_the_patch_used_while_verifying_is_undone_even_when_nested():
             assert SymbolTable.__dict__["lookup_symbol"] is not _XDSL_LOOKUP
         assert SymbolTable.__dict__["lookup_symbol"] is not _XDSL_LOOKUP
     assert SymbolTable.__dict__["lookup_symbol"] is _XDSL_LOOKUP
+
+
+def test_a_class_that_becomes_a_symbol_later_is_found():
+    """The per-class answer (`_is_symbol_class`) follows a trait added to the class."""
+    from xdsl.irdl import IRDLOperation, irdl_op_definition, prop_def
+    from xdsl.traits import SymbolOpInterface
+
+    @irdl_op_definition
+    class Later(IRDLOperation):
+        name = "test.later"
+        sym_name = prop_def(StringAttr)
+
+    op = Later.create(properties={"sym_name": StringAttr("x")})
+    module = ModuleOp([op])
+    assert lookup_symbol(module, "x") is None is SymbolTable.lookup_symbol(module, "x")
+    Later.traits.add_trait(SymbolOpInterface())
+    assert lookup_symbol(module, "x") is op is SymbolTable.lookup_symbol(module, "x")
