@@ -119,8 +119,9 @@ def _tap_nest(outer: loop.ForOp) -> tuple[list[loop.ForOp], list[loop.ForOp]] | 
     read in place: serial loops of constant bounds, each holding the next (and
     pure index computations), the last holding only vectorized loops of equal
     bounds that each touch their own lane of every buffer they write
-    (`disjoint_by_iv`), store at indices free of the taps (a reduction over
-    them, not a padded copy's rows) and select on a guard of a tap."""
+    (`disjoint_by_iv`), store sums at indices free of the taps (a
+    convolution's reduction over them, not a padded copy's rows, not a max
+    pool) and select on a guard of a tap."""
     if not _is_tap_loop(outer):
         return None
     parent = outer.parent_op()
@@ -139,6 +140,8 @@ def _tap_nest(outer: loop.ForOp) -> tuple[list[loop.ForOp], list[loop.ForOp]] | 
     stores = [op for f in lanes for op in f.walk() if isinstance(op, loop.StoreOp)]
     if any(depends_on(i, iv) for op in stores for i in op.indices for iv in ivs):
         return None
+    if not all(isinstance(op.value.owner, arith.AddfOp) for op in stores):
+        return None  # a sum (a convolution), not a max pool: its code stays as it was
     selects = [op for f in lanes for op in f.walk() if isinstance(op, arith.SelectOp)]
     if not any(_guards_with(op, ivs) for op in selects):
         return None
