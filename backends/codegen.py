@@ -356,7 +356,7 @@ def _attach_loop_metadata(
 
     The translator creates one llvmlite block per xDSL block, in order, so a
     block's terminator is found by position. Only innermost loops without
-    calls get the hint: LLVM can act on nothing else, and a forced hint it
+    calls (innermost once their `unrolled` loops are unrolled) get the hint: LLVM can act on nothing else, and a forced hint it
     cannot honour prints a warning on stderr. A `vectorized` loop of exactly
     one vector of `bits` (`_one_vector_lanes`) also gets its width and
     interleave count (`ONE_VECTOR_METADATA`).
@@ -470,7 +470,8 @@ def _constant(value) -> int | None:
 
 
 def _is_simple_innermost_loop(blocks: list, latch: int, index: dict | None = None) -> bool:
-    """Does the loop closed by `blocks[latch]` contain no other loop and no call?
+    """Does the loop closed by `blocks[latch]` contain no other loop (but `unrolled`
+    ones, `_unrolled_latch`) and no call?
 
     Lowered loops are laid out contiguously (header, body..., latch), so the
     loop is `blocks[header..latch]`; a nested loop shows up as another back
@@ -487,8 +488,18 @@ def _is_simple_innermost_loop(blocks: list, latch: int, index: dict | None = Non
             return False
         if i != latch and block.last_op is not None:
             if any(index.get(succ, i + 1) <= i for succ in block.last_op.successors):
-                return False
+                if not _unrolled_latch(block):
+                    return False
     return True
+
+
+def _unrolled_latch(block) -> bool:
+    """Is `block` the latch of an `unrolled` loop? LLVM's full unroller removes such
+    a loop (`llvm.loop.unroll.full`) before the loop vectorizer runs, so the loop
+    around it is innermost by then: a depthwise convolution's lane loop holding
+    its window's taps (schedule/border_split.py, `lanes_outside_taps`)."""
+    kind = block.last_op.attributes.get(LOOP_KIND_ATTR)
+    return isinstance(kind, StringAttr) and kind.data == "unrolled"
 
 
 def _loop_id(ir_module: llvm_ir.Module, kind: str, lanes: int | None = None) -> llvm_ir.MDValue:

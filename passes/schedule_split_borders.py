@@ -21,10 +21,15 @@ class ScheduleSplitBordersPass(ScheduleRulePass):
     and in the variable of a loop inside it (a window's tap) with a constant
     is three loops: the border strips before and after, guards kept, and
     the interior, where every such guard holds for every tap (`simplify`
-    then removes them). Functions with `lamina.schedule` directives are left
-    alone.
-    Invariants: the iterations run in the same order, so the results are
-    unchanged.
+    then removes them). In such a sum over the taps whose innermost loops
+    are vectorized loops over the lanes, one vectorized loop goes around the
+    taps (those of at most 9 iterations together: a 3x3 window whole, a row
+    of a 5x5 one), which become `unrolled`, and takes in the vectorized loop
+    before it that zeroes the same accumulators: one lane loop per piece
+    reaches LLVM instead of one per tap. Functions with `lamina.schedule`
+    directives are left alone.
+    Invariants: each output element sees the same operations in the same
+    order, so the results are unchanged.
     """
 
     name = "schedule-split-borders"

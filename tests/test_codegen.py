@@ -853,6 +853,53 @@ def test_unrolled_loop_gets_full_unroll_metadata():
     assert '!"llvm.loop.unroll.full"' in codegen.emit_llvm_ir(module, optimized=False)
 
 
+# A depthwise convolution's lane loop around its window's taps
+# (schedule/border_split.py, `lanes_outside_taps`): the taps are `unrolled`.
+LANES_AROUND_TAPS = """
+  loop.func @taps(%x: memref<${ROWS}x${LANES}xf32>, %w: memref<3x${LANES}xf32>, %y: memref<${LANES}xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c3 = arith.constant 3 : index
+    %n = arith.constant $LANES : index
+    %zero = arith.constant 0.0 : f32
+    loop.for %l = %c0 to %n step %c1 kind(vectorized) {
+      loop.store %zero, %y[%l] : memref<${LANES}xf32>
+      loop.for %k = %c0 to %c3 step %c1 kind(unrolled) {
+        %a = loop.load %x[%k, %l] : memref<${ROWS}x${LANES}xf32>
+        %b = loop.load %w[%k, %l] : memref<3x${LANES}xf32>
+        %p = arith.mulf %a, %b : f32
+        %s = loop.load %y[%l] : memref<${LANES}xf32>
+        %t = arith.addf %s, %p : f32
+        loop.store %t, %y[%l] : memref<${LANES}xf32>
+      }
+    }
+    loop.return
+  }
+"""
+
+
+def test_a_lane_loop_around_unrolled_taps_is_hinted_and_vectorized():
+    """The unrolled tap loop does not hide the lane loop from the hints: it gets
+    `vectorize.enable` (and its width), the tap loop `unroll.full`, and O3 makes
+    vector code of it, the same sums as NumPy's in the same order."""
+    lanes = _one_vector_lanes()
+    module = lower(LANES_AROUND_TAPS, LANES=lanes, ROWS=3)
+    raw = codegen.emit_llvm_ir(module, optimized=False)
+    assert '!"llvm.loop.vectorize.enable", i1 1' in raw
+    assert '!"llvm.loop.unroll.full"' in raw
+    if codegen.CodeTarget.of(module).vector_bits is not None:
+        assert f'!"llvm.loop.vectorize.width", i32 {lanes}' in raw
+    assert f"<{lanes} x float>" in codegen.emit_llvm_ir(module, optimized=True)
+    x = RNG.random((3, lanes), dtype=np.float32)
+    w = RNG.random((3, lanes), dtype=np.float32)
+    y = np.zeros(lanes, np.float32)
+    Kernel(module).call("taps", x, w, y)
+    want = np.zeros(lanes, np.float32)
+    for k in range(3):
+        want = want + x[k] * w[k]
+    np.testing.assert_allclose(y, want, rtol=1e-6)
+
+
 def test_lamina_num_threads_is_honoured():
     script = "from lamina.backends import codegen\nprint(codegen.get_max_threads())\n"
     env = {**os.environ, "LAMINA_NUM_THREADS": "3"}
