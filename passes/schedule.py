@@ -34,6 +34,9 @@ each also a pass of its own, in this order (docs/internals.md):
    (`schedule/register_block.py`, `jam_channel_blocks`);
 7. `schedule-split-borders` on every other loop (the output rows): after
    fusion and write-through, so that a row's epilogue is split with it;
+   then each border piece of a sum read in place keeps one lane loop around
+   its unrolled taps (`lanes_outside_taps`: LLVM sees one loop per piece,
+   not one per tap);
 8. `schedule-fold-storage`: a temporary keeps one slice along a serial loop
    that indexes it (`schedule/storage_folding.py`) -- after write-through:
    the output beats any temporary;
