@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import FloatAttr, TensorType
+from xdsl.dialects.builtin import AnyFloat, FloatAttr, TensorType
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.rewriter import Rewriter
 
@@ -103,9 +103,9 @@ class KernelBuilder:
         if not reads or not all(isinstance(r, te.ReadOp) for r in reads):
             return False
         element = graph.element_type(arg)
+        assert isinstance(element, AnyFloat), "only float constants are read as literals"
         for read in reads:
-            constant = arith.ConstantOp(FloatAttr(value, element))  # pyright: ignore[reportArgumentType]
-            Rewriter.replace_op(read, constant)
+            Rewriter.replace_op(read, arith.ConstantOp(FloatAttr(value, element)))
         self.inlined.append(index)
         return True
 
