@@ -66,9 +66,9 @@ def _aligned_buffer(size: int) -> np.ndarray:
     them, and in 4 KiB pages each run walks the page tables once per page
     (EfficientNet-B0's 21 MB: 5000 pages, more than the TLB holds); on huge
     pages the AVX2 build ran EfficientNet-B0 in 0.97x and MobileNetV3-Large
-    in 0.93x the time (docs/performance.md, "Weights on huge pages"). Its
-    cost is the kernel's compaction on the first writes when memory is
-    fragmented (once: 0.5 s for 100 MB, then 30 ms)."""
+    in 0.93x the time (docs/performance.md, "Weights on huge pages, clamp
+    bounds as literals"). Its cost is the kernel's compaction on the first
+    writes when memory is fragmented (once: 0.5 s for 100 MB, then 30 ms)."""
     populate = getattr(mmap, "MAP_POPULATE", 0)
     huge = getattr(mmap, "MADV_HUGEPAGE", None)
     if populate and huge is not None and size >= HUGE_PAGE_BLOB:
