@@ -51,10 +51,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, StringAttr
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    StringAttr,
+)
 from xdsl.ir import Operation, SSAValue
 
-from lamina.core.dense import dense_attr, dense_value
+from lamina.core.dense import dense_attr, dense_value, numpy_dtype
 from lamina.core.diagnostics import op_error
 from lamina.dialects import graph, te
 from lamina.dialects.lamina import ConstraintAttr
@@ -192,6 +198,10 @@ def build_kernel_deriving(
             operands = list(kb.args)
         results = BUILDERS[op.name](op, kb, operands)
         values.update(zip(op.results, results, strict=True))
+    for index, value in enumerate(inputs):
+        splat = splat_value(value)
+        if splat is not None:
+            kb.inline_splat(index, splat)
     func = kb.finish(name, [values[v] for v in outputs])
     return func, KernelParameters(tuple(kb.derived), tuple(kb.dropped))
 
@@ -212,6 +222,33 @@ def is_constant(value: SSAValue) -> bool:
     return isinstance(owner, graph.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr)
 
 
+def splat_value(value: SSAValue) -> float | None:
+    """The value of every element of `value` when it is a float `graph.constant`
+    stored as one element (a splat, or a tensor of one element), else None.
+    Kernels read such inputs as literals (`KernelBuilder.inline_splat`), so
+    the value is part of what makes two ops share a kernel (`splat_operands`).
+    Nothing larger than one element is decoded."""
+    owner = value.owner
+    if not isinstance(owner, graph.ConstantOp) or not isinstance(
+        owner.value, DenseIntOrFPElementsAttr
+    ):
+        return None
+    element = owner.value.get_element_type()
+    if not isinstance(element, Float16Type | Float32Type | Float64Type):
+        return None
+    data = owner.value.data.data
+    if len(data) != numpy_dtype(element).itemsize:
+        return None
+    return float(dense_value(owner.value).reshape(-1)[0])
+
+
+def splat_operands(op: Operation) -> tuple[tuple[int, str], ...]:
+    """The operands of `op` its kernel reads as literals (`splat_value`), with
+    their values: part of the key of the kernels `legalize` and `fuse-ops` share."""
+    values = ((n, splat_value(v)) for n, v in enumerate(op.operands))
+    return tuple((n, repr(v)) for n, v in values if v is not None)
+
+
 def derived_constants(
     derived: Sequence[DerivedInput], inputs: Sequence[SSAValue]
 ) -> list[Operation]:
@@ -230,5 +267,6 @@ __all__ = [
     "BINARY", "BUILDERS", "UNARY", "Body", "Builder", "DerivedInput", "Indices", "KernelBuilder",
     "KernelParameters",
     "TeEmitter", "Window", "WindowInput", "build_kernel", "build_kernel_deriving",
-    "convert_scalar", "derived_constants", "is_constant", "may_derive", "window_input",
+    "convert_scalar", "derived_constants", "is_constant", "may_derive", "splat_operands",
+    "splat_value", "window_input",
 ]  # fmt: skip

@@ -14,8 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import AnyFloat, FloatAttr, TensorType
 from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.rewriter import Rewriter
 
 from lamina.dialects import graph, te
 from lamina.dialects.lamina import ConstraintAttr
@@ -63,7 +65,10 @@ class KernelBuilder:
         self.derived: list[DerivedInput] = []
         """Parameters appended by `derived_input`, after the inputs."""
         self.dropped: list[int] = []
-        """Inputs `finish` removed: read only through what was derived from them."""
+        """Inputs `finish` removed: read only through what was derived from them,
+        or splat constants `inline_splat` made literals of."""
+        self.inlined: list[int] = []
+        """Inputs whose reads `inline_splat` replaced by their value."""
         for n, arg in enumerate(self.args):
             arg.name_hint = f"in{n}"
 
@@ -85,6 +90,24 @@ class KernelBuilder:
         arg.name_hint = f"in{len(self.block.args) - 1}"
         self.derived.append(DerivedInput(index, fn, result, constraint))
         return arg
+
+    def inline_splat(self, index: int, value: float) -> bool:
+        """Read input `index`, a constant whose elements all equal `value`, as
+        that literal: a clamp bound (relu6's 0 and 6 are one-element constants
+        of the graph) is then a constant of the kernel, so the code clamps
+        with one `maxps` instead of loading the bound and checking it for NaN
+        per element. False (nothing changed) when the input is not only read
+        element by element."""
+        arg = self.args[index]
+        reads = [use.operation for use in arg.uses]
+        if not reads or not all(isinstance(r, te.ReadOp) for r in reads):
+            return False
+        element = graph.element_type(arg)
+        assert isinstance(element, AnyFloat), "only float constants are read as literals"
+        for read in reads:
+            Rewriter.replace_op(read, arith.ConstantOp(FloatAttr(value, element)))
+        self.inlined.append(index)
+        return True
 
     def compute(
         self,
@@ -131,7 +154,7 @@ class KernelBuilder:
         An input that the kernel reads only through a derived parameter is no
         parameter at all (`dropped`; its calls do not pass it)."""
         self.block.add_op(te.ReturnOp(*results))
-        sources = {d.source for d in self.derived}
+        sources = {d.source for d in self.derived} | set(self.inlined)
         self.dropped = sorted(n for n in sources if not self.args[n].uses)
         for n in reversed(self.dropped):
             self.block.erase_arg(self.args[n])

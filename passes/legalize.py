@@ -35,6 +35,7 @@ from lamina.kernels import (
     build_kernel_deriving,
     is_constant,
     may_derive,
+    splat_operands,
 )
 from lamina.passes._constraints import (
     constraint_of,
@@ -64,6 +65,7 @@ def kernel_key(op: Operation) -> tuple[object, ...]:
     props = tuple(sorted(op.properties.items()))
     attrs = tuple(sorted(op.attributes.items()))
     key = (op.name, props, attrs, tuple(op.operand_types), tuple(op.result_types))
+    key = (*key, splat_operands(op))  # read as literals by the kernel
     if may_derive(op):  # its kernel depends on which operands are constants
         return (*key, tuple(is_constant(v) for v in op.operands))
     return key
