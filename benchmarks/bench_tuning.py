@@ -180,12 +180,19 @@ def rates(seconds: float, ray_cpus: int, threads: int, repeat: int) -> None:
         print(f"ray / local {key}: {medians['ray'][key] / medians['local'][key]:.2f}x")
 
 
-def graph_only(model: str, records: str, targets: list[str] | None, budget: float) -> None:
+def graph_only(
+    model: str, records: str, targets: list[str] | None, budget: float, per_conv: bool
+) -> None:
     """The graph-level search of `lamina-tune` alone (tuning/graph_search.py) for `budget`
-    seconds, one thread; its model record (even when the defaults won) is written."""
+    seconds, one thread; its model record (even when the defaults won) is written. With
+    `per_conv`, only the per-convolution candidates (no model-wide knob)."""
     from lamina.passes.apply_model_records import model_key
     from lamina.target.tuning_records import host_identity, write_records
+    from lamina.tuning import graph_search
     from lamina.tuning.graph_search import GraphSearch, search_graph
+
+    if per_conv:
+        graph_search.GRAPH_CHOICES.clear()
     from lamina.tuning.kernels import load_model
     from lamina.tuning.measure import call_clock
 
@@ -198,6 +205,8 @@ def graph_only(model: str, records: str, targets: list[str] | None, budget: floa
         print(f"{time.perf_counter() - start:6.0f} s, trials {s.trials}; {ratios}", flush=True)
 
     search_graph(search, host_identity(), start + budget, note)
+    best = sorted(search.ratios.items(), key=lambda kv: -kv[1])[:6]
+    print("best: " + "; ".join(f"{k}: {v:.3f}x" for k, v in best))
     print(f"kept: {search.knobs or 'the defaults'}; invalid: {search.invalid}")
     write_records(records, [search.record(host_identity())])
 
@@ -219,13 +228,16 @@ def main() -> None:
     p.add_argument("--target", action="append", help="targets of --ab (e.g. 'cpu{isa=avx2}')")
     p.add_argument("--rounds", type=int, default=41, help="interleaved rounds of --ab")
     p.add_argument("--graph", metavar="MODEL", help="only the graph-level search of MODEL")
+    p.add_argument(
+        "--per-conv", action="store_true", help="--graph: the per-convolution candidates only"
+    )
     args = p.parse_args()
     os.environ["LAMINA_NUM_THREADS"] = str(args.threads)
     print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     if args.graph:
         if not args.records:
             sys.exit("--graph needs --records")
-        graph_only(args.graph, args.records, args.target, args.budget)
+        graph_only(args.graph, args.records, args.target, args.budget, args.per_conv)
         return
     if args.ab:
         ab(args.ab, args.records, args.target, args.rounds)

@@ -93,8 +93,10 @@ class ApplyModelRecordsPass(ApplyRecordsPass):
     Input invariant: phase `ingestion` or `optimization`, before `plan-layouts`
     (the first pass that reads a graph-level knob).
     Output IR: when `records` has a record of scope "model" for this model,
-    this CPU and Lamina version, the module carries its knobs as `lamina.knobs`;
-    otherwise the module is unchanged.
+    this CPU and Lamina version, the module carries its knobs as `lamina.knobs`,
+    and each `conv2d#N` entry's knobs are the N-th `graph.conv2d`'s own
+    `lamina.knobs` (`conv_channel_block`, `conv_winograd`, read there by
+    `plan-layouts`); otherwise the module is unchanged.
     Invariants: no operation changes.
     Options: those of `apply-records` (the records file, `ignore_errors`).
     """

@@ -581,7 +581,8 @@ class PlanLayoutsPass(LaminaPass):
     results carry it in `res_attrs`. A blocked 3x3 stride-1 conv2d with
     constant weights (or with an output of at least 14x14, when the
     weights are a parameter) also records `lamina.algorithm = "winograd"`
-    (legalize computes it by Winograd F(2x2, 3x3); `winograd=false`, or
+    (legalize computes it by Winograd F(2x2, 3x3); `winograd=false`, the
+    knob `conv_winograd = 0` (the module's or the op's own `lamina.knobs`), or
     `lamina.algorithm = "direct"` on the op, keeps the direct kernel).
 
     Invariants: every function computes the same values; running the pass
