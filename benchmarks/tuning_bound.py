@@ -34,7 +34,8 @@ gain on these networks"):
 With `--lock PATH` the timing (not the compiles) holds an exclusive
 `flock` on PATH and, with `--rr PRIO`, runs at real-time round-robin
 priority, as `flock PATH chrt -r PRIO python ...` would for the whole run.
-`--json FILE` appends one JSON object per network.
+`--json FILE` appends one JSON object per network; `--table FILE` prints
+docs/tuning.md's table from it (each kind's time-weighted fraction of the peak).
 """
 
 from __future__ import annotations
@@ -125,11 +126,14 @@ def kernel_kind(func) -> str:
     name = func.sym_name.data.removeprefix("te_").removeprefix("fused_")
     types = [a.type for a in func.body.block.args]
     weights = [t.get_shape() for t in types if _is_blocked_weight(t)]
-    if "conv2d" in name and weights:
+    if "conv2d" in name and not weights:
+        return "nchw"  # a convolution left in NCHW (its weight OIHW)
+    if "conv2d" in name:
         shape = weights[0]
         kh, kw = shape[2], shape[3]
-        if types.index(next(t for t in types if _is_blocked_weight(t))) != 1:
-            return "wino3x3"  # Winograd: the transformed 4x4 weights, a derived operand
+        odd = kh == kw and kh % 2 == 1
+        if shape[0] == shape[1] == 4 and not odd:
+            return "wino3x3"  # Winograd's transformed weights: 4 x 4 x K/o x C/i x i x o
         if shape[1] == 1 and shape[4] == 1 and (kh, kw) != (1, 1):
             return f"dw{kh}x{kw}"
         return "1x1" if (kh, kw) == (1, 1) else f"conv{kh}x{kw}"
@@ -353,9 +357,40 @@ def print_result(result: dict, top: int) -> None:
         )
 
 
+def markdown(path: str, top: int = 3) -> str:
+    """The table of docs/tuning.md from a `--json` file (the last line per network and
+    target): times, bounds, the largest kernel kinds with their fraction of the peak."""
+    latest: dict[tuple[str, str], dict] = {}
+    with open(path) as f:
+        for line in f:
+            result = json.loads(line)
+            latest[(result["model"], result["target"])] = result
+    lines = [
+        "| network | target | ms | roofline ms | realistic ms | kinds: share of time, % of peak |",
+        "|---|---|---|---|---|---|",
+    ]
+    for (model, target), r in sorted(latest.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        kinds: dict[str, list[float]] = {}
+        for row in r["rows"]:
+            k = kinds.setdefault(row["kind"], [0.0, 0.0])
+            k[0] += row["ms"]
+            k[1] += row["peak_frac"] * row["ms"]
+        ranked = sorted(kinds.items(), key=lambda kv: -kv[1][0])[:top]
+        text = ", ".join(
+            f"{kind} {ms / r['net_ms']:.0%} at {flops / ms:.0%}" for kind, (ms, flops) in ranked
+        )
+        isa = "AVX2" if "avx2" in target else "AVX-512"
+        lines.append(
+            f"| {model} | {isa} | {r['net_ms']:.2f} | {r['roof_ms']:.2f} "
+            f"({r['roof_speedup']:.2f}x) | {r['real_ms']:.2f} ({r['real_speedup']:.2f}x) "
+            f"| {text} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("models", nargs="+", help="ONNX files (benchmarks/bench_models.py)")
+    parser.add_argument("models", nargs="*", help="ONNX files (benchmarks/bench_models.py)")
     parser.add_argument("--isa", help="build for cpu{isa=ISA} (e.g. avx2)")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--runs", type=int, default=5)
@@ -365,7 +400,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lock", help="flock this file while timing")
     parser.add_argument("--rr", type=int, help="SCHED_RR priority while timing")
     parser.add_argument("--json", help="append one JSON object per network to this file")
+    parser.add_argument("--table", help="print the markdown table of a --json file and stop")
     args = parser.parse_args(argv)
+    if args.table:
+        print(markdown(args.table))
+        return 0
     import bench
 
     target = f"cpu{{isa={args.isa}}}" if args.isa else "cpu"
