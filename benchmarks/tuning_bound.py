@@ -366,25 +366,35 @@ def markdown(path: str, top: int = 3) -> str:
             result = json.loads(line)
             latest[(result["model"], result["target"])] = result
     lines = [
-        "| network | target | ms | roofline ms | realistic ms | kinds: share of time, % of peak |",
-        "|---|---|---|---|---|---|",
+        "| network | target | ms | roofline ms | realistic ms "
+        "| kinds: share of time, % of peak | realistic saving by kind |",
+        "|---|---|---|---|---|---|---|",
     ]
     for (model, target), r in sorted(latest.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         kinds: dict[str, list[float]] = {}
         for row in r["rows"]:
-            k = kinds.setdefault(row["kind"], [0.0, 0.0])
+            k = kinds.setdefault(row["kind"], [0.0, 0.0, 0.0])
             k[0] += row["ms"]
             k[1] += row["peak_frac"] * row["ms"]
+            k[2] += row["ms"] - row["real_ms"]
         ranked = sorted(kinds.items(), key=lambda kv: -kv[1][0])[:top]
         text = ", ".join(
-            f"{kind} {ms / r['net_ms']:.0%} at {flops / ms:.0%}" for kind, (ms, flops) in ranked
+            f"{kind} {ms / r['net_ms']:.0%} at {flops / ms:.0%}" for kind, (ms, flops, _) in ranked
         )
+        saved = sorted(kinds.items(), key=lambda kv: -kv[1][2])[:top]
+        where = ", ".join(f"{kind} {s / r['net_ms']:.0%}" for kind, (_, _, s) in saved if s > 0)
         isa = "AVX2" if "avx2" in target else "AVX-512"
         lines.append(
             f"| {model} | {isa} | {r['net_ms']:.2f} | {r['roof_ms']:.2f} "
             f"({r['roof_speedup']:.2f}x) | {r['real_ms']:.2f} ({r['real_speedup']:.2f}x) "
-            f"| {text} |"
+            f"| {text} | {where} |"
         )
+    for target in sorted({t for _, t in latest}):
+        runs = [r for (_, t), r in latest.items() if t == target]
+        roof = math.exp(statistics.mean(math.log(r["roof_speedup"]) for r in runs))
+        real = math.exp(statistics.mean(math.log(r["real_speedup"]) for r in runs))
+        isa = "AVX2" if "avx2" in target else "AVX-512"
+        lines.append(f"| geomean of {len(runs)} | {isa} | | {roof:.2f}x | {real:.2f}x | | |")
     return "\n".join(lines)
 
 
