@@ -35,7 +35,8 @@ With `--lock PATH` the timing (not the compiles) holds an exclusive
 `flock` on PATH and, with `--rr PRIO`, runs at real-time round-robin
 priority, as `flock PATH chrt -r PRIO python ...` would for the whole run.
 `--json FILE` appends one JSON object per network; `--table FILE` prints
-docs/tuning.md's table from it (each kind's time-weighted fraction of the peak).
+docs/tuning.md's table from it (each kind's time-weighted fraction of the peak, or of
+the bandwidth, "bw", for a kind whose time is mostly in memory-bound kernels).
 """
 
 from __future__ import annotations
@@ -357,6 +358,14 @@ def print_result(result: dict, top: int) -> None:
         )
 
 
+def _kind_text(kind: str, ms: float, flops: float, moved: float, net: float, mem: float) -> str:
+    """`kind share at fraction`: of the peak, or of the bandwidth when most of the kind's
+    time (`mem` ms of `ms`) is in memory-bound kernels."""
+    if mem * 2 > ms:
+        return f"{kind} {ms / net:.0%} at {moved / ms:.0%} bw"
+    return f"{kind} {ms / net:.0%} at {flops / ms:.0%}"
+
+
 def markdown(path: str, top: int = 3) -> str:
     """The table of docs/tuning.md from a `--json` file (the last line per network and
     target): times, bounds, the largest kernel kinds with their fraction of the peak."""
@@ -372,17 +381,22 @@ def markdown(path: str, top: int = 3) -> str:
     ]
     for (model, target), r in sorted(latest.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         kinds: dict[str, list[float]] = {}
+        memory: dict[str, float] = {}
         for row in r["rows"]:
-            k = kinds.setdefault(row["kind"], [0.0, 0.0, 0.0])
+            k = kinds.setdefault(row["kind"], [0.0, 0.0, 0.0, 0.0])
             k[0] += row["ms"]
             k[1] += row["peak_frac"] * row["ms"]
             k[2] += row["ms"] - row["real_ms"]
+            k[3] += row["bw_frac"] * row["ms"]
+            if row["bound"] == "memory":
+                memory[row["kind"]] = memory.get(row["kind"], 0.0) + row["ms"]
         ranked = sorted(kinds.items(), key=lambda kv: -kv[1][0])[:top]
         text = ", ".join(
-            f"{kind} {ms / r['net_ms']:.0%} at {flops / ms:.0%}" for kind, (ms, flops, _) in ranked
+            _kind_text(kind, ms, flops, moved, r["net_ms"], memory.get(kind, 0.0))
+            for kind, (ms, flops, _, moved) in ranked
         )
         saved = sorted(kinds.items(), key=lambda kv: -kv[1][2])[:top]
-        where = ", ".join(f"{kind} {s / r['net_ms']:.0%}" for kind, (_, _, s) in saved if s > 0)
+        where = ", ".join(f"{kind} {s / r['net_ms']:.0%}" for kind, (_, _, s, _) in saved if s > 0)
         isa = "AVX2" if "avx2" in target else "AVX-512"
         lines.append(
             f"| {model} | {isa} | {r['net_ms']:.2f} | {r['roof_ms']:.2f} "
