@@ -5,6 +5,9 @@
                                     # measurements per minute, local and Ray, alternated
     python benchmarks/bench_tuning.py --ab MODEL.onnx --records R [--target T]
                                     # a network without and with records, one thread
+    python benchmarks/bench_tuning.py --graph MODEL.onnx --budget 150 --records R
+                                    # only the graph-level search (model-wide and
+                                    # per-convolution knobs), its model record into R
 
 The MLP is examples/mlp.mlir (64 x 784 -> 512 -> 512 -> 10, weights as
 parameters); onnxruntime runs the same graph (benchmarks/peers.py). Every
@@ -177,6 +180,37 @@ def rates(seconds: float, ray_cpus: int, threads: int, repeat: int) -> None:
         print(f"ray / local {key}: {medians['ray'][key] / medians['local'][key]:.2f}x")
 
 
+def graph_only(
+    model: str, records: str, targets: list[str] | None, budget: float, per_conv: bool
+) -> None:
+    """The graph-level search of `lamina-tune` alone (tuning/graph_search.py) for `budget`
+    seconds, one thread; its model record (even when the defaults won) is written. With
+    `per_conv`, only the per-convolution candidates (no model-wide knob)."""
+    from lamina.passes.apply_model_records import model_key
+    from lamina.target.tuning_records import host_identity, write_records
+    from lamina.tuning import graph_search
+    from lamina.tuning.graph_search import GraphSearch, search_graph
+
+    if per_conv:
+        graph_search.GRAPH_CHOICES.clear()
+    from lamina.tuning.kernels import load_model
+    from lamina.tuning.measure import call_clock
+
+    key = model_key(load_model(model, targets, lower=False))
+    search = GraphSearch(model, key, targets, clock=call_clock(1))
+    start = time.perf_counter()
+
+    def note(s: GraphSearch) -> None:
+        ratios = ", ".join(f"{k}: {v:.3f}x" for k, v in s.ratios.items())
+        print(f"{time.perf_counter() - start:6.0f} s, trials {s.trials}; {ratios}", flush=True)
+
+    search_graph(search, host_identity(), start + budget, note)
+    best = sorted(search.ratios.items(), key=lambda kv: -kv[1])[:6]
+    print("best: " + "; ".join(f"{k}: {v:.3f}x" for k, v in best))
+    print(f"kept: {search.knobs or 'the defaults'}; invalid: {search.invalid}")
+    write_records(records, [search.record(host_identity())])
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--budget", type=float, default=0.0, help="tune the MLP this long first")
@@ -193,9 +227,18 @@ def main() -> None:
     p.add_argument("--ab", metavar="MODEL", help="time MODEL without and with --records")
     p.add_argument("--target", action="append", help="targets of --ab (e.g. 'cpu{isa=avx2}')")
     p.add_argument("--rounds", type=int, default=41, help="interleaved rounds of --ab")
+    p.add_argument("--graph", metavar="MODEL", help="only the graph-level search of MODEL")
+    p.add_argument(
+        "--per-conv", action="store_true", help="--graph: the per-convolution candidates only"
+    )
     args = p.parse_args()
     os.environ["LAMINA_NUM_THREADS"] = str(args.threads)
     print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    if args.graph:
+        if not args.records:
+            sys.exit("--graph needs --records")
+        graph_only(args.graph, args.records, args.target, args.budget, args.per_conv)
+        return
     if args.ab:
         ab(args.ab, args.records, args.target, args.rounds)
         return

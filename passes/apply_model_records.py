@@ -18,18 +18,20 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, DenseResourceAttr, ModuleOp
 from xdsl.ir import Attribute
 
+from lamina.dialects import graph
 from lamina.dialects.lamina import Phase
 from lamina.passes.apply_records import ApplyRecordsPass
 from lamina.target.function_knobs import KNOBS_ATTR, knobs_attr
 from lamina.target.registry import module_facts
-from lamina.target.tuning_records import RecordSet
+from lamina.target.tuning_records import RecordSet, split_op_knobs
 
 KEY_FORMAT = "lamina model key 1"
 """Changes whenever what `model_key` hashes changes (old records then stop applying)."""
@@ -65,9 +67,23 @@ def apply_model_record(module: ModuleOp, records: RecordSet) -> bool:
     knobs = records.knobs_for(model_key(module))
     if knobs is None:
         return False
-    if knobs:
-        module.attributes[KNOBS_ATTR] = knobs_attr(knobs)
+    apply_model_knobs(module, knobs)
     return True
+
+
+def apply_model_knobs(module: ModuleOp, knobs: Mapping[str, Any]) -> None:
+    """A model record's knobs on `module` (as imported): the module's as its `lamina.knobs`,
+    each convolution's (`conv2d#N`, the N-th `graph.conv2d` in order) as that op's, which
+    `plan-layouts` reads there (`op_knobs`) over the module's."""
+    common, per_op = split_op_knobs(knobs)
+    if common:
+        module.attributes[KNOBS_ATTR] = knobs_attr(common)
+    if not per_op:
+        return
+    convs = [op for op in module.walk() if isinstance(op, graph.Conv2dOp)]
+    for index, own in per_op.items():
+        if index < len(convs):  # the key hashes the structure: an index is always there
+            convs[index].attributes[KNOBS_ATTR] = knobs_attr(own)
 
 
 @dataclass(frozen=True)
@@ -77,8 +93,10 @@ class ApplyModelRecordsPass(ApplyRecordsPass):
     Input invariant: phase `ingestion` or `optimization`, before `plan-layouts`
     (the first pass that reads a graph-level knob).
     Output IR: when `records` has a record of scope "model" for this model,
-    this CPU and Lamina version, the module carries its knobs as `lamina.knobs`;
-    otherwise the module is unchanged.
+    this CPU and Lamina version, the module carries its knobs as `lamina.knobs`,
+    and each `conv2d#N` entry's knobs are the N-th `graph.conv2d`'s own
+    `lamina.knobs` (`conv_channel_block`, `conv_winograd`, read there by
+    `plan-layouts`); otherwise the module is unchanged.
     Invariants: no operation changes.
     Options: those of `apply-records` (the records file, `ignore_errors`).
     """
@@ -92,4 +110,4 @@ class ApplyModelRecordsPass(ApplyRecordsPass):
             apply_model_record(op, self.record_set(op))
 
 
-__all__ = ["ApplyModelRecordsPass", "apply_model_record", "model_key"]
+__all__ = ["ApplyModelRecordsPass", "apply_model_knobs", "apply_model_record", "model_key"]

@@ -56,6 +56,7 @@ from lamina.dialects import graph
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, Phase, UndefAttr
 from lamina.dialects.layout_maps import LayoutMapError, invert_map, same_map
 from lamina.kernels.strategy import conv2d_block, is_depthwise, winograd_pays
+from lamina.target.registry import op_knobs
 
 ENABLE_ATTR_NAME = "lamina.plan_layouts"
 
@@ -205,6 +206,7 @@ def block_conv2d(op: graph.Conv2dOp, blocks: tuple[int, int], winograd: bool = F
     )
     chosen = op.attributes.get(graph.CONV_ALGORITHM_ATTR)  # a user's choice stays
     constant = isinstance(op.weight.owner, graph.ConstantOp)
+    winograd = winograd and op_knobs(op).conv_winograd == 1  # per convolution: its knobs
     if chosen is None and winograd and c > 1 and winograd_pays(conv, constant):
         chosen = StringAttr("winograd")
     if chosen is not None:
@@ -579,7 +581,8 @@ class PlanLayoutsPass(LaminaPass):
     results carry it in `res_attrs`. A blocked 3x3 stride-1 conv2d with
     constant weights (or with an output of at least 14x14, when the
     weights are a parameter) also records `lamina.algorithm = "winograd"`
-    (legalize computes it by Winograd F(2x2, 3x3); `winograd=false`, or
+    (legalize computes it by Winograd F(2x2, 3x3); `winograd=false`, the
+    knob `conv_winograd = 0` (the module's or the op's own `lamina.knobs`), or
     `lamina.algorithm = "direct"` on the op, keeps the direct kernel).
 
     Invariants: every function computes the same values; running the pass

@@ -357,6 +357,14 @@ class ScheduleKnobs:
     packed). Not measured as a default: a tuning knob (docs/tuning.md),
     whose gain depends on which operand fits the caches."""
 
+    conv_winograd: int = 1
+    """A blocked 3x3 stride-1 conv2d where Winograd F(2x2, 3x3) applies and
+    pays (`winograd_pays`) is computed by it (1) or by the direct kernel (0),
+    read by `plan-layouts` on the convolution (its own `lamina.knobs`, which
+    a model record's per-convolution entry sets: docs/tuning.md), else the
+    module's. Not measured as a default: a tuning knob, chosen per
+    convolution."""
+
     @staticmethod
     def for_cpu(facts: CpuFacts) -> ScheduleKnobs:
         """The measured defaults, each derived one (`_DERIVED`) evaluated on `facts`."""
@@ -395,6 +403,7 @@ SWITCH_KNOBS = (
     "conv_channel_jam_everywhere",
     "conv_stem_channel_jam",
     "block_rows_outside_columns",
+    "conv_winograd",
 )
 """Knobs that turn a rule on (1) or off (0): any other value is a typo, not a setting."""
 

@@ -44,6 +44,7 @@ GRAPH_LEVEL_KNOBS: frozenset[str] = frozenset(
         "conv_channel_block",
         "conv_grouped_min_width",
         "conv_nchw_pointwise_min_pixels",
+        "conv_winograd",
         "depthwise_in_place_percent",
         "global_pool_partial_sums",
         "parallel_column_blocks_per_core",
@@ -54,6 +55,14 @@ GRAPH_LEVEL_KNOBS: frozenset[str] = frozenset(
 """Knobs decided before a kernel exists (`plan-layouts`, `legalize`, `lower-te`): a
 model record (`scope: "model"`) or a target option sets them for the whole compile; a
 per-kernel record cannot."""
+
+OP_KNOBS: tuple[str, ...] = ("conv_channel_block", "conv_winograd")
+"""Graph-level knobs a model record may set for one convolution (`"conv2d#N": {...}` in
+its knobs, N counting the model's `graph.conv2d` ops in order as imported): read by
+`plan-layouts` on the convolution itself (passes/apply_model_records.py)."""
+
+OP_PREFIX = "conv2d#"
+"""How a model record's knobs name one convolution: `conv2d#` and its index."""
 
 MODEL_SCOPE = "model"
 """A record's `scope` for the graph-level knobs of a whole model (its key: `model_key`)."""
@@ -143,6 +152,9 @@ def check_record_knobs(knobs: object, model: bool = False) -> dict[str, Any]:
         raise ValueError("'knobs' must be an object of knob names to values")
     checked: dict[str, Any] = {}
     for name, value in knobs.items():
+        if model and name.startswith(OP_PREFIX):
+            checked[name] = _op_knobs(name, value)
+            continue
         if name not in KNOB_NAMES:
             raise ValueError(f"unknown knob '{name}' (knobs: {', '.join(KERNEL_KNOBS)})")
         if name in GRAPH_LEVEL_KNOBS and not model:
@@ -163,6 +175,31 @@ def check_record_knobs(knobs: object, model: bool = False) -> dict[str, Any]:
             raise ValueError(f"knob '{name}' {why}, not {value!r}")
         checked[name] = value
     return checked
+
+
+def _op_knobs(name: str, knobs: object) -> dict[str, Any]:
+    """One convolution's knobs in a model record (`"conv2d#N": {knob: value}`)."""
+    index = name.removeprefix(OP_PREFIX)
+    if not index.isdigit():
+        raise ValueError(f"'{name}': a convolution is named {OP_PREFIX}N, N its index")
+    if not isinstance(knobs, dict) or not knobs:
+        raise ValueError(f"'{name}' must be an object of knob names to values")
+    for knob, value in knobs.items():
+        if knob not in OP_KNOBS:
+            raise ValueError(
+                f"'{name}': knob '{knob}' is not set per convolution ({', '.join(OP_KNOBS)})"
+            )
+        why = check_knob(knob, value)
+        if why is not None:
+            raise ValueError(f"'{name}': knob '{knob}' {why}, not {value!r}")
+    return dict(sorted(knobs.items()))
+
+
+def split_op_knobs(knobs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
+    """A model record's knobs as (the module's, {convolution index: its own})."""
+    module = {k: v for k, v in knobs.items() if not k.startswith(OP_PREFIX)}
+    ops = {int(k.removeprefix(OP_PREFIX)): v for k, v in knobs.items() if k.startswith(OP_PREFIX)}
+    return module, ops
 
 
 def parse_record(line: str) -> Record:
@@ -313,6 +350,8 @@ __all__ = [
     "GRAPH_LEVEL_KNOBS",
     "KERNEL_KNOBS",
     "MODEL_SCOPE",
+    "OP_KNOBS",
+    "OP_PREFIX",
     "Record",
     "RecordSet",
     "RecordsError",
@@ -322,6 +361,7 @@ __all__ = [
     "knobs_json",
     "lamina_version",
     "load_records",
+    "split_op_knobs",
     "parse_record",
     "write_records",
 ]

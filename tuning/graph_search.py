@@ -36,6 +36,7 @@ import numpy as np
 from lamina.target.function_knobs import KNOBS_ATTR
 from lamina.target.tuning_records import (
     MODEL_SCOPE,
+    OP_PREFIX,
     Record,
     Timing,
     lamina_version,
@@ -55,6 +56,18 @@ GRAPH_CHOICES: dict[str, tuple[int, ...]] = {
 (resnet18, AVX-512, one thread: `conv_channel_block = 32` 1.05x, 8 0.73x). A
 candidate whose code equals one built before (a depthwise knob on a network
 without depthwise convolutions) is not timed again."""
+
+OP_CHOICES: dict[str, tuple[int, ...]] = {
+    "conv_winograd": (0,),
+    "conv_channel_block": (32, 16, 8),
+}
+"""Values tried per convolution (`OP_KNOBS`, a model record's `conv2d#N` entries) besides
+the default: the direct kernel where Winograd applies, and the channel blocks other than
+the derived one (the vector lanes)."""
+
+OP_MIN_SHARE = 0.02
+"""Convolutions with less of the model's multiply-adds are not searched one by one: a
+whole-model timing does not see a few per cent of a kernel that small."""
 
 GRAPH_SHARE = 0.35
 """The part of the budget the graph-level search may take (the kernels get the rest)."""
@@ -188,14 +201,78 @@ def search_graph(
                 if ratio >= MIN_GAIN and ratio > best.get(name, (0.0, None))[0]:
                     best[name] = (ratio, value)
             note(search)
+        for knobs in _op_candidates(search):
+            if time.perf_counter() >= until:
+                break
+            ratio = _try(search, builds, default, args, want, seen, knobs)
+            if ratio is not None and ratio >= MIN_GAIN:
+                ((name, value),) = knobs.items()
+                if ratio > best.get(name, (0.0, None))[0]:
+                    best[name] = (ratio, value)
+            note(search)
         if len(best) > 1 and time.perf_counter() < until:
-            _try(search, builds, default, args, want, seen, {k: v for k, (_, v) in best.items()})
+            _try(search, builds, default, args, want, seen, _together(best))
         _finalize(search, builds, default, args)
         if search.default_time is None:  # nothing was timed: the default's time, for the record
             base, _ = _paired(default, default, args, 3, search.clock)
             search.default_time = Timing(*summary(base), len(base))
     finally:
         builds.folder.cleanup()
+
+
+def _together(best: dict[str, tuple[float, Any]]) -> dict[str, Any]:
+    """The winners of single changes as one candidate: the best value of each model-wide
+    knob, and every convolution's best knobs (the best value of each of its knobs)."""
+    knobs: dict[str, Any] = {}
+    for name, (_, value) in best.items():
+        if name.startswith(OP_PREFIX):
+            knobs.setdefault(name, {}).update(value)
+        else:
+            knobs[name] = value
+    return knobs
+
+
+def conv_shares(module) -> list[tuple[int, float, bool]]:
+    """(index, share of the model's multiply-adds, whether Winograd can apply) of every
+    `graph.conv2d` of `module` (as imported), the largest share first."""
+    from lamina.dialects import graph
+
+    convs = [op for op in module.walk() if isinstance(op, graph.Conv2dOp)]
+    macs = []
+    for op in convs:
+        out = graph.tensor_shape(op.results[0])
+        o, i, kh, kw = graph.tensor_shape(op.weight)[:4]
+        macs.append(float(np.prod(out)) * i * kh * kw)
+    total = sum(macs) or 1.0
+
+    def winograd(op) -> bool:  # what `winograd_unsupported` asks of the blocked conv
+        square = tuple(graph.tensor_shape(op.weight)[2:4]) == (3, 3)
+        ones = op.strides_value == (1, 1) and op.dilation_value == (1, 1)
+        return square and ones and op.groups_value == 1
+
+    rows = [(n, m / total, winograd(op)) for n, (op, m) in enumerate(zip(convs, macs, strict=True))]
+    return sorted(rows, key=lambda r: -r[1])
+
+
+def _op_candidates(search: GraphSearch):
+    """Single per-convolution changes (`OP_CHOICES`), the convolutions with the largest
+    share of the model's multiply-adds first (at least `OP_MIN_SHARE`); one whose plan is
+    the default's is skipped when it is built (same object code)."""
+    from lamina.target.registry import module_facts
+    from lamina.tuning.kernels import load_model
+
+    module = load_model(search.model, list(search.targets) if search.targets else None, lower=False)
+    lanes = module_facts(module).lanes(32)
+    for index, share, winograd in conv_shares(module):
+        if share < OP_MIN_SHARE:
+            return
+        for knob, values in OP_CHOICES.items():
+            for value in values:
+                if (knob == "conv_winograd" and not winograd) or (
+                    knob == "conv_channel_block" and value == lanes
+                ):
+                    continue
+                yield {f"{OP_PREFIX}{index}": {knob: value}}
 
 
 def _plan(search: GraphSearch, knobs: dict[str, Any]) -> str:
@@ -210,7 +287,13 @@ def _plan(search: GraphSearch, knobs: dict[str, Any]) -> str:
 
 
 def _text(knobs: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(knobs.items()))
+    """`k=v, ...`, a convolution's knobs as `conv2d#N.k=v` (`_parse` reads it back)."""
+    flat = []
+    for k, v in sorted(knobs.items()):
+        flat += (
+            [f"{k}.{n}={w}" for n, w in sorted(v.items())] if isinstance(v, dict) else [f"{k}={v}"]
+        )
+    return ", ".join(flat)
 
 
 def _try(search, builds, default, args, want, seen, knobs) -> float | None:
@@ -253,7 +336,23 @@ def _finalize(search: GraphSearch, builds: _Builds, default, args) -> None:
 
 
 def _parse(text: str) -> dict[str, Any]:
-    return {k: int(v) for k, v in (item.split("=") for item in text.split(", "))}
+    knobs: dict[str, Any] = {}
+    for item in text.split(", "):
+        name, value = item.split("=")
+        if name.startswith(OP_PREFIX):
+            op, knob = name.split(".")
+            knobs.setdefault(op, {})[knob] = int(value)
+        else:
+            knobs[name] = int(value)
+    return knobs
 
 
-__all__ = ["GRAPH_CHOICES", "GRAPH_SHARE", "GraphSearch", "has_convolutions", "search_graph"]
+__all__ = [
+    "GRAPH_CHOICES",
+    "GRAPH_SHARE",
+    "OP_CHOICES",
+    "conv_shares",
+    "GraphSearch",
+    "has_convolutions",
+    "search_graph",
+]

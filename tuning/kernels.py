@@ -26,6 +26,7 @@ from lamina.core.pass_manager import PassManager
 from lamina.dialects import graph, loop
 from lamina.driver.lowering import parse_source
 from lamina.driver.pipeline import passes_for_module
+from lamina.passes.apply_model_records import apply_model_knobs
 from lamina.passes.apply_records import kernel_key, kernels
 from lamina.target.function_knobs import KNOBS_ATTR, knobs_attr
 from lamina.target.tuning_records import Record, Timing, lamina_version
@@ -107,7 +108,7 @@ def load_model(
     if not lower:
         return module
     if graph_knobs:
-        module.attributes[KNOBS_ATTR] = knobs_attr(graph_knobs)
+        apply_model_knobs(module, graph_knobs)
     cut = next((i for i, p in enumerate(passes) if p.name == "lower-te"), None)
     if cut is not None:
         PassManager(passes[: cut + 1]).run(_context(), module)
