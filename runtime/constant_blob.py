@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import mmap
+import os
 import threading
 
 import numpy as np
@@ -33,6 +34,8 @@ import numpy as np
 ALIGN = 64
 HUGE_PAGE_BLOB = 4 << 20
 """Blobs of at least this many bytes are asked for transparent huge pages."""
+HUGE_PAGES_ENV = "LAMINA_HUGE_PAGES"
+"""`0`, `off`, `false` or `no`: no blob is asked for huge pages (docs/environment.md)."""
 
 _lock = threading.Lock()
 _registered: dict[str, int] = {}
@@ -71,7 +74,7 @@ def _aligned_buffer(size: int) -> np.ndarray:
     writes when memory is fragmented (once: 0.5 s for 100 MB, then 30 ms)."""
     populate = getattr(mmap, "MAP_POPULATE", 0)
     huge = getattr(mmap, "MADV_HUGEPAGE", None)
-    if populate and huge is not None and size >= HUGE_PAGE_BLOB:
+    if populate and huge is not None and size >= HUGE_PAGE_BLOB and _huge_pages_on():
         data = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
         data.madvise(huge)
         return np.frombuffer(data, np.uint8)
@@ -81,6 +84,12 @@ def _aligned_buffer(size: int) -> np.ndarray:
     raw = np.empty(size + ALIGN, dtype=np.uint8)
     start = -raw.ctypes.data % ALIGN
     return raw[start : start + size]
+
+
+def _huge_pages_on() -> bool:
+    """Whether `LAMINA_HUGE_PAGES` leaves large blobs on huge pages (the default)."""
+    value = os.environ.get(HUGE_PAGES_ENV, "1")
+    return value.strip().lower() not in ("0", "off", "false", "no")
 
 
 def register(constants: dict[str, bytes] | dict[str, memoryview]) -> int:
