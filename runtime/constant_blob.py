@@ -71,7 +71,9 @@ def _aligned_buffer(size: int) -> np.ndarray:
     pages the AVX2 build ran EfficientNet-B0 in 0.97x and MobileNetV3-Large
     in 0.93x the time (docs/performance.md, "Weights on huge pages, clamp
     bounds as literals"). Its cost is the kernel's compaction on the first
-    writes when memory is fragmented (once: 0.5 s for 100 MB, then 30 ms)."""
+    writes when memory is fragmented (once: 0.5 s for 100 MB, then 30 ms; a
+    cold ResNet-50 compile took 0.2-1.3 s longer, docs/compile-speed.md),
+    which `LAMINA_HUGE_PAGES=0` avoids."""
     populate = getattr(mmap, "MAP_POPULATE", 0)
     huge = getattr(mmap, "MADV_HUGEPAGE", None)
     if populate and huge is not None and size >= HUGE_PAGE_BLOB and _huge_pages_on():
