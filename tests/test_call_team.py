@@ -270,11 +270,13 @@ CLOSE_SLEEP = textwrap.dedent(
     same = [bool(np.array_equal(exe.run("main", *inputs), want)) for _ in range(10)]
     out["yield_sleeps"] = call_team.stats()["close_sleeps"] - before
     # Sleeping callers are woken by the worker that leaves; every call completes with
-    # the same results. The worker spins long enough to join every region, and the
-    # caller sleeps after as many pauses (~0.3 ms, less than a chunk); calls until the
-    # caller slept (a worker that finished first never makes it sleep).
+    # the same results. The caller sleeps after 100 pauses (~4 us, far less than a
+    # chunk), so any call whose worker finishes last makes it sleep; with 10,000 (~0.3
+    # ms) an idle machine split the chunks so evenly that no caller waited that long
+    # in 200 calls. Calls until the caller slept (a worker that finished first never
+    # makes it sleep).
     call_team.set_close_sleep(True)
-    call_team.set_spin(10000)
+    call_team.set_spin(100)
     before = call_team.stats()["close_sleeps"]
     for _ in range(200):
         same.append(bool(np.array_equal(exe.run("main", *inputs), want)))
