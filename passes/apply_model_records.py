@@ -26,12 +26,13 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, DenseResourceAttr, ModuleOp
 from xdsl.ir import Attribute
 
+from lamina.core.diagnostics import op_error
 from lamina.dialects import graph
 from lamina.dialects.lamina import Phase
 from lamina.passes.apply_records import ApplyRecordsPass
 from lamina.target.function_knobs import KNOBS_ATTR, knobs_attr
 from lamina.target.registry import module_facts
-from lamina.target.tuning_records import RecordSet, split_op_knobs
+from lamina.target.tuning_records import OP_PREFIX, RecordSet, split_op_knobs
 
 KEY_FORMAT = "lamina model key 1"
 """Changes whenever what `model_key` hashes changes (old records then stop applying)."""
@@ -82,8 +83,13 @@ def apply_model_knobs(module: ModuleOp, knobs: Mapping[str, Any]) -> None:
         return
     convs = [op for op in module.walk() if isinstance(op, graph.Conv2dOp)]
     for index, own in per_op.items():
-        if index < len(convs):  # the key hashes the structure: an index is always there
-            convs[index].attributes[KNOBS_ATTR] = knobs_attr(own)
+        if index >= len(convs):  # a hand-edited record: the key hashes the structure
+            raise op_error(
+                module,
+                f"a model record sets knobs of '{OP_PREFIX}{index}', but the module has "
+                f"{len(convs)} graph.conv2d ops (docs/tuning.md)",
+            )
+        convs[index].attributes[KNOBS_ATTR] = knobs_attr(own)
 
 
 @dataclass(frozen=True)

@@ -137,3 +137,10 @@ def test_search_tries_convolutions_largest_share_first(model: Path, tmp_path: Pa
     record = search.record(host_identity())
     again = parse_record(record.to_json())
     assert (again.kernel, again.scope, again.knobs) == (key, "model", search.knobs)
+
+
+def test_a_record_for_a_convolution_the_model_lacks_is_an_error(model: Path, tmp_path: Path):
+    """A hand-edited `conv2d#N` past the model's convolutions is a diagnostic naming
+    the entry, never silently dropped."""
+    with pytest.raises(lamina.DiagnosticError, match=r"'conv2d#7'.* 2 graph.conv2d ops"):
+        _compile(model, tmp_path, {"conv2d#7": {"conv_winograd": 0}})
