@@ -244,13 +244,10 @@ def conv_shares(module) -> list[tuple[int, float, bool]]:
         o, i, kh, kw = graph.tensor_shape(op.weight)[:4]
         macs.append(float(np.prod(out)) * i * kh * kw)
     total = sum(macs) or 1.0
-
-    def winograd(op) -> bool:  # what `winograd_unsupported` asks of the blocked conv
-        square = tuple(graph.tensor_shape(op.weight)[2:4]) == (3, 3)
-        ones = op.strides_value == (1, 1) and op.dilation_value == (1, 1)
-        return square and ones and op.groups_value == 1
-
-    rows = [(n, m / total, winograd(op)) for n, (op, m) in enumerate(zip(convs, macs, strict=True))]
+    rows = [
+        (n, m / total, graph.winograd_shape_unsupported(op) is None)
+        for n, (op, m) in enumerate(zip(convs, macs, strict=True))
+    ]
     return sorted(rows, key=lambda r: -r[1])
 
 

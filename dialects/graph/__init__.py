@@ -126,6 +126,7 @@ from lamina.dialects.graph.nn import (
     conv2d_output_shape,
     normalize_padding2d,
     pool2d_output_shape,
+    winograd_shape_unsupported,
     winograd_unsupported,
 )
 from lamina.dialects.graph.reduce import (
@@ -189,7 +190,7 @@ __all__ = [
     "normalize_axis", "normalize_axes", "normalize_padding2d",
     "broadcast_shapes", "broadcast_to_shape", "matmul_result_shape", "conv2d_output_shape",
     "blocked_conv_layout", "pool2d_output_shape", "reduce_result_shape",
-    "CONV_ALGORITHM_ATTR", "CONV_ALGORITHMS", "winograd_unsupported",
+    "CONV_ALGORITHM_ATTR", "CONV_ALGORITHMS", "winograd_shape_unsupported", "winograd_unsupported",
     "transpose_result_shape", "concat_result_shape", "gather_result_shape",
     "slice_result_shape", "layout_transform_shape",
 ]  # fmt: skip

@@ -392,6 +392,13 @@ def winograd_unsupported(op: Conv2dOp) -> str | None:
     """Why `op` cannot be computed by Winograd F(2x2, 3x3); None when it can."""
     if blocked_conv_layout(op.data_layout_value, op.kernel_layout_value) is None:
         return "it needs the channel-blocked layouts (NCHW<c>c, OIHW<c>i<o>o)"
+    return winograd_shape_unsupported(op)
+
+
+def winograd_shape_unsupported(op: Conv2dOp) -> str | None:
+    """Why `op`'s shape and attributes rule out Winograd F(2x2, 3x3), whatever its
+    layout (a convolution as imported, before `plan-layouts` blocks it); None when
+    they do not."""
     kh, kw = tensor_shape(op.weight)[2:4]
     if (kh, kw) != (3, 3):
         return f"it needs a 3x3 kernel, got {kh}x{kw}"
