@@ -356,8 +356,9 @@ def _attach_loop_metadata(
 
     The translator creates one llvmlite block per xDSL block, in order, so a
     block's terminator is found by position. Only innermost loops without
-    calls (innermost once their `unrolled` loops are unrolled) get the hint: LLVM can act on nothing else, and a forced hint it
-    cannot honour prints a warning on stderr. A `vectorized` loop of exactly
+    calls (innermost once their `unrolled` loops are unrolled) get the hint:
+    LLVM can act on nothing else, and a forced hint it cannot honour prints a
+    warning on stderr. A `vectorized` loop of exactly
     one vector of `bits` (`_one_vector_lanes`) also gets its width and
     interleave count (`ONE_VECTOR_METADATA`).
     """

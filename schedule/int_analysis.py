@@ -224,7 +224,7 @@ def _dominating_assumes(op: Operation):
             kind = type(other)
             if _ASSUME_CLASSES.get(kind) or (kind not in _ASSUME_CLASSES and _is_assume(kind)):
                 yield other.cond  # pyright: ignore[reportAttributeAccessIssue]
-            other = other._next_op  # pyright: ignore[reportPrivateUsage]
+            other = other.next_op
         current = block.parent_op()
 
 
