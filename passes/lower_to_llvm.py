@@ -61,7 +61,7 @@ from xdsl.dialects.builtin import (
     i1,
     i64,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import (
     PatternRewriter,
     RewritePattern,
@@ -96,7 +96,7 @@ from lamina.backends.llvm.conversion import (
 from lamina.backends.llvm.device_runtime import ALLOC_SYMBOL, COPY_SYMBOL, FREE_SYMBOL, device_slot
 from lamina.backends.llvm.entry_points import RESULTS_ATTR
 from lamina.backends.llvm.errors import ERROR_ATTR, alloc_message, insert_error_exits
-from lamina.backends.llvm.parallel import ParallelForLowering
+from lamina.backends.llvm.parallel import ParallelForLowering, static_trip_count
 from lamina.backends.llvm.scalar_patterns import scalar_patterns
 from lamina.core.dead_ops import GreedyApplier
 from lamina.core.diagnostics import op_error
@@ -1182,11 +1182,12 @@ def _clamps_as_selects(module: ModuleOp) -> int:
     Both still propagate NaN; they differ from `maximumf` only in the sign of
     a zero result (max(-0.0, 0.0) may be -0.0, equal as a number). Runs after
     `SelectChainLowering`, which would read these selects of two loads as a
-    choice between addresses.
+    choice between addresses. A fold along a long innermost loop stays
+    `llvm.maximum` (`_vectorizable_fold`).
     """
     rewritten = 0
     for op in list(module.walk()):
-        if not isinstance(op, arith.MaximumfOp | arith.MinimumfOp):
+        if not isinstance(op, arith.MaximumfOp | arith.MinimumfOp) or _vectorizable_fold(op):
             continue
         beyond = "ogt" if isinstance(op, arith.MaximumfOp) else "olt"
         constant, x = _clamp_constant(op.rhs), op.lhs
@@ -1203,6 +1204,43 @@ def _clamps_as_selects(module: ModuleOp) -> int:
             Rewriter.replace_op(op, [wins, best, nan, arith.SelectOp(nan, x, best)])
         rewritten += 1
     return rewritten
+
+
+_FOLD_MIN_TRIPS = 8
+"""Steps of an innermost loop from which its max fold is left to LLVM's loop vectorizer."""
+
+
+def _vectorizable_fold(op: arith.MaximumfOp | arith.MinimumfOp) -> bool:
+    """Whether `op` folds into the accumulator of an innermost serial loop of at
+    least `_FOLD_MIN_TRIPS` steps that no vectorized loop encloses (a softmax's
+    row max, a `reduce_max` along the contiguous axis).
+
+    LLVM's loop vectorizer reads such a fold of `llvm.maximum` as a max
+    reduction (partial maxima in vector lanes, combined after the loop); the
+    select form is no reduction it knows, so it stayed a scalar chain of
+    compare, mask or, masked move per element, about 5 cycles each (the
+    transformer encoder's softmax, 8x128 rows of 128: 260 us, of which the
+    row maxima ~170). A max pool's window (a few taps, inside the vectorized
+    channel loop) keeps the select form.
+    """
+    acc = op.lhs
+    if not isinstance(acc, BlockArgument) or acc.index == 0:
+        return False
+    body = acc.owner
+    loop_op = body.parent_op() if isinstance(body, Block) else None
+    if not isinstance(loop_op, loop.ForOp) or loop_op.kind.data != LoopKind.SERIAL:
+        return False
+    if any(isinstance(inner, loop.ForOp) for inner in loop_op.body.walk()):
+        return False
+    trips = static_trip_count(loop_op)
+    if trips is None or trips < _FOLD_MIN_TRIPS:
+        return False
+    outer = loop_op.parent_op()
+    while outer is not None:
+        if isinstance(outer, loop.ForOp) and outer.kind.data == LoopKind.VECTORIZED:
+            return False
+        outer = outer.parent_op()
+    return True
 
 
 def _emit_batch_entries(module: ModuleOp) -> None:
