@@ -2,6 +2,7 @@
 
     python benchmarks/onnx_bench.py [--models mlp,transformer,resnet18] [--rounds 5]
                                     [--source onnx.helper|torchscript|dynamo] [--threads 1]
+                                    [--isa avx2|avx512]
 
 For each network of examples/onnx_models.py (random weights; built with
 `onnx.helper`, or exported from the real PyTorch module by one of PyTorch's
@@ -9,7 +10,9 @@ two exporters, which needs the `torch` extra): import time,
 `lamina.compile` time (cold: the disk cache is off), and the median time per
 run of Lamina and onnxruntime (both on `--threads` threads, default all
 cores; onnxruntime configured as in bench.py), measured in interleaved rounds so that
-machine load affects both alike; the ratio is Lamina / onnxruntime.
+machine load affects both alike; the ratio is Lamina / onnxruntime. `--isa NAME`
+(or `--target 'cpu{isa=NAME}'`) builds Lamina's code for that instruction set
+(docs/performance.md, "Instruction set").
 """
 
 from __future__ import annotations
@@ -48,7 +51,9 @@ def load(name: str, source: str) -> onnx.ModelProto:
         return onnx.load(path)
 
 
-def bench(name: str, rounds: int, source: str = "onnx.helper", threads: int = 0) -> dict:
+def bench(
+    name: str, rounds: int, source: str = "onnx.helper", threads: int = 0, target: str = "cpu"
+) -> dict:
     model = load(name, source)
     info = model.graph.input[0]
     shape = [d.dim_value for d in info.type.tensor_type.shape.dim]
@@ -57,7 +62,7 @@ def bench(name: str, rounds: int, source: str = "onnx.helper", threads: int = 0)
     module = import_model(model).module
     t_import = time.perf_counter() - start
     start = time.perf_counter()
-    exe = lamina.compile(module)
+    exe = lamina.compile(module, targets=[target])
     t_compile = time.perf_counter() - start
     session = peers.ort_session(model.SerializeToString(), threads)
     want = session.run(None, {info.name: x})[0]
@@ -82,14 +87,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--source", choices=SOURCES, default="onnx.helper")
     parser.add_argument("--threads", type=int, default=0, help="threads of both (0: all cores)")
+    parser.add_argument(
+        "--target", default="cpu", help="compile target, e.g. 'cpu{isa=avx2}' (default: cpu)"
+    )
+    parser.add_argument(
+        "--isa", help="instruction set: --target 'cpu{isa=ISA}' (avx2, avx512, ...)"
+    )
     args = parser.parse_args(argv)
+    target = f"cpu{{isa={args.isa}}}" if args.isa else args.target
     os.environ["LAMINA_CACHE"] = "0"  # compile times are cold ones
     if args.threads:
         set_num_threads(args.threads)
     print(f"{'model':<12} {'import s':>9} {'compile s':>10} {'lamina ms':>10} {'ort ms':>8} "
           f"{'ratio':>7} {'rel err':>9}")  # fmt: skip
     for name in args.models.split(","):
-        r = bench(name, args.rounds, args.source, args.threads)
+        r = bench(name, args.rounds, args.source, args.threads, target)
         print(f"{name:<12} {r['import']:>9.2f} {r['compile']:>10.2f} {r['lamina'] * 1e3:>10.2f} "
               f"{r['ort'] * 1e3:>8.2f} {r['ratio']:>7.2f} {r['error']:>9.1e}")  # fmt: skip
     return 0
