@@ -4,6 +4,7 @@
     python benchmarks/bench.py --quick    # small sizes, few repeats (smoke run)
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench.py
     python benchmarks/bench.py --isa avx2 # an AVX2 build (--target 'cpu{isa=avx2}')
+    python benchmarks/bench.py --cases mlp,attention  # the cases whose name contains one
 
 (unset those two only for benchmarks: set in this environment, they slow
 NumPy's OpenBLAS.) Lamina and NumPy run in interleaved rounds at each
@@ -323,8 +324,14 @@ def main() -> int:
     parser.add_argument(
         "--isa", help="instruction set: --target 'cpu{isa=ISA}' (avx2, avx512, ...)"
     )
+    parser.add_argument(
+        "--cases",
+        default="",
+        help="comma-separated words: only the cases whose name contains one (default: all)",
+    )
     args = parser.parse_args()
     target = f"cpu{{isa={args.isa}}}" if args.isa else args.target
+    wanted = [w for w in args.cases.split(",") if w]
     rounds = args.rounds or (3 if args.quick else 9)
     thread_counts = [int(t) for t in args.threads.split(",")]
     if args.quick:
@@ -346,6 +353,8 @@ def main() -> int:
         set_num_threads(threads)
         numpy_set = set_numpy_threads(threads)
         for case in cases(args.quick):
+            if wanted and not any(w in case.name for w in wanted):
+                continue
             if case.name not in compiled:
                 start = time.perf_counter()
                 exe = lamina.compile(case.program, targets=[target])
