@@ -391,10 +391,11 @@ def block_reductions(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
             shape = choose_block(m, whole, nest.element_bits(), facts, knobs)
         if shape is not None and shape.rows > 1:
             whole_row = shape.columns == prim.trip_count(nest.fill)
-            chunk = reduction_chunk(nest, jam, shape, facts, knobs) if jam > 1 else 0
+            chunk = reduction_chunk(nest, jam, shape, facts, knobs) if channels else 0
             register_block(nest, shape, facts.cores, knobs)
-            if channels is not None and jam > 1 and whole_row:
-                channels.attributes[CHANNEL_JAM_ATTR] = IntegerAttr(jam, 64)
+            if channels is not None and whole_row:
+                if jam > 1:
+                    channels.attributes[CHANNEL_JAM_ATTR] = IntegerAttr(jam, 64)
                 if chunk:
                     channels.attributes[REDUCTION_CHUNK_ATTR] = IntegerAttr(chunk, 64)
             blocked += 1
@@ -752,18 +753,24 @@ def jam_channel_blocks(func: loop.FuncOp) -> int:
     every loop below it (the rows, the reduction, the fused epilogue). Run
     after `fuse_row_stages` so that the epilogue, fused by then, is jammed
     with its convolution. Returns how many loops were jammed."""
+    marks = (CHANNEL_JAM_ATTR, REDUCTION_CHUNK_ATTR)
     marked = [
-        o for o in func.walk() if isinstance(o, loop.ForOp) and CHANNEL_JAM_ATTR in o.attributes
+        o
+        for o in func.walk()
+        if isinstance(o, loop.ForOp) and any(m in o.attributes for m in marks)
     ]
+    jammed = 0
     for channels in marked:
-        attr = channels.attributes.pop(CHANNEL_JAM_ATTR)
+        attr = channels.attributes.pop(CHANNEL_JAM_ATTR, None)
         chunk = channels.attributes.pop(REDUCTION_CHUNK_ATTR, None)
-        assert isinstance(attr, IntegerAttr)
-        outer, inner, _ = prim.split(channels, attr.value.data)
-        prim.unroll_and_jam(inner)
+        outer = channels
+        if isinstance(attr, IntegerAttr):
+            outer, inner, _ = prim.split(channels, attr.value.data)
+            prim.unroll_and_jam(inner)
+            jammed += 1
         if isinstance(chunk, IntegerAttr):
             chunk_reductions(outer, chunk.value.data)
-    return len(marked)
+    return jammed
 
 
 def chunk_reductions(channels: loop.ForOp, chunk: int) -> int:
