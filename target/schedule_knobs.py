@@ -243,9 +243,11 @@ class ScheduleKnobs:
     conv_reduction_chunk: int = field(
         default=0, metadata={_DERIVED: "64 if vector_registers <= 16 else 0"}
     )
-    """Input channels per reduction chunk of a jammed pointwise convolution
-    whose jammed weights and one register block's input, over all input
-    channels, take more than half of L1 (0: never chunked). The reduction
+    """Input channels per reduction chunk of a pointwise convolution whose
+    (jammed) weights and one register block's input, over all input
+    channels, take more than half of L1 and whose input is more than half
+    of L2 (0: never chunked; an input that L2 holds lost: MobileNetV2's
+    576->96 at 14x14 took 1.10x the time chunked). The reduction
     over the input-channel blocks is split into chunks of at most this many
     channels (the largest divisor of the blocks), and the chunk loop moves
     outside the row's register blocks: each chunk's weights (2-3 output
@@ -259,8 +261,9 @@ class ScheduleKnobs:
     -> 956 us (32 or 128 channels: 964, 1016), 1024->256 at 14x14 1006 ->
     938, 256->64 at 56x56 1039 -> 989, 2048->512 at 7x7 976 -> 970
     (docs/performance.md, "Reduction chunks of the AVX2 pointwise
-    convolutions"). With 32 registers (AVX-512) the jam is not used on such
-    convolutions (`_fits_l1`), so 0."""
+    convolutions"). With 32 registers (AVX-512, whose kernels of these shapes
+    run at 95-100 % of peak unchunked) 128 channels measured 0.95-1.03x
+    the time, so 0."""
 
     conv_flatten_min_steps_per_core: int = 4
     """Jammed output-channel steps per core from which a pointwise convolution
