@@ -390,9 +390,14 @@ def block_reductions(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
             register_block(copy, BlockShape(min(m, rows), 1, n - whole), facts.cores, knobs)
             shape = choose_block(m, whole, nest.element_bits(), facts, knobs)
         if shape is not None and shape.rows > 1:
+            whole_row = shape.columns == prim.trip_count(nest.fill)
+            chunk = reduction_chunk(nest, jam, shape, facts, knobs) if channels else 0
             register_block(nest, shape, facts.cores, knobs)
-            if channels is not None and jam > 1 and shape.columns == prim.trip_count(nest.fill):
-                channels.attributes[CHANNEL_JAM_ATTR] = IntegerAttr(jam, 64)
+            if channels is not None and whole_row:
+                if jam > 1:
+                    channels.attributes[CHANNEL_JAM_ATTR] = IntegerAttr(jam, 64)
+                if chunk:
+                    channels.attributes[REDUCTION_CHUNK_ATTR] = IntegerAttr(chunk, 64)
             blocked += 1
     return blocked
 
@@ -465,6 +470,11 @@ def _split_column_tail(nest: ReductionNest, whole: int) -> ReductionNest:
 CHANNEL_JAM_ATTR = "lamina.jam_channels"
 """Marks the output-channel-block loop of a blocked convolution whose
 micro-kernel `jam_channel_blocks` widens (the number of blocks per step)."""
+
+REDUCTION_CHUNK_ATTR = "lamina.reduction_chunk"
+"""Marks the output-channel-block loop of a jammed pointwise convolution whose
+reduction `jam_channel_blocks` chunks (`chunk_reductions`): the number of
+input-channel blocks per chunk."""
 
 
 def _channel_blocks_loop(nest: ReductionNest) -> tuple[loop.ForOp | None, int]:
@@ -608,6 +618,50 @@ def _fits_l1(nest: ReductionNest, jam: int, facts: CpuFacts, knobs: ScheduleKnob
     return channels * (jam * shape.columns + shape.rows) * bits // 8 <= facts.l1d_bytes
 
 
+def reduction_chunk(
+    nest: ReductionNest, jam: int, shape: BlockShape, facts: CpuFacts, knobs: ScheduleKnobs
+) -> int:
+    """Input-channel blocks per reduction chunk of a pointwise convolution
+    (`conv_reduction_chunk`), 0 for none: the largest divisor of its
+    input-channel blocks that holds at most the knob's channels, when its
+    `jam` blocks' weights and one register block's input over all input
+    channels take more than half of L1 (else both stay in L1 unchunked),
+    its input more than half of L2 (an input L2 holds streamed fast enough:
+    chunking MobileNetV2's 576->96 at 14x14 took 1.10x the time) and there
+    is more than one chunk."""
+    if not knobs.conv_reduction_chunk or not _pointwise(nest):
+        return 0
+    loops = [o for o in nest.reduction.walk() if isinstance(o, loop.ForOp) and o is not nest.row]
+    if len(loops) != 2:  # the input-channel blocks and the channels of a block
+        return 0
+    blocks, lanes = prim.trip_count(loops[0]), prim.trip_count(loops[1])
+    footprint = blocks * lanes * (jam * shape.columns + shape.rows) * nest.element_bits() // 8
+    if 2 * footprint <= facts.l1d_bytes or 2 * _broadcast_bytes(nest) <= facts.l2_bytes:
+        return 0
+    chunk = next(
+        (d for d in range(knobs.conv_reduction_chunk // lanes, 0, -1) if blocks % d == 0), 0
+    )
+    return chunk if 1 < chunk < blocks else 0
+
+
+def _broadcast_bytes(nest: ReductionNest) -> int:
+    """Size of the operand the rows broadcast from (a convolution's input)."""
+    outer_iv = nest.outer.induction_var
+    stored = {o.buffer for o in nest.row.walk() if isinstance(o, loop.StoreOp)}
+    for o in nest.row.walk():
+        if (
+            isinstance(o, loop.LoadOp)
+            and o.buffer not in stored
+            and any(depends_on(i, outer_iv) for i in o.indices)
+            and isinstance(kind := o.buffer.type, MemRefType)
+        ):
+            count = 1
+            for d in kind.get_shape():
+                count *= d
+            return count * kind.element_type.bitwidth // 8  # type: ignore[attr-defined]
+    return 0
+
+
 def _pointwise(nest: ReductionNest) -> bool:
     """Is the reduction over the input channels only (a 1x1 convolution: at
     most two loops, the channel blocks and the channels in a block, around
@@ -702,15 +756,84 @@ def jam_channel_blocks(func: loop.FuncOp) -> int:
     every loop below it (the rows, the reduction, the fused epilogue). Run
     after `fuse_row_stages` so that the epilogue, fused by then, is jammed
     with its convolution. Returns how many loops were jammed."""
+    marks = (CHANNEL_JAM_ATTR, REDUCTION_CHUNK_ATTR)
     marked = [
-        o for o in func.walk() if isinstance(o, loop.ForOp) and CHANNEL_JAM_ATTR in o.attributes
+        o
+        for o in func.walk()
+        if isinstance(o, loop.ForOp) and any(m in o.attributes for m in marks)
     ]
+    jammed = 0
     for channels in marked:
-        attr = channels.attributes.pop(CHANNEL_JAM_ATTR)
-        assert isinstance(attr, IntegerAttr)
-        _, inner, _ = prim.split(channels, attr.value.data)
-        prim.unroll_and_jam(inner)
-    return len(marked)
+        attr = channels.attributes.pop(CHANNEL_JAM_ATTR, None)
+        chunk = channels.attributes.pop(REDUCTION_CHUNK_ATTR, None)
+        outer = channels
+        if isinstance(attr, IntegerAttr):
+            outer, inner, _ = prim.split(channels, attr.value.data)
+            prim.unroll_and_jam(inner)
+            jammed += 1
+        if isinstance(chunk, IntegerAttr):
+            chunk_reductions(outer, chunk.value.data)
+    return jammed
+
+
+def chunk_reductions(channels: loop.ForOp, chunk: int) -> int:
+    """Split the reduction of every row of register blocks under `channels`
+    into chunks of `chunk` input-channel blocks, the chunk loop outside the
+    blocks (docs/performance.md, "Reduction chunks of the AVX2 pointwise
+    convolutions"):
+
+        for blocks { fill; for cb { R }; epilogue }
+    ->  for blocks { fill }
+        for cbo step chunk { for blocks { for cbi { R } } }
+        for blocks { epilogue }
+
+    Legal because each block writes its own output tile: the fill, every
+    chunk's sums and the epilogue still reach each tile in order. A chunk's
+    weights then stay in L1 across the row's blocks, and each block's
+    accumulators are loaded and stored once per chunk (LLVM keeps them in
+    registers across `cbi`, whose addresses they do not depend on). A loop of
+    one block (the row's tail block) is left alone: nothing shares its
+    chunk. Returns how many block loops were chunked."""
+    rows = [
+        o
+        for o in channels.walk()
+        if isinstance(o, loop.ForOp) and o is not channels and _block_reduction(o) is not None
+    ]
+    chunked = 0
+    for blocks in rows:
+        reduction = _block_reduction(blocks)
+        assert reduction is not None
+        trips = prim.trip_count(reduction)
+        if prim.trip_count(blocks) < 2 or trips <= chunk or trips % chunk:
+            continue
+        at = prim.body_ops(blocks).index(reduction)
+        fill, epilogue = blocks.clone(), blocks.clone()
+        Rewriter.insert_op(fill, InsertPoint.before(blocks))
+        Rewriter.insert_op(epilogue, InsertPoint.after(blocks))
+        for part, keep in ((fill, range(at)), (blocks, (at,)), (epilogue, range(at + 1, 10**9))):
+            for i, op in enumerate(prim.body_ops(part)):
+                if op.regions and i not in keep:
+                    Rewriter.erase_op(op)
+        prim.split(reduction, chunk)
+        prim.interchange(blocks)
+        chunked += 1
+    return chunked
+
+
+def _block_reduction(blocks: loop.ForOp) -> loop.ForOp | None:
+    """The reduction loop of a loop over register blocks (a row's blocks after
+    `register_block`: vectorized fills, one serial reduction loop whose body is
+    one loop, the epilogue), else None."""
+    if blocks.iter_args:
+        return None
+    loops = [o for o in prim.body_ops(blocks) if isinstance(o, loop.ForOp)]
+    serial = [o for o in loops if o.kind_name != LoopKind.VECTORIZED]
+    if len(serial) != 1 or len(loops) < 2 or serial[0].iter_args:
+        return None
+    inner = prim.body_ops(serial[0])
+    if len(inner) != 1 or not isinstance(inner[0], loop.ForOp):
+        return None
+    return serial[0]
 
 
 def _rows_from_enclosing(nest: ReductionNest) -> ReductionNest | None:
@@ -753,6 +876,7 @@ __all__ = [
     "ReductionNest",
     "block_reductions",
     "channel_jam",
+    "chunk_reductions",
     "choose_block",
     "jam_channel_blocks",
     "register_block",

@@ -240,6 +240,31 @@ class ScheduleKnobs:
     image's row is one register block of 7 rows already and the flat row 3
     x 15 + 4: 0.94-1.07x, slower on ResNet-50's expansions, so 0."""
 
+    conv_reduction_chunk: int = field(
+        default=0, metadata={_DERIVED: "64 if vector_registers <= 16 else 0"}
+    )
+    """Input channels per reduction chunk of a pointwise convolution whose
+    (jammed) weights and one register block's input, over all input
+    channels, take more than half of L1 and whose input is more than half
+    of L2 (0: never chunked; an input that L2 holds lost: MobileNetV2's
+    576->96 at 14x14 took 1.10x the time chunked). The reduction
+    over the input-channel blocks is split into chunks of at most this many
+    channels (the largest divisor of the blocks), and the chunk loop moves
+    outside the row's register blocks: each chunk's weights (2-3 output
+    blocks x 64 channels, 4-6 KiB on AVX2) stay in L1 while the blocks of
+    the row stream their input, the accumulators loaded and stored once per
+    chunk (`chunk_reductions` in schedule/register_block.py). Unchunked, a
+    512-channel row block re-read 32 KiB of weights and 12 KiB of input per
+    step, more than L1 holds. Measured, AVX2 build, one thread, the kernel
+    of `depthwise -> 1x1 + bias -> relu` (`Executable.profile`, 12-20
+    interleaved rounds), unchunked -> 64 channels: 512->128 at 28x28 1170
+    -> 956 us (32 or 128 channels: 964, 1016), 1024->256 at 14x14 1006 ->
+    938, 256->64 at 56x56 1039 -> 989, 2048->512 at 7x7 976 -> 970
+    (docs/performance.md, "Reduction chunks of the AVX2 pointwise
+    convolutions"). With 32 registers (AVX-512, whose kernels of these shapes
+    run at 95-100 % of peak unchunked) 128 channels measured 0.95-1.03x
+    the time, so 0."""
+
     conv_flatten_min_steps_per_core: int = 4
     """Jammed output-channel steps per core from which a pointwise convolution
     on an image no row split can share (`conv_flatten_rows`: a 7x7 image, whose
@@ -425,6 +450,7 @@ def check_knob(name: str, value: object) -> str | None:
         "conv_channel_jam",
         "conv_flatten_rows",
         "conv_flatten_min_steps_per_core",
+        "conv_reduction_chunk",
         "conv_grouped_min_width",
         "depthwise_in_place_percent",
         "winograd_min_output",
