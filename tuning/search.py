@@ -53,6 +53,7 @@ CHOICES: dict[str, tuple[Any, ...]] = {
     "conv_flatten_rows": (0, 56),
     "conv_flatten_min_steps_per_core": (0, 2),
     "conv_grouped_jam_min_row": (7, 1 << 30),
+    "conv_reduction_chunk": (0, 32, 64, 128),
     "epilogue_jam_max_ops": (1 << 30,),
     "epilogue_step_vectors": (1, 8),
     "block_broadcast_registers": (0, 1, 2),
