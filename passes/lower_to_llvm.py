@@ -77,11 +77,12 @@ from lamina.backends.llvm.conversion import (
     LOOP_HINT_KINDS,
     LOOP_KIND_ATTR,
     MAX_STACK_BYTES,
-    NSW,
     aligned_load,
     aligned_store,
+    branch,
     call_function,
     call_intrinsic,
+    cond_branch,
     constant,
     convert_type,
     declare_function,
@@ -89,7 +90,9 @@ from lamina.backends.llvm.conversion import (
     entry_block,
     from_llvm,
     inbounds_gep,
+    integer_attr,
     nsw_binop,
+    quick,
     replace_with,
     to_llvm,
 )
@@ -474,7 +477,7 @@ class SelectChainLowering(RewritePattern):
                 return bases[owner]
             assert isinstance(owner, arith.SelectOp)
             lhs, rhs = pick(owner.lhs), pick(owner.rhs)
-            return rewriter.insert(llvm.SelectOp(owner.cond, lhs, rhs)).res
+            return rewriter.insert(quick(llvm.SelectOp, owner.cond, lhs, rhs)).res
 
         strides = layouts[0][0]
         address = _offset_address(
@@ -797,7 +800,7 @@ class CallLowering(RewritePattern):
         declare_function(op, rewriter, name, fn_type.inputs.data, fn_type.output)
         args = [to_llvm(v, rewriter) for v in op.arguments]
         result = None if isinstance(fn_type.output, llvm.LLVMVoidType) else fn_type.output
-        call = rewriter.insert(llvm.CallOp(name, *args, return_type=result))
+        call = rewriter.insert(quick(llvm.CallOp, name, *args, return_type=result))
         replace_with(op, rewriter, call if result is not None else None)
 
 
@@ -918,8 +921,8 @@ class ForLowering(RewritePattern):
         body_blocks = list(op.body.blocks)
 
         def latch(values: list[SSAValue], at: InsertPoint) -> Operation:
-            nxt = rewriter.insert(llvm.AddOp(iv, step, overflow=NSW), at).res
-            back_edge = llvm.BrOp(header, nxt, *values)
+            nxt = rewriter.insert(nsw_binop(llvm.AddOp, iv, step), at).res
+            back_edge = branch(header, [nxt, *values])
             if kind in LOOP_HINT_KINDS:
                 back_edge.attributes[LOOP_KIND_ATTR] = StringAttr(kind)
             return back_edge
@@ -929,10 +932,8 @@ class ForLowering(RewritePattern):
         Rewriter.insert_block(header, BlockInsertPoint.before(body_first))
 
         cond = _icmp_at(rewriter, "slt", iv, ub, InsertPoint.at_end(header))
-        rewriter.insert(
-            llvm.CondBrOp(cond, body_first, [], exit_block, []), InsertPoint.at_end(header)
-        )
-        rewriter.insert(llvm.BrOp(header, lb, *inits), InsertPoint.at_end(pre))
+        rewriter.insert(cond_branch(cond, body_first, exit_block), InsertPoint.at_end(header))
+        rewriter.insert(branch(header, [lb, *inits]), InsertPoint.at_end(pre))
 
         at_exit = InsertPoint.at_start(exit_block)
         results = [
@@ -943,7 +944,7 @@ class ForLowering(RewritePattern):
 
 def _icmp_at(rewriter: PatternRewriter, pred: str, lhs: SSAValue, rhs: SSAValue, at: InsertPoint):
     flag = llvm.ICmpPredicateFlag(pred)
-    return rewriter.insert(llvm.ICmpOp(lhs, rhs, IntegerAttr(flag.to_int(), i64)), at).res
+    return rewriter.insert(quick(llvm.ICmpOp, lhs, rhs, integer_attr(flag.to_int(), i64)), at).res
 
 
 class IfLowering(RewritePattern):
@@ -972,7 +973,7 @@ class IfLowering(RewritePattern):
             rewriter.insert_block_argument(merge, index, convert_type(ty))
 
         def to_merge(values: list[SSAValue], at: InsertPoint) -> Operation:
-            return llvm.BrOp(merge, *values)
+            return branch(merge, values)
 
         targets = []
         for region in (op.then_region, op.else_region):
@@ -982,9 +983,7 @@ class IfLowering(RewritePattern):
             targets.append(region.blocks[0])
             _lower_yields(list(region.blocks), rewriter, to_merge)
             rewriter.inline_region(region, BlockInsertPoint.before(merge))
-        rewriter.insert(
-            llvm.CondBrOp(cond, targets[0], [], targets[1], []), InsertPoint.at_end(pre)
-        )
+        rewriter.insert(cond_branch(cond, targets[0], targets[1]), InsertPoint.at_end(pre))
         at_merge = InsertPoint.before(op)
         results = [
             from_llvm(v, t, rewriter, at_merge)
