@@ -64,6 +64,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import (
     PatternRewriter,
+    PatternRewriterListener,
+    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
@@ -101,7 +103,7 @@ from lamina.backends.llvm.entry_points import RESULTS_ATTR
 from lamina.backends.llvm.errors import ERROR_ATTR, alloc_message, insert_error_exits
 from lamina.backends.llvm.parallel import ParallelForLowering
 from lamina.backends.llvm.scalar_patterns import scalar_patterns
-from lamina.core.dead_ops import GreedyApplier
+from lamina.core.dead_ops import GreedyApplier, is_trivially_dead
 from lamina.core.diagnostics import op_error
 from lamina.core.locations import locating_walker
 from lamina.core.pass_base import LaminaPass
@@ -1055,6 +1057,63 @@ class TypeDispatch(RewritePattern):
                 return
 
 
+@dataclass(eq=False, repr=False)
+class _LoweringWalker(PatternRewriteWalker):
+    """xDSL's greedy walker, with its worklist, its order and its results, that does
+    not call the patterns on an op they would leave alone.
+
+    Most ops the walker pops are llvm ops the patterns have just built (DenseNet-121:
+    225,000 pops for 41,000 source ops): for each, xDSL reset its rewriter (a new
+    insertion point), and the locating, dead-code and type-dispatch layers were
+    each called to do nothing. An op of a class `dispatch` has no pattern for,
+    and that is not trivially dead, is now skipped; a walk that would skip every
+    op is not made (the last walk only confirmed there was nothing left to do).
+    Which ops are rewritten, in which order, with which rewriter state, is
+    unchanged: the same IR.
+    """
+
+    dispatch: TypeDispatch | None = None
+
+    def _idle(self, op: Operation) -> bool:
+        """Would the patterns leave `op` as it is? (Only for ops with a parent block.)"""
+        assert self.dispatch is not None
+        return not self.dispatch.candidates(type(op)) and not is_trivially_dead(op)
+
+    def rewrite_region(self, region: Region) -> bool:
+        pattern_listener = self._get_rewriter_listener()
+        result = False
+        while True:
+            self._populate_worklist(region)
+            modified = self._process_worklist(pattern_listener)
+            result |= modified
+            if not modified or all(self._idle(op) for op in region.walk()):
+                return result
+
+    def _process_worklist(self, listener: PatternRewriterListener) -> bool:
+        worklist = self._worklist
+        done = False
+        if not worklist:
+            return done
+        op = worklist.pop()
+        rewriter = PatternRewriter(op)
+        rewriter.extend_from_listener(listener)
+        while True:
+            block = op.parent_block()
+            if block is None or not self._idle(op):
+                rewriter.has_done_action = False
+                rewriter._current_operation = op  # pyright: ignore[reportPrivateUsage]
+                rewriter.insertion_point = InsertPoint.before(op)
+                rewriter.name_hint = None
+                try:
+                    self.pattern.match_and_rewrite(op, rewriter)
+                except Exception as err:  # as xDSL's walker: reported at the op
+                    op.emit_error(f"Error while applying pattern: {err}", underlying_error=err)
+                done |= rewriter.has_done_action
+            if not worklist:
+                return done
+            op = worklist.pop()
+
+
 def order_blocks(func: llvm.FuncOp) -> None:
     """Sort `func`'s blocks in reverse post-order (xDSL's translator needs defs before uses)."""
     region: Region = func.body
@@ -1139,8 +1198,12 @@ class LowerToLLVMPass(LaminaPass):
             patterns = [ParallelForLowering()]
             patterns += [p() for p in LOOP_PATTERNS]
             patterns += scalar_patterns()
+            dispatch = TypeDispatch(patterns)
             locating_walker(
-                GreedyApplier([TypeDispatch(patterns)]), apply_recursively=True
+                GreedyApplier([dispatch]),
+                _LoweringWalker,
+                apply_recursively=True,
+                dispatch=dispatch,
             ).rewrite_module(op)
         finally:
             _addresses.reset()  # holds no IR after the pass
