@@ -1086,7 +1086,9 @@ class _LoweringWalker(PatternRewriteWalker):
             self._populate_worklist(region)
             modified = self._process_worklist(pattern_listener)
             result |= modified
-            if not modified or all(self._idle(op) for op in region.walk()):
+            if not self.apply_recursively or not modified:
+                return result
+            if all(self._idle(op) for op in region.walk()):
                 return result
 
     def _process_worklist(self, listener: PatternRewriterListener) -> bool:
@@ -1191,7 +1193,10 @@ class LowerToLLVMPass(LaminaPass):
         check_usable_devices(op)  # host code for a device no target compiles would be wrong
         # Before the loads are lowered one by one: a chain is rewritten whole.
         try:
-            locating_walker(SelectChainLowering(), apply_recursively=False).rewrite_module(op)
+            chains = SelectChainLowering()
+            locating_walker(
+                chains, _LoweringWalker, apply_recursively=False, dispatch=TypeDispatch([chains])
+            ).rewrite_module(op)
             _clamps_as_selects(op)
             _addresses.reset()
             # ParallelForLowering must see a parallel loop before ForLowering does.
@@ -1224,6 +1229,10 @@ def _clamp_constant(value: SSAValue) -> arith.ConstantOp | None:
     return None if math.isnan(owner.value.value.data) else owner
 
 
+_CLAMP_OPS = (arith.MaximumfOp, arith.MinimumfOp)
+"""The float clamps' classes (neither has a subclass)."""
+
+
 def _clamps_as_selects(module: ModuleOp) -> int:
     """Float `maximumf` / `minimumf` as selects x86 codegen makes `maxps` / `minps`
     of; returns how many were rewritten.
@@ -1248,7 +1257,7 @@ def _clamps_as_selects(module: ModuleOp) -> int:
     """
     rewritten = 0
     for op in list(module.walk()):
-        if not isinstance(op, arith.MaximumfOp | arith.MinimumfOp):
+        if type(op) not in _CLAMP_OPS:  # a class comparison, as `_look_through` compares
             continue
         beyond = "ogt" if isinstance(op, arith.MaximumfOp) else "olt"
         constant, x = _clamp_constant(op.rhs), op.lhs
