@@ -281,13 +281,15 @@ def _split_sums(terms: list[tuple[SSAValue, int]]) -> list[tuple[SSAValue, int]]
     out: list[tuple[SSAValue, int]] = []
     for index, stride in terms:
         owner = _look_through(index).owner
-        if isinstance(owner, arith.AddiOp | llvm.AddOp) and all(
-            _constant_index(v) is None for v in owner.operands
-        ):
+        if type(owner) in _ADD_OPS and all(_constant_index(v) is None for v in owner.operands):
             out += [(owner.operands[0], stride), (owner.operands[1], stride)]
         else:
             out.append((index, stride))
     return out
+
+
+_ADD_OPS = (arith.AddiOp, llvm.AddOp)
+"""The integer additions' classes (neither has a subclass): compared, as `_look_through` does."""
 
 
 def _look_through(value: SSAValue) -> SSAValue:
@@ -321,7 +323,7 @@ def _split_constant(index: SSAValue) -> tuple[SSAValue | None, int]:
         if value is not None:
             return None, total + value
         owner = _look_through(index).owner
-        if not isinstance(owner, arith.AddiOp | llvm.AddOp):
+        if type(owner) not in _ADD_OPS:
             break
         lhs, rhs = owner.operands
         value = _constant_index(rhs)
@@ -775,7 +777,7 @@ def _retype_block_args(block: Block, rewriter: PatternRewriter) -> None:
             continue
         new_arg = rewriter.insert_block_argument(block, index, target)
         new_arg.name_hint = arg.name_hint
-        cast = UnrealizedConversionCastOp.get([new_arg], [arg.type])
+        cast = UnrealizedConversionCastOp.create(operands=[new_arg], result_types=[arg.type])
         rewriter.insert(cast, InsertPoint.at_start(block))
         rewriter.replace_all_uses_with(arg, cast.results[0])
         rewriter.erase_block_argument(arg)

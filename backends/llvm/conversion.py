@@ -67,6 +67,8 @@ MAX_STACK_BYTES = 64 * 1024
 
 def convert_type(ty: Attribute) -> Attribute:
     """The llvm-dialect type of a loop-level type: memref → ptr, index → i64."""
+    if type(ty) in _UNCHANGED:  # most asks (a class comparison; `match` is isinstance's)
+        return ty
     match ty:
         case MemRefType():
             return _PTR  # shared: asked for every buffer operand (DenseNet-121: 14,700 times)
@@ -75,6 +77,10 @@ def convert_type(ty: Attribute) -> Attribute:
         case VectorType() if isinstance(ty.element_type, IndexType):
             return VectorType(i64, ty.get_shape())
     return ty
+
+
+_UNCHANGED = frozenset({Float16Type, Float32Type, Float64Type, IntegerType, llvm.LLVMPointerType})
+"""Classes of types that are their own llvm type (`convert_type` returns them as they are)."""
 
 
 def element_size(ty: Attribute) -> int:
@@ -116,11 +122,11 @@ def intrinsic_suffix(ty: Attribute) -> str:
 def to_llvm(value: SSAValue, rewriter: PatternRewriter, at: InsertPoint | None = None) -> SSAValue:
     """`value` in its llvm type: the input of a cast that produced it, or a new cast."""
     target = convert_type(value.type)
-    if target == value.type:
+    if target is value.type:  # `convert_type` returns a type that needs no conversion itself
         return value
     owner = value.owner
-    if isinstance(owner, UnrealizedConversionCastOp) and owner.inputs[0].type == target:
-        return owner.inputs[0]
+    if type(owner) is UnrealizedConversionCastOp and owner.operands[0].type == target:
+        return owner.operands[0]  # (the cast has no subclass; its operands are its inputs)
     cast = _cast(value, target)
     rewriter.insert(cast, at)
     return cast.results[0]
