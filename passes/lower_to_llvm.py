@@ -33,6 +33,7 @@ are finally sorted in reverse post-order (definitions before uses).
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -156,11 +157,17 @@ def _layout(buffer: SSAValue) -> tuple[Sequence[int], int]:
     """The static strides and offset of `buffer`'s memref type."""
     mtype = buffer.type
     assert isinstance(mtype, MemRefType)
+    return _type_layout(mtype)
+
+
+@functools.lru_cache(maxsize=1024)
+def _type_layout(mtype: MemRefType) -> tuple[Sequence[int], int]:
+    """`_layout` of a memref type, once per type (asked for every access)."""
     strides = mtype.get_strides()
     offset = mtype.get_offset()
     if strides is None or offset is None or None in strides:
         raise ValueError(f"buffer type {mtype} has no static strides")
-    return [stride for stride in strides if stride is not None], offset
+    return tuple(stride for stride in strides if stride is not None), offset
 
 
 def _offset_address(
@@ -236,12 +243,19 @@ def _gep_unit(buffer: SSAValue) -> tuple[Attribute, int]:
     mtype = buffer.type
     assert isinstance(mtype, MemRefType)
     element = mtype.element_type
+    bytes_size = _byte_unit(element)
+    if bytes_size and not _is_stack_buffer(buffer):
+        return _I8, bytes_size
+    return convert_type(element), 1
+
+
+@functools.lru_cache(maxsize=256)
+def _byte_unit(element: Attribute) -> int:
+    """The size of a scalar element addressed in bytes (0: addressed by its own type)."""
     scalar = isinstance(element, Float16Type | Float32Type | Float64Type | IndexType) or (
         isinstance(element, IntegerType) and element.width.data % 8 == 0
     )
-    if scalar and not _is_stack_buffer(buffer):
-        return _I8, element_size(element)
-    return convert_type(element), 1
+    return element_size(element) if scalar else 0
 
 
 def _merge_quotient_remainder(terms: list[tuple[SSAValue, int]]) -> list[tuple[SSAValue, int]]:
