@@ -14,7 +14,7 @@ call libm (`tanhf` / `tanh`). Index values are i64.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import cast
 
 from xdsl.dialects import arith, llvm
@@ -77,7 +77,7 @@ class SourceLowering(RewritePattern):
 class OneToOneLowering(SourceLowering):
     """An op → one llvm op on the converted operands, in the same order."""
 
-    def __init__(self, source: type[Operation], target: Callable[..., Operation]):
+    def __init__(self, source: type[Operation], target: type[Operation]):
         super().__init__(source)
         self.target = target
 
@@ -109,7 +109,7 @@ class FloatBinaryLowering(OneToOneLowering):
     reassociates a reduction.
     """
 
-    def __init__(self, source: type[Operation], target: Callable[..., Operation], contract: bool):
+    def __init__(self, source: type[Operation], target: type[Operation], contract: bool):
         super().__init__(source, target)
         self.contract = contract
 
