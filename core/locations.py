@@ -130,15 +130,20 @@ class _MatchedOp(RewritePattern):
             stamp(new, self.op.location)
 
 
-def locating_walker(pattern: RewritePattern, **options: Any) -> PatternRewriteWalker:
-    """`PatternRewriteWalker(pattern, **options)` applying rule 1 of the module docstring.
+def locating_walker(
+    pattern: RewritePattern,
+    walker: type[PatternRewriteWalker] = PatternRewriteWalker,
+    **options: Any,
+) -> PatternRewriteWalker:
+    """`walker(pattern, **options)` applying rule 1 of the module docstring.
 
     The walker's listener sees every op its rewriter inserts; the wrapped
-    pattern tells it which op was matched.
+    pattern tells it which op was matched. `walker`: a subclass of xDSL's
+    walker (`lower-to-llvm`'s skips the ops no pattern would touch).
     """
     matched = _MatchedOp(pattern)
     listener = PatternRewriterListener(operation_insertion_handler=[matched.locate])
-    return PatternRewriteWalker(matched, listener=listener, **options)
+    return walker(matched, listener=listener, **options)
 
 
 def fill_unknown_locations(module: ModuleOp) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
+from typing import TypeVar
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
@@ -39,6 +40,8 @@ from xdsl.rewriter import InsertPoint
 from lamina.core.symbols import lookup_symbol
 from lamina.dialects import loop
 
+OpT = TypeVar("OpT", bound=Operation)
+
 LOOP_KIND_ATTR = "lamina.loop_kind"
 """Attribute of a loop's back-edge `llvm.br`: the `loop.for` kind, turned into
 `!llvm.loop` metadata by codegen (xDSL's llvm dialect has no loop metadata)."""
@@ -64,14 +67,20 @@ MAX_STACK_BYTES = 64 * 1024
 
 def convert_type(ty: Attribute) -> Attribute:
     """The llvm-dialect type of a loop-level type: memref → ptr, index → i64."""
+    if type(ty) in _UNCHANGED:  # most asks (a class comparison; `match` is isinstance's)
+        return ty
     match ty:
         case MemRefType():
-            return llvm.LLVMPointerType()
+            return _PTR  # shared: asked for every buffer operand (DenseNet-121: 14,700 times)
         case IndexType():
             return i64
         case VectorType() if isinstance(ty.element_type, IndexType):
             return VectorType(i64, ty.get_shape())
     return ty
+
+
+_UNCHANGED = frozenset({Float16Type, Float32Type, Float64Type, IntegerType, llvm.LLVMPointerType})
+"""Classes of types that are their own llvm type (`convert_type` returns them as they are)."""
 
 
 def element_size(ty: Attribute) -> int:
@@ -113,11 +122,11 @@ def intrinsic_suffix(ty: Attribute) -> str:
 def to_llvm(value: SSAValue, rewriter: PatternRewriter, at: InsertPoint | None = None) -> SSAValue:
     """`value` in its llvm type: the input of a cast that produced it, or a new cast."""
     target = convert_type(value.type)
-    if target == value.type:
+    if target is value.type:  # `convert_type` returns a type that needs no conversion itself
         return value
     owner = value.owner
-    if isinstance(owner, UnrealizedConversionCastOp) and owner.inputs[0].type == target:
-        return owner.inputs[0]
+    if type(owner) is UnrealizedConversionCastOp and owner.operands[0].type == target:
+        return owner.operands[0]  # (the cast has no subclass; its operands are its inputs)
     cast = _cast(value, target)
     rewriter.insert(cast, at)
     return cast.results[0]
@@ -235,6 +244,76 @@ def constant_gep(ptr: SSAValue, index: int, element: Attribute) -> llvm.GEPOp:
     )
 
 
+_RECIPES: dict[tuple, tuple[tuple[Attribute, ...], dict, dict] | None] = {}
+"""`quick`'s recipes: (op class, argument types and constants) → what its constructor built."""
+
+
+def quick(cls: type[OpT], *args: object, **kwargs: object) -> OpT:
+    """`cls(*args, **kwargs)`, built as `nsw_binop` builds once the constructor has
+    shown what it builds for these argument types.
+
+    `lower-to-llvm` builds tens of thousands of llvm ops (DenseNet-121: 41,000
+    through constructors), and xDSL's checked constructors (`irdl_op_init`:
+    argument lists, segment sizes, None filtering) cost about as much as the
+    op itself. For a class whose constructor takes SSA values and constants
+    (attributes, strings, flags) and makes the values its operands, in order,
+    what it builds besides the operands depends on the constants and the
+    values' types only: the first call per such key runs the constructor and
+    keeps its result types, properties and attributes; later ones `create` the
+    same op. A constructor that does anything else (successors, regions,
+    operands in another order) is always called.
+    """
+    try:
+        key = (
+            cls,
+            *(a.type if isinstance(a, SSAValue) else a for a in args),
+            *kwargs.items(),
+        )
+        recipe = _RECIPES.get(key, ())
+    except TypeError:  # an unhashable constant: no recipe
+        return cls(*args, **kwargs)
+    operands = [a for a in args if isinstance(a, SSAValue)]
+    if recipe:
+        result_types, properties, attributes = recipe
+        return cls.create(
+            operands=operands,
+            result_types=result_types,
+            properties=properties,
+            attributes=attributes,
+        )
+    op = cls(*args, **kwargs)
+    if recipe is None:
+        return op  # this key's constructor does more than a recipe repeats
+    same = (
+        len(op.operands) == len(operands)
+        and all(a is b for a, b in zip(op.operands, operands, strict=True))
+        and not op.successors
+        and not op.regions
+        and all(not isinstance(a, Operation | Block) for a in (*args, *kwargs.values()))
+    )
+    _RECIPES[key] = (
+        (tuple(op.result_types), dict(op.properties), dict(op.attributes)) if same else None
+    )
+    return op
+
+
+def branch(dest: Block, values: Sequence[SSAValue]) -> llvm.BrOp:
+    """`llvm.BrOp(dest, *values)` built as `quick` builds (one per loop latch and
+    branch to a merge block)."""
+    return llvm.BrOp.create(operands=values, successors=[dest])
+
+
+_NO_SEGMENTS = {"operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 0, 0])}
+
+
+def cond_branch(cond: SSAValue, then_block: Block, else_block: Block) -> llvm.CondBrOp:
+    """`llvm.CondBrOp(cond, then_block, [], else_block, [])` built as `quick` builds:
+    its constructor builds the operand segment sizes anew each time."""
+    return llvm.CondBrOp.create(
+        operands=[cond], successors=[then_block, else_block], properties=_NO_SEGMENTS
+    )
+
+
 def replace_with(
     op: Operation, rewriter: PatternRewriter, new: Operation | SSAValue | None
 ) -> None:
@@ -284,7 +363,7 @@ def call_function(
 ) -> llvm.CallOp:
     """Insert `llvm.call @name(args)` (declaring `name` if needed)."""
     declare_function(op, rewriter, name, [a.type for a in args], result or llvm.LLVMVoidType())
-    return rewriter.insert(llvm.CallOp(name, *args, return_type=result), at)
+    return rewriter.insert(quick(llvm.CallOp, name, *args, return_type=result), at)
 
 
 def call_intrinsic(

@@ -172,13 +172,15 @@ class _ErrorLowering:
     def _may_fail(self, failing: set[llvm.FuncOp]) -> set[llvm.FuncOp]:
         """Functions with an error site, and (transitively) those that call one."""
         names = {f.sym_name.data: f for f in self.funcs}
+        # Each function's callees once: the loop below asked again in every round,
+        # each time a walk of the function.
+        callees = {f: self._callees(f) for f in self.funcs if f not in failing}
         changed = True
         while changed:
             changed = False
             for func in self.funcs:
                 if func not in failing and any(
-                    names.get(c) in failing or c in self.failing_declarations
-                    for c in self._callees(func)
+                    names.get(c) in failing or c in self.failing_declarations for c in callees[func]
                 ):
                     failing.add(func)
                     changed = True

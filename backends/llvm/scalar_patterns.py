@@ -13,7 +13,8 @@ call libm (`tanhf` / `tanh`). Index values are i64.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Sequence
 from typing import cast
 
 from xdsl.dialects import arith, llvm
@@ -45,6 +46,7 @@ from lamina.backends.llvm.conversion import (
     convert_type,
     integer_attr,
     intrinsic_suffix,
+    quick,
     replace_with,
     to_llvm,
 )
@@ -75,21 +77,27 @@ class SourceLowering(RewritePattern):
 class OneToOneLowering(SourceLowering):
     """An op → one llvm op on the converted operands, in the same order."""
 
-    def __init__(self, source: type[Operation], target: Callable[..., Operation]):
+    def __init__(self, source: type[Operation], target: type[Operation]):
         super().__init__(source)
         self.target = target
 
     def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
         operands = [to_llvm(v, rewriter) for v in op.operands]
-        replace_with(op, rewriter, rewriter.insert(self.target(*operands)))
+        replace_with(op, rewriter, rewriter.insert(quick(self.target, *operands)))
 
 
 def _fastmath(op: Operation, extra: Sequence[FastMathFlag] = ()) -> llvm.FastMathAttr:
     """The op's own fastmath flags plus `extra`."""
-    flags = set(extra)
+    flags = frozenset(extra)
     own = op.properties.get("fastmath")
     if isinstance(own, arith.FastMathFlagsAttr):
-        flags |= set(own.data)
+        flags |= frozenset(own.data)
+    return _fastmath_attr(flags)
+
+
+@functools.lru_cache(maxsize=64)
+def _fastmath_attr(flags: frozenset[FastMathFlag]) -> llvm.FastMathAttr:
+    """`FastMathAttr` of `flags`, shared (one per float op built anew before)."""
     return llvm.FastMathAttr(tuple(sorted(flags)) if flags else None)
 
 
@@ -101,14 +109,14 @@ class FloatBinaryLowering(OneToOneLowering):
     reassociates a reduction.
     """
 
-    def __init__(self, source: type[Operation], target: Callable[..., Operation], contract: bool):
+    def __init__(self, source: type[Operation], target: type[Operation], contract: bool):
         super().__init__(source, target)
         self.contract = contract
 
     def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
         lhs, rhs = (to_llvm(v, rewriter) for v in op.operands)
         extra = (FastMathFlag.ALLOW_CONTRACT,) if self.contract else ()
-        new = rewriter.insert(self.target(lhs, rhs, _fastmath(op, extra)))
+        new = rewriter.insert(quick(self.target, lhs, rhs, _fastmath(op, extra)))
         replace_with(op, rewriter, new)
 
 
@@ -117,7 +125,7 @@ class CastLowering(OneToOneLowering):
 
     def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
         arg = to_llvm(op.operands[0], rewriter)
-        new = rewriter.insert(self.target(arg, convert_type(op.results[0].type)))
+        new = rewriter.insert(quick(self.target, arg, convert_type(op.results[0].type)))
         replace_with(op, rewriter, new)
 
 
@@ -308,7 +316,10 @@ class ConstantLowering(RewritePattern):
             # An index vector becomes an i64 one; `from_list`'s overloads want the
             # element type statically known, which `convert_type` cannot show.
             value = DenseIntOrFPElementsAttr.from_list(ty, value.get_values())  # pyright: ignore[reportCallIssue, reportArgumentType]
-        new = rewriter.insert(llvm.ConstantOp(value, ty))
+        # `llvm.ConstantOp(value, ty)`, built as `quick` builds (every constant differs)
+        new = rewriter.insert(
+            llvm.ConstantOp.create(result_types=[ty], properties={"value": value})
+        )
         replace_with(op, rewriter, new)
 
 
@@ -369,11 +380,11 @@ def _divmod(a: SSAValue, b: SSAValue, rewriter: PatternRewriter):
 def _icmp(rewriter: PatternRewriter, pred: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
     flag = llvm.ICmpPredicateFlag(pred)
     predicate = cast(IntegerAttr[IntegerType], integer_attr(flag.to_int(), i64))
-    return rewriter.insert(llvm.ICmpOp(lhs, rhs, predicate)).res
+    return rewriter.insert(quick(llvm.ICmpOp, lhs, rhs, predicate)).res
 
 
 def _zext(rewriter: PatternRewriter, value: SSAValue, ty: Attribute) -> SSAValue:
-    return rewriter.insert(llvm.ZExtOp(value, ty)).res
+    return rewriter.insert(quick(llvm.ZExtOp, value, ty)).res
 
 
 class CmpiLowering(RewritePattern):
@@ -397,7 +408,7 @@ class CmpfLowering(RewritePattern):
             replace_with(op, rewriter, constant(int(pred == "true"), i1, rewriter))
             return
         lhs, rhs = to_llvm(op.lhs, rewriter), to_llvm(op.rhs, rewriter)
-        replace_with(op, rewriter, rewriter.insert(llvm.FCmpOp(lhs, rhs, pred)))
+        replace_with(op, rewriter, rewriter.insert(quick(llvm.FCmpOp, lhs, rhs, pred)))
 
 
 class NegfLowering(RewritePattern):
@@ -405,7 +416,7 @@ class NegfLowering(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: arith.NegfOp, rewriter: PatternRewriter, /):
-        new = llvm.FNegOp(to_llvm(op.operand, rewriter), _fastmath(op))
+        new = quick(llvm.FNegOp, to_llvm(op.operand, rewriter), _fastmath(op))
         replace_with(op, rewriter, rewriter.insert(new))
 
 
@@ -428,9 +439,9 @@ class IndexCastLowering(RewritePattern):
         if src_w == dst_w:
             new: Operation | SSAValue = arg
         elif src_w < dst_w:
-            new = rewriter.insert(llvm.SExtOp(arg, target))
+            new = rewriter.insert(quick(llvm.SExtOp, arg, target))
         else:
-            new = rewriter.insert(llvm.TruncOp(arg, target))
+            new = rewriter.insert(quick(llvm.TruncOp, arg, target))
         replace_with(op, rewriter, new)
 
 
