@@ -12,6 +12,7 @@ hit stays as light as `driver.compiler.compile`'s.
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -74,7 +75,9 @@ def _deferred_import(
 
     bounds = tuple(batch_bounds or DEFAULT_BATCH_BOUNDS)
     shapes = {name: tuple(shape) for name, shape in sorted((input_shapes or {}).items())}
-    digest = disk.file_digest(path, remember=remember and disk.enabled())
+    digest = disk.file_digest(
+        path, remember=remember and disk.enabled(), meanwhile=_imports_for_a_miss()
+    )
 
     def build():
         from lamina.frontends.onnx import import_source
@@ -87,6 +90,44 @@ def _deferred_import(
     if bounds != DEFAULT_BATCH_BOUNDS:
         key += f" batch_bounds={bounds!r}"
     return DeferredSource(key, build)
+
+
+MISS_IMPORTS = (
+    "llvmlite.binding",
+    "xdsl.ir",
+    "xdsl.dialects.builtin",
+    "xdsl.dialects.arith",
+    "xdsl.dialects.llvm",
+    "lamina.dialects.graph",
+    "lamina.dialects.te",
+    "lamina.dialects.loop",
+    "lamina.driver.lowering",
+    "onnx",
+    "lamina.frontends.onnx",
+)
+"""What a cache miss of a model file imports, in steps (dependencies first):
+`_imports_for_a_miss`."""
+
+
+def _imports_for_a_miss():
+    """One import of `MISS_IMPORTS` per call, False when none is left: the steps that
+    runtime/cache.py `file_digest` takes while another thread hashes the model's file
+    (only when its digest is not remembered: a file this cache has not compiled yet,
+    so most likely a miss, which imports all of them anyway). A hit stops at the
+    step during which the digest became known."""
+    steps = iter(MISS_IMPORTS)
+
+    def step() -> bool:
+        name = next(steps, None)
+        if name is None:
+            return False
+        try:
+            importlib.import_module(name)
+        except ImportError:  # onnx missing: the model's import says so, with a diagnostic
+            pass
+        return True
+
+    return step
 
 
 def is_model_proto(source: object) -> bool:
