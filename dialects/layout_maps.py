@@ -166,6 +166,8 @@ extent is capped (a map that collides anywhere collides on a small box)."""
 def is_injective(index_map: AffineMap, shape: Sequence[int]) -> bool:
     """Whether no two indices of the box `shape` map to the same physical index."""
 
+    if _recoverable(index_map):
+        return True
     dims = [int(s) for s in shape]
     if prod(dims) > INJECTIVITY_LIMIT:
         cap = 2 * _largest_constant(index_map) + 2
@@ -173,6 +175,40 @@ def is_injective(index_map: AffineMap, shape: Sequence[int]) -> bool:
     if prod(dims) <= 1 or not index_map.results:
         return prod(dims) <= 1
     return _injective_on_box(index_map, tuple(dims))
+
+
+def _recoverable(index_map: AffineMap) -> bool:
+    """Whether every dimension can be read back from the results, so the map is
+    injective on any box: each dimension is a result of its own (`d`, or `d + c`),
+    or the two results `d floordiv c` and `d mod c` for the same c > 0 (a blocked
+    layout; indices are non-negative, so d = c * (d floordiv c) + d mod c). A
+    sufficient condition, decided from the map's text: ResNet-50's classifier
+    weight, `(d0, d1) -> (d1 floordiv 250, d0, d1 mod 250)` on 2048x1000, was
+    checked point by point on 2 M points (0.1-0.2 s) before the compile forks."""
+    plain: set[int] = set()
+    floors: set[tuple[int, int]] = set()
+    mods: set[tuple[int, int]] = set()
+    for expr in index_map.results:
+        if isinstance(expr, AffineBinaryOpExpr) and expr.kind is AffineBinaryOpKind.Add:
+            if isinstance(expr.rhs, AffineConstantExpr):
+                expr = expr.lhs
+            elif isinstance(expr.lhs, AffineConstantExpr):
+                expr = expr.rhs
+        if isinstance(expr, AffineDimExpr):
+            plain.add(expr.position)
+        elif (
+            isinstance(expr, AffineBinaryOpExpr)
+            and isinstance(expr.lhs, AffineDimExpr)
+            and isinstance(expr.rhs, AffineConstantExpr)
+            and expr.rhs.value > 0
+        ):
+            pair = (expr.lhs.position, expr.rhs.value)
+            if expr.kind is AffineBinaryOpKind.FloorDiv:
+                floors.add(pair)
+            elif expr.kind is AffineBinaryOpKind.Mod:
+                mods.add(pair)
+    blocked = {d for d, _ in floors & mods}
+    return all(d in plain or d in blocked for d in range(index_map.num_dims))
 
 
 @functools.lru_cache(maxsize=256)
