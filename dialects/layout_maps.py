@@ -65,18 +65,28 @@ def eval_grid(expr: AffineExpr, grids: dict[int, np.ndarray]) -> np.ndarray | in
 
 
 def apply_layout(
-    x: np.ndarray, index_map: AffineMap, out_shape: Sequence[int], pad: object = 0
+    x: np.ndarray,
+    index_map: AffineMap,
+    out_shape: Sequence[int],
+    pad: object = 0,
+    *,
+    contiguous: bool = True,
 ) -> np.ndarray:
     """`x` laid out by `index_map`: element `x[i]` goes to `out[MAP(i)]`, every
     slot no element reaches holds `pad`, and elements whose image falls
     outside `out_shape` are dropped (an inverse transform's `crop`).
 
     The one NumPy implementation of `graph.layout_transform`, vectorized over
-    index grids: the reference evaluator and constant hoisting share it."""
+    index grids: the reference evaluator and constant hoisting share it.
+    `contiguous=False` may return a strided view of a blocked layout's
+    transpose (for a caller that copies it anyway: `plan-layouts` takes its
+    bytes, `core/dense.py` `dense_attr`, one copy of the weights instead of two)."""
     import numpy as np
 
     blocked = _blocked_layout(x, index_map, pad)
     if blocked is not None:
+        if not contiguous and blocked.shape == tuple(int(s) for s in out_shape):
+            return blocked
         return _placed(blocked, out_shape, pad)
     out = np.full(tuple(out_shape), pad, dtype=x.dtype)
     # Sparse grids: each result expression broadcasts over only the dims it uses.
