@@ -190,10 +190,13 @@ def lookup(key: str) -> Record | None:
     return record
 
 
-def store(key: str, record: Record) -> None:
+def store(key: str, record: Record, *, on_disk: bool = True) -> None:
+    """Remember `record` in this process and (`on_disk`, the cache on) in the disk cache.
+    A lowering process's records are on disk already (it stored them itself): the
+    compile's process only remembers them (`parallel_lowering.Delegation.finish`)."""
     with _lock:
         _records[key] = record
-    if disk.enabled():
+    if on_disk and disk.enabled():
         data = _RECORD_PREFIX + json.dumps(asdict(record), sort_keys=True).encode()
         disk.write(
             _disk_key(key), disk.Entry(data, {"kernel-record": key}), folder=disk.kernel_directory()

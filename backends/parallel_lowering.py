@@ -154,7 +154,7 @@ class Delegation:
 
         for key, fields in payload["records"]:
             record = kernel_reuse.Record(**fields)
-            kernel_reuse.store(key, record)
+            kernel_reuse.store(key, record, on_disk=False)  # the child wrote it there
             self.records[key] = record
         missing = set(self.keys.values()) - set(self.records)
         if missing:

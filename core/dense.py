@@ -73,10 +73,13 @@ def element_type_of(dtype: np.dtype | type | str) -> Attribute:
 
 
 def dense_attr(array: np.ndarray) -> DenseIntOrFPElementsAttr:
-    """A bytes-backed dense attribute holding `array` (row-major, little-endian)."""
-    array = np.ascontiguousarray(array).reshape(np.shape(array))  # ascontiguousarray makes 0-d 1-d
+    """A bytes-backed dense attribute holding `array` (row-major, little-endian).
+
+    A strided `array` (a transposed weight) is gathered by `tobytes` alone, not
+    made contiguous first and then copied into bytes."""
+    array = np.asarray(array)
     little = array.astype(array.dtype.newbyteorder("<"), copy=False)
-    data = _whole_bytes(little)
+    data = _whole_bytes(little) if little.flags.c_contiguous else None
     if data is None:
         data = little.tobytes()
     ttype = TensorType(element_type_of(array.dtype), [int(d) for d in array.shape])

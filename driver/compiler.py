@@ -267,6 +267,7 @@ def compile(  # noqa: A001 - the API name is docs/design.md §7's
 
 def compile_request(request: CompileRequest) -> Executable:
     """Cache lookup, else a cold compile (then stored)."""
+    disk.flush()  # an earlier compile's entry still being written: no thread alive now
     recorder = StatsRecorder(request.stats)
     key = None
     if request.uses_cache:

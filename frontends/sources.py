@@ -12,6 +12,7 @@ hit stays as light as `driver.compiler.compile`'s.
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -74,11 +75,20 @@ def _deferred_import(
 
     bounds = tuple(batch_bounds or DEFAULT_BATCH_BOUNDS)
     shapes = {name: tuple(shape) for name, shape in sorted((input_shapes or {}).items())}
-    digest = disk.file_digest(path, remember=remember and disk.enabled())
+    contents: list[bytes] = []  # the file's bytes, if it was read while hashing it
+    digest = disk.file_digest(
+        path,
+        remember=remember and disk.enabled(),
+        meanwhile=_imports_for_a_miss(),
+        contents=contents,
+    )
 
     def build():
-        from lamina.frontends.onnx import import_source
+        from lamina.frontends.onnx import import_model, import_source
 
+        model = _parsed(path, contents.pop()) if contents and path.endswith(".onnx") else None
+        if model is not None:
+            return import_model(model, dict(shapes), path, batch_bounds=bounds).module  # type: ignore[arg-type]
         result = import_source(path, dict(shapes), filename=path, batch_bounds=bounds)  # type: ignore[arg-type]
         assert result is not None, "a candidate path is a model or a diagnostic, never IR"
         return result.module
@@ -87,6 +97,60 @@ def _deferred_import(
     if bounds != DEFAULT_BATCH_BOUNDS:
         key += f" batch_bounds={bounds!r}"
     return DeferredSource(key, build)
+
+
+def _parsed(path: str, data: bytes):
+    """The model in `data`, the bytes of the `.onnx` file at `path` read while it was
+    hashed, as `onnx.load(path)` gives it (a protobuf, external data loaded from the
+    file's folder); None if it does not parse: the import of the path then says why,
+    as always. The bytes imported are the bytes hashed."""
+    try:
+        import onnx
+        from onnx.external_data_helper import load_external_data_for_model
+
+        model = onnx.load_model_from_string(data)
+        load_external_data_for_model(model, os.path.dirname(path))
+    except Exception:  # noqa: BLE001 - any failure: the path's import reports it
+        return None
+    return model
+
+
+MISS_IMPORTS = (
+    "llvmlite.binding",
+    "xdsl.ir",
+    "xdsl.dialects.builtin",
+    "xdsl.dialects.arith",
+    "xdsl.dialects.llvm",
+    "lamina.dialects.graph",
+    "lamina.dialects.te",
+    "lamina.dialects.loop",
+    "lamina.driver.lowering",
+    "onnx",
+    "lamina.frontends.onnx",
+)
+"""What a cache miss of a model file imports, in steps (dependencies first):
+`_imports_for_a_miss`."""
+
+
+def _imports_for_a_miss():
+    """One import of `MISS_IMPORTS` per call, False when none is left: the steps that
+    runtime/cache.py `file_digest` takes while another thread hashes the model's file
+    (only when its digest is not remembered: a file this cache has not compiled yet,
+    so most likely a miss, which imports all of them anyway). A hit stops at the
+    step during which the digest became known."""
+    steps = iter(MISS_IMPORTS)
+
+    def step() -> bool:
+        name = next(steps, None)
+        if name is None:
+            return False
+        try:
+            importlib.import_module(name)
+        except ImportError:  # onnx missing: the model's import says so, with a diagnostic
+            pass
+        return True
+
+    return step
 
 
 def is_model_proto(source: object) -> bool:

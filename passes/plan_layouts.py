@@ -535,7 +535,7 @@ def hoist_constant(op: graph.LayoutTransformOp) -> bool:
     pad = _pad_number(op.constraint)
     data = dense_view(source.value).reshape(graph.tensor_shape(op.input))
     out_shape = graph.tensor_shape(op.results[0])
-    out = apply_layout(data, op.constraint.index_map.data, out_shape, pad or 0)
+    out = apply_layout(data, op.constraint.index_map.data, out_shape, pad or 0, contiguous=False)
     Rewriter.replace_op(op, graph.ConstantOp(dense_attr(out)))
     for dead in (reshape, source):
         if dead is not None and not dead.results[0].uses:

@@ -61,7 +61,8 @@ def store(key: str, exe: Executable, *, openmp: bool) -> bool:
         "cpu": {"name": exe.target_cpu, "features": list(exe.target_features)},
     }
     if pieces is not None:  # a model compiled in units: its weights are not packed first
-        return disk.write(key, disk.PiecewiseEntry(pieces(), metadata)) is not None
+        entry = disk.PiecewiseEntry(pieces(), metadata)  # written on a thread if large
+        return disk.write(key, entry, background=True) is not None
     assert code is not None
     return disk.write(key, disk.Entry(code, metadata)) is not None
 

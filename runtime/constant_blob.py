@@ -28,6 +28,7 @@ import json
 import mmap
 import os
 import threading
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -94,24 +95,90 @@ def _huge_pages_on() -> bool:
     return value.strip().lower() not in ("0", "off", "false", "no")
 
 
+_pending: list[Callable[[], int]] = []
+"""Blobs being filled on a thread (`prefill`), registered by the next `register`."""
+
+
 def register(constants: dict[str, bytes] | dict[str, memoryview]) -> int:
-    """Make every constant's symbol resolvable by the JIT; return how many bytes were new."""
+    """Make every constant's symbol resolvable by the JIT; return how many bytes were new
+    (a `prefill`ed blob's bytes included: it is waited for and registered first)."""
+    done = 0
+    while _pending:
+        done += _pending.pop(0)()
+    return done + register_soon(constants, thread=False)()
+
+
+def prefill(constants: dict[str, bytes] | dict[str, memoryview]) -> None:
+    """Start laying out `constants` on a thread (`register_soon`); the next `register`
+    waits for it and registers them. The compile driver calls it when code generation
+    has split a module, before LLVM builds its units (driver/lowering.py)."""
+    _pending.append(register_soon(constants))
+
+
+def register_soon(
+    constants: dict[str, bytes] | dict[str, memoryview], *, thread: bool = True
+) -> Callable[[], int]:
+    """`register(constants)` in two halves: the new constants are laid out in a blob
+    now, on a thread (`thread`), and the returned function waits for it, registers
+    their symbols and returns how many bytes were new.
+
+    The compile starts it before LLVM builds the kernels (`prefill`) and code
+    generation's `register` finishes it before linking (backends/codegen.py): filling ResNet-50's 100 MB blob, and the
+    kernel's compaction of memory for its huge pages (0.02-0.25 s, more where
+    memory is fragmented), was the serial tail of a cold compile; NumPy copies
+    without the GIL. Symbols another compile registered meanwhile keep their
+    first address (a symbol names its content)."""
+    with _lock:
+        new = {s: data for s, data in constants.items() if s not in _registered}
+    if not new:
+        return lambda: 0
+    filled: list[tuple[np.ndarray, dict[str, int]]] = []
+    failed: list[BaseException] = []
+
+    def fill() -> None:
+        try:
+            filled.append(_filled(new))
+        except BaseException as err:  # noqa: BLE001 - raised where the caller waits
+            failed.append(err)
+
+    worker = threading.Thread(target=fill, name="lamina-weights") if thread else None
+    if worker is None:
+        fill()
+    else:
+        worker.start()
+
+    def finish() -> int:
+        if worker is not None:
+            worker.join()
+        if failed:
+            raise failed[0]
+        blob, offsets = filled[0]
+        _publish(blob, offsets)
+        return blob.nbytes
+
+    return finish
+
+
+def _filled(constants: Mapping[str, bytes | memoryview]) -> tuple[np.ndarray, dict[str, int]]:
+    """A blob holding `constants` at `layout`'s offsets, and those offsets."""
+    offsets, size = layout({s: len(data) for s, data in constants.items()})
+    blob = _aligned_buffer(size)
+    for symbol, data in constants.items():
+        blob[offsets[symbol] : offsets[symbol] + len(data)] = np.frombuffer(data, np.uint8)
+    return blob, offsets
+
+
+def _publish(blob: np.ndarray, offsets: dict[str, int]) -> None:
+    """Register the symbols of `blob` (laid out at `offsets`) not registered yet."""
     import llvmlite.binding as llvm
 
     with _lock:
-        new = {s: data for s, data in constants.items() if s not in _registered}
-        if not new:
-            return 0
-        offsets, size = layout({s: len(data) for s, data in new.items()})
-        blob = _aligned_buffer(size)
-        for symbol, data in new.items():
-            blob[offsets[symbol] : offsets[symbol] + len(data)] = np.frombuffer(data, np.uint8)
         _blobs.append(blob)
         base = blob.ctypes.data
         for symbol, offset in offsets.items():
-            _registered[symbol] = base + offset
-            llvm.add_symbol(symbol, base + offset)
-        return size
+            if symbol not in _registered:
+                _registered[symbol] = base + offset
+                llvm.add_symbol(symbol, base + offset)
 
 
 def register_packed(data: bytes | memoryview) -> None:
@@ -173,4 +240,14 @@ def unpack(data: bytes | memoryview) -> tuple[dict[str, tuple[int, int]], memory
     return table, blob
 
 
-__all__ = ["ALIGN", "layout", "pack", "pack_pieces", "register", "register_packed", "unpack"]
+__all__ = [
+    "ALIGN",
+    "layout",
+    "pack",
+    "pack_pieces",
+    "register",
+    "prefill",
+    "register_packed",
+    "register_soon",
+    "unpack",
+]

@@ -558,3 +558,61 @@ def test_entry_written_in_pieces_is_the_entry_of_the_joined_object_code(tmp_path
     table, data = constant_blob.unpack(blob)
     assert got == objects
     assert {s: bytes(data[o : o + n]) for s, (o, n) in table.items()} == constants
+
+
+def test_a_large_files_digest_is_hashed_on_a_thread_while_the_steps_run(cache_dir, tmp_path):
+    """`file_digest(meanwhile=...)`: the digest of a large file is the file's SHA-256,
+    and the steps stop when they say so; a small file, or a remembered digest, runs none."""
+    data = np.random.default_rng(5).bytes(3 * cache.HASH_ON_A_THREAD_BYTES)
+    model = tmp_path / "big.bin"
+    model.write_bytes(data)
+    steps: list[int] = []
+
+    def step() -> bool:
+        steps.append(len(steps))
+        return len(steps) < 3
+
+    expected = cache.hashlib.sha256(data).hexdigest()
+    assert cache.file_digest(model, remember=False, meanwhile=step) == expected
+    assert 1 <= len(steps) <= 3
+    small = tmp_path / "small.bin"
+    small.write_bytes(b"x" * 100)
+    steps.clear()
+    digest = cache.file_digest(small, remember=False, meanwhile=step)
+    assert digest == cache.hashlib.sha256(b"x" * 100).hexdigest() and steps == []
+
+
+def test_a_large_entry_is_written_in_the_background_and_read_back(tmp_path):
+    """`write(..., background=True)` of an entry of `BACKGROUND_BYTES` or more returns
+    before it is written; this process's `read`/`entries` wait for it (`flush`), and
+    the metadata is the one given, whatever the caller changes afterwards."""
+    code = np.random.default_rng(7).bytes(cache.BACKGROUND_BYTES + 5)
+    metadata = {"timings": {"codegen": 1.0}}
+    path = cache.write("b" * 64, cache.Entry(code, metadata), folder=tmp_path, background=True)
+    metadata["timings"]["total"] = 2.0  # set by the driver after the store
+    assert path == tmp_path / f"{'b' * 64}{cache.SUFFIX}"
+    entry = cache.read("b" * 64, folder=tmp_path)
+    assert entry is not None and bytes(entry.object_code) == code
+    assert entry.metadata == {"timings": {"codegen": 1.0}}
+    small = cache.write("s" * 64, cache.Entry(b"tiny", {}), folder=tmp_path, background=True)
+    assert small is not None and small.exists() and not cache._writers  # written at once
+
+
+def test_prefilled_weights_are_registered_by_the_next_register():
+    """`constant_blob.prefill` lays the weights out on a thread; the next `register`
+    waits for it and registers them (their symbols resolve to their bytes)."""
+    import ctypes
+
+    import llvmlite.binding as llvm
+
+    from lamina.runtime import constant_blob
+
+    rng = np.random.default_rng(11)
+    constants = {f"__lamina_w_prefill_test_{i}": rng.bytes(5000 + i) for i in range(3)}
+    constant_blob.prefill(constants)
+    _, size = constant_blob.layout({s: len(d) for s, d in constants.items()})
+    assert constant_blob.register({}) == size
+    for symbol, data in constants.items():
+        address = llvm.address_of_symbol(symbol)
+        assert address and ctypes.string_at(address, len(data)) == data
+    assert constant_blob.register(constants) == 0  # registered already

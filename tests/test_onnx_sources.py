@@ -179,3 +179,46 @@ def test_a_cached_model_file_is_not_imported_again(model_path, tmp_path) -> None
     assert all(r.returncode == 0 for r in runs), runs[0].stderr + runs[1].stderr
     (cold_hit, _, cold_sum), (hit, heavy, hit_sum) = (json.loads(r.stdout) for r in runs)
     assert (cold_hit, hit, heavy, hit_sum) == (False, True, [], cold_sum)
+
+
+def _large_model(path: Path, *, external: bool = False):
+    """y = x @ w @ v with a 2 MiB w and a 3 MiB v (above the size hashed on a thread
+    while the compiler is imported, whose bytes are then imported without reading
+    the file again), saved at `path`; `external`: v in a file of its own."""
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((512, 1024)).astype(np.float32)
+    v = rng.standard_normal((1024, 768)).astype(np.float32) / 32
+    graph = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["x", "w"], ["h"]),
+            helper.make_node("MatMul", ["h", "v"], ["y"]),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 512])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 768])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(v, "v")],
+    )
+    model = helper.make_model(graph)
+    if external:  # v (3 MiB) in v.bin, w (2 MiB) in the model file
+        save(model, str(path), save_as_external_data=True, location="v.bin",
+             size_threshold=(5 << 20) // 2)  # fmt: skip
+    else:
+        save(model, str(path))
+    return w @ v
+
+
+@pytest.mark.parametrize("external", [False, True])
+def test_a_large_model_file_read_while_hashed_compiles_the_same(tmp_path, external) -> None:
+    """A model file of a megabyte or more is read and hashed on a thread while the
+    compiler is imported (runtime/cache.py `file_digest`), and those bytes are
+    imported (frontends/sources.py `_parsed`): external data is still loaded from
+    the file's folder, and the result is the model's."""
+    from lamina.runtime import cache
+
+    path = tmp_path / "large.onnx"
+    weights = _large_model(path, external=external)
+    assert path.stat().st_size >= cache.HASH_ON_A_THREAD_BYTES
+    assert external == (tmp_path / "v.bin").exists()
+    x = np.random.default_rng(4).standard_normal((2, 512)).astype(np.float32)
+    exe = lamina.compile(str(path), cache=False)
+    np.testing.assert_allclose(exe.run("main", x), x @ weights, rtol=1e-3, atol=1e-3)
