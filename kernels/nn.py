@@ -12,6 +12,7 @@ from collections.abc import Callable
 from math import prod
 
 from xdsl.dialects import arith
+from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Operation, SSAValue
 
 from lamina.dialects import graph
@@ -161,7 +162,7 @@ def _max_pool_taps(op: graph.MaxPool2dOp, x: SSAValue) -> Body:
     return body
 
 
-_NNAN = arith.FastMathFlagsAttr(("nnan",))
+_NNAN = arith.FastMathFlagsAttr((FastMathFlag.NO_NANS,))
 
 
 def _any_nan(em: TeEmitter, taps: list[SSAValue]) -> SSAValue | None:
