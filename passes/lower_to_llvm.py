@@ -1264,7 +1264,9 @@ def _clamps_as_selects(module: ModuleOp) -> int:
     - of two variables `acc`, `x` (a reduction's accumulator first, as
       `lower-te` combines): `t = select(x > acc, x, acc)` (one `maxps`,
       `acc` when either is NaN) and `select(x != x, x, t)`: three ops, the
-      NaN check of `x` off the accumulator's dependence chain.
+      NaN check of `x` off the accumulator's dependence chain; with
+      `fastmath<nnan>` (the kernel checks NaN itself, `kernels/nn.py`,
+      `_max_pool_taps`) the first select alone, one `maxps`.
 
     Both still propagate NaN; they differ from `maximumf` only in the sign of
     a zero result (max(-0.0, 0.0) may be -0.0, equal as a number). Runs after
@@ -1288,8 +1290,11 @@ def _clamps_as_selects(module: ModuleOp) -> int:
             acc, x = op.lhs, op.rhs
             wins = arith.CmpfOp(x, acc, beyond)
             best = arith.SelectOp(wins, x, acc)
-            nan = arith.CmpfOp(x, x, "uno")
-            Rewriter.replace_op(op, [wins, best, nan, arith.SelectOp(nan, x, best)])
+            if "nnan" in op.fastmath.data:  # NaN checked by the kernel (a max pool's window)
+                Rewriter.replace_op(op, [wins, best])
+            else:
+                nan = arith.CmpfOp(x, x, "uno")
+                Rewriter.replace_op(op, [wins, best, nan, arith.SelectOp(nan, x, best)])
         rewritten += 1
     return rewritten
 
