@@ -73,6 +73,18 @@ def _place(layout: dict[str, int], values: dict[str, SSAValue]) -> Indices:
     return [values[letter] for letter in sorted(layout, key=layout.__getitem__)]
 
 
+def _windows(op: graph.MaxPool2dOp | graph.AvgPool2dOp) -> tuple[Window, Window]:
+    """A pool's windows over the rows (dimension 2) and columns (3) of its input."""
+    os_ = shape_of(op.results[0])
+    kh_size, kw_size = op.kernel_value
+    sh, sw = op.strides_value
+    top, left, _, _ = op.padding_value
+    return (
+        Window(2, sh, 1, top, os_[2], kh_size),
+        Window(3, sw, 1, left, os_[3], kw_size),
+    )
+
+
 def _pool_windows(
     op: graph.MaxPool2dOp | graph.AvgPool2dOp,
     kb: KernelBuilder,
@@ -85,12 +97,7 @@ def _pool_windows(
     in memory, blocked or not, so its border columns cost no more than the
     interior, and the copy -- a write and a read of the whole input -- was
     most of a max pool's time)."""
-    os_ = shape_of(op.results[0])
-    kh_size, kw_size = op.kernel_value
-    sh, sw = op.strides_value
-    top, left, _, _ = op.padding_value
-    win_h = Window(2, sh, 1, top, os_[2], kh_size)
-    win_w = Window(3, sw, 1, left, os_[3], kw_size)
+    win_h, win_w = _windows(op)
     if len(shape_of(x)) == 5:  # NCHW{c}c: read in place, the guards are the lanes'
         source = None
     else:
@@ -139,12 +146,8 @@ def _max_pool_taps(op: graph.MaxPool2dOp, x: SSAValue) -> Body:
     `fastmath<nnan>`, each one `maxps`, and NaN is checked once per window:
     an unordered compare per pair of taps, the result NaN if any tap is
     (docs/performance.md, "Max pools as a tree of taps")."""
-    os_ = shape_of(op.results[0])
     kh_size, kw_size = op.kernel_value
-    sh, sw = op.strides_value
-    top, left, _, _ = op.padding_value
-    win_h = Window(2, sh, 1, top, os_[2], kh_size)
-    win_w = Window(3, sw, 1, left, os_[3], kw_size)
+    win_h, win_w = _windows(op)
     t = elt(x)
 
     def body(em: TeEmitter, sp: Indices, _: Indices) -> SSAValue:

@@ -61,6 +61,7 @@ unroll-and-jams the F blocks (`channel_jam`; docs/performance.md,
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from xdsl.dialects import arith
@@ -646,15 +647,8 @@ def reduction_chunk(
 
 def _broadcast_bytes(nest: ReductionNest) -> int:
     """Size of the operand the rows broadcast from (a convolution's input)."""
-    outer_iv = nest.outer.induction_var
-    stored = {o.buffer for o in nest.row.walk() if isinstance(o, loop.StoreOp)}
-    for o in nest.row.walk():
-        if (
-            isinstance(o, loop.LoadOp)
-            and o.buffer not in stored
-            and any(depends_on(i, outer_iv) for i in o.indices)
-            and isinstance(kind := o.buffer.type, MemRefType)
-        ):
+    for o in _broadcast_loads(nest):
+        if isinstance(kind := o.buffer.type, MemRefType):
             count = 1
             for d in kind.get_shape():
                 count *= d
@@ -736,6 +730,16 @@ def _one_channel_blocks(nest: ReductionNest) -> bool:
     2780 -> 2323 us. (Once measured 2.3x slower jammed: that was before
     the jammed blocks' accumulators stayed in registers, "Jammed
     accumulators and collapsed loops" in docs/performance.md.)"""
+    for o in _broadcast_loads(nest):
+        kind = o.buffer.type
+        if isinstance(kind, MemRefType) and kind.get_shape()[-1] == 1:
+            return True
+    return False
+
+
+def _broadcast_loads(nest: ReductionNest) -> Iterator[loop.LoadOp]:
+    """The row's loads of a buffer it does not store that move with the outer
+    loop: the operand whose elements the register block broadcasts."""
     outer_iv = nest.outer.induction_var
     stored = {o.buffer for o in nest.row.walk() if isinstance(o, loop.StoreOp)}
     for o in nest.row.walk():
@@ -744,10 +748,7 @@ def _one_channel_blocks(nest: ReductionNest) -> bool:
             and o.buffer not in stored
             and any(depends_on(i, outer_iv) for i in o.indices)
         ):
-            kind = o.buffer.type
-            if isinstance(kind, MemRefType) and kind.get_shape()[-1] == 1:
-                return True
-    return False
+            yield o
 
 
 def jam_channel_blocks(func: loop.FuncOp) -> int:
