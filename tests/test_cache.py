@@ -560,21 +560,38 @@ def test_entry_written_in_pieces_is_the_entry_of_the_joined_object_code(tmp_path
     assert {s: bytes(data[o : o + n]) for s, (o, n) in table.items()} == constants
 
 
-def test_a_large_files_digest_is_hashed_on_a_thread_while_the_steps_run(cache_dir, tmp_path):
+def test_a_large_files_digest_is_hashed_on_a_thread_while_the_steps_run(
+    cache_dir, tmp_path, monkeypatch
+):
     """`file_digest(meanwhile=...)`: the digest of a large file is the file's SHA-256,
-    and the steps stop when they say so; a small file, or a remembered digest, runs none."""
+    and the steps stop when they say so; a small file, or a remembered digest, runs none.
+
+    The hashing thread waits for the third step (a gate), so the steps run while
+    it hashes whatever the machine's timing: unhindered, a 3 MiB file can be
+    hashed before the first step."""
     data = np.random.default_rng(5).bytes(3 * cache.HASH_ON_A_THREAD_BYTES)
     model = tmp_path / "big.bin"
     model.write_bytes(data)
+    expected = cache.hashlib.sha256(data).hexdigest()
     steps: list[int] = []
+    gate = threading.Event()
+    sha256 = cache.hashlib.sha256
+
+    def gated_sha256(*args, **kwargs):
+        if threading.current_thread().name == "lamina-file-digest":  # not the memo's name
+            assert gate.wait(60), "the steps did not run while the file was hashed"
+        return sha256(*args, **kwargs)
 
     def step() -> bool:
         steps.append(len(steps))
+        if len(steps) == 3:
+            gate.set()
         return len(steps) < 3
 
-    expected = cache.hashlib.sha256(data).hexdigest()
-    assert cache.file_digest(model, remember=False, meanwhile=step) == expected
-    assert 1 <= len(steps) <= 3
+    with monkeypatch.context() as patched:
+        patched.setattr(cache.hashlib, "sha256", gated_sha256)
+        assert cache.file_digest(model, remember=False, meanwhile=step) == expected
+    assert steps == [0, 1, 2]
     small = tmp_path / "small.bin"
     small.write_bytes(b"x" * 100)
     steps.clear()
