@@ -119,15 +119,25 @@ class ImportResult:
     notes: list[str] = field(default_factory=list)
 
 
-def load_model(path: str):
-    """Read an ONNX file (with external data next to it), as a user error if it is not one."""
+def load_model(path: str, data: bytes | None = None):
+    """Read an ONNX file (with external data next to it), as a user error if it is not one.
+
+    `data`: the file's bytes, already read (runtime/cache.py reads a model while
+    hashing it): parsed instead of reading the file again, so the bytes imported
+    are the bytes hashed."""
     import onnx
     from google.protobuf.message import DecodeError
 
     if not os.path.isfile(path):
         raise _error(path, "no such file")
     try:
-        return onnx.load(path)
+        if data is None:
+            return onnx.load(path)
+        from onnx.external_data_helper import load_external_data_for_model
+
+        model = onnx.load_model_from_string(data)
+        load_external_data_for_model(model, os.path.dirname(path))
+        return model
     except (DecodeError, ValueError, RuntimeError, OSError) as err:
         raise _error(path, f"not a valid ONNX model: {err}") from None
 
@@ -139,10 +149,11 @@ def import_file(
     cli: bool = False,
     bind_inputs: dict[str, np.ndarray] | None = None,
     batch_bounds: tuple[int, int] = DEFAULT_BATCH_BOUNDS,
+    data: bytes | None = None,
 ) -> ImportResult:
-    """Import the ONNX model at `path` (see `import_model`)."""
+    """Import the ONNX model at `path` (see `import_model`; `data`: see `load_model`)."""
     return import_model(
-        load_model(path),
+        load_model(path, data),
         input_shapes=input_shapes,
         path=path,
         cli=cli,
@@ -189,6 +200,7 @@ def import_source(
     cli: bool = False,
     filename: str = "<model>",
     batch_bounds: tuple[int, int] | None = None,
+    data: bytes | None = None,
 ) -> ImportResult | None:
     """`source` imported if it is an ONNX model, else None (graph IR text or its path).
 
@@ -200,6 +212,7 @@ def import_source(
     a file that is not UTF-8 text and loads as an ONNX model; any other binary
     file is a user error (never a `UnicodeDecodeError`). This is how
     `lamina.compile`, `lamina-run` and `lamina-compile` take ONNX models.
+    `data`: the bytes of the file at path `source`, if already read (`load_model`).
     """
     given = batch_bounds is not None
     batch_bounds = batch_bounds or DEFAULT_BATCH_BOUNDS
@@ -218,7 +231,7 @@ def import_source(
         raise _error(
             path, "reading ONNX models needs the 'onnx' package: pip install 'lamina[onnx]'"
         ) from None
-    return import_file(path, input_shapes, cli=cli, batch_bounds=batch_bounds)
+    return import_file(path, input_shapes, cli=cli, batch_bounds=batch_bounds, data=data)
 
 
 def _bounds(bounds: tuple[int, int], path: str) -> tuple[int, int]:

@@ -84,12 +84,10 @@ def _deferred_import(
     )
 
     def build():
-        from lamina.frontends.onnx import import_model, import_source
+        from lamina.frontends.onnx import import_source
 
-        model = _parsed(path, contents.pop()) if contents and path.endswith(".onnx") else None
-        if model is not None:
-            return import_model(model, dict(shapes), path, batch_bounds=bounds).module  # type: ignore[arg-type]
-        result = import_source(path, dict(shapes), filename=path, batch_bounds=bounds)  # type: ignore[arg-type]
+        data = contents.pop() if contents else None  # the bytes hashed are the bytes imported
+        result = import_source(path, dict(shapes), filename=path, batch_bounds=bounds, data=data)  # type: ignore[arg-type]
         assert result is not None, "a candidate path is a model or a diagnostic, never IR"
         return result.module
 
@@ -97,22 +95,6 @@ def _deferred_import(
     if bounds != DEFAULT_BATCH_BOUNDS:
         key += f" batch_bounds={bounds!r}"
     return DeferredSource(key, build)
-
-
-def _parsed(path: str, data: bytes):
-    """The model in `data`, the bytes of the `.onnx` file at `path` read while it was
-    hashed, as `onnx.load(path)` gives it (a protobuf, external data loaded from the
-    file's folder); None if it does not parse: the import of the path then says why,
-    as always. The bytes imported are the bytes hashed."""
-    try:
-        import onnx
-        from onnx.external_data_helper import load_external_data_for_model
-
-        model = onnx.load_model_from_string(data)
-        load_external_data_for_model(model, os.path.dirname(path))
-    except Exception:  # noqa: BLE001 - any failure: the path's import reports it
-        return None
-    return model
 
 
 MISS_IMPORTS = (
