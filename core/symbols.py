@@ -111,6 +111,43 @@ def lookup_symbol(op: Operation, name: str | StringAttr | SymbolRefAttr) -> Oper
     return lookup_symbol(found, SymbolRefAttr(nested_root, nested))
 
 
+_names_seen: weakref.WeakKeyDictionary[Block, tuple[set[str], Operation | None]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Symbol-table block → the names `unused_symbol_name` knows there, and the block's last
+op when they were collected."""
+
+
+def unused_symbol_name(table: Operation, base: str) -> str:
+    """`base` followed by the smallest index (0, 1, ...) no symbol of `table` is named.
+
+    What a loop of `lookup_symbol` calls finds, without its cost: every call ended in a
+    miss, and each miss rescans the block (`lower-to-llvm` asks once per parallel loop
+    it outlines, the module's block holding every kernel: 0.2 s of CPU on
+    DenseNet-121). The names are collected once per block; later calls add the ops
+    appended since (new functions go at the end of the module) and the names handed
+    out. A symbol inserted elsewhere in the block afterwards is not seen, nor an erased
+    one forgotten: the callers' new names (`<function>_par<n>`) come from here only.
+    """
+    block = table.regions[0].block
+    known = _names_seen.get(block)
+    if known is None or (known[1] is not None and known[1].parent is not block):
+        names: set[str] = set(_build_index(block))
+    else:
+        names, last = known
+        op = block.first_op if last is None else last.next_op
+        while op is not None:
+            if (name := _symbol_name(op)) is not None:
+                names.add(name)
+            op = op.next_op
+    index = 0
+    while f"{base}{index}" in names:
+        index += 1
+    names.add(f"{base}{index}")
+    _names_seen[block] = (names, block.last_op)
+    return f"{base}{index}"
+
+
 _XDSL_LOOKUP = SymbolTable.__dict__["lookup_symbol"]
 _patch_lock = threading.Lock()
 _patch_depth = 0
@@ -140,4 +177,4 @@ def indexed_symbol_lookup() -> Iterator[None]:
                 SymbolTable.lookup_symbol = _XDSL_LOOKUP
 
 
-__all__ = ["indexed_symbol_lookup", "lookup_in_block", "lookup_symbol"]
+__all__ = ["indexed_symbol_lookup", "lookup_in_block", "lookup_symbol", "unused_symbol_name"]

@@ -286,12 +286,17 @@ def _weights_laid_out_early() -> Iterator[None]:
     from lamina.backends import kernel_cache
     from lamina.runtime import constant_blob
 
-    stop = kernel_cache.observe_splits(lambda split: constant_blob.prefill(split.constants))
+    started: list = []
+    stop = kernel_cache.observe_splits(
+        lambda split: started.append(constant_blob.prefill(split.constants))
+    )
     try:
         yield
     finally:
         stop()
-        constant_blob.register({})  # a build that failed: wait for its blob all the same
+        # What the build's `register` did not take (a build that failed before linking):
+        # its thread waited for, never raising in place of the build's own error.
+        constant_blob.discard(started)
 
 
 def executable_uses_openmp(exe: Executable) -> bool:

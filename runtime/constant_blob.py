@@ -28,7 +28,7 @@ import json
 import mmap
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -95,24 +95,94 @@ def _huge_pages_on() -> bool:
     return value.strip().lower() not in ("0", "off", "false", "no")
 
 
-_pending: list[Callable[[], int]] = []
-"""Blobs being filled on a thread (`prefill`), registered by the next `register`."""
+class _Fill:
+    """New constants laid out in a blob, on a thread (`thread`) or at once."""
+
+    def __init__(self, constants: Mapping[str, bytes | memoryview], *, thread: bool) -> None:
+        self.symbols = frozenset(constants)
+        self._filled: tuple[np.ndarray, dict[str, int]] | None = None
+        self._failed: BaseException | None = None
+        self._worker = None
+        if thread:
+            self._worker = threading.Thread(
+                target=self._fill, args=(constants,), name="lamina-weights"
+            )
+            self._worker.start()
+        else:
+            self._fill(constants)
+
+    def _fill(self, constants: Mapping[str, bytes | memoryview]) -> None:
+        try:
+            self._filled = _filled(constants)
+        except BaseException as err:  # noqa: BLE001 - raised where the caller waits
+            self._failed = err
+
+    def wait(self) -> None:
+        """Until the blob is laid out (or failed)."""
+        if self._worker is not None:
+            self._worker.join()
+
+    def finish(self) -> int:
+        """Wait, register the blob's symbols, return its bytes (the fill's error: raised)."""
+        self.wait()
+        if self._failed is not None:
+            raise self._failed
+        assert self._filled is not None
+        blob, offsets = self._filled
+        _publish(blob, offsets)
+        return blob.nbytes
+
+
+_pending: list[_Fill] = []
+"""Blobs being filled on a thread (`prefill`). Each is taken out (under `_lock`) by
+exactly one caller: the `register` of any of its symbols, or the `discard` of the
+compile that started it. Compiles on several threads each take their own."""
 
 
 def register(constants: dict[str, bytes] | dict[str, memoryview]) -> int:
-    """Make every constant's symbol resolvable by the JIT; return how many bytes were new
-    (a `prefill`ed blob's bytes included: it is waited for and registered first)."""
+    """Make every constant's symbol resolvable by the JIT; return how many bytes were new.
+
+    A `prefill`ed blob holding any of these symbols is waited for and registered first
+    (its bytes count); if its filling failed, the constants are laid out here, where a
+    failure is this call's own error. Prefills of other symbols are left alone."""
+    with _lock:
+        mine = [f for f in _pending if not f.symbols.isdisjoint(constants)]
+        _pending[:] = [f for f in _pending if f.symbols.isdisjoint(constants)]
     done = 0
-    while _pending:
-        done += _pending.pop(0)()
+    for fill in mine:
+        try:
+            done += fill.finish()
+        except Exception:  # noqa: BLE001, S112 - laid out again below, where it raises
+            continue
     return done + register_soon(constants, thread=False)()
 
 
-def prefill(constants: dict[str, bytes] | dict[str, memoryview]) -> None:
-    """Start laying out `constants` on a thread (`register_soon`); the next `register`
-    waits for it and registers them. The compile driver calls it when code generation
-    has split a module, before LLVM builds its units (driver/lowering.py)."""
-    _pending.append(register_soon(constants))
+def prefill(constants: dict[str, bytes] | dict[str, memoryview]) -> _Fill | None:
+    """Start laying out `constants` on a thread; the next `register` of any of them
+    waits for it and registers them (None: nothing new; constants registered or being
+    laid out already are left out). The compile driver calls it
+    when code generation has split a module, before LLVM builds its units, and
+    `discard`s what a build that failed before linking left (driver/lowering.py)."""
+    with _lock:
+        pending = set().union(*(f.symbols for f in _pending))
+        new = {s: d for s, d in constants.items() if s not in _registered and s not in pending}
+    if not new:
+        return None
+    fill = _Fill(new, thread=True)
+    with _lock:
+        _pending.append(fill)
+    return fill
+
+
+def discard(fills: Iterable[_Fill | None]) -> None:
+    """Give up the `fills` no `register` took: their threads are waited for, their blobs
+    dropped unregistered, and a failed fill's error with them (never raised: the
+    caller's own error, if any, is the one to report)."""
+    ours = [f for f in fills if f is not None]
+    with _lock:
+        _pending[:] = [f for f in _pending if all(f is not o for o in ours)]
+    for fill in ours:
+        fill.wait()
 
 
 def register_soon(
@@ -123,40 +193,16 @@ def register_soon(
     their symbols and returns how many bytes were new.
 
     The compile starts it before LLVM builds the kernels (`prefill`) and code
-    generation's `register` finishes it before linking (backends/codegen.py): filling ResNet-50's 100 MB blob, and the
-    kernel's compaction of memory for its huge pages (0.02-0.25 s, more where
-    memory is fragmented), was the serial tail of a cold compile; NumPy copies
-    without the GIL. Symbols another compile registered meanwhile keep their
-    first address (a symbol names its content)."""
+    generation's `register` finishes it before linking (backends/codegen.py): filling
+    ResNet-50's 100 MB blob, and the kernel's compaction of memory for its huge pages
+    (0.02-0.25 s, more where memory is fragmented), was the serial tail of a cold
+    compile; NumPy copies without the GIL. Symbols another compile registered meanwhile
+    keep their first address (a symbol names its content)."""
     with _lock:
         new = {s: data for s, data in constants.items() if s not in _registered}
     if not new:
         return lambda: 0
-    filled: list[tuple[np.ndarray, dict[str, int]]] = []
-    failed: list[BaseException] = []
-
-    def fill() -> None:
-        try:
-            filled.append(_filled(new))
-        except BaseException as err:  # noqa: BLE001 - raised where the caller waits
-            failed.append(err)
-
-    worker = threading.Thread(target=fill, name="lamina-weights") if thread else None
-    if worker is None:
-        fill()
-    else:
-        worker.start()
-
-    def finish() -> int:
-        if worker is not None:
-            worker.join()
-        if failed:
-            raise failed[0]
-        blob, offsets = filled[0]
-        _publish(blob, offsets)
-        return blob.nbytes
-
-    return finish
+    return _Fill(new, thread=thread).finish
 
 
 def _filled(constants: Mapping[str, bytes | memoryview]) -> tuple[np.ndarray, dict[str, int]]:

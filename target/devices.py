@@ -16,7 +16,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
-from lamina.core.devices import named_devices
+from lamina.core.devices import DEVICE_PROPS, named_devices
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
 from lamina.dialects.lamina import DEFAULT_DEVICE_ATTR_NAME, DeviceAttr
 from lamina.target.registry import get_target, target_names
@@ -52,6 +52,10 @@ def check_usable_devices(module: ModuleOp) -> None:
     if isinstance(default, DeviceAttr) and default.kind.data not in usable:
         placed.setdefault(default.kind.data, [])
     for op in module.walk():
+        if _NAMING_PROPERTIES.isdisjoint(op.properties) and _DEVICE_ATTRIBUTES.isdisjoint(
+            op.attributes
+        ):
+            continue  # most ops name no device: `named_devices` would build an empty list
         for device in named_devices(op):
             if device.kind.data not in usable:
                 ops = placed.setdefault(device.kind.data, [])
@@ -72,6 +76,11 @@ def check_usable_devices(module: ModuleOp) -> None:
         )
         diagnostics.append(Diagnostic(message, anchor))
     raise DiagnosticError(diagnostics)
+
+
+_DEVICE_ATTRIBUTES = frozenset(DEVICE_PROPS)
+_NAMING_PROPERTIES = _DEVICE_ATTRIBUTES | {"arg_attrs", "res_attrs"}
+"""The properties `named_devices` reads (the attributes: `DEVICE_PROPS` only)."""
 
 
 class RequireUsableDevices(ModulePass):

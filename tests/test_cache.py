@@ -616,8 +616,8 @@ def test_a_large_entry_is_written_in_the_background_and_read_back(tmp_path):
 
 
 def test_prefilled_weights_are_registered_by_the_next_register():
-    """`constant_blob.prefill` lays the weights out on a thread; the next `register`
-    waits for it and registers them (their symbols resolve to their bytes)."""
+    """`constant_blob.prefill` lays the weights out on a thread; the next `register` of
+    them waits for it and registers them (their symbols resolve to their bytes)."""
     import ctypes
 
     import llvmlite.binding as llvm
@@ -628,7 +628,7 @@ def test_prefilled_weights_are_registered_by_the_next_register():
     constants = {f"__lamina_w_prefill_test_{i}": rng.bytes(5000 + i) for i in range(3)}
     constant_blob.prefill(constants)
     _, size = constant_blob.layout({s: len(d) for s, d in constants.items()})
-    assert constant_blob.register({}) == size
+    assert constant_blob.register(constants) == size  # the prefilled blob, nothing else
     for symbol, data in constants.items():
         address = llvm.address_of_symbol(symbol)
         assert address and ctypes.string_at(address, len(data)) == data

@@ -76,6 +76,28 @@ def test_quick_calls_a_constructor_that_does_more_than_a_recipe():
         _same_op(quick(llvm.BrOp, dest, block.args[0]), llvm.BrOp(dest, block.args[0]))
 
 
+def test_the_recipes_are_bounded_and_refill_to_the_same_ops(monkeypatch):
+    """`RECIPES_BOUND`: a full table is emptied before a new recipe goes in; the ops
+    built afterwards still equal the constructors' (the table refills from them)."""
+    from lamina.backends.llvm import conversion
+
+    monkeypatch.setattr(conversion, "RECIPES_BOUND", 3)
+    monkeypatch.setattr(conversion, "_RECIPES", {})
+    block = Block(arg_types=[i64, i64, i32, f32])
+    x, y, n, f = block.args
+    cases = [
+        (llvm.AddOp, (x, y)),
+        (llvm.SubOp, (x, y)),
+        (llvm.MulOp, (x, y)),
+        (llvm.SExtOp, (n, i64)),
+        (llvm.FNegOp, (f, llvm.FastMathAttr(None))),
+    ]
+    for _ in range(3):
+        for cls, args in cases:
+            _same_op(quick(cls, *args), cls(*args))
+            assert len(conversion._RECIPES) <= 3
+
+
 @dataclass(eq=False, repr=False)
 class _PlainWalker(PatternRewriteWalker):
     """xDSL's walker as it is (the `dispatch` the pass hands over is unused)."""

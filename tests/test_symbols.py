@@ -6,7 +6,12 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.traits import SymbolTable
 
-from lamina.core.symbols import _XDSL_LOOKUP, indexed_symbol_lookup, lookup_symbol
+from lamina.core.symbols import (
+    _XDSL_LOOKUP,
+    indexed_symbol_lookup,
+    lookup_symbol,
+    unused_symbol_name,
+)
 
 
 def _func(name: str) -> llvm.FuncOp:
@@ -65,3 +70,38 @@ def test_a_class_that_becomes_a_symbol_later_is_found():
     assert lookup_symbol(module, "x") is None is SymbolTable.lookup_symbol(module, "x")
     Later.traits.add_trait(SymbolOpInterface())
     assert lookup_symbol(module, "x") is op is SymbolTable.lookup_symbol(module, "x")
+
+
+def _first_unused_by_lookups(module: ModuleOp, base: str) -> str:
+    """What `lower-to-llvm` asked before: `lookup_symbol` misses, one rescan each."""
+    index = 0
+    while SymbolTable.lookup_symbol(module, f"{base}{index}") is not None:
+        index += 1
+    return f"{base}{index}"
+
+
+def test_unused_names_are_those_a_loop_of_lookups_finds():
+    """`unused_symbol_name` gives the first free `<base><n>`, as a loop of lookups does, as
+    functions are appended (the outlining's new functions), named before or not."""
+    module = ModuleOp([_func("k_par0"), _func("k"), _func("j_par1")])
+    for base in ("k_par", "j_par", "k_par", "j_par", "new_par"):
+        expected = _first_unused_by_lookups(module, base)
+        name = unused_symbol_name(module, base)
+        assert name == expected
+        module.body.block.add_op(_func(name))  # as the outlining inserts it
+    module.body.block.add_op(_func("k_par4"))  # appended by someone else: seen
+    assert unused_symbol_name(module, "k_par") == _first_unused_by_lookups(module, "k_par")
+    assert unused_symbol_name(module, "k_par") == "k_par5"  # k_par3 handed out, k_par4 there
+
+
+def test_unused_names_start_over_when_the_last_op_left_the_block():
+    """A block whose remembered last op was erased is scanned again from its start."""
+    module = ModuleOp([_func("f_par0")])
+    assert unused_symbol_name(module, "f_par") == "f_par1"
+    last = _func("f_par1")
+    module.body.block.add_op(last)
+    assert unused_symbol_name(module, "f_par") == "f_par2"
+    module.body.block.add_op(_func("f_par2"))
+    module.body.block.last_op.detach()  # type: ignore[union-attr]
+    last.detach()
+    assert unused_symbol_name(module, "f_par") == "f_par1"

@@ -247,6 +247,13 @@ def constant_gep(ptr: SSAValue, index: int, element: Attribute) -> llvm.GEPOp:
 _RECIPES: dict[tuple, tuple[tuple[Attribute, ...], dict, dict] | None] = {}
 """`quick`'s recipes: (op class, argument types and constants) → what its constructor built."""
 
+RECIPES_BOUND = 4096
+"""At most this many recipes are kept; the next one empties the table first. A network
+needs few (ResNet-50: 47, the transformer encoder: 34: the keys are op classes, types
+and flags, not values), but a long-lived process compiling models of ever new types
+would grow it without end. Emptied, the table refills from the constructors: the same
+ops, built once more the slow way."""
+
 
 def quick(cls: type[OpT], *args: object, **kwargs: object) -> OpT:
     """`cls(*args, **kwargs)`, built as `nsw_binop` builds once the constructor has
@@ -291,6 +298,8 @@ def quick(cls: type[OpT], *args: object, **kwargs: object) -> OpT:
         and not op.regions
         and all(not isinstance(a, Operation | Block) for a in (*args, *kwargs.values()))
     )
+    if len(_RECIPES) >= RECIPES_BOUND:
+        _RECIPES.clear()
     _RECIPES[key] = (
         (tuple(op.result_types), dict(op.properties), dict(op.attributes)) if same else None
     )

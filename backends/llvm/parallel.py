@@ -62,7 +62,7 @@ from lamina.backends.llvm.conversion import (
     to_llvm,
 )
 from lamina.core.liveness import captured_values
-from lamina.core.symbols import lookup_symbol
+from lamina.core.symbols import unused_symbol_name
 from lamina.dialects import loop
 from lamina.dialects.loop import TEAM_ONLY_ATTR, LoopKind
 from lamina.target.registry import op_facts
@@ -94,10 +94,9 @@ def _constant_chain(value: SSAValue) -> list[Operation] | None:
 
 
 def _unique_name(module, base: str) -> str:
-    index = 0
-    while lookup_symbol(module, f"{base}{index}") is not None:
-        index += 1
-    return f"{base}{index}"
+    """`base` + the first index no symbol of `module` has (core/symbols.py: without a
+    rescan of the module per parallel loop)."""
+    return unused_symbol_name(module, base)
 
 
 def _enclosing_function_name(op: Operation) -> str:
