@@ -52,6 +52,7 @@ from lamina.core.dense_text import use_fast_string_lexer
 from lamina.core.resources import ResourceError, Resources, split_resources
 from lamina.core.symbols import indexed_symbol_lookup
 from lamina.core.verify_memo import already_verified, memo_key, remember
+from lamina.core.walk import preorder
 
 
 class Severity(Enum):
@@ -417,7 +418,7 @@ def collect_verify_diagnostics(root: Operation) -> list[Diagnostic]:
     """
     diagnostics: list[Diagnostic] = []
     with indexed_symbol_lookup():
-        for op in root.walk():
+        for op in preorder(root):
             _verify_one(op, diagnostics)
     return diagnostics
 

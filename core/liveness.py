@@ -14,6 +14,8 @@ from collections.abc import Iterable
 
 from xdsl.ir import Block, Operation, SSAValue
 
+from lamina.core.walk import preorder
+
 
 class BlockOrder:
     """Positions of a block's ops, numbered once.
@@ -55,9 +57,10 @@ def captured_values(op: Operation) -> list[SSAValue]:
     The ops inside are collected once, so each operand is one set lookup rather than a
     walk up its parents (`lower-to-llvm` asks this for every parallel loop of every
     kernel)."""
-    inside: set[Operation] = set(op.walk())
+    ops = preorder(op)
+    inside: set[Operation] = set(ops)
     seen: dict[SSAValue, None] = {}
-    for inner in op.walk():
+    for inner in ops:
         if inner is op:
             continue
         for operand in inner.operands:

@@ -25,6 +25,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
+from lamina.core.walk import preorder
 from lamina.dialects.lamina import Phase
 
 ALL_PHASES: frozenset[Phase] = frozenset(Phase)
@@ -59,7 +60,7 @@ class LaminaPass(ModulePass):
             return
         verdicts: dict[str, bool] = {}  # per op name: a lowered module has few, many times
         leftovers = []
-        for op in module.walk():
+        for op in preorder(module):
             illegal = verdicts.get(op.name)
             if illegal is None:
                 illegal = verdicts[op.name] = _matches(op, cls.illegal_ops)

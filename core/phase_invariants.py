@@ -59,6 +59,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from lamina.core.diagnostics import Diagnostic, op_name
 from lamina.core.symbols import lookup_symbol
+from lamina.core.walk import preorder
 from lamina.dialects.graph import GraphCompute
 from lamina.dialects.lamina import Phase, codegen_target, get_phase
 
@@ -410,7 +411,7 @@ def check_phase(module: ModuleOp, phase: Phase | None = None) -> list[Diagnostic
             phase = get_phase(module)
         except VerifyException as err:
             return [Diagnostic(str(err), module)]
-    ops = list(module.walk())
+    ops = preorder(module)
     order = {op: index for index, op in enumerate(ops)}
     ops = ops[1:]  # the module itself is first
     found: list[tuple[int, int, Diagnostic]] = []

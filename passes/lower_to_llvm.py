@@ -108,6 +108,7 @@ from lamina.core.dead_ops import GreedyApplier, is_trivially_dead
 from lamina.core.diagnostics import op_error
 from lamina.core.locations import locating_walker
 from lamina.core.pass_base import LaminaPass
+from lamina.core.walk import preorder
 from lamina.dialects import loop
 from lamina.dialects.lamina import Phase, set_phase
 from lamina.dialects.loop import LoopKind
@@ -1275,7 +1276,7 @@ def _clamps_as_selects(module: ModuleOp) -> int:
     `llvm.maximum` (`_vectorizable_fold`).
     """
     rewritten = 0
-    for op in list(module.walk()):
+    for op in preorder(module):
         # a class comparison, as `_look_through` compares
         if type(op) not in _CLAMP_OPS or _vectorizable_fold(op):
             continue

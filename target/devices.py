@@ -18,6 +18,7 @@ from xdsl.passes import ModulePass
 
 from lamina.core.devices import DEVICE_PROPS, named_devices
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
+from lamina.core.walk import preorder
 from lamina.dialects.lamina import DEFAULT_DEVICE_ATTR_NAME, DeviceAttr
 from lamina.target.registry import get_target, target_names
 
@@ -51,7 +52,7 @@ def check_usable_devices(module: ModuleOp) -> None:
     default = module.attributes.get(DEFAULT_DEVICE_ATTR_NAME)
     if isinstance(default, DeviceAttr) and default.kind.data not in usable:
         placed.setdefault(default.kind.data, [])
-    for op in module.walk():
+    for op in preorder(module):
         if _NAMING_PROPERTIES.isdisjoint(op.properties) and _DEVICE_ATTRIBUTES.isdisjoint(
             op.attributes
         ):

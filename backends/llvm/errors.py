@@ -48,6 +48,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, SSAValue
 
+from lamina.core.walk import preorder  # noqa: E402 - beside the import below
 from lamina.runtime.error_globals import (  # noqa: E402 - shared with cache hits
     ERROR_SYMBOL,
     MAX_VALUES,
@@ -122,7 +123,7 @@ def _callee(op: Operation) -> str | None:
 def _sites(func: llvm.FuncOp) -> list[llvm.CallOp]:
     return [
         op
-        for op in func.walk()
+        for op in preorder(func)
         if isinstance(op, llvm.CallOp)
         and (
             (_callee(op) or "").startswith(FAIL_PREFIX)
@@ -189,12 +190,11 @@ class _ErrorLowering:
     @staticmethod
     def _callees(func: llvm.FuncOp) -> set[str]:
         """Functions `func` calls, directly or as the body handed to `GOMP_parallel`."""
-        callees = {_callee(op) for op in func.walk() if isinstance(op, llvm.CallOp)}
+        ops = preorder(func)
+        callees = {_callee(op) for op in ops if isinstance(op, llvm.CallOp)}
         if GOMP_PARALLEL in callees:
             callees |= {
-                op.global_name.string_value()
-                for op in func.walk()
-                if isinstance(op, llvm.AddressOfOp)
+                op.global_name.string_value() for op in ops if isinstance(op, llvm.AddressOfOp)
             }
         return {c for c in callees if c}
 
@@ -297,7 +297,7 @@ class _ErrorLowering:
         failing_names = {f.sym_name.data for f in may_fail} | self.failing_declarations
         calls = [
             op
-            for op in func.walk()
+            for op in preorder(func)
             if isinstance(op, llvm.CallOp)
             and (_callee(op) in failing_names or _callee(op) == GOMP_PARALLEL)
         ]
