@@ -24,6 +24,7 @@ def test_preorder_is_walks_order_in_every_phase(name):
         p.apply(ctx, module)
         walked = list(module.walk())
         listed = preorder(module)
-        assert len(listed) == len(walked) and all(a is b for a, b in zip(listed, walked))
+        assert len(listed) == len(walked)
+        assert all(a is b for a, b in zip(listed, walked, strict=True))
         for op in walked[1:200]:
             assert preorder(op) == list(op.walk())
