@@ -107,8 +107,9 @@ def _insert_nest(
 ) -> bool:
     """At the head of each step g of the group loop (`_group_loop`, G steps):
     `prefetch buf[min(iv + jam + j, last), ci, 0, 0, k, 0]` for j < jam, ci in
-    step g's share of the input-channel blocks (ceil(I / G) of them), k one per
-    64-byte line: the next step's weights, spread over this step's pixel
+    step g's share of the input-channel blocks (ceil(I / G) of them; none once
+    g * share >= I, so a long row of many blocks pays only the empty loop), k
+    one per 64-byte line: the next step's weights, spread over this step's pixel
     blocks so that a few lines are in flight at a time, outside the reduction
     (a call inside it would keep LLVM from holding the accumulators in
     registers). Returns whether there was a group loop."""
@@ -129,19 +130,21 @@ def _insert_nest(
         return arith.ConstantOp(IntegerAttr(v, index))
 
     g = group.body.block.args[0]
-    ops: list[Operation] = [zero := const(0), first := const(lb), stride := const(step_)]
-    ops += [per := const(share), top := const(inputs - 1), end := const(last)]
-    ops += [rel := arith.SubiOp(g, first), nth := arith.DivUIOp(rel, stride)]
-    ops += [base := arith.MuliOp(nth, per)]
-    for c in range(share):
-        ops += [off := const(c), ci := arith.AddiOp(base, off), cic := arith.MinSIOp(ci, top)]
-        for k in range(0, rows, line):
-            ops.append(kk := const(k))
-            for j in range(jam):
-                ops += [ahead := const(jam + j), block := arith.AddiOp(iv, ahead)]
-                ops.append(clamped := arith.MinSIOp(block, end))
-                indices = [clamped.result, cic.result, zero.result, zero.result, kk.result]
-                ops.append(loop.PrefetchOp(buffer, [*indices, zero.result], locality))
+    ops: list[Operation] = [zero := const(0), one := const(1), first := const(lb)]
+    ops += [stride := const(step_), per := const(share), count := const(inputs)]
+    ops += [end := const(last), rel := arith.SubiOp(g, first), nth := arith.DivUIOp(rel, stride)]
+    ops += [lo := arith.MuliOp(nth, per), up := arith.AddiOp(lo, per)]
+    ops += [hi := arith.MinSIOp(up, count), channels_ := loop.ForOp(lo, hi, one)]
+    ci = channels_.body.block.args[0]
+    body: list[Operation] = []
+    for k in range(0, rows, line):
+        body.append(kk := const(k))
+        for j in range(jam):
+            body += [ahead := const(jam + j), block := arith.AddiOp(iv, ahead)]
+            body.append(clamped := arith.MinSIOp(block, end))
+            indices = [clamped.result, ci, zero.result, zero.result, kk.result, zero.result]
+            body.append(loop.PrefetchOp(buffer, indices, locality))
+    Rewriter.insert_op(body, InsertPoint.at_start(channels_.body.block))
     Rewriter.insert_op(ops, InsertPoint.at_start(group.body.block))
     return True
 
