@@ -611,7 +611,6 @@ class LoadOp(IRDLOperation):
         return op
 
 
-
 @irdl_op_definition
 class PrefetchOp(IRDLOperation):
     """`loop.prefetch %buf[%i, %j] {locality = 2} : memref<4x8xf32>`: a hint that

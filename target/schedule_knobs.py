@@ -276,9 +276,12 @@ class ScheduleKnobs:
     first pixel block of each step otherwise waits for F blocks' weights.
     Measured, AVX2 build (16 registers: 3 jammed blocks over 4 pixels),
     one thread, eight `1x1 192->1152 + SiLU -> 1x1 1152->192 + add` blocks
-    with their own weights, thread CPU time: docs/performance.md, "Weight
-    prefetch in the AVX2 pointwise convolutions". With 32 registers
-    (AVX-512, 1-2 blocks over 7 rows) not measured, so 0."""
+    with their own weights, thread CPU time, 0 -> 2: 0.95x the time
+    (EfficientNet-B0 0.96x, the other eight networks within noise;
+    docs/performance.md, "Weight prefetch in the AVX2 pointwise
+    convolutions"). With 32 registers (AVX-512, where the 7x7 and 14x14
+    kernels keep one block over 7 rows and are not jammed) EfficientNet-B0
+    measured 1.00x, so 0."""
 
     conv_flatten_min_steps_per_core: int = 4
     """Jammed output-channel steps per core from which a pointwise convolution
