@@ -33,6 +33,7 @@ from xdsl.builder import ImplicitBuilder
 from xdsl.dialects.builtin import (
     FlatSymbolRefAttrConstr,
     IndexType,
+    IntegerAttr,
     MemRefType,
     NoneAttr,
     StringAttr,
@@ -611,6 +612,50 @@ class LoadOp(IRDLOperation):
 
 
 @irdl_op_definition
+class PrefetchOp(IRDLOperation):
+    """`loop.prefetch %buf[%i, %j] {locality = 2} : memref<4x8xf32>`: a hint that
+    the element's cache line is read soon (`llvm.prefetch`: locality 3 keeps it
+    in L1, 2 in L2). Reads nothing the program sees, so it orders with no
+    access; kept by every pass (it has no result, and no effect trait)."""
+
+    name = "loop.prefetch"
+
+    buffer = operand_def(base(MemRefType))
+    indices = var_operand_def()
+
+    def __init__(
+        self, buffer: SSAValue | Operation, indices: Sequence[SSAValue | Operation], locality: int
+    ):
+        super().__init__(
+            operands=[buffer, indices],
+            attributes={"locality": IntegerAttr(locality, 32)},
+        )
+
+    @property
+    def locality(self) -> int:
+        attr = self.attributes.get("locality")
+        return attr.value.data if isinstance(attr, IntegerAttr) else 3
+
+    def verify_(self) -> None:
+        mtype = SSAValue.get(self.buffer).type
+        assert isinstance(mtype, MemRefType)
+        _verify_access(self.buffer, self.indices, mtype.element_type)
+        if not 0 <= self.locality <= 3:
+            raise VerifyException(f"locality must be 0-3, got {self.locality}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        print_indexed_access(printer, self, self.buffer, self.indices)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        buffer, indices, attrs, _ = _parse_access(parser)
+        op = cls(buffer, indices, 3)
+        op.attributes |= attrs
+        return op
+
+
+@irdl_op_definition
 class StoreOp(IRDLOperation):
     """`loop.store %v, %buf[%i, %j] : memref<4x8xf32>`: write one element."""
 
@@ -937,6 +982,7 @@ Loop = Dialect(
         CallOp,
         UndefOp,
         AssumeOp,
+        PrefetchOp,
     ],
     [LoopKindAttr],
 )

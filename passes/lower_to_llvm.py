@@ -60,6 +60,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     UnrealizedConversionCastOp,
     i1,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
@@ -592,6 +593,21 @@ class StoreLowering(RewritePattern):
             raise _access_error(op, err) from None
         value = to_llvm(op.value, rewriter)
         rewriter.insert(aligned_store(value, address, element_size(op.value.type)))
+        rewriter.erase(op)
+
+
+class PrefetchLowering(RewritePattern):
+    """`loop.prefetch %buf[%i, %j]` → `getelementptr` + `llvm.prefetch(ptr, read,
+    locality, data)`: x86's `prefetcht0`/`prefetcht1`, which never faults."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: loop.PrefetchOp, rewriter: PatternRewriter, /):
+        try:
+            address = _element_address(op.buffer, op.indices, rewriter)
+        except ValueError as err:
+            raise _access_error(op, err) from None
+        flags = [constant(v, i32, rewriter) for v in (0, op.locality, 1)]
+        call_intrinsic(rewriter, "llvm.prefetch.p0", [address, *flags], None)
         rewriter.erase(op)
 
 
@@ -1170,7 +1186,7 @@ def order_blocks(func: llvm.FuncOp) -> None:
 LOOP_PATTERNS: tuple[type[RewritePattern], ...] = (
     FuncLowering, ReturnLowering, CallLowering, ForLowering, IfLowering,
     LoadLowering, StoreLowering, AllocLowering, FreeLowering, CopyLowering, ReshapeLowering,
-    UndefLowering, AssumeLowering, UnrealizedCastFolding,
+    UndefLowering, AssumeLowering, PrefetchLowering, UnrealizedCastFolding,
 )  # fmt: skip
 
 

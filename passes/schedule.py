@@ -31,7 +31,8 @@ each also a pass of its own, in this order (docs/internals.md):
    rows, runs in each of its register blocks
    (`schedule/epilogue_sinking.py`); then the pointwise convolutions that step 4 marked get F output-channel blocks
    per input broadcast, their fused epilogues jammed with them
-   (`schedule/register_block.py`, `jam_channel_blocks`);
+   (`schedule/register_block.py`, `jam_channel_blocks`), and prefetch the
+   next step's weights (`conv_weight_prefetch`, `schedule/weight_prefetch.py`);
 7. `schedule-split-borders` on every other loop (the output rows): after
    fusion and write-through, so that a row's epilogue is split with it;
    then each border piece of a sum read in place keeps one lane loop around
@@ -107,7 +108,7 @@ def default_schedule(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
     team_for_fused_stages(func, facts.cores, knobs)  # before storage folding
     write_through_output(func)
     sink_epilogues(func, knobs)  # after write-through: the epilogue writes the output
-    jam_channel_blocks(func)  # after fusion: the epilogue is jammed with its convolution
+    jam_channel_blocks(func, knobs.conv_weight_prefetch)  # after fusion: epilogue jammed too
     split_borders(func)  # after both: a row's epilogue is split with it, into the output
     share_rows_before_folding(func, facts.cores, knobs, facts.l2_bytes)  # keeps its slices
     contract_temporaries(func)  # after: the output beats any temporary

@@ -27,7 +27,9 @@ class ScheduleRegisterBlockPass(ScheduleRulePass, RegisterBlockOptions):
     where it pays (`pack_*` knobs). A channel-blocked pointwise
     convolution whose output row is longer than one register block has its
     output-channel-block loop split by F and the F blocks jammed into the
-    rows (`conv_channel_jam*` knobs): one input broadcast feeds F FMAs.
+    rows (`conv_channel_jam*` knobs): one input broadcast feeds F FMAs, and
+    an unchunked jammed pointwise convolution prefetches the next step's
+    weights (`conv_weight_prefetch`, `loop.prefetch`).
     Functions with `lamina.schedule` directives are left alone.
     Invariants: every output element is accumulated by the same operations
     in the same order.
@@ -39,8 +41,9 @@ class ScheduleRegisterBlockPass(ScheduleRulePass, RegisterBlockOptions):
         facts = self.facts(op)
         knobs = self.knobs(op)
         for func in self.default_scheduled(op):
-            block_reductions(func, facts, self.function_knobs(func, knobs))
-            jam_channel_blocks(func)
+            func_knobs = self.function_knobs(func, knobs)
+            block_reductions(func, facts, func_knobs)
+            jam_channel_blocks(func, func_knobs.conv_weight_prefetch)
 
 
 __all__ = ["ScheduleRegisterBlockPass"]

@@ -78,6 +78,7 @@ class ScheduleRulePass(LaminaPass):
                 conv_channel_jam_everywhere=derived.conv_channel_jam_everywhere,
                 conv_flatten_rows=derived.conv_flatten_rows,
                 conv_reduction_chunk=derived.conv_reduction_chunk,
+                conv_weight_prefetch=derived.conv_weight_prefetch,
             )
         given = {
             f.name: getattr(self, f.name)
@@ -120,6 +121,7 @@ class RegisterBlockOptions:
     conv_stem_channel_jam: int | None = None
     conv_grouped_jam_min_row: int | None = None
     conv_reduction_chunk: int | None = None
+    conv_weight_prefetch: int | None = None
     block_rows_outside_columns: int | None = None
 
 

@@ -77,6 +77,7 @@ from lamina.schedule.int_analysis import int_constant
 from lamina.schedule.packing import pack_panels
 from lamina.schedule.parallel import distribute_columns
 from lamina.schedule.primitives import ScheduleError
+from lamina.schedule.weight_prefetch import prefetch_next_blocks
 from lamina.target.cpu_facts import CpuFacts
 from lamina.target.schedule_knobs import ScheduleKnobs
 
@@ -751,12 +752,15 @@ def _broadcast_loads(nest: ReductionNest) -> Iterator[loop.LoadOp]:
             yield o
 
 
-def jam_channel_blocks(func: loop.FuncOp) -> int:
+def jam_channel_blocks(func: loop.FuncOp, prefetch_locality: int = 0) -> int:
     """Widen each marked convolution micro-kernel to F output-channel blocks:
     split the channel-block loop by F and unroll-and-jam the F blocks into
     every loop below it (the rows, the reduction, the fused epilogue). Run
     after `fuse_row_stages` so that the epilogue, fused by then, is jammed
-    with its convolution. Returns how many loops were jammed."""
+    with its convolution. With `prefetch_locality` (`conv_weight_prefetch`),
+    an unchunked jammed pointwise convolution also prefetches the next
+    blocks' weights (`schedule/weight_prefetch.py`). Returns how many loops
+    were jammed."""
     marks = (CHANNEL_JAM_ATTR, REDUCTION_CHUNK_ATTR)
     marked = [
         o
@@ -772,6 +776,8 @@ def jam_channel_blocks(func: loop.FuncOp) -> int:
             outer, inner, _ = prim.split(channels, attr.value.data)
             prim.unroll_and_jam(inner)
             jammed += 1
+            if prefetch_locality and not isinstance(chunk, IntegerAttr):
+                prefetch_next_blocks(outer, attr.value.data, prefetch_locality)
         if isinstance(chunk, IntegerAttr):
             chunk_reductions(outer, chunk.value.data)
     return jammed

@@ -265,6 +265,24 @@ class ScheduleKnobs:
     run at 95-100 % of peak unchunked) 128 channels measured 0.95-1.03x
     the time, so 0."""
 
+    conv_weight_prefetch: int = field(
+        default=0, metadata={_DERIVED: "2 if vector_registers <= 16 else 0"}
+    )
+    """Cache level a jammed, unchunked pointwise convolution prefetches the
+    next output-channel step's weights into, while it computes the current
+    step (`llvm.prefetch` locality: 2, L2; 3, L1; 0, no prefetch;
+    `schedule/weight_prefetch.py`). In a network the weights of every layer
+    come from L3 or memory at each call (the others' evicted them); the
+    first pixel block of each step otherwise waits for F blocks' weights.
+    Measured, AVX2 build (16 registers: 3 jammed blocks over 4 pixels),
+    one thread, eight `1x1 192->1152 + SiLU -> 1x1 1152->192 + add` blocks
+    with their own weights, thread CPU time, 0 -> 2: 0.95x the time
+    (EfficientNet-B0 0.96x, the other eight networks within noise;
+    docs/performance.md, "Weight prefetch in the AVX2 pointwise
+    convolutions"). With 32 registers (AVX-512, where the 7x7 and 14x14
+    kernels keep one block over 7 rows and are not jammed) EfficientNet-B0
+    measured 1.00x, so 0."""
+
     conv_flatten_min_steps_per_core: int = 4
     """Jammed output-channel steps per core from which a pointwise convolution
     on an image no row split can share (`conv_flatten_rows`: a 7x7 image, whose
@@ -443,6 +461,8 @@ def check_knob(name: str, value: object) -> str | None:
         return "must be an integer"
     if name in SWITCH_KNOBS:
         return None if value in (0, 1) else "must be 0 (off) or 1 (on)"
+    if name == "conv_weight_prefetch":
+        return None if value in (0, 1, 2, 3) else "must be 0 (off) or a locality 1-3"
     if name in (
         "block_rows",
         "block_broadcast_registers",

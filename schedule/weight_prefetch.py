@@ -1,0 +1,152 @@
+"""Weight prefetch: a jammed pointwise convolution asks for its next blocks' weights early.
+
+A channel-blocked pointwise convolution whose micro-kernel jams F output-channel
+blocks (`jam_channel_blocks`) reads, for each step of its channel loop, the
+weights of F blocks over all input channels (F x C_in x one vector: 18 KiB for
+192 -> 1152 on AVX2) while its pixel blocks reuse them from L1. In a network
+every convolution's weights were evicted by the others' since the last call
+(EfficientNet-B0 holds 21 MB of them), so the first pixel block of each step
+waits for its weights from L3 or memory, three streams at a time: measured on
+AVX2, a 192 -> 1152 expansion at 7x7 took 1.3x its time alone when eight such
+layers with their own weights ran in turn (docs/performance.md, "Weight
+prefetch in the AVX2 pointwise convolutions"). Here every step of the input
+channels' lane loop also prefetches, into L2 (`conv_weight_prefetch`
+locality), the same weights of the blocks the next step of the channel loop
+computes:
+
+    for co in [0, C) step F kind(parallel) {          // F jammed blocks
+      for px … { for ci … { for k … {
+        prefetch w[min(co + F + j, C - 1), ci, 0, 0, k, 0]   for j < F
+        for lane kind(vectorized) { … w[co + j, ci, 0, 0, k, lane] … }
+    } } } }
+
+A prefetch never faults and changes no value; the last step's index is
+clamped to the last block so that every address stays inside the buffer.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType
+from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from lamina.dialects import loop
+from lamina.dialects.loop import LoopKind
+from lamina.schedule import primitives as prim
+from lamina.schedule.int_analysis import int_constant
+
+
+def prefetch_next_blocks(channels: loop.ForOp, jam: int, locality: int) -> int:
+    """Put the prefetch nest of the docstring at the head of the jammed channel
+    loop `channels` (step `jam`, after `unroll_and_jam`); returns how many
+    buffers it prefetches (0 or 1). Only pointwise weights (`[O, I, 1, 1, i, o]`,
+    a function argument) indexed by the jammed block are prefetched, so
+    direct and Winograd convolutions are left alone."""
+    bound = int_constant(channels.ub)
+    if bound is None or locality <= 0:
+        return 0
+    iv = channels.body.block.args[0]
+    weights = {id(load.buffer): load for load in _weight_loads(channels, iv)}
+    if len(weights) != 1:
+        return 0
+    (load,) = weights.values()
+    mtype = load.buffer.type
+    assert isinstance(mtype, MemRefType)
+    return int(_insert_nest(load.buffer, mtype, iv, jam, bound - 1, locality, channels))
+
+
+def _weight_loads(channels: loop.ForOp, iv: SSAValue) -> list[loop.LoadOp]:
+    """The loads under `channels` of pointwise weights (a 6-d function argument
+    `[O, I, 1, 1, i, o]`) whose first index is `iv` + a constant."""
+    found = []
+    for op in channels.walk():
+        if not isinstance(op, loop.LoadOp) or not isinstance(op.buffer, BlockArgument):
+            continue
+        mtype = op.buffer.type
+        assert isinstance(mtype, MemRefType)
+        shape = mtype.get_shape()
+        if len(shape) == 6 and shape[2] == shape[3] == 1 and _offset(op.indices[0], iv) is not None:
+            found.append(op)
+    return found
+
+
+def _offset(value: SSAValue, iv: SSAValue) -> int | None:
+    """c where `value` is `iv + c` (c a constant), else None."""
+    if value is iv:
+        return 0
+    owner = value.owner
+    if isinstance(owner, arith.AddiOp) and owner.lhs is iv:
+        return int_constant(owner.rhs)
+    return None
+
+
+def _group_loop(channels: loop.ForOp) -> loop.ForOp | None:
+    """The first loop below `channels` with several steps around the reduction
+    (the pixel blocks of a flat row, or an image's rows): where the prefetches
+    are spread."""
+    for op in channels.body.block.ops:
+        if isinstance(op, loop.ForOp) and op.kind_name != LoopKind.VECTORIZED:
+            trips = prim.trip_count(op)
+            if trips is not None and trips >= 2:
+                return op
+            inner = _group_loop(op)
+            if inner is not None:
+                return inner
+    return None
+
+
+def _insert_nest(
+    buffer: SSAValue,
+    mtype: MemRefType,
+    iv: SSAValue,
+    jam: int,
+    last: int,
+    locality: int,
+    channels: loop.ForOp,
+) -> bool:
+    """At the head of each step g of the group loop (`_group_loop`, G steps):
+    `prefetch buf[min(iv + jam + j, last), ci, 0, 0, k, 0]` for j < jam, ci in
+    step g's share of the input-channel blocks (ceil(I / G) of them; none once
+    g * share >= I, so a long row of many blocks pays only the empty loop), k
+    one per 64-byte line: the next step's weights, spread over this step's pixel
+    blocks so that a few lines are in flight at a time, outside the reduction
+    (a call inside it would keep LLVM from holding the accumulators in
+    registers). Returns whether there was a group loop."""
+    group = _group_loop(channels)
+    if group is None:
+        return False
+    trips = prim.trip_count(group)
+    lb, step_ = int_constant(group.lb), int_constant(group.step)
+    if trips is None or lb is None or step_ is None:
+        return False
+    _, inputs, _, _, rows, lanes = mtype.get_shape()
+    bits = getattr(mtype.element_type, "bitwidth", 32)
+    line = max(1, 512 // (lanes * bits))  # rows of lanes per 64-byte line
+    share = -(-inputs // trips)
+    index = IndexType()
+
+    def const(v: int) -> arith.ConstantOp:
+        return arith.ConstantOp(IntegerAttr(v, index))
+
+    g = group.body.block.args[0]
+    ops: list[Operation] = [zero := const(0), one := const(1), first := const(lb)]
+    ops += [stride := const(step_), per := const(share), count := const(inputs)]
+    ops += [end := const(last), rel := arith.SubiOp(g, first), nth := arith.DivUIOp(rel, stride)]
+    ops += [lo := arith.MuliOp(nth, per), up := arith.AddiOp(lo, per)]
+    ops += [hi := arith.MinSIOp(up, count), channels_ := loop.ForOp(lo, hi, one)]
+    ci = channels_.body.block.args[0]
+    body: list[Operation] = []
+    for k in range(0, rows, line):
+        body.append(kk := const(k))
+        for j in range(jam):
+            body += [ahead := const(jam + j), block := arith.AddiOp(iv, ahead)]
+            body.append(clamped := arith.MinSIOp(block, end))
+            indices = [clamped.result, ci, zero.result, zero.result, kk.result, zero.result]
+            body.append(loop.PrefetchOp(buffer, indices, locality))
+    Rewriter.insert_op(body, InsertPoint.at_start(channels_.body.block))
+    Rewriter.insert_op(ops, InsertPoint.at_start(group.body.block))
+    return True
+
+
+__all__ = ["prefetch_next_blocks"]
