@@ -78,6 +78,7 @@ class ScheduleRulePass(LaminaPass):
                 conv_channel_jam_everywhere=derived.conv_channel_jam_everywhere,
                 conv_flatten_rows=derived.conv_flatten_rows,
                 conv_reduction_chunk=derived.conv_reduction_chunk,
+                winograd_channel_jam=derived.winograd_channel_jam,
             )
         given = {
             f.name: getattr(self, f.name)
@@ -121,6 +122,7 @@ class RegisterBlockOptions:
     conv_grouped_jam_min_row: int | None = None
     conv_reduction_chunk: int | None = None
     block_rows_outside_columns: int | None = None
+    winograd_channel_jam: int | None = None
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ overflow L1 (`_fits_l1`): there the weights are reused by every row block and
 a jam's shorter rows re-read them from L2. A Winograd product's weights are
 reused by few row blocks (16 tiles at 7x7, 49 at 14x14) and stream from L2 or
 memory anyway, one slice per tile position, so what the step costs is its
-loads: one weight vector and R broadcasts for R FMAs. Two blocks feed 2R FMAs
-with R + 2 loads. `winograd_channel_jam` sets the blocks for these nests only.
+loads: one weight vector and R broadcasts for R FMAs. F blocks feed F*R FMAs
+with R + F loads. `winograd_channel_jam` sets the blocks for these nests only.
 """
 
 from __future__ import annotations
@@ -59,10 +59,12 @@ def _rank_and_lead(buffer) -> tuple[int, tuple[int, ...]] | None:
 
 def winograd_channel_jam(nest: ReductionNest, blocks: int, knobs: ScheduleKnobs) -> int:
     """Output-channel blocks per step of Winograd's product `nest` over `blocks`
-    output-channel blocks: `winograd_channel_jam` when it divides them; 0 when
-    the knob is 0, the nest is not Winograd's product or the knob does not divide
-    the blocks (then the convolutions' rule, `channel_jam`, decides)."""
-    jam = knobs.winograd_channel_jam
-    if jam < 1 or blocks % jam or not is_winograd_product(nest):
+    output-channel blocks: the largest divisor of `blocks` up to
+    `winograd_channel_jam` (GoogLeNet's 96 channels, 6 blocks: 3); 0 when the
+    knob is 0, the nest is not Winograd's product or only 1 divides (then the
+    convolutions' rule, `channel_jam`, decides)."""
+    most = knobs.winograd_channel_jam
+    if most < 2 or not is_winograd_product(nest):
         return 0
-    return jam
+    jam = next(f for f in range(min(most, blocks), 0, -1) if blocks % f == 0)
+    return jam if jam > 1 else 0
