@@ -579,7 +579,7 @@ def channel_jam(
     everywhere = knobs.conv_channel_jam_everywhere
     if knobs.conv_channel_jam:
         choices: tuple[int, ...] = (knobs.conv_channel_jam,)
-    elif winograd := winograd_channel_jam(nest, trips, knobs):  # schedule/winograd.py
+    elif winograd := winograd_channel_jam(nest.row, trips, knobs):  # schedule/winograd.py
         return winograd
     else:
         one = nest.block(facts, knobs)

@@ -15,24 +15,20 @@ with R + F loads. `winograd_channel_jam` sets the blocks for these nests only.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from lamina.dialects import loop
 from lamina.target.schedule_knobs import ScheduleKnobs
-
-if TYPE_CHECKING:
-    from lamina.schedule.register_block import ReductionNest
 
 _POSITIONS = (4, 4)
 """The tile positions (a, b) of F(2x2, 3x3) that lead every buffer of the products."""
 
 
-def is_winograd_product(nest: ReductionNest) -> bool:
-    """Is `nest` Winograd's product? Its row stores a 5-d buffer (M) and loads a
-    6-d one it does not store (U), both led by the 4 x 4 tile positions and
-    indexed there by the same two variables -- the shape `build_winograd_conv2d`
-    emits and nothing else in Lamina has."""
-    stores = [o for o in nest.row.walk() if isinstance(o, loop.StoreOp)]
+def is_winograd_product(row: loop.ForOp) -> bool:
+    """Is `row` (a register-blockable reduction's innermost loop) Winograd's
+    product? It stores a 5-d buffer (M) and loads a 6-d one it does not store
+    (U), both led by the 4 x 4 tile positions and indexed there by the same two
+    variables -- the shape `build_winograd_conv2d` emits and nothing else in
+    Lamina has."""
+    stores = [o for o in row.walk() if isinstance(o, loop.StoreOp)]
     if not stores:
         return False
     m = stores[0]
@@ -44,7 +40,7 @@ def is_winograd_product(nest: ReductionNest) -> bool:
         and o.buffer is not m.buffer
         and _rank_and_lead(o.buffer) == (6, _POSITIONS)
         and list(o.indices[:2]) == positions
-        for o in nest.row.walk()
+        for o in row.walk()
     )
 
 
@@ -57,14 +53,14 @@ def _rank_and_lead(buffer) -> tuple[int, tuple[int, ...]] | None:
     return len(dims), dims[:2]
 
 
-def winograd_channel_jam(nest: ReductionNest, blocks: int, knobs: ScheduleKnobs) -> int:
-    """Output-channel blocks per step of Winograd's product `nest` over `blocks`
-    output-channel blocks: the largest divisor of `blocks` up to
-    `winograd_channel_jam` (GoogLeNet's 96 channels, 6 blocks: 3); 0 when the
-    knob is 0, the nest is not Winograd's product or only 1 divides (then the
+def winograd_channel_jam(row: loop.ForOp, blocks: int, knobs: ScheduleKnobs) -> int:
+    """Output-channel blocks per step of Winograd's product (innermost loop
+    `row`) over `blocks` output-channel blocks: the largest divisor of `blocks`
+    up to `winograd_channel_jam` (GoogLeNet's 96 channels, 6 blocks: 3); 0 when
+    the knob is 0, `row` is not Winograd's product or only 1 divides (then the
     convolutions' rule, `channel_jam`, decides)."""
     most = knobs.winograd_channel_jam
-    if most < 2 or not is_winograd_product(nest):
+    if most < 2 or not is_winograd_product(row):
         return 0
     jam = next(f for f in range(min(most, blocks), 0, -1) if blocks % f == 0)
     return jam if jam > 1 else 0
