@@ -79,6 +79,7 @@ class ScheduleRulePass(LaminaPass):
                 conv_flatten_rows=derived.conv_flatten_rows,
                 conv_reduction_chunk=derived.conv_reduction_chunk,
                 conv_weight_prefetch=derived.conv_weight_prefetch,
+                winograd_channel_jam=derived.winograd_channel_jam,
             )
         given = {
             f.name: getattr(self, f.name)
@@ -123,6 +124,7 @@ class RegisterBlockOptions:
     conv_reduction_chunk: int | None = None
     conv_weight_prefetch: int | None = None
     block_rows_outside_columns: int | None = None
+    winograd_channel_jam: int | None = None
 
 
 @dataclass(frozen=True)

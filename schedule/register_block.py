@@ -78,6 +78,7 @@ from lamina.schedule.packing import pack_panels
 from lamina.schedule.parallel import distribute_columns
 from lamina.schedule.primitives import ScheduleError
 from lamina.schedule.weight_prefetch import prefetch_next_blocks
+from lamina.schedule.winograd import winograd_channel_jam
 from lamina.target.cpu_facts import CpuFacts
 from lamina.target.schedule_knobs import ScheduleKnobs
 
@@ -579,6 +580,8 @@ def channel_jam(
     everywhere = knobs.conv_channel_jam_everywhere
     if knobs.conv_channel_jam:
         choices: tuple[int, ...] = (knobs.conv_channel_jam,)
+    elif winograd := winograd_channel_jam(nest.row, trips, knobs):  # schedule/winograd.py
+        return winograd
     else:
         one = nest.block(facts, knobs)
         if one is None:

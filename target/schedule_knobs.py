@@ -390,6 +390,23 @@ class ScheduleKnobs:
     passed as a parameter: they must stay in L2 (256->256 at 14x14 streams
     4 MiB of them through L3 and loses: 2.2 ms against 2.1 direct)."""
 
+    winograd_channel_jam: int = field(
+        default=4, metadata={_DERIVED: "0 if vector_registers <= 16 else 4"}
+    )
+    """Most output-channel blocks per broadcast in Winograd's products
+    (`schedule/winograd.py`: the largest divisor of the blocks up to this); 0:
+    the pointwise convolutions' rule (`channel_jam`), which keeps one block
+    where the jammed weights overflow L1. Those weights stream from L2 or
+    memory in the products anyway (a tile position's slice is read by 16 tiles
+    at 7x7, 49 at 14x14), and F blocks cut a step's loads per FMA from
+    (R + 1) / R to (R + F) / (F * R). 4 blocks of 5 rows (20 accumulators, 4
+    weight vectors, 5 broadcasts) fit 32 registers. Measured on AVX-512 (Zen 4,
+    one thread, the kernel alone, medians of 15 interleaved rounds), rule -> 4:
+    512->512 at 7x7 0.82x the time, 256->256 at 14x14 0.88x; against 2 blocks
+    (what the rule does at 28x28 and 56x56) 0.97-0.98x there. With 16
+    registers 0: 4 blocks leave room for 2 rows, and the rule jams everywhere
+    (`conv_channel_jam_everywhere`)."""
+
     block_rows_outside_columns: int = 0
     """Loop order of a register-blocked reduction whose row is longer than one
     register block (a matmul's N > NR; `schedule/register_block.py`): 0, the
@@ -474,6 +491,7 @@ def check_knob(name: str, value: object) -> str | None:
         "conv_grouped_min_width",
         "depthwise_in_place_percent",
         "winograd_min_output",
+        "winograd_channel_jam",
         "conv_nchw_pointwise_min_pixels",
         "parallel_column_blocks_per_core",
     ):

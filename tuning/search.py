@@ -58,6 +58,7 @@ CHOICES: dict[str, tuple[Any, ...]] = {
     "epilogue_step_vectors": (1, 8),
     "block_broadcast_registers": (0, 1, 2),
     "block_rows_outside_columns": (1,),
+    "winograd_channel_jam": (0, 2, 3),
 }
 """The values tried per knob besides the default (the knobs `schedule` and `lower-to-llvm`
 read per kernel; target/tuning_records.py `KERNEL_KNOBS`). `block_rows` includes 7 and 14:

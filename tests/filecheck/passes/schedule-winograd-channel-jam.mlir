@@ -1,0 +1,99 @@
+// RUN: lamina-opt %s -p 'schedule-register-block{vector_bits=512 vector_registers=32 cores=2}' | filecheck %s
+// RUN: lamina-opt %s -p 'schedule-register-block{vector_bits=512 vector_registers=32 cores=2 winograd_channel_jam=0}' | filecheck %s --check-prefix=RULE
+// RUN: lamina-opt %s -p 'schedule-register-block{vector_bits=256 vector_registers=16 cores=2}' | filecheck %s --check-prefix=AVX2
+
+// Winograd's products (kernels/conv_winograd.py) as lower-te emits them:
+// M[a, b, kb, t, ki] += V[a, b, t, cb, ci] * U[a, b, kb, cb, ci, ki], 16 tiles
+// (a 7x7 image), 256 input channels. `winograd_channel_jam` (schedule/winograd.py,
+// 4 with 32 registers) jams up to 4 output-channel blocks per broadcast of V:
+// 4 of 8 blocks with 4 rows of tiles (16 accumulators), 3 of 6 blocks. The
+// pointwise convolutions' rule (`winograd_channel_jam=0`) keeps one block here
+// (4 weight vectors' slices over 256 channels overflow L1) and 8 rows. With 16
+// registers the knob is 0 and the rule jams everywhere: 2 blocks of 2 rows.
+
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @product_7x7(%v: memref<4x4x16x16x16xf32>, %u: memref<4x4x8x16x16x16xf32>, %m: memref<4x4x8x16x16xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    %c16 = arith.constant 16 : index
+    %init = arith.constant 0.000000e+00 : f32
+    loop.for %a = %c0 to %c4 step %c1 kind(parallel) {
+      loop.for %b = %c0 to %c4 step %c1 {
+        loop.for %kb = %c0 to %c8 step %c1 {
+          loop.for %t = %c0 to %c16 step %c1 {
+            loop.for %l = %c0 to %c16 step %c1 kind(vectorized) {
+              loop.store %init, %m[%a, %b, %kb, %t, %l] : memref<4x4x8x16x16xf32>
+            }
+            loop.for %k0 = %c0 to %c16 step %c1 {
+              loop.for %k1 = %c0 to %c16 step %c1 {
+                loop.for %l2 = %c0 to %c16 step %c1 kind(vectorized) {
+                  %x = loop.load %v[%a, %b, %t, %k0, %k1] : memref<4x4x16x16x16xf32>
+                  %w = loop.load %u[%a, %b, %kb, %k0, %k1, %l2] : memref<4x4x8x16x16x16xf32>
+                  %p = arith.mulf %x, %w : f32
+                  %acc = loop.load %m[%a, %b, %kb, %t, %l2] : memref<4x4x8x16x16xf32>
+                  %s = arith.addf %acc, %p : f32
+                  loop.store %s, %m[%a, %b, %kb, %t, %l2] : memref<4x4x8x16x16xf32>
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    loop.return
+  }
+  loop.func @product_six_blocks(%v: memref<4x4x16x16x16xf32>, %u: memref<4x4x6x16x16x16xf32>, %m: memref<4x4x6x16x16xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c6 = arith.constant 6 : index
+    %c16 = arith.constant 16 : index
+    %init = arith.constant 0.000000e+00 : f32
+    loop.for %a = %c0 to %c4 step %c1 kind(parallel) {
+      loop.for %b = %c0 to %c4 step %c1 {
+        loop.for %kb = %c0 to %c6 step %c1 {
+          loop.for %t = %c0 to %c16 step %c1 {
+            loop.for %l = %c0 to %c16 step %c1 kind(vectorized) {
+              loop.store %init, %m[%a, %b, %kb, %t, %l] : memref<4x4x6x16x16xf32>
+            }
+            loop.for %k0 = %c0 to %c16 step %c1 {
+              loop.for %k1 = %c0 to %c16 step %c1 {
+                loop.for %l2 = %c0 to %c16 step %c1 kind(vectorized) {
+                  %x = loop.load %v[%a, %b, %t, %k0, %k1] : memref<4x4x16x16x16xf32>
+                  %w = loop.load %u[%a, %b, %kb, %k0, %k1, %l2] : memref<4x4x6x16x16x16xf32>
+                  %p = arith.mulf %x, %w : f32
+                  %acc = loop.load %m[%a, %b, %kb, %t, %l2] : memref<4x4x6x16x16xf32>
+                  %s = arith.addf %acc, %p : f32
+                  loop.store %s, %m[%a, %b, %kb, %t, %l2] : memref<4x4x6x16x16xf32>
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    loop.return
+  }
+}
+
+// CHECK-LABEL: loop.func @product_7x7(
+// CHECK:         loop.for %kbo = %c0 to %c8 step %c4 {
+// CHECK:           loop.for %to = %c0 to %c16 step %c4 {
+// CHECK-COUNT-16:    loop.store %init, %m[%a, %b, %kb{{(_[0-9])?}}, %t
+// CHECK:             loop.for %l2 = %c0 to %c16 step %c1 kind(vectorized) {
+// CHECK-COUNT-4:       loop.load %v[%a, %b, %t
+// CHECK-COUNT-4:       loop.load %u[%a, %b, %kb
+// CHECK-COUNT-16:      arith.mulf
+// CHECK-LABEL: loop.func @product_six_blocks(
+// CHECK:         loop.for %kbo = %c0 to %c6 step %c3 {
+// CHECK:           loop.for %to = %c0 to %c16 step %c4 {
+
+// RULE-LABEL: loop.func @product_7x7(
+// RULE:         loop.for %kb = %c0 to %c8 step %c1 {
+// RULE-NEXT:      loop.for %to = %c0 to %c16 step %c8 {
+
+// AVX2-LABEL: loop.func @product_7x7(
+// AVX2:         loop.for %kbo = %c0 to %c8 step %c2 {
+// AVX2:           loop.for %to = %c0 to %c16 step %c2 {
