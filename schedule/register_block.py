@@ -393,6 +393,8 @@ def block_reductions(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
         if shape is not None and shape.rows > 1:
             whole_row = shape.columns == prim.trip_count(nest.fill)
             chunk = reduction_chunk(nest, jam, shape, facts, knobs) if channels else 0
+            if channels is None and whole_row and shape.rows < m:
+                _pack_strided_panels(nest, knobs)
             register_block(nest, shape, facts.cores, knobs)
             if channels is not None and whole_row:
                 if jam > 1:
@@ -401,6 +403,37 @@ def block_reductions(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
                     channels.attributes[REDUCTION_CHUNK_ATTR] = IntegerAttr(chunk, 64)
             blocked += 1
     return blocked
+
+
+def _pack_strided_panels(nest: ReductionNest, knobs: ScheduleKnobs) -> int:
+    """Pack the operands a whole-row matmul block reads along its row when
+    their rows lie further apart than the row is long; returns how many.
+
+    Attention's probabilities @ V read V in place from the QKV projection:
+    32 columns of rows 768 floats (3 KiB) apart, whose 128 rows fall into 8
+    of L1's 64 sets, so every row block fetched V_h from L2 again. Copied
+    once per head into a contiguous 16 KiB panel, all the row blocks find it
+    in L1. An operand whose rows are the row (B of K x N with N = NR) is
+    contiguous already; one the copy would transpose is `pack_panels`' case."""
+    iv = nest.row.induction_var
+    n = prim.trip_count(nest.row)
+    packed = 0
+    for buffer in _row_operands(nest):
+        memref = buffer.type
+        loads = [o for o in nest.row.walk() if isinstance(o, loop.LoadOp) and o.buffer is buffer]
+        if (
+            not isinstance(memref, MemRefType)
+            or memref.get_shape()[-1] <= n
+            or not all(depends_on(o.indices[-1], iv) for o in loads)
+            or prim.pack_transposes(nest.outer, buffer)
+        ):
+            continue
+        try:
+            prim.pack(nest.outer, buffer, max_bytes=knobs.pack_max_bytes)
+            packed += 1
+        except ScheduleError:
+            pass  # not a plain tile: read in place
+    return packed
 
 
 def _row_vector_knobs(nest: ReductionNest, knobs: ScheduleKnobs) -> ScheduleKnobs:
