@@ -361,7 +361,7 @@ def _reused_across_rows(nest: ReductionNest) -> bool:
     return False
 
 
-def block_reductions(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -> int:
+def block_reductions(func: loop.FuncOp, facts: CpuFacts, base_knobs: ScheduleKnobs) -> int:
     """Register-block every reduction nest of `func`; returns how many were blocked."""
     nests = [
         nest
@@ -370,6 +370,7 @@ def block_reductions(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
     ]
     blocked = 0
     for nest in nests:
+        knobs = base_knobs
         if not _reused_across_rows(nest):
             nest = _rows_from_enclosing(nest)
             if nest is None:
@@ -378,6 +379,8 @@ def block_reductions(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
         else:
             channels, group = _channel_blocks_loop(nest)
             jam = channel_jam(nest, channels, facts, knobs, group) if channels is not None else 1
+            if channels is None:
+                knobs = _short_reduction_knobs(nest, facts, knobs)
         shape = nest.block(facts, _row_vector_knobs(nest, knobs), jam)
         m, n = prim.trip_count(nest.outer), prim.trip_count(nest.fill)
         if (
@@ -403,6 +406,37 @@ def block_reductions(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
                     channels.attributes[REDUCTION_CHUNK_ATTR] = IntegerAttr(chunk, 64)
             blocked += 1
     return blocked
+
+
+_SHORT_REDUCTION_MIN = 16
+"""Fewest reduction steps `_short_reduction_knobs` jams: shorter reductions
+(K = 3 or 8) were not measured and keep their blocks."""
+
+
+def _short_reduction_knobs(
+    nest: ReductionNest, facts: CpuFacts, knobs: ScheduleKnobs
+) -> ScheduleKnobs:
+    """`knobs` for a matmul nest, with no register kept for one broadcast at a
+    time when its reduction has 16 to `block_jam_max_reduction` steps and
+    its row spans two vectors or more (the 3-step reductions of one
+    vector per row that MobileNetV2 has are left as they were: not
+    measured).
+
+    With a broadcast register (16 vector registers) each row keeps its own
+    vectorized loop, and LLVM leaves the block's zero fill in memory: the
+    accumulators are stored as zeros and loaded back before the reduction
+    loop. Over 256-2048 steps that costs little; attention's Q.K^T (32
+    steps per 6 x 16 block) spent half its time on those reloads. Jammed,
+    the fill becomes register zeroing, as on AVX-512."""
+    steps = prim.trip_count(nest.reduction)
+    lanes = facts.vector_bits // nest.element_bits()
+    if (
+        knobs.block_broadcast_registers
+        and _SHORT_REDUCTION_MIN <= steps <= knobs.block_jam_max_reduction
+        and prim.trip_count(nest.fill) >= 2 * lanes
+    ):
+        return knobs.replace(block_broadcast_registers=0)
+    return knobs
 
 
 def _pack_strided_panels(nest: ReductionNest, knobs: ScheduleKnobs) -> int:

@@ -372,6 +372,17 @@ class ScheduleKnobs:
     passed as a parameter: they must stay in L2 (256->256 at 14x14 streams
     4 MiB of them through L3 and loses: 2.2 ms against 2.1 direct)."""
 
+    block_jam_max_reduction: int = 32
+    """A matmul whose reduction has 16 to this many steps (and whose row
+    spans two vectors or more) gets the register block of
+    `block_broadcast_registers` = 0 (rows jammed into one vectorized loop,
+    a broadcast register per row) even where that knob keeps one: with
+    the rows' loops apart LLVM fills the accumulators through memory (zeros
+    stored and loaded back), which over a short reduction is a large share.
+    Measured, AVX2 build, one thread, the encoder's Q.K^T (8 heads, 128x32 @
+    32x128, two layers): 348 -> 277 us (`Executable.profile`, 15
+    interleaved rounds)."""
+
     block_rows_outside_columns: int = 0
     """Loop order of a register-blocked reduction whose row is longer than one
     register block (a matmul's N > NR; `schedule/register_block.py`): 0, the
@@ -446,6 +457,7 @@ def check_knob(name: str, value: object) -> str | None:
     if name in (
         "block_rows",
         "block_broadcast_registers",
+        "block_jam_max_reduction",
         "conv_channel_block",
         "conv_channel_jam",
         "conv_flatten_rows",
