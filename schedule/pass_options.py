@@ -114,6 +114,7 @@ class RegisterBlockOptions:
     block_max_vectors: int | None = None
     block_rows: int | None = None
     block_broadcast_registers: int | None = None
+    block_jam_max_reduction: int | None = None
     pack_min_row_blocks: int | None = None
     pack_max_bytes: int | None = None
     parallel_min_iterations_per_core: int | None = None

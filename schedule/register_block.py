@@ -363,7 +363,7 @@ def _reused_across_rows(nest: ReductionNest) -> bool:
     return False
 
 
-def block_reductions(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -> int:
+def block_reductions(func: loop.FuncOp, facts: CpuFacts, base_knobs: ScheduleKnobs) -> int:
     """Register-block every reduction nest of `func`; returns how many were blocked."""
     nests = [
         nest
@@ -372,6 +372,7 @@ def block_reductions(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
     ]
     blocked = 0
     for nest in nests:
+        knobs = base_knobs
         if not _reused_across_rows(nest):
             nest = _rows_from_enclosing(nest)
             if nest is None:
@@ -380,6 +381,8 @@ def block_reductions(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
         else:
             channels, group = _channel_blocks_loop(nest)
             jam = channel_jam(nest, channels, facts, knobs, group) if channels is not None else 1
+            if channels is None:
+                knobs = _short_reduction_knobs(nest, facts, knobs)
         shape = nest.block(facts, _row_vector_knobs(nest, knobs), jam)
         m, n = prim.trip_count(nest.outer), prim.trip_count(nest.fill)
         if (
@@ -395,6 +398,8 @@ def block_reductions(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
         if shape is not None and shape.rows > 1:
             whole_row = shape.columns == prim.trip_count(nest.fill)
             chunk = reduction_chunk(nest, jam, shape, facts, knobs) if channels else 0
+            if channels is None and whole_row and shape.rows < m:
+                _pack_strided_panels(nest, knobs)
             register_block(nest, shape, facts.cores, knobs)
             if channels is not None and whole_row:
                 if jam > 1:
@@ -403,6 +408,68 @@ def block_reductions(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -
                     channels.attributes[REDUCTION_CHUNK_ATTR] = IntegerAttr(chunk, 64)
             blocked += 1
     return blocked
+
+
+_SHORT_REDUCTION_MIN = 16
+"""Fewest reduction steps `_short_reduction_knobs` jams: shorter reductions
+(K = 3 or 8) were not measured and keep their blocks."""
+
+
+def _short_reduction_knobs(
+    nest: ReductionNest, facts: CpuFacts, knobs: ScheduleKnobs
+) -> ScheduleKnobs:
+    """`knobs` for a matmul nest, with no register kept for one broadcast at a
+    time when its reduction has 16 to `block_jam_max_reduction` steps and
+    its row spans two vectors or more (the 3-step reductions of one
+    vector per row that MobileNetV2 has are left as they were: not
+    measured).
+
+    With a broadcast register (16 vector registers) each row keeps its own
+    vectorized loop, and LLVM leaves the block's zero fill in memory: the
+    accumulators are stored as zeros and loaded back before the reduction
+    loop. Over 256-2048 steps that costs little; attention's Q.K^T (32
+    steps per 6 x 16 block) spent half its time on those reloads. Jammed,
+    the fill becomes register zeroing, as on AVX-512."""
+    steps = prim.trip_count(nest.reduction)
+    lanes = facts.vector_bits // nest.element_bits()
+    if (
+        knobs.block_broadcast_registers
+        and _SHORT_REDUCTION_MIN <= steps <= knobs.block_jam_max_reduction
+        and prim.trip_count(nest.fill) >= 2 * lanes
+    ):
+        return knobs.replace(block_broadcast_registers=0)
+    return knobs
+
+
+def _pack_strided_panels(nest: ReductionNest, knobs: ScheduleKnobs) -> int:
+    """Pack the operands a whole-row matmul block reads along its row when
+    their rows lie further apart than the row is long; returns how many.
+
+    Attention's probabilities @ V read V in place from the QKV projection:
+    32 columns of rows 768 floats (3 KiB) apart, whose 128 rows fall into 8
+    of L1's 64 sets, so every row block fetched V_h from L2 again. Copied
+    once per head into a contiguous 16 KiB panel, all the row blocks find it
+    in L1. An operand whose rows are the row (B of K x N with N = NR) is
+    contiguous already; one the copy would transpose is `pack_panels`' case."""
+    iv = nest.row.induction_var
+    n = prim.trip_count(nest.row)
+    packed = 0
+    for buffer in _row_operands(nest):
+        memref = buffer.type
+        loads = [o for o in nest.row.walk() if isinstance(o, loop.LoadOp) and o.buffer is buffer]
+        if (
+            not isinstance(memref, MemRefType)
+            or memref.get_shape()[-1] <= n
+            or not all(depends_on(o.indices[-1], iv) for o in loads)
+            or prim.pack_transposes(nest.outer, buffer)
+        ):
+            continue
+        try:
+            prim.pack(nest.outer, buffer, max_bytes=knobs.pack_max_bytes)
+            packed += 1
+        except ScheduleError:
+            pass  # not a plain tile: read in place
+    return packed
 
 
 def _row_vector_knobs(nest: ReductionNest, knobs: ScheduleKnobs) -> ScheduleKnobs:
