@@ -272,9 +272,11 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
     peer: dict[str, list[float]] = {label: [] for label, _, _ in modes}
     probe = episode_probe.EpisodeProbe() if args.probe else None
     readings: list[episode_probe.ProbeReading] = []  # reading i before timed round i
+    others: list[float] = []  # cores' worth other processes took during timed round i
     for round_ in range(args.rounds + 1):  # the first round warms up
         if probe is not None and round_:
             readings.append(probe.measure())
+        machine = episode_probe.MachineCounters.read()
         for label, threads, (on, spin, sleep, solo, lost) in modes:
             bench.set_num_threads(threads)
             call_team.set_call_team(on)
@@ -303,6 +305,8 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
                 if args.thread_cpu:
                     for i, ms in enumerate(_split_cpu(tasks, _task_cpu())):
                         cpu_by[label][i] += ms
+        if round_:
+            others.append(episode_probe.MachineCounters.read().others_since(machine))
     if probe is not None:
         readings.append(probe.measure())  # after the last round
     call_team.set_call_team(default_team)
@@ -311,7 +315,7 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
     call_team.set_solo_below(default_solo)
     call_team.set_solo_lost(default_lost)
     row: dict = {"model": name, "alternate": args.alternate}
-    kept = _probe_rounds(row, readings, args)
+    kept = _probe_rounds(row, readings, others, args)
     for label, _, _ in modes:
         row[f"lamina_{label}_ms"] = round(
             1e3 * float(np.median([times[label][i] for i in kept])), 3
@@ -339,7 +343,8 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
             f"{row[f'alternate_{label}_ms']:.2f}" for label, _, _ in modes) + " ms)"  # fmt: skip
     print(f"{name:20s} {cells}  {gains}", flush=True)
     if readings:
-        print(f"{'':20s} {row['probe']}", flush=True)
+        print(f"{'':20s} {row['probe']}; others took {row['others_cores']:.2f} of a core "
+              "(median round)", flush=True)  # fmt: skip
     counters = "  ".join(
         f"{label} {row[f'csw_{label}']:.0f} csw {row[f'cpu_{label}_ms']:.1f} cpu-ms"
         for label, _, _ in modes
@@ -359,17 +364,22 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
     return row
 
 
-def _probe_rounds(row: dict, readings: list, args: argparse.Namespace) -> list[int]:
+def _probe_rounds(
+    row: dict, readings: list, others: list[float], args: argparse.Namespace
+) -> list[int]:
     """The timed rounds whose medians count: those outside the machine's slow episodes
-    that the probe between rounds saw (benchmarks/episode_probe.py), or all rounds
-    without `--probe`. Records in `row` how many rounds were slow and what the probe saw."""
+    that the probe between rounds or other processes' CPU time during a round showed
+    (benchmarks/episode_probe.py), or all rounds without `--probe`. Records in `row` how
+    many rounds were slow and what the probe saw."""
     if not readings:
         return list(range(args.rounds))
-    slow = episode_probe.slow_rounds(readings, args.probe_slack)
+    busy = episode_probe.busy_rounds(others, args.probe_others)
+    slow = episode_probe.slow_rounds(readings, args.probe_slack) | busy
     kept = episode_probe.kept_rounds(args.rounds, slow)
     row["probe_slow_rounds"] = len(slow)
     row["probe_kept_rounds"] = len(kept)
-    row["probe"] = episode_probe.describe(readings, slow, kept, args.rounds)
+    row["others_cores"] = round(float(np.median(others)), 3)
+    row["probe"] = episode_probe.describe(readings, slow, kept, args.rounds, busy)
     return kept
 
 
@@ -798,9 +808,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--probe-slack",
         type=float,
-        default=0.2,
-        help="with --probe: a probe this much slower than the run's median one-thread probe "
+        default=episode_probe.DEFAULT_SLACK,
+        help="with --probe: a probe this much slower than the run's typical one-thread probe "
         "(on one thread or two) marks the rounds before and after it as slow",
+    )
+    parser.add_argument(
+        "--probe-others",
+        type=float,
+        default=episode_probe.OTHERS_LIMIT,
+        help="with --probe: a round during which other processes and the hypervisor took "
+        "more than this share of a core (/proc/stat) is left out too",
     )
     parser.add_argument(
         "--clock",

@@ -12,19 +12,28 @@ Lamina's (docs/performance.md, "Slow episodes of the machine").
   no library thread pool, and a hyperthread sibling cannot slow it (its
   latency leaves the core's ports free) -- timed on one thread, then on two
   Python threads at once (ctypes releases the GIL during the call);
-* the one-thread time against the run's median one-thread time says whether
-  the caller's core is slowed; the two-thread span (first start to last end)
-  against it says whether a second core was there.
+* the one-thread time against the run's typical one-thread time (its lower
+  quartile: fixed work cannot run faster than the free machine) says whether
+  the caller's core is slowed; the two threads' time against it says whether a
+  second core was there;
+* and, since a probe of a millisecond or two can fall between another
+  process's time slices, each round's own share of the machine: the CPU time
+  other processes and the hypervisor (steal) took on both cores while the
+  round ran (`/proc/stat`, in jiffies, less this process's own CPU time:
+  `MachineCounters`).
 
 A round is *in a slow episode* when the probe before it or the one after it
-was more than `slack` slower than the run's median one-thread probe, on one
-thread or on two (`slow_rounds`). Such rounds are left out of the medians and
+was more than `slack` slower than the typical one-thread probe, on one thread
+or on two (`slow_rounds`), or when others took more than `OTHERS_LIMIT` of a
+core during it (`busy_rounds`). Such rounds are left out of the medians and
 reported (`kept_rounds`); the medians over all rounds are reported as well.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
+import resource
 import statistics
 import threading
 import time
@@ -79,9 +88,14 @@ DEFAULT_WORK_US = 1500.0
 timer, short against a round of a network (5-70 ms per mode)."""
 
 DEFAULT_SLACK = 0.2
-"""A probe more than this much slower than the run's median one-thread probe marks the
-rounds next to it as in a slow episode. Two threads on two free cores span 1.00-1.05
-of one thread's time (the helper thread's wake-up), one core 2.0."""
+"""A probe more than this much slower than the run's typical one-thread probe marks the
+rounds next to it as in a slow episode. Two threads on two free cores took 0.9-1.07 of
+one thread's time (measured, 2-vCPU Zen 4), on one core about 2."""
+
+OTHERS_LIMIT = 0.1
+"""A round during which other processes and the hypervisor took more than this share of
+one core (CPU seconds per second of the round) is in a slow episode: a two-thread call
+then shares a core with them for part of its time."""
 
 _work = None  # the JIT-compiled workload (ctypes function), made on first use
 _engine = None  # keeps the workload's code mapped
@@ -160,16 +174,65 @@ class EpisodeProbe:
         )
 
 
+@dataclass(frozen=True)
+class MachineCounters:
+    """Cumulative CPU seconds: all processes' busy time on all cores and the hypervisor's
+    steal (`/proc/stat`, jiffies), this process's own CPU time, and the wall clock."""
+
+    busy: float
+    steal: float
+    own: float
+    wall: float
+
+    @staticmethod
+    def read() -> MachineCounters:
+        """The counters now (zeros for the machine's where `/proc/stat` is missing)."""
+        busy = steal = 0.0
+        try:
+            with open("/proc/stat") as f:
+                fields = [int(v) for v in f.readline().split()[1:]]
+            hz = os.sysconf("SC_CLK_TCK")
+            # user nice system idle iowait irq softirq steal ...
+            busy = (fields[0] + fields[1] + fields[2] + fields[5] + fields[6]) / hz
+            steal = fields[7] / hz if len(fields) > 7 else 0.0
+        except (OSError, ValueError, IndexError):
+            pass
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        own = usage.ru_utime + usage.ru_stime
+        return MachineCounters(busy=busy, steal=steal, own=own, wall=time.perf_counter())
+
+    def others_since(self, earlier: MachineCounters) -> float:
+        """Cores' worth (CPU seconds per second) that other processes and the hypervisor
+        took between `earlier` and these counters."""
+        wall = max(self.wall - earlier.wall, 1e-9)
+        others = (self.busy - earlier.busy) - (self.own - earlier.own)
+        return max(others, 0.0) / wall + (self.steal - earlier.steal) / wall
+
+
+def busy_rounds(others: list[float], limit: float = OTHERS_LIMIT) -> set[int]:
+    """The rounds during which others took more than `limit` of a core (`others[i]`:
+    `MachineCounters.others_since` around round i)."""
+    return {i for i, share in enumerate(others) if share > limit}
+
+
 def slow_rounds(readings: list[ProbeReading], slack: float = DEFAULT_SLACK) -> set[int]:
     """The rounds in a slow episode, for `len(readings) - 1` rounds with reading i taken
     before round i and reading i + 1 after it: those next to a reading more than `slack`
-    slower (on one thread or two) than the median one-thread reading."""
+    slower (on one thread or two) than the typical one-thread reading (`typical`)."""
     if len(readings) < 2:
         return set()
-    reference = statistics.median(r.one for r in readings)
+    reference = typical(readings)
     limit = (1.0 + slack) * reference
     slow = {i for i, r in enumerate(readings) if r.one > limit or r.two > limit}
     return {i for i in range(len(readings) - 1) if i in slow or i + 1 in slow}
+
+
+def typical(readings: list[ProbeReading]) -> float:
+    """The one-thread probe time of the free machine: the lower quartile of the readings
+    (a fixed workload runs no faster than that; a median would follow a run that was
+    slow throughout)."""
+    ones = sorted(r.one for r in readings)
+    return ones[(len(ones) - 1) // 4]
 
 
 def kept_rounds(rounds: int, slow: set[int], least: int = 3) -> list[int]:
@@ -182,15 +245,19 @@ def kept_rounds(rounds: int, slow: set[int], least: int = 3) -> list[int]:
     return kept
 
 
-def describe(readings: list[ProbeReading], slow: set[int], kept: list[int], rounds: int) -> str:
-    """One line for the benchmark's output: what the probe saw and which rounds count."""
-    reference = statistics.median(r.one for r in readings)
+def describe(
+    readings: list[ProbeReading], slow: set[int], kept: list[int], rounds: int, busy: set[int]
+) -> str:
+    """One line for the benchmark's output: what the probe saw and which rounds count
+    (`slow`: all rounds in slow episodes, `busy`: those of them others' CPU time marked)."""
+    reference = typical(readings)
     spans = [r.two / reference for r in readings]
     ones = [r.one / reference for r in readings]
     text = (
-        f"probe: two threads span x{statistics.median(spans):.2f} of one (worst "
-        f"x{max(spans):.2f}), one thread worst x{max(ones):.2f} of its median; "
-        f"{len(slow)} of {rounds} rounds in slow episodes"
+        f"probe: two threads x{statistics.median(spans):.2f} of one (worst "
+        f"x{max(spans):.2f}), one thread worst x{max(ones):.2f}; "
+        f"{len(slow)} of {rounds} rounds in slow episodes ({len(busy)} with others' CPU "
+        f"time above {OTHERS_LIMIT:.0%} of a core)"
     )
     if len(kept) == rounds and slow:
         return text + ", too many to leave out: medians over all rounds (unreliable)"

@@ -44,9 +44,35 @@ def test_rounds_left_out_unless_too_few_remain():
     assert episode_probe.kept_rounds(9, {0, 1, 2, 3, 4}) == list(range(9))
     readings = [ProbeReading(one=1.0 * MS, two=2.0 * MS) for _ in range(10)]
     slow = episode_probe.slow_rounds(readings)
-    text = episode_probe.describe(readings, slow, episode_probe.kept_rounds(9, slow), 9)
+    text = episode_probe.describe(readings, slow, episode_probe.kept_rounds(9, slow), 9, set())
     assert "9 of 9 rounds in slow episodes" in text and "unreliable" in text
-    assert "span x2.00" in text
+    assert "two threads x2.00 of one" in text
+
+
+def test_the_typical_probe_is_the_fast_quarter():
+    """A run slow throughout is judged against its fastest readings, not its median."""
+    readings = [ProbeReading(one=v * MS, two=v * MS) for v in (1.0, 1.0, 1.6, 1.6, 1.6)]
+    assert episode_probe.typical(readings) == 1.0 * MS
+    assert episode_probe.slow_rounds(readings, slack=0.2) == {1, 2, 3}
+
+
+def test_rounds_where_others_took_a_core_are_busy():
+    assert episode_probe.busy_rounds([0.0, 0.05, 0.4, 0.0], limit=0.1) == {2}
+    earlier = episode_probe.MachineCounters(busy=10.0, steal=1.0, own=5.0, wall=100.0)
+    later = episode_probe.MachineCounters(busy=10.5, steal=1.1, own=5.3, wall=101.0)
+    # 0.5 s busy of which 0.3 s ours: 0.2 cores of others, plus 0.1 of steal
+    assert abs(later.others_since(earlier) - 0.3) < 1e-9
+
+
+def test_machine_counters_read_this_process():
+    """The counters are real: this process's CPU time grows while it computes."""
+    first = episode_probe.MachineCounters.read()
+    total = 0
+    while episode_probe.MachineCounters.read().own - first.own < 0.02:
+        total += sum(range(1000))
+    later = episode_probe.MachineCounters.read()
+    assert later.wall > first.wall and later.own >= first.own + 0.02
+    assert later.busy >= first.busy and later.others_since(first) >= 0.0
 
 
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86-64 workload")
