@@ -33,7 +33,11 @@ defaults, whose workers spin after a run), on the same thread count.
 `--call-team` adds each count above one with one thread team per call
 (`LAMINA_CALL_TEAM=1`, docs/performance.md, Threads) to the same rounds
 (`--team-spin 0,2000`: one mode per worker spin), and every mode's voluntary
-context switches and CPU time per call.
+context switches and CPU time per call. Between its rounds `--scaling` runs a
+machine probe (`benchmarks/episode_probe.py`, `--no-probe` turns it off): a fixed
+workload on one and two threads, and the CPU time other processes and the
+hypervisor took during each round; rounds in the VM's slow episodes are left out
+of the medians and reported (docs/performance.md, "Slow episodes of the machine").
 
 `--clock cpu` times each call by the calling thread's CPU time
 (`time.thread_time`) instead of the wall clock, one thread only (onnxruntime at

@@ -87,3 +87,26 @@ def test_the_workload_runs_on_one_and_two_threads():
     short = min(probe._alone(probe.iterations)[1] for _ in range(3))
     long = min(probe._alone(8 * probe.iterations)[1] for _ in range(3))
     assert long > 2 * short
+
+
+def test_bench_models_leaves_slow_rounds_out_and_says_so():
+    """`bench_models.py --scaling` keeps the rounds outside slow episodes (here round 1,
+    next to a probe without a second core, and round 3, where others took half a core),
+    and records what it left out."""
+    import argparse
+
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import bench_models
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    readings = [ProbeReading(one=1.5 * MS, two=1.5 * MS) for _ in range(7)]
+    readings[2] = ProbeReading(one=1.5 * MS, two=3.0 * MS)  # between rounds 1 and 2
+    others = [0.0, 0.0, 0.0, 0.5, 0.0, 0.0]
+    args = argparse.Namespace(rounds=6, probe_slack=0.2, probe_others=0.1)
+    row: dict = {}
+    kept = bench_models._probe_rounds(row, readings, others, args)
+    assert kept == [0, 4, 5]
+    assert row["probe_slow_rounds"] == 3 and row["probe_kept_rounds"] == 3
+    assert "3 of 6 rounds in slow episodes (1 with others' CPU time" in row["probe"]
+    assert bench_models._probe_rounds({}, [], others, args) == list(range(6))
