@@ -183,11 +183,16 @@ class MachineCounters:
     steal: float
     own: float
     wall: float
+    jiffy: float = 0.01
+    """Seconds per `/proc/stat` unit: each reading is truncated to it, and the kernel
+    charges each scheduler tick to whatever ran then, so a difference of two readings
+    is only good to about two of them (`others_since` leaves those out)."""
 
     @staticmethod
     def read() -> MachineCounters:
         """The counters now (zeros for the machine's where `/proc/stat` is missing)."""
         busy = steal = 0.0
+        hz = 100
         try:
             with open("/proc/stat") as f:
                 fields = [int(v) for v in f.readline().split()[1:]]
@@ -199,14 +204,18 @@ class MachineCounters:
             pass
         usage = resource.getrusage(resource.RUSAGE_SELF)
         own = usage.ru_utime + usage.ru_stime
-        return MachineCounters(busy=busy, steal=steal, own=own, wall=time.perf_counter())
+        return MachineCounters(
+            busy=busy, steal=steal, own=own, wall=time.perf_counter(), jiffy=1.0 / hz
+        )
 
     def others_since(self, earlier: MachineCounters) -> float:
         """Cores' worth (CPU seconds per second) that other processes and the hypervisor
-        took between `earlier` and these counters."""
+        took between `earlier` and these counters, less two jiffies of counting error (so
+        a round of 10 ms is marked only when others took a core for most of it)."""
         wall = max(self.wall - earlier.wall, 1e-9)
-        others = (self.busy - earlier.busy) - (self.own - earlier.own)
-        return max(others, 0.0) / wall + (self.steal - earlier.steal) / wall
+        busy = (self.busy - earlier.busy) - (self.own - earlier.own)
+        others = max(busy, 0.0) + (self.steal - earlier.steal) - 2 * self.jiffy
+        return max(others, 0.0) / wall
 
 
 def busy_rounds(others: list[float], limit: float = OTHERS_LIMIT) -> set[int]:
