@@ -33,7 +33,11 @@ defaults, whose workers spin after a run), on the same thread count.
 `--call-team` adds each count above one with one thread team per call
 (`LAMINA_CALL_TEAM=1`, docs/performance.md, Threads) to the same rounds
 (`--team-spin 0,2000`: one mode per worker spin), and every mode's voluntary
-context switches and CPU time per call.
+context switches and CPU time per call. Between its rounds `--scaling` runs a
+machine probe (`benchmarks/episode_probe.py`, `--no-probe` turns it off): a fixed
+workload on one and two threads, and the CPU time other processes and the
+hypervisor took during each round; rounds in the VM's slow episodes are left out
+of the medians and reported (docs/performance.md, "Slow episodes of the machine").
 
 `--clock cpu` times each call by the calling thread's CPU time
 (`time.thread_time`) instead of the wall clock, one thread only (onnxruntime at
@@ -72,6 +76,7 @@ from lamina.frontends.onnx import import_model
 
 sys.path.insert(0, str(Path(__file__).parent))
 import bench  # noqa: E402
+import episode_probe  # noqa: E402
 import peers  # noqa: E402
 
 MODELS = peers.NETWORKS
@@ -269,7 +274,13 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
     team: dict[str, dict[str, int]] = {label: {} for label, _, _ in modes}
     cpu_by: dict[str, list[float]] = {label: [0.0, 0.0, 0.0] for label, _, _ in modes}
     peer: dict[str, list[float]] = {label: [] for label, _, _ in modes}
+    probe = episode_probe.EpisodeProbe() if args.probe else None
+    readings: list[episode_probe.ProbeReading] = []  # reading i before timed round i
+    others: list[float] = []  # cores' worth other processes took during timed round i
     for round_ in range(args.rounds + 1):  # the first round warms up
+        if probe is not None and round_:
+            readings.append(probe.measure())
+        machine = episode_probe.MachineCounters.read()
         for label, threads, (on, spin, sleep, solo, lost) in modes:
             bench.set_num_threads(threads)
             call_team.set_call_team(on)
@@ -298,19 +309,31 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
                 if args.thread_cpu:
                     for i, ms in enumerate(_split_cpu(tasks, _task_cpu())):
                         cpu_by[label][i] += ms
+        if round_:
+            others.append(episode_probe.MachineCounters.read().others_since(machine))
+    if probe is not None:
+        readings.append(probe.measure())  # after the last round
     call_team.set_call_team(default_team)
     call_team.set_spin(default_spin)
     call_team.set_close_sleep(default_sleep)
     call_team.set_solo_below(default_solo)
     call_team.set_solo_lost(default_lost)
     row: dict = {"model": name, "alternate": args.alternate}
+    kept = _probe_rounds(row, readings, others, args)
     for label, _, _ in modes:
-        row[f"lamina_{label}_ms"] = round(1e3 * float(np.median(times[label])), 3)
+        row[f"lamina_{label}_ms"] = round(
+            1e3 * float(np.median([times[label][i] for i in kept])), 3
+        )
         row[f"csw_{label}"] = round(switches[label][0] / args.rounds, 1)
         row[f"cpu_{label}_ms"] = round(1e3 * switches[label][1] / args.rounds, 3)
     lo, hi = min(args.threads), max(args.threads)
     row["speedup"] = round(row[f"lamina_{lo}t_ms"] / row[f"lamina_{hi}t_ms"], 2)
+    row["all_rounds_speedup"] = round(
+        float(np.median(times[f"{lo}t"])) / float(np.median(times[f"{hi}t"])), 2
+    )
     gains = f"speed-up {row['speedup']:.2f}"
+    if len(kept) < args.rounds:
+        gains += f" (all rounds {row['all_rounds_speedup']:.2f})"
     for label, threads, _ in modes:
         if "_" in label and threads == hi:
             suffix = label.split("_", 1)[1]
@@ -323,6 +346,9 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
         cells += "  (" + args.alternate + " call before: " + ", ".join(
             f"{row[f'alternate_{label}_ms']:.2f}" for label, _, _ in modes) + " ms)"  # fmt: skip
     print(f"{name:20s} {cells}  {gains}", flush=True)
+    if readings:
+        print(f"{'':20s} {row['probe']}; others took {row['others_cores']:.2f} of a core "
+              "(median round)", flush=True)  # fmt: skip
     counters = "  ".join(
         f"{label} {row[f'csw_{label}']:.0f} csw {row[f'cpu_{label}_ms']:.1f} cpu-ms"
         for label, _, _ in modes
@@ -340,6 +366,25 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
         if team[label].get("calls"):
             row |= _team_breakdown(label, team[label], args.rounds)
     return row
+
+
+def _probe_rounds(
+    row: dict, readings: list, others: list[float], args: argparse.Namespace
+) -> list[int]:
+    """The timed rounds whose medians count: those outside the machine's slow episodes
+    that the probe between rounds or other processes' CPU time during a round showed
+    (benchmarks/episode_probe.py), or all rounds without `--probe`. Records in `row` how
+    many rounds were slow and what the probe saw."""
+    if not readings:
+        return list(range(args.rounds))
+    busy = episode_probe.busy_rounds(others, args.probe_others)
+    slow = episode_probe.slow_rounds(readings, args.probe_slack) | busy
+    kept = episode_probe.kept_rounds(args.rounds, slow)
+    row["probe_slow_rounds"] = len(slow)
+    row["probe_kept_rounds"] = len(kept)
+    row["others_cores"] = round(float(np.median(others)), 3)
+    row["probe"] = episode_probe.describe(readings, slow, kept, args.rounds, busy)
+    return kept
 
 
 def _task_cpu() -> dict[int, int]:
@@ -757,6 +802,28 @@ def main(argv: list[str] | None = None) -> int:
         "read between the --alternate call and the timed call)",
     )
     parser.add_argument(
+        "--probe",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="with --scaling: time a fixed calibration workload on one and two threads "
+        "between rounds and leave rounds in the machine's slow episodes out of the medians "
+        "(reported, with the speed-up over all rounds; benchmarks/episode_probe.py)",
+    )
+    parser.add_argument(
+        "--probe-slack",
+        type=float,
+        default=episode_probe.DEFAULT_SLACK,
+        help="with --probe: a probe this much slower than the run's typical one-thread probe "
+        "(on one thread or two) marks the rounds before and after it as slow",
+    )
+    parser.add_argument(
+        "--probe-others",
+        type=float,
+        default=episode_probe.OTHERS_LIMIT,
+        help="with --probe: a round during which other processes and the hypervisor took "
+        "more than this share of a core (/proc/stat) is left out too",
+    )
+    parser.add_argument(
         "--clock",
         choices=tuple(CLOCKS),
         default="wall",
@@ -829,6 +896,11 @@ def _main_scaling(names: list[str], args: argparse.Namespace) -> int:
         lo, hi = min(args.threads), max(args.threads)
         print(f"lamina speed-up {lo} -> {hi} threads (same run, alternate={args.alternate}): "
               f"geomean {_geomean(gains):.2f} over {len(gains)}")  # fmt: skip
+        if any(r.get("probe_slow_rounds") for r in rows):
+            every = _geomean([r["all_rounds_speedup"] for r in rows])
+            slow = sum(r["probe_slow_rounds"] for r in rows)
+            print(f"  over all rounds, slow episodes included ({slow} of "
+                  f"{len(rows) * args.rounds} rounds): geomean {every:.2f}")  # fmt: skip
         for key in [k for k in rows[0] if k.startswith("speedup_")]:
             gains = [r[key] for r in rows if key in r]
             what = "one region per kernel" if key == "speedup_regions" else "call team"

@@ -29,7 +29,10 @@ class ScheduleParallelPass(ScheduleRulePass, ParallelOptions):
     `parallel_gather_reads`) becomes `parallel` with the unit attribute
     `lamina.team_only` (shared only by a call's thread team; elsewhere it
     runs on the calling thread), on the loop inside a loop of one iteration,
-    its rows shared too when it has few iterations.
+    its rows shared too when it has few iterations; last, with two cores or
+    more and `parallel_grain_work` above 0 (default 0), every parallel loop
+    of a top-level nest that reads fewer tensor elements than that becomes
+    serial (a region shorter than twice its fork/join cost).
     Functions with `lamina.schedule` directives are left alone.
     Invariants: the same operations on the same elements; only which thread
     runs an iteration changes.

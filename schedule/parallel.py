@@ -26,7 +26,10 @@ here (the knobs are `parallel_*` in `target/schedule_knobs.py`):
 * `team_for_small_nests` shares a spatial nest below `parallel_min_work`
   but above `parallel_team_min_work` with the workers of a call's thread
   team only (`TEAM_ONLY_ATTR`): outside a team call it runs on the calling
-  thread, as before.
+  thread, as before;
+* `serial_below_grain`, last, takes `parallel` off every loop of a kernel
+  whose whole nest reads fewer than `parallel_grain_work` tensor elements:
+  a region shorter than twice its fork/join cost is slower shared.
 
 A loop is only made parallel when its iterations write disjoint elements
 (`lower-te`'s spatial loops by construction; `dependence.spatial` otherwise).
@@ -121,7 +124,41 @@ def balance_parallel(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int
         moved += 1
     for outer in [o for o in func.body.blocks[0].ops if isinstance(o, loop.ForOp)]:
         share_rows(outer, knobs)
-    return moved + share_vector_columns(func, cores)
+    moved += share_vector_columns(func, cores)
+    return moved + serial_below_grain(func, knobs)
+
+
+def serial_below_grain(func: loop.FuncOp, knobs: ScheduleKnobs) -> int:
+    """Make serial every parallel loop of a top-level nest that reads fewer than
+    `parallel_grain_work` tensor elements (`_work`); returns how many nests.
+
+    A region of one-thread work W takes about W / 2 + c on two threads, with c its
+    fork/join cost: the post, the worker's join, the close, and the worker's share
+    of the output read back from its core's cache by the next kernel. Below W = 2c
+    the region is slower shared than on the calling thread. ShuffleNetV2 opens
+    half of its 120 regions per call on 3-8 us of work (depthwise convolutions at
+    7x7 and 14x14, layout transforms, slices, channel shuffles), where c is
+    1-5 us. The same iterations run in the same order, so results are unchanged.
+    """
+    if knobs.parallel_grain_work <= 0:
+        return 0
+    made = 0
+    for top in [o for o in func.body.blocks[0].ops if isinstance(o, loop.ForOp)]:
+        shared = [
+            o for o in top.walk() if isinstance(o, loop.ForOp) and o.kind_name == LoopKind.PARALLEL
+        ]
+        if not shared:
+            continue
+        try:
+            if _work(top, knobs) >= knobs.parallel_grain_work:
+                continue
+        except ScheduleError:  # bounds unknown at compile time: keep the team
+            continue
+        for for_op in shared:
+            prim.serialize(for_op)
+            for_op.attributes.pop(TEAM_ONLY_ATTR, None)
+        made += 1
+    return made
 
 
 def team_for_small_nests(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int:

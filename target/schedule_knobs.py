@@ -71,6 +71,15 @@ class ScheduleKnobs:
     `parallel_min_work` to turn it off. Measured: docs/performance.md,
     "Threads"."""
 
+    parallel_grain_work: int = 0
+    """Tensor reads (a gathered read counting `parallel_gather_reads`, about 30 per ns of
+    one core on Zen 4 for convolutions and layout transforms alike) below which a
+    kernel's parallel loops run on the calling thread alone (`serial_below_grain`,
+    schedule/parallel.py; 0: never). Two threads save half of a region's work W and
+    pay its fork/join cost c (the call team's post, the worker's join, the close and
+    the worker's output read back from its core's cache): a region is worth sharing
+    only when W > 2c. Measured: docs/performance.md, "Slow episodes of the machine"."""
+
     parallel_min_iterations_per_core: int = 2
     """A loop is handed `parallel` from the loop around it (the column blocks of a
     micro-kernel, the rows inside a one-iteration parallel loop) only when it has
@@ -505,6 +514,7 @@ def check_knob(name: str, value: object) -> str | None:
         "winograd_channel_jam",
         "conv_nchw_pointwise_min_pixels",
         "parallel_column_blocks_per_core",
+        "parallel_grain_work",
     ):
         return None if value >= 0 else "must be >= 0"
     return None if value >= 1 else "must be >= 1"
