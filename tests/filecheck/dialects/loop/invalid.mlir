@@ -465,3 +465,24 @@ loop.func @reshape_dynamic(%a: memref<?x8xf32>) {
   loop.return
 }
 // CHECK: expected a statically shaped buffer, got memref<?x8xf32>
+
+// -----
+
+loop.func @prefetch_locality(%a: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{locality must be 0-3, got 5}}
+  loop.prefetch %a[%c0] {locality = 5 : i32} : memref<4xf32>
+  loop.return
+}
+// CHECK: locality must be 0-3, got 5
+
+// -----
+
+loop.func @prefetch_rank(%a: memref<4x8xf32>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{expected 2 indices (one per dimension of memref<4x8xf32>), got 1}}
+  loop.prefetch %a[%c0] {locality = 3 : i32} : memref<4x8xf32>
+  loop.return
+}
+// CHECK: expected 2 indices (one per dimension of memref<4x8xf32>), got 1
+

@@ -218,4 +218,13 @@ builtin.module {
   // CHECK-LABEL: loop.func @reshape
   // CHECK:         %[[F:.*]] = loop.reshape %{{.*}} : memref<1x8x7x7x8xf32> to memref<1x8x1x49x8xf32>
   // CHECK-NEXT:    %{{.*}} = loop.load %[[F]][
+
+  // A prefetch hint for one element's cache line (locality 2: into L2).
+  loop.func @prefetch(%a: memref<4x8xf32>) {
+    %c1 = arith.constant 1 : index
+    loop.prefetch %a[%c1, %c1] {locality = 2 : i32} : memref<4x8xf32>
+    loop.return
+  }
+  // CHECK-LABEL: loop.func @prefetch
+  // CHECK:         loop.prefetch %{{.*}}[%{{.*}}, %{{.*}}] {locality = 2 : i32} : memref<4x8xf32>
 }
