@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import ClassVar, Self
+from typing import ClassVar, Self, TypeVar
 
 from xdsl.builder import ImplicitBuilder
 from xdsl.dialects.builtin import (
@@ -571,6 +571,17 @@ def _verify_access(buffer: SSAValue, indices: Sequence[SSAValue], value_type: At
         )
 
 
+_LoadLike = TypeVar("_LoadLike", bound=IRDLOperation)
+
+
+def _parse_load_like(cls: type[_LoadLike], parser: Parser) -> _LoadLike:
+    """`%buf[%i, %j] {attrs} : type` into `cls(buffer, indices)` (load, prefetch)."""
+    buffer, indices, attrs, _ = _parse_access(parser)
+    op = cls(buffer, indices)  # pyright: ignore[reportCallIssue]
+    op.attributes |= attrs
+    return op
+
+
 def _parse_access(
     parser: Parser,
 ) -> tuple[SSAValue, list[SSAValue], dict[str, Attribute], MemRefType]:
@@ -605,10 +616,7 @@ class LoadOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
-        buffer, indices, attrs, _ = _parse_access(parser)
-        op = cls(buffer, indices)
-        op.attributes |= attrs
-        return op
+        return _parse_load_like(cls, parser)
 
 
 @irdl_op_definition
@@ -624,7 +632,10 @@ class PrefetchOp(IRDLOperation):
     indices = var_operand_def()
 
     def __init__(
-        self, buffer: SSAValue | Operation, indices: Sequence[SSAValue | Operation], locality: int
+        self,
+        buffer: SSAValue | Operation,
+        indices: Sequence[SSAValue | Operation],
+        locality: int = 3,
     ):
         super().__init__(
             operands=[buffer, indices],
@@ -643,16 +654,12 @@ class PrefetchOp(IRDLOperation):
         if not 0 <= self.locality <= 3:
             raise VerifyException(f"locality must be 0-3, got {self.locality}")
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        print_indexed_access(printer, self, self.buffer, self.indices)
+    # The text of a load without its result: `%buf[%i, %j] {attrs} : type`.
+    print = LoadOp.print
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
-        buffer, indices, attrs, _ = _parse_access(parser)
-        op = cls(buffer, indices, 3)
-        op.attributes |= attrs
-        return op
+        return _parse_load_like(cls, parser)
 
 
 @irdl_op_definition
