@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import sys
 import time
@@ -40,6 +41,7 @@ import numpy as np
 import lamina
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import episode_probe  # noqa: E402
 import peers  # noqa: E402
 from peers import _t  # noqa: E402  (one tensor-type helper for every benchmark)
 
@@ -127,6 +129,7 @@ def _rounds(
     rounds: int,
     settle: float = 0.0,
     clock: Callable[[], float] = time.perf_counter,
+    watch: episode_probe.RoundWatch | None = None,
 ) -> list[list[float]]:
     """Seconds per call of each function, measured in interleaved rounds (A, B, A, B, ...),
     so that a noisy neighbour slows every peer alike. `clock` is wall time by default
@@ -136,10 +139,15 @@ def _rounds(
     `settle` seconds of sleep before each call let the previous peer's thread
     pool go idle: OpenBLAS and onnxruntime workers spin for a while after a
     call, and on a 2-core machine a spinning worker takes the core the next
-    peer's second thread needs (Lamina's libgomp team waits passively)."""
+    peer's second thread needs (Lamina's libgomp team waits passively).
+
+    `watch` (episode_probe.RoundWatch) takes its readings before the first round and
+    after each: `watch.verdict()` then says which rounds were in slow episodes."""
     for fn in fns:
         fn()  # warm up
     times: list[list[float]] = [[] for _ in fns]
+    if watch is not None:
+        watch.start()
     for _ in range(rounds):
         for fn, out in zip(fns, times, strict=True):
             if settle:
@@ -147,6 +155,8 @@ def _rounds(
             start = clock()
             fn()
             out.append(clock() - start)
+        if watch is not None:
+            watch.next()
     return times
 
 
@@ -172,27 +182,37 @@ def set_numpy_threads(count: int) -> bool:
     return False
 
 
-def measured_peak_gflops(threads: int = 1, target: str = "cpu") -> float:
-    """Single-precision peak of one core, measured: a register-only FMA chain kernel.
+PEAK_CHAINS = {32: (12, 2), 16: (12, 1)}
+"""Rows and vectors per row of the peak kernel (`peak_program`) by the target's vector
+register count: independent accumulators (rows x vectors) enough to cover the FMA latency
+times its pipes (4 cycles x 2 pipes: 8) with room, and few enough that they and the two
+constants stay in registers. The former 8 x 4 zmm (32 accumulators + 2 constants on 32
+registers) spilled two accumulators to the stack on every iteration and shuffled the
+others with ~58 register moves; 12 x 2 zmm and 12 x 1 ymm compile to FMAs only
+(tests/test_bench.py checks the assembly). On the Xeon, quiet, both reach the same rate
+(172 GFLOP/s zmm, 8 x 4 171; ymm 82-86 with 8, 12 or 14 chains): the spills hid behind
+the FMAs, and a reading of 83 GFLOP/s was a slow episode of the host, which is why
+benchmarks now read the peak between their rounds (`PeakProbe`)."""
 
-    Lamina compiles `acc_i = acc_i * x + y` on 8 independent accumulator
-    rows (enough to hide FMA latency), so the loop is FMA-throughput-bound;
-    each row is 4 vectors of `target` at 32 registers (AVX-512), 1 at 16
-    (AVX2: 8 accumulators, the FMA latency times its two pipes; measured on
-    Zen 4: 2 vectors per row reach only 60 % of that, they spill).
-    """
+
+def peak_program(target: str = "cpu", iterations: int = 1 << 14) -> tuple[str, float]:
+    """The peak kernel for `target` as loop-dialect text, and the flops of one call.
+
+    `acc = acc * x + y` on `rows` independent rows of `vectors` vectors of the target
+    (`PEAK_CHAINS`), `iterations` times: FMA-throughput-bound, register-only (the
+    accumulators are loaded before the loop and stored after it)."""
     from lamina.driver.hooks import split_target_spec
     from lamina.target.registry import Target
 
     facts = Target("cpu", options=split_target_spec(target)[1]).facts
-    lanes = facts.lanes(32) * (4 if facts.vector_registers >= 32 else 1)
-    n = 1 << 14
+    rows, vectors = PEAK_CHAINS[32 if facts.vector_registers >= 32 else 16]
+    lanes = facts.lanes(32) * vectors
     text = (
         f"""builtin.module attributes {{lamina.phase = #lamina.phase<lowering>}} {{
-  loop.func @peak(%out: memref<8x{lanes}xf32>) {{
+  loop.func @peak(%out: memref<{rows}x{lanes}xf32>) {{
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
-    %cn = arith.constant {n} : index
+    %cn = arith.constant {iterations} : index
     %cl = arith.constant {lanes} : index
     %x = arith.constant 0.999 : f32
     %y = arith.constant 0.001 : f32
@@ -201,12 +221,12 @@ def measured_peak_gflops(threads: int = 1, target: str = "cpu") -> float:
 """
         + "".join(
             f"""        %r{r} = arith.constant {r} : index
-        %a{r} = loop.load %out[%r{r}, %j] : memref<8x{lanes}xf32>
+        %a{r} = loop.load %out[%r{r}, %j] : memref<{rows}x{lanes}xf32>
         %m{r} = arith.mulf %a{r}, %x : f32
         %s{r} = arith.addf %m{r}, %y : f32
-        loop.store %s{r}, %out[%r{r}, %j] : memref<8x{lanes}xf32>
+        loop.store %s{r}, %out[%r{r}, %j] : memref<{rows}x{lanes}xf32>
 """
-            for r in range(8)
+            for r in range(rows)
         )
         + """      }
     }
@@ -215,18 +235,97 @@ def measured_peak_gflops(threads: int = 1, target: str = "cpu") -> float:
 }
 """
     )
-    import ctypes
+    return text, 2.0 * rows * lanes * iterations
 
-    from lamina.backends.codegen import compile_module
+
+def _peak_module(target: str, iterations: int = 1 << 14):
+    """The peak kernel parsed and lowered to the build phase (for `compile_module` or
+    `emit_assembly`), and the flops of one call."""
     from lamina.driver.lowering import lower_to_build, parse_source
 
+    text, flops = peak_program(target, iterations)
     module = parse_source(text, "peak")
     lower_to_build(module, [target])
-    compiled = compile_module(module)
-    fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(compiled.get_function_address("peak"))
-    buf = np.ones((8, lanes), np.float32)
-    (times,) = _rounds([lambda: fn(buf.ctypes.data)], 7)
-    return 2.0 * 8 * lanes * n / min(times) / 1e9 * threads
+    return module, flops
+
+
+class PeakProbe:
+    """The single-precision FMA peak of one core, measured on demand: a register-only
+    kernel of independent FMA chains (`peak_program`) compiled once for `target`.
+
+    `gflops()` is one reading (best of ten calls, about 0.4 ms); benchmarks take one
+    between rounds, so the peak they report comes from the same minutes as the times
+    (the host has episodes of minutes in which everything runs 1.4-2x slower: one
+    reading taken at the start of a run said 83 GFLOP/s where the next minute gave
+    172-176). `gflops_threads(n)` runs the kernel on `n` threads at once (their sum:
+    two cores give twice one, two hyperthreads of one core about one)."""
+
+    def __init__(self, target: str = "cpu"):
+        import ctypes
+
+        from lamina.backends.codegen import compile_module
+
+        module, self.flops = _peak_module(target)
+        self._compiled = compile_module(module, use_cache=False)
+        address = self._compiled.get_function_address("peak")
+        self._fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
+        shape = module_shape(module)
+        self._buffers = [np.ones(shape, np.float32) for _ in range(8)]
+
+    def gflops(self, calls: int = 10) -> float:
+        """One reading: the best of `calls` calls (about 40 µs each; measured on the
+        Xeon between NumPy calls, 30 readings each: best of 5 ranged 134-158 GFLOP/s,
+        best of 10 149-172: the first AVX-512 instructions after other code run slower
+        while the core powers up its 512-bit units)."""
+        buf = self._buffers[0].ctypes.data
+        best = float("inf")
+        for _ in range(calls):
+            start = time.perf_counter()
+            self._fn(buf)
+            best = min(best, time.perf_counter() - start)
+        return self.flops / best / 1e9
+
+    def gflops_threads(self, threads: int, calls: int = 200) -> float:
+        """The summed rate of `threads` threads each making `calls` calls at once (first
+        start to last end; ctypes releases the GIL during a call). 200 calls (8 ms) make a
+        helper thread's start (tens of µs) negligible; 40 gave 99-307 GFLOP/s on two
+        threads where 200 gave 300-311 (one thread: 153-164)."""
+        import threading
+
+        barrier = threading.Barrier(threads)
+        spans: list[tuple[float, float]] = []
+
+        def run(index: int) -> None:
+            buf = self._buffers[index].ctypes.data
+            barrier.wait()
+            start = time.perf_counter()
+            for _ in range(calls):
+                self._fn(buf)
+            spans.append((start, time.perf_counter()))
+
+        helpers = [threading.Thread(target=run, args=(i,)) for i in range(1, threads)]
+        for helper in helpers:
+            helper.start()
+        run(0)
+        for helper in helpers:
+            helper.join()
+        wall = max(e for _, e in spans) - min(s for s, _ in spans)
+        return threads * calls * self.flops / wall / 1e9
+
+
+def module_shape(module) -> tuple[int, int]:
+    """The accumulator buffer's shape of a peak module (its function's one argument)."""
+    text = str(module)
+    rows, lanes = re.search(r"memref<(\d+)x(\d+)xf32>", text).groups()  # pyright: ignore
+    return int(rows), int(lanes)
+
+
+def measured_peak_gflops(threads: int = 1, target: str = "cpu") -> float:
+    """Single-precision peak of one core, measured (`PeakProbe`, best of 7 readings),
+    times `threads`. One measurement at one moment: a benchmark that times for minutes
+    should take readings between its rounds (`PeakProbe`, as bench.py does)."""
+    probe = PeakProbe(target)
+    return max(probe.gflops() for _ in range(7)) * threads
 
 
 def cases(quick: bool) -> list[Case]:
@@ -308,6 +407,49 @@ def cases(quick: bool) -> list[Case]:
     return out
 
 
+PEERS_ENV = {"avx2": {"OPENBLAS_CORETYPE": "Haswell"}}
+"""`--peers`: the environment the process needs (read by NumPy's OpenBLAS when NumPy is
+imported, so bench.py re-executes itself with it). `avx2` pins OpenBLAS to its Haswell
+(AVX2 + FMA) kernels: on an AVX-512 machine the honest peer of an AVX2 build.
+onnxruntime has no such switch (MLAS picks its kernels from CPUID and XCR0 when the
+library loads: docs/performance.md, "Instruction set"), so it stays on AVX-512 and the
+table gives each peer's fraction of its own instruction set's measured peak."""
+
+
+def numpy_blas_core() -> str:
+    """The kernel set NumPy's OpenBLAS chose (`Haswell`, `SkylakeX`, ...; '?' unknown)."""
+    import ctypes
+    import glob
+
+    pattern = os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs", "*openblas*")
+    for path in glob.glob(pattern):
+        lib = ctypes.CDLL(path)
+        for symbol in ("scipy_openblas_get_corename64_", "openblas_get_corename"):
+            if hasattr(lib, symbol):
+                fn = getattr(lib, symbol)
+                fn.restype = ctypes.c_char_p
+                return fn().decode()
+    return "?"
+
+
+def ensure_peer_environment(peers_mode: str) -> None:
+    """Re-execute this process with `PEERS_ENV[peers_mode]` unless it is set already
+    (it must be there before NumPy is imported)."""
+    wanted = PEERS_ENV.get(peers_mode, {})
+    if all(os.environ.get(k) == v for k, v in wanted.items()):
+        return
+    env = {**os.environ, **wanted}
+    os.execve(sys.executable, [sys.executable, *sys.argv], env)
+
+
+def _isa_bits(target: str) -> int:
+    """The vector width (bits) the FMA peak of `target` is measured at."""
+    from lamina.driver.hooks import split_target_spec
+    from lamina.target.registry import Target
+
+    return Target("cpu", options=split_target_spec(target)[1]).facts.lanes(32) * 32
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
@@ -329,25 +471,68 @@ def main() -> int:
         default="",
         help="comma-separated words: only the cases whose name contains one (default: all)",
     )
+    parser.add_argument(
+        "--peers",
+        choices=("native", "avx2"),
+        default="native",
+        help="avx2: NumPy's OpenBLAS on its AVX2 (Haswell) kernels, the peer of an --isa avx2 "
+        "build (re-executes with OPENBLAS_CORETYPE=Haswell; onnxruntime cannot be "
+        "restricted: compare the %% peak columns)",
+    )
+    parser.add_argument(
+        "--probe",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="between rounds: the FMA peak and the machine probe (benchmarks/episode_probe.py); "
+        "rounds in slow episodes are left out of the medians and counted",
+    )
+    parser.add_argument(
+        "--probe-slack",
+        type=float,
+        default=episode_probe.DEFAULT_SLACK,
+        help="a probe or peak reading this much slower than the run's typical marks the "
+        "rounds next to it as slow",
+    )
     args = parser.parse_args()
+    ensure_peer_environment(args.peers)
     target = f"cpu{{isa={args.isa}}}" if args.isa else args.target
     wanted = [w for w in args.cases.split(",") if w]
     rounds = args.rounds or (3 if args.quick else 9)
     thread_counts = [int(t) for t in args.threads.split(",")]
     if args.quick:
         thread_counts = thread_counts[:1]
-    peak = measured_peak_gflops(target=target)
+    core = numpy_blas_core()
+    peak_probe = PeakProbe(target)
+    # the peers' instruction sets: NumPy's by its OpenBLAS kernels, onnxruntime's the host's
+    host = "cpu"
+    numpy_target = "cpu{isa=avx2}" if core == "Haswell" else host
+    peer_probes = {t: PeakProbe(t) for t in {host, numpy_target}}
+    start_peaks = {t: max(p.gflops() for _ in range(7)) for t, p in peer_probes.items()}
+    peak = max(peak_probe.gflops() for _ in range(7))
+    # each peer ISA's peak against the target's, measured at the start (the ratio of two
+    # FMA rates does not change in a slow episode; the rates do)
+    peer_scale = {t: v / peak for t, v in start_peaks.items()}
     print(
-        f"target {target}; numpy {np.__version__}; median of {rounds} interleaved rounds "
-        f"[min-max]; measured f32 peak per core {peak:.0f} GFLOP/s"
+        f"target {target}; numpy {np.__version__} (OpenBLAS {core} kernels); median of "
+        f"{rounds} interleaved rounds [min-max]; measured f32 peak per core {peak:.0f} GFLOP/s "
+        f"at the start ({_isa_bits(target)}-bit; "
+        + ", ".join(f"{_isa_bits(t)}-bit {v:.0f}" for t, v in start_peaks.items())
+        + "), then between rounds"
+    )
+    watch = episode_probe.RoundWatch(
+        episode_probe.EpisodeProbe() if args.probe else None,
+        gauge=peak_probe.gflops if args.probe else None,
+        slack=args.probe_slack,
     )
     header = (
         f"{'case':28} {'thr':>3} {'lamina ms':>10} {'numpy ms':>10} {'vs numpy [min-max]':>18} "
-        f"{'ort ms':>8} {'vs ort [min-max]':>17} {'GFLOP/s':>8} {'% peak':>6} {'compile s':>9}  err"
+        f"{'ort ms':>8} {'vs ort [min-max]':>17} {'GFLOP/s':>8} {'% peak':>6} {'np %pk':>6} "
+        f"{'ort %pk':>7} {'peak':>5} {'slow':>5} {'compile s':>9}  err"
     )
     print(header)
     print("-" * len(header))
-    rows = []
+    rows: list[dict] = []
+    measured: list[tuple] = []  # what each row was computed from (re-judged at the end)
     compiled: dict[str, tuple[lamina.Executable, float]] = {}
     for threads in thread_counts:
         set_num_threads(threads)
@@ -373,48 +558,116 @@ def main() -> int:
                 ort_err = float(np.max(np.abs(session.run(None, feed)[0] - want)))
                 assert ort_err <= 1e-2 * (np.max(np.abs(want)) or 1.0), f"{case.name}: ORT differs"
                 fns.append(lambda s=session, f=feed: s.run(None, f))
-            t_lam, t_np, *t_ort = _rounds(fns, rounds, args.settle if threads > 1 else 0.0)
-            ratios = [a / b for a, b in zip(t_lam, t_np, strict=True)]
-            ort_ratios = [a / b for a, b in zip(t_lam, t_ort[0], strict=True)] if t_ort else [0.0]
-            med_l, med_n = statistics.median(t_lam), statistics.median(t_np)
-            med_o = statistics.median(t_ort[0]) if t_ort else float("nan")
-            gflops = case.flops / med_l / 1e9
-            row = {
+            times = _rounds(
+                fns,
+                rounds,
+                args.settle if threads > 1 else 0.0,
+                watch=watch if args.probe else None,
+            )
+            verdict = watch.verdict() if args.probe else None
+            info = {
                 "case": case.name,
                 "threads": threads,
-                "lamina_ms": med_l * 1e3,
-                "numpy_ms": med_n * 1e3,
-                "ratio": statistics.median(ratios),
-                "ratio_min": min(ratios),
-                "ratio_max": max(ratios),
-                "lamina_best_ms": min(t_lam) * 1e3,
-                "numpy_best_ms": min(t_np) * 1e3,
-                "ort_best_ms": min(t_ort[0]) * 1e3 if t_ort else float("nan"),
-                "best_gflops": case.flops / min(t_lam) / 1e9,
-                "best_ratio": min(t_lam) / min(t_np),
-                "ort_best_ratio": min(t_lam) / min(t_ort[0]) if t_ort else float("nan"),
-                "ort_ms": med_o * 1e3,
-                "ort_ratio": statistics.median(ort_ratios) if t_ort else float("nan"),
-                "ort_ratio_min": min(ort_ratios) if t_ort else float("nan"),
-                "ort_ratio_max": max(ort_ratios) if t_ort else float("nan"),
-                "gflops": gflops,
-                "pct_peak": 100 * gflops / (peak * threads),
                 "compile_s": compile_s,
                 "numpy_threads_set": numpy_set,
                 "max_rel_err": err,
+                "numpy_core": core,
             }
+            scales = (peer_scale[numpy_target], peer_scale[host])
+            row = _row(case, info, times, verdict, peak, scales)
+            measured.append((case, info, times, len(watch.series) - 1 if args.probe else None))
             rows.append(row)
-            print(
-                f"{case.name:28} {threads:3d} {med_l * 1e3:10.3f} {med_n * 1e3:10.3f} "
-                f"{row['ratio']:6.2f} [{row['ratio_min']:.2f}-{row['ratio_max']:.2f}] "
-                f"{med_o * 1e3:8.3f} {row['ort_ratio']:6.2f} "
-                f"[{row['ort_ratio_min']:.2f}-{row['ort_ratio_max']:.2f}] {gflops:8.1f} {row['pct_peak']:6.0f} {compile_s:9.2f}  {err:.1e}"
-            )
+            _print_row(row)
+    if args.probe and rows:
+        changed = []
+        for i, (case, info, times, index) in enumerate(measured):
+            verdict = watch.verdict(index, final=True)
+            row = _row(case, info, times, verdict, peak, scales)
+            if row["kept_rounds"] != rows[i]["kept_rounds"]:
+                changed.append(row)
+            rows[i] = row
+        ones = [r.one for r in watch.all_readings]
+        print(
+            f"probe: peak {min(watch.all_gauges):.0f}-{max(watch.all_gauges):.0f} GFLOP/s "
+            f"over the run, one-thread probe x{max(ones) / episode_probe.typical(watch.all_readings):.2f} "
+            f"at worst; {sum(r['slow_rounds'] for r in rows)} of {sum(r['rounds'] for r in rows)} "
+            "rounds in slow episodes"
+        )
+        if changed:
+            print("judged against the whole run's readings, these rows change (the CSV has them):")
+            for row in changed:
+                _print_row(row)
     if args.csv:
         _write_csv(args.csv, rows)
     if args.plot:
         _plot(args.plot, rows)
     return 0
+
+
+def _row(case: Case, info: dict, times: list[list[float]], verdict, peak: float, scales) -> dict:
+    """A table row from one case's interleaved times: medians and ratios over the rounds
+    `verdict` keeps (all without one), the FMA peak of those rounds (`verdict.gauge`, else
+    the run's start `peak`) and each peer's fraction of its own ISA's peak (`scales`:
+    NumPy's and onnxruntime's peak against the target's)."""
+    rounds = len(times[0])
+    kept = verdict.kept if verdict is not None else list(range(rounds))
+    t_lam, t_np, *t_ort = ([t[i] for i in kept] for t in times)
+    threads = info["threads"]
+    if verdict is not None and verdict.gauge == verdict.gauge:  # not nan
+        peak = verdict.gauge
+    ratios = [a / b for a, b in zip(t_lam, t_np, strict=True)]
+    ort_ratios = [a / b for a, b in zip(t_lam, t_ort[0], strict=True)] if t_ort else [0.0]
+    med_l, med_n = statistics.median(t_lam), statistics.median(t_np)
+    med_o = statistics.median(t_ort[0]) if t_ort else float("nan")
+    gflops = case.flops / med_l / 1e9
+    nan = float("nan")
+    return {
+        "case": info["case"],
+        "threads": threads,
+        "lamina_ms": med_l * 1e3,
+        "numpy_ms": med_n * 1e3,
+        "ratio": statistics.median(ratios),
+        "ratio_min": min(ratios),
+        "ratio_max": max(ratios),
+        "lamina_best_ms": min(t_lam) * 1e3,
+        "numpy_best_ms": min(t_np) * 1e3,
+        "ort_best_ms": min(t_ort[0]) * 1e3 if t_ort else nan,
+        "best_gflops": case.flops / min(t_lam) / 1e9,
+        "best_ratio": min(t_lam) / min(t_np),
+        "ort_best_ratio": min(t_lam) / min(t_ort[0]) if t_ort else nan,
+        "ort_ms": med_o * 1e3,
+        "ort_ratio": statistics.median(ort_ratios) if t_ort else nan,
+        "ort_ratio_min": min(ort_ratios) if t_ort else nan,
+        "ort_ratio_max": max(ort_ratios) if t_ort else nan,
+        "gflops": gflops,
+        "pct_peak": 100 * gflops / (peak * threads),
+        "numpy_pct_peak": 100 * case.flops / med_n / 1e9 / (peak * scales[0] * threads),
+        "ort_pct_peak": 100 * case.flops / med_o / 1e9 / (peak * scales[1] * threads),
+        "peak_gflops": peak,
+        "rounds": rounds,
+        "kept_rounds": len(kept),
+        "slow_rounds": len(verdict.slow) if verdict is not None else 0,
+        "probe": verdict.text if verdict is not None else "",
+        "compile_s": info["compile_s"],
+        "numpy_threads_set": info["numpy_threads_set"],
+        "numpy_core": info["numpy_core"],
+        "max_rel_err": info["max_rel_err"],
+    }
+
+
+def _print_row(row: dict) -> None:
+    slow = f"{row['slow_rounds']}/{row['rounds']}"
+    if row["slow_rounds"] and row["kept_rounds"] == row["rounds"]:
+        slow += "!"  # too many to leave out: medians over all rounds
+    print(
+        f"{row['case']:28} {row['threads']:3d} {row['lamina_ms']:10.3f} {row['numpy_ms']:10.3f} "
+        f"{row['ratio']:6.2f} [{row['ratio_min']:.2f}-{row['ratio_max']:.2f}] "
+        f"{row['ort_ms']:8.3f} {row['ort_ratio']:6.2f} "
+        f"[{row['ort_ratio_min']:.2f}-{row['ort_ratio_max']:.2f}] {row['gflops']:8.1f} "
+        f"{row['pct_peak']:6.0f} {row['numpy_pct_peak']:6.0f} {row['ort_pct_peak']:7.0f} "
+        f"{row['peak_gflops']:5.0f} {slow:>5} {row['compile_s']:9.2f}  {row['max_rel_err']:.1e}",
+        flush=True,
+    )
 
 
 def set_num_threads(count: int) -> None:

@@ -224,13 +224,16 @@ def busy_rounds(others: list[float], limit: float = OTHERS_LIMIT) -> set[int]:
     return {i for i, share in enumerate(others) if share > limit}
 
 
-def slow_rounds(readings: list[ProbeReading], slack: float = DEFAULT_SLACK) -> set[int]:
+def slow_rounds(
+    readings: list[ProbeReading], slack: float = DEFAULT_SLACK, reference: float | None = None
+) -> set[int]:
     """The rounds in a slow episode, for `len(readings) - 1` rounds with reading i taken
     before round i and reading i + 1 after it: those next to a reading more than `slack`
-    slower (on one thread or two) than the typical one-thread reading (`typical`)."""
+    slower (on one thread or two) than the typical one-thread reading (`typical`, or
+    `reference` seconds: a longer run's, `RoundWatch`)."""
     if len(readings) < 2:
         return set()
-    reference = typical(readings)
+    reference = typical(readings) if reference is None else reference
     limit = (1.0 + slack) * reference
     slow = {i for i, r in enumerate(readings) if r.one > limit or r.two > limit}
     return {i for i in range(len(readings) - 1) if i in slow or i + 1 in slow}
@@ -255,11 +258,17 @@ def kept_rounds(rounds: int, slow: set[int], least: int = 3) -> list[int]:
 
 
 def describe(
-    readings: list[ProbeReading], slow: set[int], kept: list[int], rounds: int, busy: set[int]
+    readings: list[ProbeReading],
+    slow: set[int],
+    kept: list[int],
+    rounds: int,
+    busy: set[int],
+    reference: float | None = None,
 ) -> str:
     """One line for the benchmark's output: what the probe saw and which rounds count
-    (`slow`: all rounds in slow episodes, `busy`: those of them others' CPU time marked)."""
-    reference = typical(readings)
+    (`slow`: all rounds in slow episodes, `busy`: those of them others' CPU time marked;
+    `reference`: the typical one-thread reading, by default these readings')."""
+    reference = typical(readings) if reference is None else reference
     spans = [r.two / reference for r in readings]
     ones = [r.one / reference for r in readings]
     text = (
@@ -271,3 +280,117 @@ def describe(
     if len(kept) == rounds and slow:
         return text + ", too many to leave out: medians over all rounds (unreliable)"
     return text + (", left out of the medians" if slow else "")
+
+
+def slow_gauges(
+    values: list[float], slack: float = DEFAULT_SLACK, best: float | None = None
+) -> set[int]:
+    """The rounds next to a gauge reading (a rate, higher is faster: `RoundWatch`'s
+    `gauge`, e.g. bench.py's FMA peak) more than `slack` slower than `best` (by default
+    the upper quartile of `values`), reading i taken before round i as in `slow_rounds`."""
+    if len(values) < 2:
+        return set()
+    best = sorted(values, reverse=True)[(len(values) - 1) // 4] if best is None else best
+    slow = {i for i, v in enumerate(values) if v * (1.0 + slack) < best}
+    return {i for i in range(len(values) - 1) if i in slow or i + 1 in slow}
+
+
+@dataclass
+class Verdict:
+    """Which rounds of one measurement count (`RoundWatch.verdict`)."""
+
+    kept: list[int]
+    slow: set[int]
+    """Every round in a slow episode (probe, gauge or others' CPU time)."""
+    busy: set[int]
+    """The rounds others' CPU time marked."""
+    gauge: float
+    """The gauge's median over the readings next to kept rounds (nan without one)."""
+    text: str
+    """One line for the benchmark's output."""
+
+
+class RoundWatch:
+    """The machine probe around a benchmark's interleaved rounds, for every benchmark
+    that times rounds (bench.py's `_rounds`, so bench.py, bench_models.py and
+    onnx_bench.py): a probe reading (`EpisodeProbe`, one and two threads) and a
+    `gauge` reading (a rate, e.g. bench.py's measured FMA peak) before the first round
+    and after each, and the CPU time others took during each round (`MachineCounters`).
+
+    One watch serves a whole run: `start()` begins the readings of one measurement
+    (a case, a network), `next()` ends a round, and `verdict()` judges that
+    measurement's rounds against the whole run's typical readings so far
+    (`verdict(final=True)` at the end of a run: against all of them), since a slow
+    episode lasts minutes and would make every round of a case look alike."""
+
+    def __init__(
+        self,
+        probe: EpisodeProbe | None = None,
+        gauge=None,
+        slack: float = DEFAULT_SLACK,
+        others_limit: float = OTHERS_LIMIT,
+    ):
+        self.probe = probe
+        self.gauge = gauge
+        self.slack = slack
+        self.others_limit = others_limit
+        self.all_readings: list[ProbeReading] = []
+        self.all_gauges: list[float] = []
+        self.series: list[tuple[list[ProbeReading], list[float], list[float]]] = []
+        self._counters: MachineCounters | None = None
+
+    def _read(self) -> None:
+        readings, gauges, _ = self.series[-1]
+        if self.probe is not None:
+            readings.append(self.probe.measure())
+            self.all_readings.append(readings[-1])
+        if self.gauge is not None:
+            gauges.append(float(self.gauge()))
+            self.all_gauges.append(gauges[-1])
+        self._counters = MachineCounters.read()
+
+    def start(self) -> None:
+        """Begin a measurement: the reading before its first round."""
+        self.series.append(([], [], []))
+        self._read()
+
+    def next(self) -> None:
+        """End a round: others' CPU time during it, and the reading after it."""
+        assert self._counters is not None, "RoundWatch.next() before start()"
+        self.series[-1][2].append(MachineCounters.read().others_since(self._counters))
+        self._read()
+
+    def verdict(self, index: int = -1, final: bool = False) -> Verdict:
+        """Which rounds of measurement `index` (default: the last) count. Against the
+        run's readings so far, or (`final`) against all of the run's."""
+        readings, gauges, others = self.series[index]
+        rounds = len(others)
+        pool = self.all_readings if final else self.all_readings[: self._upto(index)[0]]
+        gpool = self.all_gauges if final else self.all_gauges[: self._upto(index)[1]]
+        reference = typical(pool) if pool else None
+        best = sorted(gpool, reverse=True)[(len(gpool) - 1) // 4] if gpool else None
+        busy = busy_rounds(others, self.others_limit)
+        slow = set(busy)
+        if readings:
+            slow |= slow_rounds(readings, self.slack, reference)
+        slow_gauge = slow_gauges(gauges, self.slack, best) if gauges else set()
+        slow |= slow_gauge
+        kept = kept_rounds(rounds, slow)
+        near = sorted({j for i in kept for j in (i, i + 1) if j < len(gauges)})
+        gauge = statistics.median(gauges[j] for j in near) if near else float("nan")
+        if readings:
+            text = describe(readings, slow, kept, rounds, busy, reference)
+        else:
+            text = f"{len(slow)} of {rounds} rounds in slow episodes"
+            if len(kept) == rounds and slow:
+                text += ", too many to leave out: medians over all rounds (unreliable)"
+        if gauges:
+            text += f"; gauge slow next to {len(slow_gauge)} rounds"
+        return Verdict(kept=kept, slow=slow, busy=busy, gauge=gauge, text=text)
+
+    def _upto(self, index: int) -> tuple[int, int]:
+        """How many of the run's probe and gauge readings were taken up to the end of
+        measurement `index`."""
+        index = index % len(self.series)
+        upto = self.series[: index + 1]
+        return sum(len(r) for r, _, _ in upto), sum(len(g) for _, g, _ in upto)

@@ -89,3 +89,26 @@ def test_bench_models_cpu_clock_is_for_one_thread_only():
     )  # fmt: skip
     assert out.returncode == 2
     assert "--clock cpu times one thread" in out.stderr
+
+
+def test_the_peak_kernel_keeps_its_accumulators_in_registers():
+    """The FMA peak kernel (bench.py's `PeakProbe`) for AVX-512 and AVX2: every
+    accumulator an FMA on a register, no stack traffic, no register shuffles."""
+    import re
+
+    sys.path.insert(0, str(BENCH.parent))
+    try:
+        import bench
+    finally:
+        sys.path.remove(str(BENCH.parent))
+    from lamina.backends.codegen import emit_assembly
+
+    for target, regs in (("cpu{isa=avx512}", 32), ("cpu{isa=avx2}", 16)):
+        rows, vectors = bench.PEAK_CHAINS[regs]
+        assert rows * vectors + 2 <= regs
+        module, flops = bench._peak_module(target)
+        asm = emit_assembly(module)
+        fmas = len(re.findall(r"vfmadd\w+\s", asm))
+        assert fmas and fmas % (rows * vectors) == 0, target  # the loop may be unrolled
+        assert "(%rsp)" not in asm, target
+        assert not re.search(r"vmovaps\s+%[yz]mm\d+, %[yz]mm\d+", asm), target

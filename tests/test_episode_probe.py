@@ -113,3 +113,31 @@ def test_bench_models_leaves_slow_rounds_out_and_says_so():
     assert row["probe_slow_rounds"] == 3 and row["probe_kept_rounds"] == 3
     assert "3 of 6 rounds in slow episodes (1 with others' CPU time" in row["probe"]
     assert bench_models._probe_rounds({}, [], others, args) == list(range(6))
+
+
+def test_round_watch_judges_a_case_against_the_whole_run(monkeypatch):
+    """`RoundWatch` (bench.py, onnx_bench.py): a case measured wholly inside a slow
+    episode looks uniform by itself; against the run's readings it is slow. Its gauge
+    (a rate: the FMA peak) marks rounds next to a slow reading, and reports the median of
+    the readings next to the kept rounds."""
+    probe_times = iter([1.0] * 4 + [1.6] * 4 + [1.0] * 4)
+    gauges = iter([170.0] * 4 + [100.0] * 4 + [170.0, 170.0, 90.0, 170.0])
+
+    class Probe:
+        def measure(self):
+            t = next(probe_times) * MS
+            return ProbeReading(one=t, two=t)
+
+    zero = episode_probe.MachineCounters(busy=0.0, steal=0.0, own=0.0, wall=0.0)
+    monkeypatch.setattr(episode_probe.MachineCounters, "read", staticmethod(lambda: zero))
+    watch = episode_probe.RoundWatch(Probe(), gauge=lambda: next(gauges))
+    for _case in range(3):
+        watch.start()
+        for _ in range(3):
+            watch.next()
+    first, second, third = (watch.verdict(i, final=True) for i in range(3))
+    assert first.slow == set() and first.gauge == 170.0
+    assert second.slow == {0, 1, 2} and len(second.kept) == 3  # too few left: all kept
+    assert "unreliable" in second.text
+    assert third.slow == {1, 2} and third.kept == [0, 1, 2]  # one left: all kept
+    assert episode_probe.slow_gauges([170.0, 170.0, 90.0, 170.0], 0.2) == {1, 2}
