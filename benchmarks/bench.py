@@ -130,6 +130,7 @@ def _rounds(
     settle: float = 0.0,
     clock: Callable[[], float] = time.perf_counter,
     watch: episode_probe.RoundWatch | None = None,
+    threads: int = 0,
 ) -> list[list[float]]:
     """Seconds per call of each function, measured in interleaved rounds (A, B, A, B, ...),
     so that a noisy neighbour slows every peer alike. `clock` is wall time by default
@@ -142,12 +143,13 @@ def _rounds(
     peer's second thread needs (Lamina's libgomp team waits passively).
 
     `watch` (episode_probe.RoundWatch) takes its readings before the first round and
-    after each: `watch.verdict()` then says which rounds were in slow episodes."""
+    after each: `watch.verdict()` then says which rounds were in slow episodes (of a
+    measurement on `threads` threads, 0: all cores)."""
     for fn in fns:
         fn()  # warm up
     times: list[list[float]] = [[] for _ in fns]
     if watch is not None:
-        watch.start()
+        watch.start(threads)
     for _ in range(rounds):
         for fn, out in zip(fns, times, strict=True):
             if settle:
@@ -318,6 +320,47 @@ def module_shape(module) -> tuple[int, int]:
     text = str(module)
     rows, lanes = re.search(r"memref<(\d+)x(\d+)xf32>", text).groups()  # pyright: ignore
     return int(rows), int(lanes)
+
+
+class PeakGauge:
+    """The FMA peaks a benchmark compares against: the target's, read between rounds
+    (`probe.gflops`, a `RoundWatch` gauge), and each peer's instruction set's peak as a
+    multiple of it (`scale`, measured once at the start: the ratio of two FMA rates stays
+    in a slow episode, the rates do not).
+
+    `peers` maps a peer's name to the target whose instruction set it runs: NumPy's
+    OpenBLAS runs AVX2 kernels when pinned to Haswell (`--peers avx2`), onnxruntime's
+    MLAS always the host's best (AVX-512 here: docs/performance.md, "Instruction set")."""
+
+    def __init__(self, target: str, peers: dict[str, str]):
+        self.target = target
+        self.probe = PeakProbe(target)
+        probes = {t: PeakProbe(t) for t in set(peers.values())}
+        start = {t: max(p.gflops() for _ in range(7)) for t, p in probes.items()}
+        self.start = max(self.probe.gflops() for _ in range(7))
+        self.scale = {name: start[t] / self.start for name, t in peers.items()}
+        self.peers = peers
+        self._start_peers = start
+
+    def describe(self) -> str:
+        """What was measured at the start, for the benchmark's header."""
+        others = ", ".join(
+            f"{name} {_isa_bits(t)}-bit {self._start_peers[t]:.0f}"
+            for name, t in self.peers.items()
+        )
+        return (
+            f"measured f32 peak per core {self.start:.0f} GFLOP/s at the start "
+            f"({_isa_bits(self.target)}-bit; {others}), then between rounds"
+        )
+
+
+def peer_targets(numpy_core: str | None = None) -> dict[str, str]:
+    """The target of each peer's instruction set (`PeakGauge`): onnxruntime the host's,
+    NumPy AVX2 when its OpenBLAS runs the Haswell kernels (`numpy_core`)."""
+    out = {"onnxruntime": "cpu"}
+    if numpy_core is not None:
+        out["numpy"] = "cpu{isa=avx2}" if numpy_core == "Haswell" else "cpu"
+    return out
 
 
 def measured_peak_gflops(threads: int = 1, target: str = "cpu") -> float:
@@ -502,26 +545,15 @@ def main() -> int:
     if args.quick:
         thread_counts = thread_counts[:1]
     core = numpy_blas_core()
-    peak_probe = PeakProbe(target)
-    # the peers' instruction sets: NumPy's by its OpenBLAS kernels, onnxruntime's the host's
-    host = "cpu"
-    numpy_target = "cpu{isa=avx2}" if core == "Haswell" else host
-    peer_probes = {t: PeakProbe(t) for t in {host, numpy_target}}
-    start_peaks = {t: max(p.gflops() for _ in range(7)) for t, p in peer_probes.items()}
-    peak = max(peak_probe.gflops() for _ in range(7))
-    # each peer ISA's peak against the target's, measured at the start (the ratio of two
-    # FMA rates does not change in a slow episode; the rates do)
-    peer_scale = {t: v / peak for t, v in start_peaks.items()}
+    gauge = PeakGauge(target, peer_targets(core))
+    peak = gauge.start
     print(
         f"target {target}; numpy {np.__version__} (OpenBLAS {core} kernels); median of "
-        f"{rounds} interleaved rounds [min-max]; measured f32 peak per core {peak:.0f} GFLOP/s "
-        f"at the start ({_isa_bits(target)}-bit; "
-        + ", ".join(f"{_isa_bits(t)}-bit {v:.0f}" for t, v in start_peaks.items())
-        + "), then between rounds"
+        f"{rounds} interleaved rounds [min-max]; {gauge.describe()}"
     )
     watch = episode_probe.RoundWatch(
         episode_probe.EpisodeProbe() if args.probe else None,
-        gauge=peak_probe.gflops if args.probe else None,
+        gauge=gauge.probe.gflops if args.probe else None,
         slack=args.probe_slack,
     )
     header = (
@@ -563,6 +595,7 @@ def main() -> int:
                 rounds,
                 args.settle if threads > 1 else 0.0,
                 watch=watch if args.probe else None,
+                threads=threads,
             )
             verdict = watch.verdict() if args.probe else None
             info = {
@@ -573,7 +606,7 @@ def main() -> int:
                 "max_rel_err": err,
                 "numpy_core": core,
             }
-            scales = (peer_scale[numpy_target], peer_scale[host])
+            scales = (gauge.scale["numpy"], gauge.scale["onnxruntime"])
             row = _row(case, info, times, verdict, peak, scales)
             measured.append((case, info, times, len(watch.series) - 1 if args.probe else None))
             rows.append(row)

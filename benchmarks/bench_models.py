@@ -171,26 +171,51 @@ def bench_model(name: str, args: argparse.Namespace) -> list[dict]:
         if args.alternate != "none":
             before = _alternate(args.alternate, threads, model, x)
             fns = [_after(before, fn, CLOCKS[args.clock]) for fn in fns]
-        lam, ort_t = bench._rounds(fns, args.rounds, clock=CLOCKS[args.clock])
-        if args.alternate != "none":
-            lam, ort_t = [f.timed for f in fns]  # pyright: ignore[reportAttributeAccessIssue]
+        watch = args.watch
+        lam, ort_t = bench._rounds(
+            fns, args.rounds, clock=CLOCKS[args.clock], watch=watch, threads=threads
+        )
+        if args.alternate != "none":  # the calls' own times, less the warm-up call
+            lam, ort_t = [f.timed[1:] for f in fns]  # pyright: ignore[reportAttributeAccessIssue]
+        verdict = watch.verdict() if watch is not None else None
+        kept = verdict.kept if verdict is not None else list(range(len(lam)))
         row = {
             "model": name,
             "target": args.target or "host",
             "threads": threads,
             "compile_s": round(compile_s, 2),
-            "lamina_ms": round(1e3 * float(np.median(lam)), 3),
-            "onnxruntime_ms": round(1e3 * float(np.median(ort_t)), 3),
+            "lamina_ms": round(1e3 * float(np.median([lam[i] for i in kept])), 3),
+            "onnxruntime_ms": round(1e3 * float(np.median([ort_t[i] for i in kept])), 3),
             "error": f"{error:.1e}",
         }
         row["ratio"] = round(row["lamina_ms"] / row["onnxruntime_ms"], 2)
+        extra = ""
+        if verdict is not None:
+            peak = verdict.gauge if verdict.gauge == verdict.gauge else args.gauge.start
+            scale = args.gauge.scale["onnxruntime"]
+            gflop = peers.onnx_flops(model) / 1e9
+            row["gflop"] = round(gflop, 3)
+            row["peak_gflops"] = round(peak, 1)
+            row["lamina_pct_peak"] = round(100 * gflop / (row["lamina_ms"] * 1e-3) / (peak * threads), 1)  # fmt: skip
+            row["ort_pct_peak"] = round(100 * gflop / (row["onnxruntime_ms"] * 1e-3) / (peak * scale * threads), 1)  # fmt: skip
+            row["per_peak_ratio"] = round(row["ratio"] / scale, 2)
+            row["slow_rounds"] = len(verdict.slow)
+            row["kept_rounds"] = len(verdict.kept)
+            extra = f"  % peak {row['lamina_pct_peak']:.0f}/{row['ort_pct_peak']:.0f}"
+            if abs(scale - 1.0) > 0.1:  # the peers' FMA peaks differ (an AVX2 build)
+                extra += f" (ratio per peak {row['per_peak_ratio']:.2f})"
+            extra += f"  slow {len(verdict.slow)}/{len(lam)}"
+            if verdict.slow and len(verdict.kept) == len(lam):
+                extra += "!"
         rows.append(row)
         print(
             f"{name:20s} {threads}t  compile {compile_s:6.2f} s  lamina {row['lamina_ms']:8.2f} ms"
-            f"  onnxruntime {row['onnxruntime_ms']:8.2f} ms  ratio {row['ratio']:.2f}"
+            f"  onnxruntime {row['onnxruntime_ms']:8.2f} ms  ratio {row['ratio']:.2f}{extra}"
             f"  error {error:.1e}{'  (> 1e-4!)' if error > 1e-4 else ''}",
             flush=True,
         )
+        if verdict is not None and verdict.slow:
+            print(f"{'':20s} {verdict.text}", flush=True)
     if args.profile:
         for kind, ms in sorted(ort_profile(model.SerializeToString(), x, 5).items(),
                                key=lambda kv: -kv[1]):  # fmt: skip
@@ -805,9 +830,9 @@ def main(argv: list[str] | None = None) -> int:
         "--probe",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="with --scaling: time a fixed calibration workload on one and two threads "
-        "between rounds and leave rounds in the machine's slow episodes out of the medians "
-        "(reported, with the speed-up over all rounds; benchmarks/episode_probe.py)",
+        help="time a fixed calibration workload on one and two threads (and, without "
+        "--scaling, the FMA peak) between rounds and leave rounds in the machine's slow "
+        "episodes out of the medians (reported; benchmarks/episode_probe.py)",
     )
     parser.add_argument(
         "--probe-slack",
@@ -829,6 +854,14 @@ def main(argv: list[str] | None = None) -> int:
         default="wall",
         help="cpu: time each call by the calling thread's CPU time (one thread only), "
         "which leaves out the time a busy machine's other processes hold the core",
+    )
+    parser.add_argument(
+        "--peers",
+        choices=("native", "avx2"),
+        default="native",
+        help="avx2: NumPy's OpenBLAS on its AVX2 (Haswell) kernels (--alternate numpy; "
+        "re-executes with OPENBLAS_CORETYPE=Haswell); onnxruntime cannot be restricted to "
+        "AVX2: each row gives both peers' %% of their own instruction set's FMA peak",
     )
     parser.add_argument("--export-dir", default=str(Path.home() / ".cache" / "lamina-bench"))
     parser.add_argument("--csv", help="write the rows as CSV")
@@ -859,8 +892,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--solo-lost needs --scaling")
     if args.call_team or args.close_sleep or args.solo_below or args.solo_lost:
         os.environ["LAMINA_CALL_TEAM"] = "1"  # installed when native code is first set up
+    bench.ensure_peer_environment(args.peers)
     if args.scaling:
         return _main_scaling(names, args)
+    args.watch = args.gauge = None
+    if args.probe:
+        args.gauge = bench.PeakGauge(args.target or "cpu", bench.peer_targets())
+        args.watch = episode_probe.RoundWatch(
+            episode_probe.EpisodeProbe(), args.gauge.probe.gflops, args.probe_slack
+        )
+        print(f"OpenBLAS {bench.numpy_blas_core()} kernels; {args.gauge.describe()}; Lamina "
+              "and onnxruntime's % of their own instruction set's peak", flush=True)  # fmt: skip
     rows: list[dict] = []
     for name in names:
         try:

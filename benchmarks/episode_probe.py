@@ -264,6 +264,7 @@ def describe(
     rounds: int,
     busy: set[int],
     reference: float | None = None,
+    limit: float = OTHERS_LIMIT,
 ) -> str:
     """One line for the benchmark's output: what the probe saw and which rounds count
     (`slow`: all rounds in slow episodes, `busy`: those of them others' CPU time marked;
@@ -275,7 +276,7 @@ def describe(
         f"probe: two threads x{statistics.median(spans):.2f} of one (worst "
         f"x{max(spans):.2f}), one thread worst x{max(ones):.2f}; "
         f"{len(slow)} of {rounds} rounds in slow episodes ({len(busy)} with others' CPU "
-        f"time above {OTHERS_LIMIT:.0%} of a core)"
+        f"time above {limit:.0%} of a core)"
     )
     if len(kept) == rounds and slow:
         return text + ", too many to leave out: medians over all rounds (unreliable)"
@@ -338,6 +339,7 @@ class RoundWatch:
         self.all_gauges: list[float] = []
         self.series: list[tuple[list[ProbeReading], list[float], list[float]]] = []
         self._counters: MachineCounters | None = None
+        self.limits: list[float] = []
 
     def _read(self) -> None:
         readings, gauges, _ = self.series[-1]
@@ -349,9 +351,16 @@ class RoundWatch:
             self.all_gauges.append(gauges[-1])
         self._counters = MachineCounters.read()
 
-    def start(self) -> None:
-        """Begin a measurement: the reading before its first round."""
+    def start(self, threads: int = 0) -> None:
+        """Begin a measurement of `threads` threads (0: all cores): the reading before
+        its first round. Others' CPU time marks its rounds when it took more than
+        `others_limit` of the cores the measurement leaves free plus one: a one-thread
+        case on two cores is not slowed by a build on the other core (its own caches,
+        and the lock's real-time priority wins its core back)."""
         self.series.append(([], [], []))
+        cores = os.cpu_count() or 1
+        free = max(0, cores - threads) if threads else 0
+        self.limits.append(self.others_limit + free)
         self._read()
 
     def next(self) -> None:
@@ -369,7 +378,7 @@ class RoundWatch:
         gpool = self.all_gauges if final else self.all_gauges[: self._upto(index)[1]]
         reference = typical(pool) if pool else None
         best = sorted(gpool, reverse=True)[(len(gpool) - 1) // 4] if gpool else None
-        busy = busy_rounds(others, self.others_limit)
+        busy = busy_rounds(others, self.limits[index])
         slow = set(busy)
         if readings:
             slow |= slow_rounds(readings, self.slack, reference)
@@ -379,7 +388,7 @@ class RoundWatch:
         near = sorted({j for i in kept for j in (i, i + 1) if j < len(gauges)})
         gauge = statistics.median(gauges[j] for j in near) if near else float("nan")
         if readings:
-            text = describe(readings, slow, kept, rounds, busy, reference)
+            text = describe(readings, slow, kept, rounds, busy, reference, self.limits[index])
         else:
             text = f"{len(slow)} of {rounds} rounds in slow episodes"
             if len(kept) == rounds and slow:

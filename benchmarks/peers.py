@@ -209,6 +209,41 @@ def ort_session(model: bytes, threads: int):
     return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
 
+def onnx_flops(model) -> float:
+    """Multiply-add flops (2 per multiply-add) of an ONNX model's Conv, ConvTranspose-free
+    Gemm and MatMul nodes, from ONNX shape inference (batch as exported): the work an FMA
+    peak bounds. Elementwise ops, pools and softmax are left out (a few per cent of a
+    CNN's flops)."""
+    import onnx
+
+    inferred = onnx.shape_inference.infer_shapes(model)
+    graph = inferred.graph
+    shapes: dict[str, list[int]] = {}
+    for info in [*graph.input, *graph.value_info, *graph.output]:
+        dims = info.type.tensor_type.shape.dim
+        shapes[info.name] = [d.dim_value for d in dims]
+    for init in graph.initializer:
+        shapes[init.name] = list(init.dims)
+    total = 0.0
+    for node in graph.node:
+        out = shapes.get(node.output[0]) if node.output else None
+        if not out or not all(out):
+            continue
+        if node.op_type == "Conv":
+            w = shapes.get(node.input[1])
+            if w and all(w):
+                total += 2.0 * float(np.prod(out)) * float(np.prod(w[1:]))
+        elif node.op_type in ("Gemm", "MatMul"):
+            a = shapes.get(node.input[0])
+            if a and all(a):
+                transposed = node.op_type == "Gemm" and any(
+                    att.name == "transA" and att.i for att in node.attribute
+                )
+                k = a[-2] if transposed else a[-1]
+                total += 2.0 * float(np.prod(out)) * k
+    return total
+
+
 # ---------------------------------------------------------------------------
 # convolutions: conv + bias + relu layers, and a small ResNet-style CNN
 # ---------------------------------------------------------------------------
