@@ -175,8 +175,9 @@ def bench_model(name: str, args: argparse.Namespace) -> list[dict]:
         lam, ort_t = bench._rounds(
             fns, args.rounds, clock=CLOCKS[args.clock], watch=watch, threads=threads
         )
-        if args.alternate != "none":  # the calls' own times, less the warm-up call
-            lam, ort_t = [f.timed[1:] for f in fns]  # pyright: ignore[reportAttributeAccessIssue]
+        if args.alternate != "none":  # the calls' own times, less the warm-up calls
+            every = 2 if watch is not None else 1  # a warm-up call after each probe
+            lam, ort_t = [f.timed[1::every] for f in fns]  # pyright: ignore[reportAttributeAccessIssue]
         verdict = watch.verdict() if watch is not None else None
         kept = verdict.kept if verdict is not None else list(range(len(lam)))
         row = {
@@ -899,7 +900,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.probe:
         args.gauge = bench.PeakGauge(args.target or "cpu", bench.peer_targets())
         args.watch = episode_probe.RoundWatch(
-            episode_probe.EpisodeProbe(), args.gauge.probe.gflops, args.probe_slack
+            episode_probe.EpisodeProbe(),
+            args.gauge.probe.gflops,
+            args.probe_slack,
+            memory=episode_probe.MemoryProbe().gbps,
         )
         print(f"OpenBLAS {bench.numpy_blas_core()} kernels; {args.gauge.describe()}; Lamina "
               "and onnxruntime's % of their own instruction set's peak", flush=True)  # fmt: skip

@@ -139,7 +139,11 @@ def main(argv: list[str] | None = None) -> int:
     watch = gauge = None
     if args.probe:
         gauge = bench_kernels.PeakGauge(target, bench_kernels.peer_targets())
-        watch = episode_probe.RoundWatch(episode_probe.EpisodeProbe(), gauge.probe.gflops)
+        watch = episode_probe.RoundWatch(
+            episode_probe.EpisodeProbe(),
+            gauge.probe.gflops,
+            memory=episode_probe.MemoryProbe().gbps,
+        )
         print(f"{gauge.describe()}; % peak: of each one's own instruction set's")
     print(f"{'model':<12} {'import s':>9} {'compile s':>10} {'lamina ms':>10} {'ort ms':>8} "
           f"{'ratio':>7} {'rel err':>9}" + ("  %peak ort%pk  slow" if args.probe else ""))  # fmt: skip
