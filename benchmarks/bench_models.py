@@ -295,6 +295,14 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
     if args.solo_lost:
         other = "shared" if default_lost else "lost"
         modes += [(f"{t}t_team{other}", t, (True, default_spin, default_sleep, default_solo, not default_lost)) for t in args.threads if t > 1]  # fmt: skip
+    default_ends = call_team.two_ended()
+    ends_of: dict[str, bool] = {}  # modes with the other chunk order (--two-ended)
+    if args.two_ended:
+        other = "front" if default_ends else "ends"
+        for t in args.threads:
+            if t > 1:
+                modes.append((f"{t}t_team{other}", t, plain))
+                ends_of[f"{t}t_team{other}"] = not default_ends
     times: dict[str, list[float]] = {label: [] for label, _, _ in modes}
     switches: dict[str, list[float]] = {label: [0, 0.0] for label, _, _ in modes}
     team: dict[str, dict[str, int]] = {label: {} for label, _, _ in modes}
@@ -314,6 +322,7 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
             call_team.set_close_sleep(sleep)
             call_team.set_solo_below(solo)
             call_team.set_solo_lost(lost)
+            call_team.set_two_ended(ends_of.get(label, default_ends))
             if before[threads] is not None:
                 peer_start = time.perf_counter()
                 before[threads]()  # pyright: ignore[reportOptionalCall]
@@ -344,6 +353,7 @@ def bench_scaling(name: str, args: argparse.Namespace) -> dict:
     call_team.set_close_sleep(default_sleep)
     call_team.set_solo_below(default_solo)
     call_team.set_solo_lost(default_lost)
+    call_team.set_two_ended(default_ends)
     row: dict = {"model": name, "alternate": args.alternate}
     kept = _probe_rounds(row, readings, others, args)
     for label, _, _ in modes:
@@ -821,6 +831,14 @@ def main(argv: list[str] | None = None) -> int:
         "shared call that lost more at its closes than the worker saved)",
     )
     parser.add_argument(
+        "--two-ended",
+        action="store_true",
+        help="with --scaling: also time every count above one with the call team's other "
+        "chunk order (`_teamends`: the caller takes chunks from the front of a region, the "
+        "workers from the back; or `_teamfront`: one shared counter; "
+        "call_team.set_two_ended)",
+    )
+    parser.add_argument(
         "--thread-cpu",
         action="store_true",
         help="with --scaling: print each mode's CPU time per call of the calling thread, the "
@@ -891,7 +909,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--solo-below needs --scaling")
     if args.solo_lost and not args.scaling:
         parser.error("--solo-lost needs --scaling")
-    if args.call_team or args.close_sleep or args.solo_below or args.solo_lost:
+    if args.two_ended and not args.scaling:
+        parser.error("--two-ended needs --scaling")
+    if args.call_team or args.close_sleep or args.solo_below or args.solo_lost or args.two_ended:
         os.environ["LAMINA_CALL_TEAM"] = "1"  # installed when native code is first set up
     bench.ensure_peer_environment(args.peers)
     if args.scaling:

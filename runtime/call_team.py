@@ -128,6 +128,29 @@ taking 1.2x as long per chunk (one sharing its core, or reading data the caller'
 cache holds): the last chunks of the trampolines' four per thread leave the caller
 waiting for most of one."""
 
+DEFAULT_TWO_ENDED = False
+"""Whether the caller takes each region's chunks from the front of its iterations and
+the workers from the back (`set_two_ended`) where `two_ended_default` does not decide
+(the call team's IR default, before `install`)."""
+
+ENDS_ENV = "LAMINA_TEAM_ENDS"
+"""Environment variable: `1` the caller and the workers take chunks from the two ends of
+each region, `0` all from one counter; unset: `two_ended_default` for the host CPU."""
+
+
+def two_ended_default(cpu_name: str, features) -> bool:
+    """Two-ended chunks by default on AVX-512 CPUs other than AMD's (`znver*`): there
+    each thread then mostly reads what it wrote itself in a chain of kernels over the
+    same rows. On the 2-vCPU Xeon VM (emeraldrapids) a cache line written by one vCPU
+    took about 330 ns to reach the other (a ping-pong of two pinned threads), two
+    threads spent 1.5x one thread's CPU time on ShuffleNetV2's work, and two-ended
+    chunks raised every network's two-thread speed-up (same-run A/B, six networks,
+    7 rounds: geomean 1.61 -> 1.70, ShuffleNetV2 1.25 -> 1.38, MobileNetV3-Large
+    1.57 -> 1.69, MobileNetV2 1.66 -> 1.77; docs/performance.md, "Two-ended chunks").
+    Not measured on Zen 4 or AVX2-only CPUs, which keep one shared counter."""
+    return "avx512f" in features and not cpu_name.startswith("znver")
+
+
 TAPER_LEAST = 4
 """Tapered chunks are no smaller than the trampoline's chunk / this: each chunk is a
 take from the region's shared counter and a call of the loop body."""
@@ -219,6 +242,7 @@ RUNTIME_IR = f"""
 @team_work_ticks = global i64 0, align 8
 @team_posted_at = internal global i64 0, align 64
 @team_taper = global i32 1, align 64
+@team_ends = global i32 {int(DEFAULT_TWO_ENDED)}, align 64
 @team_caller_chunks = global i64 0, align 64
 @team_worker_chunks = global i64 0, align 64
 @team_close_sleep = global i32 {int(DEFAULT_CLOSE_SLEEP)}, align 64
@@ -693,6 +717,15 @@ team:
 ; iterations are independent, so the chunks' bounds do not change the results.
 define internal i8 @team_take(i64 %chunk, i64 %end, ptr %lo, ptr %hi) {{
 entry:
+  %ends = load atomic i32, ptr @team_ends monotonic, align 4
+  %two = icmp ne i32 %ends, 0
+  %fits = icmp slt i64 %end, 2147483648
+  %use = and i1 %two, %fits
+  br i1 %use, label %both, label %counter
+both:
+  %r = call i8 @team_take_ends(i64 %chunk, i64 %end, ptr %lo, ptr %hi)
+  ret i8 %r
+counter:
   %taper = load atomic i32, ptr @team_taper monotonic, align 4
   %tapered = icmp ne i32 %taper, 0
   br i1 %tapered, label %first, label %plain
@@ -736,6 +769,64 @@ lost:
 took:
   store i64 %cur, ptr %lo, align 8
   store i64 %next, ptr %hi, align 8
+  ret i8 1
+none:
+  ret i8 0
+}}
+
+; With `team_ends` on: the caller takes its chunks from the front of the region's
+; iterations, the workers from the back, until they meet (`set_two_ended`). team_next
+; then holds both counts, the front's in its low 32 bits and the back's in its high 32
+; bits (regions of 2^31 iterations or more use the shared counter), updated together by
+; one compare-and-swap, so every iteration is taken once; with `team_taper` the chunks
+; shrink as in team_take.
+define internal i8 @team_take_ends(i64 %chunk, i64 %end, ptr %lo, ptr %hi) {{
+entry:
+  %owner = load atomic i64, ptr @team_owner monotonic, align 8
+  %self = call i64 @pthread_self()
+  %worker = icmp ne i64 %owner, %self
+  %taper = load atomic i32, ptr @team_taper monotonic, align 4
+  %tapered = icmp ne i32 %taper, 0
+  %size = load atomic i32, ptr @team_size monotonic, align 4
+  %size64 = sext i32 %size to i64
+  %parts = mul i64 %size64, {TAPER_PARTS}
+  %least0 = add i64 %chunk, {TAPER_LEAST - 1}
+  %least = udiv i64 %least0, {TAPER_LEAST}
+  %cur0 = load atomic i64, ptr @team_next monotonic, align 8
+  br label %again
+again:
+  %cur = phi i64 [ %cur0, %entry ], [ %seen, %lost ]
+  %f = and i64 %cur, 4294967295
+  %b = lshr i64 %cur, 32
+  %taken = add i64 %f, %b
+  %rem = sub i64 %end, %taken
+  %left = icmp sgt i64 %rem, 0
+  br i1 %left, label %share, label %none
+share:
+  %rem1 = add i64 %rem, %parts
+  %rem2 = sub i64 %rem1, 1
+  %even = udiv i64 %rem2, %parts
+  %even1 = call i64 @llvm.smax.i64(i64 %even, i64 %least)
+  %cap = select i1 %tapered, i64 %even1, i64 %chunk
+  %q0 = call i64 @llvm.smin.i64(i64 %chunk, i64 %cap)
+  %q = call i64 @llvm.smin.i64(i64 %q0, i64 %rem)
+  %qb = shl i64 %q, 32
+  %step = select i1 %worker, i64 %qb, i64 %q
+  %next = add i64 %cur, %step
+  %pair = cmpxchg ptr @team_next, i64 %cur, i64 %next monotonic monotonic
+  %won = extractvalue {{ i64, i1 }} %pair, 1
+  %seen = extractvalue {{ i64, i1 }} %pair, 0
+  br i1 %won, label %took, label %lost
+lost:
+  br label %again
+took:
+  %back_hi = sub i64 %end, %b
+  %back_lo = sub i64 %back_hi, %q
+  %front_hi = add i64 %f, %q
+  %l = select i1 %worker, i64 %back_lo, i64 %f
+  %h = select i1 %worker, i64 %back_hi, i64 %front_hi
+  store i64 %l, ptr %lo, align 8
+  store i64 %h, ptr %hi, align 8
   ret i8 1
 none:
   ret i8 0
@@ -859,6 +950,7 @@ def install(gomp: ctypes.CDLL, llvm) -> bool:
             "team_spin",
             "team_on",
             "team_taper",
+            "team_ends",
             "team_close_sleep",
             "team_solo_below",
             "team_solo_lost",
@@ -869,6 +961,13 @@ def install(gomp: ctypes.CDLL, llvm) -> bool:
             address = ctypes.cast(getattr(gomp, symbol), ctypes.c_void_p).value
             ctypes.c_void_p.from_address(engine.get_global_value_address(real)).value = address
         ctypes.c_int64.from_address(_globals["team_spin"]).value = _spin_from_env()
+        ends = os.environ.get(ENDS_ENV, "").strip().lower()
+        if ends in ("0", "1", "on", "off", "true", "false", "yes", "no"):
+            two = ends in ("1", "on", "true", "yes")
+        else:
+            host = {k for k, v in llvm.get_host_cpu_features().items() if v}
+            two = two_ended_default(llvm.get_host_cpu_name(), host)
+        ctypes.c_int32.from_address(_globals["team_ends"]).value = int(two)
         for symbol, (_, ours) in INTERPOSED.items():
             llvm.add_symbol(symbol, engine.get_function_address(ours))
         forked = ctypes.CFUNCTYPE(None)(engine.get_function_address("lamina_team_forked"))
@@ -991,6 +1090,19 @@ def set_taper(on: bool) -> None:
     _set("team_taper", int(on))
 
 
+def set_two_ended(on: bool) -> None:
+    """Let the caller take a region's chunks from the front and the workers from the back
+    (`DEFAULT_TWO_ENDED`), or every thread the next chunk of one counter."""
+    _set("team_ends", int(on))
+
+
+def two_ended() -> bool:
+    """Whether the caller and the workers take chunks from the two ends of a region."""
+    if _engine is None:
+        return DEFAULT_TWO_ENDED
+    return bool(ctypes.c_int32.from_address(_globals["team_ends"]).value)
+
+
 def set_close_sleep(on: bool) -> None:
     """Let a caller that waited `spin()` pauses at a region's close for a worker's last
     chunk sleep until the worker leaves (`DEFAULT_CLOSE_SLEEP`), or keep it yielding."""
@@ -1032,6 +1144,7 @@ def call(address: int, words: list[int]) -> bool:
 
 __all__ = [
     "DEFAULT_ON",
+    "ENDS_ENV",
     "ENV",
     "SPIN_ENV",
     "call",
@@ -1044,8 +1157,11 @@ __all__ = [
     "set_solo_lost",
     "set_spin",
     "set_taper",
+    "set_two_ended",
     "spin",
+    "two_ended",
     "stats",
     "tick_rate",
+    "two_ended_default",
     "worker_tids",
 ]

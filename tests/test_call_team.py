@@ -383,3 +383,81 @@ def test_calls_run_alone_after_a_call_that_lost_at_its_closes():
     calls = 12 * call_team.SOLO_PROBE
     assert out["default"] is False and out["same"] and out["calls"] == calls
     assert out["solo"] <= calls - 12
+
+
+ENDS = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import lamina
+    from lamina.backends import codegen
+    from lamina.runtime import call_team
+
+    out = {"default": None, "same": True, "worker": {}}
+    for path in sys.argv[1:]:
+        exe = lamina.compile(path)
+        rng = np.random.default_rng(0)
+        inputs = [rng.standard_normal(t.shape).astype(np.float32) for t in exe.get_inputs()]
+        codegen.set_num_threads(1)
+        want = exe.run("main", *inputs)
+        codegen.set_num_threads(2)
+        if out["default"] is None:
+            out["default"] = call_team.two_ended()
+        for ends in (True, False):
+            for taper in (True, False):
+                call_team.set_two_ended(ends)
+                call_team.set_taper(taper)
+                before = call_team.stats()
+                for _ in range(20):
+                    out["same"] &= bool(np.array_equal(exe.run("main", *inputs), want))
+                after = call_team.stats()
+                took = after["worker_chunks"] - before["worker_chunks"]
+                out["worker"][str(ends)] = out["worker"].get(str(ends), 0) + took
+    print(json.dumps(out))
+    """
+)
+
+
+@pytest.mark.parametrize("env", [None, "1", "0"])
+def test_two_ended_chunks_give_the_same_results(env):
+    """The caller taking chunks from the front and the worker from the back (and the
+    shared counter), tapered or not: every iteration runs once, the results are the
+    one-thread results bit for bit; `LAMINA_TEAM_ENDS` sets the default, else the CPU."""
+    from lamina.runtime import call_team
+    from lamina.target.cpu_facts import host_cpu_facts
+
+    saved = os.environ.get("LAMINA_TEAM_ENDS")
+    if env is not None:
+        os.environ["LAMINA_TEAM_ENDS"] = env
+    else:
+        os.environ.pop("LAMINA_TEAM_ENDS", None)
+    try:
+        env_for_run = {**os.environ, "LAMINA_CALL_TEAM": "1"}
+        proc = subprocess.run(
+            [sys.executable, "-c", ENDS, *(str(ROOT / "examples" / e) for e in ("mlp.mlir", "cnn.mlir"))],
+            capture_output=True, text=True, env=env_for_run, timeout=600, check=False,
+        )  # fmt: skip
+    finally:
+        if saved is None:
+            os.environ.pop("LAMINA_TEAM_ENDS", None)
+        else:
+            os.environ["LAMINA_TEAM_ENDS"] = saved
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["same"]
+    assert out["worker"]["True"] > 0 and out["worker"]["False"] > 0, out["worker"]
+    facts = host_cpu_facts()
+    expected = {"1": True, "0": False}.get(
+        env, call_team.two_ended_default(facts.cpu_name, facts.features)
+    )
+    assert out["default"] is expected
+
+
+def test_two_ended_default_follows_the_cpu():
+    from lamina.runtime import call_team
+
+    assert call_team.two_ended_default("emeraldrapids", {"avx512f", "avx2"})
+    assert call_team.two_ended_default("sapphirerapids", {"avx512f"})
+    assert not call_team.two_ended_default("znver4", {"avx512f", "avx2"})  # Zen 4 kept
+    assert not call_team.two_ended_default("haswell", {"avx2", "fma"})  # AVX2 kept
+    assert not call_team.two_ended_default("znver3", {"avx2"})
