@@ -4,6 +4,7 @@
     python benchmarks/bench.py --quick    # small sizes, few repeats (smoke run)
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench.py
     python benchmarks/bench.py --isa avx2 # an AVX2 build (--target 'cpu{isa=avx2}')
+    python benchmarks/bench.py --isa avx2 --peers avx2  # ... against NumPy on AVX2
     python benchmarks/bench.py --cases mlp,attention  # the cases whose name contains one
 
 (unset those two only for benchmarks: set in this environment, they slow
@@ -17,6 +18,15 @@ against a measured single-precision peak: a Lamina kernel of independent
 register-only FMA chains (see `measured_peak_gflops`), times the threads,
 compiled for the same target as the cases (`--target`, or `--isa NAME` for
 `cpu{isa=NAME}`: docs/performance.md).
+The peak is read again between rounds, with a machine probe
+(episode_probe.RoundWatch: latency chain on one and two threads, memory
+gauge, others' CPU time): rounds in the host's slow episodes are left out of
+the medians and counted ("slow"), and `% peak` divides by the peak of the
+same rounds (`--no-probe` turns this off). `np %pk` and `ort %pk` are the
+peers' GFLOP/s against their own instruction set's peak: `--peers avx2` pins
+NumPy's OpenBLAS to its AVX2 (Haswell) kernels, the honest peer of an `--isa
+avx2` build on an AVX-512 machine; onnxruntime cannot be restricted
+(docs/performance.md, "An honest AVX2 comparison on an AVX-512 Intel machine").
 Results go to a CSV and, with matplotlib installed, a PNG plot.
 
 For each case prints Lamina's time, NumPy's time, their ratio (>1 means

@@ -46,6 +46,14 @@ busy processes, the time a call waits for a core is left out. What the other
 processes do to the caches is not, so expect a few percent of noise where the
 wall clock gives tens (docs/performance.md, "Measuring on a busy machine").
 
+Without `--scaling`, the FMA peak and the same probe are read between rounds
+(`episode_probe.RoundWatch`): each row gives Lamina's and onnxruntime's % of
+their own instruction set's peak (the model's Conv/Gemm/MatMul flops), the
+`ratio per peak` when the two peaks differ (an AVX2 build against
+onnxruntime's AVX-512 code), and the slow rounds left out. `--peers avx2`
+pins NumPy's OpenBLAS to AVX2 (for `--alternate numpy`); `--scaling
+--two-ended` adds the call team's other chunk order to the same rounds.
+
 `--isa avx2` compiles for the target `'cpu{isa=avx2}'` (an AVX2 + FMA build,
 which an AVX-512 host runs at the same FMA peak; `avx512`, `host` likewise);
 `--target` passes any target (with options) to `lamina.compile`, e.g.
