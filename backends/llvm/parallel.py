@@ -62,7 +62,7 @@ from lamina.backends.llvm.conversion import (
     to_llvm,
 )
 from lamina.core.liveness import captured_values
-from lamina.core.symbols import unused_symbol_name
+from lamina.core.symbols import SymbolNames
 from lamina.dialects import loop
 from lamina.dialects.loop import TEAM_ONLY_ATTR, LoopKind
 from lamina.target.registry import op_facts
@@ -93,12 +93,6 @@ def _constant_chain(value: SSAValue) -> list[Operation] | None:
     return None
 
 
-def _unique_name(module, base: str) -> str:
-    """`base` + the first index no symbol of `module` has (core/symbols.py: without a
-    rescan of the module per parallel loop)."""
-    return unused_symbol_name(module, base)
-
-
 def _enclosing_function_name(op: Operation) -> str:
     parent = op.parent_op()
     while parent is not None and not isinstance(parent, loop.FuncOp | llvm.FuncOp):
@@ -113,7 +107,15 @@ class ParallelForLowering(RewritePattern):
     with iter_args (a reduction) is left to `ForLowering` and runs serially.
     A parallel loop holding one parallel loop is collapsed with it first
     (`collapse_nested`).
+
+    `names`: the module's symbol names, owned by the pass running this pattern,
+    which reports every op its rewriter inserts to it (`SymbolNames.observe`);
+    the outlined functions' names are taken from it. Without it (or for another
+    module), each loop's names are collected anew (one scan per parallel loop).
     """
+
+    def __init__(self, names: SymbolNames | None = None) -> None:
+        self.names = names
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: loop.ForOp, rewriter: PatternRewriter, /):
@@ -121,7 +123,10 @@ class ParallelForLowering(RewritePattern):
             return
         collapse_nested(op, rewriter)
         module = module_of(op)
-        base = _unique_name(module, f"{_enclosing_function_name(op)}_par")
+        names = self.names
+        if names is None or names.block is not module.body.block:
+            names = SymbolNames(module)
+        base = names.fresh(f"{_enclosing_function_name(op)}_par")
         header = [op.lb, op.ub, op.step]
         used = captured_values(op)
         captures = [v for v in used if _constant_chain(v) is None]
