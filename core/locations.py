@@ -24,7 +24,7 @@ Diagnostics read through fused, named and call-site locations to the first
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from xdsl.dialects.builtin import (
@@ -133,6 +133,7 @@ class _MatchedOp(RewritePattern):
 def locating_walker(
     pattern: RewritePattern,
     walker: type[PatternRewriteWalker] = PatternRewriteWalker,
+    on_insert: Sequence[Callable[[Operation], None]] = (),
     **options: Any,
 ) -> PatternRewriteWalker:
     """`walker(pattern, **options)` applying rule 1 of the module docstring.
@@ -140,9 +141,11 @@ def locating_walker(
     The walker's listener sees every op its rewriter inserts; the wrapped
     pattern tells it which op was matched. `walker`: a subclass of xDSL's
     walker (`lower-to-llvm`'s skips the ops no pattern would touch).
+    `on_insert`: more handlers called with every inserted op (`lower-to-llvm`
+    reports the symbols it inserts to its `SymbolNames`).
     """
     matched = _MatchedOp(pattern)
-    listener = PatternRewriterListener(operation_insertion_handler=[matched.locate])
+    listener = PatternRewriterListener(operation_insertion_handler=[matched.locate, *on_insert])
     return walker(matched, listener=listener, **options)
 
 

@@ -111,41 +111,44 @@ def lookup_symbol(op: Operation, name: str | StringAttr | SymbolRefAttr) -> Oper
     return lookup_symbol(found, SymbolRefAttr(nested_root, nested))
 
 
-_names_seen: weakref.WeakKeyDictionary[Block, tuple[set[str], Operation | None]] = (
-    weakref.WeakKeyDictionary()
-)
-"""Symbol-table block → the names `unused_symbol_name` knows there, and the block's last
-op when they were collected."""
+class SymbolNames:
+    """The symbol names of one symbol table, owned by the pass that inserts symbols into it.
 
-
-def unused_symbol_name(table: Operation, base: str) -> str:
-    """`base` followed by the smallest index (0, 1, ...) no symbol of `table` is named.
-
-    What a loop of `lookup_symbol` calls finds, without its cost: every call ended in a
-    miss, and each miss rescans the block (`lower-to-llvm` asks once per parallel loop
-    it outlines, the module's block holding every kernel: 0.2 s of CPU on
-    DenseNet-121). The names are collected once per block; later calls add the ops
-    appended since (new functions go at the end of the module) and the names handed
-    out. A symbol inserted elsewhere in the block afterwards is not seen, nor an erased
-    one forgotten: the callers' new names (`<function>_par<n>`) come from here only.
+    `lower-to-llvm` outlines every parallel loop into new functions named
+    `<function>_par<n>`, `n` the first index no symbol of the module has. A loop of
+    `lookup_symbol` calls answers that with a miss, so a rescan of the module's
+    block, per parallel loop (0.2 s of CPU on DenseNet-121). Instead the pass builds
+    this set once (one scan) when it starts, reports every op its rewriter inserts
+    (`observe`, an insertion handler of its walker's listener: declarations inserted
+    at the top of the module as well as the outlined functions at its end) and takes
+    new names from `fresh`, which also records the name it hands out. The set lives
+    as long as the pass's run, so nothing outside it (another pass, an earlier run on
+    the same block) can leave it stale. Erasing a symbol does not free its name: the
+    next `fresh` skips it (lowering erases no function).
     """
-    block = table.regions[0].block
-    known = _names_seen.get(block)
-    if known is None or (known[1] is not None and known[1].parent is not block):
-        names: set[str] = set(_build_index(block))
-    else:
-        names, last = known
-        op = block.first_op if last is None else last.next_op
-        while op is not None:
-            if (name := _symbol_name(op)) is not None:
-                names.add(name)
-            op = op.next_op
-    index = 0
-    while f"{base}{index}" in names:
-        index += 1
-    names.add(f"{base}{index}")
-    _names_seen[block] = (names, block.last_op)
-    return f"{base}{index}"
+
+    __slots__ = ("block", "names")
+
+    def __init__(self, table: Operation) -> None:
+        self.block = table.regions[0].block
+        self.names: set[str] = {
+            name for op in self.block.ops if (name := _symbol_name(op)) is not None
+        }
+
+    def observe(self, op: Operation) -> None:
+        """Record `op`'s name if it is a symbol just inserted into the table's block."""
+        if op.parent is self.block and (name := _symbol_name(op)) is not None:
+            self.names.add(name)
+
+    def fresh(self, base: str) -> str:
+        """`base` + the smallest index (0, 1, ...) no known symbol has; recorded as taken."""
+        index = 0
+        names = self.names
+        while f"{base}{index}" in names:
+            index += 1
+        name = f"{base}{index}"
+        names.add(name)
+        return name
 
 
 _XDSL_LOOKUP = SymbolTable.__dict__["lookup_symbol"]
@@ -177,4 +180,4 @@ def indexed_symbol_lookup() -> Iterator[None]:
                 SymbolTable.lookup_symbol = _XDSL_LOOKUP
 
 
-__all__ = ["indexed_symbol_lookup", "lookup_in_block", "lookup_symbol", "unused_symbol_name"]
+__all__ = ["SymbolNames", "indexed_symbol_lookup", "lookup_in_block", "lookup_symbol"]

@@ -106,7 +106,10 @@ def _classify(cls: type[Operation]) -> bool:
 
 def memo_key(op: Operation) -> tuple | None:
     """The key of `op`'s verification, or None when it must be verified in full."""
-    if op.regions or op.successors or op.next_op is None or not is_local(type(op)):
+    local = _local_classes.get(type(op))  # the class first: one dict lookup
+    if local is None:
+        local = is_local(type(op))
+    if not local or op.regions or op.successors or op.next_op is None:
         return None  # the last op of a block: the terminator rules depend on its position
     operands = op.operands
     if any(isinstance(value, ErasedSSAValue) for value in operands):

@@ -109,6 +109,7 @@ from lamina.core.dead_ops import GreedyApplier, is_trivially_dead
 from lamina.core.diagnostics import op_error
 from lamina.core.locations import locating_walker
 from lamina.core.pass_base import LaminaPass
+from lamina.core.symbols import SymbolNames
 from lamina.core.walk import preorder
 from lamina.dialects import loop
 from lamina.dialects.lamina import Phase, set_phase
@@ -1233,13 +1234,17 @@ class LowerToLLVMPass(LaminaPass):
             _clamps_as_selects(op)
             _addresses.reset()
             # ParallelForLowering must see a parallel loop before ForLowering does.
-            patterns = [ParallelForLowering()]
+            # The outlined functions' names: a set this run owns, told of every op
+            # the rewriter inserts (core/symbols.py, `SymbolNames`).
+            names = SymbolNames(op)
+            patterns = [ParallelForLowering(names)]
             patterns += [p() for p in LOOP_PATTERNS]
             patterns += scalar_patterns()
             dispatch = TypeDispatch(patterns)
             locating_walker(
                 GreedyApplier([dispatch]),
                 _LoweringWalker,
+                on_insert=(names.observe,),
                 apply_recursively=True,
                 dispatch=dispatch,
             ).rewrite_module(op)

@@ -8,9 +8,9 @@ from xdsl.traits import SymbolTable
 
 from lamina.core.symbols import (
     _XDSL_LOOKUP,
+    SymbolNames,
     indexed_symbol_lookup,
     lookup_symbol,
-    unused_symbol_name,
 )
 
 
@@ -80,28 +80,58 @@ def _first_unused_by_lookups(module: ModuleOp, base: str) -> str:
     return f"{base}{index}"
 
 
-def test_unused_names_are_those_a_loop_of_lookups_finds():
-    """`unused_symbol_name` gives the first free `<base><n>`, as a loop of lookups does, as
-    functions are appended (the outlining's new functions), named before or not."""
+def test_fresh_names_are_those_a_loop_of_lookups_finds():
+    """`SymbolNames.fresh` gives the first free `<base><n>`, as a loop of lookups does, as
+    symbols are inserted at the end (the outlined functions) and at the start (the
+    declarations) of the block and reported to it."""
     module = ModuleOp([_func("k_par0"), _func("k"), _func("j_par1")])
+    names = SymbolNames(module)
     for base in ("k_par", "j_par", "k_par", "j_par", "new_par"):
         expected = _first_unused_by_lookups(module, base)
-        name = unused_symbol_name(module, base)
+        name = names.fresh(base)
         assert name == expected
-        module.body.block.add_op(_func(name))  # as the outlining inserts it
-    module.body.block.add_op(_func("k_par4"))  # appended by someone else: seen
-    assert unused_symbol_name(module, "k_par") == _first_unused_by_lookups(module, "k_par")
-    assert unused_symbol_name(module, "k_par") == "k_par5"  # k_par3 handed out, k_par4 there
+        module.body.block.add_op(op := _func(name))  # as the outlining inserts it
+        names.observe(op)
+    block = module.body.block
+    first = _func("k_par3")
+    block.insert_op_before(first, block.first_op)  # mid-block, as a declaration goes
+    names.observe(first)
+    assert names.fresh("k_par") == _first_unused_by_lookups(module, "k_par") == "k_par4"
 
 
-def test_unused_names_start_over_when_the_last_op_left_the_block():
-    """A block whose remembered last op was erased is scanned again from its start."""
-    module = ModuleOp([_func("f_par0")])
-    assert unused_symbol_name(module, "f_par") == "f_par1"
-    last = _func("f_par1")
-    module.body.block.add_op(last)
-    assert unused_symbol_name(module, "f_par") == "f_par2"
-    module.body.block.add_op(_func("f_par2"))
-    module.body.block.last_op.detach()  # type: ignore[union-attr]
-    last.detach()
-    assert unused_symbol_name(module, "f_par") == "f_par1"
+def test_fresh_names_count_a_name_handed_out_as_taken():
+    names = SymbolNames(ModuleOp([_func("f_par0")]))
+    assert [names.fresh("f_par"), names.fresh("f_par"), names.fresh("g_par")] == [
+        "f_par1",
+        "f_par2",
+        "g_par0",
+    ]
+
+
+def test_observe_ignores_ops_outside_the_block_and_non_symbols():
+    module = ModuleOp([_func("f")])
+    names = SymbolNames(module)
+    names.observe(_func("f_par0"))  # not in the block
+    names.observe(llvm.ReturnOp())
+    assert names.fresh("f_par") == "f_par0"
+
+
+def test_the_lowering_reports_symbols_its_rewriter_inserts():
+    """Through `locating_walker(on_insert=...)`, a symbol a pattern inserts at the start
+    of the module, where a scan remembered from before would not look, is known."""
+    from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+    from xdsl.rewriter import InsertPoint
+
+    from lamina.core.locations import locating_walker
+
+    module = ModuleOp([_func("f")])
+    names = SymbolNames(module)
+
+    class Declare(RewritePattern):
+        def match_and_rewrite(self, op, rewriter: PatternRewriter, /):
+            if isinstance(op, llvm.FuncOp) and op.sym_name.data == "f":
+                if lookup_symbol(module, "f_par0") is None:
+                    rewriter.insert(_func("f_par0"), InsertPoint.at_start(module.body.block))
+
+    locating_walker(Declare(), on_insert=(names.observe,)).rewrite_module(module)
+    assert names.fresh("f_par") == "f_par1" == _first_unused_by_lookups(module, "f_par")

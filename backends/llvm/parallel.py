@@ -59,10 +59,11 @@ from lamina.backends.llvm.conversion import (
     entry_block,
     integer_attr,
     module_of,
+    quick,
     to_llvm,
 )
 from lamina.core.liveness import captured_values
-from lamina.core.symbols import unused_symbol_name
+from lamina.core.symbols import SymbolNames
 from lamina.dialects import loop
 from lamina.dialects.loop import TEAM_ONLY_ATTR, LoopKind
 from lamina.target.registry import op_facts
@@ -93,12 +94,6 @@ def _constant_chain(value: SSAValue) -> list[Operation] | None:
     return None
 
 
-def _unique_name(module, base: str) -> str:
-    """`base` + the first index no symbol of `module` has (core/symbols.py: without a
-    rescan of the module per parallel loop)."""
-    return unused_symbol_name(module, base)
-
-
 def _enclosing_function_name(op: Operation) -> str:
     parent = op.parent_op()
     while parent is not None and not isinstance(parent, loop.FuncOp | llvm.FuncOp):
@@ -113,7 +108,15 @@ class ParallelForLowering(RewritePattern):
     with iter_args (a reduction) is left to `ForLowering` and runs serially.
     A parallel loop holding one parallel loop is collapsed with it first
     (`collapse_nested`).
+
+    `names`: the module's symbol names, owned by the pass running this pattern,
+    which reports every op its rewriter inserts to it (`SymbolNames.observe`);
+    the outlined functions' names are taken from it. Without it (or for another
+    module), each loop's names are collected anew (one scan per parallel loop).
     """
+
+    def __init__(self, names: SymbolNames | None = None) -> None:
+        self.names = names
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: loop.ForOp, rewriter: PatternRewriter, /):
@@ -121,7 +124,10 @@ class ParallelForLowering(RewritePattern):
             return
         collapse_nested(op, rewriter)
         module = module_of(op)
-        base = _unique_name(module, f"{_enclosing_function_name(op)}_par")
+        names = self.names
+        if names is None or names.block is not module.body.block:
+            names = SymbolNames(module)
+        base = names.fresh(f"{_enclosing_function_name(op)}_par")
         header = [op.lb, op.ub, op.step]
         used = captured_values(op)
         captures = [v for v in used if _constant_chain(v) is None]
@@ -389,15 +395,15 @@ def _from_slot(emit: _Emitter, word: SSAValue, ty) -> SSAValue:
     """The inverse of `_to_slot`, appended to the trampoline."""
     match ty:
         case llvm.LLVMPointerType():
-            return emit(llvm.IntToPtrOp(word))
+            return emit(quick(llvm.IntToPtrOp, word))
         case IntegerType() if ty.width.data == 64:
             return word
         case IntegerType():
-            return emit(llvm.TruncOp(word, ty))
+            return emit(quick(llvm.TruncOp, word, ty))
         case Float64Type():
-            return emit(llvm.BitcastOp(word, ty))
+            return emit(quick(llvm.BitcastOp, word, ty))
     bits = IntegerType(element_size(ty) * 8)
-    return emit(llvm.BitcastOp(emit(llvm.TruncOp(word, bits)), ty))
+    return emit(quick(llvm.BitcastOp, emit(quick(llvm.TruncOp, word, bits)), ty))
 
 
 def _call_site(
@@ -406,25 +412,29 @@ def _call_site(
     """Pack `values` into stack slots and hand it to `GOMP_parallel(trampoline, ctx, threads, 0)`
     (`threads` 0: OpenMP's default; 1: `TEAM_ONLY_ATTR`)."""
     entry = InsertPoint.at_start(entry_block(op))
-    count = rewriter.insert(llvm.ConstantOp(IntegerAttr(len(values), i64), i64), entry)
-    ctx = rewriter.insert(llvm.AllocaOp(count, i64, 8), InsertPoint.after(count)).res
+    count = rewriter.insert(quick(llvm.ConstantOp, IntegerAttr(len(values), i64), i64), entry)
+    ctx = rewriter.insert(quick(llvm.AllocaOp, count, i64, 8), InsertPoint.after(count)).res
     for index, value in enumerate(values):
         ops, word = _to_slot(to_llvm(value, rewriter))
         for conversion in ops:
             rewriter.insert(conversion)
         slot = rewriter.insert(constant_gep(ctx, index, i64)).result
-        rewriter.insert(llvm.StoreOp(word, slot, alignment=8))
+        rewriter.insert(quick(llvm.StoreOp, word, slot, alignment=8))
     fn = rewriter.insert(llvm.AddressOfOp(trampoline, PTR)).result
-    zero = rewriter.insert(llvm.ConstantOp(IntegerAttr(0, i32), i32)).result
+    zero = rewriter.insert(quick(llvm.ConstantOp, IntegerAttr(0, i32), i32)).result
     team = zero
     if threads:
-        team = rewriter.insert(llvm.ConstantOp(IntegerAttr(threads, i32), i32)).result
+        team = rewriter.insert(quick(llvm.ConstantOp, IntegerAttr(threads, i32), i32)).result
     declare_function(op, rewriter, GOMP_PARALLEL, [PTR, PTR, i32, i32], llvm.LLVMVoidType())
-    return rewriter.insert(llvm.CallOp(GOMP_PARALLEL, fn, ctx, team, zero))
+    return rewriter.insert(quick(llvm.CallOp, GOMP_PARALLEL, fn, ctx, team, zero))
 
 
 class _Emitter:
-    """Appends llvm ops to a block (the trampoline is built from scratch)."""
+    """Appends llvm ops to a block (the trampoline is built from scratch).
+
+    The trampoline's and the call site's ops are built through `quick`
+    (conversion.py): the ops the constructors build, without xDSL's checked
+    constructor after the first of each kind (DenseNet-121 outlines 148 loops)."""
 
     def __init__(self, block: Block):
         self.block = block
@@ -435,10 +445,10 @@ class _Emitter:
         return op.results[0] if op.results else None  # pyright: ignore[reportReturnType]
 
     def const(self, value: int) -> SSAValue:
-        return self(llvm.ConstantOp(integer_attr(value, i64), i64))
+        return self(quick(llvm.ConstantOp, integer_attr(value, i64), i64))
 
     def icall(self, name: str) -> SSAValue:
-        return self(llvm.SExtOp(self(llvm.CallOp(name, return_type=i32)), i64))
+        return self(quick(llvm.SExtOp, self(quick(llvm.CallOp, name, return_type=i32)), i64))
 
     def smin(self, a: SSAValue, b: SSAValue) -> SSAValue:
         return self(llvm.CallIntrinsicOp("llvm.smin.i64", [a, b], [i64]))
@@ -530,38 +540,42 @@ def _trampoline(
     ctx = entry.args[0]
     loaded = []
     for index, value in enumerate(values):
-        word = emit(llvm.LoadOp(emit(constant_gep(ctx, index, i64)), i64, alignment=8))
+        word = emit(quick(llvm.LoadOp, emit(constant_gep(ctx, index, i64)), i64, alignment=8))
         loaded.append(_from_slot(emit, word, convert_type(value.type)))
     lb_v, ub_v, step_v, *capture_vals = loaded
     one = emit.const(1)
-    span = emit(llvm.AddOp(emit(llvm.SubOp(ub_v, lb_v)), emit(llvm.SubOp(step_v, one))))
-    n = emit.smax(emit(llvm.SDivOp(span, step_v)), emit.const(0))
+    span = emit(
+        quick(llvm.AddOp, emit(quick(llvm.SubOp, ub_v, lb_v)), emit(quick(llvm.SubOp, step_v, one)))
+    )
+    n = emit.smax(emit(quick(llvm.SDivOp, span, step_v)), emit.const(0))
     threads = emit.icall("omp_get_num_threads")
-    pieces = emit(llvm.MulOp(threads, emit.const(CHUNKS_PER_THREAD)))
-    chunk = emit(llvm.SDivOp(emit(llvm.AddOp(n, emit(llvm.SubOp(pieces, one)))), pieces))
+    pieces = emit(quick(llvm.MulOp, threads, emit.const(CHUNKS_PER_THREAD)))
+    chunk = emit(
+        quick(llvm.SDivOp, emit(quick(llvm.AddOp, n, emit(quick(llvm.SubOp, pieces, one)))), pieces)
+    )
     chunk = emit.smax(chunk, one)
     if balanced is not None:
         team, best = balanced
-        same = emit(llvm.ICmpOp(threads, emit.const(team), _EQ))
-        chunk = emit(llvm.SelectOp(same, emit.const(best), chunk))
-    bounds = emit(llvm.AllocaOp(emit.const(2), i64, 8))
+        same = emit(quick(llvm.ICmpOp, threads, emit.const(team), _EQ))
+        chunk = emit(quick(llvm.SelectOp, same, emit.const(best), chunk))
+    bounds = emit(quick(llvm.AllocaOp, emit.const(2), i64, 8))
     first, last = emit(constant_gep(bounds, 0, i64)), emit(constant_gep(bounds, 1, i64))
-    start = llvm.CallOp(GOMP_DYNAMIC_START, emit.const(0), n, one, chunk, first, last,
+    start = quick(llvm.CallOp, GOMP_DYNAMIC_START, emit.const(0), n, one, chunk, first, last,
                         return_type=i8)  # fmt: skip
     emit(llvm.CondBrOp(_true(emit, emit(start)), body, [], done, []))
 
     emit = _Emitter(body)
-    begin = emit(llvm.LoadOp(first, i64, alignment=8))
-    end = emit(llvm.LoadOp(last, i64, alignment=8))
-    lo = emit(llvm.AddOp(lb_v, emit(llvm.MulOp(begin, step_v))))
-    hi = emit(llvm.AddOp(lb_v, emit(llvm.MulOp(end, step_v))))
-    emit(llvm.CallOp(base, *capture_vals, lo, hi, step_v))
-    more = emit(llvm.CallOp(GOMP_DYNAMIC_NEXT, first, last, return_type=i8))
+    begin = emit(quick(llvm.LoadOp, first, i64, alignment=8))
+    end = emit(quick(llvm.LoadOp, last, i64, alignment=8))
+    lo = emit(quick(llvm.AddOp, lb_v, emit(quick(llvm.MulOp, begin, step_v))))
+    hi = emit(quick(llvm.AddOp, lb_v, emit(quick(llvm.MulOp, end, step_v))))
+    emit(llvm.CallOp(base, *capture_vals, lo, hi, step_v))  # a name of its own: no recipe
+    more = emit(quick(llvm.CallOp, GOMP_DYNAMIC_NEXT, first, last, return_type=i8))
     emit(llvm.CondBrOp(_true(emit, more), body, [], done, []))
 
     emit = _Emitter(done)
-    emit(llvm.CallOp(GOMP_END_NOWAIT))
-    emit(llvm.ReturnOp())
+    emit(quick(llvm.CallOp, GOMP_END_NOWAIT))
+    emit(quick(llvm.ReturnOp))
     return llvm.FuncOp(
         f"{base}_omp",
         llvm.LLVMFunctionType([PTR], llvm.LLVMVoidType()),
@@ -572,8 +586,8 @@ def _trampoline(
 
 def _true(emit: _Emitter, flag: SSAValue) -> SSAValue:
     """The C `bool` libgomp returns (an i8) as an i1."""
-    zero = emit(llvm.ConstantOp(integer_attr(0, i8), i8))
-    return emit(llvm.ICmpOp(flag, zero, _NE))
+    zero = emit(quick(llvm.ConstantOp, integer_attr(0, i8), i8))
+    return emit(quick(llvm.ICmpOp, flag, zero, _NE))
 
 
 _NE = IntegerAttr(llvm.ICmpPredicateFlag("ne").to_int(), i64)
