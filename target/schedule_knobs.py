@@ -151,7 +151,10 @@ class ScheduleKnobs:
 
     # -- packing (`schedule/packing.py`) -------------------------------------------------
     pack_min_row_blocks: int = field(
-        default=32, metadata={_DERIVED: "32 if vector_bits >= 512 else 8"}
+        default=32,
+        metadata={
+            _DERIVED: "8 if vector_bits < 512 else 32 if cpu_name.startswith('znver') else 4"
+        },
     )
     """Row blocks that must share a column panel read in place (along its rows)
     before copying it into a contiguous panel pays. The copy reads the panel
@@ -167,7 +170,16 @@ class ScheduleKnobs:
     block (NR = 16 f32) is one 64-byte line per panel row, and rows a power
     of two apart (2 KiB at N = 512) crowd into two L1 sets: packing pays
     from 8 row blocks (measured, AVX2 build on Zen 4, one thread, best of 40:
-    64x784 @ 784x512 0.74 -> 0.56 ms, 64x512 @ 512x512 0.43 -> 0.38 ms)."""
+    64x784 @ 784x512 0.74 -> 0.56 ms, 64x512 @ 512x512 0.43 -> 0.38 ms).
+    On Intel AVX-512 cores (any CPU but AMD's `znver*`: Sapphire/Emerald
+    Rapids measured) 4: their L2 streamer follows accesses within one 4 KiB
+    page, and a panel read in place touches two lines per row with rows 2 KiB
+    or more apart, so nothing prefetches it and every row block waits on L2
+    or L3; the copy's independent loads overlap those misses. Measured,
+    Emerald Rapids, one thread, per kernel (21 interleaved rounds), 32 -> 4:
+    64x784 @ 784x512 + bias + relu 669 -> 411 us (2, 4 and 8 equal), 64x512 @
+    512x512 257 -> 253; attention's 128x256 @ 256x256 projections 390 -> 330
+    (docs/performance.md, "Small-M matmuls on Intel AVX-512")."""
 
     pack_max_bytes: int = field(default=512 * 1024, metadata={_DERIVED: "l2_bytes // 2"})
     """Largest packed panel: half of L2, so the panel stays there while the
