@@ -1,6 +1,8 @@
 // RUN: lamina-opt %s -p 'schedule{vector_bits=256 vector_registers=16 cores=2}' | filecheck %s
 // RUN: lamina-opt %s -p 'schedule{vector_bits=256 vector_registers=16 cores=2 conv_reduction_chunk=0}' | filecheck %s --check-prefix=OFF
 // RUN: lamina-opt %s -p 'schedule{vector_bits=512 vector_registers=32 cores=2}' | filecheck %s --check-prefix=AVX512
+// The module pins a Zen 4 target (32 KiB L1d, 1 MiB L2): the blocking below is
+// sized for those caches, so the test does not depend on the host's.
 
 // A pointwise (1x1) convolution in NCHW8c on 16 vector registers (AVX2) with
 // 512 input channels (64 blocks), 32 output channels, 10 x 28 output pixels:
@@ -38,7 +40,7 @@
 // AVX512-LABEL: loop.func @pointwise_chunked
 // AVX512-NOT:   to %ccb step %c8
 
-builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>, lamina.targets = {cpu = #lamina.target<"cpu", {isa = "znver4", l1d_bytes = 32768 : i64, l2_bytes = 1048576 : i64, l3_bytes = 33554432 : i64}>}} {
   loop.func @pointwise_chunked(%in0: memref<1x64x10x28x8xf32>, %in1: memref<4x64x1x1x8x8xf32>, %in2: memref<1x4x1x1x8xf32>, %out0: memref<1x4x10x28x8xf32>) {
     %tmp = loop.alloc {scope = "local"} : memref<1x4x10x28x8xf32>
     %c0 = arith.constant 0 : index

@@ -1,6 +1,8 @@
 // RUN: lamina-opt %s -p 'schedule-register-block{vector_bits=512 vector_registers=32 cores=2}' | filecheck %s
 // RUN: lamina-opt %s -p 'schedule-register-block{vector_bits=512 vector_registers=32 cores=2 winograd_channel_jam=0}' | filecheck %s --check-prefix=RULE
 // RUN: lamina-opt %s -p 'schedule-register-block{vector_bits=256 vector_registers=16 cores=2}' | filecheck %s --check-prefix=AVX2
+// The module pins a Zen 4 target (32 KiB L1d, 1 MiB L2): the blocking below is
+// sized for those caches, so the test does not depend on the host's.
 
 // Winograd's products (kernels/conv_winograd.py) as lower-te emits them:
 // M[a, b, kb, t, ki] += V[a, b, t, cb, ci] * U[a, b, kb, cb, ci, ki], 16 tiles
@@ -11,7 +13,7 @@
 // (4 weight vectors' slices over 256 channels overflow L1) and 8 rows. With 16
 // registers the knob is 0 and the rule jams everywhere: 2 blocks of 2 rows.
 
-builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>, lamina.targets = {cpu = #lamina.target<"cpu", {isa = "znver4", l1d_bytes = 32768 : i64, l2_bytes = 1048576 : i64, l3_bytes = 33554432 : i64}>}} {
   loop.func @product_7x7(%v: memref<4x4x16x16x16xf32>, %u: memref<4x4x8x16x16x16xf32>, %m: memref<4x4x8x16x16xf32>) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
