@@ -231,7 +231,8 @@ def interior(for_op: loop.ForOp, analyzer: Analyzer) -> tuple[int, int] | None:
     in its body holds for every value of the loops inside it; None when the
     loop has no such guard (or cannot be split: bounds not constant, a step
     other than 1, loop-carried values, not serial)."""
-    if for_op.iter_args or for_op.kind_name != LoopKind.SERIAL:
+    lanes = _unrolled_window_lanes(for_op)
+    if for_op.iter_args or (for_op.kind_name != LoopKind.SERIAL and not lanes):
         return None
     try:
         lb, ub, step = prim.bounds(for_op)
@@ -241,12 +242,32 @@ def interior(for_op: loop.ForOp, analyzer: Analyzer) -> tuple[int, int] | None:
         return None
     lo, hi, found = lb, ub, False
     for cmp in _window_guards(for_op):
-        bound = _guard_bound(cmp, for_op, analyzer)
+        bound = _guard_bound(cmp, for_op, analyzer, alone=lanes)
         if bound is None:
             continue
         found = True
         lo, hi = max(lo, bound[0]), min(hi, bound[1])
     return (lo, hi) if found else None
+
+
+def _unrolled_window_lanes(for_op: loop.ForOp) -> bool:
+    """Is `for_op` a vectorized loop over output columns whose body is one
+    unrolled window (no loop inside, a `maximumf` over taps read in place: a max
+    pool on a plain `NCHW` input, `kernels/nn.py`)? Its guards depend on its
+    own variable alone (`select(2*ow - 1 >= 0, x[clamped], -inf)`); evaluated
+    in every lane they make each tap a gather. Split, the interior's taps are
+    strided loads and only `LANE_PEEL` columns per side keep the guards."""
+    if for_op.kind_name != LoopKind.VECTORIZED:
+        return False
+    body = list(for_op.walk())[1:]
+    return not any(isinstance(op, loop.ForOp) for op in body) and any(
+        isinstance(op, arith.MaximumfOp) for op in body
+    )
+
+
+LANE_PEEL = 2
+"""Most border columns per side peeled off an unrolled window's vectorized loop
+(`_unrolled_window_lanes`): a pool's padding is one column or two."""
 
 
 def _split(for_op: loop.ForOp, analyzer: Analyzer) -> bool:
@@ -258,6 +279,8 @@ def _split(for_op: loop.ForOp, analyzer: Analyzer) -> bool:
     lo, hi = found
     if lo >= hi or (lo <= lb and hi >= ub):
         return False  # no interior, or no border
+    if _unrolled_window_lanes(for_op) and (lo - lb > LANE_PEEL or ub - hi > LANE_PEEL):
+        return False
     if lo > lb:
         before = for_op.clone()
         before.operands[1] = prim.index_constant(for_op, lo)
@@ -289,18 +312,18 @@ def _window_guards(for_op: loop.ForOp):
 
 
 def _guard_bound(
-    cmp: arith.CmpiOp, for_op: loop.ForOp, analyzer: Analyzer
+    cmp: arith.CmpiOp, for_op: loop.ForOp, analyzer: Analyzer, *, alone: bool = False
 ) -> tuple[int, int] | None:
     """The range `[lo, hi)` of the loop variable on which `cmp` holds for every
     value of the loops inside `for_op`; None when `cmp` is not a window guard
-    of this loop."""
+    of this loop (with `alone`, a guard on the loop variable alone is one)."""
     pred = PREDICATES[cmp.predicate.value.data]
     if pred not in _LOWER and pred not in _UPPER:
         return None
     terms, const = _difference(cmp.lhs, cmp.rhs, analyzer)
     iv = for_op.induction_var
     coef = terms.pop(iv, 0)
-    if not coef or not terms:
+    if not coef or not (terms or alone):
         return None
     rest_lo = rest_hi = const
     for atom, c in terms.items():

@@ -80,6 +80,7 @@ class ScheduleRulePass(LaminaPass):
                 conv_reduction_chunk=derived.conv_reduction_chunk,
                 conv_weight_prefetch=derived.conv_weight_prefetch,
                 winograd_channel_jam=derived.winograd_channel_jam,
+                winograd_jam_l1_bytes=derived.winograd_jam_l1_bytes,
             )
         given = {
             f.name: getattr(self, f.name)
@@ -126,6 +127,7 @@ class RegisterBlockOptions:
     conv_weight_prefetch: int | None = None
     block_rows_outside_columns: int | None = None
     winograd_channel_jam: int | None = None
+    winograd_jam_l1_bytes: int | None = None
 
 
 @dataclass(frozen=True)

@@ -427,6 +427,26 @@ class ScheduleKnobs:
     (what the rule does at 28x28 and 56x56) 0.97-0.98x there. With 16
     registers 0: 4 blocks leave room for 2 rows, and the rule jams everywhere
     (`conv_channel_jam_everywhere`)."""
+    winograd_jam_l1_bytes: int = field(
+        default=0,
+        metadata={
+            _DERIVED: "0 if vector_registers <= 16 or cpu_name.startswith('znver') else l1d_bytes"
+        },
+    )
+    """Largest slice of Winograd's transformed weights (the jammed output-channel
+    blocks over all input channels: F x C x lanes elements) that its products jam
+    `winograd_channel_jam` blocks over (0: no limit); a larger slice is read
+    from L2 by every row block of tiles, F weight vectors per step of R x F FMAs,
+    and the jam drops to 2 blocks, whose register block holds twice the rows (10
+    instead of 5 on 32 registers), half the weight vectors per FMA. On a core with
+    two 512-bit FMA ports (Intel AVX-512: Sapphire/Emerald Rapids, twice Zen 4's
+    FMAs per cycle) 4 blocks wait on L2. Measured, AVX-512, Emerald Rapids, one
+    thread, the kernel with bias and relu (medians of 9 interleaved rounds, twice),
+    4 -> 2 blocks: 512->512 at 7x7 (128 KiB slice) 0.87x the time, 256->256 at
+    14x14 (64 KiB) 0.98-0.99x; slices that fit L1 keep 4 (96->128 at 28x28: 2 blocks
+    took 1.10x). Zen 4 (`znver*`, where 4 was measured) and 16 registers: 0
+    (docs/performance.md, "Winograd and pools on Intel AVX-512")."""
+
     block_jam_max_reduction: int = 32
     """A matmul whose reduction has 16 to this many steps (and whose row
     spans two vectors or more) gets the register block of
@@ -524,6 +544,7 @@ def check_knob(name: str, value: object) -> str | None:
         "depthwise_in_place_percent",
         "winograd_min_output",
         "winograd_channel_jam",
+        "winograd_jam_l1_bytes",
         "conv_nchw_pointwise_min_pixels",
         "parallel_column_blocks_per_core",
         "parallel_grain_work",

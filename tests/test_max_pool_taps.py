@@ -78,3 +78,43 @@ def test_blocked_max_pool_matches_numpy(isa, lanes):
         exe = lamina.compile(_program(2, lanes, h, k, s, pad), targets=[f"cpu{{isa={isa}}}"])
         got = exe.run("main", x)
         np.testing.assert_array_equal(got, _reference(x, k, s, pad), err_msg=f"{k=} {s=} {pad=}")
+
+
+def _plain_program(c: int, h: int, k: int, s: int, pad: tuple[int, ...]) -> str:
+    top, left, bottom, right = pad
+    oh = (h + top + bottom - k) // s + 1
+    ow = (h + left + right - k) // s + 1
+    tin, tout = f"tensor<1x{c}x{h}x{h}xf32>", f"tensor<1x{c}x{oh}x{ow}xf32>"
+    attrs = (
+        f"kernel = array<i64: {k}, {k}>, strides = array<i64: {s}, {s}>, "
+        f"padding = array<i64: {top}, {left}, {bottom}, {right}>"
+    )
+    return (
+        f"graph.func @main(%x: {tin}) -> {tout} {{\n"
+        f"  %0 = graph.max_pool2d %x {{{attrs}}} : ({tin}) -> {tout}\n"
+        f"  graph.return %0 : {tout}\n}}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "isa",
+    [
+        "avx2",
+        pytest.param(
+            "avx512",
+            marks=pytest.mark.skipif(
+                "avx512f" not in host_cpu_facts().features, reason="the host has no AVX-512"
+            ),
+        ),
+    ],
+)
+def test_plain_max_pool_matches_numpy(isa):
+    """The same pools on a plain `NCHW` input (ResNet's and DenseNet's stem pool, 3x3
+    stride 2 padded, and wider images): the taps' tree along the vectorized output
+    columns, the padded border columns peeled off (schedule/border_split.py)."""
+    for k, s, pad, h in [*CASES, (3, 2, (1, 1, 1, 1), 40), (3, 2, (0, 0, 1, 1), 34)]:
+        blocked = _input(2, 8, h)  # NaN, -inf, +inf at a few places
+        x = np.ascontiguousarray(blocked.transpose(0, 1, 4, 2, 3).reshape(1, 16, h, h))
+        exe = lamina.compile(_plain_program(16, h, k, s, pad), targets=[f"cpu{{isa={isa}}}"])
+        want = _reference(x[..., None], k, s, pad)[..., 0]
+        np.testing.assert_array_equal(exe.run("main", x), want, err_msg=f"{k=} {s=} {pad=} {h=}")

@@ -147,3 +147,17 @@ def test_constant_weights_are_transformed_per_call_and_parameters_at_run_time() 
     got = lamina.compile(text).run("main", x, w3)
     for out, w in zip(got, (w1, w2, w3), strict=True):
         np.testing.assert_allclose(out, _conv(x, w, (1, 1, 1, 1)), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("limit", [0, 4096])
+def test_winograd_products_capped_at_two_blocks_match_numpy(limit: int) -> None:
+    """`winograd_jam_l1_bytes` (schedule/winograd.py): where the jammed blocks'
+    transformed weights exceed it, the products jam 2 output-channel blocks of
+    more tile rows instead of 4 (Intel AVX-512); both match NumPy (7x7, 128 -> 64)."""
+    text, _ = _blocked_program(1, 128, 64, 7, 7, (1, 1, 1, 1), "f32", "0.0 : f32")
+    x = RNG.standard_normal((1, 128, 7, 7)).astype(np.float32)
+    wt = RNG.standard_normal((64, 128, 3, 3)).astype(np.float32)
+    exe = lamina.compile(text, targets=[f"cpu{{winograd_jam_l1_bytes={limit}}}"])
+    np.testing.assert_allclose(
+        exe.run("main", x, wt), _conv(x, wt, (1, 1, 1, 1)), rtol=1e-4, atol=1e-3
+    )
