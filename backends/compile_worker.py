@@ -83,8 +83,9 @@ def enabled() -> bool:
 
 
 def options_in_effect() -> tuple[str, ...]:
-    """The LLVM options units are built with (what the kernel cache's keys include)."""
-    return OWNED_OPTIONS if enabled() else ()
+    """The LLVM options units are built with (what the kernel cache's keys include):
+    none with the worker off, or once a worker failed in this process (`failed`)."""
+    return OWNED_OPTIONS if enabled() and failed is None else ()
 
 
 def own_process() -> None:
@@ -287,27 +288,22 @@ def build_all(specs: list[UnitSpec]) -> Built:
     `options_in_effect()`: in the worker, or here when this process is Lamina's own
     or the worker is off; here with LLVM's defaults (not cacheable) when the worker
     fails."""
+    global failed
     options = options_in_effect()
     if not options or _owned:
         return Built(parallel_build.build_all(build_unit, specs), True, _ensure_options())
     with _lock:
-        worker = _worker()
         done: dict[int, parallel_build.BuiltUnit] = {}
-        problem = None
-        if worker is None:
-            problem = _start_failure or "it could not be started"
-        else:
-            try:
-                worker.build(specs, done)
-            except WorkerFailed as err:
-                problem = str(err)
-                _stop_worker()
-    if problem is None:
-        return Built([done[i] for i in range(len(specs))], True, options)
+        try:
+            _worker().build(specs, done)
+            return Built([done[i] for i in range(len(specs))], True, options)
+        except WorkerFailed as err:
+            failed = str(err)
+            _stop_worker()
     warnings.warn(
-        f"lamina: the compile worker failed ({problem}); building "
+        f"lamina: the compile worker failed ({failed}); building "
         f"{len(specs) - len(done)} units in this process with LLVM's default options "
-        "(their code is not cached)",
+        "(not cached), and every unit from now on (cached again)",
         RuntimeWarning,
         stacklevel=3,
     )
@@ -405,23 +401,26 @@ class _Worker:
 
 _lock = threading.Lock()
 _current: _Worker | None = None
-_start_failure: str | None = None
-_failures = 0
-MAX_FAILURES = 2
-"""Workers that may fail in one process before it stops starting new ones."""
+failed: str | None = None
+"""Why the worker failed in this process, if it did (once is enough: a crash in LLVM
+would crash the next one too): units are then built here, with no options."""
 
 
 def prestart() -> None:
     """Start the worker now (its start-up then overlaps the compile's own work), if
     units will be built in it. Cheap when it runs already."""
-    if enabled() and not _owned:
+    if options_in_effect() and not _owned:
         with _lock:
-            _worker()
+            try:
+                _worker()
+            except WorkerFailed:
+                pass  # said by the build
 
 
-def _worker() -> _Worker | None:
-    """The running worker of this process, started if need be (None: it cannot be)."""
-    global _current, _start_failure
+def _worker() -> _Worker:
+    """The running worker of this process, started if need be (`WorkerFailed`: it
+    cannot be)."""
+    global _current
     if _current is not None and _current.pid == os.getpid():
         if _current.process.poll() is None and _current.options == options_in_effect():
             return _current
@@ -431,9 +430,6 @@ def _worker() -> _Worker | None:
             _stop_worker()
     if _current is not None and _current.pid != os.getpid():
         _current = None  # a fork's copy: the worker is its parent's
-    if _failures >= MAX_FAILURES:
-        _start_failure = f"{_failures} workers failed in this process"
-        return None
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
@@ -447,19 +443,17 @@ def _worker() -> _Worker | None:
             close_fds=True,
         )
     except OSError as err:
-        _start_failure = f"starting {sys.executable}: {err}"
-        return None
+        raise WorkerFailed(f"starting {sys.executable}: {err}") from None
     _current = _Worker(process, os.getpid(), options_in_effect())
     return _current
 
 
 def _stop_worker() -> None:
     """Stop this process's worker (it failed): closed, killed, reaped."""
-    global _current, _failures
+    global _current
     worker, _current = _current, None
     if worker is None or worker.pid != os.getpid():
         return
-    _failures += 1
     for pipe in (worker.process.stdin, worker.process.stdout):
         try:
             if pipe is not None:

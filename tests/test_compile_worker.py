@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import warnings
 
 import numpy as np
 import pytest
@@ -60,7 +59,7 @@ def here(unit: UnitSpec) -> bytes:
 @pytest.fixture(autouse=True)
 def fresh_worker(monkeypatch):
     monkeypatch.setenv(compile_worker.ENV, "1")
-    monkeypatch.setattr(compile_worker, "_failures", 0)
+    monkeypatch.setattr(compile_worker, "failed", None)
     compile_worker.shutdown()
     yield
     compile_worker.shutdown()
@@ -92,40 +91,42 @@ def test_options_are_in_the_kernel_keys(monkeypatch):
     assert with_worker != without and "llvm_options=-opt-disable=" in with_worker
 
 
-def test_compiles_are_the_same_with_and_without_the_worker(monkeypatch):
+def test_a_compile_gets_the_code_this_process_would_build(monkeypatch):
+    """Every unit of a compile, built by the worker: the object code this process builds
+    from the same text (the idle passes change no byte); outputs as without it."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal((4, 64)).astype(np.float32)
     w = rng.standard_normal((64, 32)).astype(np.float32)
     monkeypatch.setenv("LAMINA_CACHE", "0")
+    splits = []
+    stop = kernel_cache.observe_splits(splits.append)
     results = []
-    for flag in ("0", "1"):
-        monkeypatch.setenv(compile_worker.ENV, flag)
-        codegen.clear_cache()
-        kernel_cache.clear()
-        kernel_reuse.clear()
-        exe = lamina.compile(PROGRAM)
-        results.append(exe.run("main", x, w))
-        objects = sorted(_anonymous(o) for o in kernel_cache._objects.values())
-        assert objects, "the kernels were built and cached"
-        if flag == "1":
-            assert compile_worker._current is not None, "the worker built them"
-            assert "define" in exe.compiled.optimized_ir  # pyright: ignore
-        else:
-            first = objects
-    assert objects == first
+    try:
+        for flag in ("1", "0"):
+            monkeypatch.setenv(compile_worker.ENV, flag)
+            codegen.clear_cache()
+            kernel_cache.clear()
+            kernel_reuse.clear()
+            exe = lamina.compile(PROGRAM)
+            results.append(exe.run("main", x, w))
+            if flag == "1":
+                assert compile_worker._current is not None, "the worker built them"
+                assert "define" in exe.compiled.optimized_ir  # pyright: ignore
+                target = codegen.CodeTarget.of()
+                for unit in splits[0].kernels:
+                    built = kernel_cache._objects[unit.key].object_code
+                    assert built == here(kernel_cache.unit_spec(unit, target))
+    finally:
+        stop()
+    assert len(splits) == 2 and splits[0].kernels
     np.testing.assert_array_equal(results[0], results[1])
-    np.testing.assert_allclose(results[1], np.maximum(x @ w, 0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(results[0], np.maximum(x @ w, 0), rtol=1e-5, atol=1e-5)
 
 
 def test_llvm_errors_come_back_as_here():
     with pytest.raises(RuntimeError, match="LLVM IR parsing error"):
         compile_worker.build_all([spec("define void @f( {")])
     assert compile_worker.build_all([spec()]).cacheable  # the worker lives on
-
-
-def _anonymous(obj: kernel_cache.KernelObject) -> bytes:
-    """A kernel's object code without its symbol (named by its key, hence the options)."""
-    return obj.object_code.replace(obj.symbol.encode(), b"_" * len(obj.symbol))
 
 
 def _dies_while_building(monkeypatch, how):
@@ -144,6 +145,8 @@ def test_a_worker_that_dies_leaves_the_build_to_this_process(monkeypatch):
     with pytest.warns(RuntimeWarning, match="died of signal SIGKILL.*not cached"):
         built = compile_worker.build_all([unit])
     assert not built.cacheable and built.units[0].object_code == here(unit)
+    assert compile_worker.options_in_effect() == ()  # from now on: here, no options
+    assert compile_worker.build_all([unit]).cacheable
 
 
 def test_a_silent_worker_is_stopped(monkeypatch):
@@ -155,21 +158,26 @@ def test_a_silent_worker_is_stopped(monkeypatch):
 
 def test_a_worker_that_cannot_start(monkeypatch):
     monkeypatch.setattr(sys, "executable", "/nonexistent/python")
-    with pytest.warns(RuntimeWarning, match="could not|nonexistent"):
+    compile_worker.prestart()  # says nothing: the build does
+    with pytest.warns(RuntimeWarning, match="nonexistent"):
         built = compile_worker.build_all([spec()])
     assert not built.cacheable
 
 
-def test_a_failed_compile_worker_is_not_cached(monkeypatch):
-    """Kernels built here after the worker failed are not what their keys name."""
+def test_after_a_failed_worker_kernels_are_cached_again(monkeypatch):
+    """Kernels built here after the worker failed are not what their keys name: not
+    cached; the next compile's keys have no options, and its kernels are cached."""
     monkeypatch.setenv("LAMINA_CACHE", "0")
     monkeypatch.setenv("LAMINA_LOWER_PROCESSES", "1")
     codegen.clear_cache()
     kernel_cache.clear()
     kernel_reuse.clear()
-    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+    monkeypatch.setattr(sys, "executable", "/bin/false")  # starts, exits at once
+    x, w = np.ones((4, 64), np.float32), np.ones((64, 32), np.float32)
+    with pytest.warns(RuntimeWarning, match="exited with status 1"):
         exe = lamina.compile(PROGRAM)
-    assert exe.run("main", np.ones((4, 64), np.float32), np.ones((64, 32), np.float32))[0, 0] == 64
+    assert exe.run("main", x, w)[0, 0] == 64
     assert kernel_cache.stats()["size"] == 0
+    codegen.clear_cache()
+    assert lamina.compile(PROGRAM).run("main", x, w)[0, 0] == 64
+    assert kernel_cache.stats()["size"] > 0
