@@ -340,7 +340,7 @@ class _Worker:
             if tuple(hello.get("options", ())) != self.options:
                 raise WorkerFailed(f"it set other options: {hello.get('options')}")
             self.ready = True
-        self._send({"specs": specs})
+        self._send({"specs": specs, "like": _scheduling()})
         failure = None
         for _ in range(len(specs)):
             message = self._receive()
@@ -548,14 +548,21 @@ def _serve(source, sink) -> None:
     for option in options:  # this process is Lamina's: the options touch no one else
         llvm.set_option("lamina", option)
     send({"options": options, "pid": os.getpid()})
-    pool = ThreadPoolExecutor(parallel_build.threads(), thread_name_prefix="lamina-worker")
+    pool, threads = None, 0
     while True:
         header = source.read(8)
         if len(header) < 8:
             return
-        specs: list[UnitSpec] = pickle.loads(source.read(int.from_bytes(header, "little")))["specs"]
+        request = pickle.loads(source.read(int.from_bytes(header, "little")))
+        specs: list[UnitSpec] = request["specs"]
+        if _schedule_like(request["like"]) != threads or pool is None:  # this thread too
+            if pool is not None:
+                pool.shutdown()
+            threads = request["like"]["threads"]
+            pool = ThreadPoolExecutor(threads, thread_name_prefix="lamina-worker")
         order = sorted(range(len(specs)), key=lambda i: -len(specs[i].text))
-        futures = {pool.submit(build_unit, specs[i]): i for i in order}
+        like = request["like"]
+        futures = {pool.submit(_build_like, like, specs[i]): i for i in order}
         for future in as_completed(futures):
             index = futures[future]
             try:
@@ -566,6 +573,43 @@ def _serve(source, sink) -> None:
                 continue
             send({"index": index, "code": built.object_code, "seconds": built.seconds})
             built.module.close()
+
+
+def _scheduling() -> dict:
+    """How the calling process runs now (its cores, priority, build threads): the worker
+    builds the same way, though it was started earlier (`_schedule_like`)."""
+    like: dict = {"threads": parallel_build.threads()}
+    for name, get in (
+        ("affinity", lambda: os.sched_getaffinity(0)),
+        ("policy", lambda: (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority)),
+        ("nice", lambda: os.getpriority(os.PRIO_PROCESS, 0)),
+    ):
+        try:
+            like[name] = get()
+        except (AttributeError, OSError):
+            pass
+    return like
+
+
+def _schedule_like(like: dict) -> int:
+    """Run this process (and the threads it starts) as `like` says; its thread count."""
+    for name, apply in (
+        ("affinity", lambda value: os.sched_setaffinity(0, value)),
+        ("policy", lambda value: os.sched_setscheduler(0, value[0], os.sched_param(value[1]))),
+        ("nice", lambda value: os.setpriority(os.PRIO_PROCESS, 0, value)),
+    ):
+        if name in like:
+            try:
+                apply(like[name])
+            except (AttributeError, OSError):
+                pass  # not allowed (a higher priority), or not on this system
+    return like["threads"]
+
+
+def _build_like(like: dict, spec: UnitSpec) -> parallel_build.BuiltUnit:
+    """`build_unit` on a thread scheduled as the caller is (Linux schedules threads)."""
+    _schedule_like(like)
+    return build_unit(spec)
 
 
 def main() -> None:

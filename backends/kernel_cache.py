@@ -2,9 +2,9 @@
 
 `kernel_split` gives every kernel a key: the SHA-256 of its normalized LLVM
 IR and of `facts(target)` — the target's CPU name and features (the `isa`
-option, or the host's), the optimization level,
-the LLVM and llvmlite versions and the code generator's own source — so a
-key names exactly one object file. `build_split` then compiles each
+option, or the host's), the optimization level, the LLVM options units are
+built with (backends/compile_worker.py), the LLVM and llvmlite versions and the
+code generator's own source — so a key names exactly one object file. `build_split` then compiles each
 distinct kernel at most once:
 
 * in this process (`_objects`: key → object code and optimized module);
@@ -14,8 +14,8 @@ distinct kernel at most once:
 * identical kernels inside one module share one key, hence one build.
 
 What is left to build (the missing kernels and the host unit, which holds
-the model's own graph functions) is compiled in parallel
-(backends/parallel_build.py). `CompileTimings` receives thread time per step
+the model's own graph functions) is compiled in parallel in the compile worker
+(backends/compile_worker.py, backends/parallel_build.py). `CompileTimings` receives thread time per step
 and the wall time of the build; `stats()` counts hits and misses.
 """
 

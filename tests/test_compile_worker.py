@@ -82,6 +82,21 @@ def test_worker_builds_what_this_process_builds_with_its_options_and_sets_none_h
     assert here(unit) == before  # never set in this process
 
 
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="Linux")
+def test_the_worker_runs_on_the_cores_the_caller_runs_on_now(monkeypatch):
+    """Started once, it follows the caller's later affinity and thread count."""
+    compile_worker.build_all([spec()])
+    cores = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, {min(cores)})
+        compile_worker.build_all([spec()])
+        worker = compile_worker._current
+        assert worker is not None
+        assert os.sched_getaffinity(worker.process.pid) == {min(cores)}
+    finally:
+        os.sched_setaffinity(0, cores)
+
+
 def test_options_are_in_the_kernel_keys(monkeypatch):
     target = codegen.CodeTarget.of()
     with_worker = kernel_cache.facts(target)
