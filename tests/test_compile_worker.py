@@ -97,6 +97,34 @@ def test_the_worker_runs_on_the_cores_the_caller_runs_on_now(monkeypatch):
         os.sched_setaffinity(0, cores)
 
 
+def test_an_idle_worker_ends_and_the_next_build_starts_another(monkeypatch):
+    monkeypatch.setattr(compile_worker, "IDLE_SECONDS", 0.2)
+    unit = spec()
+    first = compile_worker.build_all([unit]).units[0].object_code
+    old = compile_worker._current
+    assert old is not None
+    old.process.wait(timeout=30)  # ended on its own
+    built = compile_worker.build_all([unit])
+    assert built.cacheable and built.units[0].object_code == first
+    assert compile_worker._current is not old and compile_worker.failed is None
+
+
+def test_a_request_that_meets_the_goodbye_is_sent_again(monkeypatch):
+    compile_worker.build_all([spec()])
+    original, said = compile_worker._Worker._receive, []
+
+    def receive(self):
+        if not said:  # the worker's goodbye, crossing the request
+            said.append(self.process.pid)
+            return {"retired": True}
+        return original(self)
+
+    monkeypatch.setattr(compile_worker._Worker, "_receive", receive)
+    built = compile_worker.build_all([spec()])
+    assert built.cacheable and compile_worker.failed is None
+    assert compile_worker._current is not None and compile_worker._current.process.pid != said[0]
+
+
 def test_options_are_in_the_kernel_keys(monkeypatch):
     target = codegen.CodeTarget.of()
     with_worker = kernel_cache.facts(target)
