@@ -308,6 +308,11 @@ def build_all(specs: list[UnitSpec]) -> Built:
         except (WorkerFailed, _Retired) as err:
             failed = str(err)
             _stop_worker()
+        except UnitError:
+            raise  # every answer came: the worker is ready for the next build
+        except BaseException:
+            _stop_worker()  # interrupted: its answers would reach the next build
+            raise
     warnings.warn(
         f"lamina: the compile worker failed ({failed}); building "
         f"{len(specs) - len(done)} units in this process with LLVM's default options "
@@ -409,7 +414,10 @@ class _Worker:
         except subprocess.TimeoutExpired:
             return None
         if code < 0:
-            return f"it died of signal {signal.Signals(-code).name}"
+            try:
+                return f"it died of signal {signal.Signals(-code).name}"
+            except ValueError:
+                return f"it died of signal {-code}"
         return f"it exited with status {code}"
 
 

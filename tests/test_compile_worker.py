@@ -125,6 +125,21 @@ def test_a_request_that_meets_the_goodbye_is_sent_again(monkeypatch):
     assert compile_worker._current is not None and compile_worker._current.process.pid != said[0]
 
 
+def test_an_interrupted_build_does_not_leave_answers_for_the_next(monkeypatch):
+    original = compile_worker._Worker._receive
+
+    def interrupted(self):
+        monkeypatch.setattr(compile_worker._Worker, "_receive", original)
+        raise KeyboardInterrupt
+
+    compile_worker.build_all([spec()])
+    monkeypatch.setattr(compile_worker._Worker, "_receive", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        compile_worker.build_all([spec()])
+    assert compile_worker._current is None and compile_worker.failed is None
+    assert compile_worker.build_all([spec()]).units[0].object_code == here(spec())
+
+
 def test_options_are_in_the_kernel_keys(monkeypatch):
     target = codegen.CodeTarget.of()
     with_worker = kernel_cache.facts(target)
