@@ -529,17 +529,30 @@ atexit.register(shutdown)
 
 
 def _forget_in_child() -> None:
-    """In a fork: the worker is the parent's. Close our copies of its pipes (so that it
-    still sees its end when the parent goes) without stopping it."""
+    """In a fork: the worker is the parent's. Our copies of its pipes become /dev/null
+    (so that it still sees its input end when the parent goes), under the same fd
+    numbers: the file objects that own them close /dev/null, never a reused number."""
     global _current
     worker, _current = _current, None
-    if worker is not None:
+    if worker is None:
+        return
+    _inherited.append(worker)  # never finalized early
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+    except OSError:
+        return
+    try:
         for pipe in (worker.process.stdin, worker.process.stdout):
             try:
                 if pipe is not None:
-                    os.close(pipe.fileno())
+                    os.dup2(null, pipe.fileno())
             except (OSError, ValueError):
                 pass
+    finally:
+        os.close(null)
+
+
+_inherited: list[_Worker] = []
 
 
 if hasattr(os, "register_at_fork"):

@@ -140,6 +140,23 @@ def test_an_interrupted_build_does_not_leave_answers_for_the_next(monkeypatch):
     assert compile_worker.build_all([spec()]).units[0].object_code == here(spec())
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_fork_does_not_use_or_hold_its_parents_worker():
+    compile_worker.prestart()
+    worker = compile_worker._current
+    assert worker is not None and worker.process.stdin is not None
+    pid = os.fork()
+    if pid == 0:  # the child: the worker is not its, its pipe copies are /dev/null
+        fd = worker.process.stdin.fileno()
+        os._exit(
+            0
+            if compile_worker._current is None and os.readlink(f"/proc/self/fd/{fd}") == os.devnull
+            else 1
+        )
+    assert os.waitpid(pid, 0)[1] == 0
+    assert worker.process.poll() is None and compile_worker._current is worker
+
+
 def test_options_are_in_the_kernel_keys(monkeypatch):
     target = codegen.CodeTarget.of()
     with_worker = kernel_cache.facts(target)
