@@ -52,7 +52,7 @@ from xdsl.dialects import llvm as llvm_dialect
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.utils.exceptions import LLVMTranslationException
 
-from lamina.backends import jit_symbols
+from lamina.backends import compile_worker, jit_symbols
 from lamina.backends.inlining import bound_inlining
 from lamina.backends.llvm.binary_constants import attach_bytes, detached_dense_globals
 from lamina.backends.llvm.conversion import LOOP_KIND_ATTR
@@ -64,7 +64,7 @@ from lamina.runtime import cpu_features, native_setup
 if TYPE_CHECKING:  # kernel_split imports this module
     from lamina.backends.kernel_split import Split
 
-OPT_LEVEL = 3
+OPT_LEVEL = compile_worker.OPT_LEVEL
 """LLVM optimization level used for JIT and ahead-of-time code."""
 
 FUNCTION_ATTRIBUTES = ("nounwind",)
@@ -194,15 +194,7 @@ def check_runnable(target: CodeTarget) -> None:
 def _target_machine(*, jit: bool, target: CodeTarget) -> llvm.TargetMachine:
     """A fresh TargetMachine for `target`. Never share one across MCJIT engines."""
     _ensure_llvm()
-    machine = llvm.Target.from_triple(llvm.get_process_triple())
-    return machine.create_target_machine(
-        cpu=target.cpu,
-        features=target.features,
-        opt=OPT_LEVEL,
-        reloc="default" if jit else "pic",
-        codemodel="jitdefault" if jit else "default",
-        jit=jit,
-    )
+    return compile_worker.target_machine(target.cpu, target.features, jit=jit)
 
 
 # ---------------------------------------------------------------------------
@@ -553,53 +545,10 @@ def parse_and_verify(ir_module: llvm_ir.Module) -> llvm.ModuleRef:
     return ref
 
 
-def optimize(ref: llvm.ModuleRef, tm: llvm.TargetMachine, run=None) -> None:
-    """Run LLVM's O3 pipeline (with loop and SLP vectorization) for `tm`'s CPU, in place,
-    then a cleanup of what vectorization leaves (`_cleanup`).
-
-    `run(mpm, ref, builder)` runs the pass manager (default: `mpm.run`); the
-    parallel build passes one that does not take llvmlite's global lock.
-    """
-    ref.triple = tm.triple
-    ref.data_layout = str(tm.target_data)
-    options = llvm.PipelineTuningOptions(speed_level=OPT_LEVEL)
-    options.loop_vectorization = True
-    options.slp_vectorization = True
-    options.loop_interleaving = True
-    options.loop_unrolling = True
-    with (
-        llvm.create_pass_builder(tm, options) as builder,
-        builder.getModulePassManager() as mpm,
-    ):
-        (run or _run)(mpm, ref, builder)
-        with llvm.create_new_module_pass_manager() as cleanup:
-            _cleanup(cleanup)
-            (run or _run)(cleanup, ref, builder)
-
-
-def _cleanup(mpm) -> None:
-    """Store-to-load forwarding (GVN) and dead-store elimination after O3.
-
-    A register-blocked micro-kernel accumulates its tile in memory at loop
-    level (schedule/register_block.py): a vectorized loop stores the zeros,
-    the reduction loop's accumulators are loaded before it (LLVM's LICM keeps
-    them in registers across it) and stored after it, where a sunk epilogue
-    (schedule/epilogue_sinking.py) loads them again. O3 runs GVN before the
-    loop vectorizer makes those loops vector code, so it forwards none of
-    it: every block stored and reloaded its tile twice, and the reloads of
-    512-bit stores wait for the stores to complete. GVN and DSE after O3
-    start the accumulators at zero in registers and hand the finished tile
-    to its epilogue in registers (measured, one thread, A/B in one process,
-    same output bits: the 128x256 @ 256x2048 feed-forward matmul with bias
-    and relu 10 % faster, ResNet-18 6 %, ResNet-50 5 %, the transformer
-    encoder 4 %, MobileNetV2 2 %; compile time within noise)."""
-    mpm.add_new_gvn_pass()
-    mpm.add_dead_store_elimination_pass()
-    mpm.add_instruction_combine_pass()
-
-
-def _run(mpm, ref: llvm.ModuleRef, builder) -> None:
-    mpm.run(ref, builder)
+optimize = compile_worker.optimize
+"""LLVM's O3 pipeline and the cleanup after it (backends/compile_worker.py, where units
+are built; a module compiled whole, `emit_assembly` etc. are optimized here)."""
+_cleanup = compile_worker.cleanup
 
 
 def _optimized_ref(
@@ -733,6 +682,8 @@ def compile_module(module: ModuleOp, *, use_cache: bool = True) -> CompiledModul
     """
     target = CodeTarget.of(module)
     check_runnable(target)
+    if split_enabled():
+        compile_worker.prestart()  # its start-up overlaps the translation
     prepared = _prepare_units(module, target) if split_enabled() else None
     if prepared is not None and prepared.split is not None:
         key = prepared.key
@@ -867,6 +818,7 @@ def _jit_units(
     signatures = {name: op.function_type for name, op in exported_functions(module).items()}
     host = built.modules[0]
     assert host is not None, "the host unit is always compiled, never read from the cache"
+    # (a `compile_worker.Deferred` when the worker built it: printed, it is the IR)
     return UnitsModule(
         key, engine, tm, host, signatures, timings, None, built.modules,
         objects=built.objects, constants=split.constants, target=target,

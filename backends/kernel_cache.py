@@ -2,9 +2,9 @@
 
 `kernel_split` gives every kernel a key: the SHA-256 of its normalized LLVM
 IR and of `facts(target)` — the target's CPU name and features (the `isa`
-option, or the host's), the optimization level,
-the LLVM and llvmlite versions and the code generator's own source — so a
-key names exactly one object file. `build_split` then compiles each
+option, or the host's), the optimization level, the LLVM options units are
+built with (backends/compile_worker.py), the LLVM and llvmlite versions and the
+code generator's own source — so a key names exactly one object file. `build_split` then compiles each
 distinct kernel at most once:
 
 * in this process (`_objects`: key → object code and optimized module);
@@ -14,8 +14,8 @@ distinct kernel at most once:
 * identical kernels inside one module share one key, hence one build.
 
 What is left to build (the missing kernels and the host unit, which holds
-the model's own graph functions) is compiled in parallel
-(backends/parallel_build.py). `CompileTimings` receives thread time per step
+the model's own graph functions) is compiled in parallel in the compile worker
+(backends/compile_worker.py, backends/parallel_build.py). `CompileTimings` receives thread time per step
 and the wall time of the build; `stats()` counts hits and misses.
 """
 
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 import llvmlite.binding as llvm
 
-from lamina.backends import parallel_build
+from lamina.backends import compile_worker, parallel_build
 from lamina.backends.kernel_split import KERNEL_RUNTIME_IR, KernelUnit, Split
 from lamina.backends.llvm.device_runtime import RUNTIME_IR
 from lamina.runtime import cache as disk
@@ -76,9 +76,14 @@ _first_seen: dict[str, str] = {}
 process): where the build that uses them reports them from."""
 
 
-@cache
 def facts(target: CodeTarget) -> str:
-    """Everything besides a kernel's text that shapes its object code for `target`."""
+    """Everything besides a kernel's text that shapes its object code for `target`:
+    also the LLVM options units are built with (backends/compile_worker.py)."""
+    return _facts(target, compile_worker.options_in_effect())
+
+
+@cache
+def _facts(target: CodeTarget, options: tuple[str, ...]) -> str:
     import sys
 
     import llvmlite
@@ -86,7 +91,8 @@ def facts(target: CodeTarget) -> str:
     from lamina.backends import codegen, kernel_split
 
     sources = hashlib.sha256()
-    for module in (codegen, kernel_split, parallel_build, sys.modules[__name__]):
+    modules = (codegen, kernel_split, parallel_build, compile_worker, sys.modules[__name__])
+    for module in modules:
         assert module.__file__ is not None, "a module of Lamina's source tree"
         sources.update(Path(module.__file__).read_bytes())  # wherever the modules live
     return "\n".join(
@@ -97,6 +103,7 @@ def facts(target: CodeTarget) -> str:
             f"llvm={'.'.join(map(str, llvm.llvm_version_info))}",
             f"llvmlite={llvmlite.__version__}",
             f"codegen={sources.hexdigest()}",
+            f"llvm_options={' '.join(options)}",
         ]
     )
 
@@ -192,16 +199,17 @@ def build_split(
 
     parallel_build.report("cached", len(split.kernels) - len(missing), len(split.kernels))
     wall = time.perf_counter()
-    built = parallel_build.build_all(lambda unit: _build_unit(unit, target), [split.host, *missing])
+    outcome = compile_worker.build_all([unit_spec(u, target) for u in [split.host, *missing]])
+    built = outcome.units
     _record(timings, built, time.perf_counter() - wall)
     host, kernel_builds = built[0], built[1:]
     for unit, result in zip(missing, kernel_builds, strict=True):
         obj = KernelObject(unit.symbol, result.object_code, result.module)
         found[unit.key] = (obj, "built")
-        if use_memory:
+        if use_memory and outcome.cacheable:
             with _lock:
                 _objects[unit.key] = obj
-        if use_disk:
+        if use_disk and outcome.cacheable:
             disk.write_kernel(unit.key, result.object_code)
     if awaited:
         _collect_awaited(awaited, found, use_disk)
@@ -231,30 +239,33 @@ def _collect_awaited(
         found[unit.key] = (obj, where)
 
 
+def unit_spec(unit: KernelUnit | str, target: CodeTarget, jit: bool = True):
+    """How to build `unit` (`str`: the host) for `target`'s CPU (backends/compile_worker.py)."""
+    is_host = isinstance(unit, str)
+    runtime = None
+    if is_host:
+        runtime = RUNTIME_IR
+    elif unit.uses_runtime:
+        runtime = KERNEL_RUNTIME_IR
+    return compile_worker.UnitSpec(
+        unit if is_host else unit.text,
+        target.cpu,
+        target.features,
+        jit=jit,
+        runtime=runtime,
+        runtime_symbols=_RUNTIME_SYMBOLS,
+        export_runtime=is_host,
+        hide_lamina=not jit,
+    )
+
+
 def _build_unit(unit: KernelUnit | str, target: CodeTarget, jit: bool = True):
     """Parse (into a context of its own), link the runtime, verify, optimize and compile
-    one unit (`str`: the host) for `target`'s CPU, timed per step."""
-    from lamina.backends.codegen import _target_machine, optimize
+    one unit (`str`: the host) for `target`'s CPU in this process, timed per step."""
+    from lamina.backends.codegen import _ensure_llvm
 
-    seconds: dict[str, float] = {}
-    start = time.thread_time()
-    context = llvm.create_context()
-    is_host = isinstance(unit, str)
-    ref = parallel_build.parse(unit if is_host else unit.text, context)
-    if is_host:
-        _link_runtime(ref, context, export=True, hidden=not jit)
-    elif unit.uses_runtime:
-        _link_runtime(ref, context, export=False)
-    if not jit:  # a shared library exports the graph functions only
-        _hide_lamina_symbols(ref)
-    parallel_build.verify(ref)
-    start = parallel_build.timed("parse", seconds, start)
-    tm = _target_machine(jit=jit, target=target)
-    optimize(ref, tm, run=parallel_build.run_module_passes)
-    start = parallel_build.timed("optimize", seconds, start)
-    code = parallel_build.emit_object(tm, ref)
-    parallel_build.timed("codegen", seconds, start)
-    return parallel_build.BuiltUnit(code, ref, seconds)
+    _ensure_llvm()
+    return compile_worker.build_unit(unit_spec(unit, target, jit))
 
 
 def build_objects_aot(split: Split, timings, target: CodeTarget) -> list[bytes]:
@@ -262,20 +273,10 @@ def build_objects_aot(split: Split, timings, target: CodeTarget) -> list[bytes]:
     host first, compiled in parallel, for a shared library. No kernel cache: its keys
     are for JIT code of this machine."""
     wall = time.perf_counter()
-    built = parallel_build.build_all(
-        lambda unit: _build_unit(unit, target, jit=False), [split.host, *split.kernels]
-    )
+    specs = [unit_spec(unit, target, jit=False) for unit in [split.host, *split.kernels]]
+    built = compile_worker.build_all(specs).units
     _record(timings, built, time.perf_counter() - wall)
     return [result.object_code for result in built]
-
-
-def _hide_lamina_symbols(ref: llvm.ModuleRef) -> None:
-    """Kernel entries, their messages and the runtime: hidden, resolved inside the
-    library when it is linked, never by another library loaded in the same process."""
-    for value in [*ref.functions, *ref.global_variables]:
-        local = value.linkage in (llvm.Linkage.internal, llvm.Linkage.private)
-        if value.name.startswith("__lamina_") and not value.is_declaration and not local:
-            value.visibility = llvm.Visibility.hidden
 
 
 def _record(timings, built: list[parallel_build.BuiltUnit], wall: float) -> None:
@@ -294,29 +295,6 @@ def _record(timings, built: list[parallel_build.BuiltUnit], wall: float) -> None
     timings.jit += steps["codegen"] * share
 
 
-def _link_runtime(ref: llvm.ModuleRef, context, *, export: bool, hidden: bool = False) -> None:
-    """Link the device runtime into a unit that declares it.
-
-    The host defines it, exported (the kernels' objects call it); a kernel
-    sees it `available_externally`: LLVM reads the definitions (and inlines
-    them where it did when the module was one) but emits none.
-    """
-    names = {f.name for f in ref.functions}
-    if not any(n in names for n in _RUNTIME_SYMBOLS):
-        return
-    runtime = parallel_build.parse(RUNTIME_IR if export else KERNEL_RUNTIME_IR, context)
-    runtime.triple = ref.triple
-    runtime.data_layout = ref.data_layout
-    ref.link_in(runtime)
-    if export:
-        for value in [*ref.functions, *ref.global_variables]:
-            if value.name in _RUNTIME_SYMBOLS and not value.is_declaration:
-                # weak_odr, as ODR as linkonce_odr (LLVM infers no more about it than
-                # it did in a whole module) but kept though the host may not call it.
-                value.linkage = llvm.Linkage.weak_odr
-                value.visibility = llvm.Visibility.hidden if hidden else llvm.Visibility.default
-
-
 __all__ = [
     "BuildResult",
     "KernelObject",
@@ -328,4 +306,5 @@ __all__ = [
     "preload",
     "facts",
     "stats",
+    "unit_spec",
 ]

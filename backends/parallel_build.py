@@ -11,9 +11,10 @@ are independent); the three long calls (parse, the pass manager, code
 emission) are made here without it, which is safe because each thread only
 touches its own context, module, pass builder and target machine — the way
 LLVM's own parallel back ends (ThinLTO) run. Measured on a 2-core machine,
-ResNet-50's kernels: see docs/compile-speed.md. Processes would have to
-pickle every unit's text and object code across, and fork a process that
-holds hundreds of megabytes of IR.
+ResNet-50's kernels: see docs/compile-speed.md. These threads run in the
+compile worker (backends/compile_worker.py: a process of Lamina's own, which
+only receives the units' text and returns their object code), in a lowering
+process, or, with the worker off, in the calling process.
 
 `LAMINA_BUILD_THREADS` sets the number of threads (default: the cores this
 process may use; 1 builds in the calling thread). The result does not

@@ -296,8 +296,11 @@ def _lower_in_child(module: ModuleOp, delegated: dict[str, str], passes: list, s
     which can fail, their declarations), then compile them and send their object
     code. The parent goes on with its own units between the two messages."""
     from lamina.backends import codegen, kernel_cache, kernel_reuse, kernel_split, parallel_build
+    from lamina.backends.compile_worker import own_process
     from lamina.core.context import make_context
     from lamina.core.pass_manager import PassManager, compile_verify_policy
+
+    own_process()  # a process of Lamina's: its units get the LLVM options (compile_worker.py)
 
     names = set(delegated)
     for func in list(module.ops):
