@@ -25,7 +25,7 @@ import dataclasses
 import inspect
 from dataclasses import dataclass, field, fields
 
-from lamina.target.cpu_facts import CpuFacts
+from lamina.target.cpu_facts import CpuFacts, wide_fma_pipes
 
 _DERIVED = "derived"
 """Metadata key: the formula that derives a knob's default from `CpuFacts`, a Python
@@ -218,6 +218,27 @@ class ScheduleKnobs:
     of the rule off on ResNet-50's and MobileNet's convolution shapes
     (docs/performance.md, "AVX2 convolutions: channel jam everywhere").
     With 32 registers (AVX-512) 0: there the rule off was measured."""
+
+    conv_pointwise_jam_max: int = field(
+        default=0, metadata={_DERIVED: "4 if wide_fma_pipes >= 2 else 0"}
+    )
+    """Most output-channel blocks per step of a channel-blocked pointwise
+    (1x1) convolution jammed on every row length and L1 footprint (0: the
+    rule of `conv_channel_jam_choices`, which leaves rows of 7 and 14
+    columns and jams that overflow L1 at one block). Nonzero: the largest
+    F from this down to 2 that divides the output-channel blocks and whose
+    register block (rows x F accumulators) leaves no tail block of fewer
+    than half its rows (7 columns: 4 blocks take 5 + 2 rows, so 3 or 2).
+    Derived from the CPU: on a core with two 512-bit FMA pipes
+    (`wide_fma_pipes`, Intel Xeon since Skylake-SP) a one-block step of
+    R rows is R broadcasts + 1 weight load for R FMAs, which the loads
+    limit; measured on Emerald Rapids (AVX-512, one thread, the 1x1 kernel
+    alone against onnxruntime's, docs/performance.md "Pointwise
+    convolutions on two 512-bit FMA pipes"): ResNet-50's 512->128 at 28x28
+    1.37 -> 0.95x onnxruntime, 1024->256 at 14x14 1.19 -> 0.94x, 2048->512
+    at 7x7 1.48 -> 1.04x, MobileNetV2's 7x7 and 14x14 expansions and
+    projections 1.03-1.42 -> 0.81-1.02x. Zen 4 (one double-pumped pipe,
+    where two blocks at 7x7 measured equal or 2-4 % slower) and AVX2 keep 0."""
 
     conv_stem_channel_jam: int = 1
     """1: with `conv_channel_jam_everywhere`, a stem convolution (its input
@@ -449,6 +470,7 @@ class ScheduleKnobs:
         """The measured defaults, each derived one (`_DERIVED`) evaluated on `facts`."""
         names = {f.name: getattr(facts, f.name) for f in fields(facts)}
         names["lanes"] = facts.lanes
+        names["wide_fma_pipes"] = wide_fma_pipes(facts)
         derived = {name: _derive(code, names) for name, code in _FORMULAS.items()}
         return ScheduleKnobs().replace(**derived)
 
@@ -505,6 +527,7 @@ def check_knob(name: str, value: object) -> str | None:
         "block_jam_max_reduction",
         "conv_channel_block",
         "conv_channel_jam",
+        "conv_pointwise_jam_max",
         "conv_flatten_rows",
         "conv_flatten_min_steps_per_core",
         "conv_reduction_chunk",
