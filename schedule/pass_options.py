@@ -77,6 +77,7 @@ class ScheduleRulePass(LaminaPass):
                 pack_min_row_blocks=derived.pack_min_row_blocks,
                 conv_channel_jam_everywhere=derived.conv_channel_jam_everywhere,
                 conv_pointwise_jam_max=derived.conv_pointwise_jam_max,
+                conv_nchw_flat_pixels=derived.conv_nchw_flat_pixels,
                 conv_flatten_rows=derived.conv_flatten_rows,
                 conv_reduction_chunk=derived.conv_reduction_chunk,
                 conv_weight_prefetch=derived.conv_weight_prefetch,
@@ -153,6 +154,7 @@ class FlattenRowsOptions:
 
     conv_flatten_rows: int | None = None
     conv_flatten_min_steps_per_core: int | None = None
+    conv_nchw_flat_pixels: int | None = None
     conv_channel_jam: int | None = None
     parallel_collapse_below: int | None = None
 

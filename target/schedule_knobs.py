@@ -369,6 +369,19 @@ class ScheduleKnobs:
     input is not channel-blocked stays NCHW (a matrix product along the image
     rows); smaller ones are blocked (`kernels/strategy.py`, measured there)."""
 
+    conv_nchw_flat_pixels: int = field(
+        default=0, metadata={_DERIVED: "3136 if wide_fma_pipes >= 2 else 0"}
+    )
+    """Smallest image (H*W pixels) whose NCHW pointwise convolution (the
+    matrix product `conv_nchw_pointwise_min_pixels` keeps) runs its pixels as
+    one row of H*W (`schedule/pixel_rows.py`), so that register blocks of
+    whole vectors tile it; 0: never (the blocks tile each image row). On
+    Emerald Rapids (two 512-bit FMA pipes, one thread) 64->64 at 56x56 with
+    bias and relu: a row of 56 columns was 7 vectors of 8 lanes, 4 channels
+    x 7 accumulators spilled, 21 % of the FMA peak; flat, 8 channels x 32
+    pixels (docs/performance.md, "Pointwise convolutions on two 512-bit FMA
+    pipes"). Zen 4 and AVX2 not measured: 0 there."""
+
     conv_grouped_min_width: int = 2
     """A grouped conv2d (1 < groups < channels) is channel-blocked
     (`kernels/strategy.py`, `grouped_block_reads`) from this many channels
@@ -528,6 +541,7 @@ def check_knob(name: str, value: object) -> str | None:
         "conv_channel_block",
         "conv_channel_jam",
         "conv_pointwise_jam_max",
+        "conv_nchw_flat_pixels",
         "conv_flatten_rows",
         "conv_flatten_min_steps_per_core",
         "conv_reduction_chunk",
