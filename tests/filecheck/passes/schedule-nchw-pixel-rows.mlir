@@ -1,6 +1,7 @@
 // RUN: lamina-opt %s -p 'schedule{vector_bits=512 vector_registers=32 cores=2 conv_nchw_flat_pixels=64}' | filecheck %s
 // RUN: lamina-opt %s -p 'schedule{vector_bits=512 vector_registers=32 cores=2 conv_nchw_flat_pixels=0}' | filecheck %s --check-prefix=OFF
 // RUN: lamina-opt %s -p 'schedule{vector_bits=512 vector_registers=32 cores=2 conv_nchw_flat_pixels=65}' | filecheck %s --check-prefix=OFF
+// RUN: lamina-opt %s -p 'schedule-flatten-rows{vector_bits=512 vector_registers=32 cores=2 conv_nchw_flat_pixels=64}' | filecheck %s --check-prefix=RULE
 
 // An NCHW pointwise convolution (64 -> 64 channels, a matrix product of the
 // weights by the pixels) with a bias + relu epilogue, as lower-te emits it.
@@ -74,3 +75,15 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // OFF-NOT:       loop.reshape
 // OFF:           loop.for %i2 = %c0 to %c8 step %c1 kind(parallel) {
 // OFF:               loop.for %i3_1 = %c0 to %c8 step %c1 kind(vectorized) {
+
+// The rule alone (`schedule-flatten-rows`): one loop over the 64 pixels in
+// the fill, the reduction and the epilogue; no row loop left.
+// RULE-LABEL: loop.func @pointwise_nchw(
+// RULE:         %tmp = loop.alloc {scope = "local"} : memref<1x64x1x64xf32>
+// RULE:         loop.for %i1 = %c0 to %c64 step %c1 kind(parallel) {
+// RULE-NEXT:      loop.for %i3 = %c0 to %c64 step %c1 kind(vectorized) {
+// RULE-NEXT:        loop.store %init, %tmp[%c0, %i1, %{{.*}}, %i3] : memref<1x64x1x64xf32>
+// RULE:           loop.for %k0 = %c0 to %c64 step %c1 {
+// RULE-NEXT:        loop.for %i3_1 = %c0 to %c64 step %c1 kind(vectorized) {
+// RULE:               loop.load %in0_1[%c0, %k0, %{{.*}}, %{{.*}}] : memref<1x64x1x64xf32>
+// RULE-NOT:     loop.for %i2
