@@ -102,6 +102,8 @@ def _row_nest(rows: loop.ForOp, plan: _Plan) -> list[loop.ForOp] | None:
     columns: list[loop.ForOp] = []
     for access in accesses:
         assert isinstance(access, Access)
+        if not _rank_4(access.buffer.type):
+            return None
         column = _column_loop(access, rows)
         if column is None:
             return None
@@ -171,6 +173,10 @@ def _plain(for_op: loop.ForOp, serial: bool) -> bool:
         return False
     ub = int_constant(for_op.ub)
     return ub is not None and ub >= 2
+
+
+def _rank_4(mtype: object) -> bool:
+    return isinstance(mtype, MemRefType) and mtype.get_num_dims() == 4
 
 
 def _image_buffer(mtype: object, height: int, width: int) -> bool:
