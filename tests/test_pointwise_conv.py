@@ -107,6 +107,7 @@ def test_forced_channel_jam_matches_onnxruntime(cin, cout, size, stride, k, jam,
     ("cin", "cout", "size", "stride", "k", "target"),
     [
         (144, 24, 56, 1, 1, HOST),
+        (672, 112, 14, 1, 1, "cpu{conv_pointwise_jam_max=4}"),  # 3 + 3 + a one-block tail
         pytest.param(64, 16, 7, 1, 1, AVX2, marks=needs_avx2),
         pytest.param(32, 16, 28, 2, 3, AVX2, marks=needs_avx2),
     ],
