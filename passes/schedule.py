@@ -85,6 +85,7 @@ from lamina.schedule.pass_options import (
     RegisterBlockOptions,
     ScheduleRulePass,
 )
+from lamina.schedule.pixel_rows import flatten_nchw_pixels
 from lamina.schedule.primitives import ScheduleError
 from lamina.schedule.reciprocal_divisions import reciprocal_divisions
 from lamina.schedule.register_block import block_reductions, jam_channel_blocks
@@ -100,6 +101,7 @@ from lamina.target.schedule_knobs import ScheduleKnobs
 def default_schedule(func: loop.FuncOp, facts: CpuFacts, knobs: ScheduleKnobs) -> None:
     """Steps 0-10 of the module docstring on one function without directives."""
     flatten_rows(func, facts.cores, knobs)  # first: every later rule sees the 1 x H*W image
+    flatten_nchw_pixels(func, knobs)  # the same for an NCHW pointwise convolution
     make_indices_affine(func)
     reuse_gathered_lines(func, knobs)
     split_borders(func, columns_only=True)  # the interior columns are blocked guard-free

@@ -8,6 +8,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
 from lamina.schedule.pass_options import FlattenRowsOptions, ScheduleRulePass
+from lamina.schedule.pixel_rows import flatten_nchw_pixels
 from lamina.schedule.row_flattening import flatten_rows
 
 
@@ -27,7 +28,10 @@ class ScheduleFlattenRowsPass(ScheduleRulePass, FlattenRowsOptions):
     parameters among those buffers are read and written through a
     `loop.reshape` to `[N, C/c, G, H*W/G, c]`, its temporaries allocated in
     that shape. Functions with `lamina.schedule` directives are left alone.
-    Invariants: every output element is computed by the same operations in
+    An NCHW pointwise convolution (rank-4 buffers `[N, C, H, W]`, a matrix
+    product of its weights by the pixels) on an image of at least
+    `conv_nchw_flat_pixels` pixels gets one row of `H*W` the same way
+    (`schedule/pixel_rows.py`). Invariants: every output element is computed by the same operations in
     the same order; the function's signature is unchanged.
     """
 
@@ -36,7 +40,9 @@ class ScheduleFlattenRowsPass(ScheduleRulePass, FlattenRowsOptions):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         cores, knobs = self.facts(op).cores, self.knobs(op)
         for func in self.default_scheduled(op):
-            flatten_rows(func, cores, self.function_knobs(func, knobs))
+            func_knobs = self.function_knobs(func, knobs)
+            flatten_rows(func, cores, func_knobs)
+            flatten_nchw_pixels(func, func_knobs)
 
 
 __all__ = ["ScheduleFlattenRowsPass"]

@@ -76,6 +76,8 @@ class ScheduleRulePass(LaminaPass):
                 block_broadcast_registers=derived.block_broadcast_registers,
                 pack_min_row_blocks=derived.pack_min_row_blocks,
                 conv_channel_jam_everywhere=derived.conv_channel_jam_everywhere,
+                conv_pointwise_jam_max=derived.conv_pointwise_jam_max,
+                conv_nchw_flat_pixels=derived.conv_nchw_flat_pixels,
                 conv_flatten_rows=derived.conv_flatten_rows,
                 conv_reduction_chunk=derived.conv_reduction_chunk,
                 conv_weight_prefetch=derived.conv_weight_prefetch,
@@ -121,6 +123,7 @@ class RegisterBlockOptions:
     parallel_min_iterations_per_core: int | None = None
     conv_channel_jam: int | None = None
     conv_channel_jam_everywhere: int | None = None
+    conv_pointwise_jam_max: int | None = None
     conv_stem_channel_jam: int | None = None
     conv_grouped_jam_min_row: int | None = None
     conv_reduction_chunk: int | None = None
@@ -153,6 +156,7 @@ class FlattenRowsOptions:
 
     conv_flatten_rows: int | None = None
     conv_flatten_min_steps_per_core: int | None = None
+    conv_nchw_flat_pixels: int | None = None
     conv_channel_jam: int | None = None
     parallel_collapse_below: int | None = None
 

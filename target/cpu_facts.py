@@ -155,6 +155,32 @@ interleaved rounds): ShuffleNetV2 0.974x, GoogLeNet 0.969x, MobileNetV3 and
 EfficientNet-B0 unchanged (docs/performance.md, "Gathers on Zen 4")."""
 
 
+TWO_WIDE_FMA_CPUS = frozenset(
+    {
+        "skylake-avx512",
+        "cascadelake",
+        "cooperlake",
+        "icelake-server",
+        "sapphirerapids",
+        "emeraldrapids",
+        "graniterapids",
+    }
+)
+"""LLVM CPU names of the Intel server cores that issue two 512-bit FMAs per
+cycle (ports 0+1 fused and port 5). Zen 4 double-pumps one, the client cores
+with AVX-512 (Ice Lake, Tiger Lake) have one."""
+
+
+def wide_fma_pipes(facts: CpuFacts) -> int:
+    """512-bit FMA pipes of `facts`' CPU: 2 on `TWO_WIDE_FMA_CPUS`, 1 on other
+    AVX-512 CPUs (znver4, named or generic `x86-64-v4`), 0 without AVX-512.
+    A schedule knob's derived default may read it (`wide_fma_pipes`): where
+    compute is twice as fast, loads and loop overhead per FMA show."""
+    if facts.vector_bits < 512 or "avx512f" not in facts.features:
+        return 0
+    return 2 if facts.cpu_name in TWO_WIDE_FMA_CPUS else 1
+
+
 def _vector_shape(features: frozenset[str]) -> tuple[int, int]:
     if "avx512f" in features:
         return 512, 32

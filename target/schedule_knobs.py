@@ -25,7 +25,7 @@ import dataclasses
 import inspect
 from dataclasses import dataclass, field, fields
 
-from lamina.target.cpu_facts import CpuFacts
+from lamina.target.cpu_facts import CpuFacts, wide_fma_pipes
 
 _DERIVED = "derived"
 """Metadata key: the formula that derives a knob's default from `CpuFacts`, a Python
@@ -231,6 +231,27 @@ class ScheduleKnobs:
     (docs/performance.md, "AVX2 convolutions: channel jam everywhere").
     With 32 registers (AVX-512) 0: there the rule off was measured."""
 
+    conv_pointwise_jam_max: int = field(
+        default=0, metadata={_DERIVED: "4 if wide_fma_pipes >= 2 else 0"}
+    )
+    """Most output-channel blocks per step of a channel-blocked pointwise
+    (1x1) convolution jammed on every row length and L1 footprint (0: the
+    rule of `conv_channel_jam_choices`, which leaves rows of 7 and 14
+    columns and jams that overflow L1 at one block). Nonzero: the largest
+    F from this down to 2 that divides the output-channel blocks and whose
+    register block (rows x F accumulators) leaves no tail block of fewer
+    than half its rows (7 columns: 4 blocks take 5 + 2 rows, so 3 or 2).
+    Derived from the CPU: on a core with two 512-bit FMA pipes
+    (`wide_fma_pipes`, Intel Xeon since Skylake-SP) a one-block step of
+    R rows is R broadcasts + 1 weight load for R FMAs, which the loads
+    limit; measured on Emerald Rapids (AVX-512, one thread, the 1x1 kernel
+    alone against onnxruntime's, docs/performance.md "Pointwise
+    convolutions on two 512-bit FMA pipes"): ResNet-50's 512->128 at 28x28
+    1.37 -> 0.95x onnxruntime, 1024->256 at 14x14 1.19 -> 0.94x, 2048->512
+    at 7x7 1.48 -> 1.04x, MobileNetV2's 7x7 and 14x14 expansions and
+    projections 1.03-1.42 -> 0.81-1.02x. Zen 4 (one double-pumped pipe,
+    where two blocks at 7x7 measured equal or 2-4 % slower) and AVX2 keep 0."""
+
     conv_stem_channel_jam: int = 1
     """1: with `conv_channel_jam_everywhere`, a stem convolution (its input
     read as `NCHW1c`, blocks of one channel, so its reduction steps through
@@ -360,6 +381,19 @@ class ScheduleKnobs:
     input is not channel-blocked stays NCHW (a matrix product along the image
     rows); smaller ones are blocked (`kernels/strategy.py`, measured there)."""
 
+    conv_nchw_flat_pixels: int = field(
+        default=0, metadata={_DERIVED: "3136 if wide_fma_pipes >= 2 else 0"}
+    )
+    """Smallest image (H*W pixels) whose NCHW pointwise convolution (the
+    matrix product `conv_nchw_pointwise_min_pixels` keeps) runs its pixels as
+    one row of H*W (`schedule/pixel_rows.py`), so that register blocks of
+    whole vectors tile it; 0: never (the blocks tile each image row). On
+    Emerald Rapids (two 512-bit FMA pipes, one thread) 64->64 at 56x56 with
+    bias and relu: a row of 56 columns was 7 vectors of 8 lanes, 4 channels
+    x 7 accumulators spilled, 21 % of the FMA peak; flat, 8 channels x 32
+    pixels (docs/performance.md, "Pointwise convolutions on two 512-bit FMA
+    pipes"). Zen 4 and AVX2 not measured: 0 there."""
+
     conv_grouped_min_width: int = 2
     """A grouped conv2d (1 < groups < channels) is channel-blocked
     (`kernels/strategy.py`, `grouped_block_reads`) from this many channels
@@ -429,9 +463,7 @@ class ScheduleKnobs:
     (`conv_channel_jam_everywhere`)."""
     winograd_jam_l1_bytes: int = field(
         default=0,
-        metadata={
-            _DERIVED: "0 if vector_registers <= 16 or cpu_name.startswith('znver') else l1d_bytes"
-        },
+        metadata={_DERIVED: "l1d_bytes if wide_fma_pipes >= 2 else 0"},
     )
     """Largest slice of Winograd's transformed weights (the jammed output-channel
     blocks over all input channels: F x C x lanes elements) that its products jam
@@ -444,8 +476,8 @@ class ScheduleKnobs:
     thread, the kernel with bias and relu (medians of 9 interleaved rounds, twice),
     4 -> 2 blocks: 512->512 at 7x7 (128 KiB slice) 0.87x the time, 256->256 at
     14x14 (64 KiB) 0.98-0.99x; slices that fit L1 keep 4 (96->128 at 28x28: 2 blocks
-    took 1.10x). Zen 4 (`znver*`, where 4 was measured) and 16 registers: 0
-    (docs/performance.md, "Winograd and pools on Intel AVX-512")."""
+    took 1.10x). One 512-bit FMA pipe (Zen 4, where 4 was measured; `wide_fma_pipes`)
+    and 16 registers: 0 (docs/performance.md, "Winograd and pools on Intel AVX-512")."""
 
     block_jam_max_reduction: int = 32
     """A matmul whose reduction has 16 to this many steps (and whose row
@@ -481,6 +513,7 @@ class ScheduleKnobs:
         """The measured defaults, each derived one (`_DERIVED`) evaluated on `facts`."""
         names = {f.name: getattr(facts, f.name) for f in fields(facts)}
         names["lanes"] = facts.lanes
+        names["wide_fma_pipes"] = wide_fma_pipes(facts)
         derived = {name: _derive(code, names) for name, code in _FORMULAS.items()}
         return ScheduleKnobs().replace(**derived)
 
@@ -537,6 +570,8 @@ def check_knob(name: str, value: object) -> str | None:
         "block_jam_max_reduction",
         "conv_channel_block",
         "conv_channel_jam",
+        "conv_pointwise_jam_max",
+        "conv_nchw_flat_pixels",
         "conv_flatten_rows",
         "conv_flatten_min_steps_per_core",
         "conv_reduction_chunk",

@@ -107,6 +107,7 @@ def test_forced_channel_jam_matches_onnxruntime(cin, cout, size, stride, k, jam,
     ("cin", "cout", "size", "stride", "k", "target"),
     [
         (144, 24, 56, 1, 1, HOST),
+        (672, 112, 14, 1, 1, "cpu{conv_pointwise_jam_max=4}"),  # 3 + 3 + a one-block tail
         pytest.param(64, 16, 7, 1, 1, AVX2, marks=needs_avx2),
         pytest.param(32, 16, 28, 2, 3, AVX2, marks=needs_avx2),
     ],
@@ -131,3 +132,78 @@ def test_jammed_pointwise_same_at_one_and_two_threads(cin, cout, size, stride, k
     np.testing.assert_array_equal(results[0], results[1])
     (want,) = run_ort(model, {"x": x})
     np.testing.assert_allclose(results[1], want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+WIDE = [
+    # cin, cout, size, stride: `conv_pointwise_jam_max=4` (two 512-bit FMA pipes)
+    (64, 384, 14, 1),  # 24 blocks: 4 per step, 5 + 5 + 4 rows
+    (1024, 256, 14, 1),  # ResNet-50's projection: 16 blocks, 4 per step
+    (160, 960, 7, 1),  # 60 blocks at 7x7: 4 would leave 5 + 2 rows, so 3 x 7
+    (960, 160, 7, 1),  # 10 blocks at 7x7: 2 x 7 rows
+    (672, 112, 14, 1),  # 7 blocks: 3 + 3 and a one-block tail step
+    (80, 80, 14, 1),  # 5 blocks: 4 and a one-block tail step
+    (2048, 512, 7, 1),  # the 2048-channel reduction, 2 per step
+    (512, 1024, 28, 2),  # stride 2, 4 per step
+    (256, 64, 56, 1),  # jammed although the weights and input overflow L1
+]
+
+
+@pytest.mark.parametrize("isa", [HOST, pytest.param(AVX2, marks=needs_avx2)])
+@pytest.mark.parametrize(("cin", "cout", "size", "stride"), WIDE)
+def test_wide_pointwise_jam_matches_onnxruntime(cin, cout, size, stride, isa) -> None:
+    """`conv_pointwise_jam_max` forced on (the default on Intel Xeon AVX-512,
+    `wide_fma_pipes` 2) and, on the AVX2 build, ignored (its rule jams anyway)."""
+    model, x = _block(cin, cout, size, stride, "relu")
+    options = "conv_pointwise_jam_max=4"
+    target = f"{isa[:-1]} {options}}}" if isa.endswith("}") else f"{isa}{{{options}}}"
+    _check(model, x, target)
+
+
+def test_wide_fma_pipes_decides_the_default() -> None:
+    """Two 512-bit FMA pipes (Intel Xeon) -> 4; Zen 4, generic AVX-512, AVX2 -> 0."""
+    from lamina.target.cpu_facts import isa_cpu_facts, wide_fma_pipes
+    from lamina.target.schedule_knobs import ScheduleKnobs
+
+    host = host_cpu_facts()
+    cases = {"sapphirerapids": 4, "znver4": 0, "x86-64-v4": 0, "haswell": 0}
+    for name, want in cases.items():
+        features = isa_cpu_facts(name).features if name != host.cpu_name else host.features
+        bits = 512 if "avx512f" in features else 256
+        facts = host.replace(cpu_name=name, features=features, vector_bits=bits)
+        assert ScheduleKnobs.for_cpu(facts).conv_pointwise_jam_max == want, name
+        assert wide_fma_pipes(facts) == {4: 2, 0: 1 if bits == 512 else 0}[want], name
+
+
+NCHW = [
+    # cin, cout, size, epilogue: a pointwise conv on the network's NCHW input, kept
+    # NCHW (a matrix product) from 56x56 on; `conv_nchw_flat_pixels` runs its
+    # pixels as one row (`schedule/pixel_rows.py`)
+    (64, 64, 56, "relu"),  # bench.py's "conv 1x1+bias+relu"
+    (64, 256, 56, "bias"),
+    (256, 64, 56, "none"),
+    (3, 32, 64, "relu"),  # 3 input channels, 4096 pixels
+    (64, 64, 56, "residual"),
+]
+
+
+@pytest.mark.parametrize("isa", [HOST, pytest.param(AVX2, marks=needs_avx2)])
+@pytest.mark.parametrize(("cin", "cout", "size", "epilogue"), NCHW)
+def test_nchw_pointwise_flat_pixels_matches_onnxruntime(cin, cout, size, epilogue, isa) -> None:
+    inits = {
+        "w": (RNG.standard_normal((cout, cin, 1, 1)) / np.sqrt(cin)).astype(np.float32),
+        "b": RNG.standard_normal(cout).astype(np.float32),
+    }
+    inputs = ["x", "w", "b"] if epilogue != "none" else ["x", "w"]
+    nodes = [helper.make_node("Conv", inputs, ["c"], kernel_shape=[1, 1])]
+    out = "c"
+    if epilogue in ("relu", "residual"):
+        if epilogue == "residual":
+            nodes.append(helper.make_node("Add", ["c", "x"], ["s"]))
+        nodes.append(helper.make_node("Relu", ["s" if epilogue == "residual" else "c"], ["y"]))
+        out = "y"
+    x = RNG.standard_normal((1, cin, size, size)).astype(np.float32)
+    model = make_model(nodes, {"x": x}, [out], inits)
+    for value in (3136, 0):
+        options = f"conv_nchw_flat_pixels={value}"
+        target = f"{isa[:-1]} {options}}}" if isa.endswith("}") else f"{isa}{{{options}}}"
+        _check(model, x, target)

@@ -1,7 +1,7 @@
-// RUN: lamina-opt %s -p 'schedule-register-block{vector_bits=512 vector_registers=32 cores=2}' | filecheck %s
-// RUN: lamina-opt %s -p 'schedule{vector_bits=512 vector_registers=32 cores=2}' | filecheck %s --check-prefix=FUSED
+// RUN: lamina-opt %s -p 'schedule-register-block{vector_bits=512 vector_registers=32 cores=2 conv_pointwise_jam_max=0}' | filecheck %s
+// RUN: lamina-opt %s -p 'schedule{vector_bits=512 vector_registers=32 cores=2 conv_pointwise_jam_max=0}' | filecheck %s --check-prefix=FUSED
 // RUN: lamina-opt %s -p 'schedule-register-block{vector_bits=256 vector_registers=16 cores=2}' | filecheck %s --check-prefix=AVX2
-// RUN: lamina-opt %s -p 'schedule-register-block{vector_bits=512 vector_registers=32 cores=2 conv_channel_jam=2}' | filecheck %s --check-prefix=FORCED
+// RUN: lamina-opt %s -p 'schedule-register-block{vector_bits=512 vector_registers=32 cores=2 conv_pointwise_jam_max=0 conv_channel_jam=2}' | filecheck %s --check-prefix=FORCED
 
 // Pointwise (1x1) convolutions in NCHW{c}c with a bias + relu epilogue, as
 // lower-te emits them. A row of 28 (56) output columns is longer than one
