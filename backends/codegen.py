@@ -741,7 +741,7 @@ def _prepare_units(module: ModuleOp, target: CodeTarget) -> _Prepared:
     start = time.perf_counter()
     tm = _target_machine(jit=True, target=target)
     ir_module, blobs = _translate(module, tm, bits=target.vector_bits, attach_limit=BLOB_MIN_BYTES)
-    split = split_module(ir_module, blobs, kernel_cache.facts(target), reused)
+    split = split_module(ir_module, blobs, kernel_cache.facts(target), reused)  # pyright: ignore[reportArgumentType]
     if split is None and reused:
         raise RuntimeError("a module with kernels reused before lowering did not split")
     return _Prepared(tm, target, ir_module, blobs, split, time.perf_counter() - start)

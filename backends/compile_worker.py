@@ -368,8 +368,10 @@ class _Worker:
                 failure = failure or message["error"]
                 continue
             done[index] = parallel_build.BuiltUnit(
-                message["code"], Deferred(specs[index]), message["seconds"]
-            )  # type: ignore[arg-type]
+                message["code"],
+                Deferred(specs[index]),  # pyright: ignore[reportArgumentType] (printed only)
+                message["seconds"],
+            )
             parallel_build.report("built", len(done), len(specs))
         if failure is not None:
             raise UnitError(failure)
@@ -488,18 +490,27 @@ def _widen(pipe) -> None:
             pass  # a smaller limit: the default size works too
 
 
-def _stop_worker() -> None:
-    """Stop this process's worker (it failed): closed, killed, reaped."""
+def _detach_worker() -> _Worker | None:
+    """Forget this process's worker and close its pipes (it exits on their end);
+    None when there is none, or it is a parent's (a forked copy leaves it alone)."""
     global _current
     worker, _current = _current, None
     if worker is None or worker.pid != os.getpid():
-        return
+        return None
     for pipe in (worker.process.stdin, worker.process.stdout):
         try:
             if pipe is not None:
                 pipe.close()
         except OSError:
             pass
+    return worker
+
+
+def _stop_worker() -> None:
+    """Stop this process's worker (it failed): closed, killed, reaped."""
+    worker = _detach_worker()
+    if worker is None:
+        return
     try:
         worker.process.kill()
         worker.process.wait(timeout=5.0)
@@ -509,16 +520,9 @@ def _stop_worker() -> None:
 
 def shutdown() -> None:
     """End this process's worker: it exits when its pipe closes (at exit, too)."""
-    global _current
-    worker, _current = _current, None
-    if worker is None or worker.pid != os.getpid():
+    worker = _detach_worker()
+    if worker is None:
         return
-    for pipe in (worker.process.stdin, worker.process.stdout):
-        try:
-            if pipe is not None:
-                pipe.close()
-        except OSError:
-            pass
     try:
         worker.process.wait(timeout=5.0)
     except subprocess.TimeoutExpired:

@@ -538,20 +538,7 @@ def main() -> int:
         "build (re-executes with OPENBLAS_CORETYPE=Haswell; onnxruntime cannot be "
         "restricted: compare the %% peak columns)",
     )
-    parser.add_argument(
-        "--probe",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="between rounds: the FMA peak and the machine probe (benchmarks/episode_probe.py); "
-        "rounds in slow episodes are left out of the medians and counted",
-    )
-    parser.add_argument(
-        "--probe-slack",
-        type=float,
-        default=episode_probe.DEFAULT_SLACK,
-        help="a probe or peak reading this much slower than the run's typical marks the "
-        "rounds next to it as slow",
-    )
+    episode_probe.add_probe_options(parser)
     args = parser.parse_args()
     ensure_peer_environment(args.peers)
     target = f"cpu{{isa={args.isa}}}" if args.isa else args.target

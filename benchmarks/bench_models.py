@@ -853,28 +853,7 @@ def main(argv: list[str] | None = None) -> int:
         "team's workers and the process's other threads (/proc/self/task/*/schedstat; "
         "read between the --alternate call and the timed call)",
     )
-    parser.add_argument(
-        "--probe",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="time a fixed calibration workload on one and two threads (and, without "
-        "--scaling, the FMA peak) between rounds and leave rounds in the machine's slow "
-        "episodes out of the medians (reported; benchmarks/episode_probe.py)",
-    )
-    parser.add_argument(
-        "--probe-slack",
-        type=float,
-        default=episode_probe.DEFAULT_SLACK,
-        help="with --probe: a probe this much slower than the run's typical one-thread probe "
-        "(on one thread or two) marks the rounds before and after it as slow",
-    )
-    parser.add_argument(
-        "--probe-others",
-        type=float,
-        default=episode_probe.OTHERS_LIMIT,
-        help="with --probe: a round during which other processes and the hypervisor took "
-        "more than this share of a core (/proc/stat) is left out too",
-    )
+    episode_probe.add_probe_options(parser, others=True)
     parser.add_argument(
         "--clock",
         choices=tuple(CLOCKS),

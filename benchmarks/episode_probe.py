@@ -451,3 +451,35 @@ class RoundWatch:
         index = index % len(self.series)
         upto = self.series[: index + 1]
         return sum(len(r) for r, _, _ in upto), sum(len(g) for _, g, _ in upto)
+
+
+def add_probe_options(parser, slack: bool = True, others: bool = False) -> None:
+    """The benchmarks' `--probe` options (bench.py, bench_models.py, onnx_bench.py),
+    one spelling for all three: `--probe/--no-probe`, and `--probe-slack` and
+    `--probe-others` where the script reads them."""
+    import argparse
+
+    parser.add_argument(
+        "--probe",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="between rounds: the FMA peak and a fixed workload on one and two threads "
+        "(benchmarks/episode_probe.py); rounds in the machine's slow episodes are left "
+        "out of the medians and counted",
+    )
+    if slack:
+        parser.add_argument(
+            "--probe-slack",
+            type=float,
+            default=DEFAULT_SLACK,
+            help="with --probe: a reading this much slower than the run's typical one "
+            "marks the rounds before and after it as slow",
+        )
+    if others:
+        parser.add_argument(
+            "--probe-others",
+            type=float,
+            default=OTHERS_LIMIT,
+            help="with --probe: a round during which other processes and the hypervisor "
+            "took more than this share of a core (/proc/stat) is left out too",
+        )

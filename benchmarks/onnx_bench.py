@@ -124,13 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--isa", help="instruction set: --target 'cpu{isa=ISA}' (avx2, avx512, ...)"
     )
-    parser.add_argument(
-        "--probe",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="between rounds: the FMA peak and the machine probe (benchmarks/episode_probe.py); "
-        "rounds in slow episodes are left out of the medians and counted",
-    )
+    episode_probe.add_probe_options(parser, slack=False)
     args = parser.parse_args(argv)
     target = f"cpu{{isa={args.isa}}}" if args.isa else args.target
     os.environ["LAMINA_CACHE"] = "0"  # compile times are cold ones

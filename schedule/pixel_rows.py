@@ -45,6 +45,7 @@ from lamina.schedule.primitives import body_ops, index_constant
 from lamina.schedule.row_flattening import (
     ROW,
     Access,
+    _claim_image,
     _collapse_buffers,
     _collapsible,
     _index_uses,
@@ -123,18 +124,8 @@ def _row_nest(rows: loop.ForOp, plan: _Plan) -> list[loop.ForOp] | None:
         column_accesses.update(op for op, _ in uses)
     if column_accesses != set(accesses):
         return None
-    if plan.image not in (None, (height, width)):
+    if not _claim_image(plan, accesses, height, width, _image_buffer):
         return None
-    for access in accesses:
-        assert isinstance(access, Access)
-        if not _image_buffer(access.buffer.type, height, width):
-            return None
-    plan.image = (height, width)
-    for access in accesses:
-        assert isinstance(access, Access)
-        if access.buffer not in plan.buffers:
-            plan.buffers.append(access.buffer)
-    plan.accesses.update(accesses)
     return columns
 
 

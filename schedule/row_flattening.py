@@ -45,6 +45,7 @@ docs/performance.md, "Pointwise convolutions").
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith
@@ -190,19 +191,34 @@ def _pixel_nest(rows: loop.ForOp, plan: _Plan) -> loop.ForOp | None:
     accesses = [op for op, _ in row_uses]
     if len(accesses) != len(set(accesses)) or len(column_uses) != len(accesses):
         return None  # a loop variable twice in one access
+    if not _claim_image(plan, accesses, height, width, _pixel_buffer):
+        return None
+    return columns
+
+
+def _claim_image(
+    plan: _Plan,
+    accesses: Sequence[Operation],
+    height: int,
+    width: int,
+    fits: Callable[[object, int, int], bool],
+) -> bool:
+    """Record `accesses` and their buffers in `plan` for a `height` x `width` image,
+    if every buffer `fits` it and the function has no other image shape (shared
+    with schedule/pixel_rows.py)."""
     if plan.image not in (None, (height, width)):
-        return None  # one image shape per function
+        return False  # one image shape per function
     for access in accesses:
         assert isinstance(access, Access)
-        if not _pixel_buffer(access.buffer.type, height, width):
-            return None
+        if not fits(access.buffer.type, height, width):
+            return False
     plan.image = (height, width)
     for access in accesses:
         assert isinstance(access, Access)
         if access.buffer not in plan.buffers:
             plan.buffers.append(access.buffer)
     plan.accesses.update(accesses)
-    return columns
+    return True
 
 
 def _plain(for_op: loop.ForOp) -> bool:

@@ -158,16 +158,22 @@ builtin.module attributes {lamina.phase = #lamina.phase<optimization>} {
 // CHECK-NEXT:    } : tensor<1x3x5x5xf32>
 // CHECK-NEXT:    te.return %[[R]] : tensor<1x3x5x5xf32>
 
-// Max pooling pads with -inf, then takes the max over the padded windows.
+// Max pooling over a window of at most 25 taps is one expression per output
+// (kernels/nn.py, `_max_pool_taps`), no padded copy: each tap reads the input at
+// a clamped index and is -inf in the padding, then a tree of maxima; a NaN in
+// the window gives NaN.
 // CHECK-LABEL: te.func private @te_max_pool2d_1x2x5x5xf32(
-// CHECK-NEXT:    %[[XP:.*]] = te.compute [1, 2, 7, 7]
+// CHECK-NEXT:    te.compute [1, 2, 5, 5] (%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {
+// CHECK-NOT:       reduce
+// CHECK:           te.read %in0
 // CHECK:           %[[NEGINF:.*]] = arith.constant 0xff800000 : f32
 // CHECK:           arith.select %{{.*}}, %{{.*}}, %[[NEGINF]] : f32
-// CHECK:         te.compute [1, 2, 5, 5] reduce [3, 3] combiner(max) (%[[N:.*]], %[[C:.*]], %[[OH:.*]], %[[OW:.*]], %[[KH:.*]], %[[KW:.*]]) {
-// CHECK-NEXT:      %[[IH:.*]] = arith.addi %[[OH]], %[[KH]] : index
-// CHECK-NEXT:      %[[IW:.*]] = arith.addi %[[OW]], %[[KW]] : index
-// CHECK-NEXT:      %[[V:.*]] = te.read %[[XP]][%[[N]], %[[C]], %[[IH]], %[[IW]]] : tensor<1x2x7x7xf32>
-// CHECK-NEXT:      te.yield %[[V]] : f32
+// CHECK-COUNT-8:   te.read %in0
+// CHECK-COUNT-8:   arith.maximumf %{{.*}}, %{{.*}} fastmath<nnan> : f32
+// CHECK:           %[[NAN:.*]] = arith.constant 0x7fc00000 : f32
+// CHECK-NEXT:      %[[R:.*]] = arith.select %{{.*}}, %[[NAN]], %{{.*}} : f32
+// CHECK-NEXT:      te.yield %[[R]] : f32
+// CHECK-NEXT:    } : tensor<1x2x5x5xf32>
 
 // Stride 2 over 6 + 1 + 1 padded rows: the windows end at padded row
 // 2*2 + 2 = 6, so the padded input has only 7 rows, its bottom padding row
