@@ -74,11 +74,14 @@ def test_sunk_epilogues_match_numpy(m, k, n, epilogue, constant, target):
 
 
 def _kernel_loops(text: str, tmp_path) -> str:
-    """The loop code of the dense layer's kernel (`--compile-to lowering`)."""
+    """The loop code of the dense layer's kernel (`--compile-to lowering`), its B
+    panels read in place whatever the host (`pack_min_row_blocks` derives 4 on
+    Intel AVX-512, which adds the panels' copy loops)."""
     program = tmp_path / "dense.mlir"
     program.write_text(text)
     lowered = subprocess.run(
-        [sys.executable, "-m", "lamina.tools.lamina_opt", str(program), "--compile-to", "lowering"],
+        [sys.executable, "-m", "lamina.tools.lamina_opt", str(program), "--compile-to", "lowering",
+         "--target", "cpu{pack_min_row_blocks=32}"],
         check=True, capture_output=True, text=True,
     ).stdout  # fmt: skip
     kernel = lowered[lowered.index("loop.func private @te_fused_matmul") :]

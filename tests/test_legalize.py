@@ -81,11 +81,13 @@ def _wrap(value: int, t: Attribute) -> object:
 
 CMPI = {0: "eq", 1: "ne", 2: "slt", 3: "sle", 4: "sgt", 5: "sge",
         6: "ult", 7: "ule", 8: "ugt", 9: "uge"}  # fmt: skip
-CMPF = {1: "oeq", 2: "ogt", 3: "oge", 4: "olt", 5: "ole", 6: "one", 13: "une"}
+CMPF = {1: "oeq", 2: "ogt", 3: "oge", 4: "olt", 5: "ole", 6: "one", 7: "ord", 13: "une", 14: "uno"}
 
 
 def _compare(pred: str, a: object, b: object) -> np.bool_:
     a, b = float(a), float(b)  # type: ignore[arg-type]
+    if pred in ("ord", "uno"):  # is neither / either operand NaN
+        return np.bool_((math.isnan(a) or math.isnan(b)) == (pred == "uno"))
     if pred.startswith("o") and (math.isnan(a) or math.isnan(b)):
         return np.bool_(False)
     if pred == "une":
