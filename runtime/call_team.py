@@ -709,12 +709,34 @@ team:
   ret i32 %size
 }}
 
+; How many iterations a thread takes next when `%rem` are left of the region (> 0):
+; the trampoline's `%chunk`, or with `team_taper` on an equal share of what is left
+; among TAPER_PARTS per thread (of `team_size`) if that is smaller, but no less than
+; chunk / TAPER_LEAST; never more than is left. team_take and team_take_ends share it.
+define internal i64 @team_share(i64 %chunk, i64 %rem) {{
+entry:
+  %taper = load atomic i32, ptr @team_taper monotonic, align 4
+  %tapered = icmp ne i32 %taper, 0
+  %size = load atomic i32, ptr @team_size monotonic, align 4
+  %size64 = sext i32 %size to i64
+  %parts = mul i64 %size64, {TAPER_PARTS}
+  %least0 = add i64 %chunk, {TAPER_LEAST - 1}
+  %least = udiv i64 %least0, {TAPER_LEAST}
+  %rem1 = add i64 %rem, %parts
+  %rem2 = sub i64 %rem1, 1
+  %even = udiv i64 %rem2, %parts
+  %even1 = call i64 @llvm.smax.i64(i64 %even, i64 %least)
+  %cap = select i1 %tapered, i64 %even1, i64 %chunk
+  %q0 = call i64 @llvm.smin.i64(i64 %chunk, i64 %cap)
+  %q = call i64 @llvm.smin.i64(i64 %q0, i64 %rem)
+  ret i64 %q
+}}
+
 ; The next chunk [lo, hi) of the open region's iterations [0, end), if any is left.
-; With `team_taper` on, chunks shrink towards the end of the region: a thread takes the
-; trampoline's chunk or an equal share of what is left among TAPER_PARTS per thread,
-; whichever is smaller, but no less than chunk / TAPER_LEAST (and no more than is
-; left). So a thread that finishes early waits for less of another's last chunk; the
-; iterations are independent, so the chunks' bounds do not change the results.
+; With `team_taper` on, chunks shrink towards the end of the region (`team_share`), so
+; a thread that finishes early waits for less of another's last chunk; the iterations
+; are independent, so the chunks' bounds do not change the results. Without it every
+; thread adds the trampoline's chunk to the shared counter.
 define internal i8 @team_take(i64 %chunk, i64 %end, ptr %lo, ptr %hi) {{
 entry:
   %ends = load atomic i32, ptr @team_ends monotonic, align 4
@@ -740,11 +762,6 @@ take:
   store i64 %e, ptr %hi, align 8
   ret i8 1
 first:
-  %size = load atomic i32, ptr @team_size monotonic, align 4
-  %size64 = sext i32 %size to i64
-  %parts = mul i64 %size64, {TAPER_PARTS}
-  %least0 = add i64 %chunk, {TAPER_LEAST - 1}
-  %least = udiv i64 %least0, {TAPER_LEAST}
   %cur0 = load atomic i64, ptr @team_next monotonic, align 8
   br label %again
 again:
@@ -753,12 +770,7 @@ again:
   br i1 %left, label %share, label %none
 share:
   %rem = sub i64 %end, %cur
-  %rem1 = add i64 %rem, %parts
-  %rem2 = sub i64 %rem1, 1
-  %even = udiv i64 %rem2, %parts
-  %even1 = call i64 @llvm.smax.i64(i64 %even, i64 %least)
-  %q0 = call i64 @llvm.smin.i64(i64 %chunk, i64 %even1)
-  %q = call i64 @llvm.smin.i64(i64 %q0, i64 %rem)
+  %q = call i64 @team_share(i64 %chunk, i64 %rem)
   %next = add i64 %cur, %q
   %pair = cmpxchg ptr @team_next, i64 %cur, i64 %next monotonic monotonic
   %won = extractvalue {{ i64, i1 }} %pair, 1
@@ -778,20 +790,13 @@ none:
 ; iterations, the workers from the back, until they meet (`set_two_ended`). team_next
 ; then holds both counts, the front's in its low 32 bits and the back's in its high 32
 ; bits (regions of 2^31 iterations or more use the shared counter), updated together by
-; one compare-and-swap, so every iteration is taken once; with `team_taper` the chunks
-; shrink as in team_take.
+; one compare-and-swap, so every iteration is taken once; the chunks' sizes are
+; `team_share`'s, as in team_take.
 define internal i8 @team_take_ends(i64 %chunk, i64 %end, ptr %lo, ptr %hi) {{
 entry:
   %owner = load atomic i64, ptr @team_owner monotonic, align 8
   %self = call i64 @pthread_self()
   %worker = icmp ne i64 %owner, %self
-  %taper = load atomic i32, ptr @team_taper monotonic, align 4
-  %tapered = icmp ne i32 %taper, 0
-  %size = load atomic i32, ptr @team_size monotonic, align 4
-  %size64 = sext i32 %size to i64
-  %parts = mul i64 %size64, {TAPER_PARTS}
-  %least0 = add i64 %chunk, {TAPER_LEAST - 1}
-  %least = udiv i64 %least0, {TAPER_LEAST}
   %cur0 = load atomic i64, ptr @team_next monotonic, align 8
   br label %again
 again:
@@ -803,13 +808,7 @@ again:
   %left = icmp sgt i64 %rem, 0
   br i1 %left, label %share, label %none
 share:
-  %rem1 = add i64 %rem, %parts
-  %rem2 = sub i64 %rem1, 1
-  %even = udiv i64 %rem2, %parts
-  %even1 = call i64 @llvm.smax.i64(i64 %even, i64 %least)
-  %cap = select i1 %tapered, i64 %even1, i64 %chunk
-  %q0 = call i64 @llvm.smin.i64(i64 %chunk, i64 %cap)
-  %q = call i64 @llvm.smin.i64(i64 %q0, i64 %rem)
+  %q = call i64 @team_share(i64 %chunk, i64 %rem)
   %qb = shl i64 %q, 32
   %step = select i1 %worker, i64 %qb, i64 %q
   %next = add i64 %cur, %step

@@ -461,3 +461,108 @@ def test_two_ended_default_follows_the_cpu():
     assert not call_team.two_ended_default("znver4", {"avx512f", "avx2"})  # Zen 4 kept
     assert not call_team.two_ended_default("haswell", {"avx2", "fma"})  # AVX2 kept
     assert not call_team.two_ended_default("znver3", {"avx2"})
+
+
+TAKE = textwrap.dedent(
+    """
+    import json, random
+    from lamina.runtime import call_team, native_setup
+
+    native_setup.ensure_native()
+    llvm = native_setup._llvm()
+    # Wrappers that set the team's state and take one chunk as the caller or a worker.
+    harness = call_team.RUNTIME_IR + '''
+    define void @test_setup(i32 %size, i32 %taper, i32 %ends) {
+    entry:
+      store i32 %size, ptr @team_size
+      store i32 %taper, ptr @team_taper
+      store i32 %ends, ptr @team_ends
+      store i64 0, ptr @team_next
+      ret void
+    }
+    define i8 @test_take(i64 %chunk, i64 %end, ptr %lo, ptr %hi, i32 %as_worker) {
+    entry:
+      %self = call i64 @pthread_self()
+      %other = add i64 %self, 1
+      %w = icmp ne i32 %as_worker, 0
+      %owner = select i1 %w, i64 %other, i64 %self
+      store i64 %owner, ptr @team_owner
+      %r = call i8 @team_take(i64 %chunk, i64 %end, ptr %lo, ptr %hi)
+      ret i8 %r
+    }
+    '''
+    module = llvm.parse_assembly(harness)
+    machine = llvm.Target.from_default_triple().create_target_machine(opt=2)
+    engine = llvm.create_mcjit_compiler(module, machine)
+    engine.finalize_object()
+    import ctypes
+    setup = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32)(
+        engine.get_function_address("test_setup"))
+    take = ctypes.CFUNCTYPE(ctypes.c_uint8, ctypes.c_int64, ctypes.c_int64,
+                            ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64),
+                            ctypes.c_int32)(engine.get_function_address("test_take"))
+    chunks = []
+    rng = random.Random(0)
+    for size in (2, 3):
+        for taper in (0, 1):
+            for ends in (0, 1):
+                for end, chunk in ((1, 1), (7, 1), (36, 3), (100, 13), (1000, 125), (4097, 64)):
+                    setup(size, taper, ends)
+                    lo, hi = ctypes.c_int64(), ctypes.c_int64()
+                    seq = []
+                    while True:
+                        who = rng.random() < 0.5
+                        if not take(chunk, end, ctypes.byref(lo), ctypes.byref(hi), int(who)):
+                            break
+                        seq.append([int(who), lo.value, hi.value])
+                    chunks.append({"size": size, "taper": taper, "ends": ends, "end": end,
+                                   "chunk": chunk, "seq": seq})
+    print(json.dumps(chunks))
+    """
+)
+
+
+def _reference_chunks(size, taper, ends, end, chunk, seq):
+    """The chunks `team_take` handed out before the share was one function: the same
+    thread order (`seq`'s first column), tapered shares among 2 parts per thread, no
+    less than chunk / 4, the caller from the front and workers from the back."""
+    parts = size * call_team.TAPER_PARTS
+    least = -(-chunk // call_team.TAPER_LEAST)
+    front = back = 0
+    out = []
+    for who, _, _ in seq:
+        rem = end - front - back
+        if not ends and not taper:
+            q = min(chunk, rem)
+        else:
+            cap = max(-(-rem // parts), least) if taper else chunk
+            q = min(chunk, cap, rem)
+        if ends and who:
+            out.append([who, end - back - q, end - back])
+            back += q
+        else:
+            out.append([who, front, front + q])
+            front += q
+    assert front + back == end
+    return out
+
+
+def test_team_take_shares_one_tapered_share():
+    """`team_take` and `team_take_ends` compute a chunk's size in one function
+    (`team_share`); the chunks are those of the two former copies, and every
+    iteration of a region is taken exactly once."""
+    proc = subprocess.run(
+        [sys.executable, "-c", TAKE], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    cases = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(cases) == 48
+    for case in cases:
+        seq = case["seq"]
+        want = _reference_chunks(case["size"], case["taper"], case["ends"], case["end"], case["chunk"], seq)  # fmt: skip
+        assert seq == want, case
+        covered = sorted(i for _, lo, hi in seq for i in range(lo, hi))
+        assert covered == list(range(case["end"])), case
+    ir = call_team.RUNTIME_IR
+    assert ir.count("define internal i64 @team_share(") == 1
+    assert ir.count("udiv i64 %rem2, %parts") == 1  # the taper's share is written once
