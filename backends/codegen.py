@@ -60,6 +60,7 @@ from lamina.backends.llvm.device_runtime import link_device_runtime
 from lamina.backends.llvm.fast_math import canonical_fast_math_flags
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
 from lamina.runtime import cpu_features, native_setup
+from lamina.runtime.env import env_flag
 
 if TYPE_CHECKING:  # kernel_split imports this module
     from lamina.backends.kernel_split import Split
@@ -706,7 +707,7 @@ SPLIT_ENV = "LAMINA_SPLIT_KERNELS"
 
 def split_enabled() -> bool:
     """Compile modules in units (one per kernel, backends/kernel_split.py)? On by default."""
-    return os.environ.get(SPLIT_ENV, "1").strip().lower() not in ("0", "off", "false", "no")
+    return env_flag(SPLIT_ENV, True)
 
 
 @dataclass

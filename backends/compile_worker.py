@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 import llvmlite.binding as llvm
 
 from lamina.backends import parallel_build
+from lamina.runtime.env import env_flag
 
 OPT_LEVEL = 3
 """LLVM optimization level used for JIT and ahead-of-time code."""
@@ -83,7 +84,7 @@ _options_lock = threading.Lock()
 
 def enabled() -> bool:
     """Build in a process Lamina owns, with `OWNED_OPTIONS`? On unless `LAMINA_COMPILE_WORKER=0`."""
-    return os.environ.get(ENV, "1").strip().lower() not in ("0", "off", "false", "no")
+    return env_flag(ENV, True)
 
 
 def options_in_effect() -> tuple[str, ...]:

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import threading
 from dataclasses import asdict, dataclass
@@ -45,6 +44,7 @@ from lamina.dialects import te
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, PHASE_ATTR_NAME
 from lamina.passes.lower_te import loop_func_name, symbol_names
 from lamina.runtime import cache as disk
+from lamina.runtime.env import env_flag
 
 REUSED_ATTR = "lamina.reused_kernels"
 """Module attribute: declared kernel (its loop-function name) → its te key."""
@@ -67,7 +67,7 @@ _RECORD_PREFIX = b"lamina kernel record 1\n"
 
 
 def reuse_enabled() -> bool:
-    return os.environ.get(REUSE_ENV, "1").strip().lower() not in ("0", "off", "false", "no")
+    return env_flag(REUSE_ENV, True)
 
 
 @dataclass(frozen=True)

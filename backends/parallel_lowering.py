@@ -55,6 +55,7 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp
 
 from lamina.dialects import graph, te
+from lamina.runtime.env import env_int
 from lamina.runtime.host import usable_cores
 
 PROCESSES_ENV = "LAMINA_LOWER_PROCESSES"
@@ -77,9 +78,9 @@ def enabled() -> bool:
     hold a lock the child would then wait for forever (say, a compile in another thread)."""
     if threading.active_count() > 1:
         return False
-    explicit = os.environ.get(PROCESSES_ENV, "").strip()
-    if explicit.isdigit():
-        return int(explicit) > 1
+    explicit = env_int(PROCESSES_ENV, None, minimum=0)
+    if explicit is not None:
+        return explicit > 1
     if not hasattr(os, "fork"):
         return False
     return usable_cores() > 1

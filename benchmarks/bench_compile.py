@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 import lamina
+from lamina.runtime.env import env_path
 
 sys.path.insert(0, str(Path(__file__).parent))
 import peers  # noqa: E402
@@ -255,7 +256,7 @@ def bench_networks(results: Results, quick: bool) -> None:
     import bench_models  # the torchvision exports (torch extra)
 
     names = ("squeezenet1_1",) if quick else NETWORKS
-    folder = Path(os.environ.get("LAMINA_BENCH_EXPORTS", Path.home() / ".cache" / "lamina-bench"))
+    folder = Path(env_path("LAMINA_BENCH_EXPORTS") or Path.home() / ".cache" / "lamina-bench")
     paths = {name: bench_models.export(name, folder) for name in names}
     if not quick:  # the 2-layer transformer encoder of the tests (its goal: 1.5 s)
         paths["transformer_encoder"] = _transformer_encoder(folder)

@@ -55,6 +55,7 @@ from lamina.core.locations import fill_unknown_locations
 from lamina.core.pass_base import PRE_BUILD, LaminaPass, phase_list
 from lamina.core.verify_memo import structure
 from lamina.dialects.lamina import Phase, get_phase, set_phase
+from lamina.runtime.env import env_flag, env_path
 
 PassFactories = Mapping[str, Callable[[], type[ModulePass]]]
 
@@ -330,7 +331,7 @@ class PassManager:
         self.timing = timing
         self.dump_phases_to = Path(dump_phases_to) if dump_phases_to is not None else None
         if reproducer_path is None:  # only on request: a flag, or the environment for scripts
-            reproducer_path = os.environ.get(REPRODUCER_ENV) or None
+            reproducer_path = env_path(REPRODUCER_ENV)
         self.reproducer_path = Path(reproducer_path) if reproducer_path is not None else None
         self.reproducer_flags = list(reproducer_flags)
         """lamina-opt flags the failure depends on (--allow-unregistered-dialect, ...)."""
@@ -528,7 +529,7 @@ VERIFY_EACH_ENV = "LAMINA_VERIFY_EACH"
 def verify_each_requested() -> bool:
     """Whether a compile verifies after every pass (`LAMINA_VERIFY_EACH=1`, set by
     `--verify-each` and by the test suite) instead of at phase boundaries only."""
-    return os.environ.get(VERIFY_EACH_ENV, "").strip().lower() in ("1", "on", "true", "yes")
+    return env_flag(VERIFY_EACH_ENV, False)
 
 
 class VerifyPolicy(TypedDict):

@@ -43,6 +43,7 @@ from lamina.passes.apply_model_records import ApplyModelRecordsPass
 from lamina.passes.apply_records import ApplyRecordsPass
 from lamina.passes.check_bounds import CheckBoundsPass
 from lamina.passes.profile_kernels import ProfileKernelsPass
+from lamina.runtime.env import env_path
 from lamina.runtime.executable import Executable
 from lamina.target.devices import with_device_check
 
@@ -215,7 +216,7 @@ def _may_reuse_kernels(request: CompileRequest) -> bool:
     return (
         not request.print_ir_after_all
         and request.dump_phases_to is None
-        and not os.environ.get(REPRODUCER_ENV)
+        and env_path(REPRODUCER_ENV) is None
         and split_enabled()
         and reuse_enabled()
     )

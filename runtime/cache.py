@@ -58,6 +58,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
+from lamina.runtime.env import env_flag, env_path
 from lamina.runtime.host import usable_cores
 
 CACHE_ENV = "LAMINA_CACHE"
@@ -82,12 +83,12 @@ _MAP_AT_LEAST = 1 << 20
 
 def enabled() -> bool:
     """Is the disk cache on (the default), per `LAMINA_CACHE`?"""
-    return os.environ.get(CACHE_ENV, "1").strip().lower() not in ("0", "off", "false", "no")
+    return env_flag(CACHE_ENV, True)
 
 
 def directory() -> Path:
     """The cache directory: `$LAMINA_CACHE_DIR`, else the platform's per-user cache dir."""
-    explicit = os.environ.get(CACHE_DIR_ENV)
+    explicit = env_path(CACHE_DIR_ENV)
     if explicit:
         return Path(explicit).expanduser()
     if sys.platform == "darwin":

@@ -65,6 +65,8 @@ import sys
 import threading
 import time
 
+from lamina.runtime.env import env_flag, env_int
+
 ENV = "LAMINA_CALL_TEAM"
 """Environment variable: `0`/`off`/`false`/`no` never installs the call team; `1`/`on`
 installs it and uses it; unset: the default (`DEFAULT_ON`)."""
@@ -923,10 +925,7 @@ def requested() -> bool:
     supports (x86-64 Linux: `pause`, the futex system call's number)?"""
     if not (sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")):
         return False
-    value = os.environ.get(ENV)
-    if value is None:
-        return DEFAULT_ON
-    return value.strip().lower() not in ("0", "off", "false", "no", "")
+    return env_flag(ENV, DEFAULT_ON)
 
 
 def install(gomp: ctypes.CDLL, llvm) -> bool:
@@ -960,10 +959,8 @@ def install(gomp: ctypes.CDLL, llvm) -> bool:
             address = ctypes.cast(getattr(gomp, symbol), ctypes.c_void_p).value
             ctypes.c_void_p.from_address(engine.get_global_value_address(real)).value = address
         ctypes.c_int64.from_address(_globals["team_spin"]).value = _spin_from_env()
-        ends = os.environ.get(ENDS_ENV, "").strip().lower()
-        if ends in ("0", "1", "on", "off", "true", "false", "yes", "no"):
-            two = ends in ("1", "on", "true", "yes")
-        else:
+        two = env_flag(ENDS_ENV, None)
+        if two is None:
             host = {k for k, v in llvm.get_host_cpu_features().items() if v}
             two = two_ended_default(llvm.get_host_cpu_name(), host)
         ctypes.c_int32.from_address(_globals["team_ends"]).value = int(two)
@@ -995,11 +992,7 @@ def _immortal(engine) -> None:
 
 
 def _spin_from_env() -> int:
-    value = os.environ.get(SPIN_ENV, "")
-    try:
-        return max(0, int(value)) if value else DEFAULT_SPIN
-    except ValueError:
-        return DEFAULT_SPIN
+    return env_int(SPIN_ENV, DEFAULT_SPIN, minimum=0)
 
 
 STATS = (

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import json
 import mmap
-import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
+
+from lamina.runtime.env import env_flag
 
 ALIGN = 64
 HUGE_PAGE_BLOB = 4 << 20
@@ -91,8 +92,7 @@ def _aligned_buffer(size: int) -> np.ndarray:
 
 def _huge_pages_on() -> bool:
     """Whether `LAMINA_HUGE_PAGES` leaves large blobs on huge pages (the default)."""
-    value = os.environ.get(HUGE_PAGES_ENV, "1")
-    return value.strip().lower() not in ("0", "off", "false", "no")
+    return env_flag(HUGE_PAGES_ENV, True)
 
 
 class _Fill:

@@ -6,12 +6,14 @@ forked beside the parent (backends/parallel_lowering.py), the Winograd
 weight transforms computed during `fuse-ops` (passes/_derived_prefetch.py),
 the disk cache's hashing (runtime/cache.py) and the target facts'
 core count (target/cpu_facts.py). In the runtime layer (imports nothing
-but `os`), so every layer may use it.
+but `os` and runtime/env.py), so every layer may use it.
 """
 
 from __future__ import annotations
 
 import os
+
+from lamina.runtime.env import env_int
 
 BUILD_THREADS_ENV = "LAMINA_BUILD_THREADS"
 """Environment variable: threads that build (default: the usable cores; docs/environment.md)."""
@@ -27,10 +29,8 @@ def usable_cores() -> int:
 
 def build_threads() -> int:
     """Threads for a build: `LAMINA_BUILD_THREADS`, else the usable cores."""
-    explicit = os.environ.get(BUILD_THREADS_ENV, "").strip()
-    if explicit.isdigit() and int(explicit) > 0:
-        return int(explicit)
-    return usable_cores()
+    explicit = env_int(BUILD_THREADS_ENV, None, minimum=1)
+    return explicit if explicit is not None else usable_cores()
 
 
 __all__ = ["BUILD_THREADS_ENV", "build_threads", "usable_cores"]

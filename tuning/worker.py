@@ -36,6 +36,8 @@ from typing import IO, Any
 
 import numpy as np
 
+from lamina.runtime.env import env_int
+
 _exes: dict[str, Any] = {}
 _inputs: dict[str, list[np.ndarray]] = {}
 _references: dict[str, tuple[np.ndarray, ...]] = {}
@@ -204,7 +206,7 @@ def _thread_clock() -> None:
     preempted (at one thread, where the kernels run on this thread; LAMINA_NUM_THREADS=1).
     A JIT-compiled function calling libc's `clock_gettime(CLOCK_THREAD_CPUTIME_ID, ts)`,
     registered under that name (as benchmarks/bench_thread_bound.py does with a shim)."""
-    if _clock or os.environ.get("LAMINA_NUM_THREADS") != "1":
+    if _clock or env_int("LAMINA_NUM_THREADS", None, minimum=1) != 1:
         return
     import ctypes
 
