@@ -66,6 +66,7 @@ import threading
 import time
 
 from lamina.runtime.env import env_flag, env_int
+from lamina.runtime.host import amd_zen
 
 ENV = "LAMINA_CALL_TEAM"
 """Environment variable: `0`/`off`/`false`/`no` never installs the call team; `1`/`on`
@@ -141,7 +142,7 @@ each region, `0` all from one counter; unset: `two_ended_default` for the host C
 
 
 def two_ended_default(cpu_name: str, features) -> bool:
-    """Two-ended chunks by default on AVX-512 CPUs other than AMD's (`znver*`): there
+    """Two-ended chunks by default on AVX-512 CPUs other than AMD's (`amd_zen`): there
     each thread then mostly reads what it wrote itself in a chain of kernels over the
     same rows. On the 2-vCPU Xeon VM (emeraldrapids) a cache line written by one vCPU
     took about 330 ns to reach the other (a ping-pong of two pinned threads), two
@@ -150,7 +151,7 @@ def two_ended_default(cpu_name: str, features) -> bool:
     7 rounds: geomean 1.61 -> 1.70, ShuffleNetV2 1.25 -> 1.38, MobileNetV3-Large
     1.57 -> 1.69, MobileNetV2 1.66 -> 1.77; docs/performance.md, "Two-ended chunks").
     Not measured on Zen 4 or AVX2-only CPUs, which keep one shared counter."""
-    return "avx512f" in features and not cpu_name.startswith("znver")
+    return "avx512f" in features and not amd_zen(cpu_name)
 
 
 TAPER_LEAST = 4

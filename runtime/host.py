@@ -33,4 +33,16 @@ def build_threads() -> int:
     return explicit if explicit is not None else usable_cores()
 
 
-__all__ = ["BUILD_THREADS_ENV", "build_threads", "usable_cores"]
+__all__ = ["BUILD_THREADS_ENV", "amd_zen", "build_threads", "usable_cores"]
+
+
+def amd_zen(cpu_name: str) -> bool:
+    """Whether LLVM's CPU name is one of AMD's Zen cores (`znver1` ... `znver5`).
+
+    The defaults that differ between AMD's and Intel's x86 cores test this one
+    fact rather than a name prefix each: Intel's L2 streamer stops at a 4 KiB
+    page (`pack_min_row_blocks`), a cache line crosses between an Intel VM's
+    vCPUs slowly (`runtime/call_team.py` two-ended chunks), and Zen microcodes
+    gathers (`NO_GATHER_TUNING`). A schedule knob's derived default may read
+    it (`amd_zen`)."""
+    return cpu_name.startswith("znver")

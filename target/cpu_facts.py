@@ -27,7 +27,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from lamina.runtime.host import usable_cores
+from lamina.runtime.host import amd_zen, usable_cores
 
 _SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
 
@@ -138,7 +138,7 @@ def llvm_features(facts: CpuFacts) -> str:
 
     if facts.cpu_name == llvm.get_host_cpu_name():
         features = llvm.get_host_cpu_features().flatten()
-        if facts.cpu_name.startswith("znver"):
+        if amd_zen(facts.cpu_name):
             features += "," + NO_GATHER_TUNING
         return features
     return ""

@@ -25,7 +25,7 @@ import dataclasses
 import inspect
 from dataclasses import dataclass, field, fields
 
-from lamina.target.cpu_facts import CpuFacts, wide_fma_pipes
+from lamina.target.cpu_facts import CpuFacts, amd_zen, wide_fma_pipes
 
 _DERIVED = "derived"
 """Metadata key: the formula that derives a knob's default from `CpuFacts`, a Python
@@ -152,9 +152,7 @@ class ScheduleKnobs:
     # -- packing (`schedule/packing.py`) -------------------------------------------------
     pack_min_row_blocks: int = field(
         default=32,
-        metadata={
-            _DERIVED: "8 if vector_bits < 512 else 32 if cpu_name.startswith('znver') else 4"
-        },
+        metadata={_DERIVED: "8 if vector_bits < 512 else 32 if amd_zen else 4"},
     )
     """Row blocks that must share a column panel read in place (along its rows)
     before copying it into a contiguous panel pays. The copy reads the panel
@@ -171,7 +169,7 @@ class ScheduleKnobs:
     of two apart (2 KiB at N = 512) crowd into two L1 sets: packing pays
     from 8 row blocks (measured, AVX2 build on Zen 4, one thread, best of 40:
     64x784 @ 784x512 0.74 -> 0.56 ms, 64x512 @ 512x512 0.43 -> 0.38 ms).
-    On Intel AVX-512 cores (any CPU but AMD's `znver*`: Sapphire/Emerald
+    On Intel AVX-512 cores (any CPU but AMD's Zen, `amd_zen`: Sapphire/Emerald
     Rapids measured) 4: their L2 streamer follows accesses within one 4 KiB
     page, and a panel read in place touches two lines per row with rows 2 KiB
     or more apart, so nothing prefetches it and every row block waits on L2
@@ -514,6 +512,7 @@ class ScheduleKnobs:
         names = {f.name: getattr(facts, f.name) for f in fields(facts)}
         names["lanes"] = facts.lanes
         names["wide_fma_pipes"] = wide_fma_pipes(facts)
+        names["amd_zen"] = amd_zen(facts.cpu_name)
         derived = {name: _derive(code, names) for name, code in _FORMULAS.items()}
         return ScheduleKnobs().replace(**derived)
 
