@@ -126,8 +126,11 @@ def _imports_for_a_miss():
         name = next(steps, None)
         if name is None:
             return False
+        from lamina.core.gc_pauses import fewer_gc_pauses
+
         try:
-            importlib.import_module(name)
+            with fewer_gc_pauses():  # class creation: young collections finding nothing
+                importlib.import_module(name)
         except ImportError:  # onnx missing: the model's import says so, with a diagnostic
             pass
         return True
