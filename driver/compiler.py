@@ -273,7 +273,7 @@ def compile_request(request: CompileRequest) -> Executable:
     key = None
     if request.uses_cache:
         start = time.perf_counter()
-        with recorder.phase("cache lookup"):
+        with recorder.phase("cache lookup"), fewer_gc_pauses():  # a hit imports llvmlite
             key = request.cache_key()
             hit = cached.load(key)
         if hit is not None:
