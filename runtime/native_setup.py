@@ -117,15 +117,19 @@ def _call_team_object_cache(llvm: ModuleType, ir: str) -> tuple | None:
     ]
     key = hashlib.sha256("\0".join(facts).encode()).hexdigest()
 
+    folder = cache.kernel_directory()
+
     def getbuffer(_module) -> bytes | None:
         try:
-            return cache.read_kernel(key)
+            entry = cache.read(key, folder=folder)
         except OSError:
             return None
+        return None if entry is None else bytes(entry.object_code)
 
     def notify(_module, buffer: bytes) -> None:
+        # Not a kernel's object (`write_kernel`): metadata of its own.
         try:
-            cache.write_kernel(key, bytes(buffer))
+            cache.write(key, cache.Entry(bytes(buffer), {"runtime": "call team"}), folder=folder)
         except OSError:
             pass  # an unwritable cache only costs speed
 

@@ -10,10 +10,15 @@ from lamina.driver import compiler
 
 
 @pytest.fixture(autouse=True)
-def _no_worker():
-    compile_worker.shutdown()
+def _no_worker(monkeypatch):
+    """No worker at the start (another test's is set aside, then given back); the one a
+    test started is stopped and reaped."""
+    monkeypatch.setattr(compile_worker, "_current", None)
     yield
-    compile_worker.shutdown()
+    worker = compile_worker._detach_worker()
+    if worker is not None:
+        worker.process.kill()
+        worker.process.wait()
 
 
 def test_the_split_switch_is_codegens():
