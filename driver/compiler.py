@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lamina.core.gc_pauses import fewer_gc_pauses
 from lamina.driver.cache_key import key
 from lamina.driver.instruments import Instruments, progress_wanted
 from lamina.driver.stats import StatsRecorder
@@ -272,7 +273,7 @@ def compile_request(request: CompileRequest) -> Executable:
     key = None
     if request.uses_cache:
         start = time.perf_counter()
-        with recorder.phase("cache lookup"):
+        with recorder.phase("cache lookup"), fewer_gc_pauses():  # a hit imports llvmlite
             key = request.cache_key()
             hit = cached.load(key)
         if hit is not None:
@@ -283,7 +284,10 @@ def compile_request(request: CompileRequest) -> Executable:
             return hit
     instruments = request.instruments(recorder)
     try:
-        with recorder.phase("import compiler"):  # the first miss imports xDSL and codegen
+        # The first miss imports xDSL and codegen: hundreds of classes, whose creation
+        # set off ~180 young collections (0.1 s of CPU) at CPython's thresholds.
+        with recorder.phase("import compiler"), fewer_gc_pauses():
+            prestart_compile_worker()
             from lamina.driver import lowering
 
         # The same class, seen by pyright as `driver.compiler` and `lamina.driver.compiler`
@@ -300,6 +304,23 @@ def compile_request(request: CompileRequest) -> Executable:
     exe.saver = functools.partial(_save, request)
     exe.timings["total"] = recorder.elapsed()
     return exe
+
+
+SPLIT_ENV = "LAMINA_SPLIT_KERNELS"
+"""backends/codegen.py's `SPLIT_ENV`, read here without importing the code generator."""
+
+
+def prestart_compile_worker() -> None:
+    """Start the compile worker (backends/compile_worker.py) as a miss begins, if its
+    units will be built there (split into units, the worker on): a new interpreter
+    importing llvmlite, ~0.1 s of CPU, then waiting for units. Code generation started
+    it, next to the two lowering processes on two cores; now its start-up overlaps the
+    compiler's imports, which leave the other core idle."""
+    if os.environ.get(SPLIT_ENV, "1").strip().lower() in ("0", "off", "false", "no"):
+        return
+    from lamina.backends import compile_worker
+
+    compile_worker.prestart()
 
 
 def _save(request: CompileRequest, exe: Executable, path: str | os.PathLike[str]) -> None:

@@ -929,12 +929,15 @@ def requested() -> bool:
     return env_flag(ENV, DEFAULT_ON)
 
 
-def install(gomp: ctypes.CDLL, llvm) -> bool:
+def install(gomp: ctypes.CDLL, llvm, object_cache=None) -> bool:
     """Compile the runtime and route generated code's `GOMP_parallel` through it.
 
     Called once by `native_setup.ensure_native` after libgomp is loaded and
     before any code is linked; returns whether it is installed. `llvm` is
-    `llvmlite.binding`, initialized.
+    `llvmlite.binding`, initialized. `object_cache`, if given, is MCJIT's
+    `(notify, getbuffer)` pair (`ExecutionEngine.set_object_cache`): the
+    runtime's object code read from and stored in the disk cache
+    (native_setup.py), so a process does not compile it again.
     """
     global _engine, _call, _ticks
     with _lock:
@@ -944,6 +947,8 @@ def install(gomp: ctypes.CDLL, llvm) -> bool:
         target = llvm.Target.from_default_triple().create_target_machine(opt=2)
         module.triple = target.triple
         engine = llvm.create_mcjit_compiler(module, target)
+        if object_cache is not None:
+            engine.set_object_cache(*object_cache)
         engine.finalize_object()
         settable = (
             "team_spin",
