@@ -316,7 +316,9 @@ def prestart_compile_worker() -> None:
     importing llvmlite, ~0.1 s of CPU, then waiting for units. Code generation started
     it, next to the two lowering processes on two cores; now its start-up overlaps the
     compiler's imports, which leave the other core idle."""
-    if os.environ.get(SPLIT_ENV, "1").strip().lower() in ("0", "off", "false", "no"):
+    from lamina.runtime.env import env_flag
+
+    if not env_flag(SPLIT_ENV, True):
         return
     from lamina.backends import compile_worker
 
