@@ -159,6 +159,17 @@ def test_wide_pointwise_jam_matches_onnxruntime(cin, cout, size, stride, isa) ->
     _check(model, x, target)
 
 
+@pytest.mark.parametrize("isa", [HOST, pytest.param(AVX2, marks=needs_avx2)])
+def test_wide_pointwise_jam_too_large_for_the_registers(isa) -> None:
+    """A user's `conv_pointwise_jam_max=16` on 16 blocks at 14x14: 16 blocks
+    have no register block, so 8 blocks x 2 rows (it left the kernel unblocked;
+    tests/filecheck/passes/schedule-channel-jam-wide-cap.mlir)."""
+    model, x = _block(256, 256, 14, 1, "relu")
+    options = "conv_pointwise_jam_max=16"
+    target = f"{isa[:-1]} {options}}}" if isa.endswith("}") else f"{isa}{{{options}}}"
+    _check(model, x, target)
+
+
 def test_wide_fma_pipes_decides_the_default() -> None:
     """Two 512-bit FMA pipes (Intel Xeon) -> 4; Zen 4, generic AVX-512, AVX2 -> 0."""
     from lamina.target.cpu_facts import isa_cpu_facts, wide_fma_pipes
