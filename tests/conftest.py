@@ -11,6 +11,12 @@ Compiles verify the IR after every pass here (`LAMINA_VERIFY_EACH=1`;
 users' compiles verify at phase boundaries, docs/compile-speed.md), so a
 pass that leaves malformed IR is caught at that pass; tests of the
 boundaries-only policy unset it themselves.
+
+The suite runs on two pytest-xdist workers (`-n 2 --dist loadgroup`,
+pyproject.toml's `addopts`; `-n0` runs it in one process). Each test file is
+one unit of work, so a file's module-scoped fixtures and caches are built
+once, in one worker; the files that start a local Ray instance share one
+unit (`RAY_FILES`), so two Ray instances never run at once.
 """
 
 from __future__ import annotations
@@ -18,6 +24,18 @@ from __future__ import annotations
 import os
 
 import pytest
+
+RAY_FILES = {"test_serve.py", "test_tuning.py", "test_bench.py"}
+"""Test files that start Ray (in the test process or a benchmark's): run one after another."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test in the xdist group of its file (`ray` for `RAY_FILES`), before xdist
+    reads the groups (`--dist loadgroup`; without xdist the marks change nothing)."""
+    for item in items:
+        name = item.path.name
+        item.add_marker(pytest.mark.xdist_group("ray" if name in RAY_FILES else item.path.stem))
 
 
 @pytest.fixture(scope="session", autouse=True)
