@@ -22,6 +22,8 @@ unit (`RAY_FILES`), so two Ray instances never run at once.
 from __future__ import annotations
 
 import os
+import sys
+from collections import Counter
 
 import pytest
 
@@ -45,3 +47,32 @@ def _private_compile_cache(tmp_path_factory: pytest.TempPathFactory):
         patch.delenv("LAMINA_CACHE", raising=False)
         patch.setenv("LAMINA_VERIFY_EACH", "1")
         yield os.environ["LAMINA_CACHE_DIR"]
+
+
+# What the differential and fuzz tests tried (tests/differential, `STATS`), printed after
+# the run (not a test). Under xdist each worker hands its counts to the controller
+# (`workeroutput`), which adds them up; this file is the one the controller loads.
+_DIFFERENTIAL_FROM_WORKERS: Counter[str] = Counter()
+
+
+def _differential_stats() -> dict[str, int]:
+    return dict(getattr(sys.modules.get("test_differential"), "STATS", None) or {})
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:  # an xdist worker
+        output["differential_stats"] = _differential_stats()
+
+
+def pytest_testnodedown(node, error) -> None:
+    """xdist's controller: a worker finished; add up its counts."""
+    _DIFFERENTIAL_FROM_WORKERS.update(
+        getattr(node, "workeroutput", {}).get("differential_stats", {})
+    )
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    stats = Counter(_differential_stats()) + _DIFFERENTIAL_FROM_WORKERS
+    if stats:
+        terminalreporter.write_line(f"differential and fuzz examples tried: {dict(stats)}")
