@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from isa_util import HOST_HAS_AVX512, needs_avx512
 
 import lamina
 from lamina.core.diagnostics import DiagnosticError
@@ -25,8 +26,6 @@ from lamina.target.registry import TargetError, get_target
 
 AVX2 = "cpu{isa=avx2}"
 AVX512 = "cpu{isa=avx512}"
-HOST_HAS_AVX512 = "avx512f" in host_cpu_facts().features
-needs_avx512 = pytest.mark.skipif(not HOST_HAS_AVX512, reason="the host has no AVX-512")
 
 
 def _matmul(m: int, k: int, n: int) -> str:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from isa_util import BOTH_ISAS
 
 import lamina
-from lamina.target.cpu_facts import host_cpu_facts
 
 ROWS, WIDTH = 6, 128
 
@@ -55,18 +55,7 @@ def test_softmax_rows_match_numpy_with_nan_and_infinities():
     assert np.isnan(got[0]).all() and np.isnan(got[1]).all()
 
 
-@pytest.mark.parametrize(
-    "isa",
-    [
-        "avx2",
-        pytest.param(
-            "avx512",
-            marks=pytest.mark.skipif(
-                "avx512f" not in host_cpu_facts().features, reason="the host has no AVX-512"
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("isa", BOTH_ISAS)
 def test_softmax_rows_match_numpy_on_both_builds(isa):
     x = np.random.default_rng(1).standard_normal((ROWS, WIDTH)).astype(np.float32) * 10
     e = np.exp(x - x.max(axis=1, keepdims=True))

@@ -4,7 +4,6 @@ invalid, and the tuner runs locally and on a local Ray instance."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import shlex
@@ -262,9 +261,13 @@ def test_unreachable_ray_address_is_one_line(small: Path, tmp_path: Path):
         assert "cannot reach a Ray cluster at 127.0.0.1:1" in result.stderr
 
 
-@contextlib.contextmanager
-def _local_ray(ray):
-    """A Ray instance of two CPUs on loopback for one test, shut down after it."""
+@pytest.fixture(scope="class")
+def local_ray():
+    """A Ray instance of two CPUs on loopback, started once for `TestOnLocalRay`'s tests
+    and shut down after the last of them."""
+    ray = _ray()
+    if ray is None:
+        pytest.skip("needs the ray extra (pip install -e '.[ray]')")
     ray.init(
         num_cpus=2,
         include_dashboard=False,
@@ -273,39 +276,34 @@ def _local_ray(ray):
         logging_level=logging.ERROR,
     )
     try:
-        yield
+        yield ray
     finally:
         ray.shutdown()
 
 
-def test_tune_through_a_local_ray_instance(small: Path, tmp_path: Path):
-    ray = _ray()
-    if ray is None:
-        pytest.skip("needs the ray extra (pip install -e '.[ray]')")
-    from lamina.tuning.tune import tune
+@pytest.mark.usefixtures("local_ray")
+class TestOnLocalRay:
+    """The tuner on one local Ray instance (each test leaves no actor behind)."""
 
-    with _local_ray(ray):
+    def test_tune_through_a_local_ray_instance(self, small: Path, tmp_path: Path):
+        from lamina.tuning.tune import tune
+
         records = tmp_path / "ray.jsonl"
         result = tune(small, records, budget=4, ray="auto", measure_model=False)
-    assert result.measurements > 0 and result.builds > 0
-    found = load_records(records)
-    assert {r.kernel for r in found.applicable.values()} <= {
-        k.key for k in model_kernels(load_model(small))
-    }
-    assert found.applicable
+        assert result.measurements > 0 and result.builds > 0
+        found = load_records(records)
+        assert {r.kernel for r in found.applicable.values()} <= {
+            k.key for k in model_kernels(load_model(small))
+        }
+        assert found.applicable
 
+    def test_ray_builds_the_next_kernels_singles_while_a_kernel_drains(self, small: Path):
+        """On a Ray instance (two CPUs, build slots apart from the measurements) the second
+        kernel's single-knob changes are submitted while the first kernel's phases drain; its
+        own search collects them (every single tried, counted once), nothing is left over."""
+        from lamina.tuning.ray_cluster import RayMeasurer
+        from lamina.tuning.search import Tuner
 
-def test_ray_builds_the_next_kernels_singles_while_a_kernel_drains(small: Path):
-    """On a Ray instance (two CPUs, build slots apart from the measurements) the second
-    kernel's single-knob changes are submitted while the first kernel's phases drain; its
-    own search collects them (every single tried, counted once), nothing is left over."""
-    ray = _ray()
-    if ray is None:
-        pytest.skip("needs the ray extra (pip install -e '.[ray]')")
-    from lamina.tuning.ray_cluster import RayMeasurer
-    from lamina.tuning.search import Tuner
-
-    with _local_ray(ray):
         measurer = RayMeasurer("auto", threads=1)
         try:
             tuner = Tuner(model_kernels(load_model(small)), measurer)
@@ -325,12 +323,12 @@ def test_ray_builds_the_next_kernels_singles_while_a_kernel_drains(small: Path):
             tuner.tune(120)  # the two kernels' space is used up well before
         finally:
             measurer.close()
-    assert (True, True) in submitted  # the second kernel's builds, during the first's search
-    singles = {canonical(c.knobs) for c in tuner._singles()}
-    for search in (first, second):
-        assert not search.ahead
-        assert singles <= set(search.seen)
-        assert search.trials == len(search.seen) - 1  # each built once (the default: 0)
+        assert (True, True) in submitted  # the second kernel's builds, during the first's search
+        singles = {canonical(c.knobs) for c in tuner._singles()}
+        for search in (first, second):
+            assert not search.ahead
+            assert singles <= set(search.seen)
+            assert search.trials == len(search.seen) - 1  # each built once (the default: 0)
 
 
 def test_parse_record_round_trips():
