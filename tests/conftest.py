@@ -32,9 +32,12 @@ RAY_FILES = {"test_serve.py", "test_tuning.py", "test_bench.py"}
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Each test in the xdist group of its file (`ray` for `RAY_FILES`), before xdist
-    reads the groups (`--dist loadgroup`; without xdist the marks change nothing)."""
+    reads the groups (`--dist loadgroup`). Without xdist (`-p no:xdist`) nothing: the
+    mark would be unknown there."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
     for item in items:
         name = item.path.name
         item.add_marker(pytest.mark.xdist_group("ray" if name in RAY_FILES else item.path.stem))
@@ -65,6 +68,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         output["differential_stats"] = _differential_stats()
 
 
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: unknown when it is not loaded (`-p no:xdist`)
 def pytest_testnodedown(node, error) -> None:
     """xdist's controller: a worker finished; add up its counts."""
     _DIFFERENTIAL_FROM_WORKERS.update(
