@@ -1,7 +1,7 @@
 """Per kernel, one thread against two: which kernels of a network scale worst.
 
     python benchmarks/bench_kernel_scaling.py shufflenet_v2_x1_0 --rounds 7 --runs 20 \\
-        --lock /work/wt/measure.lock --rt-priority 20
+        --lock /tmp/measure.lock --rt-priority 20
 
 Compiles a profiling build (`lamina.compile(..., profile=True)`, docs/performance.md
 "Per-kernel profile") of a torchvision network (exported as bench_models.py does)

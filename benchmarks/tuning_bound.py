@@ -2,7 +2,7 @@
 
     python benchmarks/tuning_bound.py ~/.cache/lamina-bench/mobilenet_v2.onnx
     python benchmarks/tuning_bound.py --isa avx2 --top 6 MODEL.onnx [MODEL.onnx ...]
-    python benchmarks/tuning_bound.py --lock /work/wt/measure.lock --rr 20 MODEL.onnx
+    python benchmarks/tuning_bound.py --lock /tmp/measure.lock --rr 20 MODEL.onnx
 
 Per network and target, one thread (docs/tuning.md, "How much a search can
 gain on these networks"):
