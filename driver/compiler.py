@@ -28,6 +28,7 @@ from lamina.driver.instruments import Instruments, progress_wanted
 from lamina.driver.stats import StatsRecorder
 from lamina.runtime import cache as disk
 from lamina.runtime import cached
+from lamina.runtime.env import env_flag
 from lamina.runtime.executable import Executable
 
 if TYPE_CHECKING:  # the module type only: a cache hit never imports xDSL
@@ -316,8 +317,6 @@ def prestart_compile_worker() -> None:
     importing llvmlite, ~0.1 s of CPU, then waiting for units. Code generation started
     it, next to the two lowering processes on two cores; now its start-up overlaps the
     compiler's imports, which leave the other core idle."""
-    from lamina.runtime.env import env_flag
-
     if not env_flag(SPLIT_ENV, True):
         return
     from lamina.backends import compile_worker

@@ -49,13 +49,21 @@ def _reject(name: str, value: str, accepted: str, default: object) -> None:
         if key in _warned:
             return
     warnings.warn(
-        f"{name}={value!r} is not accepted ({accepted}); using the default "
-        f"({'as if unset' if default is None else default})",
+        f"{name}={value!r} is not accepted ({accepted}); using the default ({_spelled(default)})",
         LaminaEnvWarning,
         stacklevel=3,
     )
     with _lock:  # after the warning: one turned into an error is raised again next time
         _warned.add(key)
+
+
+def _spelled(default: object) -> str:
+    """A default as the user would write it: `on`/`off` for a flag."""
+    if default is None:
+        return "as if unset"
+    if isinstance(default, bool):
+        return "on" if default else "off"
+    return str(default)
 
 
 @overload

@@ -33,9 +33,6 @@ def build_threads() -> int:
     return explicit if explicit is not None else usable_cores()
 
 
-__all__ = ["BUILD_THREADS_ENV", "amd_zen", "build_threads", "usable_cores"]
-
-
 def amd_zen(cpu_name: str) -> bool:
     """Whether LLVM's CPU name is one of AMD's Zen cores (`znver1` ... `znver5`).
 
@@ -46,3 +43,6 @@ def amd_zen(cpu_name: str) -> bool:
     gathers (`NO_GATHER_TUNING`). A schedule knob's derived default may read
     it (`amd_zen`)."""
     return cpu_name.startswith("znver")
+
+
+__all__ = ["BUILD_THREADS_ENV", "amd_zen", "build_threads", "usable_cores"]

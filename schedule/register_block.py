@@ -682,7 +682,7 @@ def _wide_pointwise_jam(
     FMA pipes (`conv_pointwise_jam_max`): the largest F down to 2 dividing
     the `trips` output-channel blocks whose register block has two rows or
     more (`block_reductions` leaves a one-row block unblocked) and fits the
-    registers (`_fits_registers`; a larger F is skipped, not the end of the
+    registers (`_most_rows`; a larger F is skipped, not the end of the
     search) and leaves no tail block of fewer than half its rows, on any row
     length and L1 footprint; 1 when none does.
 
@@ -695,7 +695,7 @@ def _wide_pointwise_jam(
     fitting = []
     for jam in range(min(knobs.conv_pointwise_jam_max, trips), 1, -1):
         shape = nest.block(facts, knobs, jam)
-        if shape is None or shape.rows < 2 or not _fits_registers(shape, jam, facts, knobs):
+        if shape is None or not 2 <= shape.rows <= _most_rows(shape, jam, facts, knobs):
             continue  # no register block for F blocks (one row is not blocked): try fewer
         tail = m % shape.rows if shape.rows < m else 0
         if not tail or 2 * tail >= shape.rows:
@@ -705,15 +705,15 @@ def _wide_pointwise_jam(
     return min(fitting, key=lambda f: (trips % f, -f), default=1)
 
 
-def _fits_registers(shape: BlockShape, jam: int, facts: CpuFacts, knobs: ScheduleKnobs) -> bool:
-    """Do `jam` blocks of `shape` fit the vector registers: rows x vectors x F
-    accumulators, vectors x F weight vectors and the broadcasts? `choose_block`
-    gives at least one row, so a user's `conv_pointwise_jam_max` of 16 at one
-    vector per row would jam 16 accumulators, 16 weights and a broadcast into
-    32 registers (spilled) rather than 8 blocks of 2 rows."""
-    vectors = shape.vectors * jam
-    broadcasts = knobs.block_broadcast_registers or shape.rows
-    return shape.rows * vectors + vectors + broadcasts <= facts.vector_registers
+def _most_rows(shape: BlockShape, jam: int, facts: CpuFacts, knobs: ScheduleKnobs) -> int:
+    """Most rows whose `jam` blocks of `shape` fit the vector registers
+    (`max_block_rows`, at least 1). `choose_block` gives at least one row, so a
+    user's `conv_pointwise_jam_max` of 16 at one vector per row would jam 16
+    accumulators, 16 weights and a broadcast into 32 registers (spilled)
+    rather than 8 blocks of 2 rows."""
+    return max_block_rows(
+        shape.vectors * jam, facts.vector_registers, knobs.block_broadcast_registers
+    )
 
 
 def _fits_l1(nest: ReductionNest, jam: int, facts: CpuFacts, knobs: ScheduleKnobs) -> bool:

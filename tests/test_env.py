@@ -52,7 +52,7 @@ def test_a_bad_flag_warns_once_with_the_name_value_and_accepted_values(monkeypat
     text = str(caught[0].message)
     assert NAME in text and "'banana'" in text
     assert all(spelling in text for spelling in ("1", "0", "on", "off", "true", "false"))
-    assert "default (True)" in text
+    assert "default (on)" in text
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a second read of the same value does not warn
         assert env_flag(NAME, True) is True
@@ -195,3 +195,27 @@ def test_no_module_reads_a_lamina_variable_directly():
                 if "LAMINA_" in arg or arg.endswith("ENV"):
                     offenders.append(f"{rel}:{number}: {line.strip()}")
     assert not offenders, offenders
+
+
+def test_a_tool_prints_a_bad_value_as_its_own_one_line_warning(monkeypatch, capsys):
+    """Under a tool (`guarded_main`) the warning is `tool: warning: ...`, not Python's
+    report of a line inside Lamina; other warnings keep Python's form."""
+    from lamina.tools.cli import guarded_main
+
+    monkeypatch.setenv(NAME, "sometimes")
+
+    def body() -> int:
+        env_flag(NAME, False)
+        warnings.warn("another warning", UserWarning, stacklevel=1)
+        return 0
+
+    passed_on: list[str] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")  # the suite's filterwarnings=error would raise them
+        warnings.showwarning = lambda message, *_args, **_kw: passed_on.append(str(message))
+        assert guarded_main("lamina-x", body) == 0
+    err = capsys.readouterr().err
+    assert f"lamina-x: warning: {NAME}='sometimes' is not accepted" in err
+    assert "using the default (off)" in err
+    assert "env.py" not in err
+    assert passed_on == ["another warning"]  # to the showwarning in force before

@@ -8,10 +8,12 @@ status 1; only genuine internal failures print a traceback, and exit 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import traceback
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from lamina.core.diagnostics import DiagnosticError
@@ -49,7 +51,8 @@ def user_error_types() -> tuple[type[BaseException], ...]:
 def guarded_main(tool: str, body: Callable[[], int | None]) -> int:
     """Run a tool's `body`, turning every user error into a diagnostic and exit status 1."""
     try:
-        return body() or 0
+        with _tool_warnings(tool):
+            return body() or 0
     except DiagnosticError as err:
         print(err.format(), file=sys.stderr)
         return EXIT_USER_ERROR
@@ -70,6 +73,28 @@ def guarded_main(tool: str, body: Callable[[], int | None]) -> int:
         print(f"{tool}: internal error: this is a bug in Lamina, please report it", file=sys.stderr)
         traceback.print_exc()
         return EXIT_INTERNAL_ERROR
+
+
+@contextlib.contextmanager
+def _tool_warnings(tool: str) -> Iterator[None]:
+    """A bad `LAMINA_*` value (runtime/env.py's `LaminaEnvWarning`) printed as the
+    tool's own one-line warning, not as Python's `file:line:` report of a line
+    inside Lamina; every other warning as Python prints it."""
+    from lamina.runtime.env import LaminaEnvWarning
+
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        if issubclass(category, LaminaEnvWarning):
+            print(f"{tool}: warning: {message}", file=sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown
 
 
 def _describe(err: BaseException) -> str:
