@@ -20,7 +20,6 @@ build, so its speed-ups are a little better than bench_models.py's.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import os
 import sys
 from collections import defaultdict
@@ -31,16 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_models import export, input_size  # noqa: E402
-
-
-def _set_priority(priority: int) -> None:
-    """Every thread of the process at SCHED_RR `priority` (0: back to SCHED_OTHER)."""
-    policy = os.SCHED_RR if priority else os.SCHED_OTHER
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            os.sched_setscheduler(int(tid), policy, os.sched_param(priority))
-        except OSError:  # a thread that just ended, or no permission
-            pass
+from episode_probe import measuring  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,16 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     set_num_threads(top)
     exe.run("main", x)  # the team's worker exists before the priority is set
 
-    lock = open(args.lock, "w") if args.lock else None  # noqa: SIM115 - held while timing
-    if lock is not None:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-    if args.rt_priority:
-        _set_priority(args.rt_priority)
     times: dict[int, dict[str, list[float]]] = {1: defaultdict(list), top: defaultdict(list)}
     wall: dict[int, list[float]] = {1: [], top: []}
     meta: dict[str, tuple[int, int, int]] = {}
     team: dict[str, list[int]] = defaultdict(list)
-    try:
+    with measuring(args.lock, args.rt_priority, every_thread=True):
         for _ in range(args.rounds):
             for threads in (1, top):
                 set_num_threads(threads)
@@ -97,11 +82,6 @@ def main(argv: list[str] | None = None) -> int:
                 for k in profile.kernels:
                     times[threads][k.symbol].append(k.total_ms / profile.runs)
                     meta[k.symbol] = (k.calls // profile.runs, k.regions, k.iterations)
-    finally:
-        if args.rt_priority:
-            _set_priority(0)
-        if lock is not None:
-            lock.close()
 
     med = {t: {k: float(np.median(v)) for k, v in times[t].items()} for t in times}
     one, many = float(np.median(wall[1])), float(np.median(wall[top]))

@@ -31,7 +31,9 @@ reported (`kept_rounds`); the medians over all rounds are reported as well.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import fcntl
 import os
 import resource
 import statistics
@@ -483,3 +485,33 @@ def add_probe_options(parser, slack: bool = True, others: bool = False) -> None:
             help="with --probe: a round during which other processes and the hypervisor "
             "took more than this share of a core (/proc/stat) is left out too",
         )
+
+
+@contextlib.contextmanager
+def measuring(lock: str | None, rr: int | None, *, every_thread: bool = False):
+    """Hold `lock` (flock) and run at SCHED_RR priority `rr` for the block, if asked:
+    the calling thread, or with `every_thread` every thread of the process (a thread
+    team's workers included, which must exist already)."""
+    handle = open(lock, "a") if lock else None  # noqa: SIM115 - held for the block
+    try:
+        if handle is not None:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        if rr:
+            _schedule(os.SCHED_RR, rr, every_thread)
+        yield
+    finally:
+        if rr:
+            _schedule(os.SCHED_OTHER, 0, every_thread)
+        if handle is not None:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            handle.close()
+
+
+def _schedule(policy: int, priority: int, every_thread: bool) -> None:
+    threads = [int(t) for t in os.listdir("/proc/self/task")] if every_thread else [0]
+    for tid in threads:
+        try:
+            os.sched_setscheduler(tid, policy, os.sched_param(priority))
+        except OSError:  # a thread that just ended, or no permission
+            if not every_thread:
+                raise

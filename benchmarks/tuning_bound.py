@@ -42,8 +42,6 @@ the bandwidth, "bw", for a kind whose time is mostly in memory-bound kernels).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import json
 import math
 import os
@@ -58,25 +56,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from episode_probe import measuring  # noqa: E402
+
 FLOP_OPS = {"arith.addf": 1, "arith.subf": 1, "arith.mulf": 1, "arith.divf": 1, "math.fma": 2}
-
-
-@contextlib.contextmanager
-def measuring(lock: str | None, rr: int | None):
-    """Hold `lock` (flock) and run at SCHED_RR `rr` for the block, if asked."""
-    handle = open(lock, "a") if lock else None  # noqa: SIM115
-    try:
-        if handle is not None:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        if rr:
-            os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(rr))
-        yield
-    finally:
-        if rr:
-            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-        if handle is not None:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-            handle.close()
 
 
 def copy_bandwidth() -> list[tuple[int, float]]:
