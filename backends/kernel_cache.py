@@ -37,6 +37,7 @@ from lamina.backends import compile_worker, parallel_build
 from lamina.backends.kernel_split import KERNEL_RUNTIME_IR, KernelUnit, Split
 from lamina.backends.llvm.device_runtime import RUNTIME_IR
 from lamina.runtime import cache as disk
+from lamina.runtime.env import env_path
 
 if TYPE_CHECKING:  # codegen imports this module
     from lamina.backends.codegen import CodeTarget
@@ -175,6 +176,25 @@ def observe_splits(observer: Callable[[Split], None]) -> Callable[[], None]:
     return lambda: _split_observers.remove(observer)
 
 
+DUMP_ENV = "LAMINA_DUMP_UNITS"
+"""Environment variable: a directory `build_split` writes every unit's LLVM IR text to
+(`host.ll`, and `<kernel>.ll` per kernel it has the text of), to diff the code two
+versions of the compiler generate (docs/environment.md)."""
+
+
+def _dump_units(split: Split) -> None:
+    """Write `split`'s units to `$LAMINA_DUMP_UNITS` (nothing when it is unset)."""
+    directory = env_path(DUMP_ENV)
+    if directory is None:
+        return
+    path = Path(directory)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "host.ll").write_text(split.host)
+    for unit in split.kernels:
+        if unit.text:
+            (path / f"{unit.names[0] if unit.names else unit.symbol}.ll").write_text(unit.text)
+
+
 def build_split(
     split: Split, timings, target: CodeTarget, *, use_memory: bool = True
 ) -> BuildResult:
@@ -183,6 +203,7 @@ def build_split(
     `codegen.CompileTimings`. The observers (`observe_splits`) see `split` first."""
     for observer in list(_split_observers):
         observer(split)
+    _dump_units(split)
     use_disk = disk.enabled()
     found: dict[str, tuple[KernelObject, str]] = {}
     missing: list[KernelUnit] = []
