@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
+    UNKNOWN_LOC,
     AnyFloat,
     DenseArrayBase,
     Float16Type,
@@ -34,6 +35,8 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir.core import OpResult, SSAValues, Use
+from xdsl.irdl import OptionalDef
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint
 
@@ -59,6 +62,87 @@ ALLOC_ALIGNMENT = 64
 
 MAX_STACK_BYTES = 64 * 1024
 """`loop.alloc` with scope `local` up to this size becomes an entry-block `llvm.alloca`."""
+
+# ---------------------------------------------------------------------------
+# Building ops
+# ---------------------------------------------------------------------------
+
+_NO_ATTRIBUTES: dict[str, Attribute] = {}
+
+
+def _defaults(cls: type[Operation]) -> tuple[tuple[tuple[str, Attribute], ...], ...]:
+    """The default properties and attributes `IRDLOperation.__post_init__` fills in for
+    `cls` (those not optional, with a default value), once per class."""
+    found = _DEFAULTS.get(cls)
+    if found is None:
+        op_def = cls.get_irdl_definition()  # pyright: ignore[reportAttributeAccessIssue]
+        found = _DEFAULTS[cls] = tuple(
+            tuple(
+                (name, d.default_value)
+                for name, d in defs.items()
+                if not isinstance(d, OptionalDef) and d.default_value is not None
+            )
+            for defs in (op_def.properties, op_def.attributes)
+        )
+    return found
+
+
+_DEFAULTS: dict[type[Operation], tuple[tuple[tuple[str, Attribute], ...], ...]] = {}
+
+
+def fast_create(
+    cls: type[OpT],
+    *,
+    operands: Sequence[SSAValue] = (),
+    result_types: Sequence[Attribute] = (),
+    properties: dict[str, Attribute] = _NO_ATTRIBUTES,
+    attributes: dict[str, Attribute] = _NO_ATTRIBUTES,
+    successors: Sequence[Block] = (),
+) -> OpT:
+    """`cls.create(...)` (an IRDL op without regions), field for field, at a third of
+    its cost: `lower-to-llvm` creates about 90,000 ops for DenseNet-121, and
+    `Operation.__init__` went through the operand and successor setters (each a
+    generator, a `zip` and a use list swap), `SSAValues` of a generator, a lazy
+    import for the unknown location, and `IRDLOperation.__post_init__`'s loop
+    over the definition's properties and attributes (`_defaults`, here once per
+    class). The op is the same: operands and successors with their uses linked
+    first in their values' use lists (as `add_use` links them), results, copies of
+    `properties` and `attributes` with the definition's defaults, no location."""
+    op = object.__new__(cls)
+    operands = SSAValues(operands)
+    uses = tuple([Use(op, index) for index in range(len(operands))])
+    for value, use in zip(operands, uses, strict=True):
+        first = value.first_use
+        use._next_use = first  # pyright: ignore[reportPrivateUsage]
+        if first is not None:
+            first._prev_use = use  # pyright: ignore[reportPrivateUsage]
+        value.first_use = use
+    op._operands = operands  # pyright: ignore[reportPrivateUsage]
+    op._operand_uses = uses  # pyright: ignore[reportPrivateUsage]
+    op.results = SSAValues([OpResult(ty, op, index) for index, ty in enumerate(result_types)])
+    op.properties = dict(properties)
+    op.attributes = dict(attributes)
+    op.location = UNKNOWN_LOC
+    if successors:
+        targets = tuple(successors)
+        target_uses = tuple([Use(op, index) for index in range(len(targets))])
+        for block, use in zip(targets, target_uses, strict=True):
+            block.add_use(use)
+        op._successors = targets  # pyright: ignore[reportPrivateUsage]
+        op._successor_uses = target_uses  # pyright: ignore[reportPrivateUsage]
+    else:
+        op._successors = ()  # pyright: ignore[reportPrivateUsage]
+        op._successor_uses = ()  # pyright: ignore[reportPrivateUsage]
+    op.regions = ()
+    default_properties, default_attributes = _defaults(cls)
+    for name, value in default_properties:
+        if name not in op.properties:
+            op.properties[name] = value
+    for name, value in default_attributes:
+        if name not in op.attributes:
+            op.attributes[name] = value
+    return op
+
 
 # ---------------------------------------------------------------------------
 # Types and casts
@@ -135,7 +219,7 @@ def to_llvm(value: SSAValue, rewriter: PatternRewriter, at: InsertPoint | None =
 def _cast(value: SSAValue, target: Attribute) -> UnrealizedConversionCastOp:
     """`UnrealizedConversionCastOp.get([value], [target])` built as `nsw_binop` builds:
     `lower-to-llvm` casts every index and buffer it converts, each a checked build."""
-    return UnrealizedConversionCastOp.create(operands=[value], result_types=[target])
+    return fast_create(UnrealizedConversionCastOp, operands=[value], result_types=[target])
 
 
 def from_llvm(
@@ -152,7 +236,7 @@ def from_llvm(
 def constant(value: int | float, ty: Attribute, rewriter: PatternRewriter, at=None) -> SSAValue:
     """Insert `llvm.mlir.constant(value) : ty`."""
     attr = FloatAttr(value, ty) if isinstance(ty, AnyFloat) else integer_attr(int(value), ty)
-    op = llvm.ConstantOp.create(result_types=[ty], properties={"value": attr})  # as nsw_binop
+    op = fast_create(llvm.ConstantOp, result_types=[ty], properties={"value": attr})  # as nsw_binop
     return rewriter.insert(op, at).result
 
 
@@ -185,8 +269,8 @@ def nsw_binop(
     checked constructor: `lower-to-llvm` builds one per index term of every access,
     and the constructor's argument checks were most of the op's cost. The op is the
     constructor's, property for property; the verifier after lowering checks it."""
-    return cls.create(
-        operands=[lhs, rhs], result_types=[lhs.type], properties={"overflowFlags": NSW}
+    return fast_create(
+        cls, operands=[lhs, rhs], result_types=[lhs.type], properties={"overflowFlags": NSW}
     )
 
 
@@ -194,7 +278,8 @@ def inbounds_gep(ptr: SSAValue, index: SSAValue, element: Attribute) -> llvm.GEP
     """`GEPOp.from_mixed_indices(ptr, [index], element, inbounds=True)` built as
     `nsw_binop` builds: one per load and store, and the constructor built the constant
     index array anew each time (67 us an op, 12 us this way)."""
-    return llvm.GEPOp.create(
+    return fast_create(
+        llvm.GEPOp,
         operands=[ptr, index],
         result_types=[_PTR],
         properties={
@@ -209,7 +294,8 @@ def inbounds_gep(ptr: SSAValue, index: SSAValue, element: Attribute) -> llvm.GEP
 def aligned_load(ptr: SSAValue, ty: Attribute, alignment: int) -> llvm.LoadOp:
     """`llvm.LoadOp(ptr, ty, alignment=alignment)` built as `nsw_binop` builds (one per
     `loop.load`; the constructor built its two integer attributes anew each time)."""
-    return llvm.LoadOp.create(
+    return fast_create(
+        llvm.LoadOp,
         operands=[ptr],
         result_types=[ty],
         properties={"ordering": _ORDERING_NONE, "alignment": integer_attr(alignment, i64)},
@@ -218,7 +304,8 @@ def aligned_load(ptr: SSAValue, ty: Attribute, alignment: int) -> llvm.LoadOp:
 
 def aligned_store(value: SSAValue, ptr: SSAValue, alignment: int) -> llvm.StoreOp:
     """`llvm.StoreOp(value, ptr, alignment=alignment)`, as `aligned_load`."""
-    return llvm.StoreOp.create(
+    return fast_create(
+        llvm.StoreOp,
         operands=[value, ptr],
         properties={"ordering": _ORDERING_NONE, "alignment": integer_attr(alignment, i64)},
     )
@@ -233,7 +320,8 @@ def constant_gep(ptr: SSAValue, index: int, element: Attribute) -> llvm.GEPOp:
     """`GEPOp(ptr, [index], element)` (`&ptr[index]`, a constant index) built as
     `inbounds_gep` builds: the parallel lowering addresses every captured value's
     slot this way, and each constructor call built the index array anew."""
-    return llvm.GEPOp.create(
+    return fast_create(
+        llvm.GEPOp,
         operands=[ptr],
         result_types=[_PTR],
         properties={
@@ -282,7 +370,8 @@ def quick(cls: type[OpT], *args: object, **kwargs: object) -> OpT:
     operands = [a for a in args if isinstance(a, SSAValue)]
     if recipe:
         result_types, properties, attributes = recipe
-        return cls.create(
+        return fast_create(
+            cls,
             operands=operands,
             result_types=result_types,
             properties=properties,
@@ -309,7 +398,7 @@ def quick(cls: type[OpT], *args: object, **kwargs: object) -> OpT:
 def branch(dest: Block, values: Sequence[SSAValue]) -> llvm.BrOp:
     """`llvm.BrOp(dest, *values)` built as `quick` builds (one per loop latch and
     branch to a merge block)."""
-    return llvm.BrOp.create(operands=values, successors=[dest])
+    return fast_create(llvm.BrOp, operands=values, successors=[dest])
 
 
 _NO_SEGMENTS = {"operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 0, 0])}
@@ -318,8 +407,8 @@ _NO_SEGMENTS = {"operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 0, 0])}
 def cond_branch(cond: SSAValue, then_block: Block, else_block: Block) -> llvm.CondBrOp:
     """`llvm.CondBrOp(cond, then_block, [], else_block, [])` built as `quick` builds:
     its constructor builds the operand segment sizes anew each time."""
-    return llvm.CondBrOp.create(
-        operands=[cond], successors=[then_block, else_block], properties=_NO_SEGMENTS
+    return fast_create(
+        llvm.CondBrOp, operands=[cond], successors=[then_block, else_block], properties=_NO_SEGMENTS
     )
 
 
