@@ -58,12 +58,15 @@ from lamina.backends.llvm.binary_constants import attach_bytes, detached_dense_g
 from lamina.backends.llvm.conversion import LOOP_KIND_ATTR
 from lamina.backends.llvm.device_runtime import link_device_runtime
 from lamina.backends.llvm.fast_math import canonical_fast_math_flags
+from lamina.backends.llvm.translate_dispatch import install as install_translate_dispatch
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
 from lamina.runtime import cpu_features, native_setup
 from lamina.runtime.env import env_flag
 
 if TYPE_CHECKING:  # kernel_split imports this module
     from lamina.backends.kernel_split import Split
+
+install_translate_dispatch()  # xDSL's translator finds each op's handler by its class
 
 OPT_LEVEL = compile_worker.OPT_LEVEL
 """LLVM optimization level used for JIT and ahead-of-time code."""
