@@ -422,7 +422,60 @@ def replace_with(
     value = new.results[0] if isinstance(new, Operation) else new
     if value.name_hint is None:
         value.name_hint = op.results[0].name_hint
-    rewriter.replace(op, [], [from_llvm(value, op.results[0].type, rewriter)])
+    replacement = from_llvm(value, op.results[0].type, rewriter)
+    if len(op.results) != 1:
+        rewriter.replace(op, [], [replacement])  # raises xDSL's error
+        return
+    _replace_result(op, rewriter, replacement)
+
+
+def _replace_result(op: Operation, rewriter: PatternRewriter, new: SSAValue) -> None:
+    """`rewriter.replace(op, [], [new])` for an op of one result: the same listener calls
+    in the same order, the same use lists and name hints, with each use moved by
+    `_move_uses` instead of xDSL's operand view (a new view object, three slices
+    through `SSAValues.__getitem__` and a new operand tuple per use: DenseNet-121's
+    lowering moves about 140,000 uses)."""
+    rewriter.has_done_action = True
+    old = op.results[0]
+    rewriter.handle_operation_replacement(op, (new,))
+    if old is not new:  # `rewriter.replace_all_uses_with(old, new)`
+        users = _move_uses(old, new)
+        if users:
+            for user in users:
+                rewriter.handle_operation_modification(user)
+    if not new.name_hint:
+        new.name_hint = old.name_hint
+    rewriter.erase(op)
+
+
+def _move_uses(old: SSAValue, new: SSAValue) -> list[Operation]:
+    """`old.replace_all_uses_with(new)`, returning the users (one per use, in use order).
+
+    As xDSL does it use by use (`OpOperands.__setitem__`): each use, first to last,
+    leaves `old`'s list, goes to the front of `new`'s, and its operation gets a new
+    operand tuple; then `new` takes `old`'s name hint if it has none."""
+    users: list[Operation] = []
+    use = old.first_use
+    while use is not None:
+        following = use._next_use  # pyright: ignore[reportPrivateUsage]
+        old.first_use = following
+        if following is not None:
+            following._prev_use = None  # pyright: ignore[reportPrivateUsage]
+        first = new.first_use
+        use._next_use = first  # pyright: ignore[reportPrivateUsage]
+        use._prev_use = None  # pyright: ignore[reportPrivateUsage]
+        if first is not None:
+            first._prev_use = use  # pyright: ignore[reportPrivateUsage]
+        new.first_use = use
+        user = use._operation  # pyright: ignore[reportPrivateUsage]
+        operands = list(user._operands)  # pyright: ignore[reportPrivateUsage]
+        operands[use._index] = new  # pyright: ignore[reportPrivateUsage]
+        user._operands = SSAValues(operands)  # pyright: ignore[reportPrivateUsage]
+        users.append(user)
+        use = following
+    if new.name_hint is None:
+        new.name_hint = old.name_hint
+    return users
 
 
 def module_of(op: Operation) -> ModuleOp:
