@@ -259,6 +259,7 @@ NSW = IntegerAttr(llvm.OverflowAttr((llvm.OverflowFlag.NO_SIGNED_WRAP,)).to_int(
 _GEP_ONE_INDEX = DenseArrayBase.from_list(i32, [llvm.GEP_USE_SSA_VAL])
 _NO_WRAP = IntegerAttr(0, 32)
 _PTR = llvm.LLVMPointerType()
+_UNIT = UnitAttr()
 _ORDERING_NONE = IntegerAttr(0, i64)
 
 
@@ -286,7 +287,7 @@ def inbounds_gep(ptr: SSAValue, index: SSAValue, element: Attribute) -> llvm.GEP
             "rawConstantIndices": _GEP_ONE_INDEX,
             "elem_type": element,
             "noWrapFlags": _NO_WRAP,
-            "inbounds": UnitAttr(),
+            "inbounds": _UNIT,
         },
     )
 
