@@ -298,10 +298,12 @@ def _split_sums(terms: list[tuple[SSAValue, int]]) -> list[tuple[SSAValue, int]]
     out: list[tuple[SSAValue, int]] = []
     for index, stride in terms:
         owner = _look_through(index).owner
-        if type(owner) in _ADD_OPS and all(_constant_index(v) is None for v in owner.operands):
-            out += [(owner.operands[0], stride), (owner.operands[1], stride)]
-        else:
-            out.append((index, stride))
+        if type(owner) in _ADD_OPS:
+            lhs, rhs = owner._operands  # pyright: ignore[reportPrivateUsage, reportOptionalMemberAccess]
+            if _constant_index(lhs) is None and _constant_index(rhs) is None:
+                out += [(lhs, stride), (rhs, stride)]
+                continue
+        out.append((index, stride))
     return out
 
 
@@ -319,10 +321,12 @@ def _look_through(value: SSAValue) -> SSAValue:
     xDSL's operand descriptor, together most of this function's time."""
     owner = value.owner
     if type(owner) is UnrealizedConversionCastOp:
-        assert isinstance(owner, UnrealizedConversionCastOp)  # for the type checker
-        inputs = owner.operands
+        # The operand tuple itself, unpacked: `owner.operands[0]` built a view object
+        # and went through `SSAValues.__getitem__`.
+        inputs = owner._operands  # pyright: ignore[reportPrivateUsage, reportOptionalMemberAccess]
         if len(inputs) == 1:
-            return inputs[0]
+            (single,) = inputs
+            return single
     return value
 
 
@@ -342,7 +346,7 @@ def _split_constant(index: SSAValue) -> tuple[SSAValue | None, int]:
         owner = _look_through(index).owner
         if type(owner) not in _ADD_OPS:
             break
-        lhs, rhs = owner.operands
+        lhs, rhs = owner._operands  # pyright: ignore[reportPrivateUsage, reportOptionalMemberAccess]
         value = _constant_index(rhs)
         if value is None:
             lhs, rhs = rhs, lhs

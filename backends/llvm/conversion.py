@@ -209,8 +209,11 @@ def to_llvm(value: SSAValue, rewriter: PatternRewriter, at: InsertPoint | None =
     if target is value.type:  # `convert_type` returns a type that needs no conversion itself
         return value
     owner = value.owner
-    if type(owner) is UnrealizedConversionCastOp and owner.operands[0].type == target:
-        return owner.operands[0]  # (the cast has no subclass; its operands are its inputs)
+    if type(owner) is UnrealizedConversionCastOp:  # (no subclass; its operands are its inputs)
+        for source in owner._operands:  # the first one, from the tuple itself
+            if source.type == target:
+                return source
+            break
     cast = _cast(value, target)
     rewriter.insert(cast, at)
     return cast.results[0]
