@@ -40,7 +40,7 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     UnknownLoc,
 )
-from xdsl.ir import Attribute, Block, Operation
+from xdsl.ir import Attribute, Block, Operation, Region
 from xdsl.pattern_rewriter import (
     PatternRewriter,
     PatternRewriterListener,
@@ -130,10 +130,29 @@ class _MatchedOp(RewritePattern):
             stamp(new, self.op.location)
 
 
+class _SelectiveWalker(PatternRewriteWalker):
+    """xDSL's walker, visiting only the top-level ops of the rewritten region that `only`
+    accepts (with everything nested in them), in the order the plain walker visits them."""
+
+    only: Callable[[Operation], bool]
+
+    def _populate_worklist(self, op: Operation | Region | Block) -> None:
+        if not isinstance(op, Region):
+            super()._populate_worklist(op)
+            return
+        reverse, region_first = not self.walk_reverse, not self.walk_regions_first
+        for block in reversed(op.blocks) if reverse else op.blocks:
+            for top in reversed(block.ops) if reverse else block.ops:
+                if self.only(top):
+                    for sub_op in top.walk(reverse=reverse, region_first=region_first):
+                        self._worklist.push(sub_op)
+
+
 def locating_walker(
     pattern: RewritePattern,
     walker: type[PatternRewriteWalker] = PatternRewriteWalker,
     on_insert: Sequence[Callable[[Operation], None]] = (),
+    only: Callable[[Operation], bool] | None = None,
     **options: Any,
 ) -> PatternRewriteWalker:
     """`walker(pattern, **options)` applying rule 1 of the module docstring.
@@ -143,9 +162,18 @@ def locating_walker(
     walker (`lower-to-llvm`'s skips the ops no pattern would touch).
     `on_insert`: more handlers called with every inserted op (`lower-to-llvm`
     reports the symbols it inserts to its `SymbolNames`).
+    `only`: visit only the top-level ops it accepts (and their nested ops), for a
+    pattern that can match nowhere else: `legalize` and `lower-graph` skip the
+    kernels' bodies, most of a network's ops (DenseNet-121's 53,000 loop ops cost
+    `lower-graph` 0.4 s of empty matches). The default walker only.
     """
     matched = _MatchedOp(pattern)
     listener = PatternRewriterListener(operation_insertion_handler=[matched.locate, *on_insert])
+    if only is not None:
+        assert walker is PatternRewriteWalker, "`only` selects the walker itself"
+        selective = _SelectiveWalker(matched, listener=listener, **options)
+        selective.only = only
+        return selective
     return walker(matched, listener=listener, **options)
 
 

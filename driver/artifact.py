@@ -94,9 +94,10 @@ def save_executable(request: CompileRequest, exe: Executable, path: str | os.Pat
         from lamina.driver.lowering import lower_to_build, parse_source
 
         source = request.source
-        module = parse_source(
-            source.build() if isinstance(source, DeferredSource) else source, request.filename
-        )
+        if isinstance(source, DeferredSource):  # built now for this compile: ours alone
+            module = parse_source(source.build(), request.filename, private=True)
+        else:
+            module = parse_source(source, request.filename)
         lower_to_build(
             module,
             request.targets,

@@ -445,12 +445,16 @@ def _move_into(producer: te.ComputeOp, read: Operation) -> None:
     for arg, index in zip(block.args, read.indices, strict=True):
         for use in tuple(arg.uses):  # not `replace_all_uses_with`: it names `index` after `arg`
             use.operation.operands[use.index] = index
+    moved: list[Operation] = []
     for op in list(block.ops):
         if isinstance(op, te.YieldOp):
             read.result.replace_all_uses_with(op.value)
             break
-        op.detach()
-        Rewriter.insert_op(op, InsertPoint.before(read))
+        block.detach_op(op)
+        moved.append(op)
+    target = read.parent_block()
+    assert target is not None
+    target.insert_ops_before(moved, read)  # one insertion of all, in order
     Rewriter.erase_op(read)
 
 

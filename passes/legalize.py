@@ -191,7 +191,7 @@ class ComputeOpLowering(RewritePattern):
 def flatten_dataflow(module: ModuleOp) -> None:
     """Move the ops of every `graph.dataflow` before it; its results become the
     values its `graph.output` returned."""
-    for dataflow in [op for op in module.walk() if isinstance(op, graph.DataflowOp)]:
+    for dataflow in [op for op in _outside_kernels(module) if isinstance(op, graph.DataflowOp)]:
         if in_codegen(dataflow):
             continue
         block = dataflow.body.block
@@ -212,13 +212,21 @@ def flatten_dataflow(module: ModuleOp) -> None:
 
 def remove_purity_tracking(module: ModuleOp) -> None:
     """Pure `graph.func`s become `force_pure`; `pure` goes from `call_extern`/`invoke`."""
-    for op in module.walk():
+    for op in _outside_kernels(module):
         if isinstance(op, graph.FuncOp):
             if op.impure is None and op.force_pure is None:
                 op.force_pure = UnitAttr()
         elif isinstance(op, graph.CallExternOp | graph.InvokeOp):
             op.properties.pop("pure", None)
             op.attributes.pop("pure", None)
+
+
+def _outside_kernels(module: ModuleOp) -> Iterable[Operation]:
+    """`module.walk()` without the kernels' bodies (`te.func`s hold no graph op)."""
+    yield module
+    for top in module.ops:
+        if not isinstance(top, te.FuncOp):
+            yield from top.walk()
 
 
 def leftover_compute_ops(module: ModuleOp) -> Iterable[Operation]:
@@ -269,7 +277,10 @@ class LegalizePass(LaminaPass):
         flatten_dataflow(op)
         table = KernelTable(op)
         lowering = ComputeOpLowering(table)
-        locating_walker(lowering, apply_recursively=False).rewrite_module(op)
+        # fuse-ops' kernels (te.funcs) hold no graph op: the walk skips them.
+        locating_walker(
+            lowering, only=lambda top: not isinstance(top, te.FuncOp), apply_recursively=False
+        ).rewrite_module(op)
         table.erase_unused_constants()
         for func in table.new_funcs:
             op.body.block.add_op(func)

@@ -480,10 +480,17 @@ class LowerGraphPass(LaminaPass):
     illegal_ops: ClassVar[tuple[str, ...]] = ("graph.*", "te.*")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        resolve_invokes(op)  # closures that legalize's flattening made local, or no pipeline
+        # Kernels (`loop.func`s by now) hold no graph op: neither walk enters them.
+        resolve_invokes(op, only=_not_a_kernel)  # closures legalize's flattening made local
         pool = ConstantPool(op, symbol_names(op))
-        locating_walker(GraphFuncLowering(pool), apply_recursively=False).rewrite_module(op)
+        locating_walker(
+            GraphFuncLowering(pool), only=_not_a_kernel, apply_recursively=False
+        ).rewrite_module(op)
         self.check_legality(op)
+
+
+def _not_a_kernel(op: Operation) -> bool:
+    return not isinstance(op, loop.FuncOp)
 
 
 __all__ = ["LowerGraphPass", "STORAGE_ATTR", "host_signature"]

@@ -585,12 +585,14 @@ def remove_unreferenced(module: ModuleOp, state: Specializations) -> None:
         module.body.block.erase_op(funcs[name])
 
 
-def resolve_invokes(module: ModuleOp) -> None:
+def resolve_invokes(module: ModuleOp, only: Callable[[Operation], bool] | None = None) -> None:
     """Rule 1 alone: every invoke of a known closure becomes a direct call
-    (and dead closures go). `lower-graph` runs it on what legalize exposed."""
+    (and dead closures go). `lower-graph` runs it on what legalize exposed,
+    `only` in the top-level ops that are not kernels (`core/locations.py`)."""
     state = Specializations(module, max_new_functions=0)
     locating_walker(
-        GreedyRewritePatternApplier([InvokeOfClosure(state), DeadClosure()], dce_enabled=False)
+        GreedyRewritePatternApplier([InvokeOfClosure(state), DeadClosure()], dce_enabled=False),
+        only=only,
     ).rewrite_module(module)
 
 
