@@ -61,7 +61,7 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from lamina.core.pass_base import LaminaPass
-from lamina.dialects import loop
+from lamina.dialects import graph, loop
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, Phase
 from lamina.target.registry import module_knobs
 
@@ -89,6 +89,24 @@ def concat_in_place(module: ModuleOp) -> int:
                 func.detach()
                 func.erase()
     return done
+
+
+def keeps_own_buffer(op: Operation) -> bool:
+    """Does `plan-memory` leave this graph op's result out of its storage slots?
+
+    A concatenation (`graph.call_loop` of a `te_concat_*` kernel) whose every
+    input is the only use of a `graph.call_loop` result may be computed in
+    place: its producers then write its buffer before the concatenation's own
+    position, where a slot shared with an earlier value (the block's input,
+    which the producers read: GoogLeNet's inception blocks of equal width)
+    would still be live. Such a concatenation gets a buffer of its own."""
+    if not isinstance(op, graph.CallLoopOp):
+        return False
+    if not op.callee.root_reference.data.startswith(CONCAT_PREFIX) or len(op.results) != 1:
+        return False
+    return all(
+        isinstance(v.owner, graph.CallLoopOp) and v.has_one_use() for v in op.arguments
+    ) and len(set(op.arguments)) == len(op.arguments)
 
 
 def _kernel(call: loop.CallOp, funcs: dict[str, loop.FuncOp]) -> loop.FuncOp | None:
@@ -277,4 +295,4 @@ class ConcatInPlacePass(LaminaPass):
             concat_in_place(op)
 
 
-__all__ = ["CONCAT_PREFIX", "ConcatInPlacePass", "concat_in_place"]
+__all__ = ["CONCAT_PREFIX", "ConcatInPlacePass", "concat_in_place", "keeps_own_buffer"]

@@ -26,6 +26,15 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func private @add(%x: memref<1x1x4x4x16xf32>, %z: memref<1x1x4x4x16xf32>, %y: memref<1x1x4x4x16xf32>) {
     loop.return
   }
+  loop.func private @widen(%x: memref<1x1x4x4x16xf32>, %y: memref<1x3x4x4x16xf32>) {
+    loop.return
+  }
+  loop.func private @narrow_a(%x: memref<1x3x4x4x16xf32>, %y: memref<1x1x4x4x16xf32>) {
+    loop.return
+  }
+  loop.func private @narrow_b(%x: memref<1x3x4x4x16xf32>, %y: memref<1x2x4x4x16xf32>) {
+    loop.return
+  }
   loop.func private @pa(%x: memref<2x4xf32>, %y: memref<2x4xf32>) {
     loop.return
   }
@@ -68,6 +77,32 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     %b = graph.call_loop @conv_b(%x) : (tensor<1x1x4x4x16xf32>) -> tensor<1x2x4x4x16xf32>
     %y = graph.call_loop @te_concat_1x3x4x4x16xf32_loop(%a, %b) : (tensor<1x1x4x4x16xf32>, tensor<1x2x4x4x16xf32>) -> tensor<1x3x4x4x16xf32>
     graph.return %y : tensor<1x3x4x4x16xf32>
+  }
+
+  // An inception block as wide as its input %p: plan-memory would give the
+  // concatenation %p's slot, which the producers still read; it gets a buffer
+  // of its own (no lamina.storage), allocated before the first producer.
+  // CHECK-LABEL: loop.func @block(
+  // CHECK-NEXT:    %p = loop.alloc : memref<1x3x4x4x16xf32>
+  // CHECK-NEXT:    loop.call @widen(%x, %p)
+  // CHECK-NEXT:    %y = loop.alloc : memref<1x3x4x4x16xf32>
+  // CHECK-NEXT:    %0 = builtin.unrealized_conversion_cast %y : memref<1x3x4x4x16xf32> to !llvm.ptr
+  // CHECK-NEXT:    %a = builtin.unrealized_conversion_cast %0 : !llvm.ptr to memref<1x1x4x4x16xf32>
+  // CHECK-NEXT:    loop.call @narrow_a(%p, %a)
+  // CHECK-NEXT:    %1 = llvm.getelementptr inbounds %0[256] : (!llvm.ptr) -> !llvm.ptr, f32
+  // CHECK-NEXT:    %b = builtin.unrealized_conversion_cast %1 : !llvm.ptr to memref<1x2x4x4x16xf32>
+  // CHECK-NEXT:    loop.call @narrow_b(%p, %b)
+  // CHECK-NEXT:    loop.free %p
+  // CHECK-NEXT:    loop.call @use(%y, %out0)
+  // CHECK-NEXT:    loop.free %y
+  // CHECK-NEXT:    loop.return
+  graph.func @block(%x: tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32> attributes {force_pure} {
+    %p = graph.call_loop @widen(%x) : (tensor<1x1x4x4x16xf32>) -> tensor<1x3x4x4x16xf32>
+    %a = graph.call_loop @narrow_a(%p) : (tensor<1x3x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
+    %b = graph.call_loop @narrow_b(%p) : (tensor<1x3x4x4x16xf32>) -> tensor<1x2x4x4x16xf32>
+    %y = graph.call_loop @te_concat_1x3x4x4x16xf32_loop(%a, %b) : (tensor<1x1x4x4x16xf32>, tensor<1x2x4x4x16xf32>) -> tensor<1x3x4x4x16xf32>
+    %z = graph.call_loop @use(%y) : (tensor<1x3x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
+    graph.return %z : tensor<1x1x4x4x16xf32>
   }
 
   // %a is read after the concatenation too: a copy, as before.
