@@ -60,6 +60,8 @@ SHAPES: list[tuple[str, int, int, int, int]] = [
     ("resnet50", 256, 512, 56, 2),
     ("resnet50", 512, 1024, 28, 2),
     ("resnet50", 1024, 2048, 14, 2),
+    ("squeezenet1_1", 512, 1000, 13, 1),
+    ("squeezenet1_1", 16, 64, 55, 1),
 ]
 
 

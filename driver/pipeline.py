@@ -9,7 +9,8 @@ the phase::
     optimization  canonicalize, cse, specialize-closures, fold-constants, [hooks: claim],
                   plan-devices, plan-layouts, fuse-ops, [hooks: optimization] -> legalize
     lowering      [hooks: lowering], lower-te, schedule, simplify,
-                  plan-memory, lower-graph, [hooks: build]    -> lower-to-llvm
+                  plan-memory, lower-graph, concat-in-place, [hooks: build]
+                                                              -> lower-to-llvm
     build         (codegen is done by the backend, not by a pass)
 
 Nothing is skipped silently: `format_pipeline` shows the expanded pipeline
@@ -89,6 +90,7 @@ DEFAULT_STAGES: tuple[Stage, ...] = (
             "simplify",
             "plan-memory",
             "lower-graph",
+            "concat-in-place",
             HookPoint("build"),
         ),
         "lower-to-llvm",

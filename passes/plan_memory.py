@@ -47,6 +47,7 @@ from lamina.core.liveness import BlockOrder
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, loop
 from lamina.dialects.lamina import CPU0, DeviceAttr, Phase, get_default_device
+from lamina.passes.concat_in_place import keeps_own_buffer
 from lamina.passes.lower_graph import STORAGE_ATTR, result_buffer_spec
 
 T = TypeVar("T")
@@ -112,9 +113,10 @@ def plan_graph_function(func: graph.FuncOp, default_device: DeviceAttr = CPU0) -
                 still_live.append((end, key, slot))
         live = still_live
         slots: list[int] = []
+        own = keeps_own_buffer(op)  # concat-in-place: its producers write it before the op
         for i, result in enumerate(op.results):
             spec = result_buffer_spec(op, i)
-            if spec is None or any(v in returned for v in groups.get(result, [result])):
+            if own or spec is None or any(v in returned for v in groups.get(result, [result])):
                 slots.append(-1)
                 continue
             key = (spec.type, spec.device or default_device, spec.constraint)

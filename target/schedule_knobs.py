@@ -506,6 +506,16 @@ class ScheduleKnobs:
     module's. Not measured as a default: a tuning knob, chosen per
     convolution."""
 
+    concat_in_place: int = 1
+    """A concatenation whose inputs kernels compute for it alone, along a
+    dimension with only extents 1 before it (batch 1: SqueezeNet's fire
+    modules, GoogLeNet's inception blocks), has its producers write their
+    slices of its output in place (`concat-in-place`, after `lower-graph`:
+    the host passes each producer a view of its slice; the kernels are
+    unchanged), 1, or runs as a copy kernel after them, 0. Not CPU-specific
+    (it only removes a copy): on everywhere. Measured in docs/performance.md,
+    "Concatenations in place, at the host"."""
+
     @staticmethod
     def for_cpu(facts: CpuFacts) -> ScheduleKnobs:
         """The measured defaults, each derived one (`_DERIVED`) evaluated on `facts`."""
@@ -547,6 +557,7 @@ SWITCH_KNOBS = (
     "conv_stem_channel_jam",
     "block_rows_outside_columns",
     "conv_winograd",
+    "concat_in_place",
 )
 """Knobs that turn a rule on (1) or off (0): any other value is a typo, not a setting."""
 
