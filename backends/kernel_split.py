@@ -294,17 +294,20 @@ def _kernel_unit(
     rename = {root: _PLACEHOLDER}
     for i, name in enumerate(n for n in functions if n != root):
         rename[name] = f"__lamina_kf{i}"
-    used_globals: list[str] = []
-    declared: list[str] = []
+    # Lists in first-reference order; dicts as ordered sets (a kernel refers to its
+    # globals again and again: list membership made this quadratic).
+    used_globals: dict[str, None] = {}
+    declared: dict[str, None] = {}
     for name in functions:
         for ref in parts.refs[name]:
-            if ref in parts.globals and ref not in used_globals:
-                used_globals.append(ref)
-            elif ref in parts.declarations and ref not in declared:
-                declared.append(ref)
+            if ref in parts.globals:
+                used_globals.setdefault(ref, None)
+            elif ref in parts.declarations:
+                declared.setdefault(ref, None)
     lines = []
     constant = 0
     messages: list[str] = []
+    blob_symbols: set[str] = set()  # the blob symbols `rename` maps to so far
     for name in used_globals:
         gv = parts.globals[name]
         if name.startswith(MESSAGE_PREFIX):
@@ -312,9 +315,10 @@ def _kernel_unit(
             messages.append(name)
             lines.append(f'@"{name}" = external constant i8')
         elif name in constants:
-            if constants[name] not in rename.values():
+            if constants[name] not in blob_symbols:
                 lines.append(_blob_declaration(constants[name], gv))
             rename[name] = constants[name]
+            blob_symbols.add(constants[name])
         elif gv.linkage in ("internal", "private") and gv.initializer is not None:
             rename[name] = f"__lamina_kc{constant}"
             constant += 1
