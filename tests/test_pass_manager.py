@@ -272,6 +272,7 @@ DESIGN_ORDER = [
     "simplify",
     "plan-memory",
     "lower-graph",
+    "concat-in-place",  # our addition: producers write their slices (docs/design-deviations.md)
     "lower-to-llvm",
 ]
 
