@@ -405,7 +405,9 @@ def branch(dest: Block, values: Sequence[SSAValue]) -> llvm.BrOp:
     return fast_create(llvm.BrOp, operands=values, successors=[dest])
 
 
-_NO_SEGMENTS = {"operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 0, 0])}
+_NO_SEGMENTS: dict[str, Attribute] = {
+    "operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 0, 0])
+}
 
 
 def cond_branch(cond: SSAValue, then_block: Block, else_block: Block) -> llvm.CondBrOp:

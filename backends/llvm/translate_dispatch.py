@@ -66,7 +66,7 @@ def _plain(handler: Callable) -> Callable:
     return lambda op, builder, val_map, block_map: handler(op, builder, val_map)
 
 
-def _with_blocks(handler: Callable) -> Callable | None:
+def _with_blocks(handler: Callable) -> Callable:
     """A branch's handler (xDSL's case applies only with a `block_map`)."""
 
     def convert(op, builder, val_map, block_map) -> None:
@@ -123,9 +123,10 @@ def convert_op(op, builder, val_map, block_map=None) -> None:
 
 def install() -> None:
     """Have xDSL's module translator (`convert_module`) call `convert_op` above."""
-    if xdsl_convert.convert_op is not convert_op:
+    # (`convert_op` is a module global xDSL imports, not one it exports: hence getattr/setattr)
+    if getattr(xdsl_convert, "convert_op") is not convert_op:  # noqa: B009
         _check()
-        xdsl_convert.convert_op = convert_op
+        setattr(xdsl_convert, "convert_op", convert_op)  # noqa: B010
 
 
 __all__ = ["convert_op", "install"]
