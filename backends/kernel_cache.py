@@ -25,6 +25,7 @@ import hashlib
 import re
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
@@ -37,7 +38,7 @@ from lamina.backends import compile_worker, parallel_build
 from lamina.backends.kernel_split import KERNEL_RUNTIME_IR, KernelUnit, Split
 from lamina.backends.llvm.device_runtime import RUNTIME_IR
 from lamina.runtime import cache as disk
-from lamina.runtime.env import env_path
+from lamina.runtime.env import LaminaEnvWarning, env_path
 
 if TYPE_CHECKING:  # codegen imports this module
     from lamina.backends.codegen import CodeTarget
@@ -188,11 +189,16 @@ def _dump_units(split: Split) -> None:
     if directory is None:
         return
     path = Path(directory)
-    path.mkdir(parents=True, exist_ok=True)
-    (path / "host.ll").write_text(split.host)
-    for unit in split.kernels:
-        if unit.text:
-            (path / f"{unit.names[0] if unit.names else unit.symbol}.ll").write_text(unit.text)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "host.ll").write_text(split.host)
+        for unit in split.kernels:
+            if unit.text:
+                (path / f"{unit.names[0] if unit.names else unit.symbol}.ll").write_text(unit.text)
+    except OSError as error:  # a debugging aid: the compile goes on without it
+        warnings.warn(
+            f"{DUMP_ENV}: cannot write the units: {error}", LaminaEnvWarning, stacklevel=2
+        )
 
 
 def build_split(

@@ -29,6 +29,7 @@ independent of the host's vector width).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import ClassVar
@@ -90,24 +91,17 @@ def grouped_weight_map(c: int, g: int) -> AffineMap:
     return AffineMap(4, 0, (_d(0) // c, AffineExpr.constant(0), _d(2), _d(3), lane, _d(0) % c))
 
 
-_INVERSES: dict[tuple[AffineMap, tuple[int, ...]], AffineMap | None] = {}
-"""`inverse_map`'s answers: a pure function of immutable values, asked about the same
-few maps thousands of times (DenseNet-121: 1,308 calls, a few dozen distinct)."""
-
-
 def inverse_map(index_map: AffineMap, logical: tuple[int, ...]) -> AffineMap | None:
     """The map from physical back to logical indices (for maps whose groups are
     single dims, possibly tiled and offset), or None. An offset is padding
     before the data and comes back negated: the inverse of `((d0 + 1) floordiv
-    4, (d0 + 1) mod 4)` is `(d0, d1) -> (d0 * 4 + d1 - 1)` (with `crop`)."""
-    key = (index_map, None if logical is None else tuple(logical))
-    if key not in _INVERSES:
-        if len(_INVERSES) >= 4096:  # a bound for a long-lived process
-            _INVERSES.clear()
-        _INVERSES[key] = _inverse_map(index_map, key[1])
-    return _INVERSES[key]
+    4, (d0 + 1) mod 4)` is `(d0, d1) -> (d0 * 4 + d1 - 1)` (with `crop`).
+    Memoized: a pure function of immutable values, asked about the same few maps
+    thousands of times (DenseNet-121: 1,308 calls, a few dozen distinct)."""
+    return _inverse_map(index_map, None if logical is None else tuple(logical))
 
 
+@functools.lru_cache(maxsize=4096)
 def _inverse_map(index_map: AffineMap, logical: tuple[int, ...] | None) -> AffineMap | None:
     try:
         groups = invert_map(index_map, logical)

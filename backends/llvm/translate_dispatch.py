@@ -78,19 +78,29 @@ def _with_blocks(handler: Callable) -> Callable:
     return convert
 
 
+def _xdsl(name: str) -> Callable:
+    """xDSL's handler `_convert_<name>` (private to its module: read by name)."""
+    return getattr(xdsl_convert_op, f"_convert_{name}")
+
+
 _handlers: dict[type, Callable] = {
-    llvm.ICmpOp: _plain(xdsl_convert_op._convert_icmp),  # pyright: ignore[reportPrivateUsage]
-    llvm.FCmpOp: _plain(xdsl_convert_op._convert_fcmp),  # pyright: ignore[reportPrivateUsage]
-    llvm.CallOp: _plain(xdsl_convert_op._convert_call),  # pyright: ignore[reportPrivateUsage]
-    llvm.LoadOp: _plain(xdsl_convert_op._convert_load),  # pyright: ignore[reportPrivateUsage]
-    llvm.StoreOp: _plain(xdsl_convert_op._convert_store),  # pyright: ignore[reportPrivateUsage]
-    llvm.GEPOp: _plain(xdsl_convert_op._convert_getelementptr),  # pyright: ignore[reportPrivateUsage]
-    llvm.BrOp: _with_blocks(xdsl_convert_op._convert_br),  # pyright: ignore[reportPrivateUsage]
-    llvm.CondBrOp: _with_blocks(xdsl_convert_op._convert_condbr),  # pyright: ignore[reportPrivateUsage]
-    llvm.SelectOp: _plain(xdsl_convert_op._convert_select),  # pyright: ignore[reportPrivateUsage]
-    llvm.ReturnOp: _plain(xdsl_convert_op._convert_return),  # pyright: ignore[reportPrivateUsage]
-    llvm.AddressOfOp: _plain(xdsl_convert_op._convert_addressof),  # pyright: ignore[reportPrivateUsage]
-    llvm.CallIntrinsicOp: _plain(xdsl_convert_op._convert_call_intrinsic),  # pyright: ignore[reportPrivateUsage]
+    **{
+        cls: _plain(_xdsl(name))
+        for cls, name in (
+            (llvm.ICmpOp, "icmp"),
+            (llvm.FCmpOp, "fcmp"),
+            (llvm.CallOp, "call"),
+            (llvm.LoadOp, "load"),
+            (llvm.StoreOp, "store"),
+            (llvm.GEPOp, "getelementptr"),
+            (llvm.SelectOp, "select"),
+            (llvm.ReturnOp, "return"),
+            (llvm.AddressOfOp, "addressof"),
+            (llvm.CallIntrinsicOp, "call_intrinsic"),
+        )
+    },
+    llvm.BrOp: _with_blocks(_xdsl("br")),
+    llvm.CondBrOp: _with_blocks(_xdsl("condbr")),
     llvm.ConstantOp: _constant,
 }
 
