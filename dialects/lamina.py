@@ -71,6 +71,10 @@ DEFAULT_DEVICE_ATTR_NAME = "lamina.default_device"
 TARGETS_ATTR_NAME = "lamina.targets"
 CONSTRAINT_ATTR_NAME = "lamina.constraint"
 CODEGEN_ATTR_NAME = "lamina.codegen"
+CONCATENATION_ATTR_NAME = "lamina.concatenation"
+"""Unit attribute on a kernel call (`graph.call_te`, `graph.call_loop`, `loop.call`)
+whose kernel is a plain `graph.concat` of its inputs: `legalize` sets it,
+`concat-in-place` and `plan-memory` rely on it (never on the kernel's name)."""
 DEVICE_ATTR_NAME = "device"
 
 

@@ -8,7 +8,7 @@ wrote for it::
     %b = loop.alloc : memref<1x4x55x55x16xf32>
     loop.call @conv_b(%x, %wb, %b)
     %y = loop.alloc : memref<1x8x55x55x16xf32>
-    loop.call @te_concat_1x8x55x55x16xf32_loop(%a, %b, %y)
+    loop.call @te_concat_1x8x55x55x16xf32_loop(%a, %b, %y) {lamina.concatenation}
     loop.free %a ...
 
 becomes::
@@ -29,9 +29,9 @@ code (kernel reuse and the forked lowering see nothing new), only the host
 passes another address, and the copy (a pass over every byte at memory
 speed) and the inputs' buffers are gone.
 
-Conditions, each checked in the host's straight-line block: the callee is a
-concatenation kernel (`te_concat_*`, what `legalize` names a plain
-`graph.concat`); the output buffer has no padding (its layout's logical
+Conditions, each checked in the host's straight-line block: the call is
+marked `lamina.concatenation` (what `legalize` puts on the call of a plain
+`graph.concat`'s kernel; the kernel's name is not trusted); the output buffer has no padding (its layout's logical
 shape fills it; then the inputs, whose physical extents add up to the
 output's, have none either and each one's channels are whole blocks);
 every input is a distinct buffer of this block's `loop.alloc`s, written by
@@ -62,39 +62,49 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph, loop
-from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, Phase
+from lamina.dialects.lamina import (
+    CONCATENATION_ATTR_NAME,
+    CONSTRAINT_ATTR_NAME,
+    ConstraintAttr,
+    Phase,
+)
 from lamina.target.registry import module_knobs
 
-CONCAT_PREFIX = "te_concat_"
-"""Kernels of a plain `graph.concat` (`legalize` names them after the op)."""
+
+def is_concatenation(call: Operation) -> bool:
+    """Is `call` a call of a plain concatenation kernel (`legalize` marks those)?"""
+    return CONCATENATION_ATTR_NAME in call.attributes
 
 
 def concat_in_place(module: ModuleOp) -> int:
     """Rewrite every concatenation of the module docstring; returns how many."""
     funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, loop.FuncOp)}
+    replaced: set[str] = set()
     done = 0
-    for func in funcs.values():
-        if func.is_declaration or func.sym_name.data.startswith(CONCAT_PREFIX):
+    for func in list(funcs.values()):
+        if func.is_declaration:
             continue
         block = func.body.block
         for call in [o for o in block.ops if isinstance(o, loop.CallOp)]:
+            callee = call.callee.root_reference.data
             if _rewrite(call, block, funcs):
+                replaced.add(callee)
                 done += 1
-    if done:
+    if replaced:
         called = {o.callee.root_reference.data for o in module.walk() if isinstance(o, loop.CallOp)}
-        for name, func in funcs.items():
+        for name in replaced - called:
             # A kernel no one calls any more; a declaration (reused, or lowered by the
             # forked process) stays: its object code is another compile's business.
-            if name.startswith(CONCAT_PREFIX) and name not in called and not func.is_declaration:
-                func.detach()
-                func.erase()
+            if not funcs[name].is_declaration:
+                funcs[name].detach()
+                funcs[name].erase()
     return done
 
 
 def keeps_own_buffer(op: Operation) -> bool:
     """Does `plan-memory` leave this graph op's result out of its storage slots?
 
-    A concatenation (`graph.call_loop` of a `te_concat_*` kernel) whose every
+    A concatenation (a `graph.call_loop` marked `lamina.concatenation`) whose every
     input is the only use of a `graph.call_loop` result may be computed in
     place: its producers then write its buffer before the concatenation's own
     position, where a slot shared with an earlier value (the block's input,
@@ -102,7 +112,7 @@ def keeps_own_buffer(op: Operation) -> bool:
     would still be live. Such a concatenation gets a buffer of its own."""
     if not isinstance(op, graph.CallLoopOp):
         return False
-    if not op.callee.root_reference.data.startswith(CONCAT_PREFIX) or len(op.results) != 1:
+    if not is_concatenation(op) or len(op.results) != 1:
         return False
     return all(
         isinstance(v.owner, graph.CallLoopOp) and v.has_one_use() for v in op.arguments
@@ -198,7 +208,7 @@ def _producer(buffer: SSAValue, concat: loop.CallOp, block: Block, funcs) -> loo
 
 
 def _rewrite(concat: loop.CallOp, block: Block, funcs: dict[str, loop.FuncOp]) -> bool:
-    if not concat.callee.root_reference.data.startswith(CONCAT_PREFIX):
+    if not is_concatenation(concat):
         return False
     if _kernel(concat, funcs) is None or len(concat.arguments) < 3:
         return False
@@ -268,8 +278,8 @@ class ConcatInPlacePass(LaminaPass):
 
     Input invariant: phase `lowering`, after `lower-graph` (host functions
     are `loop.func`s of allocations and kernel calls).
-    Output IR: every concatenation of the module docstring (`te_concat_*`
-    kernel calls whose inputs kernels wrote for it alone, along a dimension
+    Output IR: every concatenation of the module docstring (kernel calls
+    marked `lamina.concatenation` whose inputs kernels wrote for it alone, along a dimension
     with only extents 1 before it, into an output without padding) is gone:
     each producer is called on a view of its slice of the output
     (`builtin.unrealized_conversion_cast` to `!llvm.ptr`, `llvm.getelementptr`
@@ -295,4 +305,4 @@ class ConcatInPlacePass(LaminaPass):
             concat_in_place(op)
 
 
-__all__ = ["CONCAT_PREFIX", "ConcatInPlacePass", "concat_in_place", "keeps_own_buffer"]
+__all__ = ["ConcatInPlacePass", "concat_in_place", "is_concatenation", "keeps_own_buffer"]

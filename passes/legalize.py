@@ -28,7 +28,7 @@ from lamina.core.locations import locating_walker
 from lamina.core.pass_base import LaminaPass
 from lamina.core.phase_invariants import in_codegen
 from lamina.dialects import graph, te
-from lamina.dialects.lamina import Phase, set_phase
+from lamina.dialects.lamina import CONCATENATION_ATTR_NAME, Phase, set_phase
 from lamina.kernels import (
     BUILDERS,
     KernelParameters,
@@ -170,6 +170,8 @@ class ComputeOpLowering(RewritePattern):
         device = op.properties.get("device")
         operands = self.table.call_operands(callee, list(op.operands), op)
         call = graph.CallTeOp(callee, operands, list(op.result_types), device=device)  # type: ignore[arg-type]
+        if isinstance(op, graph.ConcatOp):  # what concat-in-place may write in place
+            call.attributes[CONCATENATION_ATTR_NAME] = UnitAttr()
         for old, new in zip(op.results, call.results, strict=True):
             new.name_hint = old.name_hint
         rewriter.replace(op, call)
@@ -246,7 +248,8 @@ class LegalizePass(LaminaPass):
     Output IR: every op with the `GraphCompute` trait (outside code claimed by a
     target with `lamina.codegen`) is replaced by `graph.call_te @te_<op>_<type>`
     of a new top-level `te.func` (appended to the module in order of first use),
-    keeping the op's `device`. Ops of the same kind with the same properties,
+    keeping the op's `device`; the call of a `graph.concat`'s kernel is marked
+    with the unit attribute `lamina.concatenation` (for `concat-in-place`). Ops of the same kind with the same properties,
     attributes and types share one te.func. Each te.func is a DAG of
     `te.compute` (one for elementwise ops and single reductions, several for
     softmax, layer_norm, avg/global pooling and reduce_mean). Padded

@@ -4,8 +4,10 @@
 // concat-in-place: the producers of a concatenation's inputs are called on
 // views of their slices of its output (a pointer cast, a getelementptr by the
 // slice's offset, a cast back), the concatenation's call and the inputs' own
-// buffers go. Left alone: an input read by another call too, an output with
-// padding, and a batch of 2 (the slices are not contiguous).
+// buffers go. Only calls marked `lamina.concatenation` (legalize marks the
+// calls of plain concatenation kernels) are concatenations: the callee's name
+// means nothing. Left alone: an unmarked call, an input read by another call
+// too, an output with padding, and a batch of 2 (the slices are not contiguous).
 
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   loop.func private @conv_a(%x: memref<1x1x4x4x16xf32>, %y: memref<1x1x4x4x16xf32>) {
@@ -58,7 +60,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   graph.func @fire(%x: tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32> attributes {force_pure} {
     %a = graph.call_loop @conv_a(%x) : (tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
     %b = graph.call_loop @conv_b(%x) : (tensor<1x1x4x4x16xf32>) -> tensor<1x2x4x4x16xf32>
-    %y = graph.call_loop @te_concat_1x3x4x4x16xf32_loop(%a, %b) : (tensor<1x1x4x4x16xf32>, tensor<1x2x4x4x16xf32>) -> tensor<1x3x4x4x16xf32>
+    %y = graph.call_loop @te_concat_1x3x4x4x16xf32_loop(%a, %b) {lamina.concatenation} : (tensor<1x1x4x4x16xf32>, tensor<1x2x4x4x16xf32>) -> tensor<1x3x4x4x16xf32>
     %z = graph.call_loop @use(%y) : (tensor<1x3x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
     graph.return %z : tensor<1x1x4x4x16xf32>
   }
@@ -75,7 +77,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   graph.func @returned(%x: tensor<1x1x4x4x16xf32>) -> tensor<1x3x4x4x16xf32> attributes {force_pure} {
     %a = graph.call_loop @conv_a(%x) : (tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
     %b = graph.call_loop @conv_b(%x) : (tensor<1x1x4x4x16xf32>) -> tensor<1x2x4x4x16xf32>
-    %y = graph.call_loop @te_concat_1x3x4x4x16xf32_loop(%a, %b) : (tensor<1x1x4x4x16xf32>, tensor<1x2x4x4x16xf32>) -> tensor<1x3x4x4x16xf32>
+    %y = graph.call_loop @te_concat_1x3x4x4x16xf32_loop(%a, %b) {lamina.concatenation} : (tensor<1x1x4x4x16xf32>, tensor<1x2x4x4x16xf32>) -> tensor<1x3x4x4x16xf32>
     graph.return %y : tensor<1x3x4x4x16xf32>
   }
 
@@ -100,7 +102,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     %p = graph.call_loop @widen(%x) : (tensor<1x1x4x4x16xf32>) -> tensor<1x3x4x4x16xf32>
     %a = graph.call_loop @narrow_a(%p) : (tensor<1x3x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
     %b = graph.call_loop @narrow_b(%p) : (tensor<1x3x4x4x16xf32>) -> tensor<1x2x4x4x16xf32>
-    %y = graph.call_loop @te_concat_1x3x4x4x16xf32_loop(%a, %b) : (tensor<1x1x4x4x16xf32>, tensor<1x2x4x4x16xf32>) -> tensor<1x3x4x4x16xf32>
+    %y = graph.call_loop @te_concat_1x3x4x4x16xf32_loop(%a, %b) {lamina.concatenation} : (tensor<1x1x4x4x16xf32>, tensor<1x2x4x4x16xf32>) -> tensor<1x3x4x4x16xf32>
     %z = graph.call_loop @use(%y) : (tensor<1x3x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
     graph.return %z : tensor<1x1x4x4x16xf32>
   }
@@ -112,7 +114,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   graph.func @shared(%x: tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32> attributes {force_pure} {
     %a = graph.call_loop @conv_a(%x) : (tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
     %b = graph.call_loop @conv_b(%x) : (tensor<1x1x4x4x16xf32>) -> tensor<1x2x4x4x16xf32>
-    %y = graph.call_loop @te_concat_1x3x4x4x16xf32_loop(%a, %b) : (tensor<1x1x4x4x16xf32>, tensor<1x2x4x4x16xf32>) -> tensor<1x3x4x4x16xf32>
+    %y = graph.call_loop @te_concat_1x3x4x4x16xf32_loop(%a, %b) {lamina.concatenation} : (tensor<1x1x4x4x16xf32>, tensor<1x2x4x4x16xf32>) -> tensor<1x3x4x4x16xf32>
     %z = graph.call_loop @use(%y) : (tensor<1x3x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
     %w = graph.call_loop @add(%z, %a) : (tensor<1x1x4x4x16xf32>, tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
     graph.return %w : tensor<1x1x4x4x16xf32>
@@ -126,7 +128,21 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   graph.func @padded(%x: tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32> attributes {force_pure} {
     %a = graph.call_loop @conv_a(%x) : (tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
     %b = graph.call_loop @conv_b(%x) : (tensor<1x1x4x4x16xf32>) -> tensor<1x2x4x4x16xf32>
-    %y = graph.call_loop @te_concat_1x3x4x4x16xf32_1_loop(%a, %b) : (tensor<1x1x4x4x16xf32>, tensor<1x2x4x4x16xf32>) -> tensor<1x3x4x4x16xf32>
+    %y = graph.call_loop @te_concat_1x3x4x4x16xf32_1_loop(%a, %b) {lamina.concatenation} : (tensor<1x1x4x4x16xf32>, tensor<1x2x4x4x16xf32>) -> tensor<1x3x4x4x16xf32>
+    %z = graph.call_loop @use(%y) : (tensor<1x3x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
+    graph.return %z : tensor<1x1x4x4x16xf32>
+  }
+
+  // The same call without the mark: a kernel that may compute anything. Left alone.
+  // CHECK-LABEL: loop.func @unmarked(
+  // CHECK-NOT:     llvm.getelementptr
+  // CHECK:         loop.call @te_concat_1x3x4x4x16xf32_loop(%a, %b, %y)
+  // CHECK-NOT:     lamina.concatenation
+  // CHECK:         loop.return
+  graph.func @unmarked(%x: tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32> attributes {force_pure} {
+    %a = graph.call_loop @conv_a(%x) : (tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
+    %b = graph.call_loop @conv_b(%x) : (tensor<1x1x4x4x16xf32>) -> tensor<1x2x4x4x16xf32>
+    %y = graph.call_loop @te_concat_1x3x4x4x16xf32_loop(%a, %b) : (tensor<1x1x4x4x16xf32>, tensor<1x2x4x4x16xf32>) -> tensor<1x3x4x4x16xf32>
     %z = graph.call_loop @use(%y) : (tensor<1x3x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
     graph.return %z : tensor<1x1x4x4x16xf32>
   }
@@ -138,7 +154,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
   graph.func @batch(%x: tensor<2x4xf32>) -> tensor<2x8xf32> attributes {force_pure} {
     %a = graph.call_loop @pa(%x) : (tensor<2x4xf32>) -> tensor<2x4xf32>
     %b = graph.call_loop @pa(%x) : (tensor<2x4xf32>) -> tensor<2x4xf32>
-    %y = graph.call_loop @te_concat_2x8xf32_loop(%a, %b) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
+    %y = graph.call_loop @te_concat_2x8xf32_loop(%a, %b) {lamina.concatenation} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
     graph.return %y : tensor<2x8xf32>
   }
 }
