@@ -151,13 +151,16 @@ class GreedyApplier(GreedyRewritePatternApplier):
     called in the same order, so the same one rewrites. Which patterns an op class
     may match is decided once per class and pattern list."""
 
+    _by_class: tuple | None = None
+    """(the pattern list, its length, each pattern's expected types, op class → the
+    patterns to try); made again if the list is replaced or changes length."""
+
     def _patterns_for(self, cls: type[Operation]) -> tuple[RewritePattern, ...]:
         patterns = self.rewrite_patterns
-        cache = self.__dict__.get("_lamina_by_class")
+        cache = self._by_class
         if cache is None or cache[0] is not patterns or cache[1] != len(patterns):
             expected = [_expected_types(pattern) for pattern in patterns]
-            cache = (patterns, len(patterns), expected, {})
-            self.__dict__["_lamina_by_class"] = cache
+            cache = self._by_class = (patterns, len(patterns), expected, {})
         by_class = cache[3]
         chosen = by_class.get(cls)
         if chosen is None:

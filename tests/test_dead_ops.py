@@ -127,10 +127,9 @@ def test_the_applier_tries_only_the_patterns_of_the_ops_type():
     add = arith.AddfOp(one, one)
     mul = arith.MulfOp(add, add)
     keep = test.TestOp([mul.result])
-    block = Block([one, add, mul, keep])
-    Region(block)
+    region = Region(Block([one, add, mul, keep]))
     applier = dead_ops.GreedyApplier([OnAdd(), OnMulOrAdd(), Any()])
-    PatternRewriteWalker(applier, apply_recursively=False).rewrite_region(block.parent)
+    PatternRewriteWalker(applier, apply_recursively=False).rewrite_region(region)
     assert calls == [
         "any:arith.constant",
         "add:arith.addf",

@@ -202,10 +202,17 @@ def test_the_identity_memo_answers_like_the_value_memo(monkeypatch):
     module = _parse(GOOD)
     ops = [op for op in module.walk() if memo_key(op) is not None]
     key = memo_key(ops[0])
-    assert not verify_memo.already_verified(key)
+    assert key is not None and not verify_memo.already_verified(key)
     verify_memo.remember(key)
-    assert verify_memo.already_verified(memo_key(ops[0]))
-    other = memo_key(_parse(GOOD).body.block.first_op.body.block.first_op)  # new objects
-    assert other == key and verify_memo._identity(other) != verify_memo._identity(key)
+    again = memo_key(ops[0])
+    assert again is not None and verify_memo.already_verified(again)
+    func = _parse(GOOD).body.block.first_op
+    assert func is not None and func.regions[0].block.first_op is not None
+    other = memo_key(func.regions[0].block.first_op)  # the same key from new objects
+    assert (
+        other is not None
+        and other == key
+        and verify_memo._identity(other) != verify_memo._identity(key)
+    )
     assert verify_memo.already_verified(other)  # by value, then remembered by identity
     assert verify_memo._identity(other) in verify_memo._by_identity
