@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from xdsl.folder import Folder
 from xdsl.ir import Operation, SSAValue
-from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriter
+from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriter, RewritePattern
 from xdsl.traits import (
     ConstantLike,
     HasFolder,
@@ -115,9 +115,61 @@ def _only_result_effects(root: Operation, op: Operation) -> bool:
     return True
 
 
+def _expected_types(pattern: RewritePattern) -> object | None:
+    """The op type (or union) `pattern` rewrites, when its `match_and_rewrite` is xDSL's
+    `op_type_rewrite_pattern` wrapper (which returns at once for any other op), else None."""
+    function = getattr(type(pattern), "match_and_rewrite", None)
+    names = getattr(getattr(function, "__code__", None), "co_freevars", ())
+    closure = getattr(function, "__closure__", None)
+    if function is None or "expected_type" not in names or closure is None:
+        return None
+    if getattr(function, "__qualname__", "") != _IMPL_QUALNAME:
+        return None
+    return closure[names.index("expected_type")].cell_contents
+
+
+_IMPL_QUALNAME = "op_type_rewrite_pattern.<locals>.impl"
+
+
+def _may_match(cls: type[Operation], expected: object | None) -> bool:
+    """Whether an op of class `cls` passes the wrapper's `isinstance(op, expected)`
+    (None, or a type `issubclass` cannot answer for: assumed to)."""
+    if expected is None:
+        return True
+    try:
+        return issubclass(cls, expected)  # type: ignore[arg-type]
+    except TypeError:
+        return True
+
+
 class GreedyApplier(GreedyRewritePatternApplier):
     """`GreedyRewritePatternApplier` whose dead-code check is `is_trivially_dead` above
-    (the same ops removed, sooner decided)."""
+    (the same ops removed, sooner decided), and which tries on an op only the patterns
+    whose declared op type it is: an `op_type_rewrite_pattern` given another op returns
+    at once, after an `isinstance` through `ABCMeta` (most of the applier's own time
+    when a pass has many patterns and most ops match none). The patterns left are
+    called in the same order, so the same one rewrites. Which patterns an op class
+    may match is decided once per class and pattern list."""
+
+    _by_class: tuple | None = None
+    """(the pattern list, its length, each pattern's expected types, op class → the
+    patterns to try); made again if the list is replaced or changes length."""
+
+    def _patterns_for(self, cls: type[Operation]) -> tuple[RewritePattern, ...]:
+        patterns = self.rewrite_patterns
+        cache = self._by_class
+        if cache is None or cache[0] is not patterns or cache[1] != len(patterns):
+            expected = [_expected_types(pattern) for pattern in patterns]
+            cache = self._by_class = (patterns, len(patterns), expected, {})
+        by_class = cache[3]
+        chosen = by_class.get(cls)
+        if chosen is None:
+            chosen = by_class[cls] = tuple(
+                pattern
+                for pattern, types in zip(patterns, cache[2], strict=True)
+                if _may_match(cls, types)
+            )
+        return chosen
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if self.dce_enabled and is_trivially_dead(op):
@@ -137,7 +189,7 @@ class GreedyApplier(GreedyRewritePatternApplier):
                 values, ops = folded
                 rewriter.replace(op, new_ops=ops, new_results=values)
                 return
-        for pattern in self.rewrite_patterns:
+        for pattern in self._patterns_for(type(op)):
             pattern.match_and_rewrite(op, rewriter)
             if rewriter.has_done_action:
                 return

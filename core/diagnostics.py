@@ -49,6 +49,7 @@ from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRLexer
 
 from lamina.core.dense_text import use_fast_string_lexer
+from lamina.core.isolation import fast_isolation_check
 from lamina.core.resources import ResourceError, Resources, split_resources
 from lamina.core.symbols import indexed_symbol_lookup
 from lamina.core.verify_memo import already_verified, memo_key, remember
@@ -417,7 +418,7 @@ def collect_verify_diagnostics(root: Operation) -> list[Diagnostic]:
     the op that actually broke a rule, and sibling failures are all reported.
     """
     diagnostics: list[Diagnostic] = []
-    with indexed_symbol_lookup():
+    with indexed_symbol_lookup(), fast_isolation_check():
         for op in preorder(root):
             _verify_one(op, diagnostics)
     return diagnostics

@@ -186,8 +186,7 @@ def fill_unknown_locations(module: ModuleOp) -> None:
     top = [op for op in module.ops if not is_known(op.location)]
     wanted = {name.data for op in top if isinstance(name := _symbol_name(op), StringAttr)}
     ops: list[Operation] = []
-    _preorder(module, ops)
-    if not any(is_known(op.location) for op in ops):
+    if not _preorder_any_known(module, ops):
         return  # nothing to take a location from (a module built without any)
     users = _symbol_users(ops, wanted) if wanted else {}
     while top:  # a new function called only from another new one waits for its caller
@@ -210,16 +209,38 @@ def fill_unknown_locations(module: ModuleOp) -> None:
             _locate_block_arguments(op)
 
 
-def _preorder(op: Operation, out: list[Operation]) -> None:
-    """`out += op.walk()` (the same order), without a generator per nesting level:
-    this runs after every pass, on every op."""
-    out.append(op)
-    for region in op.regions:
-        for block in region.blocks:
-            child = block.first_op
-            while child is not None:
-                _preorder(child, out)
-                child = child.next_op
+_known_classes: dict[type, bool] = {}
+"""Location class → `is_known` of its instances."""
+
+
+def _preorder_any_known(root: Operation, out: list[Operation]) -> bool:
+    """`out += root.walk()` (the same order, without a generator per nesting level: this
+    runs after every pass, on every op), returning whether any op of `out` has a known
+    location (`is_known` asked once per location class, until one is known): models
+    imported from ONNX have none, and every op was asked in a second loop."""
+    known = _known_classes
+    found = False
+    stack = [root]
+    while stack:
+        op = stack.pop()
+        out.append(op)
+        if not found:
+            kind = type(op.location)
+            answer = known.get(kind)
+            if answer is None:
+                answer = known[kind] = is_known(op.location)
+            found = answer
+        if op.regions:
+            children: list[Operation] = []
+            for region in op.regions:
+                for block in region.blocks:
+                    child = block.first_op
+                    while child is not None:
+                        children.append(child)
+                        child = child._next_op  # pyright: ignore[reportPrivateUsage]
+            children.reverse()
+            stack += children
+    return found
 
 
 def _symbol_name(op: Operation) -> Attribute | None:

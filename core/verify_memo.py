@@ -56,6 +56,10 @@ stale; the bound only limits memory in a long-lived process."""
 
 _local_classes: dict[type[Operation], bool] = {}
 _verified: set[tuple] = set()
+_by_identity: dict[tuple, tuple] = {}
+"""`_identity(key)` → `key`, for keys in `_verified`: the value keeps the attributes
+whose ids the identity holds alive."""
+_erased_classes: dict[type, bool] = {}
 
 
 def _custom_verifier(cls: type[IRDLOperation]) -> object:
@@ -105,40 +109,79 @@ def _classify(cls: type[Operation]) -> bool:
 
 
 def memo_key(op: Operation) -> tuple | None:
-    """The key of `op`'s verification, or None when it must be verified in full."""
-    local = _local_classes.get(type(op))  # the class first: one dict lookup
+    """The key of `op`'s verification, or None when it must be verified in full.
+
+    Read from the op's fields (`_operands`, `_successors`), not through xDSL's
+    `operands` / `successors` views (a new view object per read): the verifier
+    asks this of every op of the module."""
+    cls = type(op)
+    local = _local_classes.get(cls)  # the class first: one dict lookup
     if local is None:
-        local = is_local(type(op))
-    if not local or op.regions or op.successors or op.next_op is None:
+        local = is_local(cls)
+    if not local or op.regions or op._successors or op._next_op is None:  # pyright: ignore[reportPrivateUsage]
         return None  # the last op of a block: the terminator rules depend on its position
-    operands = op.operands
-    if any(isinstance(value, ErasedSSAValue) for value in operands):
-        return None
+    operands = op._operands  # pyright: ignore[reportPrivateUsage]
+    operand_types = []
+    for value in operands:
+        erased = _erased_classes.get(type(value))
+        if erased is None:  # `isinstance` through ABCMeta once per value class
+            erased = _erased_classes[type(value)] = issubclass(type(value), ErasedSSAValue)
+        if erased:
+            return None
+        operand_types.append(value.type)
+    results = op.results
     return (
-        type(op),
-        tuple(value.type for value in operands),
-        tuple(result.type for result in op.results),
+        cls,
+        tuple(operand_types),
+        (results[0].type,) if len(results) == 1 else tuple([r.type for r in results]),
         tuple(op.properties.items()),
-        tuple(op.attributes.items()),
+        tuple(op.attributes.items()) if op.attributes else (),
+    )
+
+
+def _identity(key: tuple) -> tuple:
+    """`key` with each attribute replaced by its `id`: hashing it hashes integers, where
+    hashing `key` recomputes every attribute's hash, field by field (xDSL attributes are
+    frozen dataclasses; their hash is not cached). A lowered kernel repeats the same few
+    type and attribute objects, so most ops find their identity known."""
+    cls, operand_types, result_types, properties, attributes = key
+    return (
+        cls,
+        tuple(map(id, operand_types)),
+        tuple(map(id, result_types)),
+        tuple([(name, id(value)) for name, value in properties]),
+        tuple([(name, id(value)) for name, value in attributes]),
     )
 
 
 def already_verified(key: tuple) -> bool:
-    """Whether an op with this key verified before (unhashable attributes: never)."""
+    """Whether an op with this key verified before (unhashable attributes: never).
+
+    First by the identity of its attributes (`_by_identity`, whose entries hold the
+    key they stand for, so an identity cannot be reused by another object while it is
+    there), then by their value."""
+    identity = _identity(key)
+    if identity in _by_identity:
+        return True
     try:
-        return key in _verified
+        if key not in _verified:
+            return False
     except TypeError:
         return False
+    _by_identity[identity] = key
+    return True
 
 
 def remember(key: tuple) -> None:
     """Record that an op with this key verified."""
-    if len(_verified) >= _MAX_ENTRIES:
+    if len(_verified) >= _MAX_ENTRIES or len(_by_identity) >= _MAX_ENTRIES:
         _verified.clear()
+        _by_identity.clear()
     try:
         _verified.add(key)
     except TypeError:
-        pass  # an attribute without a hash: such ops are simply verified every time
+        return  # an attribute without a hash: such ops are simply verified every time
+    _by_identity[_identity(key)] = key
 
 
 # ---------------------------------------------------------------------------

@@ -15,6 +15,12 @@ from test_parallel_lowering import WEIGHTS, X, program, reference
 from xdsl.dialects import arith, memref, scf, test
 from xdsl.dialects.builtin import FloatAttr, IndexType, f32
 from xdsl.ir import Block, Operation, Region
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 from xdsl.transforms import dead_code_elimination as xdsl_dce
 
 import lamina
@@ -92,3 +98,44 @@ def test_a_used_result_or_a_terminator_is_live():
     assert not dead_ops.is_trivially_dead(zero)  # now read
     assert not dead_ops.is_trivially_dead(scf.YieldOp())
     assert not xdsl_dce.is_trivially_dead(scf.YieldOp())
+
+
+def test_the_applier_tries_only_the_patterns_of_the_ops_type():
+    """A pattern declared for other op types is not called; the others are, in order,
+    until one rewrites (the union and undeclared patterns included)."""
+    calls: list[str] = []
+
+    class OnAdd(RewritePattern):
+        @op_type_rewrite_pattern
+        def match_and_rewrite(self, op: arith.AddfOp, rewriter: PatternRewriter) -> None:
+            calls.append(f"add:{op.name}")
+
+    class OnMulOrAdd(RewritePattern):
+        @op_type_rewrite_pattern
+        def match_and_rewrite(
+            self, op: arith.MulfOp | arith.AddfOp, rewriter: PatternRewriter
+        ) -> None:
+            calls.append(f"mul|add:{op.name}")
+
+    class Any(RewritePattern):
+        def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+            calls.append(f"any:{op.name}")
+
+    assert dead_ops._expected_types(Any()) is None
+    assert dead_ops._expected_types(OnAdd()) is arith.AddfOp
+    one = arith.ConstantOp(FloatAttr(1.0, f32))
+    add = arith.AddfOp(one, one)
+    mul = arith.MulfOp(add, add)
+    keep = test.TestOp([mul.result])
+    region = Region(Block([one, add, mul, keep]))
+    applier = dead_ops.GreedyApplier([OnAdd(), OnMulOrAdd(), Any()])
+    PatternRewriteWalker(applier, apply_recursively=False).rewrite_region(region)
+    assert calls == [
+        "any:arith.constant",
+        "add:arith.addf",
+        "mul|add:arith.addf",
+        "any:arith.addf",
+        "mul|add:arith.mulf",
+        "any:arith.mulf",
+        "any:test.op",
+    ]

@@ -190,3 +190,29 @@ def test_graph_compute_ops_are_local_and_an_override_must_declare_it_again():
     assert _declared_local(Declared, Declared.verify_)
     assert _declared_local(Inherits, Inherits.verify_)
     assert not _declared_local(Overrides, Overrides.verify_)
+
+
+def test_the_identity_memo_answers_like_the_value_memo(monkeypatch):
+    """An op whose attributes are the very objects of a verified key is known by
+    identity; an equal key made of other objects is found by value."""
+    from lamina.core import verify_memo
+
+    monkeypatch.setattr(verify_memo, "_verified", set())
+    monkeypatch.setattr(verify_memo, "_by_identity", {})
+    module = _parse(GOOD)
+    ops = [op for op in module.walk() if memo_key(op) is not None]
+    key = memo_key(ops[0])
+    assert key is not None and not verify_memo.already_verified(key)
+    verify_memo.remember(key)
+    again = memo_key(ops[0])
+    assert again is not None and verify_memo.already_verified(again)
+    func = _parse(GOOD).body.block.first_op
+    assert func is not None and func.regions[0].block.first_op is not None
+    other = memo_key(func.regions[0].block.first_op)  # the same key from new objects
+    assert (
+        other is not None
+        and other == key
+        and verify_memo._identity(other) != verify_memo._identity(key)
+    )
+    assert verify_memo.already_verified(other)  # by value, then remembered by identity
+    assert verify_memo._identity(other) in verify_memo._by_identity
