@@ -93,9 +93,7 @@ def onnx_model(cin: int, cout: int, hw: int, stride: int):
     return model
 
 
-def kernel_times(
-    model, x: np.ndarray, exes: list, rounds: int, flush_mb: int = 0
-) -> list[float]:
+def kernel_times(model, x: np.ndarray, exes: list, rounds: int, flush_mb: int = 0) -> list[float]:
     """Seconds in the 1x1 convolution's kernel, onnxruntime's then each Lamina
     build's (`profile=True`), medians of interleaved rounds: onnxruntime's own
     profiler times its node, `Executable.profile` (one run per round) the

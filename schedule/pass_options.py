@@ -80,6 +80,7 @@ class ScheduleRulePass(LaminaPass):
                 conv_nchw_flat_pixels=derived.conv_nchw_flat_pixels,
                 conv_flatten_rows=derived.conv_flatten_rows,
                 conv_reduction_chunk=derived.conv_reduction_chunk,
+                conv_chunk_min_channels=derived.conv_chunk_min_channels,
                 conv_weight_prefetch=derived.conv_weight_prefetch,
                 winograd_channel_jam=derived.winograd_channel_jam,
                 winograd_jam_l1_bytes=derived.winograd_jam_l1_bytes,
@@ -127,6 +128,7 @@ class RegisterBlockOptions:
     conv_stem_channel_jam: int | None = None
     conv_grouped_jam_min_row: int | None = None
     conv_reduction_chunk: int | None = None
+    conv_chunk_min_channels: int | None = None
     conv_weight_prefetch: int | None = None
     block_rows_outside_columns: int | None = None
     winograd_channel_jam: int | None = None
@@ -156,6 +158,8 @@ class FlattenRowsOptions:
 
     conv_flatten_rows: int | None = None
     conv_flatten_min_steps_per_core: int | None = None
+    conv_reduction_chunk: int | None = None
+    conv_chunk_min_channels: int | None = None
     conv_nchw_flat_pixels: int | None = None
     conv_channel_jam: int | None = None
     parallel_collapse_below: int | None = None

@@ -743,7 +743,9 @@ def reduction_chunk(
     channels take more than half of L1 (else both stay in L1 unchunked),
     its input more than half of L2 (an input L2 holds streamed fast enough:
     chunking MobileNetV2's 576->96 at 14x14 took 1.10x the time) and there
-    is more than one chunk."""
+    is more than one chunk. With `conv_chunk_min_channels` the input's size
+    is not asked: the convolutions with that many input channels or more
+    are chunked, the others not."""
     if not knobs.conv_reduction_chunk or not _pointwise(nest):
         return 0
     loops = [o for o in nest.reduction.walk() if isinstance(o, loop.ForOp) and o is not nest.row]
@@ -751,7 +753,12 @@ def reduction_chunk(
         return 0
     blocks, lanes = prim.trip_count(loops[0]), prim.trip_count(loops[1])
     footprint = blocks * lanes * (jam * shape.columns + shape.rows) * nest.element_bits() // 8
-    if 2 * footprint <= facts.l1d_bytes or 2 * _broadcast_bytes(nest) <= facts.l2_bytes:
+    if 2 * footprint <= facts.l1d_bytes:
+        return 0
+    if knobs.conv_chunk_min_channels:
+        if blocks * lanes < knobs.conv_chunk_min_channels:
+            return 0
+    elif 2 * _broadcast_bytes(nest) <= facts.l2_bytes:
         return 0
     chunk = next(
         (d for d in range(knobs.conv_reduction_chunk // lanes, 0, -1) if blocks % d == 0), 0
