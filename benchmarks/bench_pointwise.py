@@ -45,11 +45,13 @@ SHAPES: list[tuple[str, int, int, int, int]] = [
     ("mobilenet_v2", 576, 96, 14, 1),
     ("mobilenet_v2", 160, 960, 7, 1),
     ("mobilenet_v2", 960, 160, 7, 1),
+    ("mobilenet_v2", 960, 320, 7, 1),
     ("mobilenet_v2", 320, 1280, 7, 1),
     ("efficientnet_b0", 40, 240, 28, 1),
     ("efficientnet_b0", 80, 480, 14, 1),
     ("efficientnet_b0", 672, 112, 14, 1),
     ("efficientnet_b0", 1152, 192, 7, 1),
+    ("efficientnet_b0", 1152, 320, 7, 1),
     ("resnet50", 64, 256, 56, 1),
     ("resnet50", 256, 64, 56, 1),
     ("resnet50", 512, 128, 28, 1),
@@ -61,6 +63,9 @@ SHAPES: list[tuple[str, int, int, int, int]] = [
     ("resnet50", 512, 1024, 28, 2),
     ("resnet50", 1024, 2048, 14, 2),
     ("squeezenet1_1", 512, 1000, 13, 1),
+    ("densenet121", 768, 128, 14, 1),
+    ("densenet121", 1024, 128, 7, 1),
+    ("densenet121", 512, 256, 28, 1),
     ("squeezenet1_1", 16, 64, 55, 1),
 ]
 

@@ -745,7 +745,9 @@ def reduction_chunk(
     chunking MobileNetV2's 576->96 at 14x14 took 1.10x the time) and there
     is more than one chunk. With `conv_chunk_min_channels` the input's size
     is not asked: the convolutions with that many input channels or more
-    are chunked, the others not."""
+    are chunked, the others not, and only with `CHUNK_JAM` blocks per step
+    and rows of `_CHUNK_MIN_ROW_BLOCKS` register blocks or more (a flat pixel
+    row, `schedule-flatten-rows`)."""
     if not knobs.conv_reduction_chunk or not _pointwise(nest):
         return 0
     loops = [o for o in nest.reduction.walk() if isinstance(o, loop.ForOp) and o is not nest.row]
@@ -758,12 +760,33 @@ def reduction_chunk(
     if knobs.conv_chunk_min_channels:
         if blocks * lanes < knobs.conv_chunk_min_channels:
             return 0
+        if jam != CHUNK_JAM or prim.trip_count(nest.outer) < _CHUNK_MIN_ROW_BLOCKS * shape.rows:
+            return 0
     elif 2 * _broadcast_bytes(nest) <= facts.l2_bytes:
         return 0
     chunk = next(
         (d for d in range(knobs.conv_reduction_chunk // lanes, 0, -1) if blocks % d == 0), 0
     )
     return chunk if 1 < chunk < blocks else 0
+
+
+CHUNK_JAM = 4
+"""Output-channel blocks per step of the pointwise convolutions that
+`conv_chunk_min_channels` chunks: 4 blocks keep 5 rows (20 accumulators, 4
+weight vectors per 20 FMAs), whose weights unchunked stream from L2 at 64
+bytes per 5 FMAs. Two blocks of 10 rows read half of that per FMA, and
+chunking them lost: SqueezeNet's 512->1000 at 13x13 (63 blocks, 2 per step)
+took 1.05x the time (Emerald Rapids, the kernel alone, 21 interleaved
+rounds). `schedule-flatten-rows` flattens only images whose output-channel
+blocks this divides."""
+
+_CHUNK_MIN_ROW_BLOCKS = 4
+"""Fewest register blocks a row must have for `conv_chunk_min_channels` to chunk
+its reduction: a chunk's weights are read from L2 once per row and kept in L1
+for its blocks. The 7- and 14-column rows that flattening leaves as they are
+(MobileNetV2's 576->96 at 14x14, two blocks of 5 and a tail; EfficientNet-B0's
+672->112 and 1152->192) took 1.02-1.05x the time chunked (Emerald Rapids, the
+kernel alone, 21 interleaved rounds)."""
 
 
 def _broadcast_bytes(nest: ReductionNest) -> int:
@@ -1003,6 +1026,7 @@ __all__ = [
     "ReductionNest",
     "block_reductions",
     "channel_jam",
+    "CHUNK_JAM",
     "chunk_reductions",
     "choose_block",
     "jam_channel_blocks",

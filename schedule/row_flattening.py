@@ -57,6 +57,7 @@ from lamina.dialects import loop
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr
 from lamina.schedule.int_analysis import int_constant
 from lamina.schedule.primitives import body_ops, index_constant
+from lamina.schedule.register_block import CHUNK_JAM
 from lamina.target.schedule_knobs import ScheduleKnobs
 
 ROW = 2
@@ -102,12 +103,15 @@ def _chunked(plan: _Plan, knobs: ScheduleKnobs) -> bool:
     every convolution nest reduces over at least that many input channels)?
     Then its image is flattened whatever its width, so that a chunk's
     weights serve every register block of the image (`chunk_reductions` in
-    schedule/register_block.py)."""
+    schedule/register_block.py); only when `CHUNK_JAM` divides its
+    output-channel blocks (the jam it then gets)."""
     if not knobs.conv_chunk_min_channels or not knobs.conv_reduction_chunk:
         return False
-    nests = [columns for _, columns in plan.nests if _has_reduction(columns)]
+    nests = [(rows, columns) for rows, columns in plan.nests if _has_reduction(columns)]
     return bool(nests) and all(
-        _reduced_channels(columns) >= knobs.conv_chunk_min_channels for columns in nests
+        _reduced_channels(columns) >= knobs.conv_chunk_min_channels
+        and _channel_jam(rows, knobs)[0] % CHUNK_JAM == 0
+        for rows, columns in nests
     )
 
 
