@@ -77,6 +77,7 @@ class ScheduleRulePass(LaminaPass):
                 pack_min_row_blocks=derived.pack_min_row_blocks,
                 conv_channel_jam_everywhere=derived.conv_channel_jam_everywhere,
                 conv_pointwise_jam_max=derived.conv_pointwise_jam_max,
+                conv_direct_jam_max=derived.conv_direct_jam_max,
                 conv_nchw_flat_pixels=derived.conv_nchw_flat_pixels,
                 conv_flatten_rows=derived.conv_flatten_rows,
                 conv_reduction_chunk=derived.conv_reduction_chunk,
@@ -125,6 +126,7 @@ class RegisterBlockOptions:
     conv_channel_jam: int | None = None
     conv_channel_jam_everywhere: int | None = None
     conv_pointwise_jam_max: int | None = None
+    conv_direct_jam_max: int | None = None
     conv_stem_channel_jam: int | None = None
     conv_grouped_jam_min_row: int | None = None
     conv_reduction_chunk: int | None = None

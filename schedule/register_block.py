@@ -651,6 +651,14 @@ def channel_jam(
         return winograd
     elif knobs.conv_pointwise_jam_max and not everywhere and not group and _pointwise(nest):
         return _wide_pointwise_jam(nest, trips, facts, knobs)
+    elif (
+        knobs.conv_direct_jam_max
+        and not everywhere
+        and not group
+        and not _pointwise(nest)
+        and _channel_steps(nest, facts)
+    ):
+        return _wide_pointwise_jam(nest, trips, facts, knobs, knobs.conv_direct_jam_max)
     else:
         one = nest.block(facts, knobs)
         if one is None:
@@ -676,7 +684,7 @@ def channel_jam(
 
 
 def _wide_pointwise_jam(
-    nest: ReductionNest, trips: int, facts: CpuFacts, knobs: ScheduleKnobs
+    nest: ReductionNest, trips: int, facts: CpuFacts, knobs: ScheduleKnobs, most: int = 0
 ) -> int:
     """Blocks per step of a pointwise convolution on a core with two 512-bit
     FMA pipes (`conv_pointwise_jam_max`): the largest F down to 2 dividing
@@ -690,10 +698,13 @@ def _wide_pointwise_jam(
     R FMAs: two FMA pipes wait on the loads (ResNet-50's 1x1 kernels ran at
     39-72 % of the FMA peak on Emerald Rapids). F blocks load R + F for R*F.
     At 7 columns 4 blocks fit 5 rows (5 + 2, a short block that measured
-    1.02-1.17x onnxruntime against 0.83-0.87x for 7 rows x 2 or 3)."""
+    1.02-1.17x onnxruntime against 0.83-0.87x for 7 rows x 2 or 3).
+
+    `most`: the largest F tried (default `conv_pointwise_jam_max`); a direct
+    convolution's is `conv_direct_jam_max`."""
     m = prim.trip_count(nest.outer)
     fitting = []
-    for jam in range(min(knobs.conv_pointwise_jam_max, trips), 1, -1):
+    for jam in range(min(most or knobs.conv_pointwise_jam_max, trips), 1, -1):
         shape = nest.block(facts, knobs, jam)
         if shape is None or not 2 <= shape.rows <= _most_rows(shape, jam, facts, knobs):
             continue  # no register block for F blocks (one row is not blocked): try fewer

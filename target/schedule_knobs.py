@@ -250,6 +250,25 @@ class ScheduleKnobs:
     projections 1.03-1.42 -> 0.81-1.02x. Zen 4 (one double-pumped pipe,
     where two blocks at 7x7 measured equal or 2-4 % slower) and AVX2 keep 0."""
 
+    conv_direct_jam_max: int = field(
+        default=0, metadata={_DERIVED: "4 if wide_fma_pipes >= 2 else 0"}
+    )
+    """Most output-channel blocks per step of a dense direct convolution (a
+    3x3 stride 2, a 3x3 on an image Winograd leaves alone) whose reduction
+    steps through whole input-channel blocks, chosen as for a pointwise one
+    (`conv_pointwise_jam_max`: the largest F down to 2 whose register block
+    leaves no tail block under half its rows, a divisor of the blocks
+    first); 0: the rule of `conv_channel_jam_everywhere` (on 32 registers:
+    one block per step). Derived from the CPU: on two 512-bit FMA pipes
+    (`wide_fma_pipes`) one block of R rows is R broadcasts and a weight load
+    per R FMAs, more loads than the pipes are fed. Measured on Emerald
+    Rapids (one thread, the kernel `depthwise 3x3 -> 3x3 stride 2 + bias ->
+    relu` alone with 64 MB written between calls, against onnxruntime's
+    node; docs/performance.md, "Reduction chunks on two 512-bit FMA pipes"):
+    ResNet-50's 128->128 at 56x56 stride 2 1.24 -> 1.08x onnxruntime (4
+    blocks of 5 rows), 256->256 at 28x28 1.13 -> 1.10x, 512->512 at 14x14
+    1.05 -> 0.95x (2 blocks of 7 rows). Zen 4 and AVX2 keep 0."""
+
     conv_stem_channel_jam: int = 1
     """1: with `conv_channel_jam_everywhere`, a stem convolution (its input
     read as `NCHW1c`, blocks of one channel, so its reduction steps through
@@ -609,6 +628,7 @@ def check_knob(name: str, value: object) -> str | None:
         "conv_channel_block",
         "conv_channel_jam",
         "conv_pointwise_jam_max",
+        "conv_direct_jam_max",
         "conv_nchw_flat_pixels",
         "conv_flatten_rows",
         "conv_flatten_min_steps_per_core",

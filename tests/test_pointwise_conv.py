@@ -273,3 +273,26 @@ def test_wide_fma_pipes_decides_the_reduction_chunks() -> None:
         )
         knobs = ScheduleKnobs.for_cpu(facts)
         assert (knobs.conv_chunk_min_channels, knobs.conv_reduction_chunk) == want, name
+        assert knobs.conv_direct_jam_max == (4 if name == "sapphirerapids" else 0), name
+
+
+DIRECT = [
+    # cin, cout, size, stride, epilogue: dense 3x3 direct convolutions that
+    # `conv_direct_jam_max` jams (Winograd takes the stride-1 ones from 14x14)
+    (64, 128, 28, 2, "relu"),  # 14-column rows: 4 blocks x (5 + 5 + 4)
+    (128, 128, 56, 2, "bias"),  # ResNet-50's: 28 columns, 4 blocks x 4 rows
+    (96, 192, 14, 2, "none"),  # 12 blocks at 7 columns: 2 x 7 rows
+    (64, 64, 7, 1, "residual"),  # a 7x7 image (direct), the residual add jammed
+]
+
+
+@pytest.mark.parametrize("isa", [HOST, pytest.param(AVX2, marks=needs_avx2)])
+@pytest.mark.parametrize(("cin", "cout", "size", "stride", "epilogue"), DIRECT)
+def test_wide_direct_jam_matches_onnxruntime(cin, cout, size, stride, epilogue, isa) -> None:
+    """`conv_direct_jam_max` forced on (the default with two 512-bit FMA pipes;
+    tests/filecheck/passes/schedule-direct-jam-wide.mlir) and off; the AVX2
+    build jams its own way (`conv_channel_jam_everywhere`) and ignores it."""
+    model, x = _block(cin, cout, size, stride, epilogue, k=3)
+    for options in ("conv_direct_jam_max=4", "conv_direct_jam_max=0"):
+        target = f"{isa[:-1]} {options}}}" if isa.endswith("}") else f"{isa}{{{options}}}"
+        _check(model, x, target)
