@@ -265,9 +265,9 @@ class ScheduleKnobs:
     Rapids (one thread, the kernel `depthwise 3x3 -> 3x3 stride 2 + bias ->
     relu` alone with 64 MB written between calls, against onnxruntime's
     node; docs/performance.md, "Reduction chunks on two 512-bit FMA pipes"):
-    ResNet-50's 128->128 at 56x56 stride 2 1.24 -> 1.08x onnxruntime (4
-    blocks of 5 rows), 256->256 at 28x28 1.13 -> 1.10x, 512->512 at 14x14
-    1.05 -> 0.95x (2 blocks of 7 rows). Zen 4 and AVX2 keep 0."""
+    ResNet-50's 128->128 at 56x56 stride 2 1.25 -> 1.05x onnxruntime (4
+    blocks of 4 rows), 256->256 at 28x28 1.17 -> 1.08x, 512->512 at 14x14
+    1.00 -> 0.83x (2 blocks of 7 rows). Zen 4 and AVX2 keep 0."""
 
     conv_stem_channel_jam: int = 1
     """1: with `conv_channel_jam_everywhere`, a stem convolution (its input
@@ -332,7 +332,9 @@ class ScheduleKnobs:
         default=0, metadata={_DERIVED: "512 if wide_fma_pipes >= 2 else 0"}
     )
     """Nonzero: the pointwise convolutions with at least this many input
-    channels are the ones whose reduction is chunked (`conv_reduction_chunk`
+    channels (and 4 output-channel blocks per step, rows of 4 register
+    blocks or more: `CHUNK_JAM` in schedule/register_block.py) are the ones
+    whose reduction is chunked (`conv_reduction_chunk`
     channels per chunk, when their jammed weights over all input channels
     take more than half of L1), whatever the size of their input, and their
     image runs as one flat row of H*W pixels whatever its width (or as the
