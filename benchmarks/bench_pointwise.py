@@ -45,11 +45,13 @@ SHAPES: list[tuple[str, int, int, int, int]] = [
     ("mobilenet_v2", 576, 96, 14, 1),
     ("mobilenet_v2", 160, 960, 7, 1),
     ("mobilenet_v2", 960, 160, 7, 1),
+    ("mobilenet_v2", 960, 320, 7, 1),
     ("mobilenet_v2", 320, 1280, 7, 1),
     ("efficientnet_b0", 40, 240, 28, 1),
     ("efficientnet_b0", 80, 480, 14, 1),
     ("efficientnet_b0", 672, 112, 14, 1),
     ("efficientnet_b0", 1152, 192, 7, 1),
+    ("efficientnet_b0", 1152, 320, 7, 1),
     ("resnet50", 64, 256, 56, 1),
     ("resnet50", 256, 64, 56, 1),
     ("resnet50", 512, 128, 28, 1),
@@ -61,6 +63,9 @@ SHAPES: list[tuple[str, int, int, int, int]] = [
     ("resnet50", 512, 1024, 28, 2),
     ("resnet50", 1024, 2048, 14, 2),
     ("squeezenet1_1", 512, 1000, 13, 1),
+    ("densenet121", 768, 128, 14, 1),
+    ("densenet121", 1024, 128, 7, 1),
+    ("densenet121", 512, 256, 28, 1),
     ("squeezenet1_1", 16, 64, 55, 1),
 ]
 
@@ -93,11 +98,13 @@ def onnx_model(cin: int, cout: int, hw: int, stride: int):
     return model
 
 
-def kernel_times(model, x: np.ndarray, exes: list, rounds: int) -> list[float]:
+def kernel_times(model, x: np.ndarray, exes: list, rounds: int, flush_mb: int = 0) -> list[float]:
     """Seconds in the 1x1 convolution's kernel, onnxruntime's then each Lamina
     build's (`profile=True`), medians of interleaved rounds: onnxruntime's own
     profiler times its node, `Executable.profile` (one run per round) the
-    kernel."""
+    kernel. `flush_mb`: write a buffer of that many MB before every call, so
+    that the weights come from L3 or memory as inside a network (whose
+    weights are read once per call)."""
     import json
     import tempfile
 
@@ -107,14 +114,22 @@ def kernel_times(model, x: np.ndarray, exes: list, rounds: int) -> list[float]:
     options.intra_op_num_threads = 1
     options.enable_profiling = True
     times: list[list[float]] = [[] for _ in range(len(exes) + 1)]
+    junk = np.zeros(flush_mb * (1 << 18), np.float32)
+
+    def flush() -> None:
+        if flush_mb:
+            np.add(junk, 1.0, out=junk)
+
     with tempfile.TemporaryDirectory() as tmp:
         options.profile_file_prefix = os.path.join(tmp, "ort")
         session = ort.InferenceSession(
             model.SerializeToString(), options, providers=["CPUExecutionProvider"]
         )
         for round_ in range(rounds + 1):
+            flush()
             session.run(None, {"x": x})
             for exe, out in zip(exes, times[1:], strict=True):
+                flush()
                 profile = exe.profile("main", x, runs=1)
                 kernel = next(k for k in profile.kernels if _is_pointwise(k.symbol))
                 if round_:
@@ -150,6 +165,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="only shapes whose label contains this")
     parser.add_argument(
         "--kernels", action="store_true", help="time the 1x1 kernel alone (both profilers)"
+    )
+    parser.add_argument(
+        "--flush",
+        type=int,
+        default=0,
+        metavar="MB",
+        help="with --kernels: write MB megabytes before every call (weights cold, as in a network)",
     )
     args = parser.parse_args(argv)
 
@@ -188,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
                 lamina.compile(import_model(model).module, targets=[name], profile=True)
                 for name in names[1:]
             ]
-            times = kernel_times(model, x, exes, args.rounds)
+            times = kernel_times(model, x, exes, args.rounds, args.flush)
         else:
             times = [float(np.median(t)) for t in bench._rounds(fns, args.rounds)]
         parts = []

@@ -77,9 +77,11 @@ class ScheduleRulePass(LaminaPass):
                 pack_min_row_blocks=derived.pack_min_row_blocks,
                 conv_channel_jam_everywhere=derived.conv_channel_jam_everywhere,
                 conv_pointwise_jam_max=derived.conv_pointwise_jam_max,
+                conv_direct_jam_max=derived.conv_direct_jam_max,
                 conv_nchw_flat_pixels=derived.conv_nchw_flat_pixels,
                 conv_flatten_rows=derived.conv_flatten_rows,
                 conv_reduction_chunk=derived.conv_reduction_chunk,
+                conv_chunk_min_channels=derived.conv_chunk_min_channels,
                 conv_weight_prefetch=derived.conv_weight_prefetch,
                 winograd_channel_jam=derived.winograd_channel_jam,
                 winograd_jam_l1_bytes=derived.winograd_jam_l1_bytes,
@@ -124,9 +126,11 @@ class RegisterBlockOptions:
     conv_channel_jam: int | None = None
     conv_channel_jam_everywhere: int | None = None
     conv_pointwise_jam_max: int | None = None
+    conv_direct_jam_max: int | None = None
     conv_stem_channel_jam: int | None = None
     conv_grouped_jam_min_row: int | None = None
     conv_reduction_chunk: int | None = None
+    conv_chunk_min_channels: int | None = None
     conv_weight_prefetch: int | None = None
     block_rows_outside_columns: int | None = None
     winograd_channel_jam: int | None = None
@@ -156,6 +160,8 @@ class FlattenRowsOptions:
 
     conv_flatten_rows: int | None = None
     conv_flatten_min_steps_per_core: int | None = None
+    conv_reduction_chunk: int | None = None
+    conv_chunk_min_channels: int | None = None
     conv_nchw_flat_pixels: int | None = None
     conv_channel_jam: int | None = None
     parallel_collapse_below: int | None = None

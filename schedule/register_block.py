@@ -651,6 +651,14 @@ def channel_jam(
         return winograd
     elif knobs.conv_pointwise_jam_max and not everywhere and not group and _pointwise(nest):
         return _wide_pointwise_jam(nest, trips, facts, knobs)
+    elif (
+        knobs.conv_direct_jam_max
+        and not everywhere
+        and not group
+        and not _pointwise(nest)
+        and _channel_steps(nest, facts)
+    ):
+        return _wide_pointwise_jam(nest, trips, facts, knobs, knobs.conv_direct_jam_max)
     else:
         one = nest.block(facts, knobs)
         if one is None:
@@ -676,7 +684,7 @@ def channel_jam(
 
 
 def _wide_pointwise_jam(
-    nest: ReductionNest, trips: int, facts: CpuFacts, knobs: ScheduleKnobs
+    nest: ReductionNest, trips: int, facts: CpuFacts, knobs: ScheduleKnobs, most: int = 0
 ) -> int:
     """Blocks per step of a pointwise convolution on a core with two 512-bit
     FMA pipes (`conv_pointwise_jam_max`): the largest F down to 2 dividing
@@ -690,10 +698,13 @@ def _wide_pointwise_jam(
     R FMAs: two FMA pipes wait on the loads (ResNet-50's 1x1 kernels ran at
     39-72 % of the FMA peak on Emerald Rapids). F blocks load R + F for R*F.
     At 7 columns 4 blocks fit 5 rows (5 + 2, a short block that measured
-    1.02-1.17x onnxruntime against 0.83-0.87x for 7 rows x 2 or 3)."""
+    1.02-1.17x onnxruntime against 0.83-0.87x for 7 rows x 2 or 3).
+
+    `most`: the largest F tried (default `conv_pointwise_jam_max`); a direct
+    convolution's is `conv_direct_jam_max`."""
     m = prim.trip_count(nest.outer)
     fitting = []
-    for jam in range(min(knobs.conv_pointwise_jam_max, trips), 1, -1):
+    for jam in range(min(most or knobs.conv_pointwise_jam_max, trips), 1, -1):
         shape = nest.block(facts, knobs, jam)
         if shape is None or not 2 <= shape.rows <= _most_rows(shape, jam, facts, knobs):
             continue  # no register block for F blocks (one row is not blocked): try fewer
@@ -743,7 +754,11 @@ def reduction_chunk(
     channels take more than half of L1 (else both stay in L1 unchunked),
     its input more than half of L2 (an input L2 holds streamed fast enough:
     chunking MobileNetV2's 576->96 at 14x14 took 1.10x the time) and there
-    is more than one chunk."""
+    is more than one chunk. With `conv_chunk_min_channels` the input's size
+    is not asked: the convolutions with that many input channels or more
+    are chunked, the others not, and only with `CHUNK_JAM` blocks per step
+    and rows of `_CHUNK_MIN_ROW_BLOCKS` register blocks or more (a flat pixel
+    row, `schedule-flatten-rows`)."""
     if not knobs.conv_reduction_chunk or not _pointwise(nest):
         return 0
     loops = [o for o in nest.reduction.walk() if isinstance(o, loop.ForOp) and o is not nest.row]
@@ -751,12 +766,38 @@ def reduction_chunk(
         return 0
     blocks, lanes = prim.trip_count(loops[0]), prim.trip_count(loops[1])
     footprint = blocks * lanes * (jam * shape.columns + shape.rows) * nest.element_bits() // 8
-    if 2 * footprint <= facts.l1d_bytes or 2 * _broadcast_bytes(nest) <= facts.l2_bytes:
+    if 2 * footprint <= facts.l1d_bytes:
+        return 0
+    if knobs.conv_chunk_min_channels:
+        if blocks * lanes < knobs.conv_chunk_min_channels:
+            return 0
+        if jam != CHUNK_JAM or prim.trip_count(nest.outer) < _CHUNK_MIN_ROW_BLOCKS * shape.rows:
+            return 0
+    elif 2 * _broadcast_bytes(nest) <= facts.l2_bytes:
         return 0
     chunk = next(
         (d for d in range(knobs.conv_reduction_chunk // lanes, 0, -1) if blocks % d == 0), 0
     )
     return chunk if 1 < chunk < blocks else 0
+
+
+CHUNK_JAM = 4
+"""Output-channel blocks per step of the pointwise convolutions that
+`conv_chunk_min_channels` chunks: 4 blocks keep 5 rows (20 accumulators, 4
+weight vectors per 20 FMAs), whose weights unchunked stream from L2 at 64
+bytes per 5 FMAs. Two blocks of 10 rows read half of that per FMA, and
+chunking them lost: SqueezeNet's 512->1000 at 13x13 (63 blocks, 2 per step)
+took 1.05x the time (Emerald Rapids, the kernel alone, 21 interleaved
+rounds). `schedule-flatten-rows` flattens only images whose output-channel
+blocks this divides."""
+
+_CHUNK_MIN_ROW_BLOCKS = 4
+"""Fewest register blocks a row must have for `conv_chunk_min_channels` to chunk
+its reduction: a chunk's weights are read from L2 once per row and kept in L1
+for its blocks. The 7- and 14-column rows that flattening leaves as they are
+(MobileNetV2's 576->96 at 14x14, two blocks of 5 and a tail; EfficientNet-B0's
+672->112 and 1152->192) took 1.02-1.05x the time chunked (Emerald Rapids, the
+kernel alone, 21 interleaved rounds)."""
 
 
 def _broadcast_bytes(nest: ReductionNest) -> int:
@@ -996,6 +1037,7 @@ __all__ = [
     "ReductionNest",
     "block_reductions",
     "channel_jam",
+    "CHUNK_JAM",
     "chunk_reductions",
     "choose_block",
     "jam_channel_blocks",

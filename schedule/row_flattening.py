@@ -57,6 +57,7 @@ from lamina.dialects import loop
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr
 from lamina.schedule.int_analysis import int_constant
 from lamina.schedule.primitives import body_ops, index_constant
+from lamina.schedule.register_block import CHUNK_JAM
 from lamina.target.schedule_knobs import ScheduleKnobs
 
 ROW = 2
@@ -80,13 +81,13 @@ def flatten_rows(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int:
     """Run the pixels of `func`'s pointwise convolution as one row, or as few rows
     as leave `cores` threads enough to share (see the module docstring), when the
     image rows have at most `conv_flatten_rows` columns; returns the nests flattened."""
-    if not knobs.conv_flatten_rows or func.is_declaration:
+    if not (knobs.conv_flatten_rows or knobs.conv_chunk_min_channels) or func.is_declaration:
         return 0
     plan = _plan(func)
     if plan is None or plan.image is None:
         return 0
     height, width = plan.image
-    if width > knobs.conv_flatten_rows:
+    if width > knobs.conv_flatten_rows and not _chunked(plan, knobs):
         return 0
     rows = _flat_rows(plan, cores, knobs)
     if rows >= height:
@@ -95,6 +96,36 @@ def flatten_rows(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int:
     for outer, columns in plan.nests:
         _regroup(outer, columns, rows, height * width // rows)
     return len(plan.nests)
+
+
+def _chunked(plan: _Plan, knobs: ScheduleKnobs) -> bool:
+    """Will the convolution's reduction be chunked (`conv_chunk_min_channels`:
+    every convolution nest reduces over at least that many input channels)?
+    Then its image is flattened whatever its width, so that a chunk's
+    weights serve every register block of the image (`chunk_reductions` in
+    schedule/register_block.py); only when `CHUNK_JAM` divides its
+    output-channel blocks (the jam it then gets)."""
+    if not knobs.conv_chunk_min_channels or not knobs.conv_reduction_chunk:
+        return False
+    nests = [(rows, columns) for rows, columns in plan.nests if _has_reduction(columns)]
+    return bool(nests) and all(
+        _reduced_channels(columns) >= knobs.conv_chunk_min_channels
+        and _channel_jam(rows, knobs)[0] % CHUNK_JAM == 0
+        for rows, columns in nests
+    )
+
+
+def _reduced_channels(columns: loop.ForOp) -> int:
+    """The product of the trip counts of the serial loops in a pixel nest's
+    columns loop (a pointwise convolution's input-channel blocks x channels)."""
+    count = 1
+    for op in columns.body.walk():
+        if isinstance(op, loop.ForOp) and op.kind_name == loop.LoopKind.SERIAL:
+            lb, ub, step = (int_constant(v) for v in (op.lb, op.ub, op.step))
+            if lb is None or ub is None or step != 1:
+                return 0
+            count *= ub - lb
+    return count
 
 
 def _flat_rows(plan: _Plan, cores: int, knobs: ScheduleKnobs) -> int:

@@ -250,6 +250,25 @@ class ScheduleKnobs:
     projections 1.03-1.42 -> 0.81-1.02x. Zen 4 (one double-pumped pipe,
     where two blocks at 7x7 measured equal or 2-4 % slower) and AVX2 keep 0."""
 
+    conv_direct_jam_max: int = field(
+        default=0, metadata={_DERIVED: "4 if wide_fma_pipes >= 2 else 0"}
+    )
+    """Most output-channel blocks per step of a dense direct convolution (a
+    3x3 stride 2, a 3x3 on an image Winograd leaves alone) whose reduction
+    steps through whole input-channel blocks, chosen as for a pointwise one
+    (`conv_pointwise_jam_max`: the largest F down to 2 whose register block
+    leaves no tail block under half its rows, a divisor of the blocks
+    first); 0: the rule of `conv_channel_jam_everywhere` (on 32 registers:
+    one block per step). Derived from the CPU: on two 512-bit FMA pipes
+    (`wide_fma_pipes`) one block of R rows is R broadcasts and a weight load
+    per R FMAs, more loads than the pipes are fed. Measured on Emerald
+    Rapids (one thread, the kernel `depthwise 3x3 -> 3x3 stride 2 + bias ->
+    relu` alone with 64 MB written between calls, against onnxruntime's
+    node; docs/performance.md, "Reduction chunks on two 512-bit FMA pipes"):
+    ResNet-50's 128->128 at 56x56 stride 2 1.25 -> 1.05x onnxruntime (4
+    blocks of 4 rows), 256->256 at 28x28 1.17 -> 1.08x, 512->512 at 14x14
+    1.00 -> 0.83x (2 blocks of 7 rows). Zen 4 and AVX2 keep 0."""
+
     conv_stem_channel_jam: int = 1
     """1: with `conv_channel_jam_everywhere`, a stem convolution (its input
     read as `NCHW1c`, blocks of one channel, so its reduction steps through
@@ -281,7 +300,10 @@ class ScheduleKnobs:
     x 15 + 4: 0.94-1.07x, slower on ResNet-50's expansions, so 0."""
 
     conv_reduction_chunk: int = field(
-        default=0, metadata={_DERIVED: "64 if vector_registers <= 16 else 0"}
+        default=0,
+        metadata={
+            _DERIVED: "64 if vector_registers <= 16 else (128 if wide_fma_pipes >= 2 else 0)"
+        },
     )
     """Input channels per reduction chunk of a pointwise convolution whose
     (jammed) weights and one register block's input, over all input
@@ -303,7 +325,34 @@ class ScheduleKnobs:
     (docs/performance.md, "Reduction chunks of the AVX2 pointwise
     convolutions"). With 32 registers (AVX-512, whose kernels of these shapes
     run at 95-100 % of peak unchunked) 128 channels measured 0.95-1.03x
-    the time, so 0."""
+    the time, so 0; on two 512-bit FMA pipes (`wide_fma_pipes`) 128, with
+    `conv_chunk_min_channels` choosing the convolutions."""
+
+    conv_chunk_min_channels: int = field(
+        default=0, metadata={_DERIVED: "512 if wide_fma_pipes >= 2 else 0"}
+    )
+    """Nonzero: the pointwise convolutions with at least this many input
+    channels (and 4 output-channel blocks per step, rows of 4 register
+    blocks or more: `CHUNK_JAM` in schedule/register_block.py) are the ones
+    whose reduction is chunked (`conv_reduction_chunk`
+    channels per chunk, when their jammed weights over all input channels
+    take more than half of L1), whatever the size of their input, and their
+    image runs as one flat row of H*W pixels whatever its width (or as the
+    fewest rows their threads share, `schedule-flatten-rows`), so that each
+    chunk's weights stay in L1 across every register block of the image,
+    not only the two or three of one 7- or 14-column row. 0: the rule of
+    `conv_reduction_chunk` alone (input over half of L2) and
+    `conv_flatten_rows`. Derived from the CPU: with two 512-bit FMA pipes
+    (`wide_fma_pipes`) a jammed step of 4 blocks x 5 pixels reads 4 weight
+    vectors per 20 FMAs, and unchunked a block re-read its 4 x Cin x 64
+    bytes of weights (256 KiB at 1024 channels) from L2 for every 5 pixels:
+    ResNet-50's 1x1 kernels ran at 50-60 % of peak. Measured on Emerald
+    Rapids (one thread, the kernel alone with 64 MB written between calls,
+    against onnxruntime's node; docs/performance.md, "Reduction chunks on
+    two 512-bit FMA pipes"): 1024->256 at 14x14 1.11 -> 1.00x onnxruntime,
+    512->128 at 28x28 1.14 -> 0.94x, 512->2048 at 7x7 1.02 -> 0.83x;
+    MobileNetV2's 384->64 at 14x14 lost chunked (0.75 -> 0.82x), so 512.
+    Zen 4 and AVX2 keep 0."""
 
     conv_weight_prefetch: int = field(
         default=0, metadata={_DERIVED: "2 if vector_registers <= 16 else 0"}
@@ -581,10 +630,12 @@ def check_knob(name: str, value: object) -> str | None:
         "conv_channel_block",
         "conv_channel_jam",
         "conv_pointwise_jam_max",
+        "conv_direct_jam_max",
         "conv_nchw_flat_pixels",
         "conv_flatten_rows",
         "conv_flatten_min_steps_per_core",
         "conv_reduction_chunk",
+        "conv_chunk_min_channels",
         "conv_grouped_min_width",
         "depthwise_in_place_percent",
         "winograd_min_output",

@@ -218,3 +218,81 @@ def test_nchw_pointwise_flat_pixels_matches_onnxruntime(cin, cout, size, epilogu
         options = f"conv_nchw_flat_pixels={value}"
         target = f"{isa[:-1]} {options}}}" if isa.endswith("}") else f"{isa}{{{options}}}"
         _check(model, x, target)
+
+
+CHUNKED = [
+    # cin, cout, size, epilogue, cores: pointwise convolutions whose reduction
+    # `conv_chunk_min_channels` chunks (128 channels) over an image run as one
+    # flat row, or as the rows two cores share
+    (1024, 256, 14, "relu", 1),  # ResNet-50's projection: 8 chunks, 196 pixels
+    (1024, 256, 14, "relu", 2),  # 4 rows of 49 pixels: 9 blocks of 5 and a tail of 4
+    (512, 128, 28, "bias", 2),  # 784 pixels in 8 rows of 98
+    (2048, 512, 7, "none", 1),  # 16 chunks over 49 pixels
+    (576, 96, 14, "relu", 1),  # 36 blocks: chunks of 6 blocks (96 channels)
+    (512, 512, 7, "residual", 2),  # the residual add after the chunks
+]
+
+
+@pytest.mark.parametrize("isa", [HOST, pytest.param(AVX2, marks=needs_avx2)])
+@pytest.mark.parametrize(("cin", "cout", "size", "epilogue", "cores"), CHUNKED)
+def test_chunked_flat_pointwise_matches_onnxruntime(cin, cout, size, epilogue, cores, isa) -> None:
+    """`conv_chunk_min_channels` forced on (the default with two 512-bit FMA
+    pipes, Intel Xeon AVX-512): flat pixel rows, the reduction in chunks;
+    tests/filecheck/passes/schedule-reduction-chunks-wide.mlir."""
+    model, x = _block(cin, cout, size, 1, epilogue)
+    options = f"conv_chunk_min_channels=512 conv_reduction_chunk=128 cores={cores}"
+    target = f"{isa[:-1]} {options}}}" if isa.endswith("}") else f"{isa}{{{options}}}"
+    _check(model, x, target)
+    (want,) = run_ort(model, {"x": x})
+    off = lamina.compile(
+        import_model(model).module,
+        targets=[f"{target[:-1]} conv_chunk_min_channels=0}}"],
+    ).run("main", x)
+    np.testing.assert_allclose(off, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_wide_fma_pipes_decides_the_reduction_chunks() -> None:
+    """Two 512-bit FMA pipes (Intel Xeon) -> chunks of 128 channels from 512 input
+    channels; Zen 4 and generic AVX-512 -> none; AVX2 -> its own rule (64, any
+    pointwise convolution whose input is over half of L2)."""
+    from lamina.target.cpu_facts import isa_cpu_facts
+    from lamina.target.schedule_knobs import ScheduleKnobs
+
+    host = host_cpu_facts()
+    cases = {
+        "sapphirerapids": (512, 128),
+        "znver4": (0, 0),
+        "x86-64-v4": (0, 0),
+        "haswell": (0, 64),
+    }
+    for name, want in cases.items():
+        features = isa_cpu_facts(name).features if name != host.cpu_name else host.features
+        bits, registers = (512, 32) if "avx512f" in features else (256, 16)
+        facts = host.replace(
+            cpu_name=name, features=features, vector_bits=bits, vector_registers=registers
+        )
+        knobs = ScheduleKnobs.for_cpu(facts)
+        assert (knobs.conv_chunk_min_channels, knobs.conv_reduction_chunk) == want, name
+        assert knobs.conv_direct_jam_max == (4 if name == "sapphirerapids" else 0), name
+
+
+DIRECT = [
+    # cin, cout, size, stride, epilogue: dense 3x3 direct convolutions that
+    # `conv_direct_jam_max` jams (Winograd takes the stride-1 ones from 14x14)
+    (64, 128, 28, 2, "relu"),  # 14-column rows: 4 blocks x (5 + 5 + 4)
+    (128, 128, 56, 2, "bias"),  # ResNet-50's: 28 columns, 4 blocks x 4 rows
+    (96, 192, 14, 2, "none"),  # 12 blocks at 7 columns: 2 x 7 rows
+    (64, 64, 7, 1, "residual"),  # a 7x7 image (direct), the residual add jammed
+]
+
+
+@pytest.mark.parametrize("isa", [HOST, pytest.param(AVX2, marks=needs_avx2)])
+@pytest.mark.parametrize(("cin", "cout", "size", "stride", "epilogue"), DIRECT)
+def test_wide_direct_jam_matches_onnxruntime(cin, cout, size, stride, epilogue, isa) -> None:
+    """`conv_direct_jam_max` forced on (the default with two 512-bit FMA pipes;
+    tests/filecheck/passes/schedule-direct-jam-wide.mlir) and off; the AVX2
+    build jams its own way (`conv_channel_jam_everywhere`) and ignores it."""
+    model, x = _block(cin, cout, size, stride, epilogue, k=3)
+    for options in ("conv_direct_jam_max=4", "conv_direct_jam_max=0"):
+        target = f"{isa[:-1]} {options}}}" if isa.endswith("}") else f"{isa}{{{options}}}"
+        _check(model, x, target)

@@ -1,5 +1,5 @@
-// RUN: lamina-opt %s -p 'schedule-register-block{vector_bits=512 vector_registers=32 cores=2}' | filecheck %s
-// RUN: lamina-opt %s -p 'schedule{vector_bits=512 vector_registers=32 cores=2}' | filecheck %s --check-prefix=FUSED
+// RUN: lamina-opt %s -p 'schedule-register-block{vector_bits=512 vector_registers=32 cores=2 conv_direct_jam_max=0}' | filecheck %s
+// RUN: lamina-opt %s -p 'schedule{vector_bits=512 vector_registers=32 cores=2 conv_direct_jam_max=0}' | filecheck %s --check-prefix=FUSED
 
 // A pointwise (1x1) convolution whose input is ONE channel block (16
 // channels on AVX-512, MobileNet's 16->96 expansion at 112x112): lower-te
@@ -9,7 +9,9 @@
 // two output-channel blocks per input broadcast, 7 rows x 2 blocks. A 1x3
 // window on the same single block also reduces over two loops (`kw` and the
 // channels), but `kw` indexes the input's columns together with the output
-// column: not pointwise, so one block per step. With all of `schedule`
+// column: not pointwise, so one block per step (`conv_direct_jam_max` 0, the
+// rule on one 512-bit FMA pipe; tests/filecheck/passes/schedule-direct-jam-wide.mlir
+// has the two-pipe rule). With all of `schedule`
 // (FUSED), the jammed channel-block loop has one iteration, so it hands
 // `parallel` to the output rows (`balance_parallel`): both cores share them.
 
