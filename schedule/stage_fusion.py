@@ -21,6 +21,7 @@ from lamina.schedule import primitives as prim
 from lamina.schedule.dependence import disjoint_by_iv
 from lamina.schedule.parallel import kinds_fusable
 from lamina.schedule.primitives import ScheduleError
+from lamina.schedule.winograd import chunk_winograd_stages, fuse_winograd_chunks
 
 
 def fuse_row_stages(func: loop.FuncOp) -> int:
@@ -39,7 +40,9 @@ def fuse_row_stages(func: loop.FuncOp) -> int:
     """
     block = func.body.blocks[0]
     _gather_allocations(block)
-    return _fuse_adjacent(block)
+    chunked = chunk_winograd_stages(func)
+    fused = _fuse_adjacent(block)
+    return fused + fuse_winograd_chunks(chunked)
 
 
 def _fuse_adjacent(block: Block) -> int:

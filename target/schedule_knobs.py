@@ -477,6 +477,14 @@ class ScheduleKnobs:
     took 1.10x). One 512-bit FMA pipe (Zen 4, where 4 was measured; `wide_fma_pipes`)
     and 16 registers: 0 (docs/performance.md, "Winograd and pools on Intel AVX-512")."""
 
+    winograd_chunk_bytes: int = field(default=1 << 20, metadata={_DERIVED: "l2_bytes // 2"})
+    """Largest transformed input plus products (V and M: 16 x tiles x (C + K)
+    elements) a Winograd convolution on one image computes stage after stage;
+    above it, its tile rows run in chunks of at most this many bytes, each
+    chunk's V, M and output transform one after the other, so that M is read
+    back from L2 rather than L3 (kernels/conv_winograd.py, `winograd_chunks`;
+    0: never chunked)."""
+
     block_jam_max_reduction: int = 32
     """A matmul whose reduction has 16 to this many steps (and whose row
     spans two vectors or more) gets the register block of
@@ -590,6 +598,7 @@ def check_knob(name: str, value: object) -> str | None:
         "winograd_min_output",
         "winograd_channel_jam",
         "winograd_jam_l1_bytes",
+        "winograd_chunk_bytes",
         "conv_nchw_pointwise_min_pixels",
         "parallel_column_blocks_per_core",
         "parallel_grain_work",
