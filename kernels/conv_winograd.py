@@ -186,9 +186,7 @@ def _chunked_stages(
     def product(em: TeEmitter, sp: list[SSAValue], red: list[SSAValue]) -> SSAValue:
         p, s, a, b, k, tt, ki = sp
         cbi, ci = red
-        return em.mul(
-            em.read(v, [p, s, a, b, tt, cbi, ci]), em.read(u, [a, b, k, cbi, ci, ki])
-        )
+        return em.mul(em.read(v, [p, s, a, b, tt, cbi, ci]), em.read(u, [a, b, k, cbi, ci, ki]))
 
     m = kb.compute([*lead, 4, 4, kblocks, per, o], t, product, reduce_extents=[cb, c])
 
