@@ -119,6 +119,8 @@ class WinogradChunks:
 
     products: SSAValue
     output: loop.ForOp
+    loops: int
+    """The chunk loops around the output transform: 2 (groups, chunks), or 1."""
 
 
 def chunk_winograd_stages(func: loop.FuncOp) -> list[WinogradChunks]:
@@ -169,7 +171,7 @@ def chunk_winograd_stages(func: loop.FuncOp) -> list[WinogradChunks]:
                 a.operands[1] = chunk_loops[0].induction_var
             a.operands[2] = chunk_loops[-1].induction_var
         _serialize_chunks(m, producer, groups)
-        found.append(WinogradChunks(m, output))
+        found.append(WinogradChunks(m, output, 1 if groups == 1 else 2))
     return found
 
 
@@ -183,7 +185,7 @@ def fuse_winograd_chunks(found: list[WinogradChunks]) -> int:
     fused = 0
     for chunks in found:
         first, second = chunks.output.prev_op, chunks.output
-        for _ in range(2):
+        for depth in range(chunks.loops):
             if not (
                 isinstance(first, loop.ForOp)
                 and _writes(first, chunks.products)
@@ -192,10 +194,8 @@ def fuse_winograd_chunks(found: list[WinogradChunks]) -> int:
                 break
             prim.fuse(first, second)
             fused += 1
-            if first.kind_name != LoopKind.PARALLEL:
-                break
             inner = [o for o in prim.body_ops(first) if isinstance(o, loop.ForOp)]
-            if len(inner) < 2:
+            if depth + 1 == chunks.loops or len(inner) < 2:
                 break
             first, second = inner[-2], inner[-1]
     return fused

@@ -477,7 +477,9 @@ class ScheduleKnobs:
     took 1.10x). One 512-bit FMA pipe (Zen 4, where 4 was measured; `wide_fma_pipes`)
     and 16 registers: 0 (docs/performance.md, "Winograd and pools on Intel AVX-512")."""
 
-    winograd_chunk_bytes: int = field(default=1 << 20, metadata={_DERIVED: "l2_bytes // 2"})
+    winograd_chunk_bytes: int = field(
+        default=0, metadata={_DERIVED: "0 if amd_zen else l2_bytes // 2"}
+    )
     """Largest transformed input plus products (V and M: 16 x tiles x (C + K)
     elements) a Winograd convolution on one image computes stage after stage;
     above it, its tile rows run in chunks of at most this many bytes, each
