@@ -125,8 +125,10 @@ def winograd_chunks(
     exceed `winograd_chunk_bytes`, chunks of `CHUNK_MIN_TILES` tiles or more
     (one tile row at 28 tiles a row), each group of chunks a thread's share.
     Each chunk reads all the transformed weights U (16 x C x K): only where
-    they stay in L2 beside a chunk's V and M; and not where the last group's
-    share of tile rows would leave more than an eighth of them idle."""
+    they and a chunk's V and M take at most three quarters of L2 (128 -> 128
+    at 28x28, 1.2 MiB of 2: 0.91x the time; 128 -> 192, 1.8 MiB: 1.02x); and
+    not where the last group's share of tile rows would leave more than an
+    eighth of them idle."""
     budget = op_knobs(op).winograd_chunk_bytes
     facts = op_facts(op)
     tile_rows, tile_cols = tiles
@@ -135,7 +137,7 @@ def winograd_chunks(
         return None
     rows = -(-CHUNK_MIN_TILES // tile_cols)
     weight_bytes = 16 * channels[0] * channels[1] * bits // 8
-    if weight_bytes + rows * row_bytes > facts.l2_bytes:
+    if 4 * (weight_bytes + rows * row_bytes) > 3 * facts.l2_bytes:
         return None
     groups = max(1, facts.cores)
     per_group = -(-tile_rows // (groups * rows))
