@@ -40,9 +40,10 @@ def fuse_row_stages(func: loop.FuncOp) -> int:
     """
     block = func.body.blocks[0]
     _gather_allocations(block)
-    chunked = chunk_winograd_stages(func)
-    fused = _fuse_adjacent(block)
-    return fused + fuse_winograd_chunks(chunked)
+    fused, chunks = fuse_winograd_chunks(chunk_winograd_stages(func))
+    for body in chunks:  # a Winograd chunk's stages, by tile position
+        fused += _fuse_adjacent(body)
+    return fused + _fuse_adjacent(block)
 
 
 def _fuse_adjacent(block: Block) -> int:

@@ -113,11 +113,13 @@ def _slice_bytes(row: loop.ForOp, jam: int) -> int:
 @dataclass
 class WinogradChunks:
     """A chunked Winograd kernel's nests, found by `chunk_winograd_stages`: the
-    products' buffer M[P, S, 4, 4, kb, tt, ki] and the output transform's loop
-    over chunk groups (or over chunks when P = 1), which runs after the input
-    transform and the products; `fuse_winograd_chunks` makes the three one loop."""
+    products' buffer M[P, S, 4, 4, kb, tt, ki], the products' nest, and the
+    output transform's loop over chunk groups (or over chunks when P = 1), which
+    runs after the input transform and the products; `fuse_winograd_chunks`
+    makes the three one loop."""
 
     products: SSAValue
+    products_nest: loop.ForOp
     output: loop.ForOp
     loops: int
     """The chunk loops around the output transform: 2 (groups, chunks), or 1."""
@@ -157,6 +159,8 @@ def chunk_winograd_stages(func: loop.FuncOp) -> list[WinogradChunks]:
         if len(readers) != 1 or None in readers:
             continue
         (nest,) = readers
+        if top.index(nest) < top.index(producer):
+            continue
         pattern = [_chunk_of(a, groups, per_group) for a in loads]
         if not pattern or None in pattern or len({(p[0], p[1]) for p in pattern}) != 1:
             continue
@@ -165,44 +169,69 @@ def chunk_winograd_stages(func: loop.FuncOp) -> list[WinogradChunks]:
         if chain is None:
             continue
         output = _wrap_in_chunks(nest, chain[-1], groups, per_group, rows_per_chunk)
-        for a in loads:
-            chunk_loops = [output] if groups == 1 else [output, _only_for(output)]
+        chunk = output if groups == 1 else _only_for(output)
+        assert chunk is not None
+        for a in loads:  # operands: the buffer, then the indices
             if groups > 1:
-                a.operands[1] = chunk_loops[0].induction_var
-            a.operands[2] = chunk_loops[-1].induction_var
-        _serialize_chunks(m, producer, groups)
-        found.append(WinogradChunks(m, output, 1 if groups == 1 else 2))
+                a.operands[1] = output.induction_var
+            a.operands[2] = chunk.induction_var
+        if groups == 1:
+            _serialize_chunks(top, per_group)
+        found.append(WinogradChunks(m, producer, output, 1 if groups == 1 else 2))
     return found
 
 
-def fuse_winograd_chunks(found: list[WinogradChunks]) -> int:
-    """Fuse each chunked output transform (`chunk_winograd_stages`) into the loop
-    right before it, the input transform's and products' chunk loops that
-    `fuse_row_stages` fused (the same bounds, and the products written there);
-    returns how many loops fused. Legal: chunk (p, s) of the output transform
-    reads only the slice (p, s) of M that the same iteration wrote, and the
-    output elements it writes are no other chunk's."""
+def fuse_winograd_chunks(found: list[WinogradChunks]) -> tuple[int, list[Block]]:
+    """Fuse each chunked Winograd kernel's input transform, products and output
+    transform (`chunk_winograd_stages`), three adjacent top-level nests, over
+    their chunk loops: one loop (over groups, holding one over their chunks)
+    whose iteration computes V, M and the output of one chunk. Returns how many
+    loops fused and the innermost fused bodies, whose stages `fuse_row_stages`
+    then fuses by tile position (V and M), as it does over a whole image. Legal:
+    chunk (p, s) of the products reads only slice (p, s) of V, and of the output
+    transform only slice (p, s) of M, which the same iteration wrote before; the
+    output elements it writes are no other chunk's. Fused first, before
+    `fuse_row_stages` looks at the top level: the input transform's chunk loop
+    might otherwise fuse with another loop of the same trip count (the weight
+    transform's over 4 tile rows, with S = 4)."""
     fused = 0
+    bodies: list[Block] = []
     for chunks in found:
-        first, second = chunks.output.prev_op, chunks.output
+        products = chunks.products_nest
+        stages = [products.prev_op, products, chunks.output]
+        if not (
+            isinstance(stages[0], loop.ForOp)
+            and products.next_op is chunks.output
+            and _feeds(stages[0], products)
+        ):
+            continue
+        nests: list[loop.ForOp] = stages  # type: ignore[assignment]
         for depth in range(chunks.loops):
-            if not (
-                isinstance(first, loop.ForOp)
-                and _writes(first, chunks.products)
-                and _same_bounds(first, second)
-            ):
+            if not all(_same_bounds(nests[0], n) for n in nests[1:]):
                 break
-            prim.fuse(first, second)
-            fused += 1
-            inner = [o for o in prim.body_ops(first) if isinstance(o, loop.ForOp)]
-            if depth + 1 == chunks.loops or len(inner) < 2:
+            for n in nests[1:]:
+                prim.fuse(nests[0], n)
+                fused += 1
+            if depth + 1 == chunks.loops:
+                bodies.append(nests[0].body.blocks[0])
                 break
-            first, second = inner[-2], inner[-1]
-    return fused
+            nests = [o for o in prim.body_ops(nests[0]) if isinstance(o, loop.ForOp)]
+            if len(nests) != 3:
+                break
+    return fused, bodies
 
 
-def _writes(nest: loop.ForOp, buffer: SSAValue) -> bool:
-    return any(isinstance(o, loop.StoreOp) and o.buffer is buffer for o in nest.walk())
+def _feeds(first: loop.ForOp, products: loop.ForOp) -> bool:
+    """Does `first` (the input transform) write a chunked temporary `[P, S, 4, 4,
+    ...]` that `products` reads?"""
+    chunked = {
+        o.buffer
+        for o in first.walk()
+        if isinstance(o, loop.StoreOp)
+        and len(_shape(o.buffer)) == 7
+        and _shape(o.buffer)[2:4] == _POSITIONS
+    }
+    return any(isinstance(o, loop.LoadOp) and o.buffer in chunked for o in products.walk())
 
 
 def _same_bounds(first: loop.ForOp, second: loop.ForOp) -> bool:
@@ -315,22 +344,13 @@ def _wrap_in_chunks(
     return outer
 
 
-def _serialize_chunks(products: SSAValue, producer: loop.ForOp, groups: int) -> None:
-    """With one group the chunk loop is the products' (and the input transform's)
-    outermost loop, which `lower-te` made parallel: serial, storage folding keeps
-    one chunk of their temporaries."""
-    if groups > 1:
-        return
-    prim.serialize(producer)
-    for o in producer.walk():
-        if isinstance(o, loop.LoadOp) and o.buffer is not products:
-            writer = o.buffer.owner
-            if isinstance(writer, loop.AllocOp) and len(o.indices) == 7:
-                for use in o.buffer.uses:
-                    store = use.operation
-                    if isinstance(store, loop.StoreOp):
-                        top = store
-                        while not isinstance(top.parent_op(), loop.FuncOp):
-                            top = top.parent_op()
-                        if isinstance(top, loop.ForOp):
-                            prim.serialize(top)
+def _serialize_chunks(top: list[loop.ForOp], per_group: int) -> None:
+    """With one group the chunk loop is the input transform's and the products'
+    outermost loop, which `lower-te` made parallel: serial, so that storage
+    folding keeps one chunk of V and M."""
+    for nest in top:
+        if nest.kind_name == LoopKind.PARALLEL and any(
+            isinstance(o, loop.StoreOp) and _shape(o.buffer)[:4] == (1, per_group, *_POSITIONS)
+            for o in nest.walk()
+        ):
+            prim.serialize(nest)
