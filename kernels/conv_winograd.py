@@ -29,6 +29,16 @@ inlined, each of V's reads would clamp and select. The innermost loop of
 every stage is the channel block, contiguous in every buffer; channels
 past the data's logical count (an undef pad) are masked to 0.
 
+Where V and M of a single image exceed `winograd_chunk_bytes` (M went to L3
+between the products and the output transform), the tile rows run in chunks
+(`winograd_chunks`): V[p, s, a, b, tt, cb, ci] and M[p, s, a, b, kb, tt, ki]
+hold chunk `p * S + s` (P groups, one per core, of S chunks of R tile rows;
+`tt` = tile row in the chunk x TW + tile column), the padded input covers the
+chunks' P * S * R tile rows, and the output transform reads chunk
+`(oh div 2R) div S, (oh div 2R) mod S`; `schedule` then runs each chunk's
+three stages one after the other (schedule/winograd.py,
+`chunk_winograd_stages`).
+
 Why: the direct blocked kernel is bound by its FMAs (about 80 % of peak on
 AVX-512); 2.25x fewer products is the only way past that. The transforms
 cost O(C) per tile instead of O(C*K), and the weight transform O(C*K) per

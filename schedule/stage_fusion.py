@@ -37,6 +37,8 @@ def fuse_row_stages(func: loop.FuncOp) -> int:
     does both. Fusion recurses: the fused body's now-adjacent inner loops
     (a convolution's output rows and its epilogue's) fuse the same way, so
     the epilogue reads a row the convolution just wrote, still in L1.
+    A Winograd convolution in chunks of tile rows fuses its three chunked
+    stages first (schedule/winograd.py, `fuse_winograd_chunks`).
     """
     block = func.body.blocks[0]
     _gather_allocations(block)

@@ -15,6 +15,12 @@ and `winograd_jam_l1_bytes` caps them at 2 where F blocks' weights overflow L1
 on a core with two 512-bit FMA ports (Intel AVX-512), whose FMAs then wait on
 the F weight vectors per step that come from L2: 2 blocks leave room for twice
 the rows, half the weights per FMA.
+
+A Winograd convolution in chunks of tile rows (kernels/conv_winograd.py,
+`winograd_chunks`) gets its output transform the chunk loops of its input
+transform and products (`chunk_winograd_stages`), and the three fuse over them
+(`fuse_winograd_chunks`, called by `fuse_row_stages`): per chunk, V, M and the
+output rows, with one chunk of V and M kept per group (storage folding), in L2.
 """
 
 from __future__ import annotations
