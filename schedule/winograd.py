@@ -1,4 +1,4 @@
-"""Register-block rules for Winograd's products (kernels/conv_winograd.py).
+"""Winograd schedule rules (kernels/conv_winograd.py): register blocks of the products, chunks.
 
 Winograd's 16 products `M[a, b, kb, t, ki] += V[a, b, t, cb, ci] * U[a, b, kb,
 cb, ci, ki]` are register-blocked like a pointwise convolution (rows = tiles
