@@ -55,7 +55,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType, UnitAttr
+from xdsl.dialects.builtin import AnyFloat, TensorType, UnitAttr
 from xdsl.ir import Operation, SSAValue
 
 from lamina.dialects import graph, te
@@ -84,7 +84,8 @@ def build_winograd_conv2d(
     tiles = (-(-oh // 2), -(-ow // 2))
     count = n * tiles[0] * tiles[1]
     top, left, _, _ = op.padding_value
-    chunks = winograd_chunks(op, n, tiles, (cb * c, kblocks * o), t.bitwidth)
+    bits = t.bitwidth if isinstance(t, AnyFloat) else 32
+    chunks = winograd_chunks(op, n, tiles, (cb * c, kblocks * o), bits)
     tile_rows = tiles[0] if chunks is None else chunks.padded_rows
     # Every 4x4 tile inside the padded data: rows [2*th, 2*th + 4) of 2*TH + 2.
     windows = [Window(2, 2, 1, top, tile_rows, 4), Window(3, 2, 1, left, tiles[1], 4)]

@@ -157,18 +157,17 @@ def chunk_winograd_stages(func: loop.FuncOp) -> list[WinogradChunks]:
         groups, per_group = shape[0], shape[1]
         accesses = [u.operation for u in m.uses if not isinstance(u.operation, loop.FreeOp)]
         writers = {_top_loop(a, top) for a in accesses if isinstance(a, loop.StoreOp)}
-        if len(writers) != 1 or None in writers:
+        producer = writers.pop() if len(writers) == 1 else None
+        if producer is None:
             continue
-        (producer,) = writers
         loads = [a for a in accesses if isinstance(a, loop.LoadOp) and not producer.is_ancestor(a)]
         readers = {_top_loop(a, top) for a in loads}
-        if len(readers) != 1 or None in readers:
+        nest = readers.pop() if len(readers) == 1 else None
+        if nest is None or top.index(nest) < top.index(producer):
             continue
-        (nest,) = readers
-        if top.index(nest) < top.index(producer):
-            continue
-        pattern = [_chunk_of(a, groups, per_group) for a in loads]
-        if not pattern or None in pattern or len({(p[0], p[1]) for p in pattern}) != 1:
+        found_chunks = [_chunk_of(a, groups, per_group) for a in loads]
+        pattern = [c for c in found_chunks if c is not None]
+        if not pattern or len(pattern) < len(found_chunks) or len(set(pattern)) != 1:
             continue
         rows_iv, rows_per_chunk = pattern[0]
         chain = _chain_to(nest, rows_iv)
