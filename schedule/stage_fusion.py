@@ -21,6 +21,7 @@ from lamina.schedule import primitives as prim
 from lamina.schedule.dependence import disjoint_by_iv
 from lamina.schedule.parallel import kinds_fusable
 from lamina.schedule.primitives import ScheduleError
+from lamina.schedule.winograd import chunk_winograd_stages, fuse_winograd_chunks
 
 
 def fuse_row_stages(func: loop.FuncOp) -> int:
@@ -36,10 +37,15 @@ def fuse_row_stages(func: loop.FuncOp) -> int:
     does both. Fusion recurses: the fused body's now-adjacent inner loops
     (a convolution's output rows and its epilogue's) fuse the same way, so
     the epilogue reads a row the convolution just wrote, still in L1.
+    A Winograd convolution in chunks of tile rows fuses its three chunked
+    stages first (schedule/winograd.py, `fuse_winograd_chunks`).
     """
     block = func.body.blocks[0]
     _gather_allocations(block)
-    return _fuse_adjacent(block)
+    fused, chunks = fuse_winograd_chunks(chunk_winograd_stages(func))
+    for body in chunks:  # a Winograd chunk's stages, by tile position
+        fused += _fuse_adjacent(body)
+    return fused + _fuse_adjacent(block)
 
 
 def _fuse_adjacent(block: Block) -> int:

@@ -526,6 +526,21 @@ class ScheduleKnobs:
     took 1.10x). One 512-bit FMA pipe (Zen 4, where 4 was measured; `wide_fma_pipes`)
     and 16 registers: 0 (docs/performance.md, "Winograd and pools on Intel AVX-512")."""
 
+    winograd_chunk_bytes: int = field(
+        default=0, metadata={_DERIVED: "0 if amd_zen else l2_bytes // 2"}
+    )
+    """Largest transformed input plus products (V and M: 16 x tiles x (C + K)
+    elements) a Winograd convolution on one image computes stage after stage;
+    above it, its tile rows run in chunks (one tile row where a row has 14 tiles
+    or more), each chunk's input transform, products and output transform one
+    after the other, so that the output transform reads M from L2 rather than
+    L3 (kernels/conv_winograd.py, `winograd_chunks`; 0: never chunked). Measured
+    on Intel AVX-512 (Emerald Rapids, 2 MiB L2, one thread, the kernel with bias
+    and relu, interleaved rounds), whole -> chunked: 16->64 at 55x55 (3.2 MiB of
+    M) 0.68x the time, 64->64 at 56x56 0.86x, 128->32 at 56x56 0.79x, 128->128
+    at 28x28 0.91x. Not measured on AMD Zen (1 MiB L2): 0 there.
+    docs/performance.md, "Winograd in chunks of tile rows"."""
+
     block_jam_max_reduction: int = 32
     """A matmul whose reduction has 16 to this many steps (and whose row
     spans two vectors or more) gets the register block of
@@ -641,6 +656,7 @@ def check_knob(name: str, value: object) -> str | None:
         "winograd_min_output",
         "winograd_channel_jam",
         "winograd_jam_l1_bytes",
+        "winograd_chunk_bytes",
         "conv_nchw_pointwise_min_pixels",
         "parallel_column_blocks_per_core",
         "parallel_grain_work",

@@ -50,6 +50,7 @@ GRAPH_LEVEL_KNOBS: frozenset[str] = frozenset(
         "parallel_column_blocks_per_core",
         "winograd_min_output",
         "winograd_max_weight_bytes",
+        "winograd_chunk_bytes",
     }
 )
 """Knobs decided before a kernel exists (`plan-layouts`, `legalize`, `lower-te`): a

@@ -161,3 +161,32 @@ def test_winograd_products_capped_at_two_blocks_match_numpy(limit: int) -> None:
     np.testing.assert_allclose(
         exe.run("main", x, wt), _conv(x, wt, (1, 1, 1, 1)), rtol=1e-4, atol=1e-3
     )
+
+
+@pytest.mark.parametrize(
+    ("c", "o", "h", "w", "cores", "chunk"),
+    [
+        (8, 8, 16, 16, 2, "[2, 2, 4, 4, 16, 1, 8]"),  # 2 groups of 2 chunks of 2 tile rows
+        (5, 11, 17, 28, 2, "[2, 5, 4, 4, 14, 1, 8]"),  # 9 tile rows in 10: one chunk below
+        (16, 8, 15, 13, 1, "[1, 4, 4, 4, 14, 2, 8]"),  # one group; odd height and width
+    ],
+)
+def test_chunked_winograd_matches_numpy(c, o, h, w, cores, chunk, tmp_path) -> None:
+    """Tile rows in chunks (`winograd_chunks`, `winograd_chunk_bytes` with the
+    64 KiB L2 pinned here: V and M exceed half of it): each chunk's input
+    transform, products and output transform in turn, the output rows of a
+    chunk below the image skipped."""
+    text, _ = _blocked_program(1, c, o, h, w, (1, 1, 1, 1), "f32", "#lamina.undef")
+    x = RNG.standard_normal((1, c, h, w)).astype(np.float32)
+    wt = RNG.standard_normal((o, c, 3, 3)).astype(np.float32)
+    target = f"cpu{{l2_bytes=65536 cores={cores}}}"
+    exe = lamina.compile(text, targets=[target], dump_phases_to=tmp_path)
+    lowering = next(tmp_path.glob("*_lowering.mlir")).read_text()
+    assert f"te.compute {chunk}" in lowering
+    np.testing.assert_allclose(
+        exe.run("main", x, wt), _conv(x, wt, (1, 1, 1, 1)), rtol=1e-4, atol=1e-4
+    )
+    whole = lamina.compile(text, targets=["cpu{l2_bytes=65536 winograd_chunk_bytes=0}"])
+    np.testing.assert_allclose(
+        whole.run("main", x, wt), exe.run("main", x, wt), rtol=1e-6, atol=1e-6
+    )
