@@ -20,19 +20,17 @@ original runs and raises what it raised before, with its message. So the check
 passes and fails exactly where xDSL's does (tests/test_isolation.py).
 
 `fast_isolation_check()` installs it for the verifier's duration (nested and
-concurrent uses counted, like `core/symbols.indexed_symbol_lookup`).
+concurrent uses counted: `core/scoped_patch.py`).
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 from xdsl.ir import BlockArgument, Operation, OpResult
 from xdsl.traits import IsolatedFromAbove
 
-_XDSL_VERIFY = IsolatedFromAbove.__dict__["verify"]
+from lamina.core.scoped_patch import ScopedPatch
 
 _isolated_classes: dict[type[Operation], tuple[object, bool]] = {}
 """Op class → (its trait set, whether it has `IsolatedFromAbove`)."""
@@ -88,26 +86,14 @@ def _verify(self: IsolatedFromAbove, op: Operation) -> None:
         _XDSL_VERIFY(self, op)
 
 
-_patch_lock = threading.Lock()
-_patch_depth = 0
+_PATCH = ScopedPatch(IsolatedFromAbove, "verify", _verify)
+_XDSL_VERIFY = _PATCH.original
 
 
-@contextmanager
-def fast_isolation_check() -> Iterator[None]:
+def fast_isolation_check() -> AbstractContextManager[None]:
     """Within the block, `IsolatedFromAbove.verify` decides by `holds` first (the same
     answer; a failure is the original's, raised by the original)."""
-    global _patch_depth
-    with _patch_lock:
-        if _patch_depth == 0:
-            IsolatedFromAbove.verify = _verify  # type: ignore[method-assign]
-        _patch_depth += 1
-    try:
-        yield
-    finally:
-        with _patch_lock:
-            _patch_depth -= 1
-            if _patch_depth == 0:
-                IsolatedFromAbove.verify = _XDSL_VERIFY  # type: ignore[method-assign]
+    return _PATCH.active()
 
 
 __all__ = ["fast_isolation_check", "holds"]

@@ -48,6 +48,8 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
+from lamina.core.walk import preorder
+
 _LOCATIONS = (UnknownLoc, FileLineColLoc, CallSiteLoc, NameLoc, FusedLoc)
 """The classes of `LocationAttr` (a type alias, not a class `isinstance` accepts)."""
 
@@ -185,8 +187,8 @@ def fill_unknown_locations(module: ModuleOp) -> None:
     located from their users, and the listed ops from their ancestors."""
     top = [op for op in module.ops if not is_known(op.location)]
     wanted = {name.data for op in top if isinstance(name := _symbol_name(op), StringAttr)}
-    ops: list[Operation] = []
-    if not _preorder_any_known(module, ops):
+    ops = preorder(module)
+    if not _any_known(ops):
         return  # nothing to take a location from (a module built without any)
     users = _symbol_users(ops, wanted) if wanted else {}
     while top:  # a new function called only from another new one waits for its caller
@@ -213,34 +215,18 @@ _known_classes: dict[type, bool] = {}
 """Location class → `is_known` of its instances."""
 
 
-def _preorder_any_known(root: Operation, out: list[Operation]) -> bool:
-    """`out += root.walk()` (the same order, without a generator per nesting level: this
-    runs after every pass, on every op), returning whether any op of `out` has a known
-    location (`is_known` asked once per location class, until one is known): models
-    imported from ONNX have none, and every op was asked in a second loop."""
+def _any_known(ops: list[Operation]) -> bool:
+    """Does any of `ops` have a known location? (`is_known` asked once per location
+    class: models imported from ONNX have none, and this runs after every pass.)"""
     known = _known_classes
-    found = False
-    stack = [root]
-    while stack:
-        op = stack.pop()
-        out.append(op)
-        if not found:
-            kind = type(op.location)
-            answer = known.get(kind)
-            if answer is None:
-                answer = known[kind] = is_known(op.location)
-            found = answer
-        if op.regions:
-            children: list[Operation] = []
-            for region in op.regions:
-                for block in region.blocks:
-                    child = block.first_op
-                    while child is not None:
-                        children.append(child)
-                        child = child._next_op  # pyright: ignore[reportPrivateUsage]
-            children.reverse()
-            stack += children
-    return found
+    for op in ops:
+        kind = type(op.location)
+        answer = known.get(kind)
+        if answer is None:
+            answer = known[kind] = is_known(op.location)
+        if answer:
+            return True
+    return False
 
 
 def _symbol_name(op: Operation) -> Attribute | None:

@@ -22,14 +22,14 @@ costs one scan, as before; hits, the common case, cost O(1).
 
 from __future__ import annotations
 
-import threading
 import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 from xdsl.dialects.builtin import StringAttr, SymbolRefAttr
 from xdsl.ir import Block, Operation
 from xdsl.traits import SymbolOpInterface, SymbolTable
+
+from lamina.core.scoped_patch import ScopedPatch
 
 _indexes: weakref.WeakKeyDictionary[Block, dict[str, Operation]] = weakref.WeakKeyDictionary()
 
@@ -151,33 +151,20 @@ class SymbolNames:
         return name
 
 
-_XDSL_LOOKUP = SymbolTable.__dict__["lookup_symbol"]
-_patch_lock = threading.Lock()
-_patch_depth = 0
+_PATCH = ScopedPatch(SymbolTable, "lookup_symbol", staticmethod(lookup_symbol))
+_XDSL_LOOKUP = _PATCH.original
 
 
-@contextmanager
-def indexed_symbol_lookup() -> Iterator[None]:
+def indexed_symbol_lookup() -> AbstractContextManager[None]:
     """Within the block, xDSL's own verifiers (e.g. `llvm.call`'s) use `lookup_symbol` too.
 
     Upstream ops call `SymbolTable.lookup_symbol` directly; verifying a module
     with N `llvm.call`s was O(N²) because of it. The replacement returns the
     same ops, so the verifier checks exactly what it checked before. Nested
-    and concurrent blocks are counted: xDSL's original is back once the last
-    one ends.
+    and concurrent blocks are counted (`core/scoped_patch.py`): xDSL's original
+    is back once the last one ends.
     """
-    global _patch_depth
-    with _patch_lock:
-        if _patch_depth == 0:
-            SymbolTable.lookup_symbol = staticmethod(lookup_symbol)
-        _patch_depth += 1
-    try:
-        yield
-    finally:
-        with _patch_lock:
-            _patch_depth -= 1
-            if _patch_depth == 0:
-                SymbolTable.lookup_symbol = _XDSL_LOOKUP
+    return _PATCH.active()
 
 
 __all__ = ["SymbolNames", "indexed_symbol_lookup", "lookup_in_block", "lookup_symbol"]
