@@ -41,9 +41,11 @@ def pending_error(addresses: tuple[int, int] | None) -> str | None:
     template = ctypes.string_at(flag.value).decode(errors="replace")
     values = (ctypes.c_int64 * MAX_VALUES).from_address(addresses[1])
     args = list(values)
+    # Only the flag is cleared. Every record stores its values before its flag, so
+    # whoever sees a flag set reads values some record wrote; zeroing them here
+    # raced with a record being written in another thread (its values cleared
+    # after it stored them, before its flag: "index (0)", an index no call used).
     flag.value = 0
-    for i in range(MAX_VALUES):
-        values[i] = 0
     try:
         return template.format(*args)
     except (IndexError, ValueError, KeyError):

@@ -10,10 +10,10 @@ from xdsl.ir import Block, Region
 from xdsl.traits import IsolatedFromAbove
 from xdsl.utils.exceptions import VerifyException
 
-from lamina.core.diagnostics import collect_verify_diagnostics
+from lamina.core.context import make_context
+from lamina.core.diagnostics import collect_verify_diagnostics, parse_module
 from lamina.core.isolation import _XDSL_VERIFY, fast_isolation_check, holds
 from lamina.core.walk import preorder
-from tests.test_verify_memo import GOOD, _parse
 
 
 def _xdsl_passes(op) -> bool:
@@ -28,8 +28,23 @@ def _isolated(module):
     return [op for op in preorder(module) if op.has_trait(IsolatedFromAbove)]
 
 
+# A kernel with a loop nest: values from the function's block used two regions down.
+NESTED = """\
+loop.func @f(%x: memref<4x8xf32>, %n: index) {
+  loop.for %i = %n to %n step %n {
+    loop.for %j = %n to %n step %n {
+      %v = loop.load %x[%i, %j] : memref<4x8xf32>
+      %w = arith.addf %v, %v : f32
+      loop.store %w, %x[%i, %j] : memref<4x8xf32>
+    }
+  }
+  loop.return
+}
+"""
+
+
 def test_well_formed_modules_pass_both_ways():
-    module = _parse(GOOD)
+    module = parse_module(make_context(), NESTED)
     for op in _isolated(module):
         assert holds(op) and _xdsl_passes(op)
 
