@@ -28,7 +28,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
@@ -54,17 +53,16 @@ def is_winograd_product(row: loop.ForOp) -> bool:
     if not stores:
         return False
     m = stores[0]
-    shape = _shape(m.buffer)
-    if len(shape) == 5 and shape[:2] == _POSITIONS:
+    if _positions_at(m.buffer, 5, 0):
         positions = list(m.indices[:2])
-    elif len(shape) == 7 and shape[2:4] == _POSITIONS:
+    elif _positions_at(m.buffer, 7, 2):
         positions = list(m.indices[2:4])
     else:
         return False
     return any(
         isinstance(o, loop.LoadOp)
         and o.buffer is not m.buffer
-        and _rank_and_lead(o.buffer) == (6, _POSITIONS)
+        and _positions_at(o.buffer, 6, 0)
         and list(o.indices[:2]) == positions
         for o in row.walk()
     )
@@ -75,13 +73,10 @@ def _shape(buffer) -> tuple[int, ...]:
     return () if shape is None else tuple(shape())
 
 
-def _rank_and_lead(buffer) -> tuple[int, tuple[int, ...]] | None:
-    """A memref's rank and its first two extents (None for anything else)."""
-    shape = getattr(buffer.type, "get_shape", None)
-    if shape is None:
-        return None
-    dims = tuple(shape())
-    return len(dims), dims[:2]
+def _positions_at(buffer, rank: int, at: int) -> bool:
+    """Is `buffer` a memref of `rank` dimensions with the 4 x 4 tile positions at `at`?"""
+    shape = _shape(buffer)
+    return len(shape) == rank and shape[at : at + 2] == _POSITIONS
 
 
 def winograd_channel_jam(row: loop.ForOp, blocks: int, knobs: ScheduleKnobs) -> int:
@@ -106,7 +101,7 @@ def _slice_bytes(row: loop.ForOp, jam: int) -> int:
     """Bytes of `jam` output-channel blocks of the transformed weights U[a, b, kb,
     cb, ci, ki] over all input channels (`jam` x cb x ci x ki elements)."""
     for o in row.walk():
-        if isinstance(o, loop.LoadOp) and _rank_and_lead(o.buffer) == (6, _POSITIONS):
+        if isinstance(o, loop.LoadOp) and _positions_at(o.buffer, 6, 0):
             dims = tuple(o.buffer.type.get_shape())
             bits = o.buffer.type.get_element_type().bitwidth
             return jam * dims[3] * dims[4] * dims[5] * bits // 8
@@ -151,10 +146,9 @@ def chunk_winograd_stages(func: loop.FuncOp) -> list[WinogradChunks]:
     top = [o for o in func.body.blocks[0].ops if isinstance(o, loop.ForOp)]
     for alloc in [o for o in func.body.blocks[0].ops if isinstance(o, loop.AllocOp)]:
         m = alloc.results[0]
-        shape = tuple(m.type.get_shape()) if isinstance(m.type, MemRefType) else ()
-        if alloc.scope.data != "local" or len(shape) != 7 or shape[2:4] != _POSITIONS:
+        if alloc.scope.data != "local" or not _positions_at(m, 7, 2):
             continue
-        groups, per_group = shape[0], shape[1]
+        groups, per_group = _shape(m)[:2]
         accesses = [u.operation for u in m.uses if not isinstance(u.operation, loop.FreeOp)]
         writers = {_top_loop(a, top) for a in accesses if isinstance(a, loop.StoreOp)}
         producer = writers.pop() if len(writers) == 1 else None
@@ -232,9 +226,7 @@ def _feeds(first: loop.ForOp, products: loop.ForOp) -> bool:
     chunked = {
         o.buffer
         for o in first.walk()
-        if isinstance(o, loop.StoreOp)
-        and len(_shape(o.buffer)) == 7
-        and _shape(o.buffer)[2:4] == _POSITIONS
+        if isinstance(o, loop.StoreOp) and _positions_at(o.buffer, 7, 2)
     }
     return any(isinstance(o, loop.LoadOp) and o.buffer in chunked for o in products.walk())
 
