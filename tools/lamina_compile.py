@@ -207,7 +207,7 @@ def _write_outputs(module, out: Path, header: Path, text: str, timings) -> None:
         if out.suffix == ".so":
             codegen.build_shared_library(module, out, timings=timings)
         elif out.suffix == ".o":
-            out.write_bytes(codegen.emit_object(module, timings=timings))
+            codegen.build_object_file(module, out, timings=timings)
         elif out.suffix == ".s":
             out.write_text(codegen.emit_assembly(module, timings=timings))
         elif out.suffix == ".bc":
