@@ -41,7 +41,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -926,12 +926,16 @@ def system_compiler() -> str:
 
 
 def _aot_unit_objects(
-    module: ModuleOp, cpu: str | None, timings: CompileTimings | None
+    module: ModuleOp,
+    cpu: str | None,
+    timings: CompileTimings | None,
+    on_split: Callable[[dict[str, bytes]], None] | None = None,
 ) -> tuple[list[bytes], dict[str, bytes]] | None:
     """The objects of `module`'s units (backends/kernel_split.py) for a library or an
     object file, built in parallel, and the detached constants (symbol → bytes), which
     are in none of the objects (`_weights_object`, `_weights_assembly` define them);
-    None if the module does not split."""
+    None if the module does not split. `on_split(constants)` is called before the
+    build (`_EmbeddedWeights.start`)."""
     from lamina.backends import kernel_cache
     from lamina.backends.kernel_split import BLOB_MIN_BYTES, split_module
 
@@ -945,6 +949,8 @@ def _aot_unit_objects(
     if split is None:
         return None
     timings.translate = time.perf_counter() - start
+    if on_split is not None:
+        on_split(split.constants)
     objects = kernel_cache.build_objects_aot(split, timings, target)  # pyright: ignore[reportArgumentType]
     return objects, split.constants
 
@@ -1047,13 +1053,81 @@ def build_shared_library(
     """
     path = Path(path)
     compiler = system_compiler()  # before the (slow) compile: a missing cc fails fast
-    built = _aot_unit_objects(module, cpu, timings) if split_enabled() else None
-    if built is None:
-        objects, constants = [emit_object(module, cpu=cpu, timings=timings)], {}
-    else:
-        objects, constants = built
-    _link_shared(compiler, objects, path, module, constants=constants)
+    with _temporary_directory() as tmp:
+        objects, weights = _units_and_weights(module, cpu, timings, compiler, tmp)
+        _link_shared(compiler, objects, path, module, directory=tmp, extra=weights)
     return path
+
+
+def _units_and_weights(
+    module: ModuleOp,
+    cpu: str | None,
+    timings: CompileTimings | None,
+    compiler: str,
+    directory: Path,
+) -> tuple[list[bytes], list[Path]]:
+    """The units' objects (one whole-module object if it does not split) and the weights'
+    object file in `directory` (none if there are no detached constants), assembled by
+    `compiler` on a thread while LLVM builds the units."""
+    weights = _EmbeddedWeights(compiler, directory)
+    try:
+        built = _aot_unit_objects(module, cpu, timings, weights.start) if split_enabled() else None
+        objects = built[0] if built is not None else [emit_object(module, cpu=cpu, timings=timings)]
+        return objects, weights.result()
+    finally:
+        weights.join()  # before the directory goes, whatever failed
+
+
+class _EmbeddedWeights:
+    """The detached constants as an object file of their own (`_weights_assembly`): the
+    weights file written and assembled (`cc -c`) on a thread, which waits for the
+    assembler with the GIL released, while LLVM builds the units."""
+
+    def __init__(self, compiler: str, directory: Path):
+        self.compiler, self.directory = compiler, directory
+        self.thread: threading.Thread | None = None
+        self.error: BaseException | None = None
+        self.path = directory / "weights.o"
+
+    def start(self, constants: dict[str, bytes]) -> None:
+        if constants:
+            self.thread = threading.Thread(target=self._assemble, args=(constants,), daemon=True)
+            self.thread.start()
+
+    def _assemble(self, constants: dict[str, bytes]) -> None:
+        try:
+            weights = self.directory / "weights.bin"
+            try:
+                write_weights(constants, weights)
+            except OSError as err:
+                raise CodegenError(
+                    f"codegen: cannot write the temporary weights file {weights}: "
+                    f"{err.strerror or err}"
+                ) from None
+            source = self.directory / "weights.s"
+            source.write_text(_weights_assembly(constants, weights))
+            cmd = [*self.compiler.split(), "-c", "-o", str(self.path), str(source)]
+            result = subprocess.run(cmd, capture_output=True, text=True)
+            if result.returncode != 0:
+                raise CodegenError(
+                    f"codegen: assembling the weights failed ({' '.join(cmd)}): "
+                    f"{result.stderr.strip()}"
+                )
+        except BaseException as err:  # noqa: BLE001 - raised in the building thread
+            self.error = err
+
+    def join(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+
+    def result(self) -> list[Path]:
+        """The weights' object file (none without constants), once assembled."""
+        if self.thread is None:
+            return []
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return [self.path]
 
 
 def build_object_file(
@@ -1073,14 +1147,13 @@ def build_object_file(
     """
     path = Path(path)
     tools = _partial_link_tools()
-    built = _aot_unit_objects(module, cpu, timings) if tools and split_enabled() else None
-    if tools is None or built is None:
+    if tools is None or not split_enabled():
         path.write_bytes(emit_object(module, cpu=cpu, timings=timings))
         return path
     compiler, objcopy = tools
-    objects, constants = built
     with _temporary_directory() as tmp:
-        files = _write_units(tmp, objects, constants)
+        objects, weights = _units_and_weights(module, cpu, timings, compiler, tmp)
+        files = [*_write_objects(tmp, objects), *weights]
         merged = tmp / "merged.o"
         steps = [
             [*compiler.split(), "-r", "-nostdlib", "-o", str(merged), *map(str, files)],
@@ -1144,23 +1217,12 @@ def build_artifact_library(
     return weights_region(constants)[2] if constants else 0
 
 
-def _write_units(directory: Path, objects: list[bytes], constants: dict[str, bytes]) -> list[Path]:
-    """`objects` as files in `directory` (in order), then the constants' assembly
-    (`_weights_assembly`) and the weights file it includes, if there are constants."""
+def _write_objects(directory: Path, objects: list[bytes]) -> list[Path]:
+    """`objects` as files in `directory`, in order."""
     files = []
     for i, code in enumerate(objects):
         files.append(directory / f"unit{i}.o")
         files[-1].write_bytes(code)
-    if constants:
-        weights = directory / "weights.bin"
-        try:
-            write_weights(constants, weights)
-        except OSError as err:
-            raise CodegenError(
-                f"codegen: cannot write the temporary weights file {weights}: {err.strerror or err}"
-            ) from None
-        files.append(directory / "weights.s")
-        files[-1].write_text(_weights_assembly(constants, weights))
     return files
 
 
@@ -1171,23 +1233,27 @@ def _link_shared(
     module: ModuleOp,
     flags: tuple[str, ...] = (),
     *,
-    constants: dict[str, bytes] | None = None,
+    directory: Path | None = None,
+    extra: list[Path] | None = None,
 ) -> None:
-    """Link `objects` (host first, then the kernels, in a fixed order) and the `constants`
-    (`_weights_assembly`, assembled by `compiler`) into `path`."""
-    with _temporary_directory() as tmp:
-        files = _write_units(tmp, objects, constants or {})
-        cmd = [*compiler.split(), "-shared", "-fPIC", "-o", str(path), *map(str, files), "-lm"]
-        cmd += list(flags)
-        if uses_openmp(module):
-            cmd.append("-fopenmp")  # links libgomp for GOMP_parallel
-        for library in _libraries:
-            cmd += [library, f"-Wl,-rpath,{Path(library).parent}"]
-        result = subprocess.run(cmd, capture_output=True, text=True)
+    """Link `objects` (host first, then the kernels, in a fixed order) and the object files
+    `extra` into `path`; the objects are written to `directory` (default: a temporary one)."""
+    if directory is None:
+        with _temporary_directory() as tmp:
+            return _link_shared(compiler, objects, path, module, flags, directory=tmp, extra=extra)
+    files = [*_write_objects(directory, objects), *(extra or ())]
+    cmd = [*compiler.split(), "-shared", "-fPIC", "-o", str(path), *map(str, files), "-lm"]
+    cmd += list(flags)
+    if uses_openmp(module):
+        cmd.append("-fopenmp")  # links libgomp for GOMP_parallel
+    for library in _libraries:
+        cmd += [library, f"-Wl,-rpath,{Path(library).parent}"]
+    result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode != 0:
         raise CodegenError(
             f"codegen: linking {path} failed ({' '.join(cmd)}): {result.stderr.strip()}"
         )
+    return None
 
 
 @contextmanager

@@ -187,7 +187,9 @@ def _write_artifact(args, out: Path) -> int:
         instruments.progress("codegen: LLVM optimization and the artifact's library")
         timings = CompileTimings()
         with instruments.recorder.phase("codegen"), instruments.watching_build():
-            write_artifact(lowered, signatures, out, not_entries=not_entries, timings=timings)
+            write_artifact(
+                lowered, signatures, out, not_entries=not_entries, timings=timings, private=True
+            )  # the lowered module is used no more: not cloned
         instruments.finish(timings)
     finally:
         instruments.close_line()
