@@ -115,3 +115,21 @@ def test_an_unwritable_weights_file_is_one_line_and_leaves_nothing(
     assert "cannot write the temporary weights file" in err and "No space left" in err, err
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["net.mlir"]
+
+
+@needs_cc
+@pytest.mark.parametrize("suffix", [".so", ".o"])
+def test_a_failing_c_compiler_is_one_line_and_leaves_nothing(
+    program, tmp_path, monkeypatch, capsys, suffix
+):
+    from lamina.tools.cli import guarded_main
+    from lamina.tools.lamina_compile import run
+
+    monkeypatch.setenv("CC", "false")  # found, but assembling and linking fail
+    path, _, _ = program
+    out = tmp_path / f"net{suffix}"
+    assert guarded_main("lamina-compile", lambda: run([str(path), "-o", str(out)])) == 1
+    err = capsys.readouterr().err.strip()
+    assert "codegen:" in err and "failed" in err, err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["net.mlir"]
