@@ -41,6 +41,8 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -924,11 +926,16 @@ def system_compiler() -> str:
 
 
 def _aot_unit_objects(
-    module: ModuleOp, cpu: str | None, timings: CompileTimings | None, *, detach: bool = False
+    module: ModuleOp,
+    cpu: str | None,
+    timings: CompileTimings | None,
+    on_split: Callable[[dict[str, bytes]], None] | None = None,
 ) -> tuple[list[bytes], dict[str, bytes]] | None:
-    """The objects of `module`'s units (backends/kernel_split.py) for a shared library,
-    built in parallel, and the detached constants (symbol → bytes); None if it does not
-    split. Without `detach` the constants stay inside the host's object."""
+    """The objects of `module`'s units (backends/kernel_split.py) for a library or an
+    object file, built in parallel, and the detached constants (symbol → bytes), which
+    are in none of the objects (`_weights_object`, `_weights_assembly` define them);
+    None if the module does not split. `on_split(constants)` is called before the
+    build (`_EmbeddedWeights.start`)."""
     from lamina.backends import kernel_cache
     from lamina.backends.kernel_split import BLOB_MIN_BYTES, split_module
 
@@ -936,15 +943,15 @@ def _aot_unit_objects(
     target = CodeTarget.of(module, cpu)
     tm = _target_machine(jit=False, target=target)
     start = time.perf_counter()
-    limit = BLOB_MIN_BYTES if detach else None
-    ir_module, blobs = _translate(module, tm, bits=target.vector_bits, attach_limit=limit)
-    split = split_module(ir_module, blobs if detach else {}, f"aot {target.key}")
+    ir_module, blobs = _translate(module, tm, bits=target.vector_bits, attach_limit=BLOB_MIN_BYTES)
+    split = split_module(ir_module, blobs, f"aot {target.key}")
+    del ir_module, blobs  # the split holds what the build needs (the constants by symbol)
     if split is None:
         return None
     timings.translate = time.perf_counter() - start
+    if on_split is not None:
+        on_split(split.constants)
     objects = kernel_cache.build_objects_aot(split, timings, target)  # pyright: ignore[reportArgumentType]
-    if split.constants:
-        objects.append(_weights_object(split.constants, tm))
     return objects, split.constants
 
 
@@ -964,6 +971,17 @@ def weights_region(constants: dict[str, bytes]) -> tuple[dict[str, int], int, in
 
     offsets, size = constant_blob.layout({s: len(d) for s, d in constants.items()})
     return offsets, size, -(-size // WEIGHTS_PAGE) * WEIGHTS_PAGE
+
+
+def write_weights(constants: dict[str, bytes], path: str | os.PathLike[str]) -> None:
+    """Write the weights file: every constant at its offset (`weights_region`), the gaps
+    zero. Each constant is written from its own buffer: no copy of the whole blob."""
+    offsets, size, _ = weights_region(constants)
+    with open(path, "wb") as f:
+        for symbol, offset in sorted(offsets.items(), key=lambda item: item[1]):
+            f.seek(offset)
+            f.write(constants[symbol])
+        f.truncate(size)
 
 
 def _weights_object(constants: dict[str, bytes], tm: llvm.TargetMachine) -> bytes:
@@ -986,6 +1004,35 @@ def _weights_object(constants: dict[str, bytes], tm: llvm.TargetMachine) -> byte
     return tm.emit_object(ref)
 
 
+EMBEDDED_WEIGHTS_SECTION = ".rodata.lamina_weights"
+"""The read-only section of a self-contained library's (or object file's) weights."""
+
+
+def _weights_assembly(constants: dict[str, bytes], weights: Path) -> str:
+    """Assembly defining the constants' bytes, read by the assembler from the file
+    `weights` (`write_weights`, `.incbin`): a page-aligned read-only section, each
+    constant's symbol hidden, at its offset. The bytes never pass through LLVM IR."""
+    offsets, size, _ = weights_region(constants)
+    quoted = str(weights).replace("\\", "\\\\").replace('"', '\\"')
+    region = f".L{WEIGHTS_SYMBOL}"
+    lines = [
+        f'\t.section {EMBEDDED_WEIGHTS_SECTION},"a",%progbits',
+        f"\t.balign {WEIGHTS_PAGE}",
+        f"{region}:",
+        f'\t.incbin "{quoted}"',
+    ]
+    for symbol, offset in sorted(offsets.items()):
+        lines += [
+            f"\t.globl {symbol}",
+            f"\t.hidden {symbol}",
+            f"\t.type {symbol}, %object",
+            f"\t.set {symbol}, {region} + {offset}",
+            f"\t.size {symbol}, {len(constants[symbol])}",
+        ]
+    lines.append('\t.section .note.GNU-stack,"",%progbits')  # no executable stack
+    return "\n".join(lines) + "\n"
+
+
 def build_shared_library(
     module: ModuleOp,
     path: str | os.PathLike[str],
@@ -999,14 +1046,146 @@ def build_shared_library(
     described in this module's docstring; `cpu` as for `emit_object`. The
     module's units (one per kernel, backends/kernel_split.py) are compiled in
     parallel and linked together, in a fixed order: the library is the same
-    whatever the number of threads.
+    whatever the number of threads. The large constants (weights) never enter
+    LLVM: written to a temporary file, the C compiler's assembler puts them in a
+    read-only section of the library (`_weights_assembly`), which needs no
+    other file at run time.
     """
     path = Path(path)
     compiler = system_compiler()  # before the (slow) compile: a missing cc fails fast
-    built = _aot_unit_objects(module, cpu, timings) if split_enabled() else None
-    objects = built[0] if built is not None else [emit_object(module, cpu=cpu, timings=timings)]
-    _link_shared(compiler, objects, path, module)
+    with _temporary_directory() as tmp:
+        objects, weights = _units_and_weights(module, cpu, timings, compiler, tmp)
+        _link_shared(compiler, objects, path, module, directory=tmp, extra=weights)
     return path
+
+
+def _units_and_weights(
+    module: ModuleOp,
+    cpu: str | None,
+    timings: CompileTimings | None,
+    compiler: str,
+    directory: Path,
+) -> tuple[list[bytes], list[Path]]:
+    """The units' objects (one whole-module object if it does not split) and the weights'
+    object file in `directory` (none if there are no detached constants), assembled by
+    `compiler` on a thread while LLVM builds the units."""
+    weights = _EmbeddedWeights(compiler, directory)
+    try:
+        built = _aot_unit_objects(module, cpu, timings, weights.start) if split_enabled() else None
+        objects = built[0] if built is not None else [emit_object(module, cpu=cpu, timings=timings)]
+        return objects, weights.result()
+    finally:
+        weights.join()  # before the directory goes, whatever failed
+
+
+class _EmbeddedWeights:
+    """The detached constants as an object file of their own (`_weights_assembly`): the
+    weights file written and assembled (`cc -c`) on a thread, which waits for the
+    assembler with the GIL released, while LLVM builds the units."""
+
+    def __init__(self, compiler: str, directory: Path):
+        self.compiler, self.directory = compiler, directory
+        self.thread: threading.Thread | None = None
+        self.error: BaseException | None = None
+        self.path = directory / "weights.o"
+
+    def start(self, constants: dict[str, bytes]) -> None:
+        if constants:
+            self.thread = threading.Thread(target=self._assemble, args=(constants,), daemon=True)
+            self.thread.start()
+
+    def _assemble(self, constants: dict[str, bytes]) -> None:
+        try:
+            weights = self.directory / "weights.bin"
+            try:
+                write_weights(constants, weights)
+            except OSError as err:
+                raise CodegenError(
+                    f"codegen: cannot write the temporary weights file {weights}: "
+                    f"{err.strerror or err}"
+                ) from None
+            source = self.directory / "weights.s"
+            source.write_text(_weights_assembly(constants, weights))
+            cmd = [*self.compiler.split(), "-c", "-o", str(self.path), str(source)]
+            result = subprocess.run(cmd, capture_output=True, text=True)
+            if result.returncode != 0:
+                raise CodegenError(
+                    f"codegen: assembling the weights failed ({' '.join(cmd)}): "
+                    f"{result.stderr.strip()}"
+                )
+        except BaseException as err:  # noqa: BLE001 - raised in the building thread
+            self.error = err
+
+    def join(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+
+    def result(self) -> list[Path]:
+        """The weights' object file (none without constants), once assembled."""
+        if self.thread is None:
+            return []
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return [self.path]
+
+
+def build_object_file(
+    module: ModuleOp,
+    path: str | os.PathLike[str],
+    *,
+    cpu: str | None = None,
+    timings: CompileTimings | None = None,
+) -> Path:
+    """Compile `module` to a relocatable object file at `path` (what `emit_object` returns).
+
+    With a system C compiler at hand (`system_compiler`), built like a shared library:
+    the units in parallel, the weights assembled from a temporary file
+    (`_weights_assembly`), all merged into one object by a partial link (`cc -r`).
+    Without one (or for a module that does not split): `emit_object`, one LLVM module
+    optimized whole, weights and all.
+    """
+    path = Path(path)
+    tools = _partial_link_tools()
+    if tools is None or not split_enabled():
+        path.write_bytes(emit_object(module, cpu=cpu, timings=timings))
+        return path
+    compiler, objcopy = tools
+    with _temporary_directory() as tmp:
+        objects, weights = _units_and_weights(module, cpu, timings, compiler, tmp)
+        files = [*_write_objects(tmp, objects), *weights]
+        merged = tmp / "merged.o"
+        steps = [
+            [*compiler.split(), "-r", "-nostdlib", "-o", str(merged), *map(str, files)],
+            # What a whole module keeps to itself stays so: the units' hidden symbols
+            # (kernels, weights, runtime) local, the error globals weak, as `emit_object`
+            # has them, so two models' objects link into one program.
+            [objcopy, "--localize-hidden", *_weak_error_symbols(), str(merged), str(path)],
+        ]
+        for cmd in steps:
+            result = subprocess.run(cmd, capture_output=True, text=True)
+            if result.returncode != 0:
+                raise CodegenError(
+                    f"codegen: linking {path} failed ({' '.join(cmd)}): {result.stderr.strip()}"
+                )
+    return path
+
+
+def _partial_link_tools() -> tuple[str, str] | None:
+    """The C compiler and `objcopy` (`$OBJCOPY`) `build_object_file` merges units with,
+    or None if either is missing."""
+    try:
+        compiler = system_compiler()
+    except CodegenError:
+        return None
+    objcopy = shutil.which(os.environ.get("OBJCOPY") or "objcopy")
+    return (compiler, objcopy) if objcopy else None
+
+
+def _weak_error_symbols() -> list[str]:
+    from lamina.backends.llvm.errors import ERROR_SYMBOL, VALUES_SYMBOL
+
+    return [f"--weaken-symbol={name}" for name in (ERROR_SYMBOL, VALUES_SYMBOL)]
 
 
 def build_artifact_library(
@@ -1025,37 +1204,68 @@ def build_artifact_library(
     process each call their own entries and read their own error globals.
     """
     compiler = system_compiler()
-    built = _aot_unit_objects(module, cpu, timings, detach=True) if split_enabled() else None
+    built = _aot_unit_objects(module, cpu, timings) if split_enabled() else None
     if built is None:
         objects, constants = [emit_object(module, cpu=cpu, timings=timings)], {}
     else:
         objects, constants = built
-    offsets, size, region = weights_region(constants)
-    blob = bytearray(size)
-    for symbol, data in constants.items():
-        blob[offsets[symbol] : offsets[symbol] + len(data)] = data
-    Path(weights).write_bytes(bytes(blob))
+    if constants:
+        tm = _target_machine(jit=False, target=CodeTarget.of(module, cpu))
+        objects.append(_weights_object(constants, tm))
+    write_weights(constants, weights)
     _link_shared(compiler, objects, Path(path), module, ("-Wl,-Bsymbolic",))
-    return region if constants else 0
+    return weights_region(constants)[2] if constants else 0
+
+
+def _write_objects(directory: Path, objects: list[bytes]) -> list[Path]:
+    """`objects` as files in `directory`, in order."""
+    files = []
+    for i, code in enumerate(objects):
+        files.append(directory / f"unit{i}.o")
+        files[-1].write_bytes(code)
+    return files
 
 
 def _link_shared(
-    compiler: str, objects: list[bytes], path: Path, module: ModuleOp, flags: tuple[str, ...] = ()
+    compiler: str,
+    objects: list[bytes],
+    path: Path,
+    module: ModuleOp,
+    flags: tuple[str, ...] = (),
+    *,
+    directory: Path | None = None,
+    extra: list[Path] | None = None,
 ) -> None:
-    """Link `objects` (host first, then the kernels, in a fixed order) into `path`."""
-    with tempfile.TemporaryDirectory(prefix="lamina-") as tmp:
-        files = []
-        for i, code in enumerate(objects):
-            files.append(Path(tmp) / f"unit{i}.o")
-            files[-1].write_bytes(code)
-        cmd = [*compiler.split(), "-shared", "-fPIC", "-o", str(path), *map(str, files), "-lm"]
-        cmd += list(flags)
-        if uses_openmp(module):
-            cmd.append("-fopenmp")  # links libgomp for GOMP_parallel
-        for library in _libraries:
-            cmd += [library, f"-Wl,-rpath,{Path(library).parent}"]
-        result = subprocess.run(cmd, capture_output=True, text=True)
+    """Link `objects` (host first, then the kernels, in a fixed order) and the object files
+    `extra` into `path`; the objects are written to `directory` (default: a temporary one)."""
+    if directory is None:
+        with _temporary_directory() as tmp:
+            return _link_shared(compiler, objects, path, module, flags, directory=tmp, extra=extra)
+    files = [*_write_objects(directory, objects), *(extra or ())]
+    cmd = [*compiler.split(), "-shared", "-fPIC", "-o", str(path), *map(str, files), "-lm"]
+    cmd += list(flags)
+    if uses_openmp(module):
+        cmd.append("-fopenmp")  # links libgomp for GOMP_parallel
+    for library in _libraries:
+        cmd += [library, f"-Wl,-rpath,{Path(library).parent}"]
+    result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode != 0:
         raise CodegenError(
             f"codegen: linking {path} failed ({' '.join(cmd)}): {result.stderr.strip()}"
         )
+    return None
+
+
+@contextmanager
+def _temporary_directory() -> Iterator[Path]:
+    """A temporary directory for the linker's inputs, removed afterwards; one that cannot
+    be made (`$TMPDIR` unwritable or missing) is a `CodegenError`."""
+    try:
+        tmp = tempfile.TemporaryDirectory(prefix="lamina-")
+    except OSError as err:
+        raise CodegenError(
+            f"codegen: cannot make a temporary directory for the linker's inputs "
+            f"(in {tempfile.gettempdir()}; set $TMPDIR): {err.strerror or err}"
+        ) from None
+    with tmp as name:
+        yield Path(name)

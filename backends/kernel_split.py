@@ -18,7 +18,8 @@ all of them run on one core and start from nothing for every model. Split,
   constants (weights) leave LLVM: the host declares them as external
   symbols named by their content (`__lamina_w_<sha256>`), the bytes go to
   a 64-byte-aligned blob (runtime/constant_blob.py) that the loader maps
-  to them. (A shared library keeps its constants in the host's object.)
+  to them. (Ahead of time they go to a library's read-only section or to an
+  artifact's weights file: backends/codegen.py, `_weights_assembly`.)
 
 A kernel keeps its instructions: only its linkage (exported, so the host can
 call it) and its name change, and it is no longer inlined into the host

@@ -187,7 +187,9 @@ def _write_artifact(args, out: Path) -> int:
         instruments.progress("codegen: LLVM optimization and the artifact's library")
         timings = CompileTimings()
         with instruments.recorder.phase("codegen"), instruments.watching_build():
-            write_artifact(lowered, signatures, out, not_entries=not_entries, timings=timings)
+            write_artifact(
+                lowered, signatures, out, not_entries=not_entries, timings=timings, private=True
+            )  # the lowered module is used no more: not cloned
         instruments.finish(timings)
     finally:
         instruments.close_line()
@@ -207,7 +209,7 @@ def _write_outputs(module, out: Path, header: Path, text: str, timings) -> None:
         if out.suffix == ".so":
             codegen.build_shared_library(module, out, timings=timings)
         elif out.suffix == ".o":
-            out.write_bytes(codegen.emit_object(module, timings=timings))
+            codegen.build_object_file(module, out, timings=timings)
         elif out.suffix == ".s":
             out.write_text(codegen.emit_assembly(module, timings=timings))
         elif out.suffix == ".bc":

@@ -1,0 +1,135 @@
+"""Ahead-of-time outputs with weights: `.so` and `.o` built from units, weights outside LLVM.
+
+A model whose weights are constants (detached from the LLVM IR, backends/codegen.py
+`_weights_assembly`) is compiled to a shared library and to an object file; both
+run and match NumPy, the library from a copy elsewhere (no side file), and two
+models' object files link into one program. A failure to write the temporary
+weights file is a one-line error that leaves no output behind.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lamina.frontends.builder import GraphBuilder
+
+needs_cc = pytest.mark.skipif(
+    shutil.which("cc") is None or shutil.which("objcopy") is None,
+    reason="no system C compiler or objcopy",
+)
+
+
+def _weights_model():
+    """A model whose weights are constants, its input and the answer."""
+    rng = np.random.default_rng(3)
+    w1 = rng.standard_normal((64, 128)).astype(np.float32)
+    w2 = rng.standard_normal((128, 10)).astype(np.float32)
+    g = GraphBuilder()
+    x = g.param((8, 64), name="x")
+    y = g.matmul(g.relu(g.matmul(x, g.constant(w1))), g.constant(w2), name="logits")
+    g.ret(y)
+    xs = rng.standard_normal((8, 64)).astype(np.float32)
+    return g.module(), xs, np.maximum(xs @ w1, 0) @ w2
+
+
+def _call(library: Path, symbol: str, xs: np.ndarray) -> np.ndarray:
+    out = np.zeros((8, 10), np.float32)
+    getattr(ctypes.CDLL(str(library)), symbol)(
+        xs.ctypes.data_as(ctypes.c_void_p), out.ctypes.data_as(ctypes.c_void_p)
+    )
+    return out
+
+
+def _compile(tmp_path: Path, *args: str | Path) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "lamina.tools.lamina_compile", *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
+
+
+@pytest.fixture()
+def program(tmp_path: Path):
+    module, xs, expected = _weights_model()
+    path = tmp_path / "net.mlir"
+    path.write_text(str(module))
+    return path, xs, expected
+
+
+@needs_cc
+def test_a_library_holds_its_weights_read_only_and_runs_from_a_copy(program, tmp_path):
+    path, xs, expected = program
+    proc = _compile(tmp_path, path, "-o", "net.so")
+    assert proc.returncode == 0, proc.stderr
+    symbols = subprocess.run(["nm", tmp_path / "net.so"], capture_output=True, text=True).stdout
+    weights = [line.split() for line in symbols.splitlines() if "__lamina_w_" in line]
+    assert len(weights) == 2, symbols  # both matrices detached ...
+    assert all(kind in ("r", "R") for _, kind, _ in weights)  # ... into read-only data
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    copy = Path(shutil.copy(tmp_path / "net.so", elsewhere / "moved.so"))
+    (tmp_path / "net.so").unlink()
+    np.testing.assert_allclose(_call(copy, "lamina_main", xs), expected, rtol=1e-4, atol=1e-3)
+
+
+@needs_cc
+def test_two_models_object_files_link_into_one_program(program, tmp_path):
+    path, xs, expected = program
+    for prefix in ("a_", "b_"):  # the same kernels and weights: their symbols are local
+        proc = _compile(tmp_path, path, "-o", f"{prefix}net.o", "--symbol-prefix", prefix)
+        assert proc.returncode == 0, proc.stderr
+    library = tmp_path / "both.so"
+    link = subprocess.run(
+        ["cc", "-shared", "-o", library, tmp_path / "a_net.o", tmp_path / "b_net.o", "-lm"]
+        + ["-lgomp"],
+        capture_output=True,
+        text=True,
+    )
+    assert link.returncode == 0, link.stderr
+    for symbol in ("a_main", "b_main"):
+        np.testing.assert_allclose(_call(library, symbol, xs), expected, rtol=1e-4, atol=1e-3)
+
+
+@needs_cc
+@pytest.mark.parametrize("suffix", [".so", ".o"])
+def test_an_unwritable_weights_file_is_one_line_and_leaves_nothing(
+    program, tmp_path, monkeypatch, capsys, suffix
+):
+    from lamina.backends import codegen
+    from lamina.tools.cli import guarded_main
+    from lamina.tools.lamina_compile import run
+
+    def full(constants, path):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(codegen, "write_weights", full)
+    path, _, _ = program
+    out = tmp_path / f"net{suffix}"
+    assert guarded_main("lamina-compile", lambda: run([str(path), "-o", str(out)])) == 1
+    err = capsys.readouterr().err.strip()
+    assert "cannot write the temporary weights file" in err and "No space left" in err, err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["net.mlir"]
+
+
+@needs_cc
+@pytest.mark.parametrize("suffix", [".so", ".o"])
+def test_a_failing_c_compiler_is_one_line_and_leaves_nothing(
+    program, tmp_path, monkeypatch, capsys, suffix
+):
+    from lamina.tools.cli import guarded_main
+    from lamina.tools.lamina_compile import run
+
+    monkeypatch.setenv("CC", "false")  # found, but assembling and linking fail
+    path, _, _ = program
+    out = tmp_path / f"net{suffix}"
+    assert guarded_main("lamina-compile", lambda: run([str(path), "-o", str(out)])) == 1
+    err = capsys.readouterr().err.strip()
+    assert "codegen:" in err and "failed" in err, err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["net.mlir"]
