@@ -935,24 +935,34 @@ def _aot_unit_objects(
     object file, built in parallel, and the detached constants (symbol → bytes), which
     are in none of the objects (`_weights_object`, `_weights_assembly` define them);
     None if the module does not split. `on_split(constants)` is called before the
-    build (`_EmbeddedWeights.start`)."""
-    from lamina.backends import kernel_cache
+    build (`_EmbeddedWeights.start`).
+
+    Like a JIT compile's units (`_jit_units`), the kernels come from the kernel cache
+    where it has them, under keys of their own (`kernel_cache.facts(jit=False)`:
+    position-independent code), and a lowering process may have built some of them
+    (`lamina-compile` lowers as `lamina.compile` does, backends/parallel_lowering.py)."""
+    from lamina.backends import kernel_cache, kernel_reuse
     from lamina.backends.kernel_split import BLOB_MIN_BYTES, split_module
 
     timings = timings if timings is not None else CompileTimings()
     target = CodeTarget.of(module, cpu)
     tm = _target_machine(jit=False, target=target)
     start = time.perf_counter()
+    reused = kernel_reuse.reused_records(module)
     ir_module, blobs = _translate(module, tm, bits=target.vector_bits, attach_limit=BLOB_MIN_BYTES)
-    split = split_module(ir_module, blobs, f"aot {target.key}")
+    facts = kernel_cache.facts(target, jit=False)  # pyright: ignore[reportArgumentType]
+    split = split_module(ir_module, blobs, facts, reused)  # pyright: ignore[reportArgumentType]
     del ir_module, blobs  # the split holds what the build needs (the constants by symbol)
+    if split is None and reused:
+        raise RuntimeError("a module with kernels reused before lowering did not split")
     if split is None:
         return None
     timings.translate = time.perf_counter() - start
     if on_split is not None:
         on_split(split.constants)
-    objects = kernel_cache.build_objects_aot(split, timings, target)  # pyright: ignore[reportArgumentType]
-    return objects, split.constants
+    built = kernel_cache.build_split(split, timings, target, jit=False)  # pyright: ignore[reportArgumentType]
+    kernel_reuse.record_split(module, split)
+    return built.objects, split.constants
 
 
 WEIGHTS_SYMBOL = "lamina_weights"
@@ -1146,7 +1156,7 @@ def build_object_file(
     optimized whole, weights and all.
     """
     path = Path(path)
-    tools = _partial_link_tools()
+    tools = partial_link_tools()
     if tools is None or not split_enabled():
         path.write_bytes(emit_object(module, cpu=cpu, timings=timings))
         return path
@@ -1171,7 +1181,7 @@ def build_object_file(
     return path
 
 
-def _partial_link_tools() -> tuple[str, str] | None:
+def partial_link_tools() -> tuple[str, str] | None:
     """The C compiler and `objcopy` (`$OBJCOPY`) `build_object_file` merges units with,
     or None if either is missing."""
     try:

@@ -78,10 +78,12 @@ _first_seen: dict[str, str] = {}
 process): where the build that uses them reports them from."""
 
 
-def facts(target: CodeTarget) -> str:
+def facts(target: CodeTarget, jit: bool = True) -> str:
     """Everything besides a kernel's text that shapes its object code for `target`:
-    also the LLVM options units are built with (backends/compile_worker.py)."""
-    return _facts(target, compile_worker.options_in_effect())
+    also the LLVM options units are built with (backends/compile_worker.py), and
+    whether it is JIT code or position-independent code for a library (`jit`)."""
+    found = _facts(target, compile_worker.options_in_effect())
+    return found if jit else f"{found}\ncode=pic"
 
 
 @cache
@@ -202,11 +204,13 @@ def _dump_units(split: Split) -> None:
 
 
 def build_split(
-    split: Split, timings, target: CodeTarget, *, use_memory: bool = True
+    split: Split, timings, target: CodeTarget, *, use_memory: bool = True, jit: bool = True
 ) -> BuildResult:
     """Object code for every unit of `split` for `target`: kernels from the caches where
     possible, the rest (and the host) compiled in parallel. `timings`: a
-    `codegen.CompileTimings`. The observers (`observe_splits`) see `split` first."""
+    `codegen.CompileTimings`. The observers (`observe_splits`) see `split` first.
+    `jit=False`: position-independent code for a library (`split` keyed with
+    `facts(target, jit=False)`)."""
     for observer in list(_split_observers):
         observer(split)
     _dump_units(split)
@@ -226,7 +230,7 @@ def build_split(
 
     parallel_build.report("cached", len(split.kernels) - len(missing), len(split.kernels))
     wall = time.perf_counter()
-    outcome = compile_worker.build_all([unit_spec(u, target) for u in [split.host, *missing]])
+    outcome = compile_worker.build_all([unit_spec(u, target, jit) for u in [split.host, *missing]])
     built = outcome.units
     _record(timings, built, time.perf_counter() - wall)
     host, kernel_builds = built[0], built[1:]
@@ -295,17 +299,6 @@ def _build_unit(unit: KernelUnit | str, target: CodeTarget, jit: bool = True):
     return compile_worker.build_unit(unit_spec(unit, target, jit))
 
 
-def build_objects_aot(split: Split, timings, target: CodeTarget) -> list[bytes]:
-    """Relocatable (PIC) objects of every unit of `split` for `target`,
-    host first, compiled in parallel, for a shared library. No kernel cache: its keys
-    are for JIT code of this machine."""
-    wall = time.perf_counter()
-    specs = [unit_spec(unit, target, jit=False) for unit in [split.host, *split.kernels]]
-    built = compile_worker.build_all(specs).units
-    _record(timings, built, time.perf_counter() - wall)
-    return [result.object_code for result in built]
-
-
 def _record(timings, built: list[parallel_build.BuiltUnit], wall: float) -> None:
     """The build's wall time, shared among parse, optimize and codegen in proportion
     to their CPU time, so the steps still add up to the compile's wall time; the
@@ -325,7 +318,6 @@ def _record(timings, built: list[parallel_build.BuiltUnit], wall: float) -> None
 __all__ = [
     "BuildResult",
     "KernelObject",
-    "build_objects_aot",
     "build_split",
     "clear",
     "insert",

@@ -241,6 +241,8 @@ class Delegating:
 
     passes: list
     delegation: object = None
+    jit: bool = True
+    """False: the kernels are built as position-independent code for a library."""
 
 
 class ReuseKernelsPass(ModulePass):
@@ -366,7 +368,9 @@ class ReuseKernelsPass(ModulePass):
             return
         names = parallel_lowering.deal(weights)
         delegated = {name: keys[name] for name in names}
-        self.parallel.delegation = parallel_lowering.start(op, delegated, self.parallel.passes)
+        self.parallel.delegation = parallel_lowering.start(
+            op, delegated, self.parallel.passes, self.parallel.jit
+        )
         for func in [f for f in op.ops if isinstance(f, te.FuncOp) and f.sym_name.data in names]:
             op.body.block.insert_op_before(declaration(func), func)
             op.body.block.erase_op(func)

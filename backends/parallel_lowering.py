@@ -264,9 +264,12 @@ def collect_while_idle() -> None:
     gc.collect(IDLE_COLLECTION_GENERATION)
 
 
-def start(module: ModuleOp, delegated: dict[str, str], passes: list) -> Delegation:
+def start(
+    module: ModuleOp, delegated: dict[str, str], passes: list, jit: bool = True
+) -> Delegation:
     """Fork a child lowering the te.funcs named in `delegated` (name → te key) of
-    `module` with `passes` (from `lower-te` on), compiling and sending them back."""
+    `module` with `passes` (from `lower-te` on), compiling and sending them back
+    (`jit=False`: as position-independent code for a library)."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns
@@ -275,7 +278,7 @@ def start(module: ModuleOp, delegated: dict[str, str], passes: list) -> Delegati
             with os.fdopen(write_fd, "wb") as pipe:
                 send = functools.partial(_send, pipe)
                 try:
-                    _lower_in_child(module, delegated, passes, send)
+                    _lower_in_child(module, delegated, passes, send, jit)
                 except BaseException:  # noqa: BLE001 - everything goes back to the parent
                     send({"error": traceback.format_exc()})
         finally:
@@ -292,7 +295,9 @@ def _send(pipe, payload: dict) -> None:
     pipe.flush()
 
 
-def _lower_in_child(module: ModuleOp, delegated: dict[str, str], passes: list, send) -> None:
+def _lower_in_child(
+    module: ModuleOp, delegated: dict[str, str], passes: list, send, jit: bool = True
+) -> None:
     """Lower the delegated kernels, send their records (what the parent's host needs:
     which can fail, their declarations), then compile them and send their object
     code. The parent goes on with its own units between the two messages."""
@@ -319,11 +324,12 @@ def _lower_in_child(module: ModuleOp, delegated: dict[str, str], passes: list, s
     send({"may_fail": {lowered[name]: fails for name, fails in may_fail(module, roots).items()}})
     codegen._ensure_llvm()
     target = codegen.CodeTarget.of(module)  # the module's `isa`, as the parent builds for
-    tm = codegen._target_machine(jit=True, target=target)
+    tm = codegen._target_machine(jit=jit, target=target)
     ir_module, blobs = codegen._translate(
         module, tm, bits=target.vector_bits, attach_limit=kernel_split.BLOB_MIN_BYTES
     )
-    split = kernel_split.split_module(ir_module, blobs, kernel_cache.facts(target), roots=roots)
+    facts = kernel_cache.facts(target, jit)
+    split = kernel_split.split_module(ir_module, blobs, facts, roots=roots)
     if split is None:
         raise RuntimeError("the delegated kernels did not split into units")
     kernel_reuse.record_split(module, split)
@@ -335,7 +341,7 @@ def _lower_in_child(module: ModuleOp, delegated: dict[str, str], passes: list, s
             records.append((key, asdict(record)))
     send({"records": records})
     built = parallel_build.build_all(
-        lambda unit: kernel_cache._build_unit(unit, target), split.kernels
+        lambda unit: kernel_cache._build_unit(unit, target, jit), split.kernels
     )
     send(
         {

@@ -83,6 +83,7 @@ def lower_to_build(
     records_ignore_errors: bool = False,
     reuse_kernels: bool = False,
     parallel: bool = False,
+    jit: bool = True,
 ) -> tuple[ModuleOp, dict[str, float]]:
     """Run `pipeline` on `module` (in place) down to the build phase; return it and pass times.
 
@@ -92,7 +93,9 @@ def lower_to_build(
     `records` inserts `apply-records` right after `lower-te`.
     `reuse_kernels`: kernels lowered by an earlier compile are not lowered again
     (backends/kernel_reuse.py; for code generation in units only); with `parallel`,
-    a forked process lowers part of the others (backends/parallel_lowering.py).
+    a forked process lowers part of the others (backends/parallel_lowering.py);
+    `jit=False`: those kernels are built for a library (`lamina-compile`), and only
+    kernels built for one are reused.
     """
     if instruments is None:
         instruments = Instruments(recorder=recorder or StatsRecorder(False))
@@ -113,6 +116,7 @@ def lower_to_build(
                 parallel=parallel and not profile,
                 records=None if records is None else (records, records_ignore_errors),
                 profile=profile,
+                jit=jit,
             )
     manager = instruments.pass_manager(passes, **compile_verify_policy())
     manager.run(make_context(), module)
@@ -157,6 +161,7 @@ def with_kernel_reuse(
     parallel: bool = False,
     records: tuple[str, bool] | None = None,
     profile: bool = False,
+    jit: bool = True,
 ) -> list:
     """`passes` with `reuse-kernels` right before `lower-te`, keyed by everything the
     kernels' lowering depends on: the passes from there on (with their options), the
@@ -170,14 +175,19 @@ def with_kernel_reuse(
     the kernels lowered in full). A profiling build (`profile`, whose context holds
     `profile-kernels`) reuses the kernels of earlier profiling builds, with their
     parallel regions; it delegates none to a lowering process (`parallel` off):
-    the table is written before that process's records would arrive."""
+    the table is written before that process's records would arrive. Kernels built
+    for a library (`jit=False`, position-independent) are keyed apart from JIT ones."""
     index = next((i for i, p in enumerate(passes) if p.name == "lower-te"), None)
     last = next((i for i, p in enumerate(passes) if p.name == "lower-to-llvm"), None)
     if index is None or last is None or last < index:
         return list(passes)
     keyed = [p for p in passes[index:] if p.name != "apply-records"]
     context = key(
-        pipeline_spec_string(keyed), filename="", pipeline=pipeline, targets=list(targets or ())
+        pipeline_spec_string(keyed),
+        filename="",
+        pipeline=pipeline,
+        targets=list(targets or ()),
+        extra=None if jit else {"code": "pic"},
     )
     if records is not None or profile:  # learn (and key) the kernels lowered in full
         after = max(i for i, p in enumerate(passes) if p.name in ("lower-te", "apply-records"))
@@ -186,7 +196,7 @@ def with_kernel_reuse(
     reuse = ReuseKernelsPass(context, records=records, profile=profile)
     if not parallel:
         return [*passes[:index], reuse, *passes[index:]]
-    shared = Delegating(list(passes[index:]))
+    shared = Delegating(list(passes[index:]), jit=jit)
     object.__setattr__(reuse, "parallel", shared)
     return [
         *passes[:index],
@@ -211,6 +221,11 @@ def compile_cold(
 
 
 def _may_reuse_kernels(request: CompileRequest) -> bool:
+    """`may_reuse_kernels` for `request`'s instruments."""
+    return may_reuse_kernels(request.print_ir_after_all, request.dump_phases_to)
+
+
+def may_reuse_kernels(print_ir_after_all: bool, dump_phases_to: object) -> bool:
     """Kernels reused or lowered in another process never pass through this process's
     IR: the instruments that print or dump it, and a reproducer, need every kernel's IR.
     (A profiling build reuses the kernels of profiling builds, whose records keep the
@@ -218,8 +233,8 @@ def _may_reuse_kernels(request: CompileRequest) -> bool:
     observe the compile as it runs unobserved (the lowering process's passes are its
     wait in `lower-to-llvm`)."""
     return (
-        not request.print_ir_after_all
-        and request.dump_phases_to is None
+        not print_ir_after_all
+        and dump_phases_to is None
         and env_path(REPRODUCER_ENV) is None
         and split_enabled()
         and reuse_enabled()

@@ -133,3 +133,37 @@ def test_a_failing_c_compiler_is_one_line_and_leaves_nothing(
     assert "codegen:" in err and "failed" in err, err
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["net.mlir"]
+
+
+@needs_cc
+def test_a_library_is_the_same_whichever_process_lowers_its_kernels(tmp_path, monkeypatch):
+    """Part of the kernels lowered and compiled by a forked process (as `lamina.compile`
+    does, backends/parallel_lowering.py), all in one process, or reused from the first
+    build's kernel cache: the same library, byte for byte."""
+    g = GraphBuilder()
+    x = g.param((4, 16, 8, 8), name="x")
+    rng = np.random.default_rng(5)
+    for i in range(8):  # eight distinct kernels: enough for a fork (MIN_KERNELS)
+        w = rng.standard_normal((16, 16, 3, 3)).astype(np.float32) * 0.1
+        x = g.relu(g.conv2d(x, g.constant(w), padding=(1 + i % 2, 1 + i % 2)))
+    g.ret(x)
+    (tmp_path / "net.mlir").write_text(str(g.module()))
+    from lamina.backends import kernel_cache, kernel_reuse, parallel_lowering
+    from lamina.tools.lamina_compile import run
+
+    forks = []
+    start = parallel_lowering.start
+    monkeypatch.setattr(parallel_lowering, "start", lambda *a: forks.append(a[-1]) or start(*a))
+    libraries = []
+    for processes, cache in (("2", "a"), ("1", "b"), ("1", "a")):
+        monkeypatch.setenv("LAMINA_LOWER_PROCESSES", processes)
+        monkeypatch.setenv("LAMINA_CACHE_DIR", str(tmp_path / cache))
+        kernel_reuse.clear()
+        kernel_cache.clear()
+        out = tmp_path / f"net{len(libraries)}.so"
+        assert run([str(tmp_path / "net.mlir"), "-o", str(out)]) == 0
+        libraries.append(out.read_bytes())
+    assert forks == [False]  # the first build forked (for position-independent code)
+    third = kernel_cache.stats()
+    assert third["built"] == 0 and third["disk"] >= 8  # the third build compiled no kernel
+    assert libraries[0] == libraries[1] == libraries[2]

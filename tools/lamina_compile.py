@@ -89,7 +89,9 @@ def run(argv: list[str] | None = None) -> int:
     abi.check_symbol_prefix(args.symbol_prefix)
     instruments = _instruments(args)
     try:
-        _compile(args, out, header, instruments)
+        _with_lowering_process(
+            lambda parallel: _compile(args, out, header, instruments, parallel=parallel)
+        )
     finally:
         instruments.close_line()  # a diagnostic starts on a clean line
     return 0
@@ -113,11 +115,11 @@ def _records(args, instruments) -> dict:
     return records_options(args, instruments.progress)
 
 
-def _compile(args, out: Path, header: Path, instruments) -> None:
+def _compile(args, out: Path, header: Path, instruments, *, parallel: bool) -> None:
     """Parse, lower and write the outputs, each a row on the instruments' clock."""
     from lamina.backends import abi
-    from lamina.backends.codegen import CompileTimings
-    from lamina.driver.lowering import lower_to_build, parse_source
+    from lamina.backends.codegen import CompileTimings, partial_link_tools
+    from lamina.driver.lowering import parse_source
     from lamina.driver.signatures import entry_signatures
 
     records = _records(args, instruments)
@@ -127,13 +129,8 @@ def _compile(args, out: Path, header: Path, instruments) -> None:
         )
         signatures = entry_signatures(module)
     already_lowered = not any(op.name == "graph.func" for op in module.ops)
-    lowered, _ = lower_to_build(
-        module,
-        args.targets,
-        instruments=instruments,
-        check_bounds=args.check_bounds,
-        **records,
-    )
+    in_units = out.suffix == ".so" or (out.suffix == ".o" and partial_link_tools() is not None)
+    lowered = _lower(args, instruments, module, records, in_units=in_units, parallel=parallel)
     # The static bodies of a dynamic-batch entry exist only after lowering.
     signatures = {**entry_signatures(lowered), **signatures}
     symbols = abi.export_symbols(lowered, args.symbol_prefix)
@@ -152,12 +149,40 @@ def _compile(args, out: Path, header: Path, instruments) -> None:
     instruments.finish(timings)
 
 
+def _lower(args, instruments, module, records: dict, *, in_units: bool, parallel: bool):
+    """`lower_to_build` of `module`. For an output built in units (`in_units`), as
+    `lamina.compile` lowers: kernels an earlier build compiled for a library are
+    reused, and (`parallel`) a forked process lowers and compiles part of the others
+    (backends/parallel_lowering.py). The library is the same either way."""
+    from lamina.driver.lowering import lower_to_build, may_reuse_kernels
+
+    options = dict(instruments=instruments, check_bounds=args.check_bounds, **records)
+    if in_units and may_reuse_kernels(args.print_ir_after_all, args.dump_phases_to):
+        options.update(reuse_kernels=True, parallel=parallel, jit=False)
+    return lower_to_build(module, args.targets, **options)[0]
+
+
+def _with_lowering_process(build) -> None:
+    """`build(parallel=True)`; if the lowering process failed, `build(parallel=False)`
+    (everything in this process, as `lamina.compile` does). No lowering process
+    outlives it."""
+    from lamina.backends.parallel_lowering import ParallelLoweringFailed, abandon_all
+
+    try:
+        build(parallel=True)
+    except ParallelLoweringFailed:
+        abandon_all()
+        build(parallel=False)
+    finally:
+        abandon_all()
+
+
 def _write_artifact(args, out: Path) -> int:
     """`-o DIR/`: the program lowered and written as an artifact directory."""
     from lamina.backends.abi import DEFAULT_SYMBOL_PREFIX
     from lamina.backends.codegen import CompileTimings
     from lamina.driver.artifact import write_artifact
-    from lamina.driver.lowering import lower_to_build, parse_source
+    from lamina.driver.lowering import parse_source
     from lamina.driver.signatures import entry_signatures
     from lamina.runtime.artifact import artifact_output
 
@@ -170,20 +195,16 @@ def _write_artifact(args, out: Path) -> int:
         )
     artifact_output(out)  # a path that cannot be an artifact fails before the compile
     instruments = _instruments(args)
-    try:
+
+    def build(parallel: bool) -> None:
         with instruments.recorder.phase("parse + verify"):
             module = parse_source(
                 read_program(args.file, args.input_shape, args.batch_bounds), args.file
             )
             not_entries: dict[str, str] = {}
             signatures = entry_signatures(module, not_entries)
-        lowered, _ = lower_to_build(
-            module,
-            args.targets,
-            instruments=instruments,
-            check_bounds=args.check_bounds,
-            **_records(args, instruments),
-        )
+        records = _records(args, instruments)
+        lowered = _lower(args, instruments, module, records, in_units=True, parallel=parallel)
         instruments.progress("codegen: LLVM optimization and the artifact's library")
         timings = CompileTimings()
         with instruments.recorder.phase("codegen"), instruments.watching_build():
@@ -191,6 +212,9 @@ def _write_artifact(args, out: Path) -> int:
                 lowered, signatures, out, not_entries=not_entries, timings=timings, private=True
             )  # the lowered module is used no more: not cloned
         instruments.finish(timings)
+
+    try:
+        _with_lowering_process(build)
     finally:
         instruments.close_line()
     return 0
