@@ -33,6 +33,7 @@ from lamina.core.pass_manager import (
     compile_verify_policy,
     pipeline_spec_string,
 )
+from lamina.core.walk import fast_walks
 from lamina.driver.cache_key import key
 from lamina.driver.compiler import CompileRequest, DeferredSource, is_path
 from lamina.driver.instruments import Instruments, watching_build
@@ -200,8 +201,9 @@ def with_kernel_reuse(
 def compile_cold(
     request: CompileRequest, recorder: StatsRecorder, instruments: Instruments | None = None
 ) -> Executable:
-    """Parse, run the pipeline phase by phase, JIT-compile (with fewer GC pauses)."""
-    with fewer_gc_pauses():
+    """Parse, run the pipeline phase by phase, JIT-compile (with fewer GC pauses and
+    xDSL's walk in one generator, `core/walk.py`)."""
+    with fewer_gc_pauses(), fast_walks():
         try:
             return _compile_cold_steps(request, recorder, instruments, parallel=True)
         except ParallelLoweringFailed:  # the lowering process failed: all in this one
