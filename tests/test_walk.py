@@ -13,7 +13,8 @@ from lamina.core.diagnostics import parse_module
 from lamina.core.walk import fast_walks, lazy_preorder, preorder
 from lamina.driver.pipeline import passes_for_module
 
-_XDSL_BLOCK_WALK, _XDSL_REGION_WALK = Block.walk, Region.walk
+_XDSL_OP_WALK, _XDSL_BLOCK_WALK, _XDSL_REGION_WALK = Operation.walk, Block.walk, Region.walk
+ORDERS = [(False, False), (True, False), (False, True), (True, True)]
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 
@@ -35,12 +36,21 @@ def test_preorder_is_walks_order_in_every_phase(name):
         for op in walked[1:200]:
             assert list(lazy_preorder(op)) == list(op.walk())
         assert all(a is b for a, b in zip(lazy_preorder(module), walked, strict=True))
-        with fast_walks():
-            for op in walked[:200]:
-                for region in op.regions:
-                    assert list(region.walk()) == list(_XDSL_REGION_WALK(region))
-                    for block in region.blocks:
-                        assert list(block.walk()) == list(_XDSL_BLOCK_WALK(block))
+        for reverse, region_first in ORDERS:
+            order = {"reverse": reverse, "region_first": region_first}
+            xdsl = list(module.walk(**order))
+            with fast_walks():
+                assert list(module.walk(**order)) == xdsl
+                for op in walked[:200]:
+                    assert list(op.walk(**order)) == list(_XDSL_OP_WALK(op, **order))
+                    for region in op.regions:
+                        assert list(region.walk(**order)) == list(
+                            _XDSL_REGION_WALK(region, **order)
+                        )
+                        for block in region.blocks:
+                            assert list(block.walk(**order)) == list(
+                                _XDSL_BLOCK_WALK(block, **order)
+                            )
 
 
 def _module():
@@ -74,18 +84,26 @@ def _mutating(walk, module, rounds):
     return seen
 
 
-def _region_walk(module):
-    yield module
-    yield from module.body.walk()
+@pytest.mark.parametrize(("reverse", "region_first"), ORDERS)
+def test_lazy_preorder_follows_changes_as_xdsls_walk_does(reverse, region_first):
+    def xdsl(m):
+        return m.walk(reverse=reverse, region_first=region_first)
 
+    def region(m):  # the module's own op first or last, as `Operation.walk` places it
+        if not region_first:
+            yield m
+        yield from m.body.walk(reverse=reverse, region_first=region_first)
+        if region_first:
+            yield m
 
-def test_lazy_preorder_follows_changes_as_xdsls_walk_does():
     for rounds in (50, 400, 3000):
-        expected = _mutating(lambda m: m.walk(), _module(), rounds)
-        assert _mutating(lazy_preorder, _module(), rounds) == expected
+        expected = _mutating(xdsl, _module(), rounds)
+        assert _mutating(lambda m: lazy_preorder(m, reverse, region_first), _module(), rounds) == (
+            expected
+        )
         with fast_walks():
-            assert _mutating(lambda m: m.walk(), _module(), rounds) == expected
-            assert _mutating(_region_walk, _module(), rounds) == expected
+            assert _mutating(xdsl, _module(), rounds) == expected
+            assert _mutating(region, _module(), rounds) == expected
 
 
 def test_fast_walks_is_scoped_and_keeps_other_orders():
@@ -98,3 +116,4 @@ def test_fast_walks_is_scoped_and_keeps_other_orders():
         reverse = list(module.walk(reverse=True, region_first=True))
     assert (Operation.walk, Block.walk, Region.walk) == original
     assert reverse == list(module.walk(reverse=True, region_first=True))
+    assert reverse[-1] is module
