@@ -14,13 +14,18 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+_INHERITED = object()
+"""The original of an attribute the owner inherits (`ScopedPatch.original`)."""
+
 
 class ScopedPatch:
     """`owner.name` becomes `replacement` inside `with patch.active():` blocks."""
 
     def __init__(self, owner: type, name: str, replacement: object) -> None:
         self.owner, self.name, self.replacement = owner, name, replacement
-        self.original = owner.__dict__[name]  # as stored: a staticmethod stays one
+        # as stored: a staticmethod stays one; _INHERITED: the owner has none of its
+        # own (a base class's is used), and is given none back at the end
+        self.original = owner.__dict__.get(name, _INHERITED)
         self._lock = threading.Lock()
         self._depth = 0
 
@@ -36,7 +41,10 @@ class ScopedPatch:
             with self._lock:
                 self._depth -= 1
                 if self._depth == 0:
-                    setattr(self.owner, self.name, self.original)
+                    if self.original is _INHERITED:
+                        delattr(self.owner, self.name)
+                    else:
+                        setattr(self.owner, self.name, self.original)
 
 
 __all__ = ["ScopedPatch"]

@@ -25,6 +25,7 @@ from lamina.backends.kernel_reuse import (
     reuse_enabled,
 )
 from lamina.backends.parallel_lowering import ParallelLoweringFailed, abandon_all
+from lamina.core.accessors import fast_accessors
 from lamina.core.context import make_context
 from lamina.core.diagnostics import parse_module, verify_module
 from lamina.core.gc_pauses import fewer_gc_pauses
@@ -33,6 +34,7 @@ from lamina.core.pass_manager import (
     compile_verify_policy,
     pipeline_spec_string,
 )
+from lamina.core.walk import fast_walks
 from lamina.driver.cache_key import key
 from lamina.driver.compiler import CompileRequest, DeferredSource, is_path
 from lamina.driver.instruments import Instruments, watching_build
@@ -210,8 +212,10 @@ def with_kernel_reuse(
 def compile_cold(
     request: CompileRequest, recorder: StatsRecorder, instruments: Instruments | None = None
 ) -> Executable:
-    """Parse, run the pipeline phase by phase, JIT-compile (with fewer GC pauses)."""
-    with fewer_gc_pauses():
+    """Parse, run the pipeline phase by phase, JIT-compile (with fewer GC pauses and
+    xDSL's walk in one generator, `core/walk.py`, and its named operands read
+    directly, `core/accessors.py`)."""
+    with fewer_gc_pauses(), fast_walks(), fast_accessors():
         try:
             return _compile_cold_steps(request, recorder, instruments, parallel=True)
         except ParallelLoweringFailed:  # the lowering process failed: all in this one
