@@ -262,7 +262,12 @@ class _ErrorLowering:
         msg = llvm.AddressOfOp(self._message_global(message), _PTR)
         addr = llvm.PtrToIntOp(msg.result, i64)
         flag = llvm.AddressOfOp(ERROR_SYMBOL, _PTR)
-        ops += [msg, addr, flag, llvm.StoreOp(addr.output, flag.result)]
+        # The flag last, after a compiler barrier: LLVM may not move the values' stores
+        # after it, and x86 keeps the order of stores, so a thread that sees the flag
+        # set sees the values too. (An atomic release store would say it in LLVM's
+        # terms, but xDSL's `llvm.store` drops its ordering in print and parse.)
+        barrier = llvm.InlineAsmOp("", "~{memory}", [], has_side_effects=True)
+        ops += [barrier, msg, addr, flag, llvm.StoreOp(addr.output, flag.result)]
         block.add_ops(ops)
 
     @staticmethod

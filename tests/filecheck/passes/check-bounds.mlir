@@ -61,6 +61,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // LLVM-NEXT:  llvm.store %{{.*}}, %[[SLOT0]] : i64, !llvm.ptr
 // LLVM-NEXT:  %[[SLOT1:.*]] = llvm.getelementptr %[[VALS]][1] : (!llvm.ptr) -> !llvm.ptr, i64
 // LLVM-NEXT:  llvm.store %{{.*}}, %[[SLOT1]] : i64, !llvm.ptr
+// LLVM-NEXT:  llvm.inline_asm has_side_effects "", "~{memory}" : () -> ()
 // LLVM-NEXT:  %[[MSG:.*]] = llvm.mlir.addressof @lamina_error_message_{{[0-9]}} : !llvm.ptr
 // LLVM-NEXT:  %[[ADDR:.*]] = llvm.ptrtoint %[[MSG]] : !llvm.ptr to i64
 // LLVM-NEXT:  %[[FLAG:.*]] = llvm.mlir.addressof @lamina_error : !llvm.ptr

@@ -182,6 +182,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NEXT:    %[[NULL:.*]] = llvm.icmp "eq" %[[INT]], %[[ZERO]] : i64
 // CHECK-NEXT:    llvm.cond_br %[[NULL]], ^[[FAIL:\w+]], ^[[OK:\w+]]
 // CHECK-NEXT:  ^[[FAIL]]:
+// CHECK-NEXT:    llvm.inline_asm has_side_effects "", "~{memory}" : () -> ()
 // CHECK-NEXT:    %[[MSG:.*]] = llvm.mlir.addressof @lamina_error_message_0 : !llvm.ptr
 // CHECK-NEXT:    %[[MSGINT:.*]] = llvm.ptrtoint %[[MSG]] : !llvm.ptr to i64
 // CHECK-NEXT:    %[[FLAG:.*]] = llvm.mlir.addressof @lamina_error : !llvm.ptr
