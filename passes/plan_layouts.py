@@ -533,6 +533,38 @@ def propagate_pool(op: Operation) -> bool:
     return True
 
 
+def propagate_mean(op: Operation) -> bool:
+    """`reduce_mean(G(y), axes=[2, 3])` → a global average pool of the
+    channel-blocked `y` (`N x C/c x 1 x 1 x c`), transformed back to `N x C x
+    1 x 1` (and reshaped to `N x C` without `keepdims`): ShuffleNetV2's last
+    `mean([2, 3])`, which otherwise transformed its whole 1024-channel 7x7
+    input to `NCHW` for a reduction over each channel's row (47 + 18 us of
+    a 4.9 ms run). The mean is the same sum divided by H*W."""
+    if not isinstance(op, graph.ReduceMeanOp):
+        return False
+    shape = graph.tensor_shape(op.input)
+    if len(shape) != 4 or sorted(a % 4 for a in op.axes_value) != [2, 3]:
+        return False
+    source = _channel_blocked_source(op.input)
+    if source is None:
+        return False
+    y, known = source[0].input, source[1]
+    elem = graph.element_type(op.input)
+    physical = graph.tensor_shape(y)
+    pooled_type = TensorType(elem, (*physical[:2], 1, 1, physical[4]))
+    pool = graph.GlobalAvgPool2dOp(y, result_type=pooled_type, device=op.device)
+    logical = (*shape[:2], 1, 1)
+    pool.attributes[CONSTRAINT_ATTR_NAME] = ConstraintAttr(known.index_map, known.pad, logical)
+    back_map = inverse_map(known.index_map.data, logical)
+    assert back_map is not None
+    back = _transform(pool, back_map, UndefAttr(), TensorType(elem, logical))
+    ops: list[Operation] = [pool, back]
+    if graph.tensor_shape(op.results[0]) != logical:
+        ops.append(graph.ReshapeOp(back, op.results[0].type, device=op.device))
+    Rewriter.replace_op(op, ops, [ops[-1].results[0]])
+    return True
+
+
 def _broadcast_operand(
     value: SSAValue, known: ConstraintAttr, out_logical: tuple[int, ...]
 ) -> list[Operation] | None:
@@ -711,7 +743,13 @@ def _fixpoint(func: graph.FuncOp) -> None:
             if isinstance(o, graph.LayoutTransformOp):
                 changed |= fold(o)
             else:
-                changed |= propagate(o) or propagate_concat(o) or propagate_pool(o) or annotate(o)
+                changed |= (
+                    propagate(o)
+                    or propagate_concat(o)
+                    or propagate_pool(o)
+                    or propagate_mean(o)
+                    or annotate(o)
+                )
         for o in list(func.walk()):
             if isinstance(o, graph.LayoutTransformOp) and not o.results[0].uses:
                 Rewriter.erase_op(o)
