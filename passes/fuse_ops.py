@@ -110,8 +110,17 @@ def pattern_kind(op: Operation) -> str:
         same = all(graph.tensor_shape(v) == shape for v in op.operands)
         return ELEMENTWISE if same else BROADCAST
     if isinstance(op, graph.SliceOp):
-        return INJECTIVE if _splits_matmul_result(op) else OPAQUE
+        return INJECTIVE if _splits_matmul_result(op) or _feeds_concat(op) else OPAQUE
     return _KINDS.get(op.name, OPAQUE)
+
+
+def _feeds_concat(op: graph.SliceOp) -> bool:
+    """Whether `op`'s only reader is a concatenation (ShuffleNetV2's split: the
+    half kept unchanged goes into the next unit's concat and channel shuffle),
+    which then reads the slice's source in place instead of a copy of it (the
+    slice is a prologue of the concat's kernel)."""
+    uses = list(op.results[0].uses)
+    return len(uses) == 1 and isinstance(uses[0].operation, graph.ConcatOp)
 
 
 def _splits_matmul_result(op: graph.SliceOp) -> bool:

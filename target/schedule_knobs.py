@@ -468,6 +468,21 @@ class ScheduleKnobs:
     115, 5x5 at 28x28 160 -> 189 (docs/performance.md, "Depthwise
     convolution")."""
 
+    conv_gate_weights_percent: int = field(default=30, metadata={_DERIVED: "0 if amd_zen else 30"})
+    """A per-channel scale (a squeeze-and-excitation gate, `N x C x 1 x 1` with
+    N = 1) multiplying the input of a 1x1 conv2d with constant weights is
+    applied to the weights instead (`plan-layouts`, `_gate_into_weights`:
+    `conv(x * g, W) = conv(x, W * g)`, one small kernel scaling `W` per call)
+    when the weights have at most this percent of the feature map's elements
+    (`100 * Co <= percent * H * W`); 0: never. The feature map is then read
+    once, by the convolution, instead of written scaled and read again. The
+    weights come from memory (cold) into the scaling kernel: at 14x14 (480 or
+    672 channels to 80-112, 41-57 %) that kernel took as long as the scaled
+    copy of the map it replaces (15-35 us against 17-24), at 28x28 and larger
+    (5-12 %) a fifth of it. Measured, Emerald Rapids, one thread, AVX-512 and
+    AVX2 builds (docs/performance.md, "Squeeze-and-excitation gates in the
+    weights"); not on Zen 4: 0 there."""
+
     global_pool_partial_sums: int = field(
         default=8, metadata={_DERIVED: "8 if vector_registers <= 16 else 1"}
     )
@@ -653,6 +668,7 @@ def check_knob(name: str, value: object) -> str | None:
         "conv_chunk_min_channels",
         "conv_grouped_min_width",
         "depthwise_in_place_percent",
+        "conv_gate_weights_percent",
         "winograd_min_output",
         "winograd_channel_jam",
         "winograd_jam_l1_bytes",

@@ -46,6 +46,7 @@ GRAPH_LEVEL_KNOBS: frozenset[str] = frozenset(
         "conv_nchw_pointwise_min_pixels",
         "conv_winograd",
         "depthwise_in_place_percent",
+        "conv_gate_weights_percent",
         "global_pool_partial_sums",
         "parallel_column_blocks_per_core",
         "winograd_min_output",

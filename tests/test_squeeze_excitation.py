@@ -25,8 +25,8 @@ from onnx import helper  # noqa: E402
 RNG = np.random.default_rng(24)
 
 
-def _se_model(channels: int, squeeze: int, size: int, gate: str, inner: str):
-    """depthwise 3x3 + SiLU -> SE(squeeze, inner activation, gate) -> 1x1 conv to 16 channels."""
+def _se_model(channels: int, squeeze: int, size: int, gate: str, inner: str, out: int = 16):
+    """depthwise 3x3 + SiLU -> SE(squeeze, inner activation, gate) -> 1x1 conv to `out` channels."""
 
     def w(*shape):
         return (RNG.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32)
@@ -35,7 +35,7 @@ def _se_model(channels: int, squeeze: int, size: int, gate: str, inner: str):
         "wd": w(channels, 1, 3, 3), "bd": w(channels),
         "w1": w(squeeze, channels, 1, 1), "b1": w(squeeze),
         "w2": w(channels, squeeze, 1, 1), "b2": w(channels),
-        "wp": w(16, channels, 1, 1),
+        "wp": w(out, channels, 1, 1),
     }  # fmt: skip
     nodes = [
         helper.make_node("Conv", ["x", "wd", "bd"], ["d"], kernel_shape=[3, 3],
@@ -73,13 +73,30 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("gate_weights", [100, 0])
 @pytest.mark.parametrize("isa", ["host", "avx2"])
 @pytest.mark.parametrize(("channels", "squeeze", "size", "gate", "inner"), CASES)
-def test_squeeze_excitation_against_onnxruntime(isa, channels, squeeze, size, gate, inner):
+def test_squeeze_excitation_against_onnxruntime(
+    isa, channels, squeeze, size, gate, inner, gate_weights
+):
+    """With the gate applied to the projection's weights (`conv_gate_weights_percent`,
+    every case here: 16 output channels, at least 49 pixels) and to the feature map."""
     model, x = _se_model(channels, squeeze, size, gate, inner)
     want = run_ort(model, {"x": x})[0]
-    targets = None if isa == "host" else [f"cpu{{isa={isa}}}"]
-    got = lamina.compile(import_model(model).module, targets=targets).run("main", x)
+    options = f"conv_gate_weights_percent={gate_weights}"
+    target = f"cpu{{{options}}}" if isa == "host" else f"cpu{{isa={isa},{options}}}"
+    got = lamina.compile(import_model(model).module, targets=[target], cache=False).run("main", x)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("isa", ["host", "avx2"])
+def test_gate_in_weights_only_when_smaller(isa):
+    """A projection wider than the image (64 outputs at 5x5) keeps the scaled
+    feature map; the numerics either way."""
+    model, x = _se_model(40, 10, 5, "sigmoid", "silu", out=64)
+    want = run_ort(model, {"x": x})[0]
+    target = "cpu" if isa == "host" else f"cpu{{isa={isa}}}"
+    got = lamina.compile(import_model(model).module, targets=[target], cache=False).run("main", x)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
@@ -87,8 +104,9 @@ def test_excitation_sigmoid_runs_once_per_channel(tmp_path):
     """The gate kernel (the excitation's second 1x1 conv, its sigmoid and the
     multiply with the 14x14 feature map) evaluates the sigmoid's exp and
     division in a loop over the channels, before the loops over the pixels,
-    which only multiply."""
-    model, _ = _se_model(24, 8, 14, "sigmoid", "silu")
+    which only multiply. (A projection of 256 channels, more than the 196
+    pixels: the gate stays on the feature map, `conv_gate_weights_percent`.)"""
+    model, _ = _se_model(24, 8, 14, "sigmoid", "silu", out=256)
     lowered = lowered_loops(model, tmp_path)
     kernels = [k[: k.index("loop.return")] for k in lowered.split("loop.func private @")[1:]]
     (gate,) = [k for k in kernels if k.split("(")[0].endswith("_1_loop") and "sigmoid_mul" in k]
