@@ -383,7 +383,10 @@ def block_reductions(func: loop.FuncOp, facts: CpuFacts, base_knobs: ScheduleKno
             jam = channel_jam(nest, channels, facts, knobs, group) if channels is not None else 1
             if channels is None:
                 knobs = _short_reduction_knobs(nest, facts, knobs)
-        shape = nest.block(facts, _row_vector_knobs(nest, knobs), jam)
+        shape_knobs = _row_vector_knobs(nest, knobs)
+        if jam > 1 and _wide_stem(nest, knobs):
+            shape_knobs = shape_knobs.replace(block_broadcast_registers=1)
+        shape = nest.block(facts, shape_knobs, jam)
         m, n = prim.trip_count(nest.outer), prim.trip_count(nest.fill)
         if (
             shape is None
@@ -659,6 +662,10 @@ def channel_jam(
         and _channel_steps(nest, facts)
     ):
         return _wide_pointwise_jam(nest, trips, facts, knobs, knobs.conv_direct_jam_max)
+    elif _wide_stem(nest, knobs) and not group:
+        return next(
+            (f for f in range(min(knobs.conv_stem_jam_wide, trips), 1, -1) if trips % f == 0), 1
+        )
     else:
         one = nest.block(facts, knobs)
         if one is None:
@@ -890,6 +897,26 @@ def _one_channel_blocks(nest: ReductionNest) -> bool:
         if isinstance(kind, MemRefType) and kind.get_shape()[-1] == 1:
             return True
     return False
+
+
+def _wide_stem(nest: ReductionNest, knobs: ScheduleKnobs) -> bool:
+    """Does `conv_stem_jam_wide` jam this nest: a stem (`_one_channel_blocks`) on
+    32 registers (`conv_channel_jam_everywhere` 0)? Its jammed rows are sized for
+    one broadcast register (`block_reductions`): LLVM broadcasts each input
+    element once into a register and feeds the F blocks' FMAs from it, so F x R
+    accumulators, F weights and that register fill the 32 (2 blocks x 14
+    rows), where the hoisted-broadcast rule of `max_block_rows` gave 10 rows
+    and a 2-row tail on 112 columns. Measured on Emerald Rapids (one thread,
+    ResNet's 7x7 stride-2 3->64 stem inside the network's first layers, the
+    kernel alone, interleaved rounds): one block of 14 rows 2.86 ms, 2 blocks
+    of 10 rows 2.14 (jam 4 of 4-7 rows 1.87-1.92), 2 blocks of 14 rows 1.77;
+    onnxruntime's node 2.04 (docs/performance.md, "Stems on two 512-bit FMA
+    pipes")."""
+    return (
+        knobs.conv_stem_jam_wide > 1
+        and not knobs.conv_channel_jam_everywhere
+        and _one_channel_blocks(nest)
+    )
 
 
 def _broadcast_loads(nest: ReductionNest) -> Iterator[loop.LoadOp]:

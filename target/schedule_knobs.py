@@ -280,6 +280,22 @@ class ScheduleKnobs:
     time, ResNet's 7x7 stride 2, 3->64 0.84x (docs/performance.md, "AVX2
     stems and the network's input")."""
 
+    conv_stem_jam_wide: int = field(
+        default=0, metadata={_DERIVED: "2 if wide_fma_pipes >= 2 else 0"}
+    )
+    """Most output-channel blocks per step of a stem convolution (its input
+    read as `NCHW1c`, `conv_stem_channel_jam`) on 32 registers: the largest F
+    from this down to 2 dividing its output-channel blocks, with rows sized
+    for one broadcast register (F x R accumulators, F weight vectors and the
+    broadcast: 14 rows x 2 blocks); 0: one block per step. Derived from the
+    CPU: on two 512-bit FMA pipes (`wide_fma_pipes`) one block of 14 rows
+    is 14 broadcasts and a weight load per 14 FMAs, more loads than the
+    pipes are fed. Measured on Emerald Rapids (one thread, the stem inside
+    the network's first layers, against onnxruntime's node;
+    docs/performance.md, "Stems on two 512-bit FMA pipes"): ResNet's 7x7
+    stride 2, 3->64 at 224x224 1.40 -> 0.92x onnxruntime. Zen 4 and AVX2
+    keep 0 (AVX2 jams stems by `conv_channel_jam_everywhere`)."""
+
     conv_flatten_rows: int = field(
         default=0, metadata={_DERIVED: "14 if vector_registers <= 16 else 0"}
     )
@@ -661,6 +677,7 @@ def check_knob(name: str, value: object) -> str | None:
         "conv_channel_jam",
         "conv_pointwise_jam_max",
         "conv_direct_jam_max",
+        "conv_stem_jam_wide",
         "conv_nchw_flat_pixels",
         "conv_flatten_rows",
         "conv_flatten_min_steps_per_core",

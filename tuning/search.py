@@ -50,6 +50,7 @@ CHOICES: dict[str, tuple[Any, ...]] = {
     "conv_channel_jam": (1, 2, 3, 4),
     "conv_channel_jam_everywhere": (0, 1),
     "conv_stem_channel_jam": (0,),
+    "conv_stem_jam_wide": (0, 4),
     "conv_flatten_rows": (0, 56),
     "conv_flatten_min_steps_per_core": (0, 2),
     "conv_grouped_jam_min_row": (7, 1 << 30),

@@ -1,7 +1,7 @@
 // RUN: lamina-opt %s -p 'schedule-register-block{vector_bits=256 vector_registers=16 cores=2}' | filecheck %s
 // RUN: lamina-opt %s -p 'schedule-register-block{vector_bits=256 vector_registers=16 cores=2 conv_channel_jam_everywhere=0}' | filecheck %s --check-prefix=ONE
 // RUN: lamina-opt %s -p 'schedule-register-block{vector_bits=256 vector_registers=16 cores=2 conv_stem_channel_jam=0}' | filecheck %s --check-prefix=ONE
-// RUN: lamina-opt %s -p 'schedule-register-block{vector_bits=512 vector_registers=32 cores=2}' | filecheck %s --check-prefix=AVX512
+// RUN: lamina-opt %s -p 'schedule-register-block{vector_bits=512 vector_registers=32 cores=2 conv_stem_jam_wide=0}' | filecheck %s --check-prefix=AVX512
 
 // A stem convolution (3x3 stride 2, 3 -> 16 channels, as lower-te emits it
 // for MobileNet's and EfficientNet's first layer on a 32x32 image): its input
@@ -13,8 +13,9 @@
 // and the 16 output columns are balanced rows of 6 + 6 + 4. Measured,
 // AVX2 build, one thread: 3->32 at 224x224 345 -> 253 us, ResNet's 7x7
 // 3->64 2780 -> 2323 us (docs/performance.md, "AVX2 stems and the network's input").
-// With `conv_stem_channel_jam=0`, or with 32 registers (AVX-512), the
-// stem keeps one block per step.
+// With `conv_stem_channel_jam=0`, or with 32 registers (AVX-512) and
+// `conv_stem_jam_wide=0`, the stem keeps one block per step (AVX-512 with
+// the wide rule: schedule-stem-jam-wide.mlir).
 
 // CHECK-LABEL: loop.func @stem_avx2
 // CHECK:      loop.for %i1o = %c0 to %c2 step %c2 {
