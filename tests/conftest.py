@@ -43,6 +43,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(pytest.mark.xdist_group("ray" if name in RAY_FILES else item.path.stem))
 
 
+def _weights_model():
+    """A model whose weights are constants (an artifact's weights file, a library's
+    read-only weights), its input and the answer."""
+    import numpy as np
+
+    from lamina.frontends.builder import GraphBuilder
+
+    rng = np.random.default_rng(1)
+    w1 = rng.standard_normal((64, 128)).astype(np.float32)
+    w2 = rng.standard_normal((128, 10)).astype(np.float32)
+    g = GraphBuilder()
+    x = g.param((8, 64), name="x")
+    y = g.matmul(g.relu(g.matmul(x, g.constant(w1))), g.constant(w2), name="logits")
+    g.ret(y)
+    xs = rng.standard_normal((8, 64)).astype(np.float32)
+    return g.module(), xs, np.maximum(xs @ w1, 0) @ w2
+
+
+@pytest.fixture(scope="session")
+def weights_model():
+    """`make()` → a fresh (module, input, expected output) of a model with constant
+    weights (tests cannot import each other's helpers)."""
+    return _weights_model
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _private_compile_cache(tmp_path_factory: pytest.TempPathFactory):
     with pytest.MonkeyPatch.context() as patch:

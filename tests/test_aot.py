@@ -27,19 +27,6 @@ needs_cc = pytest.mark.skipif(
 )
 
 
-def _weights_model():
-    """A model whose weights are constants, its input and the answer."""
-    rng = np.random.default_rng(3)
-    w1 = rng.standard_normal((64, 128)).astype(np.float32)
-    w2 = rng.standard_normal((128, 10)).astype(np.float32)
-    g = GraphBuilder()
-    x = g.param((8, 64), name="x")
-    y = g.matmul(g.relu(g.matmul(x, g.constant(w1))), g.constant(w2), name="logits")
-    g.ret(y)
-    xs = rng.standard_normal((8, 64)).astype(np.float32)
-    return g.module(), xs, np.maximum(xs @ w1, 0) @ w2
-
-
 def _call(library: Path, symbol: str, xs: np.ndarray) -> np.ndarray:
     out = np.zeros((8, 10), np.float32)
     getattr(ctypes.CDLL(str(library)), symbol)(
@@ -54,8 +41,8 @@ def _compile(tmp_path: Path, *args: str | Path) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture()
-def program(tmp_path: Path):
-    module, xs, expected = _weights_model()
+def program(tmp_path: Path, weights_model):
+    module, xs, expected = weights_model()
     path = tmp_path / "net.mlir"
     path.write_text(str(module))
     return path, xs, expected

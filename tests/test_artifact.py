@@ -44,22 +44,9 @@ def mlp_dir(tmp_path_factory) -> Path:
     return path
 
 
-def _weights_model() -> tuple[object, list[np.ndarray], np.ndarray]:
-    """A model whose weights are constants (they go to weights.bin), its input, the answer."""
-    rng = np.random.default_rng(1)
-    w1 = rng.standard_normal((64, 128)).astype(np.float32)
-    w2 = rng.standard_normal((128, 10)).astype(np.float32)
-    g = GraphBuilder()
-    x = g.param((8, 64), name="x")
-    y = g.matmul(g.relu(g.matmul(x, g.constant(w1))), g.constant(w2), name="logits")
-    g.ret(y)
-    xs = rng.standard_normal((8, 64)).astype(np.float32)
-    return g.module(), [xs], np.maximum(xs @ w1, 0) @ w2
-
-
 @pytest.fixture(scope="module")
-def weights_dir(tmp_path_factory) -> Path:
-    module, _, _ = _weights_model()
+def weights_dir(tmp_path_factory, weights_model) -> Path:
+    module, _, _ = weights_model()
     path = tmp_path_factory.mktemp("artifacts") / "weights.lamina"
     lamina.compile(module, cache=False).save(path)
     return path
@@ -103,8 +90,9 @@ def test_saved_mlp_runs_in_a_process_without_the_compiler(mlp_dir: Path):
     np.testing.assert_allclose(y, _mlp_reference(*args), rtol=1e-4, atol=1e-4)
 
 
-def test_weights_live_in_their_own_file_and_are_mapped(weights_dir: Path):
-    _, inputs, expected = _weights_model()
+def test_weights_live_in_their_own_file_and_are_mapped(weights_dir: Path, weights_model):
+    _, x, expected = weights_model()
+    inputs = [x]
     manifest = json.loads((weights_dir / "manifest.json").read_text())
     assert manifest["weights"]["size"] >= (64 * 128 + 128 * 10) * 4
     assert (weights_dir / "model.so").stat().st_size < 64 * 128 * 4  # not in the library
@@ -264,9 +252,10 @@ def test_run_releases_the_gil(tmp_path: Path):
     assert call > 0.02 and gap < call / 2, (call, gap, count)
 
 
-def test_fork_then_load_in_the_child(weights_dir: Path):
+def test_fork_then_load_in_the_child(weights_dir: Path, weights_model):
     """libgomp's threads do not survive fork: the child loads the artifact itself."""
-    _, inputs, expected = _weights_model()
+    _, x, expected = weights_model()
+    inputs = [x]
     np.save(weights_dir / "fork_x.npy", inputs[0])
     out = _run_python(
         f"""
@@ -371,8 +360,8 @@ def test_paths_that_are_not_artifacts(tmp_path: Path):
         lamina.runtime.load(tmp_path)
 
 
-def test_save_errors_leave_nothing_behind(tmp_path: Path, monkeypatch):
-    module, _, _ = _weights_model()
+def test_save_errors_leave_nothing_behind(tmp_path: Path, monkeypatch, weights_model):
+    module, _, _ = weights_model()
     exe = lamina.compile(module, cache=False)
     blocker = tmp_path / "a-file"
     blocker.write_text("keep")
@@ -385,8 +374,11 @@ def test_save_errors_leave_nothing_behind(tmp_path: Path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
 
 
-def test_a_cache_hit_and_a_loaded_artifact_save_too(weights_dir: Path, tmp_path: Path):
-    module, inputs, expected = _weights_model()
+def test_a_cache_hit_and_a_loaded_artifact_save_too(
+    weights_dir: Path, tmp_path: Path, weights_model
+):
+    module, x, expected = weights_model()
+    inputs = [x]
     lamina.compile(module)
     hit = lamina.compile(module)
     assert hit.cache_hit and hit.llvm_module is None
