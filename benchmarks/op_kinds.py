@@ -14,6 +14,13 @@ convolutions in graph order (a kernel holds one convolution and the
 elementwise ops fused into it); onnxruntime's elementwise nodes (its
 `QuickGelu` for SiLU, `HardSigmoid`, `Mul`, `Add`, ...) count for the kind of
 the convolution before them, so both columns hold convolution + epilogue.
+With `--per-conv`, both sides are matched to the graph's convolutions by
+the order they run in, which is not graph order: both run a residual
+block's shortcut convolution before the convolution whose `Add` it feeds.
+ResNet-50's row `#13 ... 128->512` then times the shortcut `256->512` on
+both sides (and `#14` the other): the ratio is one layer's, the label the
+other's. Where only one side departs from graph order, a row's ratio
+compares two different layers: time a layer alone before trusting it.
 Kernel times are thread CPU time (the profile's clock switched to
 `CLOCK_THREAD_CPUTIME_ID`), medians of `--rounds` rounds of 10 runs;
 onnxruntime's profile shares are scaled to its thread CPU time per run
