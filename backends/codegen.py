@@ -1116,13 +1116,10 @@ class _EmbeddedWeights:
                 ) from None
             source = self.directory / "weights.s"
             source.write_text(_weights_assembly(constants, weights))
-            cmd = [*self.compiler.split(), "-c", "-o", str(self.path), str(source)]
-            result = subprocess.run(cmd, capture_output=True, text=True)
-            if result.returncode != 0:
-                raise CodegenError(
-                    f"codegen: assembling the weights failed ({' '.join(cmd)}): "
-                    f"{result.stderr.strip()}"
-                )
+            _run_tool(
+                [*self.compiler.split(), "-c", "-o", str(self.path), str(source)],
+                "assembling the weights",
+            )
         except BaseException as err:  # noqa: BLE001 - raised in the building thread
             self.error = err
 
@@ -1173,11 +1170,7 @@ def build_object_file(
             [objcopy, "--localize-hidden", *_weak_error_symbols(), str(merged), str(path)],
         ]
         for cmd in steps:
-            result = subprocess.run(cmd, capture_output=True, text=True)
-            if result.returncode != 0:
-                raise CodegenError(
-                    f"codegen: linking {path} failed ({' '.join(cmd)}): {result.stderr.strip()}"
-                )
+            _run_tool(cmd, f"linking {path}")
     return path
 
 
@@ -1258,12 +1251,16 @@ def _link_shared(
         cmd.append("-fopenmp")  # links libgomp for GOMP_parallel
     for library in _libraries:
         cmd += [library, f"-Wl,-rpath,{Path(library).parent}"]
+    _run_tool(cmd, f"linking {path}")
+    return None
+
+
+def _run_tool(cmd: list[str], what: str) -> None:
+    """Run the system tool `cmd`; its failure is a `CodegenError` saying `what` failed,
+    with the command and the tool's own message."""
     result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode != 0:
-        raise CodegenError(
-            f"codegen: linking {path} failed ({' '.join(cmd)}): {result.stderr.strip()}"
-        )
-    return None
+        raise CodegenError(f"codegen: {what} failed ({' '.join(cmd)}): {result.stderr.strip()}")
 
 
 @contextmanager
