@@ -231,7 +231,7 @@ def measure(path: str, shim: ctypes.CDLL, args: argparse.Namespace) -> dict:
             sys.exit(f"{path}: {len(calls)} kernel calls, {len(table)} profile slots")
         flat = [r for _, _, regions in calls for r in regions]
         gaps += [(b[0] - a[1]) / 1e3 for a, b in zip(flat, flat[1:], strict=False)]
-        for (symbol, _, _), (start, end, regions) in zip(table, calls, strict=True):
+        for (symbol, *_), (start, end, regions) in zip(table, calls, strict=True):
             inside = sum(r[1] - r[0] for r in regions)
             replayed = 0.0
             for r in regions:

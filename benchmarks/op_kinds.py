@@ -9,18 +9,14 @@ The ONNX exports are the ones `benchmarks/bench_models.py` writes. Each
 convolution is classified from the ONNX graph (`stem`: the first; `dw3x3`,
 `dw5x5`: depthwise; `pw@>=28`, `pw@<=14`: 1x1 on images of at least 28x28
 or at most 14x14 pixels; `pw@1x1`: 1x1 on one pixel, a squeeze-and-excitation
-block's; `convKxK`: the rest). Lamina's kernels are matched to the
-convolutions in graph order (a kernel holds one convolution and the
-elementwise ops fused into it); onnxruntime's elementwise nodes (its
-`QuickGelu` for SiLU, `HardSigmoid`, `Mul`, `Add`, ...) count for the kind of
-the convolution before them, so both columns hold convolution + epilogue.
-With `--per-conv`, both sides are matched to the graph's convolutions by
-the order they run in, which is not graph order: both run a residual
-block's shortcut convolution before the convolution whose `Add` it feeds.
-ResNet-50's row `#13 ... 128->512` then times the shortcut `256->512` on
-both sides (and `#14` the other): the ratio is one layer's, the label the
-other's. Where only one side departs from graph order, a row's ratio
-compares two different layers: time a layer alone before trusting it.
+block's; `convKxK`: the rest). Both sides are matched to the convolutions by
+ONNX node name: a Lamina call site names the nodes it runs (its profile's
+`ops`, the importer's node locations), an onnxruntime node its own name, or
+(its blocked-layout `..._nchwc` nodes) the tensor it writes, whose producer
+is traced back to its convolution. onnxruntime's elementwise nodes it did not
+fuse (its `QuickGelu` for SiLU, `HardSigmoid`, `Mul`, `Add`, ...) count for
+the kind of the convolution before them, so both columns hold convolution +
+epilogue. With `--per-conv`, one row per convolution, in graph order.
 Kernel times are thread CPU time (the profile's clock switched to
 `CLOCK_THREAD_CPUTIME_ID`), medians of `--rounds` rounds of 10 runs;
 onnxruntime's profile shares are scaled to its thread CPU time per run
@@ -72,10 +68,11 @@ _ORT_KINDS = {
 }
 
 
-def conv_kinds(path: str, per_conv: bool = False) -> list[str]:
-    """The kind of each Conv node of the ONNX model at `path`, in graph order;
-    with `per_conv`, each convolution its own kind (`#index kind cin->cout@HxW`),
-    to find which layers of a kind lose."""
+def conv_kinds(path: str, per_conv: bool = False) -> tuple[dict[str, str], dict[str, str]]:
+    """The kind of each Conv node of the ONNX model at `path` by node name, in graph
+    order (with `per_conv`, each convolution its own: `#index kind cin->cout@HxW`, to
+    find which layers of a kind lose); and the convolution each tensor comes from (a
+    Conv's output, or an elementwise node's traced back through its first input)."""
     import onnx
     from onnx import shape_inference
 
@@ -84,9 +81,13 @@ def conv_kinds(path: str, per_conv: bool = False) -> list[str]:
     values = list(graph.value_info) + list(graph.output) + list(graph.input)
     shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in values}
     weights = {i.name: list(i.dims) for i in graph.initializer}
-    kinds = []
+    kinds: dict[str, str] = {}
+    from_conv: dict[str, str] = {}
     for node in graph.node:
         if node.op_type != "Conv":
+            if node.input and node.input[0] in from_conv:
+                for out in node.output:
+                    from_conv[out] = from_conv[node.input[0]]
             continue
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
         _, _, kh, kw = weights[node.input[1]]
@@ -103,12 +104,16 @@ def conv_kinds(path: str, per_conv: bool = False) -> list[str]:
         if per_conv:
             cin = shapes[node.input[0]][1]
             kind = f"#{len(kinds):02d} {kind} {cin}->{out[1]}@{out[2]}x{out[3]}"
-        kinds.append(kind)
-    return kinds
+        kinds[node.name] = kind
+        from_conv[node.output[0]] = node.name
+    return kinds, from_conv
 
 
-def lamina_kinds(exe, args: list[np.ndarray], convs: list[str], rounds: int) -> dict[str, float]:
-    """Microseconds per run of each kind, from the kernels' call sites in call order."""
+def lamina_kinds(
+    exe, args: list[np.ndarray], convs: dict[str, str], rounds: int
+) -> dict[str, float]:
+    """Microseconds per run of each kind, from the kernels' call sites: a site that runs
+    a convolution node counts for its kind."""
     from lamina.runtime.profile import (
         profile_addresses,
         read_counters,
@@ -129,17 +134,16 @@ def lamina_kinds(exe, args: list[np.ndarray], convs: list[str], rounds: int) -> 
         for i, (nanos, _calls) in enumerate(read_counters(addresses, len(slots))):
             samples[i].append(nanos / 10 / 1e3)
     kinds: dict[str, float] = collections.defaultdict(float)
-    next_conv = iter(convs)
-    for (symbol, _, _), times in zip(slots, samples, strict=True):
-        if "conv2d" in symbol:
-            kind = next(next_conv)
-        else:
-            kind = next((k for s, k in _OTHER_KINDS.items() if s in symbol), "other")
-        kinds[kind] += statistics.median(times)
+    for slot, times in zip(slots, samples, strict=True):
+        conv = next((convs[op] for op in slot.ops if op in convs), None)
+        other = next((k for s, k in _OTHER_KINDS.items() if s in slot.symbol), "other")
+        kinds[conv or other] += statistics.median(times)
     return kinds
 
 
-def ort_kinds(path: str, feed: dict, convs: list[str], cpu_us: float) -> dict[str, float]:
+def ort_kinds(
+    path: str, feed: dict, convs: dict[str, str], from_conv: dict[str, str], cpu_us: float
+) -> dict[str, float]:
     """onnxruntime's profile per kind, scaled to `cpu_us` per run."""
     import onnxruntime as ort
 
@@ -158,11 +162,14 @@ def ort_kinds(path: str, feed: dict, convs: list[str], cpu_us: float) -> dict[st
     nodes = [e for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")]
     per_run = len(nodes) // runs
     labels, conv = [], "other"
-    convs_left = iter(convs)
     for event in nodes[:per_run]:
         op = event["args"]["op_name"]
         if op in ("Conv", "FusedConv"):
-            conv = next(convs_left)
+            name = event["name"].removesuffix("_kernel_time")
+            source = name if name in convs else from_conv.get(name.removesuffix("_nchwc"))
+            if source is None:
+                sys.exit(f"{path}: onnxruntime's node {name} is no convolution of the model")
+            conv = convs[source]
             labels.append(conv)
         elif op in _FUSED_BY_LAMINA:
             labels.append(conv)
@@ -194,7 +201,7 @@ def report(path: str, target: str, rounds: int, per_conv: bool = False) -> None:
     from lamina.tuning.worker import _inputs_for
 
     profile_kernels.CLOCK_MONOTONIC = 3  # CLOCK_THREAD_CPUTIME_ID: other jobs' time left out
-    convs = conv_kinds(path, per_conv)
+    convs, from_conv = conv_kinds(path, per_conv)
     exe = lamina.compile(path, targets=[target], cache=False, profile=True)
     args = _inputs_for(exe)
     options = ort.SessionOptions()
@@ -207,7 +214,7 @@ def report(path: str, target: str, rounds: int, per_conv: bool = False) -> None:
         theirs += thread_cpu_us(lambda: session.run(None, feed), 1)
     lam_us, ort_us = statistics.median(ours), statistics.median(theirs)
     lam = lamina_kinds(exe, args, convs, rounds)
-    peer = ort_kinds(path, feed, convs, ort_us)
+    peer = ort_kinds(path, feed, convs, from_conv, ort_us)
     name = os.path.basename(path).removesuffix(".onnx")
     print(
         f"{name} {target}: Lamina {lam_us:.0f} us, onnxruntime {ort_us:.0f} us per run "

@@ -241,7 +241,7 @@ def kernel_times(path: str, target: str, rounds: int, runs: int, lock, rr):
             for _ in range(runs):
                 prof.run("main", *args)
             sums: dict[str, float] = {}
-            for (symbol, _, _), (nanos, count) in zip(
+            for (symbol, *_), (nanos, count) in zip(
                 slots, read_counters(addresses, len(slots)), strict=True
             ):
                 sums[symbol] = sums.get(symbol, 0.0) + nanos / runs / 1e6

@@ -40,13 +40,14 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     UnknownLoc,
 )
-from xdsl.ir import Attribute, Block, Operation, Region
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import (
     PatternRewriter,
     PatternRewriterListener,
     PatternRewriteWalker,
     RewritePattern,
 )
+from xdsl.rewriter import Rewriter
 
 from lamina.core.walk import preorder
 
@@ -101,6 +102,19 @@ def stamp(op: Operation, loc: LocationAttr) -> None:
     for inner in op.walk():
         if not is_known(inner.location):
             inner.location = loc
+
+
+def replace_op(
+    op: Operation,
+    new_ops: Operation | Sequence[Operation],
+    new_results: Sequence[SSAValue | None] | None = None,
+) -> None:
+    """xDSL's `Rewriter.replace_op`, the new ops taking `op`'s location where they have
+    none: rule 1 for a pass that rewrites without a pattern walker (rule 2 would give
+    them their function's location, and lose which op they came from)."""
+    for new in [new_ops] if isinstance(new_ops, Operation) else new_ops:
+        stamp(new, op.location)
+    Rewriter.replace_op(op, new_ops, new_results)
 
 
 def stamp_trailing(block: Block, loc: LocationAttr) -> None:

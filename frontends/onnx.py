@@ -39,10 +39,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, NameLoc, NoneAttr, StringAttr
 from xdsl.ir import OpResult
 
 from lamina.core.diagnostics import Diagnostic, DiagnosticError
+from lamina.core.locations import stamp_trailing
 from lamina.dialects import graph
 from lamina.driver.signatures import INPUT_NAMES_ATTR, OUTPUT_NAMES_ATTR
 from lamina.frontends.builder import (
@@ -522,6 +523,7 @@ class _Importer:
             except (ValueError, IndexError, TypeError) as err:
                 # Inconsistent attributes or shapes (a malformed model), as a diagnostic.
                 raise ctx.error(f"invalid node: {err}{self._batch_hint()}") from None
+        stamp_trailing(self.g.block, node_location(node, index))
         for k, name in enumerate(node.output):
             if not name:
                 continue
@@ -647,6 +649,16 @@ def _dtype_of(value: Value | np.ndarray) -> np.dtype:
 # ---------------------------------------------------------------------------
 # Per-node context
 # ---------------------------------------------------------------------------
+
+
+def node_location(node, index: int) -> NameLoc:
+    """The location of the graph ops a node becomes: MLIR's `loc("name")` of the node.
+
+    Passes carry it down (core/locations.py): a fused kernel's call has its nodes'
+    names, so a profiling build times each call site under the ONNX nodes it runs
+    (docs/onnx.md, "Which node is slow").
+    """
+    return NameLoc(StringAttr(node.name or f"{node.op_type}#{index}"), NoneAttr())
 
 
 class Node:

@@ -65,6 +65,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from lamina.core.devices import mark_kernel_device, op_device
+from lamina.core.locations import fuse
 from lamina.core.pass_base import LaminaPass
 from lamina.core.phase_invariants import in_codegen
 from lamina.dialects import graph, te
@@ -508,7 +509,9 @@ def fuse_group(group: Group, table: FusedKernels) -> None:
     operands = table.call_operands(callee, inputs, last)
     call = graph.CallTeOp(callee, operands, [result_type], device=group.device)  # type: ignore[arg-type]
     call.results[0].name_hint = last.results[0].name_hint
-    call.location = last.location
+    # The call stands for every op of the group, in order (MLIR's fused location): a
+    # diagnostic points at the first one's line (core/locations.py, file_line_col).
+    call.location = fuse([op.location for op in group.ops])
     Rewriter.insert_op(call, InsertPoint.before(last))
     last.results[0].replace_all_uses_with(call.results[0])
     for op in reversed(group.ops):

@@ -53,6 +53,7 @@ from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from lamina.core.diagnostics import op_error
+from lamina.core.locations import replace_op, stamp
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects import graph
 from lamina.dialects.lamina import CONSTRAINT_ATTR_NAME, ConstraintAttr, Phase, UndefAttr
@@ -230,7 +231,7 @@ def block_conv2d(op: graph.Conv2dOp, blocks: tuple[int, int], winograd: bool = F
     assert back_map is not None
     back = _transform(conv, back_map, UndefAttr(), result_type=op.results[0].type)
     scaled = op.weight.owner if gated else None
-    Rewriter.replace_op(op, [x, *gated[:-1], w, conv, back], [back.results[0]])
+    replace_op(op, [x, *gated[:-1], w, conv, back], [back.results[0]])
     if scaled is not None and not scaled.results[0].uses:
         Rewriter.erase_op(scaled)
 
@@ -274,6 +275,7 @@ def _gate_into_weights(func: graph.FuncOp) -> None:
         g, x = scaled.operands[gate], scaled.operands[1 - gate]
         weight = graph.MulOp(conv.weight, g, device=conv.device)
         weight.attributes[GATED_WEIGHT_ATTR] = UnitAttr()
+        stamp(weight, conv.location)
         Rewriter.insert_op(weight, InsertPoint.before(conv))
         conv.operands = [x, weight.results[0]]
         Rewriter.erase_op(scaled)
@@ -401,7 +403,7 @@ def propagate(op: Operation) -> bool:
         known.index_map, _pad_after(op, pads, elem), known.logical_shape
     )
     back = _transform(new, inverse.constraint.index_map.data, UndefAttr(), op.results[0].type)
-    Rewriter.replace_op(op, [*pre, new, back], [back.results[0]])
+    replace_op(op, [*pre, new, back], [back.results[0]])
     return True
 
 
@@ -483,7 +485,7 @@ def propagate_concat(op: Operation) -> bool:
     back_map = inverse_map(known.index_map.data, logical)
     assert back_map is not None
     back = _transform(new, back_map, UndefAttr(), op.results[0].type)
-    Rewriter.replace_op(op, [*pre, new, back], [back.results[0]])
+    replace_op(op, [*pre, new, back], [back.results[0]])
     return True
 
 
@@ -529,7 +531,7 @@ def propagate_pool(op: Operation) -> bool:
     back_map = inverse_map(known.index_map.data, logical)
     assert back_map is not None
     back = _transform(new, back_map, UndefAttr(), op.results[0].type)
-    Rewriter.replace_op(op, [new, back], [back.results[0]])
+    replace_op(op, [new, back], [back.results[0]])
     return True
 
 
@@ -561,7 +563,7 @@ def propagate_mean(op: Operation) -> bool:
     ops: list[Operation] = [pool, back]
     if graph.tensor_shape(op.results[0]) != logical:
         ops.append(graph.ReshapeOp(back, op.results[0].type, device=op.device))
-    Rewriter.replace_op(op, ops, [ops[-1].results[0]])
+    replace_op(op, ops, [ops[-1].results[0]])
     return True
 
 
@@ -648,7 +650,7 @@ def hoist_constant(op: graph.LayoutTransformOp) -> bool:
     data = dense_view(source.value).reshape(graph.tensor_shape(op.input))
     out_shape = graph.tensor_shape(op.results[0])
     out = apply_layout(data, op.constraint.index_map.data, out_shape, pad or 0, contiguous=False)
-    Rewriter.replace_op(op, graph.ConstantOp(dense_attr(out)))
+    replace_op(op, graph.ConstantOp(dense_attr(out)))
     for dead in (reshape, source):
         if dead is not None and not dead.results[0].uses:
             Rewriter.erase_op(dead)

@@ -15,9 +15,10 @@ dynamic-batch body) gets a slot ``k`` in one global array::
 (a vDSO call, ~20 ns); `lamina_profile_add` adds the elapsed time to slot
 ``2k`` and one to slot ``2k+1``. The constant string `lamina_profile_table`
 names each slot's kernel, how many parallel regions (`GOMP_parallel`
-calls, through the functions it calls) the kernel opens per call and the
-fewest iterations one of them shares among the threads (0: not constant),
-one line ``symbol<TAB>regions<TAB>iterations`` per slot, so the reader needs nothing but the loaded
+calls, through the functions it calls) the kernel opens per call, the
+fewest iterations one of them shares among the threads (0: not constant)
+and what the call site runs (`site_label`: an imported model's node names),
+one line ``symbol<TAB>regions<TAB>iterations<TAB>site`` per slot, so the reader needs nothing but the loaded
 code (a disk-cache hit or an artifact too): `runtime/profile.py` reads
 both, `Executable.profile` reports them (docs/performance.md, Profiling).
 
@@ -33,22 +34,26 @@ from xdsl.context import Context
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    CallSiteLoc,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
+    FileLineColLoc,
+    FusedLoc,
     IntegerAttr,
     IntegerType,
     ModuleOp,
+    NameLoc,
     StringAttr,
     TensorType,
     i32,
     i64,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from lamina.backends.llvm.parallel import GOMP_PARALLEL, ITERATIONS_ATTR
 from lamina.core.pass_base import LaminaPass
 from lamina.dialects.lamina import Phase
-from lamina.runtime.profile import COUNTERS_SYMBOL, TABLE_SYMBOL
+from lamina.runtime.profile import COUNTERS_SYMBOL, SITE_SEPARATOR, TABLE_SYMBOL
 
 PROFILED_ATTR = "lamina.kernel_profile"
 """Module attribute: kernel → "regions<TAB>iterations" of its table row; set by
@@ -119,8 +124,8 @@ class ProfileKernelsPass(LaminaPass):
 
     Output IR: each such call between `lamina_profile_now` and
     `lamina_profile_add` on its own slot of `@lamina_profile` (nanoseconds,
-    calls); `@lamina_profile_table` names the slots' kernels and their
-    parallel regions.
+    calls); `@lamina_profile_table` names the slots' kernels, their
+    parallel regions and the calls' source ops (`site_label`).
 
     Invariants: idempotent (a module that has `@lamina_profile` is left
     alone); a module without kernel calls is unchanged.
@@ -156,9 +161,37 @@ class ProfileKernelsPass(LaminaPass):
             _time_call(call, slot)
             row = reused.get(name) or f"{info.regions(name)}\t{info.fewest_iterations(name)}"
             rows[name] = StringAttr(row)
-            lines.append(f"{name}\t{row}\n")
+            lines.append(f"{name}\t{row}\t{site_label(call.location)}\n")
         op.body.block.add_ops([*_globals(len(sites), "".join(lines)), *_helpers(info)])
         op.attributes[PROFILED_ATTR] = DictionaryAttr(rows)  # for kernel_reuse.record_split
+
+
+def site_label(loc: Attribute) -> str:
+    """What a call site runs, for the profile: the names of its source ops
+    (`loc("name")`: an imported model's node names), else their `file:line:col`s.
+
+    The call's location is fused from its ops' in order (fuse-ops); names are kept
+    in that order, without repeats.
+    """
+    names: list[str] = []
+    places: list[str] = []
+    _collect(loc, names, places)
+    found = names or places
+    clean = (" ".join(name.replace(SITE_SEPARATOR, " ").split()) for name in found)
+    return SITE_SEPARATOR.join(dict.fromkeys(clean))
+
+
+def _collect(loc: Attribute, names: list[str], places: list[str]) -> None:
+    if isinstance(loc, NameLoc):
+        names.append(loc.desc.data)
+    elif isinstance(loc, FusedLoc) and isinstance(loc.locations, ArrayAttr):
+        for inner in loc.locations.data:
+            _collect(inner, names, places)
+    elif isinstance(loc, CallSiteLoc):
+        _collect(loc.callee, names, places)
+    elif isinstance(loc, FileLineColLoc):
+        file = loc.filename.data.rsplit("/", 1)[-1]
+        places.append(f"{file}:{loc.line.data}:{loc.column.data}")
 
 
 def _reused(module: ModuleOp) -> dict[str, str]:

@@ -2,19 +2,24 @@
 
 A module compiled with `profile=True` (`lamina-run --profile`) times each
 kernel call of its entry functions into the global `lamina_profile` (per
-call site: nanoseconds, calls) and names the call sites' kernels in
-`lamina_profile_table` (`passes/profile_kernels.py`). This module reads
-them (from a JIT engine, a disk-cache hit or an artifact alike) and sums
-them per kernel symbol: `Executable.profile` returns a `KernelProfile`.
+call site: nanoseconds, calls) and names the call sites' kernels and source
+ops in `lamina_profile_table` (`passes/profile_kernels.py`). This module
+reads them (from a JIT engine, a disk-cache hit or an artifact alike) and
+sums them per kernel symbol, and keeps them per call site:
+`Executable.profile` returns a `KernelProfile`.
 """
 
 from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
+from typing import NamedTuple
 
 COUNTERS_SYMBOL = "lamina_profile"
 TABLE_SYMBOL = "lamina_profile_table"
+SITE_SEPARATOR = "\x1f"
+"""Between the source ops' names of one call site in the table (ASCII's unit
+separator: a node name may hold any printable character)."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,27 @@ class KernelTime:
 
 
 @dataclass(frozen=True)
+class SiteTime:
+    """One call site of a kernel: the source ops it runs, in order (an imported model's
+    node names), over the profiled runs."""
+
+    symbol: str
+    ops: tuple[str, ...]
+    calls: int
+    total_ms: float
+    share: float
+
+
+class Slot(NamedTuple):
+    """One counter slot: a call site's kernel, its parallel regions, its source ops."""
+
+    symbol: str
+    regions: int
+    iterations: int
+    ops: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class KernelProfile:
     """Where the time of `runs` calls of an entry function went, kernel by kernel."""
 
@@ -48,6 +74,8 @@ class KernelProfile:
     """Wall time of the profiled runs, as `Executable.run` measured them (Python included)."""
     kernels: tuple[KernelTime, ...]
     """Slowest first."""
+    sites: tuple[SiteTime, ...] = ()
+    """Every call site in the order the entry calls them (a reused kernel has several)."""
 
     @property
     def kernel_ms(self) -> float:
@@ -85,6 +113,21 @@ class KernelProfile:
         lines.append(f"{'(outside kernels)':{width}s}  {'':6s}  {outside:9.3f}  {share:6.1%}")
         return "\n".join(lines)
 
+    def sites_table(self, top: int | None = None) -> str:
+        """The `top` slowest call sites with the source ops each runs (node names)."""
+        rows = sorted(self.sites, key=lambda k: -k.total_ms)[:top]
+        width = max([len(k.symbol) for k in rows] + [6])
+        lines = [
+            f"@{self.entry}: {self.runs} runs, {len(self.sites)} call sites",
+            f"{'kernel':{width}s}  {'calls':>6s}  {'total ms':>9s}  {'share':>6s}  ops",
+        ]
+        for k in rows:
+            ops = ", ".join(k.ops) or "-"
+            lines.append(
+                f"{k.symbol:{width}s}  {k.calls:6d}  {k.total_ms:9.3f}  {k.share:6.1%}  {ops}"
+            )
+        return "\n".join(lines)
+
     def __str__(self) -> str:
         return self.table()
 
@@ -102,11 +145,16 @@ def profile_addresses(code) -> tuple[int, int] | None:
     return counters, table
 
 
-def slot_kernels(addresses: tuple[int, int]) -> list[tuple[str, int, int]]:
-    """(kernel symbol, parallel regions per call, fewest iterations) of each counter slot."""
+def slot_kernels(addresses: tuple[int, int]) -> list[Slot]:
+    """Each counter slot's kernel, parallel regions per call, fewest iterations and
+    source ops (code built before the table named them: none)."""
     text = ctypes.string_at(addresses[1]).decode()
-    rows = [line.split("\t") for line in text.splitlines()]
-    return [(name, int(regions), int(iterations)) for name, regions, iterations in rows]
+    slots = []
+    for line in text.splitlines():
+        name, regions, iterations, *site = line.split("\t")
+        ops = tuple(site[0].split(SITE_SEPARATOR)) if site and site[0] else ()
+        slots.append(Slot(name, int(regions), int(iterations), ops))
+    return slots
 
 
 def read_counters(addresses: tuple[int, int], slots: int) -> list[tuple[int, int]]:
@@ -120,19 +168,22 @@ def reset_counters(addresses: tuple[int, int], slots: int) -> None:
 
 
 def summarize(
-    entry: str,
-    runs: int,
-    wall_s: float,
-    kernels: list[tuple[str, int, int]],
-    counts: list[tuple[int, int]],
+    entry: str, runs: int, wall_s: float, slots: list[Slot], counts: list[tuple[int, int]]
 ) -> KernelProfile:
-    """Sum the slots per kernel symbol (a kernel reused at several call sites is one row)."""
+    """Sum the slots per kernel symbol (a kernel reused at several call sites is one row);
+    keep them per call site too."""
     by_symbol: dict[str, list[int]] = {}
-    for (symbol, regions, iterations), (nanos, calls) in zip(kernels, counts, strict=True):
-        row = by_symbol.setdefault(symbol, [0, 0, regions, iterations])
+    for slot, (nanos, calls) in zip(slots, counts, strict=True):
+        row = by_symbol.setdefault(slot.symbol, [0, 0, slot.regions, slot.iterations])
         row[0] += nanos
         row[1] += calls
     wall_ms = wall_s * 1e3
+    sites = tuple(
+        SiteTime(
+            slot.symbol, slot.ops, calls, nanos / 1e6, nanos / 1e6 / wall_ms if wall_ms else 0.0
+        )
+        for slot, (nanos, calls) in zip(slots, counts, strict=True)
+    )
     rows = [
         KernelTime(
             symbol, calls, nanos / 1e6, nanos / 1e6 / wall_ms if wall_ms else 0.0, regions, trips
@@ -141,7 +192,7 @@ def summarize(
         if calls
     ]
     rows.sort(key=lambda k: -k.total_ms)
-    return KernelProfile(entry, runs, wall_ms, tuple(rows))
+    return KernelProfile(entry, runs, wall_ms, tuple(rows), sites)
 
 
-__all__ = ["KernelProfile", "KernelTime", "profile_addresses"]
+__all__ = ["KernelProfile", "KernelTime", "SiteTime", "profile_addresses"]

@@ -71,3 +71,15 @@ def test_resnet18_example_runs_small() -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "time per image: lamina" in done.stdout
+
+
+def test_node_names_in_the_profile_example_runs(tmp_path, monkeypatch, capsys) -> None:
+    """The "Which node is slow" block: each call site of a profile names its nodes."""
+    monkeypatch.chdir(tmp_path)
+    (python,) = [block for block in _blocks("python") if "sites_table" in block]
+    exec(compile(python, str(PAGE), "exec"), {})  # noqa: S102 - the page's own code
+    out = capsys.readouterr().out.splitlines()
+    printed = re.findall(r"```text\n(.*?)```", PAGE.read_text().split("sites_table")[1], re.S)[0]
+    assert out[:4] == printed.splitlines()
+    assert out[4] == "@main: 20 runs, 4 call sites"
+    assert any(line.endswith("block2/conv, block2/relu") for line in out[6:])

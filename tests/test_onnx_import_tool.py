@@ -211,3 +211,27 @@ def test_inconsistent_node_is_a_diagnostic(tmp_path, capsys) -> None:
     model = make_model(nodes, {"x": np.zeros((3, 1), np.float32)}, ["y"], {"s": shape})
     err = _error_of(tmp_path, capsys, model)
     assert "node 'ex' (Expand, opset 17): invalid node:" in err
+
+
+def test_each_op_is_located_at_its_node_and_profiles_name_them(tmp_path, capsys) -> None:
+    """The importer locates each op at its node (`loc("name")`, an unnamed node at its
+    op type and index); `--print-debuginfo` prints them, the tools keep them when they
+    parse the text, and a profiling build times each call site under its nodes."""
+    model, x = _conv_model()
+    model.graph.node[1].name = ""  # unnamed: "Relu#1"
+    path = _save(tmp_path, model)
+    out = tmp_path / "m.mlir"
+    code, _, err = _tool(capsys, path, "-o", str(out), "--print-debuginfo")
+    assert code == 0, err
+    text = out.read_text()
+    assert "graph.conv2d" in text and 'loc("conv")' in text and 'loc("Relu#1")' in text
+    assert "loc(" not in (_tool(capsys, path)[1])  # without the flag: no locations
+    for source in (path, text):
+        exe = lamina.compile(source, profile=True, cache=False)
+        np.testing.assert_allclose(
+            exe.run("main", x), run_ort(model, {"x": x})[0], rtol=1e-4, atol=1e-5
+        )
+        profile = exe.profile("main", x, runs=3)
+        assert [(s.ops, s.calls) for s in profile.sites] == [(("conv", "Relu#1"), 3)]
+        assert profile.sites[0].symbol == profile.kernels[0].symbol
+        assert "conv, Relu#1" in profile.sites_table()

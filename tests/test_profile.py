@@ -115,3 +115,23 @@ def test_worked_example_runs(capsys, monkeypatch):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("@main: 20 runs") and "3 kernels" in lines[0]
     assert lines[-1].split()[1:] == ["20", "True"]
+
+
+def test_call_sites_name_their_source_lines(capsys):
+    """Each call site keeps the source ops it runs, in order: for a text module their
+    `file:line:col`s (an imported model's: its node names, tests/test_onnx_import_tool.py);
+    `lamina-run --profile` lists the slowest sites with them."""
+    exe = lamina.compile(MLP, profile=True, cache=False)
+    profile = exe.profile("main", *_inputs(exe), runs=4)
+    lines = MLP.read_text().splitlines()
+    assert [s.calls for s in profile.sites] == [4, 4, 4]
+    for site in profile.sites:
+        assert site.symbol.startswith("te_fused_matmul_add") and site.total_ms > 0
+        numbers = [int(op.split(":")[1]) for op in site.ops]
+        assert all(op.startswith("mlp.mlir:") for op in site.ops)
+        assert numbers == sorted(numbers) and "graph.matmul" in lines[numbers[0] - 1]
+    assert sum(s.total_ms for s in profile.sites) == pytest.approx(profile.kernel_ms)
+    assert lamina_run([str(MLP), "--profile", "--repeat", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "@main: 10 runs, 3 call sites" in out
+    assert re.search(r"te_fused_matmul_add_relu_64x512xf32_loop +10 .* mlp\.mlir:\d+:\d+, ", out)

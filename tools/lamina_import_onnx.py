@@ -9,7 +9,10 @@ stay binary in memory; with `-o MODEL.mlir` those of 1 KiB or more are written t
 the side file `MODEL.mlir.bin` and named by `dense_resource<...>` handles
 (core/resources.py), the others print as hex `dense<"0x...">` attributes, as all
 of them do on stdout or with `--inline-constants` (or, with
-`--mlir-elide-elementsattrs-if-larger N`, as MLIR's elided marker). A model
+`--mlir-elide-elementsattrs-if-larger N`, as MLIR's elided marker). Each op
+is located at its ONNX node (`loc("node name")`), printed with
+`--print-debuginfo`; the other tools keep those locations when they parse the
+text, so a profiling build names the nodes each kernel runs. A model
 the importer cannot represent exactly is an error naming the node (name,
 op type, opset) and what is missing; exit status 1, and no output file.
 See docs/onnx.md.
@@ -50,6 +53,12 @@ def _parser() -> argparse.ArgumentParser:
         help="keep every constant in the text as hex, without a side file "
         "(the default with -o: constants of 1 KiB or more go to OUTPUT.bin; docs/onnx.md)",
     )
+    p.add_argument(
+        "--print-debuginfo",
+        "--mlir-print-debuginfo",
+        action="store_true",
+        help='print each op\'s location: the ONNX node it came from (loc("name"))',
+    )
     return p
 
 
@@ -75,13 +84,17 @@ def run(argv: list[str] | None = None) -> int:
     for note in result.notes:
         print(f"{args.model}: note: {note}", file=sys.stderr)
     if args.output == "-":
-        sys.stdout.write(print_module(result.module, args.elide_larger_than) + "\n")
+        text = print_module(
+            result.module, args.elide_larger_than, print_debuginfo=args.print_debuginfo
+        )
+        sys.stdout.write(text + "\n")
     else:
         write_module(
             result.module,
             args.output,
             inline_constants=args.inline_constants,
             elide_larger_than=args.elide_larger_than,
+            print_debuginfo=args.print_debuginfo,
         )
     return 0
 

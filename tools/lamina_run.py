@@ -80,9 +80,14 @@ def _parser() -> argparse.ArgumentParser:
         "--profile",
         action="store_true",
         help="time each kernel call and print calls, total ms, share and parallel regions "
-        "per kernel over max(--repeat, 10) runs (docs/performance.md, Profiling)",
+        "per kernel over max(--repeat, 10) runs, then the slowest call sites with the source "
+        "ops (ONNX nodes) each runs (docs/performance.md, Profiling)",
     )
     return p
+
+
+SLOWEST_SITES = 10
+"""Call sites `--profile` lists after its per-kernel table."""
 
 
 def random_input_limit() -> int:
@@ -242,7 +247,9 @@ def run(argv: list[str] | None = None) -> int:
         per_run = (time.perf_counter() - start) / args.repeat
         print(f"run: {per_run * 1e3:.3f} ms/iter over {args.repeat} iterations")
     if args.profile:
-        print(exe.profile(args.entry, *inputs, runs=max(args.repeat, 10)))
+        profile = exe.profile(args.entry, *inputs, runs=max(args.repeat, 10))
+        print(profile)
+        print(profile.sites_table(top=SLOWEST_SITES))
     if args.output:
         with open(args.output, "wb") as out:  # exactly this file (np.savez would add .npz)
             np.savez(out, **{f"out{i}": a for i, a in enumerate(results)})

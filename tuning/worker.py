@@ -262,7 +262,7 @@ def _model_samples(exes: list, args, rounds: int, clock: str) -> list[list[dict[
                 if clock != "cpu" or wall <= PREEMPTED * spent:
                     break
             row: dict[str, float] = {"": spent}
-            for (symbol, _, _), (nanos, _) in zip(
+            for (symbol, *_), (nanos, _) in zip(
                 kernels, read_counters(addresses, len(kernels)), strict=True
             ):
                 row[symbol] = row.get(symbol, 0.0) + nanos * 1e-9

@@ -6,9 +6,9 @@
 // reads that add its time and one call to the call's slot of
 // @lamina_profile (two i64 per slot). @lamina_profile_table names each
 // slot's kernel, its parallel regions (GOMP_parallel calls, through the
-// functions it calls) and their fewest iterations. Calls of declarations
-// (@free) and calls made inside kernels are not timed. Running it twice
-// equals running it once.
+// functions it calls), their fewest iterations and the call's source ops
+// (file:line:col here; an imported model's node names). Calls of declarations
+// (@free) and calls made inside kernels are not timed; twice equals once.
 
 builtin.module attributes {lamina.phase = #lamina.phase<build>} {
   llvm.func @GOMP_parallel(!llvm.ptr, !llvm.ptr, i32, i32)
@@ -53,7 +53,7 @@ builtin.module attributes {lamina.phase = #lamina.phase<build>} {
 // CHECK-NOT:     lamina_profile
 // CHECK:         llvm.return
 // CHECK:       llvm.mlir.global weak @lamina_profile(dense<0> : tensor<6xi64>) {{.*}} : !llvm.array<6 x i64>
-// CHECK-NEXT:  llvm.mlir.global weak constant @lamina_profile_table("conv\091\099\0Arelu\090\090\0Aconv\091\099\0A\00")
+// CHECK-NEXT:  llvm.mlir.global weak constant @lamina_profile_table("conv\091\099\09profile-kernels.mlir:17:5\0Arelu\090\090\09profile-kernels.mlir:18:5\0Aconv\091\099\09profile-kernels.mlir:19:5\0A\00")
 // CHECK:       llvm.func @clock_gettime(i32, !llvm.ptr) -> i32
 // CHECK:       llvm.func internal @lamina_profile_now() -> i64 attributes {passthrough = ["alwaysinline"]}
 // CHECK:         llvm.call @clock_gettime(
