@@ -156,3 +156,20 @@ def test_pass_timing_observes_the_compile_with_kernel_reuse(fresh, capfd):
     printed = _compile(program, print_ir_after_all=True)
     assert not _reused(printed)
     np.testing.assert_array_equal(timed.run("main", X), printed.run("main", X))
+
+
+def test_the_key_text_is_the_kernel_printed_as_xdsl_prints_it(fresh, monkeypatch):
+    """`te_key` prints with `printed` (each piece written to the stream directly):
+    the same text as `str`, for every kernel of a model (regions, blocks, attributes)."""
+    seen: list[tuple[str, str]] = []
+    original = kernel_reuse.te_key
+
+    def spy(func, context):
+        seen.append((kernel_reuse.printed(func), str(func)))
+        return original(func, context)
+
+    monkeypatch.setattr(kernel_reuse, "te_key", spy)
+    _compile(conv_program())
+    assert seen
+    for fast, slow in seen:
+        assert fast == slow
