@@ -110,8 +110,43 @@ def pattern_kind(op: Operation) -> str:
         same = all(graph.tensor_shape(v) == shape for v in op.operands)
         return ELEMENTWISE if same else BROADCAST
     if isinstance(op, graph.SliceOp):
-        return INJECTIVE if _splits_matmul_result(op) or _feeds_concat(op) else OPAQUE
+        if _splits_matmul_result(op) or _feeds_concat(op) or _feeds_layout(op):
+            return INJECTIVE
+        return OPAQUE
+    if isinstance(op, graph.LayoutTransformOp):
+        return INJECTIVE if _shuffle_layout(op) else OPAQUE
     return _KINDS.get(op.name, OPAQUE)
+
+
+def _only_reader(value: SSAValue) -> Operation | None:
+    uses = list(value.uses)
+    return uses[0].operation if len(uses) == 1 else None
+
+
+def _feeds_layout(op: graph.SliceOp) -> bool:
+    """Whether `op`'s only reader is a layout transform into a blocked layout
+    (ShuffleNetV2's split: the half the branch convolves): one kernel slices
+    and blocks it instead of a copy and a transform."""
+    reader = _only_reader(op.results[0])
+    return isinstance(reader, graph.LayoutTransformOp) and reader.crop is None
+
+
+def _shuffle_layout(op: graph.LayoutTransformOp) -> bool:
+    """Whether a layout transform is a prologue of a channel shuffle's or a
+    slice's kernel (ShuffleNetV2): a blocked input cropped to `NCHW` read
+    only by a concatenation whose only reader is a reshape (the shuffle
+    reads the blocked branch in place), or a transform into a blocked layout
+    of a slice read by nothing else. Other layout transforms stay kernels of
+    their own."""
+    if op.crop is None:
+        producer = op.input.owner
+        return (
+            isinstance(producer, graph.SliceOp) and _only_reader(producer.results[0]) is op
+        )
+    reader = _only_reader(op.results[0])
+    if not isinstance(reader, graph.ConcatOp):
+        return False
+    return isinstance(_only_reader(reader.results[0]), graph.ReshapeOp)
 
 
 def _feeds_concat(op: graph.SliceOp) -> bool:
@@ -188,7 +223,9 @@ class Grouping:
         kind = pattern_kind(op)
         if kind == OPAQUE:
             return
-        device = op.properties.get("device")
+        device = _device(op)
+        if isinstance(op, graph.ConcatOp) and self._absorb_remappings(op, device):
+            return
         if isinstance(op, graph.MatmulOp) and self._absorb_prologues(op, device):
             return
         if isinstance(op, graph.Conv2dOp) and self._absorb_prologues(op, device, reshapes=True):
@@ -206,6 +243,29 @@ class Grouping:
         group = Group([op], None if kind in _FREE else kind, device)
         self.groups.append(group)
         self.group_of[op] = group
+
+    def _absorb_remappings(self, op: Operation, device: object) -> bool:
+        """Merge two or more free remapping groups of a concatenation's operands
+        into one group ending with it (ShuffleNetV2's shuffle reads the kept
+        half's slice and the branch's cropped layout transform in place);
+        False when fewer than two operands end such a group."""
+        prologues: list[Group] = []
+        for operand in op.operands:
+            group = self._open_group(operand, device)
+            if (
+                group is not None
+                and group.anchor is None
+                and group.is_remapping()
+                and group not in prologues
+            ):
+                prologues.append(group)
+        if len(prologues) < 2 or sum(len(g.ops) for g in prologues) >= MAX_GROUP_OPS:
+            return False
+        merged = Group([o for g in prologues for o in g.ops] + [op], None, device)
+        self.groups = [g for g in self.groups if g not in prologues] + [merged]
+        for member in merged.ops:
+            self.group_of[member] = merged
+        return True
 
     def _open_group(self, operand: SSAValue, device: object) -> Group | None:
         """The group `operand`'s producer ends, if a consumer on `device` may join it."""
@@ -294,6 +354,17 @@ class Grouping:
         for member in merged.ops:
             self.group_of[member] = merged
         return True
+
+
+def _device(op: Operation) -> object:
+    """The op's device; a layout transform `plan-layouts` inserted (after
+    `plan-devices`) runs on the device of the value it transforms."""
+    device = op.properties.get("device")
+    if device is None and isinstance(op, graph.LayoutTransformOp):
+        producer = op.input.owner
+        if isinstance(producer, Operation):
+            return producer.properties.get("device")
+    return device
 
 
 def group_blocks(module: ModuleOp) -> list[Group]:
