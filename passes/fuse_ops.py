@@ -8,7 +8,10 @@ Every compute op has a *pattern kind* (`pattern_kind`), as in TVM:
     reduction       `reduce_*`, `global_avg_pool2d`
     output-fusable  `matmul`, `conv2d`, pools, `softmax`, `layer_norm`: an
                     expensive op whose output elementwise ops can follow
-    opaque          everything else (`layout_transform`, calls): never fused
+    opaque          everything else (`layout_transform`, calls): never fused;
+                    a slice read only by a concatenation, a matmul's result's
+                    slices, and ShuffleNetV2's layout transforms around its
+                    channel shuffle (`_shuffle_layout`) are injective
 
 Walking each block in order, an op joins the group of the producer of one of
 its operands when that operand has no other use, both run on the same
@@ -35,10 +38,13 @@ remap indices, so the matmul reads the original tensors in place instead
 of a copy each (`schedule` packs the operand read along the row, which then
 does the transposition once per panel). A group of elementwise ops is no
 prologue: the matmul reads each operand element N times and would
-recompute it each time. A
-group of two or more ops becomes one `te.func` (`legalize`'s builders, via
-`build_kernel`) called with `graph.call_te` where its last op was; inside it
-a non-reduction `te.compute` read by exactly one other non-reduction compute
+recompute it each time. A concatenation merges the free remapping groups
+of two or more of its operands (`_absorb_remappings`: ShuffleNetV2's
+shuffle reads the kept half's slice and the branch's blocked result,
+through its cropping layout transform, in place). A group of two or more
+ops becomes one `te.func` (`legalize`'s builders, via `build_kernel`)
+called with `graph.call_te` where its last op was; inside it a
+non-reduction `te.compute` read by exactly one other non-reduction compute
 is inlined into that reader, so an elementwise chain is one loop nest, and
 in a matmul's group a pure index remapping (one read at remapped indices)
 is inlined into the matmul's reduction. Equal
