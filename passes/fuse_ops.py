@@ -146,7 +146,9 @@ def _shuffle_layout(op: graph.LayoutTransformOp) -> bool:
     their own."""
     if op.crop is None:
         producer = op.input.owner
-        return isinstance(producer, graph.SliceOp) and _only_reader(producer.results[0]) is op
+        return isinstance(producer, graph.SliceOp | graph.ReshapeOp) and (
+            _only_reader(producer.results[0]) is op
+        )
     reader = _only_reader(op.results[0])
     if not isinstance(reader, graph.ConcatOp):
         return False

@@ -3,7 +3,8 @@ branch on one half, the other half concatenated unchanged with the branch's
 output and the channels shuffled. The unchanged half is read in place by the
 concatenation's kernel (`passes/fuse_ops.py`, `_feeds_concat`), the
 branch's blocked result is cropped inside the shuffle's kernel and the next
-unit's half is sliced and blocked by one kernel (`_shuffle_layout`); channel
+unit's half is sliced and blocked by one kernel, and a last shuffle read by a
+blocked convolution writes the blocked layout (`_shuffle_layout`); channel
 counts that are not whole vector blocks (58 halves of 116), on the host's
 vectors and an AVX2 build."""
 
@@ -22,7 +23,7 @@ from onnx import helper  # noqa: E402
 RNG = np.random.default_rng(11)
 
 
-def _unit(channels: int, size: int, units: int = 1):
+def _unit(channels: int, size: int, units: int = 1, tail: bool = False):
     half = channels // 2
     inits = {
         "split": np.array([half, half], dtype=np.int64),
@@ -44,14 +45,23 @@ def _unit(channels: int, size: int, units: int = 1):
             helper.make_node("Transpose", [f"g{u}"], [f"t{u}"], perm=[0, 2, 1, 3, 4]),
             helper.make_node("Reshape", [f"t{u}", "s4"], [y]),
         ]
+    if tail:  # the next stage's convolution reads the last shuffle blocked
+        nodes[-1].output[0] = "shuffled"
+        inits["wt"] = (RNG.standard_normal((channels, channels, 1, 1)) / channels).astype(
+            np.float32
+        )
+        nodes.append(helper.make_node("Conv", ["shuffled", "wt"], ["y"], kernel_shape=[1, 1]))
     x = RNG.standard_normal((1, channels, size, size)).astype(np.float32)
     return make_model(nodes, {"x": x}, ["y"], inits), x
 
 
 @pytest.mark.parametrize("isa", ["host", "avx2"])
-@pytest.mark.parametrize(("channels", "size", "units"), [(116, 7, 1), (64, 5, 1), (116, 7, 3)])
-def test_shuffle_unit_against_onnxruntime(isa, channels, size, units):
-    model, x = _unit(channels, size, units)
+@pytest.mark.parametrize(
+    ("channels", "size", "units", "tail"),
+    [(116, 7, 1, False), (64, 5, 1, False), (116, 7, 3, False), (116, 7, 2, True)],
+)
+def test_shuffle_unit_against_onnxruntime(isa, channels, size, units, tail):
+    model, x = _unit(channels, size, units, tail)
     want = run_ort(model, {"x": x})[0]
     targets = None if isa == "host" else [f"cpu{{isa={isa}}}"]
     got = lamina.compile(import_model(model).module, targets=targets, cache=False).run("main", x)
