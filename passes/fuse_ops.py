@@ -142,8 +142,9 @@ def _shuffle_layout(op: graph.LayoutTransformOp) -> bool:
     slice's kernel (ShuffleNetV2): a blocked input cropped to `NCHW` read
     only by a concatenation whose only reader is a reshape (the shuffle
     reads the blocked branch in place), or a transform into a blocked layout
-    of a slice read by nothing else. Other layout transforms stay kernels of
-    their own."""
+    of a slice or a reshape read by nothing else (the next branch's half; a
+    stage's last shuffle, which then writes the next stage's blocked input).
+    Other layout transforms stay kernels of their own."""
     if op.crop is None:
         producer = op.input.owner
         return isinstance(producer, graph.SliceOp | graph.ReshapeOp) and (
