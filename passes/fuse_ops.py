@@ -8,7 +8,10 @@ Every compute op has a *pattern kind* (`pattern_kind`), as in TVM:
     reduction       `reduce_*`, `global_avg_pool2d`
     output-fusable  `matmul`, `conv2d`, pools, `softmax`, `layer_norm`: an
                     expensive op whose output elementwise ops can follow
-    opaque          everything else (`layout_transform`, calls): never fused
+    opaque          everything else (`layout_transform`, calls): never fused;
+                    a slice read only by a concatenation, a matmul's result's
+                    slices, and ShuffleNetV2's layout transforms around its
+                    channel shuffle (`_shuffle_layout`) are injective
 
 Walking each block in order, an op joins the group of the producer of one of
 its operands when that operand has no other use, both run on the same
@@ -35,10 +38,13 @@ remap indices, so the matmul reads the original tensors in place instead
 of a copy each (`schedule` packs the operand read along the row, which then
 does the transposition once per panel). A group of elementwise ops is no
 prologue: the matmul reads each operand element N times and would
-recompute it each time. A
-group of two or more ops becomes one `te.func` (`legalize`'s builders, via
-`build_kernel`) called with `graph.call_te` where its last op was; inside it
-a non-reduction `te.compute` read by exactly one other non-reduction compute
+recompute it each time. A concatenation merges the free remapping groups
+of two or more of its operands (`_absorb_remappings`: ShuffleNetV2's
+shuffle reads the kept half's slice and the branch's blocked result,
+through its cropping layout transform, in place). A group of two or more
+ops becomes one `te.func` (`legalize`'s builders, via `build_kernel`)
+called with `graph.call_te` where its last op was; inside it a
+non-reduction `te.compute` read by exactly one other non-reduction compute
 is inlined into that reader, so an elementwise chain is one loop nest, and
 in a matmul's group a pure index remapping (one read at remapped indices)
 is inlined into the matmul's reduction. Equal
@@ -111,8 +117,44 @@ def pattern_kind(op: Operation) -> str:
         same = all(graph.tensor_shape(v) == shape for v in op.operands)
         return ELEMENTWISE if same else BROADCAST
     if isinstance(op, graph.SliceOp):
-        return INJECTIVE if _splits_matmul_result(op) or _feeds_concat(op) else OPAQUE
+        if _splits_matmul_result(op) or _feeds_concat(op) or _feeds_layout(op):
+            return INJECTIVE
+        return OPAQUE
+    if isinstance(op, graph.LayoutTransformOp):
+        return INJECTIVE if _shuffle_layout(op) else OPAQUE
     return _KINDS.get(op.name, OPAQUE)
+
+
+def _only_reader(value: SSAValue) -> Operation | None:
+    uses = list(value.uses)
+    return uses[0].operation if len(uses) == 1 else None
+
+
+def _feeds_layout(op: graph.SliceOp) -> bool:
+    """Whether `op`'s only reader is a layout transform into a blocked layout
+    (ShuffleNetV2's split: the half the branch convolves): one kernel slices
+    and blocks it instead of a copy and a transform."""
+    reader = _only_reader(op.results[0])
+    return isinstance(reader, graph.LayoutTransformOp) and reader.crop is None
+
+
+def _shuffle_layout(op: graph.LayoutTransformOp) -> bool:
+    """Whether a layout transform is a prologue of a channel shuffle's or a
+    slice's kernel (ShuffleNetV2): a blocked input cropped to `NCHW` read
+    only by a concatenation whose only reader is a reshape (the shuffle
+    reads the blocked branch in place), or a transform into a blocked layout
+    of a slice or a reshape read by nothing else (the next branch's half; a
+    stage's last shuffle, which then writes the next stage's blocked input).
+    Other layout transforms stay kernels of their own."""
+    if op.crop is None:
+        producer = op.input.owner
+        return isinstance(producer, graph.SliceOp | graph.ReshapeOp) and (
+            _only_reader(producer.results[0]) is op
+        )
+    reader = _only_reader(op.results[0])
+    if not isinstance(reader, graph.ConcatOp):
+        return False
+    return isinstance(_only_reader(reader.results[0]), graph.ReshapeOp)
 
 
 def _feeds_concat(op: graph.SliceOp) -> bool:
@@ -189,7 +231,9 @@ class Grouping:
         kind = pattern_kind(op)
         if kind == OPAQUE:
             return
-        device = op.properties.get("device")
+        device = _device(op)
+        if isinstance(op, graph.ConcatOp) and self._absorb_remappings(op, device):
+            return
         if isinstance(op, graph.MatmulOp) and self._absorb_prologues(op, device):
             return
         if isinstance(op, graph.Conv2dOp) and self._absorb_prologues(op, device, reshapes=True):
@@ -207,6 +251,29 @@ class Grouping:
         group = Group([op], None if kind in _FREE else kind, device)
         self.groups.append(group)
         self.group_of[op] = group
+
+    def _absorb_remappings(self, op: Operation, device: object) -> bool:
+        """Merge two or more free remapping groups of a concatenation's operands
+        into one group ending with it (ShuffleNetV2's shuffle reads the kept
+        half's slice and the branch's cropped layout transform in place);
+        False when fewer than two operands end such a group."""
+        prologues: list[Group] = []
+        for operand in op.operands:
+            group = self._open_group(operand, device)
+            if (
+                group is not None
+                and group.anchor is None
+                and group.is_remapping()
+                and group not in prologues
+            ):
+                prologues.append(group)
+        if len(prologues) < 2 or sum(len(g.ops) for g in prologues) >= MAX_GROUP_OPS:
+            return False
+        merged = Group([o for g in prologues for o in g.ops] + [op], None, device)
+        self.groups = [g for g in self.groups if g not in prologues] + [merged]
+        for member in merged.ops:
+            self.group_of[member] = merged
+        return True
 
     def _open_group(self, operand: SSAValue, device: object) -> Group | None:
         """The group `operand`'s producer ends, if a consumer on `device` may join it."""
@@ -295,6 +362,17 @@ class Grouping:
         for member in merged.ops:
             self.group_of[member] = merged
         return True
+
+
+def _device(op: Operation) -> object:
+    """The op's device; a layout transform `plan-layouts` inserted (after
+    `plan-devices`) runs on the device of the value it transforms."""
+    device = op.properties.get("device")
+    if device is None and isinstance(op, graph.LayoutTransformOp):
+        producer = op.input.owner
+        if isinstance(producer, Operation):
+            return producer.properties.get("device")
+    return device
 
 
 def group_blocks(module: ModuleOp) -> list[Group]:
