@@ -1005,3 +1005,11 @@ elsewhere (one libgomp region per kernel, whose workers wake from a futex, or a
 1, 0)` (no worker is woken); the call team's `GOMP_parallel` ignores the count and
 posts the region. Defined here, in the IR both read, so the scheduler does not
 import the backend."""
+
+ROWS_FIRST_ATTR = "lamina.rows_first"
+"""Discardable unit attribute on a `parallel` loop holding one `parallel` loop
+(`share_rows`, schedule/parallel.py): when `lower-to-llvm` collapses the two
+(backends/llvm/parallel.py, `collapse_nested`), the inner loop's index is the
+major one of the flat index (rows x blocks) instead of the outer one's (blocks
+x rows), so a thread's chunks hold whole rows of every block. The same
+iterations; only which thread runs which changes."""

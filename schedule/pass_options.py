@@ -146,6 +146,7 @@ class ParallelOptions:
     parallel_min_iterations_per_core: int | None = None
     parallel_team_min_work: int | None = None
     parallel_grain_work: int | None = None
+    parallel_rows_first: int | None = None
 
 
 @dataclass(frozen=True)

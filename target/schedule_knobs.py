@@ -88,6 +88,16 @@ class ScheduleKnobs:
     (with fewer iterations than two per core, the last wave of a 3-iteration
     loop on 2 cores leaves one core idle for a third of the time)."""
 
+    parallel_rows_first: int = 0
+    """1: when `share_rows` collapses a parallel loop of blocks with the rows it
+    holds, the threads split the rows (each running every block of its rows, a
+    chunk block by block) where that reads fewer bytes per thread than splitting
+    the blocks (`rows_first_reads_less`, schedule/parallel.py: a pointwise
+    convolution at 14x14 or larger with few output-channel blocks); 0 (default):
+    always the blocks. Off until a measurement on an idle machine shows a gain:
+    on the loaded 2-vCPU Xeon VM the A/B moved by less than its noise
+    (docs/performance.md, "Rows first")."""
+
     parallel_collapse_below: int = 32
     """A parallel loop of fewer iterations than this whose body is one spatial
     loop of constant bounds shares that loop's iterations too (`schedule` marks
@@ -693,6 +703,7 @@ def check_knob(name: str, value: object) -> str | None:
         "conv_nchw_pointwise_min_pixels",
         "parallel_column_blocks_per_core",
         "parallel_grain_work",
+        "parallel_rows_first",
     ):
         return None if value >= 0 else "must be >= 0"
     return None if value >= 1 else "must be >= 1"

@@ -42,3 +42,29 @@ def test_two_channel_blocks_share_their_rows_among_threads():
     (conv,) = [k for k in exe.profile("main", x, w, runs=1).kernels if "conv2d" in k.symbol]
     # A pointwise convolution: two output-channel blocks of 16, collapsed with the 28 rows.
     assert conv.symbol.endswith("1x2x28x28x16xf32_loop") and conv.iterations == 2 * 28
+
+
+def test_rows_first_splits_rows_with_the_same_results():
+    # `parallel_rows_first=1`: the pointwise convolution reads 64 x 784 input elements
+    # indexed by the row only and 32 x 64 weights by the block only, so the collapsed
+    # index is rows x blocks (each thread a range of rows of both blocks, a chunk run
+    # block by block; one thread all of it as one chunk). The same iterations: results
+    # identical to blocks first, at one and two threads.
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 64, 28, 28)).astype(np.float32)
+    w = rng.standard_normal((32, 64, 1, 1)).astype(np.float32)
+    want = _reference(x, w)
+    before = get_max_threads()
+    results = {}
+    try:
+        for rows_first in (0, 1):
+            target = f"cpu{{conv_channel_jam=1 parallel_rows_first={rows_first}}}"
+            exe = lamina.compile(CONV, targets=[target], cache=False)
+            for threads in (1, 2):
+                set_num_threads(threads)
+                results[rows_first, threads] = exe.run("main", x, w)
+                np.testing.assert_allclose(results[rows_first, threads], want, rtol=1e-4, atol=1e-4)
+    finally:
+        set_num_threads(before)
+    for got in results.values():
+        np.testing.assert_array_equal(got, results[0, 1])
