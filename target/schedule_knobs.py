@@ -269,6 +269,28 @@ class ScheduleKnobs:
     blocks of 4 rows), 256->256 at 28x28 1.17 -> 1.08x, 512->512 at 14x14
     1.00 -> 0.83x (2 blocks of 7 rows). Zen 4 and AVX2 keep 0."""
 
+    conv_direct_row_jam: int = field(
+        default=0, metadata={_DERIVED: "2 if wide_fma_pipes >= 2 else 0"}
+    )
+    """Nonzero: a dense direct convolution jammed by `conv_direct_jam_max` sizes
+    its rows for one broadcast register (as a wide stem's, `conv_stem_jam_wide`:
+    F x R accumulators, F weight vectors and the broadcast), and when one
+    register block covers its whole output row it also jams up to this many
+    output rows per step (`direct_row_jam` in `schedule/register_block.py`: J
+    rows x F blocks x R columns of accumulators within the registers; the last
+    rows a step of their own); 0: rows sized for hoisted broadcasts, one row
+    per step. ResNet's 3x3 stride-2 512 -> 512 to 7x7 takes 2 blocks x 7
+    columns x 2 rows (each weight load feeds 14 FMAs, not 7), 14-column rows
+    2 blocks x 14, 28-column rows 4 blocks x 6 (+ 4). Derived from the CPU:
+    two 512-bit FMA pipes (`wide_fma_pipes`). Measured on Emerald Rapids (one
+    thread, the kernel `depthwise 3x3 -> 3x3 stride 2 + bias -> relu` alone,
+    320 MB written between calls, 21 interleaved rounds; docs/performance.md,
+    "Stride-2 3x3 convolutions: two rows per step"), 0 -> 2: ResNet-50's 512
+    -> 512 from 14x14 1.22 -> 1.06x onnxruntime's node, 256 -> 256 from 28x28
+    1.12 -> 1.08x, 128 -> 128 from 56x56 1.18 -> 1.06x; ResNet-18's 256 ->
+    512 from 14x14 1.07 -> 0.93x, 128 -> 256 from 28x28 1.12 -> 1.04x, 64 ->
+    128 from 56x56 1.19 -> 1.04x. Zen 4 and AVX2 keep 0."""
+
     conv_stem_channel_jam: int = 1
     """1: with `conv_channel_jam_everywhere`, a stem convolution (its input
     read as `NCHW1c`, blocks of one channel, so its reduction steps through
@@ -677,6 +699,7 @@ def check_knob(name: str, value: object) -> str | None:
         "conv_channel_jam",
         "conv_pointwise_jam_max",
         "conv_direct_jam_max",
+        "conv_direct_row_jam",
         "conv_stem_jam_wide",
         "conv_nchw_flat_pixels",
         "conv_flatten_rows",

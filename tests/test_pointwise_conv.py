@@ -274,6 +274,7 @@ def test_wide_fma_pipes_decides_the_reduction_chunks() -> None:
         knobs = ScheduleKnobs.for_cpu(facts)
         assert (knobs.conv_chunk_min_channels, knobs.conv_reduction_chunk) == want, name
         assert knobs.conv_direct_jam_max == (4 if name == "sapphirerapids" else 0), name
+        assert knobs.conv_direct_row_jam == (2 if name == "sapphirerapids" else 0), name
 
 
 DIRECT = [
@@ -284,6 +285,27 @@ DIRECT = [
     (96, 192, 14, 2, "none"),  # 12 blocks at 7 columns: 2 x 7 rows
     (64, 64, 7, 1, "residual"),  # a 7x7 image (direct), the residual add jammed
 ]
+
+
+ROW_JAM = [
+    # cin, cout, size, stride, epilogue: `conv_direct_row_jam`'s register blocks
+    (64, 64, 14, 2, "relu"),  # 7 columns: 2 blocks x 7 x 2 rows, the seventh row alone
+    (32, 96, 14, 2, "bias"),  # 6 blocks at 7 columns: 3 x 7, no room for a second row
+    (48, 64, 28, 2, "none"),  # 14 columns (3 input blocks): 2 blocks x 14 rows
+    (32, 64, 56, 2, "relu"),  # 28 columns: 4 blocks x (6 + 6 + 6 + 6 + 4)
+]
+
+
+@pytest.mark.parametrize("isa", [HOST, pytest.param(AVX2, marks=needs_avx2)])
+@pytest.mark.parametrize(("cin", "cout", "size", "stride", "epilogue"), ROW_JAM)
+def test_direct_row_jam_matches_onnxruntime(cin, cout, size, stride, epilogue, isa) -> None:
+    """`conv_direct_row_jam` forced on with the direct jam (the default with two
+    512-bit FMA pipes; tests/filecheck/passes/schedule-direct-row-jam.mlir) and
+    off; the AVX2 build ignores both."""
+    model, x = _block(cin, cout, size, stride, epilogue, k=3)
+    for options in ("conv_direct_jam_max=4 conv_direct_row_jam=2", "conv_direct_row_jam=0"):
+        target = f"{isa[:-1]} {options}}}" if isa.endswith("}") else f"{isa}{{{options}}}"
+        _check(model, x, target)
 
 
 @pytest.mark.parametrize("isa", [HOST, pytest.param(AVX2, marks=needs_avx2)])
