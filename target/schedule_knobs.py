@@ -540,6 +540,25 @@ class ScheduleKnobs:
     parameter: their transform then runs on every call and costs 16/(OH*OW) of
     the products (8 % at 14x14)."""
 
+    winograd_direct_below: int = field(
+        default=0, metadata={_DERIVED: "64 if wide_fma_pipes >= 2 else 0"}
+    )
+    """Constant weights: a 3x3 convolution Winograd applies to whose output has
+    fewer pixels than this and whose transformed weights (16*C*K elements)
+    exceed `winograd_max_weight_bytes` (L2) runs direct (`winograd_pays`); 0:
+    Winograd wherever it applies. On a 7x7 output F(2x2, 3x3) computes 8x8
+    (16 tiles) and streams 16/9 of the direct kernel's weights, which the
+    direct kernel with two rows per step (`conv_direct_row_jam`) beats there.
+    Derived from the CPU: two 512-bit FMA pipes (`wide_fma_pipes`). Measured
+    on Emerald Rapids (one thread, `depthwise 3x3 -> 3x3 + bias -> relu`, the
+    kernel alone, 320 MB written between calls, 21 interleaved rounds;
+    docs/performance.md, "Stride-2 3x3 convolutions: two rows per step"),
+    Winograd -> direct, ratio to onnxruntime's node: ResNet's 512 -> 512 at
+    7x7 (16 MiB transformed) 1.10 -> 0.92 and 1.19 -> 0.95, GoogLeNet's
+    192 -> 384 (4.5 MiB) 0.89 -> 0.78, 160 -> 320 (3.1 MiB) 0.96 -> 0.96;
+    DenseNet-121's 128 -> 32 (256 KiB, kept) 0.025 -> 0.029 ms; 256 -> 256
+    at 14x14 (kept: 196 pixels) 0.78 -> 1.07. Zen 4 and AVX2 keep 0."""
+
     winograd_max_weight_bytes: int = field(default=1 << 20, metadata={_DERIVED: "l2_bytes"})
     """Largest transformed weights (16*C*K elements) for Winograd with weights
     passed as a parameter: they must stay in L2 (256->256 at 14x14 streams
@@ -710,6 +729,7 @@ def check_knob(name: str, value: object) -> str | None:
         "depthwise_in_place_percent",
         "conv_gate_weights_percent",
         "winograd_min_output",
+        "winograd_direct_below",
         "winograd_channel_jam",
         "winograd_jam_l1_bytes",
         "winograd_chunk_bytes",

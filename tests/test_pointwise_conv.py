@@ -275,6 +275,7 @@ def test_wide_fma_pipes_decides_the_reduction_chunks() -> None:
         assert (knobs.conv_chunk_min_channels, knobs.conv_reduction_chunk) == want, name
         assert knobs.conv_direct_jam_max == (4 if name == "sapphirerapids" else 0), name
         assert knobs.conv_direct_row_jam == (2 if name == "sapphirerapids" else 0), name
+        assert knobs.winograd_direct_below == (64 if name == "sapphirerapids" else 0), name
 
 
 DIRECT = [
@@ -316,5 +317,18 @@ def test_wide_direct_jam_matches_onnxruntime(cin, cout, size, stride, epilogue, 
     build jams its own way (`conv_channel_jam_everywhere`) and ignores it."""
     model, x = _block(cin, cout, size, stride, epilogue, k=3)
     for options in ("conv_direct_jam_max=4", "conv_direct_jam_max=0"):
+        target = f"{isa[:-1]} {options}}}" if isa.endswith("}") else f"{isa}{{{options}}}"
+        _check(model, x, target)
+
+
+@pytest.mark.parametrize("isa", [HOST, pytest.param(AVX2, marks=needs_avx2)])
+@pytest.mark.parametrize(("cin", "cout", "epilogue"), [(64, 64, "relu"), (48, 96, "bias")])
+def test_winograd_direct_below_matches_onnxruntime(cin, cout, epilogue, isa) -> None:
+    """`winograd_direct_below` (tests/filecheck/passes/plan-layouts-winograd-small.mlir):
+    a 3x3 at 7x7 with constant weights direct (the limit on transformed weights
+    lowered so that these small ones count as large) and Winograd."""
+    model, x = _block(cin, cout, 7, 1, epilogue, k=3)
+    small = "winograd_direct_below=64 winograd_max_weight_bytes=65536"
+    for options in (small, "winograd_direct_below=0"):
         target = f"{isa[:-1]} {options}}}" if isa.endswith("}") else f"{isa}{{{options}}}"
         _check(model, x, target)
