@@ -19,6 +19,7 @@ from xdsl.ir import Operation, SSAValue
 from lamina.dialects import graph
 from lamina.schedule.register_block import choose_block
 from lamina.target.registry import op_facts, op_knobs
+from lamina.target.schedule_knobs import ScheduleKnobs
 
 
 def conv2d_algorithm(op: graph.Conv2dOp) -> str:
@@ -164,7 +165,9 @@ def grouped_block_reads(op: graph.Conv2dOp, lanes: int) -> int | None:
     return None
 
 
-def winograd_pays(op: graph.Conv2dOp, constant_weights: bool) -> bool:
+def winograd_pays(
+    op: graph.Conv2dOp, constant_weights: bool, knobs: ScheduleKnobs | None = None
+) -> bool:
     """Does the CPU target compute this blocked conv2d by Winograd F(2x2, 3x3)?
 
     Wherever it applies (3x3, stride and dilation 1) when the weights are
@@ -176,15 +179,18 @@ def winograd_pays(op: graph.Conv2dOp, constant_weights: bool) -> bool:
     transformed on every call: only for outputs of at least
     `winograd_min_output` and transformed weights (16*C*K elements) of at
     most `winograd_max_weight_bytes`, L2 (256->256 at 14x14 streams 4 MiB of
-    them through L3 and loses: 2.2 ms against 2.1)."""
+    them through L3 and loses: 2.2 ms against 2.1). `knobs`: the module's
+    (default: `op`'s, which a detached op does not have)."""
     if graph.winograd_unsupported(op) is not None:
         return False
-    if constant_weights:
-        return True
     _, _, oh, ow, _ = graph.tensor_shape(op.results[0])
     kb, cb, _, _, ci, ko = graph.tensor_shape(op.weight)
     u_bytes = 16 * kb * cb * ci * ko * graph.element_type(op.data).bitwidth // 8
-    knobs = op_knobs(op)
+    knobs = knobs or op_knobs(op)
+    if constant_weights:
+        # `winograd_direct_below`: a small image with large weights runs direct
+        small = oh * ow < knobs.winograd_direct_below
+        return not (small and u_bytes > knobs.winograd_max_weight_bytes)
     return oh * ow >= knobs.winograd_min_output and u_bytes <= knobs.winograd_max_weight_bytes
 
 

@@ -220,8 +220,9 @@ def block_conv2d(op: graph.Conv2dOp, blocks: tuple[int, int], winograd: bool = F
     )
     chosen = op.attributes.get(graph.CONV_ALGORITHM_ATTR)  # a user's choice stays
     constant = isinstance(op.weight.owner, graph.ConstantOp)
-    winograd = winograd and op_knobs(op).conv_winograd == 1  # per convolution: its knobs
-    if chosen is None and winograd and c > 1 and winograd_pays(conv, constant):
+    knobs = op_knobs(op)  # per convolution: its knobs (`conv` is not in the module yet)
+    winograd = winograd and knobs.conv_winograd == 1
+    if chosen is None and winograd and c > 1 and winograd_pays(conv, constant, knobs):
         chosen = StringAttr("winograd")
     if chosen is not None:
         conv.attributes[graph.CONV_ALGORITHM_ATTR] = chosen

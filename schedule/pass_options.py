@@ -78,6 +78,7 @@ class ScheduleRulePass(LaminaPass):
                 conv_channel_jam_everywhere=derived.conv_channel_jam_everywhere,
                 conv_pointwise_jam_max=derived.conv_pointwise_jam_max,
                 conv_direct_jam_max=derived.conv_direct_jam_max,
+                conv_direct_row_jam=derived.conv_direct_row_jam,
                 conv_stem_jam_wide=derived.conv_stem_jam_wide,
                 conv_nchw_flat_pixels=derived.conv_nchw_flat_pixels,
                 conv_flatten_rows=derived.conv_flatten_rows,
@@ -128,6 +129,7 @@ class RegisterBlockOptions:
     conv_channel_jam_everywhere: int | None = None
     conv_pointwise_jam_max: int | None = None
     conv_direct_jam_max: int | None = None
+    conv_direct_row_jam: int | None = None
     conv_stem_channel_jam: int | None = None
     conv_stem_jam_wide: int | None = None
     conv_grouped_jam_min_row: int | None = None

@@ -380,6 +380,8 @@ def block_reductions(func: loop.FuncOp, facts: CpuFacts, base_knobs: ScheduleKno
             channels, jam = None, 1
         else:
             channels, group = _channel_blocks_loop(nest)
+            if channels is not None and not group and _wide_direct(nest, facts, knobs):
+                knobs = knobs.replace(block_broadcast_registers=1)
             jam = channel_jam(nest, channels, facts, knobs, group) if channels is not None else 1
             if channels is None:
                 knobs = _short_reduction_knobs(nest, facts, knobs)
@@ -401,12 +403,15 @@ def block_reductions(func: loop.FuncOp, facts: CpuFacts, base_knobs: ScheduleKno
         if shape is not None and shape.rows > 1:
             whole_row = shape.columns == prim.trip_count(nest.fill)
             chunk = reduction_chunk(nest, jam, shape, facts, knobs) if channels else 0
+            rows_jam = direct_row_jam(nest, jam, shape, facts, knobs) if jam > 1 else 0
             if channels is None and whole_row and shape.rows < m:
                 _pack_strided_panels(nest, knobs)
             register_block(nest, shape, facts.cores, knobs)
             if channels is not None and whole_row:
                 if jam > 1:
                     channels.attributes[CHANNEL_JAM_ATTR] = IntegerAttr(jam, 64)
+                    if rows_jam:
+                        channels.attributes[ROW_JAM_ATTR] = IntegerAttr(rows_jam, 64)
                 if chunk:
                     channels.attributes[REDUCTION_CHUNK_ATTR] = IntegerAttr(chunk, 64)
             blocked += 1
@@ -543,6 +548,11 @@ def _split_column_tail(nest: ReductionNest, whole: int) -> ReductionNest:
 CHANNEL_JAM_ATTR = "lamina.jam_channels"
 """Marks the output-channel-block loop of a blocked convolution whose
 micro-kernel `jam_channel_blocks` widens (the number of blocks per step)."""
+
+ROW_JAM_ATTR = "lamina.jam_rows"
+"""Marks the output-channel-block loop of a direct convolution whose output
+rows `jam_channel_blocks` also jams (`conv_direct_row_jam`): the number of
+image rows per step."""
 
 REDUCTION_CHUNK_ATTR = "lamina.reduction_chunk"
 """Marks the output-channel-block loop of a jammed pointwise convolution whose
@@ -688,6 +698,51 @@ def channel_jam(
     if knobs.conv_channel_jam or jam == 1 or everywhere or _fits_l1(nest, jam, facts, knobs):
         return jam
     return 1
+
+
+def _wide_direct(nest: ReductionNest, facts: CpuFacts, knobs: ScheduleKnobs) -> bool:
+    """Does `conv_direct_row_jam` size this nest's register block: a dense
+    direct convolution jammed by `conv_direct_jam_max` (not pointwise, its
+    reduction stepping through whole input-channel blocks) on 32 registers?
+    Its rows are then sized for one broadcast register, as a wide stem's
+    (`_wide_stem`): LLVM broadcasts each input element once and feeds the F
+    blocks' FMAs from it."""
+    return (
+        knobs.conv_direct_row_jam > 0
+        and knobs.conv_direct_jam_max > 0
+        and not knobs.conv_channel_jam_everywhere
+        and not knobs.conv_channel_jam
+        and not _pointwise(nest)
+        and _channel_steps(nest, facts)
+    )
+
+
+def direct_row_jam(
+    nest: ReductionNest, jam: int, shape: BlockShape, facts: CpuFacts, knobs: ScheduleKnobs
+) -> int:
+    """Output rows per step of a jammed direct convolution (`conv_direct_row_jam`),
+    0 for one: where one register block of `jam` output-channel blocks covers
+    the whole output row (R columns), the largest J up to the knob and the
+    image's rows whose J x F x R accumulators, F weight vectors and one
+    broadcast register fit the vector registers. `_jam_rows` unrolls and jams
+    the row loop by J; the rows left over are a step of their own.
+
+    A 7-column row of 2 blocks (ResNet's 3x3 stride-2 512 -> 512 to 7x7;
+    4 blocks would leave 6 + 1 columns) loads a weight vector per 7 FMAs and
+    re-reads the blocks' 590 KiB of weights from L2 for every output row; two
+    rows per step halve both."""
+    most = knobs.conv_direct_row_jam
+    if most < 2 or not _wide_direct(nest, facts, knobs):
+        return 0
+    if shape.rows < prim.trip_count(nest.outer):
+        return 0
+    image = nest.outer.parent_op()
+    image_rows = prim.trip_count(image) if isinstance(image, loop.ForOp) else 0
+    accumulators = jam * shape.rows * shape.vectors
+    for rows in range(min(most, image_rows), 1, -1):
+        if rows * accumulators + jam * shape.vectors + 1 <= facts.vector_registers:
+            return rows
+    return 0
 
 
 def _wide_pointwise_jam(
@@ -942,7 +997,7 @@ def jam_channel_blocks(func: loop.FuncOp, prefetch_locality: int = 0) -> int:
     an unchunked jammed pointwise convolution also prefetches the next
     blocks' weights (`schedule/weight_prefetch.py`). Returns how many loops
     were jammed."""
-    marks = (CHANNEL_JAM_ATTR, REDUCTION_CHUNK_ATTR)
+    marks = (CHANNEL_JAM_ATTR, REDUCTION_CHUNK_ATTR, ROW_JAM_ATTR)
     marked = [
         o
         for o in func.walk()
@@ -952,16 +1007,30 @@ def jam_channel_blocks(func: loop.FuncOp, prefetch_locality: int = 0) -> int:
     for channels in marked:
         attr = channels.attributes.pop(CHANNEL_JAM_ATTR, None)
         chunk = channels.attributes.pop(REDUCTION_CHUNK_ATTR, None)
+        rows = channels.attributes.pop(ROW_JAM_ATTR, None)
         outer = channels
         if isinstance(attr, IntegerAttr):
             outer, inner, _ = prim.split(channels, attr.value.data)
             prim.unroll_and_jam(inner)
             jammed += 1
+            if isinstance(rows, IntegerAttr):
+                _jam_rows(outer, rows.value.data)
             if prefetch_locality and not isinstance(chunk, IntegerAttr):
                 prefetch_next_blocks(outer, attr.value.data, prefetch_locality)
         if isinstance(chunk, IntegerAttr):
             chunk_reductions(outer, chunk.value.data)
     return jammed
+
+
+def _jam_rows(channels: loop.ForOp, rows: int) -> None:
+    """Unroll-and-jam the output-row loop, the one loop inside the jammed
+    channel-block loop `channels`, by `rows` (`direct_row_jam`): split by
+    `rows`, the rows left over (`split`'s tail) a loop of their own."""
+    loops = [o for o in prim.body_ops(channels) if isinstance(o, loop.ForOp)]
+    if len(loops) != 1 or loops[0].iter_args or prim.trip_count(loops[0]) < rows:
+        return
+    _, inner, _ = prim.split(loops[0], rows)
+    prim.unroll_and_jam(inner)
 
 
 def chunk_reductions(channels: loop.ForOp, chunk: int) -> int:

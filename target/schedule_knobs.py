@@ -279,6 +279,28 @@ class ScheduleKnobs:
     blocks of 4 rows), 256->256 at 28x28 1.17 -> 1.08x, 512->512 at 14x14
     1.00 -> 0.83x (2 blocks of 7 rows). Zen 4 and AVX2 keep 0."""
 
+    conv_direct_row_jam: int = field(
+        default=0, metadata={_DERIVED: "2 if wide_fma_pipes >= 2 else 0"}
+    )
+    """Nonzero: a dense direct convolution jammed by `conv_direct_jam_max` sizes
+    its rows for one broadcast register (as a wide stem's, `conv_stem_jam_wide`:
+    F x R accumulators, F weight vectors and the broadcast), and when one
+    register block covers its whole output row it also jams up to this many
+    output rows per step (`direct_row_jam` in `schedule/register_block.py`: J
+    rows x F blocks x R columns of accumulators within the registers; the last
+    rows a step of their own); 0: rows sized for hoisted broadcasts, one row
+    per step. ResNet's 3x3 stride-2 512 -> 512 to 7x7 takes 2 blocks x 7
+    columns x 2 rows (each weight load feeds 14 FMAs, not 7), 14-column rows
+    2 blocks x 14, 28-column rows 4 blocks x 6 (+ 4). Derived from the CPU:
+    two 512-bit FMA pipes (`wide_fma_pipes`). Measured on Emerald Rapids (one
+    thread, the kernel `depthwise 3x3 -> 3x3 stride 2 + bias -> relu` alone,
+    320 MB written between calls, 21 interleaved rounds; docs/performance.md,
+    "Stride-2 3x3 convolutions: two rows per step"), 0 -> 2: ResNet-50's 512
+    -> 512 from 14x14 1.22 -> 1.06x onnxruntime's node, 256 -> 256 from 28x28
+    1.12 -> 1.08x, 128 -> 128 from 56x56 1.18 -> 1.06x; ResNet-18's 256 ->
+    512 from 14x14 1.07 -> 0.93x, 128 -> 256 from 28x28 1.12 -> 1.04x, 64 ->
+    128 from 56x56 1.19 -> 1.04x. Zen 4 and AVX2 keep 0."""
+
     conv_stem_channel_jam: int = 1
     """1: with `conv_channel_jam_everywhere`, a stem convolution (its input
     read as `NCHW1c`, blocks of one channel, so its reduction steps through
@@ -528,6 +550,25 @@ class ScheduleKnobs:
     parameter: their transform then runs on every call and costs 16/(OH*OW) of
     the products (8 % at 14x14)."""
 
+    winograd_direct_below: int = field(
+        default=0, metadata={_DERIVED: "64 if wide_fma_pipes >= 2 else 0"}
+    )
+    """Constant weights: a 3x3 convolution Winograd applies to whose output has
+    fewer pixels than this and whose transformed weights (16*C*K elements)
+    exceed `winograd_max_weight_bytes` (L2) runs direct (`winograd_pays`); 0:
+    Winograd wherever it applies. On a 7x7 output F(2x2, 3x3) computes 8x8
+    (16 tiles) and streams 16/9 of the direct kernel's weights, which the
+    direct kernel with two rows per step (`conv_direct_row_jam`) beats there.
+    Derived from the CPU: two 512-bit FMA pipes (`wide_fma_pipes`). Measured
+    on Emerald Rapids (one thread, `depthwise 3x3 -> 3x3 + bias -> relu`, the
+    kernel alone, 320 MB written between calls, 21 interleaved rounds;
+    docs/performance.md, "Stride-2 3x3 convolutions: two rows per step"),
+    Winograd -> direct, ratio to onnxruntime's node: ResNet's 512 -> 512 at
+    7x7 (16 MiB transformed) 1.10 -> 0.92 and 1.19 -> 0.95, GoogLeNet's
+    192 -> 384 (4.5 MiB) 0.89 -> 0.78, 160 -> 320 (3.1 MiB) 0.96 -> 0.96;
+    DenseNet-121's 128 -> 32 (256 KiB, kept) 0.025 -> 0.029 ms; 256 -> 256
+    at 14x14 (kept: 196 pixels) 0.78 -> 1.07. Zen 4 and AVX2 keep 0."""
+
     winograd_max_weight_bytes: int = field(default=1 << 20, metadata={_DERIVED: "l2_bytes"})
     """Largest transformed weights (16*C*K elements) for Winograd with weights
     passed as a parameter: they must stay in L2 (256->256 at 14x14 streams
@@ -687,6 +728,7 @@ def check_knob(name: str, value: object) -> str | None:
         "conv_channel_jam",
         "conv_pointwise_jam_max",
         "conv_direct_jam_max",
+        "conv_direct_row_jam",
         "conv_stem_jam_wide",
         "conv_nchw_flat_pixels",
         "conv_flatten_rows",
@@ -697,6 +739,7 @@ def check_knob(name: str, value: object) -> str | None:
         "depthwise_in_place_percent",
         "conv_gate_weights_percent",
         "winograd_min_output",
+        "winograd_direct_below",
         "winograd_channel_jam",
         "winograd_jam_l1_bytes",
         "winograd_chunk_bytes",

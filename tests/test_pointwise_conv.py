@@ -274,6 +274,8 @@ def test_wide_fma_pipes_decides_the_reduction_chunks() -> None:
         knobs = ScheduleKnobs.for_cpu(facts)
         assert (knobs.conv_chunk_min_channels, knobs.conv_reduction_chunk) == want, name
         assert knobs.conv_direct_jam_max == (4 if name == "sapphirerapids" else 0), name
+        assert knobs.conv_direct_row_jam == (2 if name == "sapphirerapids" else 0), name
+        assert knobs.winograd_direct_below == (64 if name == "sapphirerapids" else 0), name
 
 
 DIRECT = [
@@ -286,6 +288,27 @@ DIRECT = [
 ]
 
 
+ROW_JAM = [
+    # cin, cout, size, stride, epilogue: `conv_direct_row_jam`'s register blocks
+    (64, 64, 14, 2, "relu"),  # 7 columns: 2 blocks x 7 x 2 rows, the seventh row alone
+    (32, 96, 14, 2, "bias"),  # 6 blocks at 7 columns: 3 x 7, no room for a second row
+    (48, 64, 28, 2, "none"),  # 14 columns (3 input blocks): 2 blocks x 14 rows
+    (32, 64, 56, 2, "relu"),  # 28 columns: 4 blocks x (6 + 6 + 6 + 6 + 4)
+]
+
+
+@pytest.mark.parametrize("isa", [HOST, pytest.param(AVX2, marks=needs_avx2)])
+@pytest.mark.parametrize(("cin", "cout", "size", "stride", "epilogue"), ROW_JAM)
+def test_direct_row_jam_matches_onnxruntime(cin, cout, size, stride, epilogue, isa) -> None:
+    """`conv_direct_row_jam` forced on with the direct jam (the default with two
+    512-bit FMA pipes; tests/filecheck/passes/schedule-direct-row-jam.mlir) and
+    off; the AVX2 build ignores both."""
+    model, x = _block(cin, cout, size, stride, epilogue, k=3)
+    for options in ("conv_direct_jam_max=4 conv_direct_row_jam=2", "conv_direct_row_jam=0"):
+        target = f"{isa[:-1]} {options}}}" if isa.endswith("}") else f"{isa}{{{options}}}"
+        _check(model, x, target)
+
+
 @pytest.mark.parametrize("isa", [HOST, pytest.param(AVX2, marks=needs_avx2)])
 @pytest.mark.parametrize(("cin", "cout", "size", "stride", "epilogue"), DIRECT)
 def test_wide_direct_jam_matches_onnxruntime(cin, cout, size, stride, epilogue, isa) -> None:
@@ -294,5 +317,18 @@ def test_wide_direct_jam_matches_onnxruntime(cin, cout, size, stride, epilogue, 
     build jams its own way (`conv_channel_jam_everywhere`) and ignores it."""
     model, x = _block(cin, cout, size, stride, epilogue, k=3)
     for options in ("conv_direct_jam_max=4", "conv_direct_jam_max=0"):
+        target = f"{isa[:-1]} {options}}}" if isa.endswith("}") else f"{isa}{{{options}}}"
+        _check(model, x, target)
+
+
+@pytest.mark.parametrize("isa", [HOST, pytest.param(AVX2, marks=needs_avx2)])
+@pytest.mark.parametrize(("cin", "cout", "epilogue"), [(64, 64, "relu"), (48, 96, "bias")])
+def test_winograd_direct_below_matches_onnxruntime(cin, cout, epilogue, isa) -> None:
+    """`winograd_direct_below` (tests/filecheck/passes/plan-layouts-winograd-small.mlir):
+    a 3x3 at 7x7 with constant weights direct (the limit on transformed weights
+    lowered so that these small ones count as large) and Winograd."""
+    model, x = _block(cin, cout, 7, 1, epilogue, k=3)
+    small = "winograd_direct_below=64 winograd_max_weight_bytes=65536"
+    for options in (small, "winograd_direct_below=0"):
         target = f"{isa[:-1]} {options}}}" if isa.endswith("}") else f"{isa}{{{options}}}"
         _check(model, x, target)

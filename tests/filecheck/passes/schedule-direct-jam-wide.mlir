@@ -1,5 +1,5 @@
-// RUN: lamina-opt %s -p 'schedule{vector_bits=512 vector_registers=32 cores=1 conv_direct_jam_max=4}' | filecheck %s
-// RUN: lamina-opt %s -p 'schedule{vector_bits=512 vector_registers=32 cores=1 conv_direct_jam_max=0}' | filecheck %s --check-prefix=OFF
+// RUN: lamina-opt %s -p 'schedule{vector_bits=512 vector_registers=32 cores=1 conv_direct_jam_max=4 conv_direct_row_jam=0}' | filecheck %s
+// RUN: lamina-opt %s -p 'schedule{vector_bits=512 vector_registers=32 cores=1 conv_direct_jam_max=0 conv_direct_row_jam=0}' | filecheck %s --check-prefix=OFF
 
 // `conv_direct_jam_max` (derived 4 on a CPU with two 512-bit FMA pipes,
 // Intel Xeon): a dense direct convolution whose reduction steps through
@@ -7,7 +7,8 @@
 // blocks, 4 output blocks, rows of 28 columns) jams output-channel blocks
 // as a pointwise one does: 4 blocks x 4 rows (28 = 7 x 4, no tail), each
 // broadcast feeding 4 FMAs. At 0 (Zen 4, the AVX-512 rule before): one block
-// of 14 rows per step.
+// of 14 rows per step. (`conv_direct_row_jam`, which sizes these rows for one
+// broadcast register, is off here: schedule-direct-row-jam.mlir.)
 
 // CHECK-LABEL: loop.func @strided_window
 // CHECK:       loop.for %i1o = %c0 to %c4 step %c4 kind(parallel) {

@@ -1,0 +1,73 @@
+// RUN: lamina-opt %s -p 'schedule{vector_bits=512 vector_registers=32 cores=1 conv_direct_jam_max=4 conv_direct_row_jam=2}' | filecheck %s
+// RUN: lamina-opt %s -p 'schedule{vector_bits=512 vector_registers=32 cores=1 conv_direct_jam_max=4 conv_direct_row_jam=0}' | filecheck %s --check-prefix=OFF
+
+// `conv_direct_row_jam` (derived 2 on a CPU with two 512-bit FMA pipes,
+// Intel Xeon): a 3x3 stride-2 convolution to a 7x7 image (ResNet's
+// 512 -> 512 from 14x14, here 2 input and 4 output blocks) jams 2
+// output-channel blocks x 7 columns (4 blocks would leave 6 + 1 rows) and
+// then 2 output rows: 2 x 2 x 7 = 28 accumulators, 2 weight vectors and one
+// broadcast register (each row's broadcast, then its FMAs), so each weight
+// load feeds 14 FMAs instead of 7. The seventh row is a step of its own.
+// At 0 (Zen 4, the rule before): one row of 2 x 7 per step.
+
+// CHECK-LABEL: loop.func @strided_3x3
+// CHECK:       loop.for %i1o = %c0 to %c4 step %c2 kind(parallel) {
+// CHECK:         loop.for %i2o = %c0 to %c6 step %c2 {
+// CHECK:           loop.for %i3o = %c0 to %c7 step %c7 {
+// CHECK:             loop.for %k2 = %c0 to %c3 step %c1 {
+// CHECK-COUNT-28:        arith.mulf
+// CHECK-NOT:             arith.mulf
+// CHECK:         loop.for %i2_{{[0-9]+}} = %c6 to %c7 step %c1 {
+// CHECK:           loop.for %i3o_{{[0-9]+}} = %c0 to %c7 step %c7 {
+// CHECK-COUNT-14:        arith.mulf
+// CHECK-NOT:             arith.mulf
+
+// OFF-LABEL: loop.func @strided_3x3
+// OFF:       loop.for %i1o = %c0 to %c4 step %c2 kind(parallel) {
+// OFF:         loop.for %i2 = %c0 to %c7 step %c1 {
+// OFF:           loop.for %i3o = %c0 to %c7 step %c7 {
+// OFF-COUNT-14:            arith.mulf
+// OFF-NOT:                 arith.mulf
+
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @strided_3x3(%in0: memref<1x2x15x15x16xf32>, %in1: memref<4x2x3x3x16x16xf32>, %out0: memref<1x4x7x7x16xf32>) {
+    %c0 = arith.constant 0 : index
+    %c2 = arith.constant 2 : index
+    %c1 = arith.constant 1 : index
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    %c7 = arith.constant 7 : index
+    %init = arith.constant 0.000000e+00 : f32
+    %c16 = arith.constant 16 : index
+    loop.for %i1 = %c0 to %c4 step %c1 kind(parallel) {
+      loop.for %i2 = %c0 to %c7 step %c1 {
+        loop.for %i3 = %c0 to %c7 step %c1 {
+          loop.for %i4 = %c0 to %c16 step %c1 kind(vectorized) {
+            loop.store %init, %out0[%c0, %i1, %i2, %i3, %i4] : memref<1x4x7x7x16xf32>
+          }
+          loop.for %k0 = %c0 to %c2 step %c1 {
+            loop.for %k1 = %c0 to %c3 step %c1 {
+              loop.for %k2 = %c0 to %c3 step %c1 {
+                loop.for %k3 = %c0 to %c16 step %c1 {
+                  loop.for %i4_1 = %c0 to %c16 step %c1 kind(vectorized) {
+                    %r = arith.muli %i2, %c2 : index
+                    %h = arith.addi %r, %k1 : index
+                    %s = arith.muli %i3, %c2 : index
+                    %w = arith.addi %s, %k2 : index
+                    %1 = loop.load %in0[%c0, %k0, %h, %w, %k3] : memref<1x2x15x15x16xf32>
+                    %2 = loop.load %in1[%i1, %k0, %k1, %k2, %k3, %i4_1] : memref<4x2x3x3x16x16xf32>
+                    %3 = arith.mulf %1, %2 : f32
+                    %acc = loop.load %out0[%c0, %i1, %i2, %i3, %i4_1] : memref<1x4x7x7x16xf32>
+                    %4 = arith.addf %acc, %3 : f32
+                    loop.store %4, %out0[%c0, %i1, %i2, %i3, %i4_1] : memref<1x4x7x7x16xf32>
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    loop.return
+  }
+}
