@@ -566,10 +566,10 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NEXT:  ^[[FHEAD]](%[[FLAT:.*]]: i64):
 // CHECK-NEXT:    %{{.*}} = llvm.icmp "slt" %[[FLAT]], %[[STOP]] : i64
 // CHECK-NOT:     llvm.udiv %[[FLAT]]
-// CHECK:         %{{.*}} = llvm.mul %[[Q]], %{{.*}} : i64
 // CHECK-NOT:     llvm.urem
 // CHECK:         %[[REM:.*]] = llvm.sub %[[FLAT]], %[[BASE]] : i64
-// CHECK-NEXT:    %[[STEP:.*]] = llvm.mlir.constant(2) : i64
+// CHECK:         %{{.*}} = llvm.mul %[[Q]], %{{.*}} : i64
+// CHECK:         %[[STEP:.*]] = llvm.mlir.constant(2) : i64
 // CHECK-NEXT:    %{{.*}} = llvm.mul %[[REM]], %[[STEP]] : i64
 // CHECK:         llvm.br ^{{.*}} {lamina.loop_kind = "vectorized"}
 // CHECK-LABEL: llvm.func internal @two_par0(
