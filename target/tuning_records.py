@@ -50,6 +50,7 @@ GRAPH_LEVEL_KNOBS: frozenset[str] = frozenset(
         "global_pool_partial_sums",
         "parallel_column_blocks_per_core",
         "winograd_min_output",
+        "winograd_direct_below",
         "winograd_max_weight_bytes",
         "winograd_chunk_bytes",
     }

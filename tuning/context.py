@@ -87,6 +87,7 @@ THREAD_KNOBS = frozenset(
         "parallel_min_iterations_per_core",
         "parallel_gather_reads",
         "parallel_collapse_below",
+        "parallel_rows_first",
     }
 )
 """Knobs that only decide how work is shared among threads: not searched at one thread."""

@@ -49,6 +49,7 @@ GRAPH_CHOICES: dict[str, tuple[int, ...]] = {
     "conv_channel_block": (32, 8),
     "conv_nchw_pointwise_min_pixels": (1 << 30, 28 * 28),
     "winograd_min_output": (7 * 7, 1 << 30),
+    "winograd_direct_below": (0, 64),
     "depthwise_in_place_percent": (0, 200),
     "conv_gate_weights_percent": (0, 400),
     "conv_grouped_min_width": (1 << 30,),
