@@ -41,7 +41,7 @@ import math
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import MemRefType, UnitAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import SSAValue
 
 from lamina.dialects import loop
 from lamina.dialects.loop import ROWS_FIRST_ATTR, TEAM_ONLY_ATTR, LoopKind
@@ -353,24 +353,13 @@ def rows_first_reads_less(outer: loop.ForOp, inner: loop.ForOp) -> bool:
     by_row: dict[SSAValue, int] = {}
     by_block: dict[SSAValue, int] = {}
     for op in inner.walk():
-        if not isinstance(op, loop.LoadOp) or _inside(op.buffer, outer):
+        if not isinstance(op, loop.LoadOp) or prim.defined_inside(op.buffer, outer):
             continue
         row = any(depends_on(i, inner.induction_var) for i in op.indices)
         block = any(depends_on(i, outer.induction_var) for i in op.indices)
         if row != block:
             (by_row if row else by_block)[op.buffer] = _bytes(op.buffer.type)
     return sum(by_row.values()) > sum(by_block.values())
-
-
-def _inside(value: SSAValue, nest: loop.ForOp) -> bool:
-    """Is `value` defined in `nest` (a local temporary, a loop variable)?"""
-    owner = value.owner
-    op = owner if isinstance(owner, Operation) else owner.parent_op()
-    while op is not None:
-        if op is nest:
-            return True
-        op = op.parent_op()
-    return False
 
 
 def _bytes(ty) -> int:

@@ -420,7 +420,7 @@ def _hoist_invariant(value: SSAValue, nest: loop.ForOp) -> bool:
     """Move the pure index arithmetic computing `value` inside `nest` before it when
     it depends on nothing defined inside (loop-invariant code motion); True when
     `value` is then defined outside `nest`."""
-    if not _inside(value, nest):
+    if not defined_inside(value, nest):
         return True
     op = value.owner
     if not isinstance(op, Operation) or not (  # pure, and no division by zero
@@ -463,7 +463,7 @@ def _uses(value: SSAValue, iv: SSAValue, nest: loop.ForOp) -> bool:
     owner = value.owner
     return (
         isinstance(owner, Operation)
-        and _inside(value, nest)
+        and defined_inside(value, nest)
         and any(_uses(v, iv, nest) for v in owner.operands)
     )
 
@@ -483,7 +483,7 @@ def _decompose(
     Two outside parts (`64*h + (j0 + jj)`: a head's offset and a column
     block's) make one origin, their sum emitted before `nest` once per pair
     (`sums`), so that every load of the tile names the same origin value."""
-    if not _inside(value, nest):
+    if not defined_inside(value, nest):
         return value, 1
     owner = value.owner
     if isinstance(owner, Block):
@@ -512,7 +512,8 @@ def _is_zero(value: SSAValue) -> bool:
     return int_constant(value) == 0
 
 
-def _inside(value: SSAValue, nest: loop.ForOp) -> bool:
+def defined_inside(value: SSAValue, nest: loop.ForOp) -> bool:
+    """Is `value` defined in `nest` (a local temporary, a loop variable of it or inside)?"""
     owner = value.owner
     op = owner.parent_op() if isinstance(owner, Block) else owner
     while op is not None:
@@ -524,7 +525,7 @@ def _inside(value: SSAValue, nest: loop.ForOp) -> bool:
 
 def _offset_of(value: SSAValue, nest: loop.ForOp, at: InsertPoint) -> SSAValue:
     """The part of an index that varies inside `nest` (its origin dropped), emitted at `at`."""
-    if not _inside(value, nest):
+    if not defined_inside(value, nest):
         return index_constant(nest, 0)
     owner = value.owner
     if isinstance(owner, arith.AddiOp):
@@ -573,6 +574,7 @@ def _copy_nest(
 
 __all__ = [
     "ScheduleError",
+    "defined_inside",
     "bounds",
     "fuse",
     "interchange",
