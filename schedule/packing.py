@@ -12,9 +12,13 @@ panel read down its columns (attention's K^T), and only for panels that fit
 
 from __future__ import annotations
 
-from xdsl.ir import SSAValue
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import MemRefType
+from xdsl.ir import Block, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from lamina.dialects import loop
+from lamina.dialects.loop import LoopKind
 from lamina.schedule import primitives as prim
 from lamina.schedule.primitives import ScheduleError
 from lamina.target.schedule_knobs import ScheduleKnobs
@@ -49,4 +53,92 @@ def pack_panels(
     return packed
 
 
-__all__ = ["pack_panels", "pack_pays"]
+def pack_group(
+    rows: loop.ForOp, streamed: list[SSAValue], knobs: ScheduleKnobs, row_blocks: int
+) -> list[SSAValue]:
+    """`pack_panels` for a group of column blocks (`panel_group`): the tiles it made."""
+    tiles = []
+    for buffer in streamed:
+        if not pack_pays(rows, buffer, knobs, row_blocks):
+            continue
+        try:
+            tiles.append(prim.pack(rows, buffer, max_bytes=knobs.pack_max_bytes))
+        except ScheduleError:
+            pass  # not a plain tile: read in place
+    return tiles
+
+
+def panels_by_block(tile: SSAValue, columns: int) -> bool:
+    """Store a packed `K x (g*NR)` tile as `g x K x NR` (`columns` = NR), so that
+    each column block's panel is contiguous: every access of the tile must index
+    its columns as `x + y`, `y` a vectorized loop over `[0, NR)` (the blocks'
+    loads after `_blocks_inside`), or be the copy's store, whose column loop
+    is split by NR first. Returns whether the tile was laid out again."""
+    alloc = tile.owner
+    memref = tile.type
+    if not isinstance(alloc, loop.AllocOp) or not isinstance(memref, MemRefType):
+        return False
+    shape = memref.get_shape()
+    if len(shape) != 2 or shape[1] % columns or shape[1] == columns:
+        return False
+    uses = [u.operation for u in tile.uses]
+    stores = [o for o in uses if isinstance(o, loop.StoreOp)]
+    loads = [o for o in uses if isinstance(o, loop.LoadOp)]
+    if len(stores) != 1 or len(stores) + len(loads) + 1 != len(uses):
+        return False
+    if not all(_block_split(o.indices[1], columns) for o in loads):
+        return False
+    copy = stores[0].indices[1].owner
+    if not isinstance(copy, Block) or not isinstance(copy.parent_op(), loop.ForOp):
+        return False
+    copy_loop = copy.parent_op()
+    assert isinstance(copy_loop, loop.ForOp)
+    if copy_loop.induction_var is not stores[0].indices[1]:
+        return False
+    prim.split(copy_loop, columns)
+    if not _block_split(stores[0].indices[1], columns):
+        return False  # cannot happen: split gives `outer + inner`
+    new = loop.AllocOp(
+        MemRefType(memref.element_type, [shape[1] // columns, shape[0], columns]), scope="local"
+    )
+    Rewriter.insert_op(new, InsertPoint.before(alloc))
+    width = prim.index_constant(alloc, columns)
+    for op in list(tile.uses):
+        access = op.operation
+        if isinstance(access, loop.FreeOp):
+            Rewriter.replace_op(access, loop.FreeOp(new.results[0]))
+            continue
+        assert isinstance(access, loop.LoadOp | loop.StoreOp)
+        row, col = access.indices
+        block, lane = _block_split(col, columns)  # type: ignore[misc]
+        which = arith.DivUIOp(block, width)
+        Rewriter.insert_op(which, InsertPoint.before(access))
+        index = [which.result, row, lane]
+        if isinstance(access, loop.LoadOp):
+            Rewriter.replace_op(access, loop.LoadOp(new.results[0], index))
+        else:
+            Rewriter.replace_op(access, loop.StoreOp(access.value, new.results[0], index))
+    Rewriter.erase_op(alloc)
+    return True
+
+
+def _block_split(col: SSAValue, columns: int) -> tuple[SSAValue, SSAValue] | None:
+    """`(x, y)` when `col` is `x + y` with `y` the variable of a vectorized loop over [0, NR)."""
+    add = col.owner
+    if not isinstance(add, arith.AddiOp):
+        return None
+    for x, y in ((add.lhs, add.rhs), (add.rhs, add.lhs)):
+        owner = y.owner
+        if isinstance(owner, Block) and isinstance(owner.parent_op(), loop.ForOp):
+            inner = owner.parent_op()
+            assert isinstance(inner, loop.ForOp)
+            if (
+                inner.induction_var is y
+                and inner.kind_name == LoopKind.VECTORIZED
+                and prim.bounds(inner) == (0, columns, 1)
+            ):
+                return x, y
+    return None
+
+
+__all__ = ["pack_group", "pack_panels", "pack_pays", "panels_by_block"]

@@ -84,6 +84,7 @@ class ScheduleRulePass(LaminaPass):
                 conv_flatten_rows=derived.conv_flatten_rows,
                 conv_reduction_chunk=derived.conv_reduction_chunk,
                 conv_chunk_min_channels=derived.conv_chunk_min_channels,
+                matmul_panel_group=derived.matmul_panel_group,
                 conv_weight_prefetch=derived.conv_weight_prefetch,
                 winograd_channel_jam=derived.winograd_channel_jam,
                 winograd_jam_l1_bytes=derived.winograd_jam_l1_bytes,
@@ -135,6 +136,7 @@ class RegisterBlockOptions:
     conv_grouped_jam_min_row: int | None = None
     conv_reduction_chunk: int | None = None
     conv_chunk_min_channels: int | None = None
+    matmul_panel_group: int | None = None
     conv_weight_prefetch: int | None = None
     block_rows_outside_columns: int | None = None
     winograd_channel_jam: int | None = None

@@ -74,7 +74,7 @@ from lamina.dialects.loop import LoopKind
 from lamina.schedule import primitives as prim
 from lamina.schedule.dependence import depends_on
 from lamina.schedule.int_analysis import int_constant
-from lamina.schedule.packing import pack_panels
+from lamina.schedule.packing import pack_group, pack_panels, panels_by_block
 from lamina.schedule.parallel import distribute_columns
 from lamina.schedule.primitives import ScheduleError
 from lamina.schedule.weight_prefetch import prefetch_next_blocks
@@ -274,7 +274,9 @@ def register_block(
             _columns_inside(nest, shape)
             columns_inside = True
         else:
-            top = _columns_outermost(nest, shape, knobs)
+            group = panel_group(nest, shape, knobs)
+            top = _columns_outermost(nest, shape, knobs, group)
+            columns_inside = group > 1
     rows_outer, rows_inner, tail = prim.split(nest.outer, shape.rows)
     if top is None:
         top = rows_outer
@@ -293,15 +295,51 @@ def _columns_inside(nest: ReductionNest, shape: BlockShape) -> None:
     """Split the row into column blocks whose loop stays inside the rows
     (`block_rows_outside_columns`): `L { columns { F; R } }`, so that the row
     blocks, split from L afterwards, each visit every column block."""
-    fill_outer, _, _ = prim.split(nest.fill, shape.columns)
-    row_outer, _, _ = prim.split(nest.row, shape.columns)
-    while (parent := row_outer.parent_op()) is not nest.outer:
+    _blocks_inside(nest.outer, nest.fill, nest.row, shape.columns)
+
+
+def _blocks_inside(rows: loop.ForOp, fill: loop.ForOp, row: loop.ForOp, columns: int) -> None:
+    """`rows { F; R }` -> `rows { blocks { F; R } }`: `fill` and `row` split by
+    `columns`, their block loops fused just inside `rows`."""
+    fill_outer, _, _ = prim.split(fill, columns)
+    row_outer, _, _ = prim.split(row, columns)
+    while (parent := row_outer.parent_op()) is not rows:
         assert isinstance(parent, loop.ForOp)
         row_outer = prim.interchange(parent)
     prim.fuse(fill_outer, row_outer)
 
 
-def _columns_outermost(nest: ReductionNest, shape: BlockShape, knobs: ScheduleKnobs) -> loop.ForOp:
+def panel_group(nest: ReductionNest, shape: BlockShape, knobs: ScheduleKnobs) -> int:
+    """Column blocks per packed panel of a matmul (`matmul_panel_group`), 1 for
+    one: the largest count up to the knob that divides the row's blocks and
+    whose panel (K x count x NR elements) fits `pack_max_bytes`, when the
+    operand the rows broadcast (A) takes more than half of L2 (`pack_max_bytes`)
+    and is read in place. Each row block then computes `count` column blocks
+    one after the other on the rows of A it has just read: A streams from L3
+    once per group rather than once per column block (docs/performance.md,
+    "Matmul 1024: column blocks in groups")."""
+    if knobs.matmul_panel_group < 2 or prim.body_ops(nest.reduction) != [nest.row]:
+        return 1
+    blocks = prim.trip_count(nest.fill) // shape.columns
+    if prim.trip_count(nest.fill) % shape.columns or blocks < 2:
+        return 1
+    if _broadcast_bytes(nest) <= knobs.pack_max_bytes:
+        return 1
+    step_bytes = shape.columns * nest.element_bits() // 8
+    steps = prim.trip_count(nest.reduction)
+    return next(
+        (
+            g
+            for g in range(min(knobs.matmul_panel_group, blocks), 1, -1)
+            if blocks % g == 0 and g * steps * step_bytes <= knobs.pack_max_bytes
+        ),
+        1,
+    )
+
+
+def _columns_outermost(
+    nest: ReductionNest, shape: BlockShape, knobs: ScheduleKnobs, group: int = 1
+) -> loop.ForOp:
     """Split the row into column blocks and move their loop outside the rows; returns it.
 
     The rows are split into blocks afterwards, inside the column-block loop,
@@ -313,15 +351,22 @@ def _columns_outermost(nest: ReductionNest, shape: BlockShape, knobs: ScheduleKn
     saved).
     """
     streamed = _row_operands(nest)
-    fill_outer, _, _ = prim.split(nest.fill, shape.columns)
-    row_outer, _, _ = prim.split(nest.row, shape.columns)
+    fill_outer, fill_inner, _ = prim.split(nest.fill, shape.columns * group)
+    row_outer, row_inner, _ = prim.split(nest.row, shape.columns * group)
     while (parent := row_outer.parent_op()) is not nest.outer:
         assert isinstance(parent, loop.ForOp)
         row_outer = prim.interchange(parent)
     columns = prim.fuse(fill_outer, row_outer)
     top = prim.interchange(nest.outer)
     assert top is columns
-    pack_panels(nest.outer, streamed, knobs, row_blocks=prim.trip_count(nest.outer) // shape.rows)
+    row_blocks = prim.trip_count(nest.outer) // shape.rows
+    if group == 1:
+        pack_panels(nest.outer, streamed, knobs, row_blocks=row_blocks)
+        return columns
+    tiles = pack_group(nest.outer, streamed, knobs, row_blocks)
+    _blocks_inside(nest.outer, fill_inner, row_inner, shape.columns)  # rows { blocks { F; R } }
+    for tile in tiles:
+        panels_by_block(tile, shape.columns)
     return columns
 
 

@@ -623,6 +623,21 @@ class ScheduleKnobs:
     at 28x28 0.91x. Not measured on AMD Zen (1 MiB L2): 0 there.
     docs/performance.md, "Winograd in chunks of tile rows"."""
 
+    matmul_panel_group: int = field(
+        default=0, metadata={_DERIVED: "4 if wide_fma_pipes >= 2 else 0"}
+    )
+    """Most column blocks (of NR columns) per packed panel of a matmul whose
+    broadcast operand (A) is larger than L2 holds (`pack_max_bytes`): each
+    row block computes the group's blocks one after the other, so that A
+    streams from L3 once per group instead of once per column block
+    (`schedule/register_block.py`, `panel_group`; 0 or 1: one block per
+    panel). The group's panel is stored block by block (`g x K x NR`).
+    Derived from the CPU: 4 on cores with two 512-bit FMA pipes
+    (`wide_fma_pipes`); measured on Emerald Rapids (one thread, matmul
+    1024, 15 interleaved rounds): 15.46 -> 14.28 ms (NumPy 14.83 in the same
+    rounds; groups of 8 14.46). Zen 4 and 16 registers: 0, not measured
+    (docs/performance.md, "Matmul 1024: column blocks in groups")."""
+
     block_jam_max_reduction: int = 32
     """A matmul whose reduction has 16 to this many steps (and whose row
     spans two vectors or more) gets the register block of
@@ -735,6 +750,7 @@ def check_knob(name: str, value: object) -> str | None:
         "conv_flatten_min_steps_per_core",
         "conv_reduction_chunk",
         "conv_chunk_min_channels",
+        "matmul_panel_group",
         "conv_grouped_min_width",
         "depthwise_in_place_percent",
         "conv_gate_weights_percent",

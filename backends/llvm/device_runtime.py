@@ -188,7 +188,14 @@ ok:
   ret ptr %user
 }}
 
-define linkonce_odr hidden void @{FREE_SYMBOL}(ptr %user) {{
+; `nocapture` as free's: the block goes back to the cache, which only a later
+; alloc hands out again (as new). `noinline` keeps that fact at every call site.
+; With it and the alloc's `noalias`, LLVM knows that a panel packed into a block
+; freed in the same loop iteration is no view of the kernel's arguments: a
+; matmul whose row blocks compute several column blocks of one packed panel
+; keeps its accumulators in registers instead of versioning the loop on runtime
+; alias checks (tests/test_matmul_panel_groups.py).
+define linkonce_odr hidden void @{FREE_SYMBOL}(ptr nocapture %user) noinline {{
   %raw = getelementptr i8, ptr %user, i64 -{HEADER_BYTES}
   %slot = load i64, ptr %raw
   %sizep = getelementptr i8, ptr %raw, i64 8
