@@ -41,6 +41,7 @@ CHOICES: dict[str, tuple[Any, ...]] = {
     "block_max_vectors": (1, 2, 8),
     "pack_min_row_blocks": (1, 8, 16, 64, 1 << 30),
     "pack_max_bytes": (1 << 17, 1 << 20, 1 << 22),
+    "matmul_panel_group": (0, 2, 4),
     "parallel_min_work": (1 << 14, 1 << 17, 1 << 21, 1 << 40),
     "parallel_min_iterations_per_core": (1, 4),
     "parallel_gather_reads": (1, 16),
