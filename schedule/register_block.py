@@ -77,7 +77,7 @@ from lamina.schedule.int_analysis import int_constant
 from lamina.schedule.packing import pack_panels
 from lamina.schedule.parallel import distribute_columns
 from lamina.schedule.primitives import ScheduleError
-from lamina.schedule.weight_prefetch import prefetch_next_blocks
+from lamina.schedule.weight_prefetch import prefetch_next_blocks, prefetch_next_chunk
 from lamina.schedule.winograd import winograd_channel_jam
 from lamina.target.cpu_facts import CpuFacts
 from lamina.target.schedule_knobs import ScheduleKnobs
@@ -414,6 +414,10 @@ def block_reductions(func: loop.FuncOp, facts: CpuFacts, base_knobs: ScheduleKno
                         channels.attributes[ROW_JAM_ATTR] = IntegerAttr(rows_jam, 64)
                 if chunk:
                     channels.attributes[REDUCTION_CHUNK_ATTR] = IntegerAttr(chunk, 64)
+                    if knobs.conv_chunk_prefetch:
+                        channels.attributes[CHUNK_PREFETCH_ATTR] = IntegerAttr(
+                            knobs.conv_chunk_prefetch, 64
+                        )
             blocked += 1
     return blocked
 
@@ -555,6 +559,10 @@ rows `jam_channel_blocks` also jams (`conv_direct_row_jam`): the number of
 image rows per step."""
 
 REDUCTION_CHUNK_ATTR = "lamina.reduction_chunk"
+CHUNK_PREFETCH_ATTR = "lamina.chunk_prefetch"
+"""Cache level (`llvm.prefetch` locality) a chunked pointwise convolution
+prefetches its next chunk's weights into (`conv_chunk_prefetch`,
+`prefetch_next_chunk`), set with `REDUCTION_CHUNK_ATTR`."""
 """Marks the output-channel-block loop of a jammed pointwise convolution whose
 reduction `jam_channel_blocks` chunks (`chunk_reductions`): the number of
 input-channel blocks per chunk."""
@@ -1007,6 +1015,7 @@ def jam_channel_blocks(func: loop.FuncOp, prefetch_locality: int = 0) -> int:
     for channels in marked:
         attr = channels.attributes.pop(CHANNEL_JAM_ATTR, None)
         chunk = channels.attributes.pop(REDUCTION_CHUNK_ATTR, None)
+        ahead = channels.attributes.pop(CHUNK_PREFETCH_ATTR, None)
         rows = channels.attributes.pop(ROW_JAM_ATTR, None)
         outer = channels
         if isinstance(attr, IntegerAttr):
@@ -1018,7 +1027,8 @@ def jam_channel_blocks(func: loop.FuncOp, prefetch_locality: int = 0) -> int:
             if prefetch_locality and not isinstance(chunk, IntegerAttr):
                 prefetch_next_blocks(outer, attr.value.data, prefetch_locality)
         if isinstance(chunk, IntegerAttr):
-            chunk_reductions(outer, chunk.value.data)
+            locality = ahead.value.data if isinstance(ahead, IntegerAttr) else 0
+            chunk_reductions(outer, chunk.value.data, locality if attr is not None else 0)
     return jammed
 
 
@@ -1033,7 +1043,7 @@ def _jam_rows(channels: loop.ForOp, rows: int) -> None:
     prim.unroll_and_jam(inner)
 
 
-def chunk_reductions(channels: loop.ForOp, chunk: int) -> int:
+def chunk_reductions(channels: loop.ForOp, chunk: int, prefetch_locality: int = 0) -> int:
     """Split the reduction of every row of register blocks under `channels`
     into chunks of `chunk` input-channel blocks, the chunk loop outside the
     blocks (docs/performance.md, "Reduction chunks of the AVX2 pointwise
@@ -1072,7 +1082,9 @@ def chunk_reductions(channels: loop.ForOp, chunk: int) -> int:
                 if op.regions and i not in keep:
                     Rewriter.erase_op(op)
         prim.split(reduction, chunk)
-        prim.interchange(blocks)
+        chunks = prim.interchange(blocks)
+        if prefetch_locality:
+            prefetch_next_chunk(channels, chunks, blocks, chunk, prefetch_locality)
         chunked += 1
     return chunked
 
