@@ -559,13 +559,14 @@ rows `jam_channel_blocks` also jams (`conv_direct_row_jam`): the number of
 image rows per step."""
 
 REDUCTION_CHUNK_ATTR = "lamina.reduction_chunk"
+"""Marks the output-channel-block loop of a jammed pointwise convolution whose
+reduction `jam_channel_blocks` chunks (`chunk_reductions`): the number of
+input-channel blocks per chunk."""
+
 CHUNK_PREFETCH_ATTR = "lamina.chunk_prefetch"
 """Cache level (`llvm.prefetch` locality) a chunked pointwise convolution
 prefetches its next chunk's weights into (`conv_chunk_prefetch`,
 `prefetch_next_chunk`), set with `REDUCTION_CHUNK_ATTR`."""
-"""Marks the output-channel-block loop of a jammed pointwise convolution whose
-reduction `jam_channel_blocks` chunks (`chunk_reductions`): the number of
-input-channel blocks per chunk."""
 
 
 def _channel_blocks_loop(nest: ReductionNest) -> tuple[loop.ForOp | None, int]:
@@ -1060,7 +1061,9 @@ def chunk_reductions(channels: loop.ForOp, chunk: int, prefetch_locality: int = 
     accumulators are loaded and stored once per chunk (LLVM keeps them in
     registers across `cbi`, whose addresses they do not depend on). A loop of
     one block (the row's tail block) is left alone: nothing shares its
-    chunk. Returns how many block loops were chunked."""
+    chunk. With `prefetch_locality` (`conv_chunk_prefetch`), each block of
+    a chunk first prefetches its share of the next chunk's weights
+    (`prefetch_next_chunk`). Returns how many block loops were chunked."""
     rows = [
         o
         for o in channels.walk()
