@@ -138,6 +138,7 @@ class RegisterBlockOptions:
     conv_chunk_min_channels: int | None = None
     matmul_panel_group: int | None = None
     conv_weight_prefetch: int | None = None
+    conv_chunk_prefetch: int | None = None
     block_rows_outside_columns: int | None = None
     winograd_channel_jam: int | None = None
     winograd_jam_l1_bytes: int | None = None

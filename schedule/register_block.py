@@ -77,7 +77,7 @@ from lamina.schedule.int_analysis import int_constant
 from lamina.schedule.packing import pack_group, pack_panels, panels_by_block
 from lamina.schedule.parallel import distribute_columns
 from lamina.schedule.primitives import ScheduleError
-from lamina.schedule.weight_prefetch import prefetch_next_blocks
+from lamina.schedule.weight_prefetch import prefetch_next_blocks, prefetch_next_chunk
 from lamina.schedule.winograd import winograd_channel_jam
 from lamina.target.cpu_facts import CpuFacts
 from lamina.target.schedule_knobs import ScheduleKnobs
@@ -459,6 +459,10 @@ def block_reductions(func: loop.FuncOp, facts: CpuFacts, base_knobs: ScheduleKno
                         channels.attributes[ROW_JAM_ATTR] = IntegerAttr(rows_jam, 64)
                 if chunk:
                     channels.attributes[REDUCTION_CHUNK_ATTR] = IntegerAttr(chunk, 64)
+                    if knobs.conv_chunk_prefetch:
+                        channels.attributes[CHUNK_PREFETCH_ATTR] = IntegerAttr(
+                            knobs.conv_chunk_prefetch, 64
+                        )
             blocked += 1
     return blocked
 
@@ -603,6 +607,11 @@ REDUCTION_CHUNK_ATTR = "lamina.reduction_chunk"
 """Marks the output-channel-block loop of a jammed pointwise convolution whose
 reduction `jam_channel_blocks` chunks (`chunk_reductions`): the number of
 input-channel blocks per chunk."""
+
+CHUNK_PREFETCH_ATTR = "lamina.chunk_prefetch"
+"""Cache level (`llvm.prefetch` locality) a chunked pointwise convolution
+prefetches its next chunk's weights into (`conv_chunk_prefetch`,
+`prefetch_next_chunk`), set with `REDUCTION_CHUNK_ATTR`."""
 
 
 def _channel_blocks_loop(nest: ReductionNest) -> tuple[loop.ForOp | None, int]:
@@ -1052,6 +1061,7 @@ def jam_channel_blocks(func: loop.FuncOp, prefetch_locality: int = 0) -> int:
     for channels in marked:
         attr = channels.attributes.pop(CHANNEL_JAM_ATTR, None)
         chunk = channels.attributes.pop(REDUCTION_CHUNK_ATTR, None)
+        ahead = channels.attributes.pop(CHUNK_PREFETCH_ATTR, None)
         rows = channels.attributes.pop(ROW_JAM_ATTR, None)
         outer = channels
         if isinstance(attr, IntegerAttr):
@@ -1063,7 +1073,8 @@ def jam_channel_blocks(func: loop.FuncOp, prefetch_locality: int = 0) -> int:
             if prefetch_locality and not isinstance(chunk, IntegerAttr):
                 prefetch_next_blocks(outer, attr.value.data, prefetch_locality)
         if isinstance(chunk, IntegerAttr):
-            chunk_reductions(outer, chunk.value.data)
+            locality = ahead.value.data if isinstance(ahead, IntegerAttr) else 0
+            chunk_reductions(outer, chunk.value.data, locality if attr is not None else 0)
     return jammed
 
 
@@ -1078,7 +1089,7 @@ def _jam_rows(channels: loop.ForOp, rows: int) -> None:
     prim.unroll_and_jam(inner)
 
 
-def chunk_reductions(channels: loop.ForOp, chunk: int) -> int:
+def chunk_reductions(channels: loop.ForOp, chunk: int, prefetch_locality: int = 0) -> int:
     """Split the reduction of every row of register blocks under `channels`
     into chunks of `chunk` input-channel blocks, the chunk loop outside the
     blocks (docs/performance.md, "Reduction chunks of the AVX2 pointwise
@@ -1095,7 +1106,9 @@ def chunk_reductions(channels: loop.ForOp, chunk: int) -> int:
     accumulators are loaded and stored once per chunk (LLVM keeps them in
     registers across `cbi`, whose addresses they do not depend on). A loop of
     one block (the row's tail block) is left alone: nothing shares its
-    chunk. Returns how many block loops were chunked."""
+    chunk. With `prefetch_locality` (`conv_chunk_prefetch`), each block of
+    a chunk first prefetches its share of the next chunk's weights
+    (`prefetch_next_chunk`). Returns how many block loops were chunked."""
     rows = [
         o
         for o in channels.walk()
@@ -1117,7 +1130,9 @@ def chunk_reductions(channels: loop.ForOp, chunk: int) -> int:
                 if op.regions and i not in keep:
                     Rewriter.erase_op(op)
         prim.split(reduction, chunk)
-        prim.interchange(blocks)
+        chunks = prim.interchange(blocks)
+        if prefetch_locality:
+            prefetch_next_chunk(channels, chunks, blocks, chunk, prefetch_locality)
         chunked += 1
     return chunked
 

@@ -22,6 +22,27 @@ computes:
 
 A prefetch never faults and changes no value; the last step's index is
 clamped to the last block so that every address stays inside the buffer.
+
+A pointwise convolution whose reduction is chunked (`chunk_reductions`: the
+chunk loop outside the row's register blocks, each chunk's F x chunk weights
+kept in L1 across the blocks) reads its next chunk's weights from L3 or
+memory when its first block starts it: the blocks after it re-read L1, so
+the hardware prefetchers see no stream to follow, and 4 streams of 512
+lines start cold at every chunk (ResNet-50's 512->2048 at 7x7: 4 chunks x 32
+steps per call). `prefetch_next_chunk` spreads the next chunk's lines over
+the current chunk's register blocks, into L2 (`conv_chunk_prefetch`
+locality; L1 holds the current chunk); after the last chunk of a step, the
+next step's first chunk:
+
+    for co in [0, C) step F kind(parallel) {
+      for cbo in [0, I) step chunk {
+        for px in G blocks {
+          n = cbo + chunk; w = n / I; c = n - w * I   // next chunk, next step
+          for ci in px's share of [0, chunk) { for k step line { for j < F {
+            prefetch w[min(co + j + w * F, C - 1), c + ci, 0, 0, k, 0]
+          } } }
+          for cbi … { R }
+    } } }
 """
 
 from __future__ import annotations
@@ -149,4 +170,66 @@ def _insert_nest(
     return True
 
 
-__all__ = ["prefetch_next_blocks"]
+CHUNK_PREFETCH_MAX_BLOCKS = 16
+"""Most register blocks a chunked row may have for `prefetch_next_chunk`: a
+chunk's cold start is shared by its row's blocks, so a long row (ResNet-50's
+14x14 and 28x28 images: 39-156 blocks of 5 pixels) has little to gain, and
+measured no gain."""
+
+
+def prefetch_next_chunk(
+    channels: loop.ForOp, chunks: loop.ForOp, blocks: loop.ForOp, chunk: int, locality: int
+) -> bool:
+    """Put the chunked prefetch nest of the module docstring at the head of each
+    step of `blocks` (a row's register blocks, the one loop of the chunk loop
+    `chunks`, whose index counts input-channel blocks in steps of `chunk`), under
+    the jammed output-channel loop `channels`. Returns whether it did (one
+    pointwise weight buffer indexed by the jammed block, constant bounds)."""
+    if locality <= 0:
+        return False
+    bound, jam = int_constant(channels.ub), int_constant(channels.step)
+    trips, lb, step_ = prim.trip_count(blocks), int_constant(blocks.lb), int_constant(blocks.step)
+    if None in (bound, jam, lb, step_) or trips < 1 or trips > CHUNK_PREFETCH_MAX_BLOCKS:
+        return False
+    assert bound is not None and jam is not None and lb is not None and step_ is not None
+    iv = channels.body.block.args[0]
+    weights = {id(load.buffer): load for load in _weight_loads(chunks, iv)}
+    if len(weights) != 1:
+        return False
+    (load,) = weights.values()
+    mtype = load.buffer.type
+    assert isinstance(mtype, MemRefType)
+    _, inputs, _, _, rows, lanes = mtype.get_shape()
+    bits = getattr(mtype.element_type, "bitwidth", 32)
+    line = max(1, 512 // (lanes * bits))
+    share = -(-chunk // trips)
+    index = IndexType()
+
+    def const(v: int) -> arith.ConstantOp:
+        return arith.ConstantOp(IntegerAttr(v, index))
+
+    cbo, g = chunks.body.block.args[0], blocks.body.block.args[0]
+    ops: list[Operation] = [zero := const(0), one := const(1), first := const(lb)]
+    ops += [stride := const(step_), per := const(share), size := const(chunk)]
+    ops += [count := const(inputs), width := const(jam), end := const(bound - 1)]
+    ops += [nxt := arith.AddiOp(cbo, size), wrap := arith.DivUIOp(nxt, count)]
+    ops += [back := arith.MuliOp(wrap, count), base := arith.SubiOp(nxt, back)]
+    ops += [ahead := arith.MuliOp(wrap, width), co := arith.AddiOp(iv, ahead)]
+    ops += [rel := arith.SubiOp(g, first), nth := arith.DivUIOp(rel, stride)]
+    ops += [lo := arith.MuliOp(nth, per), up := arith.AddiOp(lo, per)]
+    ops += [hi := arith.MinSIOp(up, size), channels_ := loop.ForOp(lo, hi, one)]
+    ci = channels_.body.block.args[0]
+    body: list[Operation] = [at := arith.AddiOp(base, ci)]
+    for k in range(0, rows, line):
+        body.append(kk := const(k))
+        for j in range(jam):
+            body += [off := const(j), block := arith.AddiOp(co, off)]
+            body.append(clamped := arith.MinSIOp(block, end))
+            indices = [clamped.result, at.result, zero.result, zero.result, kk.result, zero.result]
+            body.append(loop.PrefetchOp(load.buffer, indices, locality))
+    Rewriter.insert_op(body, InsertPoint.at_start(channels_.body.block))
+    Rewriter.insert_op(ops, InsertPoint.at_start(blocks.body.block))
+    return True
+
+
+__all__ = ["prefetch_next_blocks", "prefetch_next_chunk"]

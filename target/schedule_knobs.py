@@ -420,6 +420,22 @@ class ScheduleKnobs:
     kernels keep one block over 7 rows and are not jammed) EfficientNet-B0
     measured 1.00x, so 0."""
 
+    conv_chunk_prefetch: int = 0
+    """Cache level a pointwise convolution whose reduction is chunked
+    (`conv_reduction_chunk`, `conv_chunk_min_channels`) on a row of at most 16
+    register blocks (a 7x7 image) prefetches its next chunk's weights into
+    while its register blocks compute the current one (`llvm.prefetch`
+    locality: 2, L2; 0, no prefetch; `prefetch_next_chunk` in
+    schedule/weight_prefetch.py); after the last chunk of an output-channel
+    step, the next step's first chunk. Only the first register block of a
+    chunk reads its weights from outside L1, so the hardware prefetchers see
+    4 short streams that start cold at every chunk. 0 on every CPU: measured
+    on Emerald Rapids (one thread, docs/performance.md, "Pointwise
+    convolutions in the network, measured against themselves alone"), 2 took
+    0.99-1.01x the time of ResNet-50's 7x7 kernels alone and 0.94-0.96x in
+    the network, and the network 0.99-1.02x, within its spread: off unless
+    asked for (`--target 'cpu{conv_chunk_prefetch=2}'`)."""
+
     conv_flatten_min_steps_per_core: int = 4
     """Jammed output-channel steps per core from which a pointwise convolution
     on an image no row split can share (`conv_flatten_rows`: a 7x7 image, whose
@@ -733,7 +749,7 @@ def check_knob(name: str, value: object) -> str | None:
         return "must be an integer"
     if name in SWITCH_KNOBS:
         return None if value in (0, 1) else "must be 0 (off) or 1 (on)"
-    if name == "conv_weight_prefetch":
+    if name in ("conv_weight_prefetch", "conv_chunk_prefetch"):
         return None if value in (0, 1, 2, 3) else "must be 0 (off) or a locality 1-3"
     if name in (
         "block_rows",

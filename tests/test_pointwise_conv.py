@@ -251,6 +251,36 @@ def test_chunked_flat_pointwise_matches_onnxruntime(cin, cout, size, epilogue, c
     np.testing.assert_allclose(off, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
 
 
+CHUNK_PREFETCH = [
+    # cin, cout, size, epilogue, cores: chunked pointwise convolutions on rows of
+    # at most 16 register blocks, which `conv_chunk_prefetch` prefetches
+    (512, 128, 7, "relu", 1),  # 4 chunks, 2 steps of 4 blocks: the last chunk wraps
+    (2048, 512, 7, "none", 1),  # 16 chunks, 8 steps
+    (512, 512, 7, "residual", 2),  # two cores share the steps; the residual add after
+    (1024, 256, 14, "relu", 2),  # 4 rows of 49 pixels (9 blocks each) on two cores
+]
+
+
+@pytest.mark.parametrize("isa", [HOST, pytest.param(AVX2, marks=needs_avx2)])
+@pytest.mark.parametrize(("cin", "cout", "size", "epilogue", "cores"), CHUNK_PREFETCH)
+def test_chunk_prefetch_matches_onnxruntime(cin, cout, size, epilogue, cores, isa) -> None:
+    """`conv_chunk_prefetch=2` on the chunked pointwise convolutions (a prefetch
+    changes no value); tests/filecheck/passes/schedule-chunk-prefetch.mlir."""
+    model, x = _block(cin, cout, size, 1, epilogue)
+    options = (
+        f"conv_chunk_min_channels=512 conv_reduction_chunk=128 conv_chunk_prefetch=2 cores={cores}"
+    )
+    target = f"{isa[:-1]} {options}}}" if isa.endswith("}") else f"{isa}{{{options}}}"
+    _check(model, x, target)
+
+
+def test_chunk_prefetch_is_off_by_default() -> None:
+    """`conv_chunk_prefetch` is 0 on every CPU (measured no gain on Emerald Rapids)."""
+    from lamina.target.schedule_knobs import ScheduleKnobs
+
+    assert ScheduleKnobs.for_cpu(host_cpu_facts()).conv_chunk_prefetch == 0
+
+
 def test_wide_fma_pipes_decides_the_reduction_chunks() -> None:
     """Two 512-bit FMA pipes (Intel Xeon) -> chunks of 128 channels from 512 input
     channels; Zen 4 and generic AVX-512 -> none; AVX2 -> its own rule (64, any
