@@ -331,7 +331,11 @@ def share_rows(outer: loop.ForOp, knobs: ScheduleKnobs) -> bool:
     except ScheduleError:
         return False
     prim.parallelize(inner)
-    if knobs.parallel_rows_first and rows_first_reads_less(outer, inner):
+    if knobs.parallel_rows_first == 1 and rows_first_reads_less(outer, inner):
+        outer.attributes[ROWS_FIRST_ATTR] = UnitAttr()
+    elif knobs.parallel_rows_first >= 2 and rows_first_crosses_less(
+        outer, inner, knobs.parallel_rows_first
+    ):
         outer.attributes[ROWS_FIRST_ATTR] = UnitAttr()
     return True
 
@@ -360,6 +364,36 @@ def rows_first_reads_less(outer: loop.ForOp, inner: loop.ForOp) -> bool:
         if row != block:
             (by_row if row else by_block)[op.buffer] = _bytes(op.buffer.type)
     return sum(by_row.values()) > sum(by_block.values())
+
+
+def rows_first_crosses_less(outer: loop.ForOp, inner: loop.ForOp, cross: int) -> bool:
+    """Rows first (`ROWS_FIRST_ATTR`, `parallel_rows_first` = `cross` >= 2) unless the
+    buffers read at indices that depend on the block only (weights, read by both
+    threads when they split the rows) hold more than `cross` times the bytes of those
+    read at indices that depend on the row (the input: by the row only, or by the
+    row and the block), which split by blocks each thread reads partly from the other
+    core's cache when the kernel before split the rows.
+
+    A cache line the other core wrote costs several times one streamed from memory or
+    the shared cache (about 330 ns from one vCPU to the other on the 2-vCPU Xeon VM,
+    docs/environment.md), while weights are written once and only read. So in a chain
+    of kernels that all split rows each thread reads what it wrote itself: a layout
+    transform, a slice or a depthwise convolution (input indexed by row and block, a
+    few hundred bytes of weights per block) take rows first here, where
+    `rows_first_reads_less` keeps their blocks; a pointwise convolution at 7x7 whose
+    weights are ten times its input keeps its blocks."""
+    by_row: dict[SSAValue, int] = {}
+    by_block: dict[SSAValue, int] = {}
+    for op in inner.walk():
+        if not isinstance(op, loop.LoadOp) or prim.defined_inside(op.buffer, outer):
+            continue
+        row = any(depends_on(i, inner.induction_var) for i in op.indices)
+        block = any(depends_on(i, outer.induction_var) for i in op.indices)
+        if row:
+            by_row[op.buffer] = _bytes(op.buffer.type)
+        elif block:
+            by_block[op.buffer] = _bytes(op.buffer.type)
+    return sum(by_block.values()) <= cross * sum(by_row.values())
 
 
 def _bytes(ty) -> int:

@@ -1,0 +1,80 @@
+// RUN: lamina-opt %s --split-input-file -p 'schedule-parallel{cores=2 parallel_rows_first=4}' | filecheck %s
+// RUN: lamina-opt %s --split-input-file -p 'schedule-parallel{cores=2 parallel_rows_first=1}' | filecheck %s --check-prefix=BYTES
+
+// `share_rows` with `parallel_rows_first` = 4 (`rows_first_crosses_less`): rows first
+// unless the buffers read by the block only hold more than 4x the bytes of those read
+// at an index that depends on the row. @slice reads its 8 KiB input at the block and
+// the row and no weights: rows first (with 1, `rows_first_reads_less`, which counts
+// only buffers indexed by one of the two, keeps its blocks). @depthwise reads 8 KiB of
+// input at both and 2 KiB of weights by the block (2 KiB <= 4 x 8 KiB): rows first.
+// @heavy reads 64 KiB of weights by the block against 8 KiB of input (> 4x): blocks.
+
+builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @slice(%x: memref<4x64x16xf32>, %y: memref<2x64x16xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c16 = arith.constant 16 : index
+    %c64 = arith.constant 64 : index
+    loop.for %b = %c0 to %c2 step %c1 kind(parallel) {
+      loop.for %h = %c0 to %c64 step %c1 {
+        loop.for %v = %c0 to %c16 step %c1 kind(vectorized) {
+          %a = loop.load %x[%b, %h, %v] : memref<4x64x16xf32>
+          loop.store %a, %y[%b, %h, %v] : memref<2x64x16xf32>
+        }
+      }
+    }
+    loop.return
+  }
+
+  loop.func @depthwise(%x: memref<2x64x16xf32>, %w: memref<2x16x16xf32>, %y: memref<2x64x16xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c16 = arith.constant 16 : index
+    %c64 = arith.constant 64 : index
+    loop.for %b = %c0 to %c2 step %c1 kind(parallel) {
+      loop.for %h = %c0 to %c64 step %c1 {
+        loop.for %v = %c0 to %c16 step %c1 kind(vectorized) {
+          %a = loop.load %x[%b, %h, %v] : memref<2x64x16xf32>
+          %k = loop.load %w[%b, %c0, %v] : memref<2x16x16xf32>
+          %p = arith.mulf %a, %k : f32
+          loop.store %p, %y[%b, %h, %v] : memref<2x64x16xf32>
+        }
+      }
+    }
+    loop.return
+  }
+
+  loop.func @heavy(%x: memref<2x64x16xf32>, %w: memref<2x512x16xf32>, %y: memref<2x64x16xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c16 = arith.constant 16 : index
+    %c64 = arith.constant 64 : index
+    loop.for %b = %c0 to %c2 step %c1 kind(parallel) {
+      loop.for %h = %c0 to %c64 step %c1 {
+        loop.for %v = %c0 to %c16 step %c1 kind(vectorized) {
+          %a = loop.load %x[%b, %h, %v] : memref<2x64x16xf32>
+          %k = loop.load %w[%b, %c0, %v] : memref<2x512x16xf32>
+          %p = arith.mulf %a, %k : f32
+          loop.store %p, %y[%b, %h, %v] : memref<2x64x16xf32>
+        }
+      }
+    }
+    loop.return
+  }
+}
+// CHECK-LABEL: loop.func @slice
+// CHECK:         loop.for %b = %c0 to %c2 step %c1 kind(parallel) {
+// CHECK-NEXT:      loop.for %h = %c0 to %c64 step %c1 kind(parallel) {
+// CHECK:         } {lamina.rows_first}
+// CHECK-LABEL: loop.func @depthwise
+// CHECK:         loop.for %h = %c0 to %c64 step %c1 kind(parallel) {
+// CHECK:         } {lamina.rows_first}
+// CHECK-LABEL: loop.func @heavy
+// CHECK:         loop.for %h = %c0 to %c64 step %c1 kind(parallel) {
+// CHECK-NOT:     lamina.rows_first
+// CHECK:         loop.return
+
+// BYTES-NOT:     lamina.rows_first
