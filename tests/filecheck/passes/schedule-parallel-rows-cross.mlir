@@ -8,8 +8,37 @@
 // only buffers indexed by one of the two, keeps its blocks). @depthwise reads 8 KiB of
 // input at both and 2 KiB of weights by the block (2 KiB <= 4 x 8 KiB): rows first.
 // @heavy reads 64 KiB of weights by the block against 8 KiB of input (> 4x): blocks.
+// @peeled holds its rows in three loops (a depthwise convolution's rows peeled at
+// the padding): `merge_peeled_rows` makes them one loop over all 8 rows, each row
+// running its part under `loop.if`, which `share_rows` then collapses rows first
+// (with 1, BYTES, the three loops stay and the blocks are shared).
 
 builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
+  loop.func @peeled(%x: memref<4x8xf32>, %y: memref<4x8xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c7 = arith.constant 7 : index
+    %c8 = arith.constant 8 : index
+    loop.for %b = %c0 to %c4 step %c1 kind(parallel) {
+      loop.for %h = %c0 to %c1 step %c1 {
+        %a = loop.load %x[%b, %h] : memref<4x8xf32>
+        loop.store %a, %y[%b, %h] : memref<4x8xf32>
+      }
+      loop.for %h = %c1 to %c7 step %c1 {
+        %a = loop.load %x[%b, %h] : memref<4x8xf32>
+        %p = arith.mulf %a, %a : f32
+        loop.store %p, %y[%b, %h] : memref<4x8xf32>
+      }
+      loop.for %h = %c7 to %c8 step %c1 {
+        %a = loop.load %x[%b, %h] : memref<4x8xf32>
+        %p = arith.addf %a, %a : f32
+        loop.store %p, %y[%b, %h] : memref<4x8xf32>
+      }
+    }
+    loop.return
+  }
+
   loop.func @slice(%x: memref<4x64x16xf32>, %y: memref<2x64x16xf32>) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -65,6 +94,19 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
     loop.return
   }
 }
+// CHECK-LABEL: loop.func @peeled
+// CHECK:         loop.for %b = %c0 to %c4 step %c1 kind(parallel) {
+// CHECK-NEXT:      loop.for %h = %c0 to %c8 step %c1 kind(parallel) {
+// CHECK-NEXT:        %[[TOP:.*]] = arith.cmpi ult, %h, %c1 : index
+// CHECK-NEXT:        loop.if %[[TOP]] {
+// CHECK-NEXT:          %{{.*}} = loop.load %x[%b, %h] : memref<4x8xf32>
+// CHECK:             } else {
+// CHECK-NEXT:          %[[MID:.*]] = arith.cmpi ult, %h, %c7 : index
+// CHECK-NEXT:          loop.if %[[MID]] {
+// CHECK:                 arith.mulf
+// CHECK:               } else {
+// CHECK:                 arith.addf
+// CHECK:         } {lamina.rows_first}
 // CHECK-LABEL: loop.func @slice
 // CHECK:         loop.for %b = %c0 to %c2 step %c1 kind(parallel) {
 // CHECK-NEXT:      loop.for %h = %c0 to %c64 step %c1 kind(parallel) {
@@ -77,4 +119,8 @@ builtin.module attributes {lamina.phase = #lamina.phase<lowering>} {
 // CHECK-NOT:     lamina.rows_first
 // CHECK:         loop.return
 
-// BYTES-NOT:     lamina.rows_first
+// BYTES-LABEL:  loop.func @peeled
+// BYTES:          loop.for %b = %c0 to %c4 step %c1 kind(parallel) {
+// BYTES-NEXT:       loop.for %h = %c0 to %c1 step %c1 {
+// BYTES-NOT:      loop.if
+// BYTES-NOT:      lamina.rows_first
