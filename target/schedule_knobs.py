@@ -101,8 +101,9 @@ class ScheduleKnobs:
     index that depends on the row (`rows_first_crosses_less`: layout transforms,
     slices and depthwise convolutions too, so that consecutive kernels split the same
     rows), and a block loop's rows peeled at the padding are merged into one loop
-    first (`merge_peeled_rows`; docs/performance.md, "One row split for a chain of
-    kernels")."""
+    first (`merge_peeled_rows`): 3 % faster at two threads on ShuffleNetV2, DenseNet-121
+    and the MobileNets, 4-5 % slower on GoogLeNet and EfficientNet-B0, so not a
+    default (docs/performance.md, "One row split for a chain of kernels")."""
 
     parallel_collapse_below: int = 32
     """A parallel loop of fewer iterations than this whose body is one spatial
