@@ -483,6 +483,7 @@ def rows_first_crosses_less(outer: loop.ForOp, inner: loop.ForOp, cross: int) ->
 
 
 CACHE_LINE_BYTES = 64
+"""What two cores exchange at a time: rows split between threads should be whole lines."""
 
 
 def _whole_lines(access: loop.LoadOp | loop.StoreOp, row: SSAValue) -> bool:
