@@ -102,8 +102,9 @@ class ScheduleKnobs:
     slices and depthwise convolutions too, so that consecutive kernels split the same
     rows), and a block loop's rows peeled at the padding are merged into one loop
     first (`merge_peeled_rows`): 3 % faster at two threads on ShuffleNetV2, DenseNet-121
-    and the MobileNets, 4-5 % slower on GoogLeNet and EfficientNet-B0, so not a
-    default (docs/performance.md, "One row split for a chain of kernels")."""
+    and the MobileNets on the loaded VM, the other networks within the noise; off until
+    an idle machine confirms it (docs/performance.md, "One row split for a chain of
+    kernels")."""
 
     parallel_collapse_below: int = 32
     """A parallel loop of fewer iterations than this whose body is one spatial
