@@ -40,6 +40,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--runs", type=int, default=10, help="calls per profile")
     parser.add_argument("--target", default=None)
+    parser.add_argument(
+        "--versus",
+        default=None,
+        help="a second target, timed in the same rounds: per kernel, its two-thread time "
+        "over the first build's",
+    )
     parser.add_argument("--lock", default=None, help="a file to flock while timing")
     parser.add_argument("--rt-priority", type=int, default=0, help="SCHED_RR while timing")
     parser.add_argument(
@@ -60,9 +66,14 @@ def main(argv: list[str] | None = None) -> int:
     x = np.random.default_rng(0).standard_normal((1, 3, size, size)).astype(np.float32)
     targets = [args.target] if args.target else None
     exe = lamina.compile(import_model(model).module, targets=targets, profile=True)
+    other = None
+    if args.versus:
+        other = lamina.compile(import_model(model).module, targets=[args.versus], profile=True)
     top = args.threads
     set_num_threads(top)
     exe.run("main", x)  # the team's worker exists before the priority is set
+    versus: dict[int, dict[str, list[float]]] = {1: defaultdict(list), top: defaultdict(list)}
+    versus_wall: dict[int, list[float]] = {1: [], top: []}
 
     times: dict[int, dict[str, list[float]]] = {1: defaultdict(list), top: defaultdict(list)}
     wall: dict[int, list[float]] = {1: [], top: []}
@@ -82,6 +93,11 @@ def main(argv: list[str] | None = None) -> int:
                 for k in profile.kernels:
                     times[threads][k.symbol].append(k.total_ms / profile.runs)
                     meta[k.symbol] = (k.calls // profile.runs, k.regions, k.iterations)
+                if other is not None:
+                    profile = other.profile("main", x, runs=args.runs, warmup=2)
+                    versus_wall[threads].append(profile.wall_ms / profile.runs)
+                    for k in profile.kernels:
+                        versus[threads][k.symbol].append(k.total_ms / profile.runs)
 
     med = {t: {k: float(np.median(v)) for k, v in times[t].items()} for t in times}
     one, many = float(np.median(wall[1])), float(np.median(wall[top]))
@@ -101,15 +117,28 @@ def main(argv: list[str] | None = None) -> int:
             f"caller {ms['region_ticks']:.3f} ms + worker {ms['work_ticks']:.3f} ms against "
             f"{sum(med[1].values()):.3f} ms of kernels at one thread"
         )
+    vmed = {t: {k: float(np.median(v)) for k, v in versus[t].items()} for t in versus}
+    if other is not None:
+        vone, vmany = float(np.median(versus_wall[1])), float(np.median(versus_wall[top]))
+        ratio = [b / a for a, b in zip(wall[top], versus_wall[top], strict=True)]
+        print(
+            f"  {args.versus}: 1t {vone:.3f} ms, {top}t {vmany:.3f} ms, speed-up "
+            f"{vone / vmany:.3f}; {top}t time over the first build's {np.median(ratio):.3f} "
+            f"(median of the rounds)"
+        )
     header = f"{'kernel':64s} {'calls':>5s} {'reg':>3s} {'iters':>5s} {'1t ms':>7s}"
-    print(f"{header} {f'{top}t ms':>7s} {'x':>5s} {'lost ms':>7s}")
+    extra = f" {'vs 1t':>7s} {f'vs {top}t':>7s}" if other is not None else ""
+    print(f"{header} {f'{top}t ms':>7s} {'x':>5s} {'lost ms':>7s}{extra}")
     lost = lambda k: med[top].get(k, 0.0) - med[1][k] / top  # noqa: E731
     for k in sorted(med[1], key=lambda k: -lost(k)):
         calls_k, regions, iterations = meta[k]
         a, b = med[1][k], med[top].get(k, float("nan"))
+        tail = ""
+        if other is not None:
+            tail = f" {vmed[1].get(k, float('nan')):7.3f} {vmed[top].get(k, float('nan')):7.3f}"
         print(
             f"{k[:64]:64s} {calls_k:5d} {regions:3d} {iterations:5d} {a:7.3f} {b:7.3f} "
-            f"{a / b if b else 0.0:5.2f} {lost(k):7.3f}"
+            f"{a / b if b else 0.0:5.2f} {lost(k):7.3f}{tail}"
         )
     return 0
 

@@ -41,7 +41,8 @@ import math
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import MemRefType, UnitAttr
-from xdsl.ir import SSAValue
+from xdsl.ir import Block, Region, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from lamina.dialects import loop
 from lamina.dialects.loop import ROWS_FIRST_ATTR, TEAM_ONLY_ATTR, LoopKind
@@ -124,6 +125,8 @@ def balance_parallel(func: loop.FuncOp, cores: int, knobs: ScheduleKnobs) -> int
         prim.parallelize(inner)
         moved += 1
     for outer in [o for o in func.body.blocks[0].ops if isinstance(o, loop.ForOp)]:
+        if knobs.parallel_rows_first >= 2:
+            merge_peeled_rows(outer, knobs, cores)
         share_rows(outer, knobs)
     moved += share_vector_columns(func, cores)
     return moved + serial_below_grain(func, knobs)
@@ -203,6 +206,8 @@ def _small_nest_loop(top: loop.ForOp, cores: int, knobs: ScheduleKnobs) -> loop.
             return None
         if not (spatial(target) or _disjoint_blocks(target)):
             return None
+        if knobs.parallel_rows_first >= 2 and not enough_per_core(target, cores, knobs):
+            merge_peeled_rows(target, knobs, cores, serial=True)
         if enough_per_core(target, cores, knobs) or _rows_to_share(target, cores, knobs):
             return target
     except ScheduleError:
@@ -331,7 +336,11 @@ def share_rows(outer: loop.ForOp, knobs: ScheduleKnobs) -> bool:
     except ScheduleError:
         return False
     prim.parallelize(inner)
-    if knobs.parallel_rows_first and rows_first_reads_less(outer, inner):
+    if knobs.parallel_rows_first == 1 and rows_first_reads_less(outer, inner):
+        outer.attributes[ROWS_FIRST_ATTR] = UnitAttr()
+    elif knobs.parallel_rows_first >= 2 and rows_first_crosses_less(
+        outer, inner, knobs.parallel_rows_first
+    ):
         outer.attributes[ROWS_FIRST_ATTR] = UnitAttr()
     return True
 
@@ -360,6 +369,136 @@ def rows_first_reads_less(outer: loop.ForOp, inner: loop.ForOp) -> bool:
         if row != block:
             (by_row if row else by_block)[op.buffer] = _bytes(op.buffer.type)
     return sum(by_row.values()) > sum(by_block.values())
+
+
+def merge_peeled_rows(
+    outer: loop.ForOp, knobs: ScheduleKnobs, cores: int, serial: bool = False
+) -> bool:
+    """Merge the row loops of a parallel loop of few blocks into one loop over all the
+    rows, each iteration running the part its row belongs to (`loop.if` on the row),
+    so that `share_rows` can collapse blocks x rows; returns whether it merged.
+
+    A depthwise convolution's blocks hold its rows peeled at the padding
+    (`for b { for h in [0, 1) {..}; for h in [1, 13) {..}; for h in [13, 14) {..} }`,
+    ShuffleNetV2's and the MobileNets' 3x3 depthwise layers of 4-15 channel blocks;
+    with `serial`, also a serial loop, which `team_for_small_nests` may then share),
+    so its threads split the blocks while the pointwise convolutions and layout
+    transforms around it split the rows (`parallel_rows_first`): each thread then
+    reads half of its input from the other core's cache, and the next kernel half of
+    its output. Merged (`for h in [0, 14) { if h < 1 {..} else if h < 13 {..} else
+    {..} }`) the rows are shared like theirs. The loops must be serial, without
+    iter_args, of step 1 and constant bounds, each starting where the one before it
+    ended, and at least `PEELED_ROWS_PER_CORE` rows per core: split by rows, each
+    thread also reads the rows next to its own (a 3x3 convolution's halo), which the
+    other thread wrote -- measured on ShuffleNetV2, the merged depthwise convolutions
+    at 28x28 took 0.7x their time at two threads, those at 14x14 and 7x7 1.2-1.8x.
+    Only with `parallel_rows_first` >= 2. The rows run the same code in the same
+    order, so the merged loop is serial as the parts were, and `share_rows` shares it
+    only if it is spatial (each row writes its own elements)."""
+    try:
+        if outer.iter_args or (outer.kind_name != LoopKind.PARALLEL and not serial):
+            return False
+        if not 2 <= prim.trip_count(outer) < knobs.parallel_collapse_below:
+            return False
+        parts = [o for o in prim.body_ops(outer) if isinstance(o, loop.ForOp)]
+        others = [o for o in prim.body_ops(outer) if not isinstance(o, loop.ForOp)]
+        if len(parts) < 2 or any(not o.name.startswith("arith.") for o in others):
+            return False
+        ranges = [prim.bounds(p) for p in parts]
+    except ScheduleError:
+        return False
+    if ranges[-1][1] - ranges[0][0] < PEELED_ROWS_PER_CORE * cores:
+        return False
+    if any(p.kind_name != LoopKind.SERIAL or p.iter_args for p in parts):
+        return False
+    if any(step != 1 for _, _, step in ranges):
+        return False
+    if any(ranges[k][1] != ranges[k + 1][0] for k in range(len(ranges) - 1)):
+        return False
+    merged = loop.ForOp(
+        prim.index_constant(outer, ranges[0][0]), prim.index_constant(outer, ranges[-1][1]),
+        prim.index_constant(outer, 1),
+    )  # fmt: skip
+    merged.induction_var.name_hint = parts[0].induction_var.name_hint
+    Rewriter.insert_op(merged, InsertPoint.before(outer.yield_op))
+    row = merged.induction_var
+    at = InsertPoint.before(merged.yield_op)
+    for k, part in enumerate(parts):
+        if k < len(parts) - 1:
+            below = arith.CmpiOp(row, prim.index_constant(outer, ranges[k][1]), "ult")
+            branch = loop.IfOp(below, else_region=Region(Block([loop.YieldOp()])))
+            Rewriter.insert_op([below, branch], at)
+            then_block = branch.then_region.block
+            target = InsertPoint.before(then_block.last_op)  # its implicit yield
+            at = InsertPoint.before(branch.else_region.block.last_op)
+        else:
+            target = at
+        part.induction_var.replace_all_uses_with(row)
+        for op in prim.body_ops(part):
+            op.detach()
+            Rewriter.insert_op(op, target)
+        part.detach()
+        part.erase()
+    return True
+
+
+PEELED_ROWS_PER_CORE = 8
+"""Fewest rows per core for which `merge_peeled_rows` merges peeled row loops."""
+
+
+def rows_first_crosses_less(outer: loop.ForOp, inner: loop.ForOp, cross: int) -> bool:
+    """Rows first (`ROWS_FIRST_ATTR`, `parallel_rows_first` = `cross` >= 2) unless the
+    buffers read at indices that depend on the block only (weights, read by both
+    threads when they split the rows) hold more than `cross` times the bytes of those
+    read at indices that depend on the row (the input: by the row only, or by the
+    row and the block), which split by blocks each thread reads partly from the other
+    core's cache when the kernel before split the rows.
+
+    A cache line the other core wrote costs several times one streamed from memory or
+    the shared cache (about 330 ns from one vCPU to the other on the 2-vCPU Xeon VM,
+    docs/environment.md), while weights are written once and only read. So in a chain
+    of kernels that all split rows each thread reads what it wrote itself: a layout
+    transform, a slice or a depthwise convolution (input indexed by row and block, a
+    few hundred bytes of weights per block) take rows first here, where
+    `rows_first_reads_less` keeps their blocks; a pointwise convolution at 7x7 whose
+    weights are ten times its input keeps its blocks. So does a nest that reads or
+    writes rows of a buffer that are not whole cache lines (`_whole_lines`: a layout
+    transform or channel shuffle from or into NCHW at 14x14, 56 bytes a row), where
+    two threads splitting the rows would write the same line in every channel plane,
+    or read lines the other thread wrote."""
+    by_row: dict[SSAValue, int] = {}
+    by_block: dict[SSAValue, int] = {}
+    for op in inner.walk():
+        if isinstance(op, loop.LoadOp | loop.StoreOp) and not _whole_lines(op, inner.induction_var):
+            return False
+        if not isinstance(op, loop.LoadOp) or prim.defined_inside(op.buffer, outer):
+            continue
+        row = any(depends_on(i, inner.induction_var) for i in op.indices)
+        block = any(depends_on(i, outer.induction_var) for i in op.indices)
+        if row:
+            by_row[op.buffer] = _bytes(op.buffer.type)
+        elif block:
+            by_block[op.buffer] = _bytes(op.buffer.type)
+    return sum(by_block.values()) <= cross * sum(by_row.values())
+
+
+CACHE_LINE_BYTES = 64
+"""What two cores exchange at a time: rows split between threads should be whole lines."""
+
+
+def _whole_lines(access: loop.LoadOp | loop.StoreOp, row: SSAValue) -> bool:
+    """Does each value of `row` select whole cache lines of what `access` reads or writes: the
+    elements after the first index that depends on `row` span a multiple of 64 bytes
+    (a static buffer; True when no index depends on `row`)?"""
+    ty = access.buffer.type
+    if not isinstance(ty, MemRefType) or any(d < 0 for d in ty.get_shape()):
+        return False
+    dims = [d for d, index in enumerate(access.indices) if depends_on(index, row)]
+    if not dims:
+        return True
+    width = max(1, getattr(ty.element_type, "bitwidth", 32) // 8)
+    span = math.prod(ty.get_shape()[dims[0] + 1 :]) * width
+    return span % CACHE_LINE_BYTES == 0
 
 
 def _bytes(ty) -> int:

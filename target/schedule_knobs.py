@@ -96,7 +96,15 @@ class ScheduleKnobs:
     convolution at 14x14 or larger with few output-channel blocks); 0 (default):
     always the blocks. Off until a measurement on an idle machine shows a gain:
     on the loaded 2-vCPU Xeon VM the A/B moved by less than its noise
-    (docs/performance.md, "Rows first")."""
+    (docs/performance.md, "Rows first"). N >= 2: rows first unless the buffers read
+    by the block only (weights) hold more than N times the bytes of those read at an
+    index that depends on the row (`rows_first_crosses_less`: layout transforms,
+    slices and depthwise convolutions too, so that consecutive kernels split the same
+    rows), and a block loop's rows peeled at the padding are merged into one loop
+    first (`merge_peeled_rows`): 3 % faster at two threads on ShuffleNetV2, DenseNet-121
+    and the MobileNets on the loaded VM, the other networks within the noise; off until
+    an idle machine confirms it (docs/performance.md, "One row split for a chain of
+    kernels")."""
 
     parallel_collapse_below: int = 32
     """A parallel loop of fewer iterations than this whose body is one spatial

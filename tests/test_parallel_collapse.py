@@ -68,3 +68,53 @@ def test_rows_first_splits_rows_with_the_same_results():
         set_num_threads(before)
     for got in results.values():
         np.testing.assert_array_equal(got, results[0, 1])
+
+
+CHAIN = """
+graph.func @main(%x: tensor<1x64x28x28xf32>) -> tensor<1x32x28x28xf32> {
+  %w = graph.constant dense<0.0625> : tensor<32x64x1x1xf32>
+  %d = graph.constant dense<0.25> : tensor<32x1x3x3xf32>
+  %p = graph.conv2d %x, %w : (tensor<1x64x28x28xf32>, tensor<32x64x1x1xf32>) -> tensor<1x32x28x28xf32>
+  %q = graph.conv2d %p, %d {padding = array<i64: 1, 1, 1, 1>, groups = 32 : i64} : (tensor<1x32x28x28xf32>, tensor<32x1x3x3xf32>) -> tensor<1x32x28x28xf32>
+  %y = graph.relu %q : (tensor<1x32x28x28xf32>) -> tensor<1x32x28x28xf32>
+  graph.return %y : tensor<1x32x28x28xf32>
+}
+"""
+
+
+def test_rows_first_for_cross_core_reads_keeps_the_results(capfd):
+    # `parallel_rows_first=4` (`rows_first_crosses_less`): rows first also where the
+    # input is read at the block and the row (a depthwise convolution, a layout
+    # transform), unless the weights are more than 4x the input; a block loop holding
+    # its rows peeled at the padding has them merged into one loop first. The same iterations
+    # in the same order at one thread, the same elements per iteration at two:
+    # results identical to blocks first, and to NumPy's.
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((1, 64, 28, 28)).astype(np.float32)
+    p = np.einsum("nchw,fc->nfhw", x, np.full((32, 64), 0.0625, np.float32))
+    padded = np.pad(p, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    q = sum(0.25 * padded[:, :, i : i + 28, j : j + 28] for i in range(3) for j in range(3))
+    want = np.maximum(q, 0)
+    before = get_max_threads()
+    results = {}
+    marked = {}
+    try:
+        for rows_first in (0, 4):
+            target = f"cpu{{parallel_rows_first={rows_first}}}"
+            capfd.readouterr()
+            exe = lamina.compile(CHAIN, targets=[target], cache=False, print_ir_after_all=True)
+            after = capfd.readouterr().err.split("IR Dump After schedule ")[1]
+            scheduled = after.split("IR Dump After")[0]
+            marked[rows_first] = scheduled.count("lamina.rows_first"), scheduled.count("loop.if")
+            for threads in (1, 2):
+                set_num_threads(threads)
+                results[rows_first, threads] = exe.run("main", x)
+                np.testing.assert_allclose(results[rows_first, threads], want, rtol=1e-4, atol=1e-4)
+    finally:
+        set_num_threads(before)
+    # With 4 the depthwise convolution's 28 peeled rows are merged (`merge_peeled_rows`:
+    # two `loop.if`s choose the top, middle and bottom rows' code) and shared rows first;
+    # the kernels that read or write NCHW rows of 112 bytes keep their blocks.
+    assert marked[0] == (0, 0) and marked[4] == (1, 2)
+    for got in results.values():
+        np.testing.assert_array_equal(got, results[0, 1])
