@@ -46,7 +46,7 @@ CHOICES: dict[str, tuple[Any, ...]] = {
     "parallel_min_iterations_per_core": (1, 4),
     "parallel_gather_reads": (1, 16),
     "parallel_collapse_below": (1, 8, 128),
-    "parallel_rows_first": (1,),
+    "parallel_rows_first": (1, 4),
     "gather_line_bytes": (128,),
     "whole_vector_lanes": (4, 16),
     "conv_channel_jam": (1, 2, 3, 4),
