@@ -18,10 +18,14 @@ fuse (its `QuickGelu` for SiLU, `HardSigmoid`, `Mul`, `Add`, ...) count for
 the kind of the convolution before them, so both columns hold convolution +
 epilogue. With `--per-conv`, one row per convolution, in graph order.
 Kernel times are thread CPU time (the profile's clock switched to
-`CLOCK_THREAD_CPUTIME_ID`), medians of `--rounds` rounds of 10 runs;
-onnxruntime's profile shares are scaled to its thread CPU time per run
-measured without profiling, in rounds interleaved with Lamina's runs (its
-profiling build is slower). Other jobs on the machine still move both.
+`CLOCK_THREAD_CPUTIME_ID`), medians of `--rounds` rounds of 10 runs. Both
+sides' shares are scaled to their own thread CPU time per run, measured
+without profiling in rounds that alternate Lamina's and onnxruntime's runs
+(onnxruntime's profiling build is slower, and the profile rounds of one side
+may fall in a slow stretch of the machine that the other's miss); the first
+line also prints Lamina's unscaled kernel sum. A batch norm that no
+convolution absorbs (DenseNet's, after each concatenation) is its own kind,
+`norm`. Other jobs on the machine still move both.
 """
 
 from __future__ import annotations
@@ -48,6 +52,10 @@ _FUSED_BY_LAMINA = {
     "Sigmoid",
     "Sum",
 }
+NORM = "norm"
+"""The kind of a batch norm no convolution absorbs (DenseNet's after each concatenation):
+onnxruntime runs it as a 1x1 depthwise convolution (`<tensor>_bn_nchwc`), Lamina fuses
+it into the concatenation's kernel (the site then counts as `norm`)."""
 _OTHER_KINDS = {
     "layout_transform": "layout",
     "global_avg_pool": "pool",
@@ -83,7 +91,12 @@ def conv_kinds(path: str, per_conv: bool = False) -> tuple[dict[str, str], dict[
     weights = {i.name: list(i.dims) for i in graph.initializer}
     kinds: dict[str, str] = {}
     from_conv: dict[str, str] = {}
+    conv_outputs = {n.output[0] for n in graph.node if n.op_type == "Conv"}
     for node in graph.node:
+        if node.op_type == "BatchNormalization" and node.input[0] not in conv_outputs:
+            kinds[node.name] = NORM  # a batch norm no convolution absorbs (DenseNet's)
+            from_conv[node.output[0]] = node.name
+            continue
         if node.op_type != "Conv":
             if node.input and node.input[0] in from_conv:
                 for out in node.output:
@@ -93,7 +106,7 @@ def conv_kinds(path: str, per_conv: bool = False) -> tuple[dict[str, str], dict[
         _, _, kh, kw = weights[node.input[1]]
         out = shapes[node.output[0]]
         groups = attrs.get("group", 1)
-        if not kinds:
+        if not any(k != NORM for k in kinds.values()):
             kind = "stem"
         elif groups > 1 and groups == out[1]:
             kind = f"dw{kh}x{kw}"
@@ -103,7 +116,8 @@ def conv_kinds(path: str, per_conv: bool = False) -> tuple[dict[str, str], dict[
             kind = f"conv{kh}x{kw}"
         if per_conv:
             cin = shapes[node.input[0]][1]
-            kind = f"#{len(kinds):02d} {kind} {cin}->{out[1]}@{out[2]}x{out[3]}"
+            number = sum(k != NORM for k in kinds.values())
+            kind = f"#{number:02d} {kind} {cin}->{out[1]}@{out[2]}x{out[3]}"
         kinds[node.name] = kind
         from_conv[node.output[0]] = node.name
     return kinds, from_conv
@@ -135,7 +149,8 @@ def lamina_kinds(
             samples[i].append(nanos / 10 / 1e3)
     kinds: dict[str, float] = collections.defaultdict(float)
     for slot, times in zip(slots, samples, strict=True):
-        conv = next((convs[op] for op in slot.ops if op in convs), None)
+        found = [convs[op] for op in slot.ops if op in convs]
+        conv = next((k for k in found if k != NORM), found[0] if found else None)
         other = next((k for s, k in _OTHER_KINDS.items() if s in slot.symbol), "other")
         kinds[conv or other] += statistics.median(times)
     return kinds
@@ -166,7 +181,9 @@ def ort_kinds(
         op = event["args"]["op_name"]
         if op in ("Conv", "FusedConv"):
             name = event["name"].removesuffix("_kernel_time")
-            source = name if name in convs else from_conv.get(name.removesuffix("_nchwc"))
+            tensor = name.removesuffix("_nchwc")
+            source = name if name in convs else from_conv.get(tensor)
+            source = source or from_conv.get(tensor.removesuffix("_bn"))
             if source is None:
                 sys.exit(f"{path}: onnxruntime's node {name} is no convolution of the model")
             conv = convs[source]
@@ -213,12 +230,15 @@ def report(path: str, target: str, rounds: int, per_conv: bool = False) -> None:
         ours += thread_cpu_us(lambda: exe.run("main", *args), 1)
         theirs += thread_cpu_us(lambda: session.run(None, feed), 1)
     lam_us, ort_us = statistics.median(ours), statistics.median(theirs)
-    lam = lamina_kinds(exe, args, convs, rounds)
+    raw = lamina_kinds(exe, args, convs, rounds)
+    kernels_us = sum(raw.values())
+    lam = {k: v / kernels_us * lam_us for k, v in raw.items()}
     peer = ort_kinds(path, feed, convs, from_conv, ort_us)
     name = os.path.basename(path).removesuffix(".onnx")
     print(
         f"{name} {target}: Lamina {lam_us:.0f} us, onnxruntime {ort_us:.0f} us per run "
-        f"(thread CPU, median of {rounds}), ratio {lam_us / ort_us:.3f}"
+        f"(thread CPU, median of {rounds}), ratio {lam_us / ort_us:.3f}; Lamina's kernels "
+        f"profiled {kernels_us:.0f} us per run (both sides' kinds scaled to their run)"
     )
     width = 34 if per_conv else 10
     print(f"  {'kind':{width}s} {'Lamina us':>10s} {'ORT us':>10s}  ratio")
