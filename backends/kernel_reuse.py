@@ -94,6 +94,9 @@ class Record:
     build's table (passes/profile_kernels.py); -1: recorded from a build that did not
     profile (such a record is never reused by one: their keys differ anyway)."""
     iterations: int = 0
+    family: tuple[tuple[str, str], ...] = ()
+    """The generic unit (key, symbol) of the kernel's family, whose object is loaded
+    with the kernel's (backends/kernel_families.py); () for a kernel of its own."""
 
     def messages_for(self, root: str) -> tuple[str, ...]:
         """The messages naming `root` instead (`[N x i8] c"kernel @root: ..."`, or
@@ -141,10 +144,15 @@ def printed(op: Operation) -> str:
     return stream.getvalue()
 
 
-def te_key(func: te.FuncOp, context: str) -> str:
-    """The kernel's key: its text with its name replaced, and the lowering's context."""
+def te_key(func: te.FuncOp, context: str, families: dict[str, str] | None = None) -> str:
+    """The kernel's key: its text with its name replaced, and the lowering's context.
+    `families`: gets the kernel's te-level family (`kernel_families.te_family`)."""
     name = func.sym_name.data
     text = printed(func).replace(f"@{name}(", "@__lamina_kernel(", 1)
+    if families is not None:
+        from lamina.backends.kernel_families import te_family
+
+        families[name] = te_family(text)
     return hashlib.sha256(f"{context}\n{text}".encode()).hexdigest()
 
 
@@ -203,10 +211,13 @@ def lookup(key: str) -> Record | None:
                 fields = json.loads(code[len(_RECORD_PREFIX) :])
                 fields["messages"] = tuple(fields["messages"])
                 fields["runtime"] = tuple(fields.get("runtime", ()))
+                fields["family"] = tuple(tuple(n) for n in fields.get("family", ()))
                 record = Record(**fields)
             except (ValueError, TypeError, KeyError):
                 record = None
     if record is None or not kernel_cache.preload(record.unit_key, record.symbol):
+        return None
+    if not all(kernel_cache.preload(key, symbol) for key, symbol in record.family):
         return None
     with _lock:
         _records[key] = record
@@ -287,6 +298,7 @@ class ReuseKernelsPass(ModulePass):
     parallel: Delegating | None
     records: tuple[str, bool] | None
     profile: bool
+    families: dict[str, str]
 
     def __init__(
         self,
@@ -300,11 +312,13 @@ class ReuseKernelsPass(ModulePass):
         object.__setattr__(self, "parallel", parallel)
         object.__setattr__(self, "records", records)
         object.__setattr__(self, "profile", profile)
+        object.__setattr__(self, "families", {})  # kernel → te-level family (`_delegate`)
 
     def _keys(self, funcs: list[te.FuncOp], context: str) -> tuple[dict, dict, set]:
         """Each kernel's te key (with its record's knobs), its te key without them, and the
         kernels whose knobs are not known yet (keyed by `KeyRecordsPass`)."""
-        base = {f.sym_name.data: te_key(f, context) for f in funcs}
+        families = self.families if self.parallel is not None else None
+        base = {f.sym_name.data: te_key(f, context, families) for f in funcs}
         if self.records is None:
             return base, base, set()
         from lamina.passes.apply_records import cached_records
@@ -389,7 +403,10 @@ class ReuseKernelsPass(ModulePass):
         assert self.parallel is not None
         if len(weights) < parallel_lowering.MIN_KERNELS or not parallel_lowering.enabled():
             return
-        names = parallel_lowering.deal(weights)
+        from lamina.backends import kernel_families
+
+        families = self.families if kernel_families.enabled() else None
+        names = parallel_lowering.deal(weights, families=families)
         delegated = {name: keys[name] for name in names}
         self.parallel.delegation = parallel_lowering.start(
             op, delegated, self.parallel.passes, self.parallel.jit
@@ -523,9 +540,11 @@ def record_split(module: ModuleOp, split) -> None:
     if not lowered:
         return
     profiled = module_keys(module, PROFILED_ATTR)
+    texts = {unit.key: unit.text for unit in split.kernels}
     for unit in split.kernels:
         if not unit.text:
             continue  # reused itself
+        text = "\n".join([unit.text, *(texts.get(key, "") for key, _ in unit.needs)])
         for root in unit.names:
             key = lowered.get(root)
             if key is None:
@@ -539,13 +558,23 @@ def record_split(module: ModuleOp, split) -> None:
                     root,
                     split.declarations[root],
                     tuple(split.message_definitions[m] for m in unit.messages),
-                    may_fail='@"lamina_error"' in unit.text,
-                    openmp='@"GOMP_parallel"' in unit.text,
-                    runtime=unit.runtime_declarations,
+                    may_fail='@"lamina_error"' in text,
+                    openmp='@"GOMP_parallel"' in text,
+                    runtime=_runtime_declarations(text),
                     regions=int(regions),
                     iterations=int(iterations),
+                    family=unit.needs,
                 ),
             )
+
+
+def _runtime_declarations(text: str) -> tuple[str, ...]:
+    """The distinct `declare` lines of the device runtime in `text` (a unit's, with its
+    generic unit's)."""
+    from lamina.backends.kernel_split import RUNTIME_PREFIX
+
+    lines = (line for line in text.splitlines() if line.startswith("declare "))
+    return tuple(dict.fromkeys(line for line in lines if f'@"{RUNTIME_PREFIX}' in line))
 
 
 __all__ = [

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 import llvmlite.ir as llvm_ir
 
+from lamina.backends import kernel_families
 from lamina.backends.llvm.device_runtime import RUNTIME_IR
 
 _REF = re.compile(r'@"((?:[^"\\]|\\.)*)"')
@@ -102,6 +103,9 @@ class KernelUnit:
     defines `<symbol>_m<i>` as these."""
     reused_runtime: tuple[str, ...] = ()
     """A reused kernel's declarations of the device runtime."""
+    needs: tuple[tuple[str, str], ...] = ()
+    """A family member's generic unit (key, symbol), whose object must be loaded with
+    this unit's (backends/kernel_families.py)."""
 
     @property
     def runtime_declarations(self) -> tuple[str, ...]:
@@ -228,7 +232,7 @@ def split_module(
             names = (*known.names, root)
             units[unit.key] = KernelUnit(
                 known.key, known.symbol, known.text, names, known.messages,
-                known.message_definitions, known.reused_runtime,
+                known.message_definitions, known.reused_runtime, known.needs,
             )  # fmt: skip
     declarations = {
         root: reused[root].declaration
@@ -244,7 +248,10 @@ def split_module(
         for unit in units.values()
         for name in unit.messages
     }
-    return Split(host, list(units.values()), blob, declarations, definitions)
+    kernels = list(units.values())
+    if kernel_families.enabled():
+        kernels = kernel_families.form(kernels, facts, KERNEL_RUNTIME_IR)
+    return Split(host, kernel_families.with_needed(kernels), blob, declarations, definitions)
 
 
 def _roots(parts: _Parts, exported: set[str], reused: dict) -> list[str]:
@@ -263,7 +270,7 @@ def _reused_unit(root: str, record) -> KernelUnit:
     """A kernel compiled before (a `kernel_reuse.Record`): no text, its object is cached."""
     return KernelUnit(
         record.unit_key, record.symbol, "", (root,), (), record.messages_for(root),
-        tuple(record.runtime),
+        tuple(record.runtime), tuple(tuple(n) for n in getattr(record, "family", ())),
     )  # fmt: skip
 
 

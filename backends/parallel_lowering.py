@@ -98,16 +98,37 @@ rounds). With op counts as the weights, measured before: 0.4 gave the parent
 DenseNet-121 (0.5: 17.2 against 16.6)."""
 
 
-def deal(weights: dict[str, int], share: float = CHILD_SHARE) -> set[str]:
+FAMILY_LLVM_SHARE = 0.5
+"""The part of a kernel's predicted cost that is LLVM's (`deal`): a family's members
+(backends/kernel_families.py) share one build of their loops, not their Python lowering."""
+
+
+def deal(
+    weights: dict[str, int], share: float = CHILD_SHARE, families: dict[str, str] | None = None
+) -> set[str]:
     """The child's kernels: dealt largest first to the side furthest below its share
-    of the weight dealt so far. Deterministic for the same weights."""
+    of the weight dealt so far. Deterministic for the same weights.
+
+    `families`: kernel → its te-level family (`kernel_families.te_family`): the
+    kernels of one family go to the same side (their units then make one family
+    there), weighing their Python lowering each and their LLVM build once."""
+    groups: dict[str, list[str]] = {}
+    for name in weights:
+        groups.setdefault((families or {}).get(name, name), []).append(name)
+    items = []
+    for members in groups.values():
+        total = sum(weights[n] for n in members)
+        if len(members) > 1:
+            largest = max(weights[n] for n in members)
+            total = total * (1 - FAMILY_LLVM_SHARE) + largest * FAMILY_LLVM_SHARE
+        items.append((total, min(members), members))
     child: set[str] = set()
     loads = [0.0, 0.0]  # parent, child
-    for name, weight in sorted(weights.items(), key=lambda item: (-item[1], item[0])):
+    for weight, _, members in sorted(items, key=lambda item: (-item[0], item[1])):
         side = 1 if loads[1] / share <= loads[0] / (1 - share) else 0
         loads[side] += weight
         if side:
-            child.add(name)
+            child.update(members)
     return child
 
 
@@ -185,11 +206,12 @@ class Delegation:
 
         objects: dict[str, bytes] = payload["objects"]
         for record in self.records.values():
-            if record.unit_key not in objects:
-                raise ParallelLoweringFailed(
-                    f"the lowering process did not send the code of {record.root}"
-                )
-            kernel_cache.insert(record.unit_key, record.symbol, objects[record.unit_key])
+            for key, symbol in ((record.unit_key, record.symbol), *record.family):
+                if key not in objects:
+                    raise ParallelLoweringFailed(
+                        f"the lowering process did not send the code of {record.root}"
+                    )
+                kernel_cache.insert(key, symbol, objects[key])
 
     def _ready(self) -> bool:
         """Has the child's next message (at least its first byte) arrived?"""

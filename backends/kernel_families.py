@@ -1,0 +1,480 @@
+"""Kernel families: units whose code differs only in integer constants share one build.
+
+A network's kernels often come in families: DenseNet-121's 1x1 convolutions
+to 128 channels are one kernel per layer, the same loop nest but for the
+number of input channel blocks `n` (the reduction's trip count, `icmp slt
+i64 %i, n`, and the weight block's stride `1024 n` with its multiples).
+LLVM optimized and compiled every one of them from scratch. Here the units
+of one process's split (backends/kernel_split.py) are grouped by their text
+with every *parametrizable* integer literal abstracted (`_SITES`); within a
+group of at least two units, the literals that differ become parameters:
+
+* the **generic unit** holds the functions with a differing literal (D) and
+  everything they reach: each function of D is exported as
+  `__lamina_f_<key>_<i>` with one extra `i64`/`i32` parameter per distinct
+  differing literal (the same values in every member: one parameter), used
+  where the literal was;
+* each **member unit** keeps the rest of its kernel (its entry, its OpenMP
+  wrapper) and calls the generic functions with its own literals appended to
+  the calls (immediates, at the call). A member keeps its symbol (the host's
+  text does not change); its key covers its own text, which names the generic
+  unit's symbol, which is its key: the key of a member names exactly one
+  object, and its generic is recorded with it (`KernelUnit.needs`,
+  `kernel_reuse.Record.family`), so a member reused from the cache brings
+  its generic's object along.
+
+A literal is parametrizable where an SSA value is allowed and a register
+costs the same kind of instruction: an operand of `add`, `sub`, `mul`,
+`and`, `or`, `xor` and `icmp`, the single index of a `getelementptr` of a
+scalar element type, a `select`'s values, a stored value. Never an `alloca`
+size, an alignment, a type, a divisor or shift, a call's argument (an
+intrinsic's `immarg`), metadata: literals there stay in the family's key, so
+units differing there are not a family. A function of D must be reached by
+direct calls only (not an OpenMP body passed by address) and refer to no
+error message (those name their kernel); otherwise the group is not merged.
+
+`LAMINA_KERNEL_FAMILIES=0` turns families off (the units as before).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, replace
+
+from lamina.runtime.env import env_flag
+
+FAMILIES_ENV = "LAMINA_KERNEL_FAMILIES"
+"""Environment variable: `0` compiles every kernel unit on its own (no families)."""
+
+GENERIC_PREFIX = "__lamina_f_"
+"""Symbol prefix of a family's generic functions (`<prefix><key[:32]>_<i>`)."""
+
+MIN_MEMBERS = 2
+"""Fewest units that make a family."""
+
+_PLACE = "__lamina_family_unit"
+_INT = r"-?\d+"
+_VAL = r'(?:%"(?:[^"\\]|\\.)*"|-?\d+)'
+_SITES = [
+    re.compile(  # binary operators without a divisor or a shift amount
+        r'^\s*%"[^"]*" = (?:add|sub|mul|and|or|xor)(?: nuw| nsw)* (i64|i32) '
+        rf"(?P<a>{_VAL}), (?P<b>{_VAL})$"
+    ),
+    re.compile(r'^\s*%"[^"]*" = icmp \w+ (i64|i32) ' rf"(?P<a>{_VAL}), (?P<b>{_VAL})$"),
+    re.compile(
+        r'^\s*%"[^"]*" = getelementptr (?:inbounds )?(?:i8|i16|i32|i64|float|double|half), '
+        r'(?:ptr|[\w ]+\*) %"[^"]*", (i64|i32) '
+        rf"(?P<a>{_VAL})$"
+    ),
+    re.compile(
+        r'^\s*%"[^"]*" = select\s+i1 %"[^"]*", (i64|i32) '
+        rf"(?P<a>{_VAL}), (?:i64|i32) (?P<b>{_VAL})$"
+    ),
+    re.compile(rf"^\s*store (i64|i32) (?P<a>{_INT}), "),
+]
+"""Instructions with parametrizable literals: group 1 is the operands' type, groups
+`a` and `b` the operands (a literal there may become a parameter of that type)."""
+
+_DEFINE = re.compile(r'^define (?:(?:internal|private) )?([^@]*)@"((?:[^"\\]|\\.)*)"\(')
+_REF = re.compile(r'@"((?:[^"\\]|\\.)*)"')
+_MD = re.compile(r"!(\d+)\b")
+
+
+def enabled() -> bool:
+    return env_flag(FAMILIES_ENV, True)
+
+
+@dataclass
+class _Function:
+    name: str
+    lines: list[str]
+    sites: list[tuple[int, int, int, str]]
+    """(line, start, end, type) of every parametrizable literal, in order."""
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+@dataclass
+class _Parsed:
+    prelude: list[str]
+    functions: list[_Function]
+    metadata: dict[str, str]
+    key: str
+    """The text with its names canonical and its parametrizable literals abstracted."""
+    values: list[str]
+    """The parametrizable literals, in order (those of `functions`' `sites`)."""
+
+
+def _parse(text: str, symbol: str) -> _Parsed | None:
+    prelude: list[str] = []
+    functions: list[_Function] = []
+    metadata: dict[str, str] = {}
+    current: _Function | None = None
+    for line in text.split("\n"):
+        if current is not None:
+            current.lines.append(line)
+            if line == "}":
+                current = None
+            continue
+        if line.startswith("define "):
+            match = _DEFINE.match(line)
+            if match is None:
+                return None
+            current = _Function(match.group(2), [line], [])
+            functions.append(current)
+        elif line.startswith("!"):
+            metadata[line.partition(" ")[0][1:]] = line
+        elif line.strip():
+            prelude.append(line)
+    if not functions or functions[0].name != symbol:
+        return None
+    canonical = {symbol: _PLACE}
+    for i, function in enumerate(functions[1:]):
+        canonical[function.name] = f"__lamina_ff{i}"
+    values: list[str] = []
+    pieces: list[str] = []
+    for function in functions:
+        for index, line in enumerate(function.lines):
+            if index == 0 or (" = " not in line and not line.startswith("  store ")):
+                pieces.append(line)
+                continue
+            abstracted = line
+            for pattern in _SITES:
+                match = pattern.match(line)
+                if match is None:
+                    continue
+                spans = []
+                for group in ("a", "b"):
+                    if group in pattern.groupindex and match.group(group) is not None:
+                        if not match.group(group).startswith("%"):
+                            spans.append(match.span(group))
+                for start, end in reversed(spans):
+                    abstracted = abstracted[:start] + "#" + abstracted[end:]
+                for start, end in spans:
+                    function.sites.append((index, start, end, match.group(1)))
+                    values.append(line[start:end])
+                break
+            pieces.append(abstracted)
+    body = "\n".join(pieces)
+    key_text = "\n".join([*prelude, body, *metadata.values()])
+    key_text = _REF.sub(lambda m: f'@"{canonical.get(m.group(1), m.group(1))}"', key_text)
+    key_text = key_text.replace(symbol, _PLACE)  # its messages, `<symbol>_m<i>`
+    return _Parsed(prelude, functions, metadata, key_text, values)
+
+
+def _paren_end(text: str, start: int) -> int:
+    """The index of the `)` closing the `(` at `start - 1`."""
+    depth = 1
+    for i in range(start, len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    raise ValueError("unbalanced parentheses")
+
+
+def _append_arguments(line: str, callee: str, new: str, extra: str) -> str:
+    """`line` with every call of `@"callee"(...)` calling `@"new"(..., extra)`."""
+    target = f'@"{callee}"('
+    out, position = [], 0
+    while True:
+        at = line.find(target, position)
+        if at < 0:
+            break
+        open_at = at + len(target)
+        close = _paren_end(line, open_at)
+        inner = line[open_at:close]
+        joined = f"{inner}, {extra}" if inner.strip() else extra
+        out.append(line[position:at] + f'@"{new}"({joined})')
+        position = close + 1
+    out.append(line[position:])
+    return "".join(out)
+
+
+@dataclass
+class Family:
+    """A family's generic unit and its members' new texts (by member symbol)."""
+
+    generic_key: str
+    generic_symbol: str
+    generic_text: str
+    members: dict[str, str]
+
+
+def _plan(parsed: list[_Parsed]) -> tuple[dict[tuple[str, tuple[str, ...]], int], list] | None:
+    """The parameters (type and values per member → index) and each differing site's
+    parameter (per function, per site), or None if the members do not differ."""
+    first = parsed[0]
+    params: dict[tuple[str, tuple[str, ...]], int] = {}
+    site_params: list[list[int | None]] = []
+    position = 0
+    for function in first.functions:
+        row: list[int | None] = []
+        for _line, _start, _end, kind in function.sites:
+            values = tuple(p.values[position] for p in parsed)
+            position += 1
+            if len(set(values)) == 1:
+                row.append(None)
+                continue
+            row.append(params.setdefault((kind, values), len(params)))
+        site_params.append(row)
+    if not params:
+        return None
+    return params, site_params
+
+
+def _family(parsed: list[_Parsed], symbols: list[str], facts: str, runtime: str) -> Family | None:
+    planned = _plan(parsed)
+    if planned is None:
+        return None
+    params, site_params = planned
+    first = parsed[0]
+    names = [f.name for f in first.functions]
+    differing = {names[i] for i, row in enumerate(site_params) if any(p is not None for p in row)}
+    refs = {f.name: set(_REF.findall(f.text)) - {f.name} for f in first.functions}
+    generic: set[str] = set()
+    stack = list(differing)
+    while stack:
+        name = stack.pop()
+        if name in generic:
+            continue
+        generic.add(name)
+        stack += [r for r in refs[name] if r in refs]
+    symbol = symbols[0]
+    for function in first.functions:
+        if function.name in generic:
+            if symbol in function.text:  # an error message or the entry: names its kernel
+                return None
+            continue
+        for ref in refs[function.name] & generic:  # reached from outside: D, called only
+            if ref not in differing:
+                return None
+    for function in first.functions:
+        for ref in refs[function.name] & differing:
+            target = f'@"{ref}"'
+            for line in function.lines[1:]:
+                if target not in line:
+                    continue
+                if " call " not in f" {line.strip()} " or line.count(target) != line.count(
+                    target + "("
+                ):
+                    return None  # its address is taken: no parameters can be added
+    if names[0] in generic and names[0] not in differing:
+        return None
+    kinds = sorted(params.items(), key=lambda item: item[1])
+    formal = ", ".join(f'{kind} %"fam.{i}"' for (kind, _), i in kinds)
+    passed = formal
+    entry_of = {name: f"{_PLACE}_{i}" for i, name in enumerate(n for n in names if n in differing)}
+    helpers = {
+        name: f"__lamina_gf{i}"
+        for i, name in enumerate(n for n in names if n in generic and n not in differing)
+    }
+    # The generic unit (canonical names, `_PLACE` for its symbol until its key is known).
+    bodies: list[str] = []
+    for f_index, function in enumerate(first.functions):
+        if function.name not in generic:
+            continue
+        lines = list(function.lines)
+        for (index, start, end, _kind), param in zip(
+            reversed(function.sites), reversed(site_params[f_index]), strict=True
+        ):
+            if param is not None:
+                line = lines[index]
+                lines[index] = line[:start] + f'%"fam.{param}"' + line[end:]
+        for index in range(1, len(lines)):
+            for callee in refs[function.name] & differing:
+                if f'@"{callee}"(' in lines[index]:
+                    lines[index] = _append_arguments(lines[index], callee, callee, passed)
+        if function.name in differing:
+            define = lines[0]
+            for linkage in ("define internal ", "define private "):
+                if define.startswith(linkage):
+                    define = "define " + define[len(linkage) :]
+            at = define.index(f'@"{function.name}"(') + len(f'@"{function.name}"(')
+            close = _paren_end(define, at)
+            inner = define[at:close]
+            joined = f"{inner}, {formal}" if inner.strip() else formal
+            lines[0] = define[:at] + joined + define[close:]
+        bodies.append("\n".join(lines))
+    rename = {**entry_of, **helpers}
+    generic_bodies, generic_md = _renumbered(bodies, first.metadata)
+    generic_body = _REF.sub(
+        lambda m: f'@"{rename.get(m.group(1), m.group(1))}"', "\n".join(generic_bodies)
+    )
+    header, declarations = _split_prelude(first.prelude)
+    used = set(_REF.findall(generic_body))
+    generic_text = "\n".join(
+        [*header, "", *(d for n, d in declarations if n in used), "", generic_body, *generic_md, ""]
+    )
+    generic_key = hashlib.sha256(f"{facts}\n{runtime}\n{generic_text}".encode()).hexdigest()
+    generic_symbol = f"{GENERIC_PREFIX}{generic_key[:32]}"
+    generic_text = generic_text.replace(f'@"{_PLACE}_', f'@"{generic_symbol}_')
+    exported = {
+        name: f"{generic_symbol}_{entry.rsplit('_', 1)[1]}" for name, entry in entry_of.items()
+    }
+    declares = []
+    for line in generic_text.split("\n"):
+        if line.startswith("define ") and f'@"{generic_symbol}_' in line:
+            declares.append("declare " + line[len("define ") :].replace(" noinline ", " "))
+    # The members: the functions outside the generic unit, calling it with their literals.
+    members: dict[str, str] = {}
+    for position, (member, member_symbol) in enumerate(zip(parsed, symbols, strict=True)):
+        extra = ", ".join(f"{kind} {values[position]}" for (kind, values), _i in kinds)
+        kept: list[str] = []
+        for function in member.functions:
+            if function.name in generic:
+                continue
+            lines = list(function.lines)
+            for index in range(1, len(lines)):
+                for callee in refs[names[member.functions.index(function)]] & differing:
+                    local = member.functions[names.index(callee)].name
+                    if f'@"{local}"(' in lines[index]:
+                        lines[index] = _append_arguments(
+                            lines[index], local, exported[callee], extra
+                        )
+            kept.append("\n".join(lines))
+        if names[0] in differing:  # the entry itself: a wrapper calling the generic one
+            kept.insert(0, _wrapper(member.functions[0].lines[0], exported[names[0]], extra))
+        member_bodies, member_md = _renumbered(kept, member.metadata)
+        body = "\n".join(member_bodies)
+        m_header, m_declarations = _split_prelude(member.prelude)
+        used = set(_REF.findall(body))
+        members[member_symbol] = "\n".join(
+            [
+                *m_header,
+                "",
+                *(d for n, d in m_declarations if n in used),
+                *declares,
+                "",
+                body,
+                *member_md,
+                "",
+            ]
+        )
+    return Family(generic_key, generic_symbol, generic_text, members)
+
+
+def _wrapper(define: str, callee: str, extra: str) -> str:
+    """An entry that calls `callee` with its own parameters and `extra`."""
+    match = _DEFINE.match(define)
+    assert match is not None
+    result = match.group(1).strip().split(" ")[-1]
+    at = define.index("(", match.end() - 1) + 1
+    close = _paren_end(define, at)
+    args = []
+    for param in _top_level(define[at:close]):
+        words = param.split()
+        args.append(f"{words[0]} {words[-1]}")
+    call_args = ", ".join([*args, extra]) if args else extra
+    call = f'call {result} @"{callee}"({call_args})'
+    if result == "void":
+        body = f"  {call}\n  ret void"
+    else:
+        body = f'  %"fam.r" = {call}\n  ret {result} %"fam.r"'
+    head = define.replace(" noinline ", " ")
+    return f"{head}\n{{\nentry:\n{body}\n}}"
+
+
+def _top_level(text: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        if char in "([{<":
+            depth += 1
+        elif char in ")]}>":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    if text[start:].strip():
+        parts.append(text[start:].strip())
+    return parts
+
+
+def _split_prelude(prelude: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """The target lines, and every declaration or global with the name it defines."""
+    header, declarations = [], []
+    for line in prelude:
+        match = _REF.search(line)
+        if line.startswith(("target ", "source_filename")) or match is None:
+            header.append(line)
+        else:
+            declarations.append((match.group(1), line))
+    return header, declarations
+
+
+def _renumbered(bodies: list[str], metadata: dict[str, str]) -> tuple[list[str], list[str]]:
+    from lamina.backends.kernel_split import _renumbered_metadata
+
+    return _renumbered_metadata(bodies, metadata)
+
+
+def form(units: list, facts: str, runtime: str) -> list:
+    """`units` (`kernel_split.KernelUnit`s) with the families merged: each member with its
+    new text and key, and the generic units after them. Deterministic: the groups
+    and their members in the order of `units`."""
+    from lamina.backends.kernel_split import KernelUnit
+
+    groups: dict[str, list[tuple[int, _Parsed]]] = {}
+    for index, unit in enumerate(units):
+        if not unit.text or unit.needs:
+            continue
+        parsed = _parse(unit.text, unit.symbol)
+        if parsed is None or not parsed.values:
+            continue
+        groups.setdefault(parsed.key, []).append((index, parsed))
+    out = list(units)
+    generics: dict[str, KernelUnit] = {}
+    for members in groups.values():
+        if len(members) < MIN_MEMBERS:
+            continue
+        symbols = [units[i].symbol for i, _ in members]
+        try:
+            family = _family([p for _, p in members], symbols, facts, runtime)
+        except (ValueError, IndexError):
+            family = None
+        if family is None:
+            continue
+        needs = ((family.generic_key, family.generic_symbol),)
+        for index, _ in members:
+            unit = units[index]
+            text = family.members[unit.symbol]
+            key = hashlib.sha256(f"{facts}\n{runtime}\n{text}".encode()).hexdigest()
+            out[index] = replace(unit, key=key, text=text, needs=needs)
+        generics.setdefault(
+            family.generic_key,
+            KernelUnit(family.generic_key, family.generic_symbol, family.generic_text, ()),
+        )
+    return out + list(generics.values())
+
+
+def with_needed(units: list) -> list:
+    """`units` and a unit (without text: compiled before) for every generic unit a
+    reused member needs that is not among them."""
+    from lamina.backends.kernel_split import KernelUnit
+
+    keys = {unit.key for unit in units}
+    out = list(units)
+    for unit in units:
+        for key, symbol in unit.needs:
+            if key not in keys:
+                keys.add(key)
+                out.append(KernelUnit(key, symbol, "", ()))
+    return out
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def te_family(text: str) -> str:
+    """A kernel's family at the te level (its printed te.func with every number
+    abstracted): kernels that may become one family after lowering, dealt to the same
+    lowering process (backends/parallel_lowering.py). Only a hint: the units decide."""
+    return hashlib.sha256(_DIGITS.sub("#", text).encode()).hexdigest()
+
+
+__all__ = ["FAMILIES_ENV", "GENERIC_PREFIX", "enabled", "form", "te_family", "with_needed"]
