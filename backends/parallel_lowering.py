@@ -98,9 +98,15 @@ rounds). With op counts as the weights, measured before: 0.4 gave the parent
 DenseNet-121 (0.5: 17.2 against 16.6)."""
 
 
-FAMILY_LLVM_SHARE = 0.5
-"""The part of a kernel's predicted cost that is LLVM's (`deal`): a family's members
-(backends/kernel_families.py) share one build of their loops, not their Python lowering."""
+FAMILY_PYTHON_SHARE = 0.6
+"""The part of a family member's predicted cost (`deal`) that is its Python lowering:
+a family's members (backends/kernel_families.py) share one LLVM build of their loops,
+not their lowering (DenseNet-121's 57 1x1 convolutions: 10.3 s of LLVM CPU alone,
+1.4 s as four families)."""
+
+FAMILY_SPLIT = 0.2
+"""A family heavier than this part of all kernels' weight is dealt as two halves (one
+generic unit per process), so that one family does not decide the balance."""
 
 
 def deal(
@@ -110,18 +116,27 @@ def deal(
     of the weight dealt so far. Deterministic for the same weights.
 
     `families`: kernel → its te-level family (`kernel_families.te_family`): the
-    kernels of one family go to the same side (their units then make one family
-    there), weighing their Python lowering each and their LLVM build once."""
+    kernels of one family go to the same side (their units make one family there;
+    two halves if it weighs more than `FAMILY_SPLIT`), weighing their Python
+    lowering each and their LLVM build once (`FAMILY_PYTHON_SHARE`)."""
     groups: dict[str, list[str]] = {}
-    for name in weights:
+    for name in sorted(weights):
         groups.setdefault((families or {}).get(name, name), []).append(name)
-    items = []
+    total = sum(weights.values())
+    parts: list[list[str]] = []
     for members in groups.values():
-        total = sum(weights[n] for n in members)
+        if len(members) > 3 and sum(weights[n] for n in members) > FAMILY_SPLIT * total:
+            half = len(members) // 2
+            parts += [members[:half], members[half:]]
+        else:
+            parts.append(members)
+    items = []
+    for members in parts:
+        weight = float(sum(weights[n] for n in members))
         if len(members) > 1:
             largest = max(weights[n] for n in members)
-            total = total * (1 - FAMILY_LLVM_SHARE) + largest * FAMILY_LLVM_SHARE
-        items.append((total, min(members), members))
+            weight = weight * FAMILY_PYTHON_SHARE + largest * (1 - FAMILY_PYTHON_SHARE)
+        items.append((weight, members[0], members))
     child: set[str] = set()
     loads = [0.0, 0.0]  # parent, child
     for weight, _, members in sorted(items, key=lambda item: (-item[0], item[1])):
@@ -205,7 +220,7 @@ class Delegation:
         from lamina.backends import kernel_cache
 
         objects: dict[str, bytes] = payload["objects"]
-        for record in self.records.values():
+        for record in self.records.values():  # a family member's generic unit too
             for key, symbol in ((record.unit_key, record.symbol), *record.family):
                 if key not in objects:
                     raise ParallelLoweringFailed(
