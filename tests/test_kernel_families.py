@@ -205,7 +205,7 @@ def test_convolutions_over_different_channel_counts_make_a_family(fresh, monkeyp
 def test_a_family_is_dealt_to_one_lowering_process():
     from lamina.backends.parallel_lowering import deal
 
-    weights = {f"conv{i}": 100 for i in range(4)} | {f"other{i}": 90 + i for i in range(8)}
+    weights = {f"conv{i}": 100 for i in range(4)} | {f"other{i}": 290 + i for i in range(8)}
     families = {f"conv{i}": "conv" for i in range(4)}
     assert deal(weights) == deal(weights, families={})  # no families: as before
     child = deal(weights, families=families)
