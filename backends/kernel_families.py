@@ -56,29 +56,32 @@ MIN_MEMBERS = 2
 _PLACE = "__lamina_family_unit"
 _INT = r"-?\d+"
 _VAL = r'(?:%"(?:[^"\\]|\\.)*"|-?\d+)'
-_SITES = [
-    re.compile(  # binary operators without a divisor or a shift amount
-        r'^\s*%"[^"]*" = (?:add|sub|mul|and|or|xor)(?: nuw| nsw)* (i64|i32) '
-        rf"(?P<a>{_VAL}), (?P<b>{_VAL})$"
+_NAME = r'%"[^"]*"'
+_SITE = re.compile(
+    "|".join(
+        [  # binary operators without a divisor or a shift amount; compares
+            rf"^  {_NAME} = (?:(?:add|sub|mul|and|or|xor)(?: nuw| nsw)*|icmp \w+) "
+            rf"(?P<t0>i64|i32) (?P<a0>{_VAL}), (?P<b0>{_VAL})$",
+            # the one index of an address of a scalar element
+            rf"^  {_NAME} = getelementptr (?:inbounds )?(?:i8|i16|i32|i64|float|double|half), "
+            rf"(?:ptr|[\w ]+\*) {_NAME}, (?P<t1>i64|i32) (?P<a1>{_VAL})$",
+            rf"^  {_NAME} = select\s+i1 {_NAME}, (?P<t2>i64|i32) (?P<a2>{_VAL}), "
+            rf"(?:i64|i32) (?P<b2>{_VAL})$",
+            rf"^  store (?P<t3>i64|i32) (?P<a3>{_INT}), ",
+        ]
     ),
-    re.compile(r'^\s*%"[^"]*" = icmp \w+ (i64|i32) ' rf"(?P<a>{_VAL}), (?P<b>{_VAL})$"),
-    re.compile(
-        r'^\s*%"[^"]*" = getelementptr (?:inbounds )?(?:i8|i16|i32|i64|float|double|half), '
-        r'(?:ptr|[\w ]+\*) %"[^"]*", (i64|i32) '
-        rf"(?P<a>{_VAL})$"
-    ),
-    re.compile(
-        r'^\s*%"[^"]*" = select\s+i1 %"[^"]*", (i64|i32) '
-        rf"(?P<a>{_VAL}), (?:i64|i32) (?P<b>{_VAL})$"
-    ),
-    re.compile(rf"^\s*store (i64|i32) (?P<a>{_INT}), "),
-]
-"""Instructions with parametrizable literals: group 1 is the operands' type, groups
-`a` and `b` the operands (a literal there may become a parameter of that type)."""
+    re.M,
+)
+"""Instructions with parametrizable literals: group `t<i>` is the operands' type, `a<i>`
+and `b<i>` the operands (a literal there may become a parameter of that type)."""
+_GROUPS = [(f"t{i}", f"a{i}", f"b{i}") for i in range(4)]
 
 _DEFINE = re.compile(r'^define (?:(?:internal|private) )?([^@]*)@"((?:[^"\\]|\\.)*)"\(')
 _REF = re.compile(r'@"((?:[^"\\]|\\.)*)"')
 _MD = re.compile(r"!(\d+)\b")
+
+
+_ASSUME = 'declare void @"llvm.assume"(i1 %".1")'
 
 
 def enabled() -> bool:
@@ -89,12 +92,9 @@ def enabled() -> bool:
 class _Function:
     name: str
     lines: list[str]
-    sites: list[tuple[int, int, int, str]]
-    """(line, start, end, type) of every parametrizable literal, in order."""
-
-    @property
-    def text(self) -> str:
-        return "\n".join(self.lines)
+    text: str = ""
+    sites: list[tuple[int, int, str]] | None = None
+    """(start, end, type) in `text` of every parametrizable literal, in order."""
 
 
 @dataclass
@@ -137,28 +137,26 @@ def _parse(text: str, symbol: str) -> _Parsed | None:
     values: list[str] = []
     pieces: list[str] = []
     for function in functions:
-        for index, line in enumerate(function.lines):
-            if index == 0 or (" = " not in line and not line.startswith("  store ")):
-                pieces.append(line)
-                continue
-            abstracted = line
-            for pattern in _SITES:
-                match = pattern.match(line)
-                if match is None:
+        text = function.text = "\n".join(function.lines)
+        sites = function.sites = []
+        position = 0
+        for match in _SITE.finditer(text):
+            for kind, a, b in _GROUPS:
+                if match.group(kind) is None:
                     continue
-                spans = []
-                for group in ("a", "b"):
-                    if group in pattern.groupindex and match.group(group) is not None:
-                        if not match.group(group).startswith("%"):
-                            spans.append(match.span(group))
-                for start, end in reversed(spans):
-                    abstracted = abstracted[:start] + "#" + abstracted[end:]
-                for start, end in spans:
-                    function.sites.append((index, start, end, match.group(1)))
-                    values.append(line[start:end])
+                for group in (a, b):
+                    literal = match.group(group) if group in _SITE.groupindex else None
+                    if literal is not None and not literal.startswith("%"):
+                        start, end = match.span(group)
+                        sites.append((start, end, match.group(kind)))
+                        values.append(literal)
+                        pieces.append(text[position:start])
+                        pieces.append("#")
+                        position = end
                 break
-            pieces.append(abstracted)
-    body = "\n".join(pieces)
+        pieces.append(text[position:])
+        pieces.append("\n")
+    body = "".join(pieces)
     key_text = "\n".join([*prelude, body, *metadata.values()])
     key_text = _REF.sub(lambda m: f'@"{canonical.get(m.group(1), m.group(1))}"', key_text)
     key_text = key_text.replace(symbol, _PLACE)  # its messages, `<symbol>_m<i>`
@@ -215,7 +213,7 @@ def _plan(parsed: list[_Parsed]) -> tuple[dict[tuple[str, tuple[str, ...]], int]
     position = 0
     for function in first.functions:
         row: list[int | None] = []
-        for _line, _start, _end, kind in function.sites:
+        for _start, _end, kind in function.sites or ():
             values = tuple(p.values[position] for p in parsed)
             position += 1
             if len(set(values)) == 1:
@@ -274,18 +272,25 @@ def _family(parsed: list[_Parsed], symbols: list[str], facts: str, runtime: str)
         name: f"__lamina_gf{i}"
         for i, name in enumerate(n for n in names if n in generic and n not in differing)
     }
+    # What the members' values say, for LLVM: a positive trip count runs its loop at
+    # least once (accumulators handed on in registers, not zeroed and stored in memory).
+    assumptions: list[str] = []
+    for (kind, values), i in kinds:
+        if all(int(v) > 0 for v in values):
+            assumptions.append(f'  %"fam.p{i}" = icmp sgt {kind} %"fam.{i}", 0')
+            assumptions.append(f'  call void @"llvm.assume"(i1 %"fam.p{i}")')
     # The generic unit (canonical names, `_PLACE` for its symbol until its key is known).
     bodies: list[str] = []
     for f_index, function in enumerate(first.functions):
         if function.name not in generic:
             continue
-        lines = list(function.lines)
-        for (index, start, end, _kind), param in zip(
-            reversed(function.sites), reversed(site_params[f_index]), strict=True
+        text = function.text
+        for (start, end, _kind), param in zip(
+            reversed(function.sites or ()), reversed(site_params[f_index]), strict=True
         ):
             if param is not None:
-                line = lines[index]
-                lines[index] = line[:start] + f'%"fam.{param}"' + line[end:]
+                text = text[:start] + f'%"fam.{param}"' + text[end:]
+        lines = text.split("\n")
         for index in range(1, len(lines)):
             for callee in refs[function.name] & differing:
                 if f'@"{callee}"(' in lines[index]:
@@ -300,6 +305,8 @@ def _family(parsed: list[_Parsed], symbols: list[str], facts: str, runtime: str)
             inner = define[at:close]
             joined = f"{inner}, {formal}" if inner.strip() else formal
             lines[0] = define[:at] + joined + define[close:]
+            if lines[1] == "{" and lines[2].endswith(":"):
+                lines[3:3] = assumptions
         bodies.append("\n".join(lines))
     rename = {**entry_of, **helpers}
     generic_bodies, generic_md = _renumbered(bodies, first.metadata)
@@ -308,9 +315,10 @@ def _family(parsed: list[_Parsed], symbols: list[str], facts: str, runtime: str)
     )
     header, declarations = _split_prelude(first.prelude)
     used = set(_REF.findall(generic_body))
-    generic_text = "\n".join(
-        [*header, "", *(d for n, d in declarations if n in used), "", generic_body, *generic_md, ""]
-    )
+    declared = [d for n, d in declarations if n in used]
+    if assumptions and "llvm.assume" not in used:
+        declared.append(_ASSUME)
+    generic_text = "\n".join([*header, "", *declared, "", generic_body, *generic_md, ""])
     generic_key = hashlib.sha256(f"{facts}\n{runtime}\n{generic_text}".encode()).hexdigest()
     generic_symbol = f"{GENERIC_PREFIX}{generic_key[:32]}"
     generic_text = generic_text.replace(f'@"{_PLACE}_', f'@"{generic_symbol}_')
@@ -323,16 +331,17 @@ def _family(parsed: list[_Parsed], symbols: list[str], facts: str, runtime: str)
             declares.append("declare " + line[len("define ") :].replace(" noinline ", " "))
     # The members: the functions outside the generic unit, calling it with their literals.
     members: dict[str, str] = {}
+    index_of = {name: i for i, name in enumerate(names)}
     for position, (member, member_symbol) in enumerate(zip(parsed, symbols, strict=True)):
         extra = ", ".join(f"{kind} {values[position]}" for (kind, values), _i in kinds)
         kept: list[str] = []
-        for function in member.functions:
-            if function.name in generic:
+        for f_index, function in enumerate(member.functions):
+            if names[f_index] in generic:  # the same function as the first member's
                 continue
             lines = list(function.lines)
             for index in range(1, len(lines)):
-                for callee in refs[names[member.functions.index(function)]] & differing:
-                    local = member.functions[names.index(callee)].name
+                for callee in refs[names[f_index]] & differing:
+                    local = member.functions[index_of[callee]].name
                     if f'@"{local}"(' in lines[index]:
                         lines[index] = _append_arguments(
                             lines[index], local, exported[callee], extra

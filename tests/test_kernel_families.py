@@ -88,7 +88,7 @@ def _run_units(units: list[KernelUnit], symbols: list[str], length: int) -> list
 
 
 def test_units_that_differ_in_a_trip_count_share_one_generic_unit():
-    units = [_unit(f"__lamina_k_{n}", n) for n in (5, 7, 12)]
+    units = [_unit(f"__lamina_k_{n}", n, helper=f"k{n}_par0") for n in (5, 7, 12)]
     formed = kernel_families.form(units, "facts", "runtime")
     members, generics = formed[:3], formed[3:]
     assert len(generics) == 1 and not generics[0].names
