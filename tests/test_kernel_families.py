@@ -68,7 +68,9 @@ def _run_units(units: list[KernelUnit], symbols: list[str], length: int) -> list
     """Build every unit, load them into one engine, call each of `symbols` on one input."""
     codegen._ensure_llvm()
     target = codegen.CodeTarget.of()
-    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), codegen._target_machine(jit=True, target=target))
+    engine = llvm.create_mcjit_compiler(
+        llvm.parse_assembly(""), codegen._target_machine(jit=True, target=target)
+    )
     for unit in units:
         spec = compile_worker.UnitSpec(unit.text, target.cpu, target.features)
         code = compile_worker.build_unit(spec).object_code
@@ -214,3 +216,30 @@ def test_a_family_is_dealt_to_one_lowering_process():
     heavy = {f"conv{i}": 100 for i in range(8)} | {"other": 50}
     child = deal(heavy, families={f"conv{i}": "conv" for i in range(8)})
     assert sum(f"conv{i}" in child for i in range(8)) == 4
+
+
+def test_a_shared_library_links_a_family(fresh, tmp_path):
+    """Ahead of time: the generic unit's object is linked into the library with its
+    members' (hidden, like every `__lamina_` symbol); the library computes the same."""
+    import shutil
+    import subprocess
+
+    from lamina.driver.lowering import lower_to_build, parse_source
+
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler to link a shared library")
+    module, _ = lower_to_build(parse_source(_program(), "a.mlir"))
+    library_path = codegen.build_shared_library(module, tmp_path / "f.so")
+    if shutil.which("nm"):
+        symbols = subprocess.run(["nm", str(library_path)], capture_output=True, text=True).stdout
+        assert kernel_families.GENERIC_PREFIX in symbols
+        exported = subprocess.run(
+            ["nm", "-D", "--defined-only", str(library_path)], capture_output=True, text=True
+        ).stdout
+        assert "__lamina_" not in exported
+    library = ctypes.CDLL(str(library_path))
+    out = np.zeros((1, 16, 14, 14), np.float32)
+    library.main(
+        *(x.ctypes.data_as(ctypes.c_void_p) for x in INPUTS), out.ctypes.data_as(ctypes.c_void_p)
+    )
+    np.testing.assert_allclose(out, _reference(), rtol=1e-4, atol=1e-4)
