@@ -187,7 +187,7 @@ def _append_arguments(line: str, callee: str, new: str, extra: str) -> str:
         open_at = at + len(target)
         close = _paren_end(line, open_at)
         inner = line[open_at:close]
-        joined = f"{inner}, {extra}" if inner.strip() else extra
+        joined = f"{inner}, {extra}" if inner.strip() and extra else inner or extra
         out.append(line[position:at] + f'@"{new}"({joined})')
         position = close + 1
     out.append(line[position:])
@@ -204,9 +204,11 @@ class Family:
     members: dict[str, str]
 
 
-def _plan(parsed: list[_Parsed]) -> tuple[dict[tuple[str, tuple[str, ...]], int], list] | None:
-    """The parameters (type and values per member → index) and each differing site's
-    parameter (per function, per site), or None if the members do not differ."""
+def _plan(
+    parsed: list[_Parsed], generic: set[str]
+) -> tuple[dict[tuple[str, tuple[str, ...]], int], list]:
+    """The parameters (type and values per member → index) and each site's parameter
+    (per function, per site; None where the members agree or outside `generic`)."""
     first = parsed[0]
     params: dict[tuple[str, tuple[str, ...]], int] = {}
     site_params: list[list[int | None]] = []
@@ -216,57 +218,64 @@ def _plan(parsed: list[_Parsed]) -> tuple[dict[tuple[str, tuple[str, ...]], int]
         for _start, _end, kind in function.sites or ():
             values = tuple(p.values[position] for p in parsed)
             position += 1
-            if len(set(values)) == 1:
+            if function.name not in generic or len(set(values)) == 1:
                 row.append(None)
                 continue
             row.append(params.setdefault((kind, values), len(params)))
         site_params.append(row)
-    if not params:
-        return None
     return params, site_params
 
 
+MIN_GENERIC_SHARE = 0.5
+"""The generic unit must hold at least this part of a member's functions' text."""
+
+
+def _called_only(function: _Function, target: str) -> bool:
+    """Does `function` refer to `target` (`@"name"`) only as the callee of calls?"""
+    for line in function.lines[1:]:
+        if target in line and (
+            " call " not in f" {line.strip()} " or line.count(target) != line.count(target + "(")
+        ):
+            return False
+    return True
+
+
 def _family(parsed: list[_Parsed], symbols: list[str], facts: str, runtime: str) -> Family | None:
-    planned = _plan(parsed)
-    if planned is None:
-        return None
-    params, site_params = planned
     first = parsed[0]
     names = [f.name for f in first.functions]
-    differing = {names[i] for i, row in enumerate(site_params) if any(p is not None for p in row)}
     refs = {f.name: set(_REF.findall(f.text)) - {f.name} for f in first.functions}
+    # The generic unit's entries: functions only ever called (an OpenMP body's loops,
+    # not its wrapper, whose address is passed), with everything they reach.
+    differing = {
+        name
+        for name in names[1:]
+        if all(_called_only(f, f'@"{name}"') for f in first.functions if name in refs[f.name])
+    }
     generic: set[str] = set()
     stack = list(differing)
     while stack:
         name = stack.pop()
-        if name in generic:
-            continue
-        generic.add(name)
-        stack += [r for r in refs[name] if r in refs]
+        if name not in generic:
+            generic.add(name)
+            stack += [r for r in refs[name] if r in refs]
+    if not generic or names[0] in generic:
+        return None
     symbol = symbols[0]
     for function in first.functions:
-        if function.name in generic:
-            if symbol in function.text:  # an error message or the entry: names its kernel
-                return None
-            continue
-        for ref in refs[function.name] & generic:  # reached from outside: D, called only
-            if ref not in differing:
-                return None
-    for function in first.functions:
-        for ref in refs[function.name] & differing:
-            target = f'@"{ref}"'
-            for line in function.lines[1:]:
-                if target not in line:
-                    continue
-                if " call " not in f" {line.strip()} " or line.count(target) != line.count(
-                    target + "("
-                ):
-                    return None  # its address is taken: no parameters can be added
-    if names[0] in generic and names[0] not in differing:
+        if function.name in generic and symbol in function.text:
+            return None  # an error message names its kernel
+        if function.name not in generic and refs[function.name] & (generic - differing):
+            return None  # an internal function of the generic unit used outside it
+    share = sum(len(f.text) for f in first.functions if f.name in generic)
+    if share < MIN_GENERIC_SHARE * sum(len(f.text) for f in first.functions):
         return None
+    params, site_params = _plan(parsed, generic)
+    for f_index, row in enumerate(site_params):
+        if any(p is not None for p in row) and names[f_index] not in differing:
+            return None  # a constant no parameter can reach
+    differing &= generic
     kinds = sorted(params.items(), key=lambda item: item[1])
     formal = ", ".join(f'{kind} %"fam.{i}"' for (kind, _), i in kinds)
-    passed = formal
     entry_of = {name: f"{_PLACE}_{i}" for i, name in enumerate(n for n in names if n in differing)}
     helpers = {
         name: f"__lamina_gf{i}"
@@ -294,7 +303,7 @@ def _family(parsed: list[_Parsed], symbols: list[str], facts: str, runtime: str)
         for index in range(1, len(lines)):
             for callee in refs[function.name] & differing:
                 if f'@"{callee}"(' in lines[index]:
-                    lines[index] = _append_arguments(lines[index], callee, callee, passed)
+                    lines[index] = _append_arguments(lines[index], callee, callee, formal)
         if function.name in differing:
             define = lines[0]
             for linkage in ("define internal ", "define private "):
@@ -303,7 +312,7 @@ def _family(parsed: list[_Parsed], symbols: list[str], facts: str, runtime: str)
             at = define.index(f'@"{function.name}"(') + len(f'@"{function.name}"(')
             close = _paren_end(define, at)
             inner = define[at:close]
-            joined = f"{inner}, {formal}" if inner.strip() else formal
+            joined = f"{inner}, {formal}" if inner.strip() and formal else inner or formal
             lines[0] = define[:at] + joined + define[close:]
             if lines[1] == "{" and lines[2].endswith(":"):
                 lines[3:3] = assumptions
@@ -347,8 +356,6 @@ def _family(parsed: list[_Parsed], symbols: list[str], facts: str, runtime: str)
                             lines[index], local, exported[callee], extra
                         )
             kept.append("\n".join(lines))
-        if names[0] in differing:  # the entry itself: a wrapper calling the generic one
-            kept.insert(0, _wrapper(member.functions[0].lines[0], exported[names[0]], extra))
         member_bodies, member_md = _renumbered(kept, member.metadata)
         body = "\n".join(member_bodies)
         m_header, m_declarations = _split_prelude(member.prelude)
@@ -366,42 +373,6 @@ def _family(parsed: list[_Parsed], symbols: list[str], facts: str, runtime: str)
             ]
         )
     return Family(generic_key, generic_symbol, generic_text, members)
-
-
-def _wrapper(define: str, callee: str, extra: str) -> str:
-    """An entry that calls `callee` with its own parameters and `extra`."""
-    match = _DEFINE.match(define)
-    assert match is not None
-    result = match.group(1).strip().split(" ")[-1]
-    at = define.index("(", match.end() - 1) + 1
-    close = _paren_end(define, at)
-    args = []
-    for param in _top_level(define[at:close]):
-        words = param.split()
-        args.append(f"{words[0]} {words[-1]}")
-    call_args = ", ".join([*args, extra]) if args else extra
-    call = f'call {result} @"{callee}"({call_args})'
-    if result == "void":
-        body = f"  {call}\n  ret void"
-    else:
-        body = f'  %"fam.r" = {call}\n  ret {result} %"fam.r"'
-    head = define.replace(" noinline ", " ")
-    return f"{head}\n{{\nentry:\n{body}\n}}"
-
-
-def _top_level(text: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for i, char in enumerate(text):
-        if char in "([{<":
-            depth += 1
-        elif char in ")]}>":
-            depth -= 1
-        elif char == "," and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    if text[start:].strip():
-        parts.append(text[start:].strip())
-    return parts
 
 
 def _split_prelude(prelude: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
