@@ -6,32 +6,39 @@ number of input channel blocks `n` (the reduction's trip count, `icmp slt
 i64 %i, n`, and the weight block's stride `1024 n` with its multiples).
 LLVM optimized and compiled every one of them from scratch. Here the units
 of one process's split (backends/kernel_split.py) are grouped by their text
-with every *parametrizable* integer literal abstracted (`_SITES`); within a
-group of at least two units, the literals that differ become parameters:
+with their names canonical and every *parametrizable* integer literal
+abstracted (`_SITE`); a group of at least two units is a family:
 
-* the **generic unit** holds the functions with a differing literal (D) and
-  everything they reach: each function of D is exported as
-  `__lamina_f_<key>_<i>` with one extra `i64`/`i32` parameter per distinct
-  differing literal (the same values in every member: one parameter), used
-  where the literal was;
-* each **member unit** keeps the rest of its kernel (its entry, its OpenMP
-  wrapper) and calls the generic functions with its own literals appended to
-  the calls (immediates, at the call). A member keeps its symbol (the host's
-  text does not change); its key covers its own text, which names the generic
-  unit's symbol, which is its key: the key of a member names exactly one
-  object, and its generic is recorded with it (`KernelUnit.needs`,
+* the **generic unit** holds the functions that are only ever called (not the
+  entry, not an OpenMP wrapper whose address goes to `GOMP_parallel`: the
+  loops of a parallel body) and everything they reach; each called one is
+  exported as `__lamina_f_<key>_<i>` with one extra `i64`/`i32` parameter per
+  differing literal in them (literals with the same values in every member:
+  one parameter), used where the literal was, and `llvm.assume`s that a
+  parameter whose values are all positive is positive (a loop whose trip count
+  is one runs at least once: LLVM then keeps its accumulators in registers, as
+  with the literal);
+* each **member unit** keeps the rest of its kernel (its entry and OpenMP
+  wrapper, with their own literals) and calls the generic functions with its
+  literals appended to the calls. A member keeps its symbol (the host's text
+  does not change); its key covers its own text, which names the generic
+  unit's symbol, which is the generic unit's key: a member's key names exactly
+  one object, and its generic unit is recorded with it (`KernelUnit.needs`,
   `kernel_reuse.Record.family`), so a member reused from the cache brings
-  its generic's object along.
+  its generic unit's object along.
 
 A literal is parametrizable where an SSA value is allowed and a register
 costs the same kind of instruction: an operand of `add`, `sub`, `mul`,
 `and`, `or`, `xor` and `icmp`, the single index of a `getelementptr` of a
 scalar element type, a `select`'s values, a stored value. Never an `alloca`
 size, an alignment, a type, a divisor or shift, a call's argument (an
-intrinsic's `immarg`), metadata: literals there stay in the family's key, so
-units differing there are not a family. A function of D must be reached by
-direct calls only (not an OpenMP body passed by address) and refer to no
-error message (those name their kernel); otherwise the group is not merged.
+intrinsic's `immarg`), a `phi`'s incoming value, metadata: literals there stay
+in the group's key, so units differing there are not a family. Nor is a group
+whose generic functions would refer to an error message (it names its kernel),
+whose differing literals are in an internal function of the generic unit, or
+whose generic unit would hold less than `MIN_GENERIC_SHARE` of the code.
+Families are formed per lowering process; backends/parallel_lowering.py deals
+a te-level family's kernels to one process (`deal`, `te_family`).
 
 `LAMINA_KERNEL_FAMILIES=0` turns families off (the units as before).
 """
@@ -241,9 +248,20 @@ def _called_only(function: _Function, target: str) -> bool:
 
 
 def _family(parsed: list[_Parsed], symbols: list[str], facts: str, runtime: str) -> Family | None:
+    """The family of `parsed`'s units: the generic unit holds their called-only functions
+    (`_split_plan`) or, failing that, all of their code (`_whole_plan`: a kernel
+    without an OpenMP body, whose entry calls the generic entry); None if neither fits."""
     first = parsed[0]
     names = [f.name for f in first.functions]
     refs = {f.name: set(_REF.findall(f.text)) - {f.name} for f in first.functions}
+    plan = _split_plan(parsed, symbols[0], names, refs) or _whole_plan(parsed, symbols[0], names)
+    if plan is None:
+        return None
+    return _build(parsed, symbols, facts, runtime, names, refs, *plan)
+
+
+def _split_plan(parsed: list[_Parsed], symbol: str, names: list[str], refs: dict) -> tuple | None:
+    first = parsed[0]
     # The generic unit's entries: functions only ever called (an OpenMP body's loops,
     # not its wrapper, whose address is passed), with everything they reach.
     differing = {
@@ -260,7 +278,6 @@ def _family(parsed: list[_Parsed], symbols: list[str], facts: str, runtime: str)
             stack += [r for r in refs[name] if r in refs]
     if not generic or names[0] in generic:
         return None
-    symbol = symbols[0]
     for function in first.functions:
         if function.name in generic and symbol in function.text:
             return None  # an error message names its kernel
@@ -273,7 +290,35 @@ def _family(parsed: list[_Parsed], symbols: list[str], facts: str, runtime: str)
     for f_index, row in enumerate(site_params):
         if any(p is not None for p in row) and names[f_index] not in differing:
             return None  # a constant no parameter can reach
-    differing &= generic
+    return differing & generic, generic, params, site_params
+
+
+def _whole_plan(parsed: list[_Parsed], symbol: str, names: list[str]) -> tuple | None:
+    """All of the kernel in the generic unit, its entry taking the parameters."""
+    first = parsed[0]
+    root = first.functions[0]
+    if symbol in "\n".join(root.lines[1:]) or any(symbol in f.text for f in first.functions[1:]):
+        return None  # an error message names its kernel
+    generic = set(names)
+    params, site_params = _plan(parsed, generic)
+    if not params or any(p is not None for row in site_params[1:] for p in row):
+        return None  # nothing to share, or a constant outside the entry
+    return {names[0]}, generic, params, site_params
+
+
+def _build(
+    parsed: list[_Parsed],
+    symbols: list[str],
+    facts: str,
+    runtime: str,
+    names: list[str],
+    refs: dict,
+    differing: set[str],
+    generic: set[str],
+    params: dict,
+    site_params: list,
+) -> Family:
+    first = parsed[0]
     kinds = sorted(params.items(), key=lambda item: item[1])
     formal = ", ".join(f'{kind} %"fam.{i}"' for (kind, _), i in kinds)
     entry_of = {name: f"{_PLACE}_{i}" for i, name in enumerate(n for n in names if n in differing)}
@@ -356,6 +401,8 @@ def _family(parsed: list[_Parsed], symbols: list[str], facts: str, runtime: str)
                             lines[index], local, exported[callee], extra
                         )
             kept.append("\n".join(lines))
+        if names[0] in generic:  # the entry itself: a wrapper calling the generic one
+            kept.insert(0, _wrapper(member.functions[0].lines[0], exported[names[0]], extra))
         member_bodies, member_md = _renumbered(kept, member.metadata)
         body = "\n".join(member_bodies)
         m_header, m_declarations = _split_prelude(member.prelude)
@@ -373,6 +420,38 @@ def _family(parsed: list[_Parsed], symbols: list[str], facts: str, runtime: str)
             ]
         )
     return Family(generic_key, generic_symbol, generic_text, members)
+
+
+def _wrapper(define: str, callee: str, extra: str) -> str:
+    """An entry that calls `callee` with its own parameters and `extra`."""
+    match = _DEFINE.match(define)
+    assert match is not None
+    result = match.group(1).split()[-1]
+    at = define.index(f'@"{match.group(2)}"(') + len(match.group(2)) + 4
+    close = _paren_end(define, at)
+    args = [f"{p.split()[0]} {p.split()[-1]}" for p in _top_level(define[at:close])]
+    call = f'call {result} @"{callee}"({", ".join(a for a in [*args, extra] if a)})'
+    if result == "void":
+        body = f"  {call}\n  ret void"
+    else:
+        body = f'  %"fam.r" = {call}\n  ret {result} %"fam.r"'
+    return f"{define.replace(' noinline ', ' ')}\n{{\n.0:\n{body}\n}}"
+
+
+def _top_level(text: str) -> list[str]:
+    """`text` split at its commas outside brackets."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        if char in "([{<":
+            depth += 1
+        elif char in ")]}>":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    if text[start:].strip():
+        parts.append(text[start:].strip())
+    return parts
 
 
 def _split_prelude(prelude: list[str]) -> tuple[list[str], list[tuple[str, str]]]:

@@ -243,3 +243,21 @@ def test_a_shared_library_links_a_family(fresh, tmp_path):
         *(x.ctypes.data_as(ctypes.c_void_p) for x in INPUTS), out.ctypes.data_as(ctypes.c_void_p)
     )
     np.testing.assert_allclose(out, _reference(), rtol=1e-4, atol=1e-4)
+
+
+def _flat_unit(symbol: str, count: int) -> KernelUnit:
+    """The kernel of `_unit` with its loop in the entry (no OpenMP body)."""
+    unit = _unit(symbol, count)
+    head, _, rest = unit.text.partition(f'define void @"{symbol}"')
+    body = rest.split('define internal void @"k_par0"', 1)[1]
+    return KernelUnit(symbol, symbol, f'{head}define void @"{symbol}"{body}', (symbol,))
+
+
+def test_a_kernel_without_an_openmp_body_calls_its_generic_entry():
+    units = [_flat_unit(f"__lamina_k_{n}", n) for n in (3, 9)]
+    formed = kernel_families.form(units, "facts", "runtime")
+    assert len(formed) == 3 and formed[2].symbol.startswith(kernel_families.GENERIC_PREFIX)
+    member = formed[1].text
+    assert "phi" not in member and f'@"{formed[2].symbol}_0"(ptr %".1", ptr %".2", i64 9' in member
+    got = _run_units(formed, [u.symbol for u in units], 9)
+    np.testing.assert_array_equal(got, [np.arange(n, dtype=np.float32).sum() for n in (3, 9)])
