@@ -38,7 +38,8 @@ whose generic functions would refer to an error message (it names its kernel),
 whose differing literals are in an internal function of the generic unit, or
 whose generic unit would hold less than `MIN_GENERIC_SHARE` of the code.
 Families are formed per lowering process; backends/parallel_lowering.py deals
-a te-level family's kernels to one process (`deal`, `te_family`).
+a te-level family's kernels to one process (`deal`, `te_family`), so that the
+same families form as in one process.
 
 `LAMINA_KERNEL_FAMILIES=0` turns families off (the units as before).
 """
@@ -513,17 +514,19 @@ def form(units: list, facts: str, runtime: str) -> list:
 
 def with_needed(units: list) -> list:
     """`units` and a unit (without text: compiled before) for every generic unit a
-    reused member needs that is not among them."""
+    reused member needs that is not among them; the generic units after the kernels,
+    in the order of their first members (the same order whichever process built
+    them: the objects are linked in this order)."""
     from lamina.backends.kernel_split import KernelUnit
 
-    keys = {unit.key for unit in units}
-    out = list(units)
-    for unit in units:
+    kernels = [unit for unit in units if unit.names]
+    generics = {unit.key: unit for unit in units if not unit.names}
+    ordered: dict[str, KernelUnit] = {}
+    for unit in kernels:
         for key, symbol in unit.needs:
-            if key not in keys:
-                keys.add(key)
-                out.append(KernelUnit(key, symbol, "", ()))
-    return out
+            if key not in ordered:
+                ordered[key] = generics.get(key) or KernelUnit(key, symbol, "", ())
+    return kernels + list(ordered.values())
 
 
 _DIGITS = re.compile(r"\d+")

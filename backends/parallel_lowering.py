@@ -104,10 +104,6 @@ a family's members (backends/kernel_families.py) share one LLVM build of their l
 not their lowering (DenseNet-121's 57 1x1 convolutions: 10.3 s of LLVM CPU alone,
 1.4 s as four families)."""
 
-FAMILY_SPLIT = 0.2
-"""A family heavier than this part of all kernels' weight is dealt as two halves (one
-generic unit per process), so that one family does not decide the balance."""
-
 
 def deal(
     weights: dict[str, int], share: float = CHILD_SHARE, families: dict[str, str] | None = None
@@ -116,22 +112,15 @@ def deal(
     of the weight dealt so far. Deterministic for the same weights.
 
     `families`: kernel → its te-level family (`kernel_families.te_family`): the
-    kernels of one family go to the same side (their units make one family there;
-    two halves if it weighs more than `FAMILY_SPLIT`), weighing their Python
-    lowering each and their LLVM build once (`FAMILY_PYTHON_SHARE`)."""
+    kernels of one family go to the same side, weighing their Python lowering each
+    and their LLVM build once (`FAMILY_PYTHON_SHARE`). Their units then make the
+    same families there as in one process (a family's generic unit depends on its
+    members), so the code does not depend on the fork."""
     groups: dict[str, list[str]] = {}
     for name in sorted(weights):
         groups.setdefault((families or {}).get(name, name), []).append(name)
-    total = sum(weights.values())
-    parts: list[list[str]] = []
-    for members in groups.values():
-        if len(members) > 3 and sum(weights[n] for n in members) > FAMILY_SPLIT * total:
-            half = len(members) // 2
-            parts += [members[:half], members[half:]]
-        else:
-            parts.append(members)
     items = []
-    for members in parts:
+    for members in groups.values():
         weight = float(sum(weights[n] for n in members))
         if len(members) > 1:
             largest = max(weights[n] for n in members)

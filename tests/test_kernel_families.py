@@ -212,37 +212,6 @@ def test_a_family_is_dealt_to_one_lowering_process():
     assert deal(weights) == deal(weights, families={})  # no families: as before
     child = deal(weights, families=families)
     assert len({f"conv{i}" in child for i in range(4)}) == 1  # together
-    # a family of more than `FAMILY_SPLIT` of the weight: two halves, one per process
-    heavy = {f"conv{i}": 100 for i in range(8)} | {"other": 50}
-    child = deal(heavy, families={f"conv{i}": "conv" for i in range(8)})
-    assert sum(f"conv{i}" in child for i in range(8)) == 4
-
-
-def test_a_shared_library_links_a_family(fresh, tmp_path):
-    """Ahead of time: the generic unit's object is linked into the library with its
-    members' (hidden, like every `__lamina_` symbol); the library computes the same."""
-    import shutil
-    import subprocess
-
-    from lamina.driver.lowering import lower_to_build, parse_source
-
-    if shutil.which("cc") is None and shutil.which("gcc") is None:
-        pytest.skip("no C compiler to link a shared library")
-    module, _ = lower_to_build(parse_source(_program(), "a.mlir"))
-    library_path = codegen.build_shared_library(module, tmp_path / "f.so")
-    if shutil.which("nm"):
-        symbols = subprocess.run(["nm", str(library_path)], capture_output=True, text=True).stdout
-        assert kernel_families.GENERIC_PREFIX in symbols
-        exported = subprocess.run(
-            ["nm", "-D", "--defined-only", str(library_path)], capture_output=True, text=True
-        ).stdout
-        assert "__lamina_" not in exported
-    library = ctypes.CDLL(str(library_path))
-    out = np.zeros((1, 16, 14, 14), np.float32)
-    library.main(
-        *(x.ctypes.data_as(ctypes.c_void_p) for x in INPUTS), out.ctypes.data_as(ctypes.c_void_p)
-    )
-    np.testing.assert_allclose(out, _reference(), rtol=1e-4, atol=1e-4)
 
 
 def _flat_unit(symbol: str, count: int) -> KernelUnit:
@@ -261,3 +230,15 @@ def test_a_kernel_without_an_openmp_body_calls_its_generic_entry():
     assert "phi" not in member and f'@"{formed[2].symbol}_0"(ptr %".1", ptr %".2", i64 9' in member
     got = _run_units(formed, [u.symbol for u in units], 9)
     np.testing.assert_array_equal(got, [np.arange(n, dtype=np.float32).sum() for n in (3, 9)])
+
+
+def test_the_model_cache_loads_a_family(fresh):
+    """A model cache hit loads the generic unit's object with its members'."""
+    cold = lamina.compile(_program())
+    assert cold.cache_hit is False
+    assert any(s.startswith(kernel_families.GENERIC_PREFIX) for s in cold.compiled.timings.kernels)
+    codegen.clear_cache()
+    kernel_cache.clear()
+    warm = lamina.compile(_program())
+    assert warm.cache_hit is True
+    np.testing.assert_array_equal(warm.run("main", *INPUTS), cold.run("main", *INPUTS))
