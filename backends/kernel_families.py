@@ -473,10 +473,11 @@ def _renumbered(bodies: list[str], metadata: dict[str, str]) -> tuple[list[str],
     return _renumbered_metadata(bodies, metadata)
 
 
-def form(units: list, facts: str, runtime: str) -> list:
+def form(units: list, facts: str, runtime: str, scopes: dict[str, str] | None = None) -> list:
     """`units` (`kernel_split.KernelUnit`s) with the families merged: each member with its
     new text and key, and the generic units after them. Deterministic: the groups
-    and their members in the order of `units`."""
+    and their members in the order of `units`. `scopes`: kernel name → its family
+    scope (`kernel_reuse.family_scopes`); units of different scopes are no family."""
     from lamina.backends.kernel_split import KernelUnit
 
     groups: dict[str, list[tuple[int, _Parsed]]] = {}
@@ -486,7 +487,8 @@ def form(units: list, facts: str, runtime: str) -> list:
         parsed = _parse(unit.text, unit.symbol)
         if parsed is None or not parsed.values:
             continue
-        groups.setdefault(parsed.key, []).append((index, parsed))
+        scope = (scopes or {}).get(unit.names[0], "") if unit.names else ""
+        groups.setdefault(f"{scope}\n{parsed.key}", []).append((index, parsed))
     out = list(units)
     generics: dict[str, KernelUnit] = {}
     for members in groups.values():

@@ -59,6 +59,10 @@ PENDING_ATTR = "lamina.kernel_base_keys"
 """Module attribute: kernel lowered in full (loop-function name) → its te key before its
 tuning record's knobs are known (`KeyRecordsPass` completes it after `apply-records`)."""
 
+SCOPES_ATTR = "lamina.kernel_family_scopes"
+"""Module attribute: kernel lowered in full (loop-function name) → its family scope
+(`family_scopes`): only kernels of one scope make a family (backends/kernel_families.py)."""
+
 PROFILED_ATTR = "lamina.kernel_profile"
 """Module attribute of a profiling build: kernel (LLVM name) → "regions<TAB>iterations"
 (passes/profile_kernels.py writes the lowered ones', `reuse-kernels` the reused ones')."""
@@ -317,8 +321,7 @@ class ReuseKernelsPass(ModulePass):
     def _keys(self, funcs: list[te.FuncOp], context: str) -> tuple[dict, dict, set]:
         """Each kernel's te key (with its record's knobs), its te key without them, and the
         kernels whose knobs are not known yet (keyed by `KeyRecordsPass`)."""
-        families = self.families if self.parallel is not None else None
-        base = {f.sym_name.data: te_key(f, context, families) for f in funcs}
+        base = {f.sym_name.data: te_key(f, context, self.families) for f in funcs}
         if self.records is None:
             return base, base, set()
         from lamina.passes.apply_records import cached_records
@@ -391,11 +394,24 @@ class ReuseKernelsPass(ModulePass):
             op.attributes[PROFILED_ATTR] = DictionaryAttr(
                 {k: StringAttr(v) for k, v in profiled.items()}
             )
+        scopes: dict[str, str] = {}
+        from lamina.backends import kernel_families
+
+        if kernel_families.enabled():
+            scopes = family_scopes(weights, self.families)
+            op.attributes[SCOPES_ATTR] = DictionaryAttr(
+                {loop_names[n]: StringAttr(v) for n, v in scopes.items()}
+            )
         if self.parallel is not None:
-            self._delegate(op, weights, keys, loop_names)
+            self._delegate(op, weights, keys, loop_names, scopes)
 
     def _delegate(
-        self, op: ModuleOp, weights: dict[str, int], keys: dict[str, str], loop_names: dict
+        self,
+        op: ModuleOp,
+        weights: dict[str, int],
+        keys: dict[str, str],
+        loop_names: dict,
+        scopes: dict[str, str],
     ) -> None:
         """Fork a lowering process for about half of the kernels left; declare them here."""
         from lamina.backends import parallel_lowering
@@ -403,10 +419,7 @@ class ReuseKernelsPass(ModulePass):
         assert self.parallel is not None
         if len(weights) < parallel_lowering.MIN_KERNELS or not parallel_lowering.enabled():
             return
-        from lamina.backends import kernel_families
-
-        families = self.families if kernel_families.enabled() else None
-        names = parallel_lowering.deal(weights, families=families)
+        names = parallel_lowering.deal(weights, families=scopes)
         delegated = {name: keys[name] for name in names}
         self.parallel.delegation = parallel_lowering.start(
             op, delegated, self.parallel.passes, self.parallel.jit
@@ -481,6 +494,29 @@ class KeyRecordsPass(ModulePass):
             op.attributes[LOWERED_ATTR] = DictionaryAttr(
                 {k: StringAttr(v) for k, v in lowered.items()}
             )
+
+
+FAMILY_SPLIT = 0.2
+"""A te-level family heavier than this part of the kernels' weight is two scopes."""
+
+
+def family_scopes(weights: dict[str, int], families: dict[str, str]) -> dict[str, str]:
+    """Kernel (of `weights`, those lowered here) → its family scope: its te-level
+    family (`kernel_families.te_family`), in two halves (by name) if heavier than
+    `FAMILY_SPLIT` of all: DenseNet-121's 57 1x1 convolutions are one te-level family,
+    which one process would lower alone. A scope is dealt whole
+    (`parallel_lowering.deal`), and units make families within their scope only,
+    so the same families form whether a lowering process is forked or not."""
+    groups: dict[str, list[str]] = {}
+    for name in sorted(weights):
+        groups.setdefault(families.get(name, name), []).append(name)
+    total = sum(weights.values())
+    scopes: dict[str, str] = {}
+    for family, members in groups.items():
+        halves = len(members) > 3 and sum(weights[n] for n in members) > FAMILY_SPLIT * total
+        for i, name in enumerate(members):
+            scopes[name] = f"{family}:{int(halves and i >= len(members) // 2)}"
+    return scopes
 
 
 def _private(func: te.FuncOp) -> bool:
@@ -581,6 +617,7 @@ __all__ = [
     "LOWERED_ATTR",
     "PENDING_ATTR",
     "PROFILED_ATTR",
+    "SCOPES_ATTR",
     "REUSED_ATTR",
     "REUSE_ENV",
     "AwaitKernelsPass",
@@ -590,6 +627,7 @@ __all__ = [
     "ReuseKernelsPass",
     "clear",
     "declaration",
+    "family_scopes",
     "known",
     "learn_record_key",
     "record_key",

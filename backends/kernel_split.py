@@ -188,6 +188,7 @@ def split_module(
     facts: str,
     reused: dict | None = None,
     roots: Sequence[str] | None = None,
+    scopes: dict[str, str] | None = None,
 ) -> Split | None:
     """The host and kernel units of a translated module, or None to compile it whole.
 
@@ -197,6 +198,8 @@ def split_module(
     (CPU, features, optimization level, versions); it goes into every key.
     `reused`: declared kernels compiled before (name → `kernel_reuse.Record`),
     put where their definitions would be.
+    `scopes`: kernel → its family scope (`kernel_reuse.family_scopes`): units make
+    families (backends/kernel_families.py) within their scope only.
     `roots`: the kernels, for a module without a host (a lowering process's,
     backends/parallel_lowering.py); by default the functions the exported ones call.
     """
@@ -250,7 +253,7 @@ def split_module(
     }
     kernels = list(units.values())
     if kernel_families.enabled():
-        kernels = kernel_families.form(kernels, facts, KERNEL_RUNTIME_IR)
+        kernels = kernel_families.form(kernels, facts, KERNEL_RUNTIME_IR, scopes)
     return Split(host, kernel_families.with_needed(kernels), blob, declarations, definitions)
 
 

@@ -355,7 +355,8 @@ def _lower_in_child(
         module, tm, bits=target.vector_bits, attach_limit=kernel_split.BLOB_MIN_BYTES
     )
     facts = kernel_cache.facts(target, jit)
-    split = kernel_split.split_module(ir_module, blobs, facts, roots=roots)
+    scopes = kernel_reuse.module_keys(module, kernel_reuse.SCOPES_ATTR)
+    split = kernel_split.split_module(ir_module, blobs, facts, roots=roots, scopes=scopes)
     if split is None:
         raise RuntimeError("the delegated kernels did not split into units")
     kernel_reuse.record_split(module, split)

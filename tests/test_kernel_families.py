@@ -242,3 +242,13 @@ def test_the_model_cache_loads_a_family(fresh):
     warm = lamina.compile(_program())
     assert warm.cache_hit is True
     np.testing.assert_array_equal(warm.run("main", *INPUTS), cold.run("main", *INPUTS))
+
+
+def test_a_heavy_te_family_is_two_scopes():
+    weights = {f"conv{i}": 100 for i in range(8)} | {"other": 50}
+    families = {f"conv{i}": "conv" for i in range(8)} | {"other": "other"}
+    scopes = kernel_reuse.family_scopes(weights, families)
+    assert {scopes[f"conv{i}"] for i in range(8)} == {"conv:0", "conv:1"}
+    assert sum(scopes[f"conv{i}"] == "conv:0" for i in range(8)) == 4
+    light = kernel_reuse.family_scopes(weights | {"big": 5000}, families)
+    assert {light[f"conv{i}"] for i in range(8)} == {"conv:0"}
