@@ -111,8 +111,8 @@ def deal(
     """The child's kernels: dealt largest first to the side furthest below its share
     of the weight dealt so far. Deterministic for the same weights.
 
-    `families`: kernel → its te-level family (`kernel_families.te_family`): the
-    kernels of one family go to the same side, weighing their Python lowering each
+    `families`: kernel → its family scope (`kernel_reuse.family_scopes`): the
+    kernels of one scope go to the same side, weighing their Python lowering each
     and their LLVM build once (`FAMILY_PYTHON_SHARE`). Their units then make the
     same families there as in one process (a family's generic unit depends on its
     members), so the code does not depend on the fork."""
