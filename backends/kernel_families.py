@@ -234,6 +234,12 @@ def _plan(
     return params, site_params
 
 
+MAX_PARAMETERS = 4
+"""Most parameters a generic unit takes. Members that differ in more constants differ in
+more than a reduction's extent and strides (DenseNet-121's 1x1 convolutions: four):
+in spatial sizes or a concatenation's offsets (up to 34), whose loops are left to
+LLVM with known trip counts."""
+
 MIN_GENERIC_SHARE = 0.5
 """The generic unit must hold at least this part of a member's functions' text."""
 
@@ -288,6 +294,8 @@ def _split_plan(parsed: list[_Parsed], symbol: str, names: list[str], refs: dict
     if share < MIN_GENERIC_SHARE * sum(len(f.text) for f in first.functions):
         return None
     params, site_params = _plan(parsed, generic)
+    if len(params) > MAX_PARAMETERS:
+        return None
     for f_index, row in enumerate(site_params):
         if any(p is not None for p in row) and names[f_index] not in differing:
             return None  # a constant no parameter can reach
@@ -302,7 +310,9 @@ def _whole_plan(parsed: list[_Parsed], symbol: str, names: list[str]) -> tuple |
         return None  # an error message names its kernel
     generic = set(names)
     params, site_params = _plan(parsed, generic)
-    if not params or any(p is not None for row in site_params[1:] for p in row):
+    if not params or len(params) > MAX_PARAMETERS:
+        return None
+    if any(p is not None for row in site_params[1:] for p in row):
         return None  # nothing to share, or a constant outside the entry
     return {names[0]}, generic, params, site_params
 
