@@ -747,7 +747,8 @@ def _prepare_units(module: ModuleOp, target: CodeTarget) -> _Prepared:
     start = time.perf_counter()
     tm = _target_machine(jit=True, target=target)
     ir_module, blobs = _translate(module, tm, bits=target.vector_bits, attach_limit=BLOB_MIN_BYTES)
-    split = split_module(ir_module, blobs, kernel_cache.facts(target), reused)  # pyright: ignore[reportArgumentType]
+    scopes = kernel_reuse.module_keys(module, kernel_reuse.SCOPES_ATTR)
+    split = split_module(ir_module, blobs, kernel_cache.facts(target), reused, scopes=scopes)  # pyright: ignore[reportArgumentType]
     if split is None and reused:
         raise RuntimeError("a module with kernels reused before lowering did not split")
     return _Prepared(tm, target, ir_module, blobs, split, time.perf_counter() - start)
@@ -951,7 +952,8 @@ def _aot_unit_objects(
     reused = kernel_reuse.reused_records(module)
     ir_module, blobs = _translate(module, tm, bits=target.vector_bits, attach_limit=BLOB_MIN_BYTES)
     facts = kernel_cache.facts(target, jit=False)  # pyright: ignore[reportArgumentType]
-    split = split_module(ir_module, blobs, facts, reused)  # pyright: ignore[reportArgumentType]
+    scopes = kernel_reuse.module_keys(module, kernel_reuse.SCOPES_ATTR)
+    split = split_module(ir_module, blobs, facts, reused, scopes=scopes)  # pyright: ignore[reportArgumentType]
     del ir_module, blobs  # the split holds what the build needs (the constants by symbol)
     if split is None and reused:
         raise RuntimeError("a module with kernels reused before lowering did not split")

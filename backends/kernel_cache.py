@@ -92,10 +92,13 @@ def _facts(target: CodeTarget, options: tuple[str, ...]) -> str:
 
     import llvmlite
 
-    from lamina.backends import codegen, kernel_split
+    from lamina.backends import codegen, kernel_families, kernel_split
 
     sources = hashlib.sha256()
-    modules = (codegen, kernel_split, parallel_build, compile_worker, sys.modules[__name__])
+    modules = (
+        codegen, kernel_split, kernel_families, parallel_build, compile_worker,
+        sys.modules[__name__],
+    )  # fmt: skip
     for module in modules:
         assert module.__file__ is not None, "a module of Lamina's source tree"
         sources.update(Path(module.__file__).read_bytes())  # wherever the modules live

@@ -59,6 +59,10 @@ PENDING_ATTR = "lamina.kernel_base_keys"
 """Module attribute: kernel lowered in full (loop-function name) → its te key before its
 tuning record's knobs are known (`KeyRecordsPass` completes it after `apply-records`)."""
 
+SCOPES_ATTR = "lamina.kernel_family_scopes"
+"""Module attribute: kernel lowered in full (loop-function name) → its family scope
+(`family_scopes`): only kernels of one scope make a family (backends/kernel_families.py)."""
+
 PROFILED_ATTR = "lamina.kernel_profile"
 """Module attribute of a profiling build: kernel (LLVM name) → "regions<TAB>iterations"
 (passes/profile_kernels.py writes the lowered ones', `reuse-kernels` the reused ones')."""
@@ -94,6 +98,9 @@ class Record:
     build's table (passes/profile_kernels.py); -1: recorded from a build that did not
     profile (such a record is never reused by one: their keys differ anyway)."""
     iterations: int = 0
+    family: tuple[tuple[str, str], ...] = ()
+    """The generic unit (key, symbol) of the kernel's family, whose object is loaded
+    with the kernel's (backends/kernel_families.py); () for a kernel of its own."""
 
     def messages_for(self, root: str) -> tuple[str, ...]:
         """The messages naming `root` instead (`[N x i8] c"kernel @root: ..."`, or
@@ -141,10 +148,15 @@ def printed(op: Operation) -> str:
     return stream.getvalue()
 
 
-def te_key(func: te.FuncOp, context: str) -> str:
-    """The kernel's key: its text with its name replaced, and the lowering's context."""
+def te_key(func: te.FuncOp, context: str, families: dict[str, str] | None = None) -> str:
+    """The kernel's key: its text with its name replaced, and the lowering's context.
+    `families`: gets the kernel's te-level family (`kernel_families.te_family`)."""
     name = func.sym_name.data
     text = printed(func).replace(f"@{name}(", "@__lamina_kernel(", 1)
+    if families is not None:
+        from lamina.backends.kernel_families import te_family
+
+        families[name] = te_family(text)
     return hashlib.sha256(f"{context}\n{text}".encode()).hexdigest()
 
 
@@ -203,10 +215,13 @@ def lookup(key: str) -> Record | None:
                 fields = json.loads(code[len(_RECORD_PREFIX) :])
                 fields["messages"] = tuple(fields["messages"])
                 fields["runtime"] = tuple(fields.get("runtime", ()))
+                fields["family"] = tuple(tuple(n) for n in fields.get("family", ()))
                 record = Record(**fields)
             except (ValueError, TypeError, KeyError):
                 record = None
     if record is None or not kernel_cache.preload(record.unit_key, record.symbol):
+        return None
+    if not all(kernel_cache.preload(key, symbol) for key, symbol in record.family):
         return None
     with _lock:
         _records[key] = record
@@ -287,6 +302,7 @@ class ReuseKernelsPass(ModulePass):
     parallel: Delegating | None
     records: tuple[str, bool] | None
     profile: bool
+    families: dict[str, str]
 
     def __init__(
         self,
@@ -300,11 +316,12 @@ class ReuseKernelsPass(ModulePass):
         object.__setattr__(self, "parallel", parallel)
         object.__setattr__(self, "records", records)
         object.__setattr__(self, "profile", profile)
+        object.__setattr__(self, "families", {})  # kernel → te-level family (`_delegate`)
 
     def _keys(self, funcs: list[te.FuncOp], context: str) -> tuple[dict, dict, set]:
         """Each kernel's te key (with its record's knobs), its te key without them, and the
         kernels whose knobs are not known yet (keyed by `KeyRecordsPass`)."""
-        base = {f.sym_name.data: te_key(f, context) for f in funcs}
+        base = {f.sym_name.data: te_key(f, context, self.families) for f in funcs}
         if self.records is None:
             return base, base, set()
         from lamina.passes.apply_records import cached_records
@@ -377,11 +394,24 @@ class ReuseKernelsPass(ModulePass):
             op.attributes[PROFILED_ATTR] = DictionaryAttr(
                 {k: StringAttr(v) for k, v in profiled.items()}
             )
+        scopes: dict[str, str] = {}
+        from lamina.backends import kernel_families
+
+        if kernel_families.enabled():
+            scopes = family_scopes(weights, self.families)
+            op.attributes[SCOPES_ATTR] = DictionaryAttr(
+                {loop_names[n]: StringAttr(v) for n, v in scopes.items()}
+            )
         if self.parallel is not None:
-            self._delegate(op, weights, keys, loop_names)
+            self._delegate(op, weights, keys, loop_names, scopes)
 
     def _delegate(
-        self, op: ModuleOp, weights: dict[str, int], keys: dict[str, str], loop_names: dict
+        self,
+        op: ModuleOp,
+        weights: dict[str, int],
+        keys: dict[str, str],
+        loop_names: dict,
+        scopes: dict[str, str],
     ) -> None:
         """Fork a lowering process for about half of the kernels left; declare them here."""
         from lamina.backends import parallel_lowering
@@ -389,7 +419,7 @@ class ReuseKernelsPass(ModulePass):
         assert self.parallel is not None
         if len(weights) < parallel_lowering.MIN_KERNELS or not parallel_lowering.enabled():
             return
-        names = parallel_lowering.deal(weights)
+        names = parallel_lowering.deal(weights, families=scopes)
         delegated = {name: keys[name] for name in names}
         self.parallel.delegation = parallel_lowering.start(
             op, delegated, self.parallel.passes, self.parallel.jit
@@ -466,6 +496,29 @@ class KeyRecordsPass(ModulePass):
             )
 
 
+FAMILY_SPLIT = 0.2
+"""A te-level family heavier than this part of the kernels' weight is two scopes."""
+
+
+def family_scopes(weights: dict[str, int], families: dict[str, str]) -> dict[str, str]:
+    """Kernel (of `weights`, those lowered here) → its family scope: its te-level
+    family (`kernel_families.te_family`), in two halves (by name) if heavier than
+    `FAMILY_SPLIT` of all: DenseNet-121's 57 1x1 convolutions are one te-level family,
+    which one process would lower alone. A scope is dealt whole
+    (`parallel_lowering.deal`), and units make families within their scope only,
+    so the same families form whether a lowering process is forked or not."""
+    groups: dict[str, list[str]] = {}
+    for name in sorted(weights):
+        groups.setdefault(families.get(name, name), []).append(name)
+    total = sum(weights.values())
+    scopes: dict[str, str] = {}
+    for family, members in groups.items():
+        halves = len(members) > 3 and sum(weights[n] for n in members) > FAMILY_SPLIT * total
+        for i, name in enumerate(members):
+            scopes[name] = f"{family}:{int(halves and i >= len(members) // 2)}"
+    return scopes
+
+
 def _private(func: te.FuncOp) -> bool:
     visibility = func.sym_visibility
     return visibility is not None and visibility.data == "private"
@@ -523,9 +576,11 @@ def record_split(module: ModuleOp, split) -> None:
     if not lowered:
         return
     profiled = module_keys(module, PROFILED_ATTR)
+    texts = {unit.key: unit.text for unit in split.kernels}
     for unit in split.kernels:
         if not unit.text:
             continue  # reused itself
+        text = "\n".join([unit.text, *(texts.get(key, "") for key, _ in unit.needs)])
         for root in unit.names:
             key = lowered.get(root)
             if key is None:
@@ -539,19 +594,30 @@ def record_split(module: ModuleOp, split) -> None:
                     root,
                     split.declarations[root],
                     tuple(split.message_definitions[m] for m in unit.messages),
-                    may_fail='@"lamina_error"' in unit.text,
-                    openmp='@"GOMP_parallel"' in unit.text,
-                    runtime=unit.runtime_declarations,
+                    may_fail='@"lamina_error"' in text,
+                    openmp='@"GOMP_parallel"' in text,
+                    runtime=_runtime_declarations(text),
                     regions=int(regions),
                     iterations=int(iterations),
+                    family=unit.needs,
                 ),
             )
+
+
+def _runtime_declarations(text: str) -> tuple[str, ...]:
+    """The distinct `declare` lines of the device runtime in `text` (a unit's, with its
+    generic unit's)."""
+    from lamina.backends.kernel_split import RUNTIME_PREFIX
+
+    lines = (line for line in text.splitlines() if line.startswith("declare "))
+    return tuple(dict.fromkeys(line for line in lines if f'@"{RUNTIME_PREFIX}' in line))
 
 
 __all__ = [
     "LOWERED_ATTR",
     "PENDING_ATTR",
     "PROFILED_ATTR",
+    "SCOPES_ATTR",
     "REUSED_ATTR",
     "REUSE_ENV",
     "AwaitKernelsPass",
@@ -561,6 +627,7 @@ __all__ = [
     "ReuseKernelsPass",
     "clear",
     "declaration",
+    "family_scopes",
     "known",
     "learn_record_key",
     "record_key",

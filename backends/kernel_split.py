@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 import llvmlite.ir as llvm_ir
 
+from lamina.backends import kernel_families
 from lamina.backends.llvm.device_runtime import RUNTIME_IR
 
 _REF = re.compile(r'@"((?:[^"\\]|\\.)*)"')
@@ -102,6 +103,9 @@ class KernelUnit:
     defines `<symbol>_m<i>` as these."""
     reused_runtime: tuple[str, ...] = ()
     """A reused kernel's declarations of the device runtime."""
+    needs: tuple[tuple[str, str], ...] = ()
+    """A family member's generic unit (key, symbol), whose object must be loaded with
+    this unit's (backends/kernel_families.py)."""
 
     @property
     def runtime_declarations(self) -> tuple[str, ...]:
@@ -184,6 +188,7 @@ def split_module(
     facts: str,
     reused: dict | None = None,
     roots: Sequence[str] | None = None,
+    scopes: dict[str, str] | None = None,
 ) -> Split | None:
     """The host and kernel units of a translated module, or None to compile it whole.
 
@@ -193,6 +198,8 @@ def split_module(
     (CPU, features, optimization level, versions); it goes into every key.
     `reused`: declared kernels compiled before (name → `kernel_reuse.Record`),
     put where their definitions would be.
+    `scopes`: kernel → its family scope (`kernel_reuse.family_scopes`): units make
+    families (backends/kernel_families.py) within their scope only.
     `roots`: the kernels, for a module without a host (a lowering process's,
     backends/parallel_lowering.py); by default the functions the exported ones call.
     """
@@ -228,7 +235,7 @@ def split_module(
             names = (*known.names, root)
             units[unit.key] = KernelUnit(
                 known.key, known.symbol, known.text, names, known.messages,
-                known.message_definitions, known.reused_runtime,
+                known.message_definitions, known.reused_runtime, known.needs,
             )  # fmt: skip
     declarations = {
         root: reused[root].declaration
@@ -244,7 +251,10 @@ def split_module(
         for unit in units.values()
         for name in unit.messages
     }
-    return Split(host, list(units.values()), blob, declarations, definitions)
+    kernels = list(units.values())
+    if kernel_families.enabled():
+        kernels = kernel_families.form(kernels, facts, KERNEL_RUNTIME_IR, scopes)
+    return Split(host, kernel_families.with_needed(kernels), blob, declarations, definitions)
 
 
 def _roots(parts: _Parts, exported: set[str], reused: dict) -> list[str]:
@@ -263,7 +273,7 @@ def _reused_unit(root: str, record) -> KernelUnit:
     """A kernel compiled before (a `kernel_reuse.Record`): no text, its object is cached."""
     return KernelUnit(
         record.unit_key, record.symbol, "", (root,), (), record.messages_for(root),
-        tuple(record.runtime),
+        tuple(record.runtime), tuple(tuple(n) for n in getattr(record, "family", ())),
     )  # fmt: skip
 
 

@@ -98,16 +98,41 @@ rounds). With op counts as the weights, measured before: 0.4 gave the parent
 DenseNet-121 (0.5: 17.2 against 16.6)."""
 
 
-def deal(weights: dict[str, int], share: float = CHILD_SHARE) -> set[str]:
+FAMILY_PYTHON_SHARE = 0.6
+"""The part of a family member's predicted cost (`deal`) that is its Python lowering:
+a family's members (backends/kernel_families.py) share one LLVM build of their loops,
+not their lowering (DenseNet-121's 57 1x1 convolutions: 10.3 s of LLVM CPU alone,
+1.4 s as four families)."""
+
+
+def deal(
+    weights: dict[str, int], share: float = CHILD_SHARE, families: dict[str, str] | None = None
+) -> set[str]:
     """The child's kernels: dealt largest first to the side furthest below its share
-    of the weight dealt so far. Deterministic for the same weights."""
+    of the weight dealt so far. Deterministic for the same weights.
+
+    `families`: kernel → its family scope (`kernel_reuse.family_scopes`): the
+    kernels of one scope go to the same side, weighing their Python lowering each
+    and their LLVM build once (`FAMILY_PYTHON_SHARE`). Their units then make the
+    same families there as in one process (a family's generic unit depends on its
+    members), so the code does not depend on the fork."""
+    groups: dict[str, list[str]] = {}
+    for name in sorted(weights):
+        groups.setdefault((families or {}).get(name, name), []).append(name)
+    items = []
+    for members in groups.values():
+        weight = float(sum(weights[n] for n in members))
+        if len(members) > 1:
+            largest = max(weights[n] for n in members)
+            weight = weight * FAMILY_PYTHON_SHARE + largest * (1 - FAMILY_PYTHON_SHARE)
+        items.append((weight, members[0], members))
     child: set[str] = set()
     loads = [0.0, 0.0]  # parent, child
-    for name, weight in sorted(weights.items(), key=lambda item: (-item[1], item[0])):
+    for weight, _, members in sorted(items, key=lambda item: (-item[0], item[1])):
         side = 1 if loads[1] / share <= loads[0] / (1 - share) else 0
         loads[side] += weight
         if side:
-            child.add(name)
+            child.update(members)
     return child
 
 
@@ -184,12 +209,13 @@ class Delegation:
         from lamina.backends import kernel_cache
 
         objects: dict[str, bytes] = payload["objects"]
-        for record in self.records.values():
-            if record.unit_key not in objects:
-                raise ParallelLoweringFailed(
-                    f"the lowering process did not send the code of {record.root}"
-                )
-            kernel_cache.insert(record.unit_key, record.symbol, objects[record.unit_key])
+        for record in self.records.values():  # a family member's generic unit too
+            for key, symbol in ((record.unit_key, record.symbol), *record.family):
+                if key not in objects:
+                    raise ParallelLoweringFailed(
+                        f"the lowering process did not send the code of {record.root}"
+                    )
+                kernel_cache.insert(key, symbol, objects[key])
 
     def _ready(self) -> bool:
         """Has the child's next message (at least its first byte) arrived?"""
@@ -329,7 +355,8 @@ def _lower_in_child(
         module, tm, bits=target.vector_bits, attach_limit=kernel_split.BLOB_MIN_BYTES
     )
     facts = kernel_cache.facts(target, jit)
-    split = kernel_split.split_module(ir_module, blobs, facts, roots=roots)
+    scopes = kernel_reuse.module_keys(module, kernel_reuse.SCOPES_ATTR)
+    split = kernel_split.split_module(ir_module, blobs, facts, roots=roots, scopes=scopes)
     if split is None:
         raise RuntimeError("the delegated kernels did not split into units")
     kernel_reuse.record_split(module, split)

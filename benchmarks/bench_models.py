@@ -649,7 +649,10 @@ def lamina_profile_kinds(module, target: str | None, x: np.ndarray, seconds: flo
     def recording(*args, **kwargs):
         result = split(*args, **kwargs)
         for unit in result.kernels if result is not None else ():
-            symbols[unit.symbol] = unit.names[0].removesuffix("_loop")
+            if unit.names:  # a kernel family's generic unit (no names): its first member's
+                symbols[unit.symbol] = unit.names[0].removesuffix("_loop")
+                for _, generic in unit.needs:
+                    symbols.setdefault(generic, symbols[unit.symbol])
         return result
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -680,7 +683,8 @@ def lamina_profile_kinds(module, target: str | None, x: np.ndarray, seconds: flo
         parts = line.split()
         if len(parts) < 5 or not parts[0].endswith("%") or not parts[1].endswith("/model.so"):
             continue
-        name = symbols.get(_owner(entries, int(parts[2], 16)), "")
+        owner = _owner(entries, int(parts[2], 16))
+        name = symbols.get(owner) or symbols.get(owner.rsplit("_", 1)[0], "")
         shares[lamina_kind(name, signatures.get(name, [])) if name else "other"] += float(
             parts[0][:-1]
         )
@@ -693,13 +697,13 @@ def _kernel_entries(library: str) -> list[tuple[int, str]]:
     import subprocess
 
     out = subprocess.run(["nm", "-n", library], check=True, capture_output=True, text=True)
-    prefix = "__lamina_k_"
+    prefixes = ("__lamina_k_", "__lamina_f_")  # kernels, kernel families' generic units
     return [
         (int(addr, 16), sym)
         for addr, _, sym in (
             line.split() for line in out.stdout.splitlines() if line.count(" ") == 2
         )
-        if sym.startswith(prefix) and len(sym) > len(prefix) + 8
+        if sym.startswith(prefixes) and len(sym) > len(prefixes[0]) + 8
     ]
 
 

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 
 from xdsl.dialects.builtin import ModuleOp
 
+from lamina.backends import kernel_families
 from lamina.backends.codegen import cache_stats, compile_module, split_enabled, uses_openmp
 from lamina.backends.kernel_reuse import (
     AwaitKernelsPass,
@@ -184,12 +185,15 @@ def with_kernel_reuse(
     if index is None or last is None or last < index:
         return list(passes)
     keyed = [p for p in passes[index:] if p.name != "apply-records"]
+    extra = {} if jit else {"code": "pic"}
+    if not kernel_families.enabled():  # a kernel's record says whether it has a family
+        extra["families"] = "off"
     context = key(
         pipeline_spec_string(keyed),
         filename="",
         pipeline=pipeline,
         targets=list(targets or ()),
-        extra=None if jit else {"code": "pic"},
+        extra=extra or None,
     )
     if records is not None or profile:  # learn (and key) the kernels lowered in full
         after = max(i for i, p in enumerate(passes) if p.name in ("lower-te", "apply-records"))

@@ -164,9 +164,9 @@ def test_the_key_text_is_the_kernel_printed_as_xdsl_prints_it(fresh, monkeypatch
     seen: list[tuple[str, str]] = []
     original = kernel_reuse.te_key
 
-    def spy(func, context):
+    def spy(func, context, *families):
         seen.append((kernel_reuse.printed(func), str(func)))
-        return original(func, context)
+        return original(func, context, *families)
 
     monkeypatch.setattr(kernel_reuse, "te_key", spy)
     _compile(conv_program())
