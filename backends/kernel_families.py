@@ -131,7 +131,7 @@ def _parse(text: str, symbol: str) -> _Parsed | None:
             match = _DEFINE.match(line)
             if match is None:
                 return None
-            current = _Function(match.group(2), [line], [])
+            current = _Function(match.group(2), [line])
             functions.append(current)
         elif line.startswith("!"):
             metadata[line.partition(" ")[0][1:]] = line
