@@ -14,11 +14,11 @@ import json
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
+from test_kernel_reuse import empty_caches
 
 import lamina
 from lamina.backends import codegen, compile_worker, kernel_cache, kernel_families, kernel_reuse
 from lamina.backends.kernel_split import KernelUnit
-from lamina.runtime import cache
 
 HEADER = 'target triple = "{triple}"\n'
 
@@ -169,14 +169,9 @@ def _reference() -> np.ndarray:
 
 @pytest.fixture
 def fresh(tmp_path, monkeypatch):
-    monkeypatch.setenv(cache.CACHE_DIR_ENV, str(tmp_path / "cache"))
-    monkeypatch.delenv(cache.CACHE_ENV, raising=False)
-    kernel_cache.clear()
-    kernel_reuse.clear()
-    codegen.clear_cache()
-    yield tmp_path / "cache"
-    kernel_cache.clear()
-    kernel_reuse.clear()
+    """No kernel or record in memory, an empty disk cache of our own."""
+    with empty_caches(tmp_path / "cache", monkeypatch) as folder:
+        yield folder
 
 
 def test_convolutions_over_different_channel_counts_make_a_family(fresh, monkeypatch):

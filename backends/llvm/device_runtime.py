@@ -194,7 +194,7 @@ ok:
 ; freed in the same loop iteration is no view of the kernel's arguments: a
 ; matmul whose row blocks compute several column blocks of one packed panel
 ; keeps its accumulators in registers instead of versioning the loop on runtime
-; alias checks (tests/test_matmul_panel_groups.py).
+; alias checks (tests/test_small_m_matmul.py).
 define linkonce_odr hidden void @{FREE_SYMBOL}(ptr nocapture %user) noinline {{
   %raw = getelementptr i8, ptr %user, i64 -{HEADER_BYTES}
   %slot = load i64, ptr %raw
