@@ -41,13 +41,18 @@ graph.func @main(%x: tensor<{m}x{k}xf32>, %w: tensor<{k}x{n}xf32>, %b: tensor<{n
 """
 
 
-@pytest.mark.parametrize(("m", "k", "n"), [(64, 784, 512), (40, 96, 512), (128, 256, 256)])
-def test_packed_and_in_place_panels_compute_numpy_s_dense_layer(m: int, k: int, n: int) -> None:
+def _dense_data(m: int, k: int, n: int) -> tuple[np.ndarray, ...]:
+    """x, w, b of a dense layer and its ReLU(x @ w + b) in float64."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal((m, k)).astype(np.float32)
     w = (rng.standard_normal((k, n)) * 0.05).astype(np.float32)
     b = rng.standard_normal(n).astype(np.float32)
-    want = np.maximum(x.astype(np.float64) @ w + b, 0.0)
+    return x, w, b, np.maximum(x.astype(np.float64) @ w + b, 0.0)
+
+
+@pytest.mark.parametrize(("m", "k", "n"), [(64, 784, 512), (40, 96, 512), (128, 256, 256)])
+def test_packed_and_in_place_panels_compute_numpy_s_dense_layer(m: int, k: int, n: int) -> None:
+    x, w, b, want = _dense_data(m, k, n)
     outs = []
     for blocks in (1, 4, 1 << 20):
         exe = lamina.compile(_dense(m, k, n), targets=[f"cpu{{pack_min_row_blocks={blocks}}}"])
@@ -72,11 +77,7 @@ def test_panel_group_follows_the_cpu(isa: str, group: int) -> None:
 def test_grouped_panels_compute_numpy_s_dense_layer(m: int, k: int, n: int, threads: int) -> None:
     from lamina.backends.codegen import get_max_threads, set_num_threads
 
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((m, k)).astype(np.float32)
-    w = (rng.standard_normal((k, n)) * 0.05).astype(np.float32)
-    b = rng.standard_normal(n).astype(np.float32)
-    want = np.maximum(x.astype(np.float64) @ w + b, 0.0)
+    x, w, b, want = _dense_data(m, k, n)
     outs = []
     before = get_max_threads()
     set_num_threads(threads)
