@@ -58,7 +58,11 @@ def conv2d_block(op: graph.Conv2dOp, block: int = 0) -> tuple[int, int] | None:
     own bytes) when the result feeds only blocked convolutions (through
     elementwise ops): the output is then produced blocked, with no
     transform (measured, the ResNet-style CNN, 3x3 3->16 at 64x64: 1.19 ->
-    1.13 ms). A stem followed by anything else (ResNet-18's max pool) stays
+    1.13 ms), through max pools and concatenations of whole blocks
+    (DenseNet's stem, whose pool is the first input of its first block's
+    concatenations: its NCHW kernel took 1.6x onnxruntime's time, the first
+    layers blocked 0.77x the time of the NCHW ones, docs/performance.md, "DenseNet's
+    stem, blocked"). A stem followed by anything else stays
     NCHW, where the blocked result would have to be transformed back at full
     resolution (ResNet-18: 24.4 -> 25.0 ms). A pointwise (1x1, stride 1,
     unpadded) convolution whose input is not blocked already stays NCHW
@@ -115,8 +119,21 @@ def _feeds_only_blocked_convs(value: SSAValue, lanes: int, depth: int = 8) -> bo
         if depth and isinstance(user, graph.UNARY_OPS + graph.BINARY_OPS + _POOLS):
             if _feeds_only_blocked_convs(user.results[0], lanes, depth - 1):
                 continue
+        if depth and _blocked_concat(user, lanes):
+            if _feeds_only_blocked_convs(user.results[0], lanes, depth - 1):
+                continue
         return False
     return True
+
+
+def _blocked_concat(op: Operation, lanes: int) -> bool:
+    """A concatenation along the channels of whole blocks of `lanes` channels, which
+    `plan-layouts` keeps blocked (`propagate_concat`): DenseNet's, whose first input
+    is the stem's max pool. Its stem stayed NCHW before, and the NCHW kernel of a
+    7x7 stride-2 3 -> 64 convolution took 1.6x onnxruntime's time."""
+    if not isinstance(op, graph.ConcatOp) or op.axis_value != 1:
+        return False
+    return all(graph.tensor_shape(v)[1] % lanes == 0 for v in op.inputs)
 
 
 def is_depthwise(op: graph.Conv2dOp) -> bool:
@@ -211,10 +228,14 @@ def _pointwise_on_nchw(op: graph.Conv2dOp) -> bool:
     return pointwise and large and not _fed_by_blocked(op.data)
 
 
-def _fed_by_blocked(value: SSAValue, depth: int = 4) -> bool:
+def _fed_by_blocked(value: SSAValue, depth: int = 8) -> bool:
     """Does `value` come (through a few elementwise ops, pools or
     concatenations) from a layout transform, i.e. from a blocked producer
-    whose crop plan-layouts will fold away?"""
+    whose crop plan-layouts will fold away? `depth` 8: DenseNet's first 1x1
+    convolution reads its stem's blocked result through seven (bias, relu, max
+    pool, concatenation, the batch norm's mul and add, relu); at 4 it stayed
+    NCHW, with its input transformed back from the blocked pool and its output
+    into the blocks again."""
     owner = value.owner
     if isinstance(owner, graph.LayoutTransformOp):
         return True

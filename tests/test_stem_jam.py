@@ -93,3 +93,94 @@ def test_wide_fma_pipes_decides_the_stem_jam() -> None:
             cpu_name=name, features=features, vector_bits=bits, vector_registers=registers
         )
         assert ScheduleKnobs.for_cpu(facts).conv_stem_jam_wide == want, name
+
+
+def _dense_head(size: int, growth: int):
+    """DenseNet's first layers: 7x7 stride-2 stem (3 -> 64, bias) -> relu -> 3x3
+    stride-2 max pool -> two dense layers (concatenation -> batch norm -> relu ->
+    1x1 64 -> 128 -> relu -> 3x3 128 -> `growth`), the second's concatenation of
+    the pool and the first layer's output, a 1x1 convolution after the last
+    concatenation. The stem is produced blocked through
+    the pool and the concatenations (`_blocked_concat` in kernels/strategy.py;
+    tests/filecheck/passes/plan-layouts-stem-concat.mlir)."""
+
+    def bn(name: str, channels: int) -> dict[str, np.ndarray]:
+        return {
+            f"{name}_s": (1 + 0.1 * RNG.standard_normal(channels)).astype(np.float32),
+            f"{name}_b": (0.1 * RNG.standard_normal(channels)).astype(np.float32),
+            f"{name}_m": (0.1 * RNG.standard_normal(channels)).astype(np.float32),
+            f"{name}_v": (1 + 0.1 * RNG.random(channels)).astype(np.float32),
+        }
+
+    def conv(name: str, cout: int, cin: int, k: int) -> dict[str, np.ndarray]:
+        return {
+            f"{name}_w": (RNG.standard_normal((cout, cin, k, k)) / np.sqrt(cin * k * k)).astype(
+                np.float32
+            ),
+            f"{name}_b": (0.1 * RNG.standard_normal(cout)).astype(np.float32),
+        }
+
+    inits = {**conv("stem", 64, 3, 7)}
+    nodes = [
+        helper.make_node(
+            "Conv",
+            ["x", "stem_w", "stem_b"],
+            ["c0"],
+            kernel_shape=[7, 7],
+            strides=[2, 2],
+            pads=[3] * 4,
+        ),  # fmt: skip
+        helper.make_node("Relu", ["c0"], ["r0"]),
+        helper.make_node(
+            "MaxPool", ["r0"], ["p0"], kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4
+        ),
+    ]
+    features = ["p0"]
+    for layer in range(2):
+        cin = 64 + growth * layer
+        n = f"l{layer}"
+        inits |= bn(f"{n}n", cin) | conv(f"{n}c1", 128, cin, 1) | conv(f"{n}c2", growth, 128, 3)
+        nodes += [
+            helper.make_node("Concat", features, [f"{n}cat"], axis=1),
+            helper.make_node(
+                "BatchNormalization",
+                [f"{n}cat", f"{n}n_s", f"{n}n_b", f"{n}n_m", f"{n}n_v"],
+                [f"{n}bn"],
+            ),
+            helper.make_node("Relu", [f"{n}bn"], [f"{n}r1"]),
+            helper.make_node(
+                "Conv", [f"{n}r1", f"{n}c1_w", f"{n}c1_b"], [f"{n}y1"], kernel_shape=[1, 1]
+            ),
+            helper.make_node("Relu", [f"{n}y1"], [f"{n}r2"]),
+            helper.make_node(
+                "Conv",
+                [f"{n}r2", f"{n}c2_w", f"{n}c2_b"],
+                [f"{n}y2"],
+                kernel_shape=[3, 3],
+                pads=[1] * 4,
+            ),
+        ]
+        features.append(f"{n}y2")
+    inits |= conv("last", 16, 64 + 2 * growth, 1)
+    nodes += [
+        helper.make_node("Concat", features, ["cat"], axis=1),
+        helper.make_node("Conv", ["cat", "last_w", "last_b"], ["y"], kernel_shape=[1, 1]),
+    ]
+    x = RNG.standard_normal((1, 3, size, size)).astype(np.float32)
+    return make_model(nodes, {"x": x}, ["y"], inits), x
+
+
+@pytest.mark.parametrize("isa", [HOST, pytest.param(AVX2, marks=needs_avx2)])
+@pytest.mark.parametrize(("size", "growth"), [(64, 32), (46, 16)])
+def test_dense_head_matches_onnxruntime(size, growth, isa) -> None:
+    """DenseNet's head with its stem blocked through the pool and the
+    concatenations (56x56 after the pool in the network, 16x16 and 12x12 here;
+    a growth of one block and of two), both builds."""
+    model, x = _dense_head(size, growth)
+    (want,) = run_ort(model, {"x": x})
+    target = f"{isa[:-1]} conv_nchw_pointwise_min_pixels=64}}" if isa.endswith("}") else (
+        f"{isa}{{conv_nchw_pointwise_min_pixels=64}}"
+    )  # fmt: skip
+    got = lamina.compile(import_model(model).module, targets=[target]).run("main", x)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
