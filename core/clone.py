@@ -1,0 +1,273 @@
+"""xDSL's `Operation.clone`, op for op, without its per-op overheads (`fast_clones`).
+
+The schedule primitives copy loop bodies op by op (`unroll_and_jam` and the
+register blocks: 9,000-15,000 clones per ResNet-50 compile), `lower-te` copies
+scalar bodies and the parallel-loop lowering copies address chains. xDSL's clone
+of one op goes through `create`/`Operation.__init__` (the operand and successor
+setters: a generator, a `zip` and a use list swap each), `SSAValues` built from a
+generator, the IRDL definition's loop over its properties and attributes
+(`__post_init__`), `Block.add_op`'s `is_ancestor` climb from the new block to the
+top of the new tree, and for an op with regions, a recursive `clone` per nested op
+and a second walk of both trees to set the operands.
+
+`fast_clone` builds the same IR in one pass over the op and its nested ops:
+
+* every op created as `create` creates it (the same class, results with their
+  types, copies of the properties and attributes with the definition's defaults
+  filled in, the location, the successors mapped through `block_mapper`, one empty
+  region per region), its results mapped in `value_mapper` right after it is
+  created, their name hints copied through xDSL's setter;
+* every region's blocks created first (so successors may name a later block),
+  registered in `block_mapper`, then per block its arguments (type, location, name
+  hint) and its ops, in order, linked into the new block without `is_ancestor`
+  (the new op is new: it cannot contain the new block);
+* then, if `clone_operands`, every new op's operands set in the order of xDSL's
+  walk of the new tree (preorder), each use prepended to its value's use list as
+  `add_use` does: the use lists end in the same order as xDSL's.
+
+An op of a class that changes any of that (its own `__new__`, `__post_init__`,
+`create`, `clone` or `clone_without_regions`, or an op that is not IRDL-defined)
+is cloned by its own `clone` as xDSL's region cloning would call it, and a top
+op of such a class takes xDSL's `clone`: the result is the same either way.
+`tests/test_clone.py` compares both clones of every op of every phase of the
+example pipelines: text, use lists, name hints, locations, block links.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue, SSAValues, Use
+from xdsl.irdl import IRDLOperation, OptionalDef
+
+from lamina.core.scoped_patch import ScopedPatch
+
+_XDSL_CLONE = Operation.clone
+"""xDSL's own `Operation.clone` (what `fast_clone` replaces within a compile)."""
+
+_plain: dict[
+    type, tuple[tuple[tuple[str, object], ...], tuple[tuple[str, object], ...]] | None
+] = {}
+"""Op class → its default properties and attributes (what `IRDLOperation.__post_init__`
+fills in), or None when `fast_clone` leaves the class to its own `clone`."""
+
+_hints: dict[str, str | None] = {}
+"""Name hint → what xDSL's `name_hint` setter stores for it (a pure function)."""
+
+
+_OPERATIONS = ("create", "clone", "clone_without_regions")
+"""What an op class must take from `Operation` itself for `fast_clone` to build it."""
+
+PLAIN_CREATE: dict[type, Callable[[Operation], bool]] = {}
+"""Op classes whose own `create` is `Operation.create` for some ops: class → which
+(`loop.ForOp.create` only rewrites a kind given as a string). A dialect registers
+its classes here; `fast_clone` leaves the other ops to their own `clone`."""
+
+
+def _owner(cls: type, name: str) -> type | None:
+    """The class of `cls`'s MRO that defines `name` (None: none does)."""
+    return next((k for k in cls.__mro__ if name in k.__dict__), None)
+
+
+def _defaults(
+    cls: type,
+) -> tuple[tuple[tuple[str, object], ...], tuple[tuple[str, object], ...]] | None:
+    if cls in _plain:
+        return _plain[cls]
+    found = None
+    if (
+        issubclass(cls, IRDLOperation)
+        and cls.__new__ is object.__new__
+        and _owner(cls, "__post_init__") is IRDLOperation
+        and all(
+            _owner(cls, name) is Operation or (name == "create" and cls in PLAIN_CREATE)
+            for name in _OPERATIONS
+        )
+        and getattr(cls, "name", "")
+    ):
+        op_def = cls.get_irdl_definition()
+        found = tuple(
+            tuple(
+                (name, d.default_value)
+                for name, d in defs.items()
+                if not isinstance(d, OptionalDef) and d.default_value is not None
+            )
+            for defs in (op_def.properties, op_def.attributes)
+        )
+    _plain[cls] = found
+    return found
+
+
+def _fast(op: Operation) -> bool:
+    """Does `fast_clone` build `op` itself (else its own `clone` does)?"""
+    cls = type(op)
+    if _defaults(cls) is None:
+        return False
+    guard = PLAIN_CREATE.get(cls)
+    return guard is None or guard(op)
+
+
+def _hint(value: SSAValue, name: str | None) -> None:
+    """`value.name_hint = name`, xDSL's setter memoized."""
+    if name is None:
+        value._name = None  # pyright: ignore[reportPrivateUsage]
+        return
+    stored = _hints.get(name, _hints)
+    if stored is _hints:
+        value.name_hint = name
+        _hints[name] = value.name_hint
+    else:
+        value._name = stored  # pyright: ignore[reportPrivateUsage]
+
+
+def fast_clone(
+    self: Operation,
+    value_mapper: dict[SSAValue, SSAValue] | None = None,
+    block_mapper: dict[Block, Block] | None = None,
+    *,
+    clone_name_hints: bool = True,
+    clone_operands: bool = True,
+) -> Operation:
+    """`Operation.clone` (module docstring): the same op, tree and use lists."""
+    if not _fast(self):
+        return _XDSL_CLONE(
+            self,
+            value_mapper,
+            block_mapper,
+            clone_name_hints=clone_name_hints,
+            clone_operands=clone_operands,
+        )
+    if value_mapper is None:
+        value_mapper = {}
+    if block_mapper is None:
+        block_mapper = {}
+    pairs: list[tuple[Operation, Operation]] = []
+    new = _bare(self, value_mapper, block_mapper, clone_name_hints, pairs)
+    if clone_operands:
+        get = value_mapper.get
+        for old, copy in pairs:
+            operands = old._operands  # pyright: ignore[reportPrivateUsage]
+            if not operands:
+                continue
+            values = SSAValues([get(v, v) for v in operands])
+            uses = tuple([Use(copy, index) for index in range(len(values))])
+            for value, use in zip(values, uses):
+                first = value.first_use
+                use._next_use = first  # pyright: ignore[reportPrivateUsage]
+                use._prev_use = None  # pyright: ignore[reportPrivateUsage]
+                if first is not None:
+                    first._prev_use = use  # pyright: ignore[reportPrivateUsage]
+                value.first_use = use
+            copy._operands = values  # pyright: ignore[reportPrivateUsage]
+            copy._operand_uses = uses  # pyright: ignore[reportPrivateUsage]
+    return new
+
+
+_NO_OPERANDS = SSAValues(())
+
+
+def _bare(
+    op: Operation,
+    value_mapper: dict[SSAValue, SSAValue],
+    block_mapper: dict[Block, Block],
+    hints: bool,
+    pairs: list[tuple[Operation, Operation]],
+) -> Operation:
+    """`op` cloned without operands (its nested ops too), appending (old, new) to
+    `pairs` in preorder; `op`'s class is one `_defaults` accepts."""
+    cls = type(op)
+    new = object.__new__(cls)
+    new._operands = _NO_OPERANDS  # pyright: ignore[reportPrivateUsage]
+    new._operand_uses = ()  # pyright: ignore[reportPrivateUsage]
+    new.results = SSAValues(
+        [OpResult(result.type, new, index) for index, result in enumerate(op.results)]
+    )
+    properties = new.properties = op.properties.copy()
+    attributes = new.attributes = op.attributes.copy()
+    new.location = op.location
+    successors = op._successors  # pyright: ignore[reportPrivateUsage]
+    if successors:
+        targets = tuple([block_mapper[s] if s in block_mapper else s for s in successors])
+        target_uses = tuple([Use(new, index) for index in range(len(targets))])
+        for block, use in zip(targets, target_uses):
+            block.add_use(use)
+        new._successors = targets  # pyright: ignore[reportPrivateUsage]
+        new._successor_uses = target_uses  # pyright: ignore[reportPrivateUsage]
+    else:
+        new._successors = ()  # pyright: ignore[reportPrivateUsage]
+        new._successor_uses = ()  # pyright: ignore[reportPrivateUsage]
+    regions = tuple([Region() for _ in op.regions])
+    for region in regions:
+        region.parent = new
+    new.regions = regions
+    default_properties, default_attributes = _plain[cls]  # pyright: ignore[reportGeneralTypeIssues]
+    for name, value in default_properties:
+        if name not in properties:
+            properties[name] = value
+    for name, value in default_attributes:
+        if name not in attributes:
+            attributes[name] = value
+    for old, result in zip(op.results, new.results):
+        value_mapper[old] = result
+        if hints:
+            _hint(result, old._name)  # pyright: ignore[reportPrivateUsage]
+    pairs.append((op, new))
+    for source, dest in zip(op.regions, regions):
+        _region(source, dest, value_mapper, block_mapper, hints, pairs)
+    return new
+
+
+def _region(
+    source: Region,
+    dest: Region,
+    value_mapper: dict[SSAValue, SSAValue],
+    block_mapper: dict[Block, Block],
+    hints: bool,
+    pairs: list[tuple[Operation, Operation]],
+) -> None:
+    """xDSL's `Region.clone_into(dest, 0, ..., clone_operands=False)` into a new region."""
+    blocks = list(source.blocks)
+    new_blocks = [Block() for _ in blocks]
+    for block, new_block in zip(blocks, new_blocks):
+        block_mapper[block] = new_block
+    dest.add_block(new_blocks)
+    for block, new_block in zip(blocks, new_blocks):
+        for index, arg in enumerate(block.args):
+            new_arg = new_block.insert_arg(arg.type, index, arg.location)
+            value_mapper[arg] = new_arg
+            if hints:
+                _hint(new_arg, arg._name)  # pyright: ignore[reportPrivateUsage]
+        last = None
+        for op in block.ops:
+            if not _fast(op):  # its own clone, as xDSL's region clone calls it
+                copy = op.clone(
+                    value_mapper, block_mapper, clone_name_hints=hints, clone_operands=False
+                )
+                pairs.extend(zip(op.walk(), copy.walk()))
+                new_block.add_op(copy)  # with xDSL's checks
+                last = copy
+                continue
+            copy = _bare(op, value_mapper, block_mapper, hints, pairs)
+            copy.parent = new_block
+            if last is None:
+                new_block._first_op = copy  # pyright: ignore[reportPrivateUsage]
+            else:
+                last._next_op = copy  # pyright: ignore[reportPrivateUsage]
+                copy._prev_op = last  # pyright: ignore[reportPrivateUsage]
+            new_block._last_op = copy  # pyright: ignore[reportPrivateUsage]
+            last = copy
+
+
+_PATCH = ScopedPatch(Operation, "clone", fast_clone)
+
+
+@contextmanager
+def fast_clones() -> Iterator[None]:
+    """Within the block (a compile), `Operation.clone` is `fast_clone`: the same IR.
+    Reentrant and thread-safe (`core/scoped_patch.py`)."""
+    with _PATCH.active():
+        yield
+
+
+__all__ = ["fast_clone", "fast_clones"]
