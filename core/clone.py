@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue, SSAValues, Use
+from xdsl.ir import Block, Operation, OpResult, Region, SSAValue, SSAValues, Use
 from xdsl.irdl import IRDLOperation, OptionalDef
 
 from lamina.core.scoped_patch import ScopedPatch
@@ -152,7 +152,7 @@ def fast_clone(
                 continue
             values = SSAValues([get(v, v) for v in operands])
             uses = tuple([Use(copy, index) for index in range(len(values))])
-            for value, use in zip(values, uses):
+            for value, use in zip(values, uses, strict=True):
                 first = value.first_use
                 use._next_use = first  # pyright: ignore[reportPrivateUsage]
                 use._prev_use = None  # pyright: ignore[reportPrivateUsage]
@@ -190,7 +190,7 @@ def _bare(
     if successors:
         targets = tuple([block_mapper[s] if s in block_mapper else s for s in successors])
         target_uses = tuple([Use(new, index) for index in range(len(targets))])
-        for block, use in zip(targets, target_uses):
+        for block, use in zip(targets, target_uses, strict=True):
             block.add_use(use)
         new._successors = targets  # pyright: ignore[reportPrivateUsage]
         new._successor_uses = target_uses  # pyright: ignore[reportPrivateUsage]
@@ -208,12 +208,12 @@ def _bare(
     for name, value in default_attributes:
         if name not in attributes:
             attributes[name] = value
-    for old, result in zip(op.results, new.results):
+    for old, result in zip(op.results, new.results, strict=True):
         value_mapper[old] = result
         if hints:
             _hint(result, old._name)  # pyright: ignore[reportPrivateUsage]
     pairs.append((op, new))
-    for source, dest in zip(op.regions, regions):
+    for source, dest in zip(op.regions, regions, strict=True):
         _region(source, dest, value_mapper, block_mapper, hints, pairs)
     return new
 
@@ -229,10 +229,10 @@ def _region(
     """xDSL's `Region.clone_into(dest, 0, ..., clone_operands=False)` into a new region."""
     blocks = list(source.blocks)
     new_blocks = [Block() for _ in blocks]
-    for block, new_block in zip(blocks, new_blocks):
+    for block, new_block in zip(blocks, new_blocks, strict=True):
         block_mapper[block] = new_block
     dest.add_block(new_blocks)
-    for block, new_block in zip(blocks, new_blocks):
+    for block, new_block in zip(blocks, new_blocks, strict=True):
         for index, arg in enumerate(block.args):
             new_arg = new_block.insert_arg(arg.type, index, arg.location)
             value_mapper[arg] = new_arg
@@ -244,7 +244,7 @@ def _region(
                 copy = op.clone(
                     value_mapper, block_mapper, clone_name_hints=hints, clone_operands=False
                 )
-                pairs.extend(zip(op.walk(), copy.walk()))
+                pairs.extend(zip(op.walk(), copy.walk(), strict=False))  # as xDSL pairs them
                 new_block.add_op(copy)  # with xDSL's checks
                 last = copy
                 continue
