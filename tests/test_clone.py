@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from xdsl.dialects.builtin import StringAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
-from lamina.core.clone import _XDSL_CLONE, _fast, fast_clone, fast_clones
+from lamina.core.clone import _XDSL_CLONE, _fast, attach_op, fast_clone, fast_clones
 from lamina.core.context import make_context
 from lamina.core.diagnostics import parse_module
 from lamina.dialects import loop
@@ -148,3 +148,35 @@ def test_a_loop_with_a_string_kind_takes_its_own_create():
     assert Operation.clone is _XDSL_CLONE
     assert isinstance(copy.properties["kind"], loop.LoopKindAttr)
     _drop(copy)
+
+
+_XDSL_ATTACH = Block._attach_op
+
+
+@pytest.mark.parametrize("attach", [_XDSL_ATTACH, attach_op])
+def test_attach_op_checks_as_xdsl_does(attach):
+    """An op already in a block, and an op put into a block it contains, are refused
+    with xDSL's errors; an op without regions is attached without the climb."""
+    ctx = make_context()
+    module = parse_module(ctx, (EXAMPLES / "cnn.mlir").read_text(), "cnn.mlir")
+    for p in passes_for_module("default", module, None):
+        if p.name == "simplify":
+            break
+        p.apply(ctx, module)
+    for_op = next(op for op in module.walk() if isinstance(op, loop.ForOp))
+    inner = for_op.body.block
+    with pytest.raises(ValueError, match="already attached to a block"):
+        attach(inner, inner.first_op)
+    detached = for_op.parent
+    assert detached is not None
+    detached.detach_op(for_op)
+    with pytest.raises(ValueError, match="to a block contained in the operation"):
+        attach(inner, for_op)
+    assert for_op.parent is None
+    leaf = next(op for op in for_op.walk() if not op.regions and op.results)
+    copy = _XDSL_CLONE(leaf, clone_operands=False)
+    attach(inner, copy)
+    assert copy.parent is inner
+    with fast_clones():
+        assert Block._attach_op is attach_op
+    assert Block._attach_op is _XDSL_ATTACH
