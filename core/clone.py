@@ -35,10 +35,11 @@ example pipelines: text, use lists, name hints, locations, block links.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
-from xdsl.ir import Block, Operation, OpResult, Region, SSAValue, SSAValues, Use
+from xdsl.dialects.builtin import UNKNOWN_LOC, LocationAttr
+from xdsl.ir import Attribute, Block, Operation, OpResult, Region, SSAValue, SSAValues, Use
 from xdsl.irdl import IRDLOperation, OptionalDef
 
 from lamina.core.scoped_patch import ScopedPatch
@@ -165,6 +166,7 @@ def fast_clone(
 
 
 _NO_OPERANDS = SSAValues(())
+_NO_ATTRIBUTES: dict[str, Attribute] = {}
 
 
 def _bare(
@@ -271,19 +273,95 @@ def attach_op(self: Block, operation: Operation) -> None:
     operation.parent = self
 
 
+_XDSL_INIT = Operation.__init__
+"""xDSL's own `Operation.__init__` (what `operation_init` replaces within a compile)."""
+
+_plain_init: dict[type, bool] = {}
+"""Op class → whether `Operation.__init__`'s `super().__init__()` is `object.__init__`
+for it (no class after `Operation` in its MRO defines an `__init__`)."""
+
+
+def _init_is_plain(cls: type) -> bool:
+    found = _plain_init.get(cls)
+    if found is None:
+        mro = cls.__mro__
+        after = mro[mro.index(Operation) + 1 :]
+        found = _plain_init[cls] = all(
+            "__init__" not in k.__dict__ for k in after if k is not object
+        )
+    return found
+
+
+def operation_init(
+    self: Operation,
+    *,
+    operands: Sequence[SSAValue] = (),
+    result_types: Sequence[Attribute] = (),
+    properties: Mapping[str, Attribute] = _NO_ATTRIBUTES,
+    attributes: Mapping[str, Attribute] = _NO_ATTRIBUTES,
+    location: LocationAttr | None = None,
+    successors: Sequence[Block] = (),
+    regions: Sequence[Region] = (),
+) -> None:
+    """xDSL's `Operation.__init__` (every op built by a constructor or `create` goes
+    through it: `IRDLOperation.__init__` calls it by name), field for field, without
+    its generators and empty loops: the operand and successor setters (a generator,
+    a tuple, two `zip` loops each, though a new op has nothing to unlink) and the
+    unknown location's lazy import. The same op: operands, then results, properties,
+    attributes, location, successors (their uses added in order through `add_use`),
+    regions through `add_region`, then `__post_init__`. An op that is not new (being
+    initialized again) or whose class puts an `__init__` after `Operation`'s in its
+    MRO takes xDSL's own."""
+    if self._operands or self._successors or not _init_is_plain(type(self)):  # pyright: ignore[reportPrivateUsage]
+        _XDSL_INIT(
+            self,
+            operands=operands,
+            result_types=result_types,
+            properties=properties,
+            attributes=attributes,
+            location=location,
+            successors=successors,
+            regions=regions,
+        )
+        return
+    values = SSAValues(operands)
+    uses = tuple([Use(self, index) for index in range(len(values))]) if values else ()
+    for value, use in zip(values, uses, strict=True):
+        value.add_use(use)
+    self._operands = values  # pyright: ignore[reportPrivateUsage]
+    self._operand_uses = uses  # pyright: ignore[reportPrivateUsage]
+    self.results = SSAValues(
+        [OpResult(result_type, self, index) for index, result_type in enumerate(result_types)]
+    )
+    self.properties = dict(properties)
+    self.attributes = dict(attributes)
+    self.location = UNKNOWN_LOC if location is None else location
+    targets = tuple(successors)
+    target_uses = tuple([Use(self, index) for index in range(len(targets))]) if targets else ()
+    for block, use in zip(targets, target_uses, strict=True):
+        block.add_use(use)
+    self._successors = targets  # pyright: ignore[reportPrivateUsage]
+    self._successor_uses = target_uses  # pyright: ignore[reportPrivateUsage]
+    self.regions = ()
+    for region in regions:
+        self.add_region(region)
+    self.__post_init__()
+
+
 _PATCHES = (
     ScopedPatch(Operation, "clone", fast_clone),
     ScopedPatch(Block, "_attach_op", attach_op),
+    ScopedPatch(Operation, "__init__", operation_init),
 )
 
 
 @contextmanager
-def fast_clones() -> Iterator[None]:
-    """Within the block (a compile), `Operation.clone` is `fast_clone` and
-    `Block._attach_op` is `attach_op`: the same IR, the same errors. Reentrant and
-    thread-safe (`core/scoped_patch.py`)."""
-    with _PATCHES[0].active(), _PATCHES[1].active():
+def fast_building() -> Iterator[None]:
+    """Within the block (a compile), `Operation.clone` is `fast_clone`,
+    `Block._attach_op` is `attach_op` and `Operation.__init__` is `operation_init`:
+    the same IR, the same errors. Reentrant and thread-safe (`core/scoped_patch.py`)."""
+    with _PATCHES[0].active(), _PATCHES[1].active(), _PATCHES[2].active():
         yield
 
 
-__all__ = ["attach_op", "fast_clone", "fast_clones"]
+__all__ = ["attach_op", "fast_building", "fast_clone", "operation_init"]

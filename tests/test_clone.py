@@ -4,13 +4,22 @@ same order of every use list (the new values' and the values outside the clone).
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
-from lamina.core.clone import _XDSL_CLONE, _fast, attach_op, fast_clone, fast_clones
+from lamina.core.clone import (
+    _XDSL_CLONE,
+    _XDSL_INIT,
+    _fast,
+    attach_op,
+    fast_building,
+    fast_clone,
+    operation_init,
+)
 from lamina.core.context import make_context
 from lamina.core.diagnostics import parse_module
 from lamina.dialects import loop
@@ -142,7 +151,7 @@ def test_a_loop_with_a_string_kind_takes_its_own_create():
         p.apply(ctx, module)
     for_op = next(op for op in module.walk() if isinstance(op, loop.ForOp))
     for_op.properties["kind"] = StringAttr("parallel")
-    with fast_clones():
+    with fast_building():
         assert Operation.clone is fast_clone
         copy = for_op.clone()
     assert Operation.clone is _XDSL_CLONE
@@ -177,6 +186,75 @@ def test_attach_op_checks_as_xdsl_does(attach):
     copy = _XDSL_CLONE(leaf, clone_operands=False)
     attach(inner, copy)
     assert copy.parent is inner
-    with fast_clones():
+    with fast_building():
         assert Block._attach_op is attach_op
     assert Block._attach_op is _XDSL_ATTACH
+
+
+def _fields(op: Operation) -> list:
+    """An op's instance fields in order, values by what they hold (uses by position)."""
+    out = []
+    for key, value in vars(op).items():
+        if key in ("_operand_uses", "_successor_uses"):
+            value = [(u.index, u.operation is op) for u in value]
+        elif key == "results":
+            value = [(r.type, r.index, r.op is op) for r in value]
+        elif key == "regions":
+            value = [r.parent is op for r in value]
+        out.append((key, value))
+    return out
+
+
+@pytest.mark.parametrize("name", ["cnn.mlir", "attention.mlir"])
+def test_operation_init_builds_xdsls_ops(name):
+    """Every op of every phase rebuilt through `create` (xDSL's `Operation.__init__`
+    and `operation_init`): the same fields in the same order, each operand's use list
+    in the same order."""
+    ctx = make_context()
+    module = parse_module(ctx, (EXAMPLES / name).read_text(), name)
+    for p in passes_for_module("default", module, None):
+        p.apply(ctx, module)
+        for op in list(module.walk())[1:300]:
+            built = []
+            for patched in (False, True):
+                kwargs = dict(
+                    operands=op.operands,
+                    result_types=op.result_types,
+                    properties=op.properties,
+                    attributes=op.attributes,
+                    successors=[],
+                )
+                if patched:
+                    with fast_building():
+                        assert Operation.__init__ is operation_init
+                        new = type(op).create(**kwargs)
+                else:
+                    new = type(op).create(**kwargs)
+                built.append(new)
+            a, b = built
+            assert _fields(a) == _fields(b)
+            for value in set(op.operands):
+                uses = list(value.uses)
+                assert [u.index for u in uses if u.operation is a] == [
+                    u.index for u in uses if u.operation is b
+                ]
+            a.drop_all_references()
+            b.drop_all_references()
+    assert Operation.__init__ is _XDSL_INIT
+
+
+@pytest.mark.parametrize("name", ["cnn.mlir", "attention.mlir", "residual.mlir"])
+def test_pipeline_prints_the_same_with_fast_building(name):
+    """The default pipeline with and without `fast_building`: the same module after
+    every pass (what the passes decide depends on use lists and clones)."""
+    texts = []
+    for patched in (False, True):
+        ctx = make_context()
+        module = parse_module(ctx, (EXAMPLES / name).read_text(), name)
+        phases = []
+        with fast_building() if patched else nullcontext():
+            for p in passes_for_module("default", module, None):
+                p.apply(ctx, module)
+                phases.append(str(module))
+        texts.append(phases)
+    assert texts[0] == texts[1]
