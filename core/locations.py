@@ -56,7 +56,14 @@ _LOCATIONS = (UnknownLoc, FileLineColLoc, CallSiteLoc, NameLoc, FusedLoc)
 
 
 def is_known(loc: Attribute) -> bool:
-    return not isinstance(loc, UnknownLoc | NoneAttr)
+    """Is `loc` a location (not `UnknownLoc`, not `NoneAttr`)? Asked once per class
+    (`_known_classes`): this runs for every op after every pass, and an `isinstance`
+    against xDSL's attribute classes goes through `ABCMeta.__instancecheck__`."""
+    kind = type(loc)
+    answer = _known_classes.get(kind)
+    if answer is None:
+        answer = _known_classes[kind] = not isinstance(loc, UnknownLoc | NoneAttr)
+    return answer
 
 
 def file_line_col(loc: Attribute) -> FileLineColLoc | None:

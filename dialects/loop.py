@@ -95,6 +95,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from lamina.core.clone import PLAIN_CREATE
 from lamina.core.symbols import lookup_symbol
 from lamina.dialects.common import (
     UndefLikeOp,
@@ -415,6 +416,14 @@ class ForOp(IRDLOperation):
         if not iter_vars:
             ensure_terminator(op, SingleBlockImplicitTerminator(YieldOp))
         return op
+
+
+def _kind_not_a_string(op: Operation) -> bool:
+    """`ForOp.create` is `Operation.create` for a loop whose kind is not a string."""
+    return not isinstance(op.properties.get("kind"), StringAttr)
+
+
+PLAIN_CREATE[ForOp] = _kind_not_a_string  # core/clone.py: `fast_clone` builds these
 
 
 def _new_block(arg_types: Sequence[Attribute], with_yield: bool) -> Block:

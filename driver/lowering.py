@@ -27,6 +27,7 @@ from lamina.backends.kernel_reuse import (
 )
 from lamina.backends.parallel_lowering import ParallelLoweringFailed, abandon_all
 from lamina.core.accessors import fast_accessors
+from lamina.core.clone import fast_building
 from lamina.core.context import make_context
 from lamina.core.diagnostics import parse_module, verify_module
 from lamina.core.gc_pauses import fewer_gc_pauses
@@ -217,9 +218,9 @@ def compile_cold(
     request: CompileRequest, recorder: StatsRecorder, instruments: Instruments | None = None
 ) -> Executable:
     """Parse, run the pipeline phase by phase, JIT-compile (with fewer GC pauses and
-    xDSL's walk in one generator, `core/walk.py`, and its named operands read
-    directly, `core/accessors.py`)."""
-    with fewer_gc_pauses(), fast_walks(), fast_accessors():
+    xDSL's walk in one generator, `core/walk.py`, its named operands read
+    directly, `core/accessors.py`, and its clone in one pass, `core/clone.py`)."""
+    with fewer_gc_pauses(), fast_walks(), fast_accessors(), fast_building():
         try:
             return _compile_cold_steps(request, recorder, instruments, parallel=True)
         except ParallelLoweringFailed:  # the lowering process failed: all in this one

@@ -171,6 +171,23 @@ def test_operator_changed_after_the_audited_opset(monkeypatch) -> None:
         frontend.import_model(model)
 
 
+def test_schema_not_asked_at_or_below_the_audited_opset(monkeypatch) -> None:
+    """The definition in force at an opset is from that opset or older: a model at or
+    below the audited opset never needs ONNX's schema registry (25 ms to set up)."""
+    from lamina.frontends import onnx as frontend
+
+    def asked(op_type: str, opset: int) -> int:
+        raise AssertionError(f"schema of {op_type} asked at opset {opset}")
+
+    monkeypatch.setattr(frontend, "_since_version", asked)
+    monkeypatch.setattr(frontend, "AUDITED_OPSET", 22)
+    model, _ = _conv_model(opset=22)
+    frontend.import_model(model)
+    monkeypatch.setattr(frontend, "AUDITED_OPSET", 21)  # above it: asked (and refused)
+    with pytest.raises(AssertionError, match="schema of Conv asked at opset 22"):
+        frontend.import_model(model)
+
+
 def test_unconvertible_old_opset(tmp_path, capsys) -> None:
     """An operator the converter does not know: a clear error, not its assertion text alone."""
     node = helper.make_node("NoSuchOp", ["x"], ["y"], name="odd")
