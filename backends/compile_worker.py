@@ -66,34 +66,25 @@ IDLE_PASSES = (
 KERNEL_OPT_LEVEL_ENV = "LAMINA_KERNEL_OPT_LEVEL"
 """Environment variable: the pass pipeline's speed level for kernel units (2 or 3)."""
 
-KERNEL_OPT_LEVEL_LEAN = 2
-"""The speed level of LLVM's pipeline for a kernel unit on an AVX-512 CPU other than
-AMD's (`kernel_opt_level`); elsewhere kernels keep `OPT_LEVEL`. The host unit and a
-module compiled whole always get `OPT_LEVEL`."""
-
 
 def kernel_opt_level(cpu: str = "", features: tuple[str, ...] | frozenset[str] = ()) -> int:
     """The pipeline level kernel units for CPU `cpu` (LLVM's name) with instruction-set
-    `features` are optimized at: `LAMINA_KERNEL_OPT_LEVEL` (2 or 3) if set, else 2 on
-    AVX-512 CPUs other than AMD's Zen, 3 elsewhere.
+    `features` are optimized at: `LAMINA_KERNEL_OPT_LEVEL` (2 or 3) if set, else
+    `OPT_LEVEL` (3) on every CPU. The host unit and a module compiled whole always
+    get `OPT_LEVEL`.
 
     Level 2 keeps the loop and SLP vectorizers, interleaving and the unrollers (Lamina's
     IR has no vector types: every kernel needs them) and drops what LLVM does at 3 only
     (non-trivial loop unswitching, argument promotion, the larger unrolling and
-    inlining thresholds). Lamina's kernels arrive tiled, register-blocked and
-    unrolled; on the Intel Xeon (emeraldrapids) level 2 cut O3's CPU time on the
-    kernel units of ResNet-50, DenseNet-121, MobileNetV2 and GoogLeNet by 10-22 %,
-    with the networks' outputs bit-identical and their run time within the noise
-    (docs/compile-speed.md, "A leaner pipeline for the kernels"). Not measured on
-    Zen 4 or AVX2-only CPUs, which keep 3."""
-    from lamina.runtime.host import amd_zen
-
+    inlining thresholds). On the Intel Xeon (emeraldrapids) it cut the optimization's
+    CPU time on the kernel units of ResNet-50, DenseNet-121, MobileNetV2 and GoogLeNet
+    by 10-22 %, outputs bit-identical; the networks' run time stayed within the noise
+    but for DenseNet-121 (1.002, 1.020, 1.043 of O3's in three runs), which is why it
+    is not the default (docs/compile-speed.md, "A leaner pipeline for the kernels").
+    `cpu` and `features` are where a default by CPU would be decided."""
+    del cpu, features  # one default everywhere until a CPU's run time proves otherwise
     explicit = kernel_opt_level_set()
-    if explicit is not None:
-        return explicit
-    if "avx512f" in features and not amd_zen(cpu):
-        return KERNEL_OPT_LEVEL_LEAN
-    return OPT_LEVEL
+    return OPT_LEVEL if explicit is None else explicit
 
 
 def kernel_opt_level_set() -> int | None:
