@@ -82,12 +82,13 @@ def facts(target: CodeTarget, jit: bool = True) -> str:
     """Everything besides a kernel's text that shapes its object code for `target`:
     also the LLVM options units are built with (backends/compile_worker.py), and
     whether it is JIT code or position-independent code for a library (`jit`)."""
-    found = _facts(target, compile_worker.options_in_effect())
+    level = compile_worker.kernel_opt_level(target.cpu, target.required)
+    found = _facts(target, compile_worker.options_in_effect(), level)
     return found if jit else f"{found}\ncode=pic"
 
 
 @cache
-def _facts(target: CodeTarget, options: tuple[str, ...]) -> str:
+def _facts(target: CodeTarget, options: tuple[str, ...], kernel_level: int) -> str:
     import sys
 
     import llvmlite
@@ -107,6 +108,7 @@ def _facts(target: CodeTarget, options: tuple[str, ...]) -> str:
             target.key,
             f"triple={llvm.get_process_triple()}",
             f"opt={codegen.OPT_LEVEL}",
+            f"kernel_opt={kernel_level}",
             f"llvm={'.'.join(map(str, llvm.llvm_version_info))}",
             f"llvmlite={llvmlite.__version__}",
             f"codegen={sources.hexdigest()}",
@@ -290,6 +292,11 @@ def unit_spec(unit: KernelUnit | str, target: CodeTarget, jit: bool = True):
         runtime_symbols=_RUNTIME_SYMBOLS,
         export_runtime=is_host,
         hide_lamina=not jit,
+        opt_level=(
+            compile_worker.OPT_LEVEL
+            if is_host
+            else compile_worker.kernel_opt_level(target.cpu, target.required)
+        ),
     )
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import threading
 from dataclasses import asdict, dataclass
@@ -353,6 +354,7 @@ class ReuseKernelsPass(ModulePass):
         reused: dict[str, str] = {}
         failing: list[str] = []
         weights: dict[str, int] = {}
+        windowed: set[str] = set()
         profiled: dict[str, str] = {}
         for func in funcs:
             name = func.sym_name.data
@@ -365,6 +367,8 @@ class ReuseKernelsPass(ModulePass):
                 reused[name] = record.symbol
             elif name not in pending:  # a pending kernel's key is known after lowering
                 weights[name] = _weight(func)
+                if _has_window(func):
+                    windowed.add(name)
         # The loop functions' names, as lower-te will choose them (module order).
         taken = symbol_names(op)
         loop_names: dict[str, str] = {}
@@ -403,12 +407,15 @@ class ReuseKernelsPass(ModulePass):
                 {loop_names[n]: StringAttr(v) for n, v in scopes.items()}
             )
         if self.parallel is not None:
-            self._delegate(op, weights, keys, loop_names, scopes)
+            deal_weights = {  # the deal's only: the families' scopes keep `_weight`
+                n: w * WINDOW_WEIGHT if n in windowed else w for n, w in weights.items()
+            }
+            self._delegate(op, deal_weights, keys, loop_names, scopes)
 
     def _delegate(
         self,
         op: ModuleOp,
-        weights: dict[str, int],
+        weights: dict[str, float],
         keys: dict[str, str],
         loop_names: dict,
         scopes: dict[str, str],
@@ -545,6 +552,27 @@ def _weight(func: te.FuncOp) -> int:
         if isinstance(op, te.ComputeOp) and op.reduce_extents and op.reduce_extents.get_values():
             weight += REDUCTION_OP_WEIGHT * sum(1 for _ in op.body.walk())
     return weight
+
+
+WINDOW_WEIGHT = 1.5
+"""What a kernel reducing over a spatial window (a 3x3 or 7x7 convolution: reduce
+extents `[c, kh, kw, lanes]` with `kh * kw > 1`) weighs in the deal of
+`parallel_lowering.deal` against `_weight`: `schedule` unrolls the window's taps into
+its register blocks, so such a kernel's LLVM IR (the Python lowering's and LLVM's
+work) is about twice a 1x1 convolution's at the same channels (ResNet-50's 3x3
+convolutions: 70-82 KB of IR against 37-45 KB). With `_weight` alone the lowering
+process got 0.67-0.71 of ResNet-50's kernel cost for 0.55 of the weight, and the
+compile's process waited for it (docs/compile-speed.md)."""
+
+
+def _has_window(func: te.FuncOp) -> bool:
+    """Does a reducing `te.compute` of `func` reduce over a spatial window (`WINDOW_WEIGHT`)?"""
+    for op in func.walk():
+        if isinstance(op, te.ComputeOp) and op.reduce_extents:
+            extents = list(op.reduce_extents.get_values())
+            if len(extents) >= 3 and math.prod(extents[1:-1]) > 1:
+                return True
+    return False
 
 
 def module_keys(module: ModuleOp, attr: str) -> dict[str, str]:

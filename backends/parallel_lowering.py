@@ -106,7 +106,7 @@ not their lowering (DenseNet-121's 57 1x1 convolutions: 10.3 s of LLVM CPU alone
 
 
 def deal(
-    weights: dict[str, int], share: float = CHILD_SHARE, families: dict[str, str] | None = None
+    weights: dict[str, float], share: float = CHILD_SHARE, families: dict[str, str] | None = None
 ) -> set[str]:
     """The child's kernels: dealt largest first to the side furthest below its share
     of the weight dealt so far. Deterministic for the same weights.

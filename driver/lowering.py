@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 from xdsl.dialects.builtin import ModuleOp
 
-from lamina.backends import kernel_families
+from lamina.backends import compile_worker, kernel_families
 from lamina.backends.codegen import cache_stats, compile_module, split_enabled, uses_openmp
 from lamina.backends.kernel_reuse import (
     AwaitKernelsPass,
@@ -189,6 +189,9 @@ def with_kernel_reuse(
     extra = {} if jit else {"code": "pic"}
     if not kernel_families.enabled():  # a kernel's record says whether it has a family
         extra["families"] = "off"
+    level = compile_worker.kernel_opt_level_set()  # unset: the target's (in the context)
+    if level is not None:  # a record names its unit's key, made at that level
+        extra["kernel_opt"] = str(level)
     context = key(
         pipeline_spec_string(keyed),
         filename="",
