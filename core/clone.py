@@ -47,9 +47,10 @@ from lamina.core.scoped_patch import ScopedPatch
 _XDSL_CLONE = Operation.clone
 """xDSL's own `Operation.clone` (what `fast_clone` replaces within a compile)."""
 
-_plain: dict[
-    type, tuple[tuple[tuple[str, object], ...], tuple[tuple[str, object], ...]] | None
-] = {}
+_Defaults = tuple[tuple[tuple[str, Attribute], ...], tuple[tuple[str, Attribute], ...]]
+"""An op class's default properties and attributes: (name, value) pairs each."""
+
+_plain: dict[type, _Defaults | None] = {}
 """Op class → its default properties and attributes (what `IRDLOperation.__post_init__`
 fills in), or None when `fast_clone` leaves the class to its own `clone`."""
 
@@ -71,9 +72,7 @@ def _owner(cls: type, name: str) -> type | None:
     return next((k for k in cls.__mro__ if name in k.__dict__), None)
 
 
-def _defaults(
-    cls: type,
-) -> tuple[tuple[tuple[str, object], ...], tuple[tuple[str, object], ...]] | None:
+def _defaults(cls: type) -> _Defaults | None:
     if cls in _plain:
         return _plain[cls]
     found = None
@@ -88,16 +87,19 @@ def _defaults(
         and getattr(cls, "name", "")
     ):
         op_def = cls.get_irdl_definition()
-        found = tuple(
-            tuple(
-                (name, d.default_value)
-                for name, d in defs.items()
-                if not isinstance(d, OptionalDef) and d.default_value is not None
-            )
-            for defs in (op_def.properties, op_def.attributes)
-        )
+        found = (_given(op_def.properties), _given(op_def.attributes))
     _plain[cls] = found
     return found
+
+
+def _given(defs: Mapping[str, object]) -> tuple[tuple[str, Attribute], ...]:
+    """The (name, default) pairs of the definitions in `defs` that have a default."""
+    pairs: list[tuple[str, Attribute]] = []
+    for name, d in defs.items():
+        default = getattr(d, "default_value", None)
+        if not isinstance(d, OptionalDef) and isinstance(default, Attribute):
+            pairs.append((name, default))
+    return tuple(pairs)
 
 
 def _fast(op: Operation) -> bool:
@@ -114,12 +116,11 @@ def _hint(value: SSAValue, name: str | None) -> None:
     if name is None:
         value._name = None  # pyright: ignore[reportPrivateUsage]
         return
-    stored = _hints.get(name, _hints)
-    if stored is _hints:
+    if name in _hints:
+        value._name = _hints[name]  # pyright: ignore[reportPrivateUsage]
+    else:
         value.name_hint = name
         _hints[name] = value.name_hint
-    else:
-        value._name = stored  # pyright: ignore[reportPrivateUsage]
 
 
 def fast_clone(
@@ -165,7 +166,7 @@ def fast_clone(
     return new
 
 
-_NO_OPERANDS = SSAValues(())
+_NO_OPERANDS: SSAValues[SSAValue] = SSAValues(())
 _NO_ATTRIBUTES: dict[str, Attribute] = {}
 
 
