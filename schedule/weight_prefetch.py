@@ -217,6 +217,9 @@ def prefetch_next_chunk(
         return False
     if trips > CHUNK_PREFETCH_MAX_BLOCKS:
         return False
+    steps = _chunk_steps(blocks) if spread else None
+    if steps is not None and _rows_between(channels, chunks):
+        return False
     assert bound is not None and jam is not None and lb is not None and step_ is not None
     iv = channels.body.block.args[0]
     weights = {id(load.buffer): load for load in _weight_loads(chunks, iv)}
@@ -242,7 +245,6 @@ def prefetch_next_chunk(
     ops += [back := arith.MuliOp(wrap, count), base := arith.SubiOp(nxt, back)]
     ops += [ahead := arith.MuliOp(wrap, width), co := arith.AddiOp(iv, ahead)]
     ops += [rel := arith.SubiOp(g, first), nth := arith.DivUIOp(rel, stride)]
-    steps = _chunk_steps(blocks) if spread else None
     if steps is not None:
         where = _Next(load.buffer, locality, base, co, end, zero, nth)
         ops += _spread_lines(steps, trips, chunk, rows, line, jam, where)
@@ -262,6 +264,21 @@ def prefetch_next_chunk(
     Rewriter.insert_op(body, InsertPoint.at_start(channels_.body.block))
     Rewriter.insert_op(ops, InsertPoint.at_start(blocks.body.block))
     return True
+
+
+def _rows_between(channels: loop.ForOp, chunks: loop.ForOp) -> bool:
+    """Whether a loop of several steps lies between the jammed channel loop and
+    the chunk loop: rows of the image that share each output-channel step's
+    weights (a 14x14 image two cores split into 4 rows of 49 pixels). Each row
+    after the first reads the step's weights from L2 again, and the last chunk
+    of a row is followed by the first of the next row, not of the next step, so
+    the spread prefetch leaves such rows alone (not measured to gain)."""
+    op = chunks.parent_op()
+    while op is not None and op is not channels:
+        if isinstance(op, loop.ForOp) and (prim.trip_count(op) or 2) > 1:
+            return True
+        op = op.parent_op()
+    return False
 
 
 def _chunk_steps(blocks: loop.ForOp) -> loop.ForOp | None:

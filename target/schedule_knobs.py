@@ -461,7 +461,10 @@ class ScheduleKnobs:
     rounds): the 7x7 1x1 kernels 0.87-0.91x the time with 1 against
     0.93-0.94x with 0, each against no prefetch; rows of more than 16
     register blocks (`CHUNK_PREFETCH_MAX_BLOCKS`, 14x14 images) still take
-    no prefetch (spread, they measured no gain). 1 where
+    no prefetch (spread, they measured no gain), nor, spread, the rows of 49
+    pixels two cores split a 14x14 image into (they share each step's
+    weights; two threads measured 0.89-0.97x the time with it on a
+    machine shared with other jobs). 1 where
     `conv_chunk_prefetch` is on by default (two 512-bit FMA pipes)."""
 
     conv_flatten_min_steps_per_core: int = 4
