@@ -86,6 +86,8 @@ class ScheduleRulePass(LaminaPass):
                 conv_chunk_min_channels=derived.conv_chunk_min_channels,
                 matmul_panel_group=derived.matmul_panel_group,
                 conv_weight_prefetch=derived.conv_weight_prefetch,
+                conv_chunk_prefetch=derived.conv_chunk_prefetch,
+                conv_chunk_prefetch_spread=derived.conv_chunk_prefetch_spread,
                 winograd_channel_jam=derived.winograd_channel_jam,
                 winograd_jam_l1_bytes=derived.winograd_jam_l1_bytes,
             )
@@ -139,6 +141,7 @@ class RegisterBlockOptions:
     matmul_panel_group: int | None = None
     conv_weight_prefetch: int | None = None
     conv_chunk_prefetch: int | None = None
+    conv_chunk_prefetch_spread: int | None = None
     block_rows_outside_columns: int | None = None
     winograd_channel_jam: int | None = None
     winograd_jam_l1_bytes: int | None = None

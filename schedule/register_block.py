@@ -463,6 +463,8 @@ def block_reductions(func: loop.FuncOp, facts: CpuFacts, base_knobs: ScheduleKno
                         channels.attributes[CHUNK_PREFETCH_ATTR] = IntegerAttr(
                             knobs.conv_chunk_prefetch, 64
                         )
+                        if knobs.conv_chunk_prefetch_spread:
+                            channels.attributes[CHUNK_SPREAD_ATTR] = IntegerAttr(1, 64)
             blocked += 1
     return blocked
 
@@ -612,6 +614,10 @@ CHUNK_PREFETCH_ATTR = "lamina.chunk_prefetch"
 """Cache level (`llvm.prefetch` locality) a chunked pointwise convolution
 prefetches its next chunk's weights into (`conv_chunk_prefetch`,
 `prefetch_next_chunk`), set with `REDUCTION_CHUNK_ATTR`."""
+
+CHUNK_SPREAD_ATTR = "lamina.chunk_prefetch_spread"
+"""Set with `CHUNK_PREFETCH_ATTR` (`conv_chunk_prefetch_spread`): the
+prefetches are spread over every input-channel step of the register blocks."""
 
 
 def _channel_blocks_loop(nest: ReductionNest) -> tuple[loop.ForOp | None, int]:
@@ -1062,6 +1068,7 @@ def jam_channel_blocks(func: loop.FuncOp, prefetch_locality: int = 0) -> int:
         attr = channels.attributes.pop(CHANNEL_JAM_ATTR, None)
         chunk = channels.attributes.pop(REDUCTION_CHUNK_ATTR, None)
         ahead = channels.attributes.pop(CHUNK_PREFETCH_ATTR, None)
+        spread = channels.attributes.pop(CHUNK_SPREAD_ATTR, None) is not None
         rows = channels.attributes.pop(ROW_JAM_ATTR, None)
         outer = channels
         if isinstance(attr, IntegerAttr):
@@ -1074,7 +1081,7 @@ def jam_channel_blocks(func: loop.FuncOp, prefetch_locality: int = 0) -> int:
                 prefetch_next_blocks(outer, attr.value.data, prefetch_locality)
         if isinstance(chunk, IntegerAttr):
             locality = ahead.value.data if isinstance(ahead, IntegerAttr) else 0
-            chunk_reductions(outer, chunk.value.data, locality if attr is not None else 0)
+            chunk_reductions(outer, chunk.value.data, locality if attr is not None else 0, spread)
     return jammed
 
 
@@ -1089,7 +1096,9 @@ def _jam_rows(channels: loop.ForOp, rows: int) -> None:
     prim.unroll_and_jam(inner)
 
 
-def chunk_reductions(channels: loop.ForOp, chunk: int, prefetch_locality: int = 0) -> int:
+def chunk_reductions(
+    channels: loop.ForOp, chunk: int, prefetch_locality: int = 0, spread: bool = False
+) -> int:
     """Split the reduction of every row of register blocks under `channels`
     into chunks of `chunk` input-channel blocks, the chunk loop outside the
     blocks (docs/performance.md, "Reduction chunks of the AVX2 pointwise
@@ -1108,7 +1117,9 @@ def chunk_reductions(channels: loop.ForOp, chunk: int, prefetch_locality: int = 
     one block (the row's tail block) is left alone: nothing shares its
     chunk. With `prefetch_locality` (`conv_chunk_prefetch`), each block of
     a chunk first prefetches its share of the next chunk's weights
-    (`prefetch_next_chunk`). Returns how many block loops were chunked."""
+    (`prefetch_next_chunk`), or with `spread` (`conv_chunk_prefetch_spread`)
+    each step of its `cbi` a few lines of them. Returns how many block loops
+    were chunked."""
     rows = [
         o
         for o in channels.walk()
@@ -1132,7 +1143,7 @@ def chunk_reductions(channels: loop.ForOp, chunk: int, prefetch_locality: int = 
         prim.split(reduction, chunk)
         chunks = prim.interchange(blocks)
         if prefetch_locality:
-            prefetch_next_chunk(channels, chunks, blocks, chunk, prefetch_locality)
+            prefetch_next_chunk(channels, chunks, blocks, chunk, prefetch_locality, spread)
         chunked += 1
     return chunked
 

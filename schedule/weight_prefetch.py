@@ -43,9 +43,28 @@ next step's first chunk:
           } } }
           for cbi … { R }
     } } }
+
+With `spread` (`conv_chunk_prefetch_spread`) the same lines are dealt out over
+every step of `cbi` instead, a few per step (`_spread_lines`): a block's
+share at its head is up to 64 prefetches at once, more than the core keeps
+in flight, while the 8 x 9 steps of a 7x7 image's chunk take 8 lines each:
+
+        for px in G blocks {
+          for cbi in [0, S) {
+            for u in [s * share, min((s + 1) * share, U)) {   // s = px * S + cbi
+              ci = u / (rows / line); k = u % (rows / line) * line
+              prefetch w[min(co + j + w * F, C - 1), c + ci, 0, 0, k, 0]   for j < F
+            }
+            for lane … { R }
+        } }
+
+LLVM still keeps the accumulators in registers across `cbi`: a prefetch writes
+nothing the program reads.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType
@@ -178,7 +197,12 @@ measured no gain."""
 
 
 def prefetch_next_chunk(
-    channels: loop.ForOp, chunks: loop.ForOp, blocks: loop.ForOp, chunk: int, locality: int
+    channels: loop.ForOp,
+    chunks: loop.ForOp,
+    blocks: loop.ForOp,
+    chunk: int,
+    locality: int,
+    spread: bool = False,
 ) -> bool:
     """Put the chunked prefetch nest of the module docstring at the head of each
     step of `blocks` (a row's register blocks, the one loop of the chunk loop
@@ -189,7 +213,12 @@ def prefetch_next_chunk(
         return False
     bound, jam = int_constant(channels.ub), int_constant(channels.step)
     trips, lb, step_ = prim.trip_count(blocks), int_constant(blocks.lb), int_constant(blocks.step)
-    if None in (bound, jam, lb, step_) or trips < 1 or trips > CHUNK_PREFETCH_MAX_BLOCKS:
+    if None in (bound, jam, lb, step_) or trips < 1:
+        return False
+    if trips > CHUNK_PREFETCH_MAX_BLOCKS:
+        return False
+    steps = _chunk_steps(blocks) if spread else None
+    if steps is not None and _rows_between(channels, chunks):
         return False
     assert bound is not None and jam is not None and lb is not None and step_ is not None
     iv = channels.body.block.args[0]
@@ -216,6 +245,11 @@ def prefetch_next_chunk(
     ops += [back := arith.MuliOp(wrap, count), base := arith.SubiOp(nxt, back)]
     ops += [ahead := arith.MuliOp(wrap, width), co := arith.AddiOp(iv, ahead)]
     ops += [rel := arith.SubiOp(g, first), nth := arith.DivUIOp(rel, stride)]
+    if steps is not None:
+        where = _Next(load.buffer, locality, base, co, end, zero, nth)
+        ops += _spread_lines(steps, trips, chunk, rows, line, jam, where)
+        Rewriter.insert_op(ops, InsertPoint.at_start(blocks.body.block))
+        return True
     ops += [lo := arith.MuliOp(nth, per), up := arith.AddiOp(lo, per)]
     ops += [hi := arith.MinSIOp(up, size), channels_ := loop.ForOp(lo, hi, one)]
     ci = channels_.body.block.args[0]
@@ -230,6 +264,96 @@ def prefetch_next_chunk(
     Rewriter.insert_op(body, InsertPoint.at_start(channels_.body.block))
     Rewriter.insert_op(ops, InsertPoint.at_start(blocks.body.block))
     return True
+
+
+def _rows_between(channels: loop.ForOp, chunks: loop.ForOp) -> bool:
+    """Whether a loop of several steps lies between the jammed channel loop and
+    the chunk loop: rows of the image that share each output-channel step's
+    weights (a 14x14 image two cores split into 4 rows of 49 pixels). Each row
+    after the first reads the step's weights from L2 again, and the last chunk
+    of a row is followed by the first of the next row, not of the next step, so
+    the spread prefetch leaves such rows alone (not measured to gain)."""
+    op = chunks.parent_op()
+    while op is not None and op is not channels:
+        if isinstance(op, loop.ForOp) and (prim.trip_count(op) or 2) > 1:
+            return True
+        op = op.parent_op()
+    return False
+
+
+def _chunk_steps(blocks: loop.ForOp) -> loop.ForOp | None:
+    """The loop over a chunk's input-channel blocks inside a register block (`cbi`:
+    the one serial loop of `blocks`' body, from 0 in steps of 1), else None."""
+    serial = [
+        o
+        for o in prim.body_ops(blocks)
+        if isinstance(o, loop.ForOp) and o.kind_name != LoopKind.VECTORIZED
+    ]
+    if len(serial) != 1:
+        return None
+    (steps,) = serial
+    if int_constant(steps.lb) != 0 or int_constant(steps.step) != 1:
+        return None
+    if prim.trip_count(steps) is None:
+        return None
+    return steps
+
+
+class _Next(NamedTuple):
+    """Where `prefetch_next_chunk`'s lines are: the weights, the locality, and
+    the index values at the head of a register block."""
+
+    buffer: SSAValue
+    locality: int
+    base: Operation
+    """The next chunk's first input-channel block."""
+    co: Operation
+    """The next chunk's first output-channel block."""
+    end: Operation
+    """The last output-channel block (the clamp)."""
+    zero: Operation
+    nth: Operation
+    """The register block's number in its row (0-based)."""
+
+
+def _spread_lines(
+    steps: loop.ForOp, blocks: int, chunk: int, rows: int, line: int, jam: int, p: _Next
+) -> list[Operation]:
+    """`prefetch_next_chunk` spread over every input-channel step of every
+    register block: the next chunk's `chunk` x `rows / line` (input-channel
+    block, line) units, each `jam` lines (one per jammed block), are dealt out in
+    order, `share` of them to step `s = nth * S + cbi` of the `blocks` x S steps,
+    so that a few lines are in flight at a time instead of a block's share at
+    its head. Inserts the nest at the head of `steps` (`cbi`); returns the ops
+    for the head of the register block."""
+    index = IndexType()
+
+    def const(v: int) -> arith.ConstantOp:
+        return arith.ConstantOp(IntegerAttr(v, index))
+
+    per_block = rows // line
+    units = chunk * per_block
+    trips = prim.trip_count(steps)
+    share = -(-units // (blocks * trips))
+    head: list[Operation] = [width := const(trips), per := const(share), count := const(units)]
+    head += [first := arith.MuliOp(p.nth, width)]
+    cbi = steps.body.block.args[0]
+    inner: list[Operation] = [one := const(1), slot := arith.AddiOp(first, cbi)]
+    inner += [lo := arith.MuliOp(slot, per), up := arith.AddiOp(lo, per)]
+    inner += [hi := arith.MinSIOp(up, count), deal := loop.ForOp(lo, hi, one)]
+    u = deal.body.block.args[0]
+    body: list[Operation] = [lines := const(per_block), wide := const(line)]
+    body += [ci := arith.DivUIOp(u, lines), kq := arith.RemUIOp(u, lines)]
+    body += [k := arith.MuliOp(kq, wide), at := arith.AddiOp(p.base, ci)]
+    zero = p.zero.results[0]
+    for j in range(jam):
+        body += [off := const(j), block := arith.AddiOp(p.co, off)]
+        body.append(clamped := arith.MinSIOp(block, p.end))
+        indices = [clamped.result, at.result, zero, zero, k.result, zero]
+        body.append(loop.PrefetchOp(p.buffer, indices, p.locality))
+    Rewriter.insert_op(body, InsertPoint.at_start(deal.body.block))
+    Rewriter.insert_op(inner, InsertPoint.at_start(steps.body.block))
+    return head
 
 
 __all__ = ["prefetch_next_blocks", "prefetch_next_chunk"]

@@ -428,7 +428,9 @@ class ScheduleKnobs:
     kernels keep one block over 7 rows and are not jammed) EfficientNet-B0
     measured 1.00x, so 0."""
 
-    conv_chunk_prefetch: int = 0
+    conv_chunk_prefetch: int = field(
+        default=0, metadata={_DERIVED: "2 if wide_fma_pipes >= 2 else 0"}
+    )
     """Cache level a pointwise convolution whose reduction is chunked
     (`conv_reduction_chunk`, `conv_chunk_min_channels`) on a row of at most 16
     register blocks (a 7x7 image) prefetches its next chunk's weights into
@@ -441,8 +443,29 @@ class ScheduleKnobs:
     on Emerald Rapids (one thread, docs/performance.md, "Pointwise
     convolutions in the network, measured against themselves alone"), 2 took
     0.99-1.01x the time of ResNet-50's 7x7 kernels alone and 0.94-0.96x in
-    the network, and the network 0.99-1.02x, within its spread: off unless
-    asked for (`--target 'cpu{conv_chunk_prefetch=2}'`)."""
+    the network, and the network 0.99-1.02x, within its spread. Spread over
+    every input-channel step (`conv_chunk_prefetch_spread`) the 7x7 kernels
+    took 0.87-0.91x the time in the network (docs/performance.md, "Chunk
+    prefetch spread over the reduction"), so 2 on two 512-bit FMA pipes
+    (`wide_fma_pipes`); Zen 4 and AVX2 keep 0 (not measured there)."""
+
+    conv_chunk_prefetch_spread: int = field(
+        default=0, metadata={_DERIVED: "1 if wide_fma_pipes >= 2 else 0"}
+    )
+    """1: `conv_chunk_prefetch` deals the next chunk's weight lines out over
+    every input-channel step of every register block of the current chunk
+    (a few lines per step, `_spread_lines` in schedule/weight_prefetch.py);
+    0: each register block prefetches its share, one input-channel block of
+    the next chunk, at its head (up to 64 lines at once). Measured on
+    Emerald Rapids, ResNet-50 in the network (one thread, interleaved
+    rounds): the 7x7 1x1 kernels 0.87-0.91x the time with 1 against
+    0.93-0.94x with 0, each against no prefetch; rows of more than 16
+    register blocks (`CHUNK_PREFETCH_MAX_BLOCKS`, 14x14 images) still take
+    no prefetch (spread, they measured no gain), nor, spread, the rows of 49
+    pixels two cores split a 14x14 image into (they share each step's
+    weights; two threads measured 0.89-0.97x the time with it on a
+    machine shared with other jobs). 1 where
+    `conv_chunk_prefetch` is on by default (two 512-bit FMA pipes)."""
 
     conv_flatten_min_steps_per_core: int = 4
     """Jammed output-channel steps per core from which a pointwise convolution
@@ -739,6 +762,7 @@ LIST_KNOBS: frozenset[str] = frozenset({"block_vector_choices", "conv_channel_ja
 
 SWITCH_KNOBS = (
     "conv_channel_jam_everywhere",
+    "conv_chunk_prefetch_spread",
     "conv_stem_channel_jam",
     "block_rows_outside_columns",
     "conv_winograd",

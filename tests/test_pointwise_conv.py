@@ -261,24 +261,40 @@ CHUNK_PREFETCH = [
 ]
 
 
+@pytest.mark.parametrize("spread", [0, 1])
 @pytest.mark.parametrize("isa", [HOST, pytest.param(AVX2, marks=needs_avx2)])
 @pytest.mark.parametrize(("cin", "cout", "size", "epilogue", "cores"), CHUNK_PREFETCH)
-def test_chunk_prefetch_matches_onnxruntime(cin, cout, size, epilogue, cores, isa) -> None:
-    """`conv_chunk_prefetch=2` on the chunked pointwise convolutions (a prefetch
-    changes no value); tests/filecheck/passes/schedule-chunk-prefetch.mlir."""
+def test_chunk_prefetch_matches_onnxruntime(cin, cout, size, epilogue, cores, isa, spread) -> None:
+    """`conv_chunk_prefetch=2` on the chunked pointwise convolutions, at each
+    register block's head or spread over its input-channel steps
+    (`conv_chunk_prefetch_spread`; a prefetch changes no value);
+    tests/filecheck/passes/schedule-chunk-prefetch.mlir and
+    schedule-chunk-prefetch-spread.mlir."""
     model, x = _block(cin, cout, size, 1, epilogue)
     options = (
-        f"conv_chunk_min_channels=512 conv_reduction_chunk=128 conv_chunk_prefetch=2 cores={cores}"
+        f"conv_chunk_min_channels=512 conv_reduction_chunk=128 conv_chunk_prefetch=2 "
+        f"conv_chunk_prefetch_spread={spread} cores={cores}"
     )
     target = f"{isa[:-1]} {options}}}" if isa.endswith("}") else f"{isa}{{{options}}}"
     _check(model, x, target)
 
 
-def test_chunk_prefetch_is_off_by_default() -> None:
-    """`conv_chunk_prefetch` is 0 on every CPU (measured no gain on Emerald Rapids)."""
+def test_chunk_prefetch_by_cpu() -> None:
+    """`conv_chunk_prefetch` is 2 and spread (`conv_chunk_prefetch_spread` 1) on two
+    512-bit FMA pipes (Intel Xeon), 0 on Zen 4, generic AVX-512 and AVX2."""
+    from lamina.target.cpu_facts import isa_cpu_facts
     from lamina.target.schedule_knobs import ScheduleKnobs
 
-    assert ScheduleKnobs.for_cpu(host_cpu_facts()).conv_chunk_prefetch == 0
+    host = host_cpu_facts()
+    cases = {"sapphirerapids": (2, 1), "znver4": (0, 0), "x86-64-v4": (0, 0), "haswell": (0, 0)}
+    for name, want in cases.items():
+        features = isa_cpu_facts(name).features if name != host.cpu_name else host.features
+        bits, registers = (512, 32) if "avx512f" in features else (256, 16)
+        facts = host.replace(
+            cpu_name=name, features=features, vector_bits=bits, vector_registers=registers
+        )
+        knobs = ScheduleKnobs.for_cpu(facts)
+        assert (knobs.conv_chunk_prefetch, knobs.conv_chunk_prefetch_spread) == want, name
 
 
 def test_wide_fma_pipes_decides_the_reduction_chunks() -> None:

@@ -1,5 +1,5 @@
-// RUN: lamina-opt %s -p 'schedule{cores=1 conv_chunk_prefetch=2}' | filecheck %s
-// RUN: lamina-opt %s -p 'schedule{cores=1}' | filecheck %s --check-prefix=OFF
+// RUN: lamina-opt %s -p 'schedule{cores=1 conv_chunk_prefetch=2 conv_chunk_prefetch_spread=0}' | filecheck %s
+// RUN: lamina-opt %s -p 'schedule{cores=1 conv_chunk_prefetch=0}' | filecheck %s --check-prefix=OFF
 // RUN: lamina-opt %s -p 'schedule{cores=1 conv_chunk_prefetch=2 conv_chunk_min_channels=0}' | filecheck %s --check-prefix=OFF
 // The module pins a Sapphire Rapids target (two 512-bit FMA pipes, 48 KiB
 // L1d, 2 MiB L2): `conv_chunk_min_channels` is derived 512 there and
@@ -13,8 +13,9 @@
 // prefetches into L2 (locality 2) its share (one input-channel block: 16
 // lines per jammed block) of the next chunk's weights: channel block
 // `cbo + 8 + ci`, wrapped to the next step's blocks (`+ 4`) after the last
-// chunk, the block index clamped to the last (7). Off (the default, or no
-// chunks): no prefetch.
+// chunk, the block index clamped to the last (7). Off (or no chunks): no
+// prefetch. The default on this target spreads the same lines over every
+// input-channel step instead (schedule-chunk-prefetch-spread.mlir).
 
 // CHECK-LABEL: loop.func @pointwise_chunk_prefetch
 // CHECK:       loop.for %[[CO:.*]] = %c0 to %cko step %{{.*}} kind(parallel)
