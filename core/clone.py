@@ -170,6 +170,16 @@ _NO_OPERANDS: SSAValues[SSAValue] = SSAValues(())
 _NO_ATTRIBUTES: dict[str, Attribute] = {}
 
 
+def _link_successors(op: Operation, targets: tuple[Block, ...]) -> None:
+    """Set a new op's successors to `targets`, each use added in order (as xDSL's
+    `successors` setter does for an op that had none)."""
+    uses = tuple([Use(op, index) for index in range(len(targets))]) if targets else ()
+    for block, use in zip(targets, uses, strict=True):
+        block.add_use(use)
+    op._successors = targets  # pyright: ignore[reportPrivateUsage]
+    op._successor_uses = uses  # pyright: ignore[reportPrivateUsage]
+
+
 def _bare(
     op: Operation,
     value_mapper: dict[SSAValue, SSAValue],
@@ -190,16 +200,7 @@ def _bare(
     attributes = new.attributes = op.attributes.copy()
     new.location = op.location
     successors = op._successors  # pyright: ignore[reportPrivateUsage]
-    if successors:
-        targets = tuple([block_mapper[s] if s in block_mapper else s for s in successors])
-        target_uses = tuple([Use(new, index) for index in range(len(targets))])
-        for block, use in zip(targets, target_uses, strict=True):
-            block.add_use(use)
-        new._successors = targets  # pyright: ignore[reportPrivateUsage]
-        new._successor_uses = target_uses  # pyright: ignore[reportPrivateUsage]
-    else:
-        new._successors = ()  # pyright: ignore[reportPrivateUsage]
-        new._successor_uses = ()  # pyright: ignore[reportPrivateUsage]
+    _link_successors(new, tuple([block_mapper.get(b, b) for b in successors]))
     regions = tuple([Region() for _ in op.regions])
     for region in regions:
         region.parent = new
@@ -337,12 +338,7 @@ def operation_init(
     self.properties = dict(properties)
     self.attributes = dict(attributes)
     self.location = UNKNOWN_LOC if location is None else location
-    targets = tuple(successors)
-    target_uses = tuple([Use(self, index) for index in range(len(targets))]) if targets else ()
-    for block, use in zip(targets, target_uses, strict=True):
-        block.add_use(use)
-    self._successors = targets  # pyright: ignore[reportPrivateUsage]
-    self._successor_uses = target_uses  # pyright: ignore[reportPrivateUsage]
+    _link_successors(self, tuple(successors))
     self.regions = ()
     for region in regions:
         self.add_region(region)

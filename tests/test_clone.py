@@ -8,7 +8,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
-from xdsl.dialects.builtin import StringAttr
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from lamina.core.clone import (
@@ -122,15 +122,22 @@ def test_fast_clone_is_xdsls_in_every_phase(name):
         module.verify()
 
 
-def test_mapper_and_uses_outside():
-    """A prefilled mapper (the schedule primitives map an induction variable to a
-    constant) and values defined outside the clone keep their use lists in order."""
+def _scheduled_cnn() -> ModuleOp:
+    """The CNN example through the default pipeline up to `simplify`: loop nests
+    after scheduling, before they are simplified."""
     ctx = make_context()
     module = parse_module(ctx, (EXAMPLES / "cnn.mlir").read_text(), "cnn.mlir")
     for p in passes_for_module("default", module, None):
         if p.name == "simplify":
             break
         p.apply(ctx, module)
+    return module
+
+
+def test_mapper_and_uses_outside():
+    """A prefilled mapper (the schedule primitives map an induction variable to a
+    constant) and values defined outside the clone keep their use lists in order."""
+    module = _scheduled_cnn()
     loops = [op for op in module.walk() if isinstance(op, loop.ForOp)]
     assert loops
     for for_op in loops[:50]:
@@ -143,12 +150,7 @@ def test_mapper_and_uses_outside():
 def test_a_loop_with_a_string_kind_takes_its_own_create():
     """`loop.ForOp.create` rewrites a kind given as a string: such a loop is cloned by
     xDSL's clone (through that `create`), others by `fast_clone` itself."""
-    ctx = make_context()
-    module = parse_module(ctx, (EXAMPLES / "cnn.mlir").read_text(), "cnn.mlir")
-    for p in passes_for_module("default", module, None):
-        if p.name == "simplify":
-            break
-        p.apply(ctx, module)
+    module = _scheduled_cnn()
     for_op = next(op for op in module.walk() if isinstance(op, loop.ForOp))
     for_op.properties["kind"] = StringAttr("parallel")
     with fast_building():
@@ -166,12 +168,7 @@ _XDSL_ATTACH = Block._attach_op
 def test_attach_op_checks_as_xdsl_does(attach):
     """An op already in a block, and an op put into a block it contains, are refused
     with xDSL's errors; an op without regions is attached without the climb."""
-    ctx = make_context()
-    module = parse_module(ctx, (EXAMPLES / "cnn.mlir").read_text(), "cnn.mlir")
-    for p in passes_for_module("default", module, None):
-        if p.name == "simplify":
-            break
-        p.apply(ctx, module)
+    module = _scheduled_cnn()
     for_op = next(op for op in module.walk() if isinstance(op, loop.ForOp))
     inner = for_op.body.block
     with pytest.raises(ValueError, match="already attached to a block"):
