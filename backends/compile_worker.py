@@ -67,36 +67,24 @@ KERNEL_OPT_LEVEL_ENV = "LAMINA_KERNEL_OPT_LEVEL"
 """Environment variable: the pass pipeline's speed level for kernel units (2 or 3)."""
 
 
-O2_KERNEL_CPUS = frozenset({"sapphirerapids", "emeraldrapids"})
-"""LLVM CPU names whose kernel units are built at O2 by default: the Intel Xeon
-cores (Golden Cove / Raptor Cove) where O2 kernels were measured to keep the
-networks' run time, kernel by kernel (docs/compile-speed.md, "O2 kernels by
-default on the Xeon")."""
-
-
 def kernel_opt_level(cpu: str = "", features: tuple[str, ...] | frozenset[str] = ()) -> int:
     """The pipeline level kernel units for CPU `cpu` (LLVM's name) with instruction-set
-    `features` are optimized at: `LAMINA_KERNEL_OPT_LEVEL` (2 or 3) if set, else 2 on
-    `O2_KERNEL_CPUS` with AVX-512 and `OPT_LEVEL` (3) everywhere else (Zen 4, the AVX2
-    CPUs: not measured). The host unit and a module compiled whole always get `OPT_LEVEL`.
+    `features` are optimized at: `LAMINA_KERNEL_OPT_LEVEL` (2 or 3) if set, else
+    `OPT_LEVEL` (3) on every CPU. The host unit and a module compiled whole always
+    get `OPT_LEVEL`.
 
     Level 2 keeps the loop and SLP vectorizers, interleaving and the unrollers (Lamina's
     IR has no vector types: every kernel needs them) and drops what LLVM does at 3 only
     (non-trivial loop unswitching, argument promotion, the larger unrolling and
     inlining thresholds). On the Intel Xeon (emeraldrapids) it cut the optimization's
     CPU time on the kernel units of ResNet-50, DenseNet-121, MobileNetV2 and GoogLeNet
-    by 10-24 %, outputs bit-identical. What O2 changes in the code is unrolling: O3
-    fully unrolls the short row loops (14 or 28 vectors) of the elementwise, pool and
-    stem kernels and of DenseNet's 3x3 growth convolutions, O2 unrolls them by two.
-    Timed kernel by kernel (both builds in one process, interleaved, a second identical
-    O3 build as the control), none of the units O2 changes ran slower beyond the
-    control's spread (docs/compile-speed.md, "O2 kernels by default on the Xeon")."""
+    by 10-22 %, outputs bit-identical; the networks' run time stayed within the noise
+    but for DenseNet-121 (1.002, 1.020, 1.043 of O3's in three runs), which is why it
+    is not the default (docs/compile-speed.md, "A leaner pipeline for the kernels").
+    `cpu` and `features` are where a default by CPU would be decided."""
+    del cpu, features  # one default everywhere until a CPU's run time proves otherwise
     explicit = kernel_opt_level_set()
-    if explicit is not None:
-        return explicit
-    if cpu in O2_KERNEL_CPUS and "avx512f" in features:
-        return 2
-    return OPT_LEVEL
+    return OPT_LEVEL if explicit is None else explicit
 
 
 def kernel_opt_level_set() -> int | None:
@@ -732,7 +720,6 @@ __all__ = [
     "build_all",
     "build_unit",
     "enabled",
-    "O2_KERNEL_CPUS",
     "kernel_opt_level",
     "kernel_opt_level_set",
     "optimize",
