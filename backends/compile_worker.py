@@ -81,6 +81,9 @@ def kernel_opt_level(cpu: str = "", features: tuple[str, ...] | frozenset[str] =
     by 10-22 %, outputs bit-identical; the networks' run time stayed within the noise
     but for DenseNet-121 (1.002, 1.020, 1.043 of O3's in three runs), which is why it
     is not the default (docs/compile-speed.md, "A leaner pipeline for the kernels").
+    Timed kernel by kernel against a second O3 build, what O2 changes (short row loops
+    unrolled by two, not fully) may cost its units 0-2 %, with no kind of kernel
+    standing out ("O2 kernels, kernel by kernel"): no rule by kernel either.
     `cpu` and `features` are where a default by CPU would be decided."""
     del cpu, features  # one default everywhere until a CPU's run time proves otherwise
     explicit = kernel_opt_level_set()

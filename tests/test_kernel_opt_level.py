@@ -46,6 +46,13 @@ def test_the_level_is_o3_everywhere_unless_the_environment_says():
     assert compile_worker.kernel_opt_level_set() is None
 
 
+def test_the_level_is_in_the_kernel_keys_unset_too():
+    """Unset, the key still names the level (`kernel_opt=3`, for any CPU), so kernels
+    built before a default changes are never reused after it."""
+    for cpu in ("sapphirerapids", "znver4", "haswell"):
+        assert "kernel_opt=3" in kernel_cache.facts(codegen.CodeTarget.of(cpu=cpu))
+
+
 def test_the_environment_sets_the_level(monkeypatch):
     level = compile_worker.kernel_opt_level
     monkeypatch.setenv(compile_worker.KERNEL_OPT_LEVEL_ENV, "3")
