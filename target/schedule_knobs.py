@@ -480,8 +480,8 @@ class ScheduleKnobs:
     in a burst (ResNet's 3x3 512->512 at 7x7: 590 KiB a step, four passes).
     Measured on Emerald Rapids (one thread, in the network, builds
     interleaved in one process): ResNet-50's three 3x3 kernels at 7x7
-    0.88-0.96x the time, ResNet-18's four 0.94x, against controls at
-    0.99-1.02x (docs/performance.md, "Direct 3x3 convolutions: the next
+    0.88-0.97x the time (3 runs), ResNet-18's four 0.93-0.94x (2 runs),
+    against controls at 0.99-1.02x (docs/performance.md, "Direct 3x3 convolutions: the next
     step's weights spread over the row passes"), so 2 on two 512-bit FMA
     pipes (`wide_fma_pipes`); Zen 4 and AVX2 keep 0 (not measured there; the
     AVX2 build does not jam rows)."""
