@@ -88,6 +88,7 @@ class ScheduleRulePass(LaminaPass):
                 conv_weight_prefetch=derived.conv_weight_prefetch,
                 conv_chunk_prefetch=derived.conv_chunk_prefetch,
                 conv_chunk_prefetch_spread=derived.conv_chunk_prefetch_spread,
+                conv_direct_prefetch=derived.conv_direct_prefetch,
                 winograd_channel_jam=derived.winograd_channel_jam,
                 winograd_jam_l1_bytes=derived.winograd_jam_l1_bytes,
             )
@@ -142,6 +143,7 @@ class RegisterBlockOptions:
     conv_weight_prefetch: int | None = None
     conv_chunk_prefetch: int | None = None
     conv_chunk_prefetch_spread: int | None = None
+    conv_direct_prefetch: int | None = None
     block_rows_outside_columns: int | None = None
     winograd_channel_jam: int | None = None
     winograd_jam_l1_bytes: int | None = None

@@ -77,7 +77,11 @@ from lamina.schedule.int_analysis import int_constant
 from lamina.schedule.packing import pack_group, pack_panels, panels_by_block
 from lamina.schedule.parallel import distribute_columns
 from lamina.schedule.primitives import ScheduleError
-from lamina.schedule.weight_prefetch import prefetch_next_blocks, prefetch_next_chunk
+from lamina.schedule.weight_prefetch import (
+    prefetch_next_blocks,
+    prefetch_next_chunk,
+    prefetch_next_step,
+)
 from lamina.schedule.winograd import winograd_channel_jam
 from lamina.target.cpu_facts import CpuFacts
 from lamina.target.schedule_knobs import ScheduleKnobs
@@ -457,6 +461,10 @@ def block_reductions(func: loop.FuncOp, facts: CpuFacts, base_knobs: ScheduleKno
                     channels.attributes[CHANNEL_JAM_ATTR] = IntegerAttr(jam, 64)
                     if rows_jam:
                         channels.attributes[ROW_JAM_ATTR] = IntegerAttr(rows_jam, 64)
+                        if knobs.conv_direct_prefetch:
+                            channels.attributes[STEP_PREFETCH_ATTR] = IntegerAttr(
+                                knobs.conv_direct_prefetch, 64
+                            )
                 if chunk:
                     channels.attributes[REDUCTION_CHUNK_ATTR] = IntegerAttr(chunk, 64)
                     if knobs.conv_chunk_prefetch:
@@ -614,6 +622,12 @@ CHUNK_PREFETCH_ATTR = "lamina.chunk_prefetch"
 """Cache level (`llvm.prefetch` locality) a chunked pointwise convolution
 prefetches its next chunk's weights into (`conv_chunk_prefetch`,
 `prefetch_next_chunk`), set with `REDUCTION_CHUNK_ATTR`."""
+
+STEP_PREFETCH_ATTR = "lamina.step_prefetch"
+"""Set with `ROW_JAM_ATTR` (`conv_direct_prefetch`): the cache level a
+row-jammed direct convolution prefetches its next output-channel step's
+weights into, spread over the current step's row passes
+(`prefetch_next_step`)."""
 
 CHUNK_SPREAD_ATTR = "lamina.chunk_prefetch_spread"
 """Set with `CHUNK_PREFETCH_ATTR` (`conv_chunk_prefetch_spread`): the
@@ -1070,6 +1084,7 @@ def jam_channel_blocks(func: loop.FuncOp, prefetch_locality: int = 0) -> int:
         ahead = channels.attributes.pop(CHUNK_PREFETCH_ATTR, None)
         spread = channels.attributes.pop(CHUNK_SPREAD_ATTR, None) is not None
         rows = channels.attributes.pop(ROW_JAM_ATTR, None)
+        step_ahead = channels.attributes.pop(STEP_PREFETCH_ATTR, None)
         outer = channels
         if isinstance(attr, IntegerAttr):
             outer, inner, _ = prim.split(channels, attr.value.data)
@@ -1077,6 +1092,8 @@ def jam_channel_blocks(func: loop.FuncOp, prefetch_locality: int = 0) -> int:
             jammed += 1
             if isinstance(rows, IntegerAttr):
                 _jam_rows(outer, rows.value.data)
+                if isinstance(step_ahead, IntegerAttr):
+                    prefetch_next_step(outer, step_ahead.value.data)
             if prefetch_locality and not isinstance(chunk, IntegerAttr):
                 prefetch_next_blocks(outer, attr.value.data, prefetch_locality)
         if isinstance(chunk, IntegerAttr):

@@ -356,4 +356,143 @@ def _spread_lines(
     return head
 
 
-__all__ = ["prefetch_next_blocks", "prefetch_next_chunk"]
+def prefetch_next_step(channels: loop.ForOp, locality: int) -> bool:
+    """Spread the next output-channel step's weights over the current step of a
+    row-jammed direct convolution (`conv_direct_prefetch`): `channels` is the
+    jammed output-channel loop (step F), whose body is the row passes (the
+    jammed rows' loop and its tail) over the image's register blocks, each a
+    reduction nest over input-channel blocks and window taps around one
+    serial loop over a block's lanes (`k3`). Each step of that nest, counted
+    over every pass (`s`), prefetches `share` of the next step's
+    I x KH x KW x (rows / line) lines per jammed block:
+
+        for co in [0, C) step F {
+          for pass … { for col … { fill
+            for ci { for kh { for kw {                 // s = pass step
+              for u in [s * share, min((s + 1) * share, U)) {
+                prefetch w[min(co + F + j, C - 1), u / …, …, …, …, 0]   for j < F
+              }
+              for k3 { R }
+          } } } epilogue } }
+        }
+
+    Returns whether it did (one 6-d weight buffer indexed by the jammed
+    block, constant bounds everywhere)."""
+    if locality <= 0:
+        return False
+    bound, jam = int_constant(channels.ub), int_constant(channels.step)
+    if bound is None or jam is None:
+        return False
+    iv = channels.body.block.args[0]
+    weights = {id(op.buffer): op for op in _direct_weight_loads(channels, iv)}
+    if len(weights) != 1:
+        return False
+    (load,) = weights.values()
+    mtype = load.buffer.type
+    assert isinstance(mtype, MemRefType)
+    _, inputs, kh, kw, rows, lanes = mtype.get_shape()
+    bits = getattr(mtype.element_type, "bitwidth", 32)
+    line = max(1, 512 // (lanes * bits))
+    per_tap = -(-rows // line)
+    units = inputs * kh * kw * per_tap
+    sites: list[tuple[list[loop.ForOp], int]] = []  # enclosing loops, steps
+    for top in prim.body_ops(channels):
+        if not isinstance(top, loop.ForOp):
+            continue
+        for lanes_loop in _lane_loops(top):
+            chain = _chain(top, lanes_loop)
+            if chain is None:
+                return False
+            steps = 1
+            for o in chain:
+                steps *= prim.trip_count(o)
+            sites.append((chain, steps))
+    if not sites:
+        return False
+    total = sum(steps for _, steps in sites)
+    share = -(-units // total)
+    index = IndexType()
+
+    def const(v: int) -> arith.ConstantOp:
+        return arith.ConstantOp(IntegerAttr(v, index))
+
+    offset = 0
+    for chain, steps in sites:
+        ops: list[Operation] = [slot := const(0)]
+        for o in chain:
+            lb, st = int_constant(o.lb), int_constant(o.step)
+            assert lb is not None and st is not None
+            ops += [first := const(lb), stride := const(st), trips := const(prim.trip_count(o))]
+            ops += [rel := arith.SubiOp(o.body.block.args[0], first)]
+            ops += [nth := arith.DivUIOp(rel, stride), scaled := arith.MuliOp(slot, trips)]
+            ops.append(slot := arith.AddiOp(scaled, nth))
+        ops += [shift := const(offset), at := arith.AddiOp(slot, shift)]
+        ops += [per := const(share), count := const(units), one := const(1)]
+        ops += [lo := arith.MuliOp(at, per), up := arith.AddiOp(lo, per)]
+        ops += [hi := arith.MinSIOp(up, count), deal := loop.ForOp(lo, hi, one)]
+        u = deal.body.block.args[0]
+        body: list[Operation] = [zero := const(0), end := const(bound - 1)]
+        body += [n_tap := const(per_tap), n_kw := const(kw), n_kh := const(kh), wide := const(line)]
+        body += [tap := arith.DivUIOp(u, n_tap), kq := arith.RemUIOp(u, n_tap)]
+        body += [k := arith.MuliOp(kq, wide), col := arith.RemUIOp(tap, n_kw)]
+        body += [rest := arith.DivUIOp(tap, n_kw), row := arith.RemUIOp(rest, n_kh)]
+        body += [ci := arith.DivUIOp(rest, n_kh)]
+        for j in range(jam):
+            body += [ahead := const(jam + j), block := arith.AddiOp(iv, ahead)]
+            body.append(clamped := arith.MinSIOp(block, end))
+            indices = [clamped.result, ci.result, row.result, col.result, k.result, zero.result]
+            body.append(loop.PrefetchOp(load.buffer, indices, locality))
+        Rewriter.insert_op(body, InsertPoint.at_start(deal.body.block))
+        Rewriter.insert_op(ops, InsertPoint.at_start(chain[-1].body.block))
+        offset += steps
+    return True
+
+
+def _direct_weight_loads(channels: loop.ForOp, iv: SSAValue) -> list[loop.LoadOp]:
+    """The loads under `channels` of a direct convolution's weights (a 6-d
+    function argument `[O, I, KH, KW, i, o]`) whose first index is `iv` + a
+    constant."""
+    found = []
+    for op in channels.walk():
+        if not isinstance(op, loop.LoadOp) or not isinstance(op.buffer, BlockArgument):
+            continue
+        mtype = op.buffer.type
+        assert isinstance(mtype, MemRefType)
+        if len(mtype.get_shape()) == 6 and _offset(op.indices[0], iv) is not None:
+            found.append(op)
+    return found
+
+
+def _lane_loops(top: loop.ForOp) -> list[loop.ForOp]:
+    """The serial loops under `top` whose bodies hold the register block's
+    vectorized FMAs (a block's lane loop `k3`: a serial loop whose body has
+    vectorized loops and no serial one)."""
+    found = []
+    for op in top.walk():
+        if not isinstance(op, loop.ForOp) or op.kind_name == LoopKind.VECTORIZED:
+            continue
+        inner = [o for o in prim.body_ops(op) if isinstance(o, loop.ForOp)]
+        if inner and all(o.kind_name == LoopKind.VECTORIZED for o in inner):
+            if any(isinstance(o, arith.MulfOp) for o in op.walk()):
+                found.append(op)
+    return found
+
+
+def _chain(top: loop.ForOp, lanes_loop: loop.ForOp) -> list[loop.ForOp] | None:
+    """The loops from `top` down to the parent of `lanes_loop`, outermost first,
+    each with constant bounds (None otherwise)."""
+    chain: list[loop.ForOp] = []
+    op = lanes_loop.parent_op()
+    while op is not None:
+        if not isinstance(op, loop.ForOp):
+            return None
+        if prim.trip_count(op) is None or int_constant(op.lb) is None:
+            return None
+        chain.append(op)
+        if op is top:
+            return chain[::-1]
+        op = op.parent_op()
+    return None
+
+
+__all__ = ["prefetch_next_blocks", "prefetch_next_chunk", "prefetch_next_step"]

@@ -467,6 +467,25 @@ class ScheduleKnobs:
     machine shared with other jobs). 1 where
     `conv_chunk_prefetch` is on by default (two 512-bit FMA pipes)."""
 
+    conv_direct_prefetch: int = field(
+        default=0, metadata={_DERIVED: "2 if wide_fma_pipes >= 2 else 0"}
+    )
+    """Cache level a direct convolution whose output rows are jammed
+    (`conv_direct_row_jam`) prefetches the next output-channel step's weights
+    into while it computes the current step's row passes (`llvm.prefetch`
+    locality: 2, L2; 0, no prefetch; `prefetch_next_step` in
+    schedule/weight_prefetch.py): the lines are dealt out a few per
+    reduction step (input-channel block and window tap) over every pass of
+    the step, so that the first pass no longer reads its weights from memory
+    in a burst (ResNet's 3x3 512->512 at 7x7: 590 KiB a step, four passes).
+    Measured on Emerald Rapids (one thread, in the network, builds
+    interleaved in one process): ResNet-50's three 3x3 kernels at 7x7
+    0.88-0.97x the time (3 runs), ResNet-18's four 0.93-0.94x (2 runs),
+    against controls at 0.99-1.02x (docs/performance.md, "Direct 3x3 convolutions: the next
+    step's weights spread over the row passes"), so 2 on two 512-bit FMA
+    pipes (`wide_fma_pipes`); Zen 4 and AVX2 keep 0 (not measured there; the
+    AVX2 build does not jam rows)."""
+
     conv_flatten_min_steps_per_core: int = 4
     """Jammed output-channel steps per core from which a pointwise convolution
     on an image no row split can share (`conv_flatten_rows`: a 7x7 image, whose
@@ -781,7 +800,7 @@ def check_knob(name: str, value: object) -> str | None:
         return "must be an integer"
     if name in SWITCH_KNOBS:
         return None if value in (0, 1) else "must be 0 (off) or 1 (on)"
-    if name in ("conv_weight_prefetch", "conv_chunk_prefetch"):
+    if name in ("conv_weight_prefetch", "conv_chunk_prefetch", "conv_direct_prefetch"):
         return None if value in (0, 1, 2, 3) else "must be 0 (off) or a locality 1-3"
     if name in (
         "block_rows",
