@@ -60,6 +60,7 @@ CHOICES: dict[str, tuple[Any, ...]] = {
     "conv_reduction_chunk": (0, 32, 64, 128),
     "conv_chunk_prefetch": (0, 1, 2),
     "conv_chunk_prefetch_spread": (0, 1),
+    "conv_direct_prefetch": (0, 1, 2),
     "epilogue_jam_max_ops": (1 << 30,),
     "epilogue_step_vectors": (1, 8),
     "block_broadcast_registers": (0, 1, 2),
