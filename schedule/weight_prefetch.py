@@ -111,6 +111,23 @@ def _weight_loads(channels: loop.ForOp, iv: SSAValue) -> list[loop.LoadOp]:
     return found
 
 
+def _one_weight_buffer(
+    loads: list[loop.LoadOp],
+) -> tuple[loop.LoadOp, tuple[int, ...], int] | None:
+    """The one weight buffer `loads` read (None: none, or several): a load of it, its
+    shape, and how many of its rows (of the last dimension's lanes) a 64-byte cache
+    line holds, the step between two prefetched addresses."""
+    weights = {id(op.buffer): op for op in loads}
+    if len(weights) != 1:
+        return None
+    (load,) = weights.values()
+    mtype = load.buffer.type
+    assert isinstance(mtype, MemRefType)
+    shape = mtype.get_shape()
+    bits = getattr(mtype.element_type, "bitwidth", 32)
+    return load, shape, max(1, 512 // (shape[-1] * bits))
+
+
 def _offset(value: SSAValue, iv: SSAValue) -> int | None:
     """c where `value` is `iv + c` (c a constant), else None."""
     if value is iv:
@@ -222,15 +239,10 @@ def prefetch_next_chunk(
         return False
     assert bound is not None and jam is not None and lb is not None and step_ is not None
     iv = channels.body.block.args[0]
-    weights = {id(load.buffer): load for load in _weight_loads(chunks, iv)}
-    if len(weights) != 1:
+    found = _one_weight_buffer(_weight_loads(chunks, iv))
+    if found is None:
         return False
-    (load,) = weights.values()
-    mtype = load.buffer.type
-    assert isinstance(mtype, MemRefType)
-    _, inputs, _, _, rows, lanes = mtype.get_shape()
-    bits = getattr(mtype.element_type, "bitwidth", 32)
-    line = max(1, 512 // (lanes * bits))
+    load, (_, inputs, _, _, rows, _), line = found
     share = -(-chunk // trips)
     index = IndexType()
 
@@ -384,15 +396,10 @@ def prefetch_next_step(channels: loop.ForOp, locality: int) -> bool:
     if bound is None or jam is None:
         return False
     iv = channels.body.block.args[0]
-    weights = {id(op.buffer): op for op in _direct_weight_loads(channels, iv)}
-    if len(weights) != 1:
+    found = _one_weight_buffer(_direct_weight_loads(channels, iv))
+    if found is None:
         return False
-    (load,) = weights.values()
-    mtype = load.buffer.type
-    assert isinstance(mtype, MemRefType)
-    _, inputs, kh, kw, rows, lanes = mtype.get_shape()
-    bits = getattr(mtype.element_type, "bitwidth", 32)
-    line = max(1, 512 // (lanes * bits))
+    load, (_, inputs, kh, kw, rows, _), line = found
     per_tap = -(-rows // line)
     units = inputs * kh * kw * per_tap
     sites: list[tuple[list[loop.ForOp], int]] = []  # enclosing loops, steps

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from isa_util import knobs_as
 
 import lamina
 from lamina.frontends.onnx import import_model
@@ -69,22 +70,7 @@ def test_direct_prefetch_matches_onnxruntime(cin, cout, size, stride, relu, isa)
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
 
 
-def _knobs_as(name: str):
-    """The derived schedule knobs of this host's facts, as the CPU `name` (its
-    features, vector width and register count)."""
-    from lamina.target.cpu_facts import isa_cpu_facts
-    from lamina.target.schedule_knobs import ScheduleKnobs
-
-    host = host_cpu_facts()
-    features = isa_cpu_facts(name).features if name != host.cpu_name else host.features
-    bits, registers = (512, 32) if "avx512f" in features else (256, 16)
-    facts = host.replace(
-        cpu_name=name, features=features, vector_bits=bits, vector_registers=registers
-    )
-    return ScheduleKnobs.for_cpu(facts)
-
-
 def test_direct_prefetch_by_cpu() -> None:
     """2 (L2) on two 512-bit FMA pipes (Intel AVX-512), 0 on Zen 4 and AVX2."""
     for name, want in {"sapphirerapids": 2, "znver4": 0, "znver3": 0, "haswell": 0}.items():
-        assert _knobs_as(name).conv_direct_prefetch == want, name
+        assert knobs_as(name).conv_direct_prefetch == want, name

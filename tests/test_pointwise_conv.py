@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from isa_util import knobs_as
 
 import lamina
 from lamina.frontends.onnx import import_model
@@ -279,27 +280,12 @@ def test_chunk_prefetch_matches_onnxruntime(cin, cout, size, epilogue, cores, is
     _check(model, x, target)
 
 
-def _knobs_as(name: str):
-    """The derived schedule knobs of this host's facts, as the CPU `name` (its
-    features, vector width and register count)."""
-    from lamina.target.cpu_facts import isa_cpu_facts
-    from lamina.target.schedule_knobs import ScheduleKnobs
-
-    host = host_cpu_facts()
-    features = isa_cpu_facts(name).features if name != host.cpu_name else host.features
-    bits, registers = (512, 32) if "avx512f" in features else (256, 16)
-    facts = host.replace(
-        cpu_name=name, features=features, vector_bits=bits, vector_registers=registers
-    )
-    return ScheduleKnobs.for_cpu(facts)
-
-
 def test_chunk_prefetch_by_cpu() -> None:
     """`conv_chunk_prefetch` is 2 and spread (`conv_chunk_prefetch_spread` 1) on two
     512-bit FMA pipes (Intel Xeon), 0 on Zen 4, generic AVX-512 and AVX2."""
     cases = {"sapphirerapids": (2, 1), "znver4": (0, 0), "x86-64-v4": (0, 0), "haswell": (0, 0)}
     for name, want in cases.items():
-        knobs = _knobs_as(name)
+        knobs = knobs_as(name)
         assert (knobs.conv_chunk_prefetch, knobs.conv_chunk_prefetch_spread) == want, name
 
 
@@ -314,7 +300,7 @@ def test_wide_fma_pipes_decides_the_reduction_chunks() -> None:
         "haswell": (0, 64),
     }
     for name, want in cases.items():
-        knobs = _knobs_as(name)
+        knobs = knobs_as(name)
         assert (knobs.conv_chunk_min_channels, knobs.conv_reduction_chunk) == want, name
         assert knobs.conv_direct_jam_max == (4 if name == "sapphirerapids" else 0), name
         assert knobs.conv_direct_row_jam == (2 if name == "sapphirerapids" else 0), name
