@@ -128,6 +128,11 @@ def _one_weight_buffer(
     return load, shape, max(1, 512 // (shape[-1] * bits))
 
 
+def _index_constant(v: int) -> arith.ConstantOp:
+    """An `index` constant (the prefetches' offsets and bounds)."""
+    return arith.ConstantOp(IntegerAttr(v, IndexType()))
+
+
 def _offset(value: SSAValue, iv: SSAValue) -> int | None:
     """c where `value` is `iv + c` (c a constant), else None."""
     if value is iv:
@@ -181,23 +186,31 @@ def _insert_nest(
     bits = getattr(mtype.element_type, "bitwidth", 32)
     line = max(1, 512 // (lanes * bits))  # rows of lanes per 64-byte line
     share = -(-inputs // trips)
-    index = IndexType()
-
-    def const(v: int) -> arith.ConstantOp:
-        return arith.ConstantOp(IntegerAttr(v, index))
 
     g = group.body.block.args[0]
-    ops: list[Operation] = [zero := const(0), one := const(1), first := const(lb)]
-    ops += [stride := const(step_), per := const(share), count := const(inputs)]
-    ops += [end := const(last), rel := arith.SubiOp(g, first), nth := arith.DivUIOp(rel, stride)]
+    ops: list[Operation] = [
+        zero := _index_constant(0),
+        one := _index_constant(1),
+        first := _index_constant(lb),
+    ]
+    ops += [
+        stride := _index_constant(step_),
+        per := _index_constant(share),
+        count := _index_constant(inputs),
+    ]
+    ops += [
+        end := _index_constant(last),
+        rel := arith.SubiOp(g, first),
+        nth := arith.DivUIOp(rel, stride),
+    ]
     ops += [lo := arith.MuliOp(nth, per), up := arith.AddiOp(lo, per)]
     ops += [hi := arith.MinSIOp(up, count), channels_ := loop.ForOp(lo, hi, one)]
     ci = channels_.body.block.args[0]
     body: list[Operation] = []
     for k in range(0, rows, line):
-        body.append(kk := const(k))
+        body.append(kk := _index_constant(k))
         for j in range(jam):
-            body += [ahead := const(jam + j), block := arith.AddiOp(iv, ahead)]
+            body += [ahead := _index_constant(jam + j), block := arith.AddiOp(iv, ahead)]
             body.append(clamped := arith.MinSIOp(block, end))
             indices = [clamped.result, ci, zero.result, zero.result, kk.result, zero.result]
             body.append(loop.PrefetchOp(buffer, indices, locality))
@@ -244,15 +257,23 @@ def prefetch_next_chunk(
         return False
     load, (_, inputs, _, _, rows, _), line = found
     share = -(-chunk // trips)
-    index = IndexType()
-
-    def const(v: int) -> arith.ConstantOp:
-        return arith.ConstantOp(IntegerAttr(v, index))
 
     cbo, g = chunks.body.block.args[0], blocks.body.block.args[0]
-    ops: list[Operation] = [zero := const(0), one := const(1), first := const(lb)]
-    ops += [stride := const(step_), per := const(share), size := const(chunk)]
-    ops += [count := const(inputs), width := const(jam), end := const(bound - 1)]
+    ops: list[Operation] = [
+        zero := _index_constant(0),
+        one := _index_constant(1),
+        first := _index_constant(lb),
+    ]
+    ops += [
+        stride := _index_constant(step_),
+        per := _index_constant(share),
+        size := _index_constant(chunk),
+    ]
+    ops += [
+        count := _index_constant(inputs),
+        width := _index_constant(jam),
+        end := _index_constant(bound - 1),
+    ]
     ops += [nxt := arith.AddiOp(cbo, size), wrap := arith.DivUIOp(nxt, count)]
     ops += [back := arith.MuliOp(wrap, count), base := arith.SubiOp(nxt, back)]
     ops += [ahead := arith.MuliOp(wrap, width), co := arith.AddiOp(iv, ahead)]
@@ -267,9 +288,9 @@ def prefetch_next_chunk(
     ci = channels_.body.block.args[0]
     body: list[Operation] = [at := arith.AddiOp(base, ci)]
     for k in range(0, rows, line):
-        body.append(kk := const(k))
+        body.append(kk := _index_constant(k))
         for j in range(jam):
-            body += [off := const(j), block := arith.AddiOp(co, off)]
+            body += [off := _index_constant(j), block := arith.AddiOp(co, off)]
             body.append(clamped := arith.MinSIOp(block, end))
             indices = [clamped.result, at.result, zero.result, zero.result, kk.result, zero.result]
             body.append(loop.PrefetchOp(load.buffer, indices, locality))
@@ -338,28 +359,28 @@ def _spread_lines(
     so that a few lines are in flight at a time instead of a block's share at
     its head. Inserts the nest at the head of `steps` (`cbi`); returns the ops
     for the head of the register block."""
-    index = IndexType()
-
-    def const(v: int) -> arith.ConstantOp:
-        return arith.ConstantOp(IntegerAttr(v, index))
 
     per_block = rows // line
     units = chunk * per_block
     trips = prim.trip_count(steps)
     share = -(-units // (blocks * trips))
-    head: list[Operation] = [width := const(trips), per := const(share), count := const(units)]
+    head: list[Operation] = [
+        width := _index_constant(trips),
+        per := _index_constant(share),
+        count := _index_constant(units),
+    ]
     head += [first := arith.MuliOp(p.nth, width)]
     cbi = steps.body.block.args[0]
-    inner: list[Operation] = [one := const(1), slot := arith.AddiOp(first, cbi)]
+    inner: list[Operation] = [one := _index_constant(1), slot := arith.AddiOp(first, cbi)]
     inner += [lo := arith.MuliOp(slot, per), up := arith.AddiOp(lo, per)]
     inner += [hi := arith.MinSIOp(up, count), deal := loop.ForOp(lo, hi, one)]
     u = deal.body.block.args[0]
-    body: list[Operation] = [lines := const(per_block), wide := const(line)]
+    body: list[Operation] = [lines := _index_constant(per_block), wide := _index_constant(line)]
     body += [ci := arith.DivUIOp(u, lines), kq := arith.RemUIOp(u, lines)]
     body += [k := arith.MuliOp(kq, wide), at := arith.AddiOp(p.base, ci)]
     zero = p.zero.results[0]
     for j in range(jam):
-        body += [off := const(j), block := arith.AddiOp(p.co, off)]
+        body += [off := _index_constant(j), block := arith.AddiOp(p.co, off)]
         body.append(clamped := arith.MinSIOp(block, p.end))
         indices = [clamped.result, at.result, zero, zero, k.result, zero]
         body.append(loop.PrefetchOp(p.buffer, indices, p.locality))
@@ -418,34 +439,43 @@ def prefetch_next_step(channels: loop.ForOp, locality: int) -> bool:
         return False
     total = sum(steps for _, steps in sites)
     share = -(-units // total)
-    index = IndexType()
-
-    def const(v: int) -> arith.ConstantOp:
-        return arith.ConstantOp(IntegerAttr(v, index))
 
     offset = 0
     for chain, steps in sites:
-        ops: list[Operation] = [slot := const(0)]
+        ops: list[Operation] = [slot := _index_constant(0)]
         for o in chain:
             lb, st = int_constant(o.lb), int_constant(o.step)
             assert lb is not None and st is not None
-            ops += [first := const(lb), stride := const(st), trips := const(prim.trip_count(o))]
+            ops += [
+                first := _index_constant(lb),
+                stride := _index_constant(st),
+                trips := _index_constant(prim.trip_count(o)),
+            ]
             ops += [rel := arith.SubiOp(o.body.block.args[0], first)]
             ops += [nth := arith.DivUIOp(rel, stride), scaled := arith.MuliOp(slot, trips)]
             ops.append(slot := arith.AddiOp(scaled, nth))
-        ops += [shift := const(offset), at := arith.AddiOp(slot, shift)]
-        ops += [per := const(share), count := const(units), one := const(1)]
+        ops += [shift := _index_constant(offset), at := arith.AddiOp(slot, shift)]
+        ops += [
+            per := _index_constant(share),
+            count := _index_constant(units),
+            one := _index_constant(1),
+        ]
         ops += [lo := arith.MuliOp(at, per), up := arith.AddiOp(lo, per)]
         ops += [hi := arith.MinSIOp(up, count), deal := loop.ForOp(lo, hi, one)]
         u = deal.body.block.args[0]
-        body: list[Operation] = [zero := const(0), end := const(bound - 1)]
-        body += [n_tap := const(per_tap), n_kw := const(kw), n_kh := const(kh), wide := const(line)]
+        body: list[Operation] = [zero := _index_constant(0), end := _index_constant(bound - 1)]
+        body += [
+            n_tap := _index_constant(per_tap),
+            n_kw := _index_constant(kw),
+            n_kh := _index_constant(kh),
+            wide := _index_constant(line),
+        ]
         body += [tap := arith.DivUIOp(u, n_tap), kq := arith.RemUIOp(u, n_tap)]
         body += [k := arith.MuliOp(kq, wide), col := arith.RemUIOp(tap, n_kw)]
         body += [rest := arith.DivUIOp(tap, n_kw), row := arith.RemUIOp(rest, n_kh)]
         body += [ci := arith.DivUIOp(rest, n_kh)]
         for j in range(jam):
-            body += [ahead := const(jam + j), block := arith.AddiOp(iv, ahead)]
+            body += [ahead := _index_constant(jam + j), block := arith.AddiOp(iv, ahead)]
             body.append(clamped := arith.MinSIOp(block, end))
             indices = [clamped.result, ci.result, row.result, col.result, k.result, zero.result]
             body.append(loop.PrefetchOp(load.buffer, indices, locality))
